@@ -1,0 +1,1 @@
+"""What callers import: the generated ovserve.v1 stubs (``clients.v1``) and typed Python clients."""

@@ -1,0 +1,1 @@
+"""ovserve's gRPC service: API semantics, the OpenVINO GenAI engine, and the CLI."""
