@@ -139,13 +139,16 @@ def test_every_rpc_has_an_http_annotation_under_v3() -> None:
 
 @pytest.mark.parametrize(("unary", "streaming"), REQUEST_TWINS)
 def test_stream_request_twins_are_field_identical(unary: str, streaming: str) -> None:
+    def type_of(f: FieldDescriptor) -> object:
+        if f.message_type is None:
+            return f.type
+        if f.message_type.GetOptions().map_entry:  # each message has its own XEntry type
+            key, value = f.message_type.fields_by_name["key"], f.message_type.fields_by_name["value"]
+            return ("map", type_of(key), type_of(value))
+        return f.message_type.full_name
+
     def shape(name: str) -> list[tuple]:
-        fields = message(name).fields
-        return [
-            (f.name, f.number, f.type, f.is_repeated, f.has_presence,
-             f.message_type.full_name if f.message_type else None)
-            for f in fields
-        ]  # fmt: skip
+        return [(f.name, f.number, f.is_repeated, f.has_presence, type_of(f)) for f in message(name).fields]
 
     assert shape(unary) == shape(streaming)
 
@@ -198,8 +201,10 @@ OPENAI_BODIES = {
         "model": "tiny-chat",
         "messages": [
             {"role": "system", "content": "You are helpful."},
-            {"role": "user", "content": [{"type": "text", "text": "hi"},
-                                         {"type": "image_url", "image_url": {"url": "data:image/png;base64,AA"}}]},
+            {"role": "user", "content": "hi"},
+            # the typed alternative of OpenAI's list-valued content
+            {"role": "user", "content_parts": [{"type": "text", "text": "hi"},
+                                               {"type": "image_url", "image_url": {"url": "data:,AA"}}]},
             {"role": "assistant", "content": None,
              "tool_calls": [{"id": "call_1", "type": "function",
                              "function": {"name": "get_weather", "arguments": "{\"city\": \"Paris\"}"}}]},
