@@ -8,6 +8,25 @@ from collections.abc import Callable, Sequence
 from importlib import metadata
 
 
+def _serve(argv: Sequence[str]) -> int:
+    import asyncio
+    import logging
+
+    from service import config, server
+
+    parser = argparse.ArgumentParser(prog="ovserve serve", description="Serve models over gRPC.")
+    config.add_arguments(parser)
+    parser.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING or ERROR (default INFO)")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        serve_config = config.from_arguments(args)
+    except (config.ConfigError, OSError) as error:
+        parser.error(str(error))
+    asyncio.run(server.serve(serve_config))
+    return 0
+
+
 def _build_models(argv: Sequence[str]) -> int:
     # Imported lazily: the builder needs the `export` extra (torch, optimum-intel),
     # which the serving runtime never installs.
@@ -19,6 +38,7 @@ def _build_models(argv: Sequence[str]) -> int:
 # subcommand -> (help, handler taking the remaining argv). The handlers parse
 # their own options so each subcommand's --help is complete.
 SUBCOMMANDS: dict[str, tuple[str, Callable[[Sequence[str]], int]]] = {
+    "serve": ("serve models over gRPC (default: the bundled tiny-chat)", _serve),
     "build-models": ("rebuild the bundled test models (needs the 'export' extra)", _build_models),
 }
 

@@ -1,0 +1,268 @@
+"""ChatService semantics: a conversation in, the assistant's next message out."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+from google.protobuf import json_format
+
+from clients.v1 import chat_pb2, common_pb2
+from service.api.common import (
+    FINISH_REASONS,
+    new_id,
+    now,
+    streaming_violations,
+    token_texts,
+    unsupported_until_structured_outputs,
+    usage,
+)
+from service.api.generation import Budget, build_generation_config
+from service.api.runs import Run, collect_choices, stream_runs
+from service.errors import FieldViolation, InvalidArgument
+from service.models import ModelRegistry, ServedModel
+
+# Request role -> the role the chat template sees. Templates written for
+# OpenAI's older roles know no "developer": it is a system message to them.
+TEMPLATE_ROLES = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant", "tool": "tool"}
+REASONING_EFFORTS = {"none", "minimal", "low", "medium", "high"}
+TOOL_CHOICES = {"none", "auto"}  # "required" and named functions need constrained decoding (tools issue)
+MAX_TOOLS = 128
+
+Request = chat_pb2.CreateChatCompletionRequest | chat_pb2.StreamChatCompletionRequest
+
+
+@dataclass(frozen=True)
+class PreparedChat:
+    """A validated chat request, rendered and ready for the engine."""
+
+    model: ServedModel
+    run: Run
+    n: int
+    logprobs: bool
+    skip_special_tokens: bool
+    include_usage: bool
+
+
+def prepare(models: ModelRegistry, request: Request, *, streaming: bool) -> PreparedChat:
+    """Validate ``request``, render its conversation with the chat template, build its engine run."""
+    violations = streaming_violations(request, streaming=streaming, rpc="StreamChatCompletion")
+    model = models.get(request.model)
+    history = _history(model, request, violations)
+    tools = _tools(request, violations)
+    context = _template_context(request, violations)
+    violations += unsupported_until_structured_outputs(request)
+    violations += _logprob_violations(request)
+    InvalidArgument.check(violations)
+
+    try:
+        prompt = model.engine.tokenizer.apply_chat_template(
+            history, add_generation_prompt=True, tools=tools or None, extra_context=context
+        )
+    except Exception as error:  # the template itself refused (minja raises RuntimeError)
+        raise InvalidArgument.of("messages", f"the chat template could not render the conversation: {error}") from error
+    prompt_ids = model.engine.encode(prompt, add_special_tokens=False)
+
+    field = "max_completion_tokens" if request.HasField("max_completion_tokens") else "max_tokens"
+    limit = getattr(request, field) if request.HasField(field) else None
+    config = build_generation_config(
+        request,
+        defaults=model.defaults,
+        limits=model.limits,
+        budget=Budget(field, limit, len(prompt_ids), "messages"),
+        streaming=streaming,
+        logprobs=1 if request.logprobs else 0,
+    )
+    return PreparedChat(
+        model,
+        Run(prompt_ids, config, first_choice=0),
+        n=request.n if request.HasField("n") else 1,
+        logprobs=request.logprobs,
+        skip_special_tokens=not request.HasField("skip_special_tokens") or request.skip_special_tokens,
+        include_usage=streaming and request.stream_options.include_usage,
+    )
+
+
+def _history(model: ServedModel, request: Request, violations: list[FieldViolation]) -> list[dict[str, Any]]:
+    """The conversation as the chat template wants it; appends what is wrong to ``violations``."""
+    if not len(request.messages):
+        violations.append(FieldViolation("messages", "at least one message is required"))
+    history = []
+    for position, message in enumerate(request.messages):
+        where = f"messages[{position}]"
+        role = TEMPLATE_ROLES.get(message.role)
+        if role is None:
+            expected = ", ".join(TEMPLATE_ROLES)
+            violations.append(FieldViolation(f"{where}.role", f"unknown role {message.role!r}; expected {expected}"))
+            continue
+        entry: dict[str, Any] = {"role": role, "content": _content(model, message, where, violations)}
+        if message.HasField("name"):
+            entry["name"] = message.name
+        if message.role == "tool":
+            if not message.tool_call_id:
+                violations.append(FieldViolation(f"{where}.tool_call_id", "required on tool messages"))
+            entry["tool_call_id"] = message.tool_call_id
+        if len(message.tool_calls):
+            if message.role != "assistant":
+                violations.append(FieldViolation(f"{where}.tool_calls", "only assistant messages carry tool calls"))
+            entry["tool_calls"] = [
+                _tool_call(call, f"{where}.tool_calls[{i}]", violations) for i, call in enumerate(message.tool_calls)
+            ]
+        if message.HasField("reasoning_content"):
+            entry["reasoning_content"] = message.reasoning_content
+        if entry["content"] is None and not (message.role == "assistant" and len(message.tool_calls)):
+            violations.append(FieldViolation(f"{where}.content", f"required on {message.role} messages"))
+        history.append(entry)
+    return history
+
+
+def _content(
+    model: ServedModel, message: chat_pb2.ChatMessage, where: str, violations: list[FieldViolation]
+) -> str | None:
+    if not len(message.content_parts):
+        return message.content if message.HasField("content") else None
+    if message.HasField("content"):
+        violations.append(FieldViolation(f"{where}.content_parts", "set either content or content_parts, not both"))
+    texts = []
+    for i, part in enumerate(message.content_parts):
+        if part.type == "text":
+            texts.append(part.text)
+        elif part.type == "image_url":
+            violations.append(
+                FieldViolation(
+                    f"{where}.content_parts[{i}]", f"model {model.name!r} is text-only: images are not supported"
+                )
+            )
+        else:
+            violations.append(
+                FieldViolation(f"{where}.content_parts[{i}].type", f"unknown part type {part.type!r}; expected text")
+            )
+    return "\n".join(texts)
+
+
+def _tool_call(call: common_pb2.ToolCall, where: str, violations: list[FieldViolation]) -> dict[str, Any]:
+    if call.type not in ("", "function"):
+        violations.append(FieldViolation(f"{where}.type", f"unknown tool call type {call.type!r}; expected function"))
+    if not call.function.name:
+        violations.append(FieldViolation(f"{where}.function.name", "required"))
+    try:
+        # Templates render arguments as a JSON object (Qwen's `tojson`), not a string.
+        arguments: Any = json.loads(call.function.arguments or "{}")
+    except json.JSONDecodeError as error:
+        violations.append(FieldViolation(f"{where}.function.arguments", f"not valid JSON: {error}"))
+        arguments = {}
+    return {"id": call.id, "type": "function", "function": {"name": call.function.name, "arguments": arguments}}
+
+
+def _tools(request: Request, violations: list[FieldViolation]) -> list[dict[str, Any]]:
+    if request.HasField("tool_choice") and request.tool_choice not in TOOL_CHOICES:
+        violations.append(
+            FieldViolation(
+                "tool_choice", f"{request.tool_choice!r} is not supported yet; use one of {sorted(TOOL_CHOICES)}"
+            )
+        )
+    if request.HasField("named_tool_choice"):
+        violations.append(FieldViolation("named_tool_choice", "forcing a named tool is not supported yet"))
+    if len(request.tools) > MAX_TOOLS:
+        violations.append(FieldViolation("tools", f"at most {MAX_TOOLS} tools; got {len(request.tools)}"))
+    tools = []
+    for i, tool in enumerate(request.tools):
+        if tool.type != "function":
+            violations.append(FieldViolation(f"tools[{i}].type", f"unknown tool type {tool.type!r}; expected function"))
+        if not tool.function.name:
+            violations.append(FieldViolation(f"tools[{i}].function.name", "required"))
+        tools.append(json_format.MessageToDict(tool, preserving_proto_field_name=True))
+    if request.HasField("tool_choice") and request.tool_choice == "none":
+        return []  # the model is not told about tools it may not call
+    return tools
+
+
+def _template_context(request: Request, violations: list[FieldViolation]) -> dict[str, Any]:
+    context = (
+        json_format.MessageToDict(request.chat_template_kwargs) if request.HasField("chat_template_kwargs") else {}
+    )
+    if request.HasField("reasoning_effort"):
+        if request.reasoning_effort not in REASONING_EFFORTS:
+            expected = ", ".join(sorted(REASONING_EFFORTS))
+            violations.append(FieldViolation("reasoning_effort", f"must be one of {expected}"))
+        # An explicit chat_template_kwargs.enable_thinking wins.
+        context.setdefault("enable_thinking", request.reasoning_effort != "none")
+    return context
+
+
+def _logprob_violations(request: Request) -> list[FieldViolation]:
+    if not request.HasField("top_logprobs"):
+        return []
+    if not request.logprobs:
+        return [FieldViolation("top_logprobs", "requires logprobs to be true")]
+    if request.top_logprobs != 0:
+        return [
+            FieldViolation("top_logprobs", "only 0 is supported: the engine scores the chosen token, not alternatives")
+        ]
+    return []
+
+
+def _logprobs(model: ServedModel, token_ids: list[int], logprobs: list[float]) -> chat_pb2.ChatLogprobs:
+    result = chat_pb2.ChatLogprobs()
+    for token, logprob in zip(token_texts(model, token_ids), logprobs, strict=True):
+        result.content.add(token=token, logprob=logprob, bytes=list(token.encode()))
+    return result
+
+
+async def create_chat_completion(
+    models: ModelRegistry, request: chat_pb2.CreateChatCompletionRequest
+) -> chat_pb2.CreateChatCompletionResponse:
+    """ChatService.CreateChatCompletion: generate every choice to the end."""
+    prep = prepare(models, request, streaming=False)
+    choices = await collect_choices(prep.model, [prep.run], skip_special_tokens=prep.skip_special_tokens)
+    response = chat_pb2.CreateChatCompletionResponse(
+        id=new_id("chatcmpl-"), object="chat.completion", created=now(), model=prep.model.name
+    )
+    for choice in choices:
+        out = response.choices.add(index=choice.index, finish_reason=FINISH_REASONS[choice.finish_reason])
+        out.message.role = common_pb2.ROLE_ASSISTANT
+        out.message.content = choice.text
+        if prep.logprobs:
+            out.logprobs.CopyFrom(_logprobs(prep.model, choice.token_ids, choice.logprobs))
+    response.usage.CopyFrom(usage(len(prep.run.prompt_ids), sum(len(c.token_ids) for c in choices)))
+    return response
+
+
+async def stream_chat_completion(
+    models: ModelRegistry, request: chat_pb2.StreamChatCompletionRequest
+) -> AsyncIterator[chat_pb2.StreamChatCompletionResponse]:
+    """ChatService.StreamChatCompletion: a role chunk, then one chunk per engine step, then usage."""
+    prep = prepare(models, request, streaming=True)
+    completion_id, created = new_id("chatcmpl-"), now()
+
+    def chunk() -> chat_pb2.StreamChatCompletionResponse:
+        return chat_pb2.StreamChatCompletionResponse(
+            id=completion_id, object="chat.completion.chunk", created=created, model=prep.model.name
+        )
+
+    first = chunk()
+    for index in range(prep.n):
+        first.choices.add(index=index, delta=chat_pb2.ChatCompletionDelta(role=common_pb2.ROLE_ASSISTANT, content=""))
+    yield first
+    completion_tokens = 0
+    async for _, update in stream_runs(prep.model, [prep.run], skip_special_tokens=prep.skip_special_tokens):
+        out = chunk()
+        for delta in update.sequences:
+            completion_tokens += len(delta.token_ids)
+            if not delta.text and delta.finish_reason is None and not (prep.logprobs and delta.token_ids):
+                continue  # nothing printable yet (held back by the detokenizer)
+            choice = out.choices.add(index=delta.index)
+            if delta.text:
+                choice.delta.content = delta.text
+            if delta.finish_reason is not None:
+                choice.finish_reason = FINISH_REASONS[delta.finish_reason]
+            if prep.logprobs:
+                choice.logprobs.CopyFrom(_logprobs(prep.model, delta.token_ids, delta.logprobs))
+        if out.choices:
+            yield out
+    if prep.include_usage:
+        last = chunk()
+        last.usage.CopyFrom(usage(len(prep.run.prompt_ids), completion_tokens))
+        yield last

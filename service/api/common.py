@@ -1,0 +1,65 @@
+"""Pieces the completions, chat and Responses APIs share."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from typing import Any
+
+from clients.v1 import common_pb2
+from service.engine import FinishReason
+from service.errors import FieldViolation
+from service.models import ServedModel
+
+# The engine's finish reasons -> the contract's. A cancelled request has no
+# reader left, so its reason is never sent.
+FINISH_REASONS = {
+    FinishReason.STOP: common_pb2.FINISH_REASON_STOP,
+    FinishReason.LENGTH: common_pb2.FINISH_REASON_LENGTH,
+    FinishReason.CANCELLED: common_pb2.FINISH_REASON_UNSPECIFIED,
+}
+
+
+def new_id(prefix: str) -> str:
+    """A unique OpenAI-style id: ``cmpl-…``, ``chatcmpl-…``, ``resp_…``."""
+    return f"{prefix}{uuid.uuid4().hex}"
+
+
+def now() -> int:
+    """Unix time in seconds, for ``created``."""
+    return int(time.time())
+
+
+def usage(prompt_tokens: int, completion_tokens: int) -> common_pb2.Usage:
+    """OpenAI's usage block."""
+    return common_pb2.Usage(
+        prompt_tokens=prompt_tokens, completion_tokens=completion_tokens, total_tokens=prompt_tokens + completion_tokens
+    )
+
+
+def streaming_violations(request: Any, *, streaming: bool, rpc: str) -> list[FieldViolation]:
+    """The ``stream`` / ``stream_options`` rules: unary RPCs refuse both, streaming ones accept them."""
+    if streaming:
+        return []
+    violations = []
+    if request.stream:
+        violations.append(FieldViolation("stream", f"true is not valid here: call {rpc} to stream"))
+    if request.HasField("stream_options"):
+        violations.append(FieldViolation("stream_options", "only valid when streaming"))
+    return violations
+
+
+def unsupported_until_structured_outputs(request: Any) -> list[FieldViolation]:
+    """Guided decoding fields are part of the contract but not served yet: refuse them by name."""
+    violations = []
+    for name in ("response_format", "guided_json", "guided_regex"):
+        if request.HasField(name):
+            violations.append(FieldViolation(name, "structured outputs are not supported by this server yet"))
+    if len(request.guided_choice):
+        violations.append(FieldViolation("guided_choice", "structured outputs are not supported by this server yet"))
+    return violations
+
+
+def token_texts(model: ServedModel, token_ids: list[int]) -> list[str]:
+    """Each token's own text, for logprobs (special tokens kept; a partial character shows as U+FFFD)."""
+    return [model.engine.decode([token], skip_special_tokens=False) for token in token_ids]

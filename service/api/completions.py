@@ -1,0 +1,189 @@
+"""CompletionService semantics: prompts in, text completions out (OpenAI's legacy completions API)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+
+from clients.v1 import completion_pb2
+from service.api.common import (
+    FINISH_REASONS,
+    new_id,
+    now,
+    streaming_violations,
+    token_texts,
+    unsupported_until_structured_outputs,
+    usage,
+)
+from service.api.generation import Budget, build_generation_config
+from service.api.runs import Run, collect_choices, stream_runs
+from service.errors import FieldViolation, InvalidArgument
+from service.models import ModelRegistry, ServedModel
+
+MAX_PROMPTS = 64
+MAX_LOGPROBS = 1  # the engine scores the chosen token only
+
+Request = completion_pb2.CreateCompletionRequest | completion_pb2.StreamCompletionRequest
+
+
+@dataclass(frozen=True)
+class PreparedCompletion:
+    """A validated completions request, split into engine runs."""
+
+    model: ServedModel
+    runs: list[Run]
+    n: int
+    prompt_tokens: int
+    logprobs: bool
+    skip_special_tokens: bool
+    include_usage: bool
+
+
+def prepare(models: ModelRegistry, request: Request, *, streaming: bool) -> PreparedCompletion:
+    """Validate ``request`` (INVALID_ARGUMENT / NOT_FOUND naming the field) and build its runs."""
+    violations = streaming_violations(request, streaming=streaming, rpc="StreamCompletion")
+    model = models.get(request.model)
+    prompts = _prompts(model, request, violations)
+    violations += unsupported_until_structured_outputs(request)
+    if request.HasField("suffix") and request.suffix:
+        violations.append(FieldViolation("suffix", "not supported: the engine does not fill in the middle"))
+    logprobs = request.logprobs if request.HasField("logprobs") else 0
+    if not 0 <= logprobs <= MAX_LOGPROBS:
+        violations.append(
+            FieldViolation("logprobs", f"must be 0 or 1 (the chosen token's log probability); got {logprobs}")
+        )
+    echo = request.HasField("echo") and request.echo
+    if echo and logprobs:
+        violations.append(FieldViolation("echo", "echo with logprobs is not supported: prompt tokens are not scored"))
+    InvalidArgument.check(violations)
+
+    n = request.n if request.HasField("n") else 1
+    max_tokens = request.max_tokens if request.HasField("max_tokens") else None
+    runs = []
+    for position, (prompt_ids, prompt_text) in enumerate(prompts):
+        budget = Budget(
+            "max_tokens", max_tokens, len(prompt_ids), "prompt" if request.prompt else f"prompts[{position}]"
+        )
+        config = build_generation_config(
+            request, defaults=model.defaults, limits=model.limits, budget=budget, streaming=streaming,
+            logprobs=logprobs,
+        )  # fmt: skip
+        runs.append(Run(prompt_ids, config, first_choice=position * n, prompt_text=prompt_text if echo else ""))
+    return PreparedCompletion(
+        model,
+        runs,
+        n,
+        prompt_tokens=sum(len(run.prompt_ids) for run in runs),
+        logprobs=logprobs > 0,
+        skip_special_tokens=not request.HasField("skip_special_tokens") or request.skip_special_tokens,
+        include_usage=streaming and request.stream_options.include_usage,
+    )
+
+
+def _prompts(model: ServedModel, request: Request, violations: list[FieldViolation]) -> list[tuple[list[int], str]]:
+    """(token ids, text) of every prompt; appends what is wrong to ``violations``."""
+    if request.prompt and len(request.prompts):
+        violations.append(FieldViolation("prompts", "set either prompt or prompts, not both"))
+        return []
+    if request.prompt:
+        return [(model.engine.encode(request.prompt, add_special_tokens=True), request.prompt)]
+    if not len(request.prompts):
+        violations.append(FieldViolation("prompt", "required: a non-empty prompt"))
+        return []
+    if len(request.prompts) > MAX_PROMPTS:
+        violations.append(FieldViolation("prompts", f"at most {MAX_PROMPTS} prompts; got {len(request.prompts)}"))
+        return []
+    prompts = []
+    for position, prompt in enumerate(request.prompts):
+        kind = prompt.WhichOneof("prompt")
+        if kind == "text" and prompt.text:
+            prompts.append((model.engine.encode(prompt.text, add_special_tokens=True), prompt.text))
+        elif kind == "token_ids" and len(prompt.token_ids.ids):
+            ids = list(prompt.token_ids.ids)
+            bad = next((i for i, token in enumerate(ids) if not 0 <= token < model.vocab_size), None)
+            if bad is not None:
+                violations.append(
+                    FieldViolation(
+                        f"prompts[{position}].token_ids.ids[{bad}]",
+                        f"token id {ids[bad]} is outside the vocabulary (0-{model.vocab_size - 1})",
+                    )
+                )
+                continue
+            prompts.append((ids, model.engine.decode(ids, skip_special_tokens=False)))
+        else:
+            violations.append(FieldViolation(f"prompts[{position}]", "must be a non-empty text or token id list"))
+    return prompts
+
+
+def _logprobs(
+    model: ServedModel, token_ids: list[int], logprobs: list[float], offset: int
+) -> completion_pb2.CompletionLogprobs:
+    tokens = token_texts(model, token_ids)
+    result = completion_pb2.CompletionLogprobs(tokens=tokens, token_logprobs=logprobs)
+    for token, logprob in zip(tokens, logprobs, strict=True):
+        result.top_logprobs.add().logprobs[token] = logprob
+        result.text_offset.append(offset)
+        offset += len(token)
+    return result
+
+
+async def create_completion(
+    models: ModelRegistry, request: completion_pb2.CreateCompletionRequest
+) -> completion_pb2.CreateCompletionResponse:
+    """CompletionService.CreateCompletion: generate every choice to the end."""
+    prep = prepare(models, request, streaming=False)
+    choices = await collect_choices(prep.model, prep.runs, skip_special_tokens=prep.skip_special_tokens)
+    response = completion_pb2.CreateCompletionResponse(
+        id=new_id("cmpl-"), object="text_completion", created=now(), model=prep.model.name
+    )
+    for choice in choices:
+        echo = prep.runs[choice.index // prep.n].prompt_text
+        out = response.choices.add(
+            index=choice.index, text=echo + choice.text, finish_reason=FINISH_REASONS[choice.finish_reason]
+        )
+        if prep.logprobs:
+            out.logprobs.CopyFrom(_logprobs(prep.model, choice.token_ids, choice.logprobs, len(echo)))
+    response.usage.CopyFrom(usage(prep.prompt_tokens, sum(len(c.token_ids) for c in choices)))
+    return response
+
+
+async def stream_completion(
+    models: ModelRegistry, request: completion_pb2.StreamCompletionRequest
+) -> AsyncIterator[completion_pb2.StreamCompletionResponse]:
+    """CompletionService.StreamCompletion: one chunk per engine step with every choice's new text."""
+    prep = prepare(models, request, streaming=True)
+    completion_id, created = new_id("cmpl-"), now()
+
+    def chunk() -> completion_pb2.StreamCompletionResponse:
+        return completion_pb2.StreamCompletionResponse(
+            id=completion_id, object="text_completion", created=created, model=prep.model.name
+        )
+
+    offsets: dict[int, int] = {}  # choice index -> characters sent, for logprobs.text_offset
+    if any(run.prompt_text for run in prep.runs):  # echo: the prompt opens each choice
+        first = chunk()
+        for run in prep.runs:
+            for index in range(run.first_choice, run.first_choice + prep.n):
+                first.choices.add(index=index, text=run.prompt_text)
+                offsets[index] = len(run.prompt_text)
+        yield first
+    completion_tokens = 0
+    async for run, update in stream_runs(prep.model, prep.runs, skip_special_tokens=prep.skip_special_tokens):
+        out = chunk()
+        for delta in update.sequences:
+            completion_tokens += len(delta.token_ids)
+            if not delta.text and delta.finish_reason is None and not (prep.logprobs and delta.token_ids):
+                continue  # nothing printable yet (held back by the detokenizer)
+            index = run.first_choice + delta.index
+            choice = out.choices.add(index=index, text=delta.text)
+            if delta.finish_reason is not None:
+                choice.finish_reason = FINISH_REASONS[delta.finish_reason]
+            if prep.logprobs:
+                choice.logprobs.CopyFrom(_logprobs(prep.model, delta.token_ids, delta.logprobs, offsets.get(index, 0)))
+            offsets[index] = offsets.get(index, 0) + len(delta.text)
+        if out.choices:
+            yield out
+    if prep.include_usage:
+        last = chunk()
+        last.usage.CopyFrom(usage(prep.prompt_tokens, completion_tokens))
+        yield last

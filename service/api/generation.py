@@ -1,0 +1,278 @@
+"""Request fields -> ``openvino_genai.GenerationConfig``: one rules table, one validation pass.
+
+The completions, chat and Responses requests share their sampling fields (same
+names, see proto/ovserve/v1), so one table serves all three. Every violation is
+collected, not only the first, so a client fixes its request in one round trip.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import openvino_genai as ov_genai
+
+from service.errors import FieldViolation, InvalidArgument
+
+MAX_STOP_STRINGS = 16
+MAX_SEED = 2**32 - 1
+DEFAULT_NUM_ASSISTANT_TOKENS = 5  # OVMS's fallback when neither request nor model sets one
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One optional request field: its valid range, and the GenerationConfig attribute it sets."""
+
+    field: str
+    target: str
+    valid: Callable[[Any], bool]
+    requirement: str
+    convert: Callable[[Any], Any] = lambda value: value
+
+
+def _finite(value: float) -> bool:
+    return math.isfinite(value)
+
+
+# Request field -> GenerationConfig attribute. NaN fails every comparison, so
+# the range checks refuse it too.
+RULES: tuple[Rule, ...] = (
+    Rule("temperature", "temperature", lambda v: 0.0 <= v <= 2.0, "must be between 0 and 2"),
+    Rule("top_p", "top_p", lambda v: 0.0 < v <= 1.0, "must be greater than 0 and at most 1"),
+    Rule("top_k", "top_k", lambda v: v == -1 or v >= 1, "must be -1 (all tokens) or at least 1"),
+    Rule("min_p", "min_p", lambda v: 0.0 <= v < 1.0, "must be at least 0 and less than 1"),
+    Rule("repetition_penalty", "repetition_penalty", lambda v: _finite(v) and v > 0.0, "must be greater than 0"),
+    Rule("frequency_penalty", "frequency_penalty", lambda v: -2.0 <= v <= 2.0, "must be between -2 and 2"),
+    Rule("presence_penalty", "presence_penalty", lambda v: -2.0 <= v <= 2.0, "must be between -2 and 2"),
+    Rule("seed", "rng_seed", lambda v: 0 <= v <= MAX_SEED, f"must be between 0 and {MAX_SEED}"),
+    Rule("length_penalty", "length_penalty", _finite, "must be a finite number"),
+    Rule("diversity_penalty", "diversity_penalty", lambda v: _finite(v) and v >= 0.0, "must be at least 0"),
+    Rule("num_assistant_tokens", "num_assistant_tokens", lambda v: 1 <= v <= 64, "must be between 1 and 64"),
+    Rule(
+        "assistant_confidence_threshold",
+        "assistant_confidence_threshold",
+        lambda v: 0.0 < v < 1.0,
+        "must be greater than 0 and less than 1",
+    ),
+    Rule("max_ngram_size", "max_ngram_size", lambda v: 1 <= v <= 64, "must be between 1 and 64"),
+    Rule("ignore_eos", "ignore_eos", lambda v: True, ""),
+    Rule("include_stop_str_in_output", "include_stop_str_in_output", lambda v: True, ""),
+)
+
+# GenerationConfig attributes copied from the model's generation_config.json
+# into every request's config (the binding has no copy constructor).
+_DEFAULT_ATTRIBUTES = (
+    "max_new_tokens", "do_sample", "temperature", "top_p", "top_k", "min_p", "repetition_penalty",
+    "frequency_penalty", "presence_penalty", "no_repeat_ngram_size", "num_assistant_tokens",
+    "assistant_confidence_threshold", "eos_token_id", "stop_token_ids", "length_penalty", "diversity_penalty",
+)  # fmt: skip
+
+
+class SamplingRequest(Protocol):
+    """The sampling fields every ovserve.v1 generation request carries (a protobuf message)."""
+
+    def HasField(self, name: str) -> bool: ...
+
+
+@dataclass(frozen=True)
+class ModelLimits:
+    """What a served model allows, for the checks that depend on it."""
+
+    name: str
+    max_model_len: int
+    has_draft_model: bool = False
+    prompt_lookup: bool = False
+
+
+@dataclass(frozen=True)
+class GenerationDefaults:
+    """A model's generation_config.json as GenerationConfig keyword arguments."""
+
+    values: dict[str, Any]
+
+    @classmethod
+    def from_config(cls, config: ov_genai.GenerationConfig) -> GenerationDefaults:
+        """Snapshot the attributes of the model's default GenerationConfig."""
+        # Keep only what the file set: the binding's own defaults include
+        # sentinels (SIZE_MAX, eos_token_id -1) that its constructor refuses.
+        unset = ov_genai.GenerationConfig()
+        return cls(
+            {
+                name: getattr(config, name)
+                for name in _DEFAULT_ATTRIBUTES
+                if getattr(config, name) != getattr(unset, name)
+            }
+        )
+
+
+@dataclass(frozen=True)
+class Budget:
+    """Which request field caps the output length, and the prompt it must fit beside."""
+
+    field: str  # max_tokens | max_completion_tokens | max_output_tokens
+    value: int | None
+    prompt_tokens: int
+    prompt_field: str  # prompt | messages | input
+
+
+def build_generation_config(
+    request: Any,
+    *,
+    defaults: GenerationDefaults,
+    limits: ModelLimits,
+    budget: Budget,
+    streaming: bool,
+    logprobs: int = 0,
+) -> ov_genai.GenerationConfig:
+    """Validate ``request``'s sampling fields and return the engine config for it.
+
+    Raises InvalidArgument naming every offending field. ``logprobs`` is the
+    number of logprobs per token the caller has already validated (0 or 1).
+    """
+    violations: list[FieldViolation] = []
+    settings: dict[str, Any] = dict(defaults.values)
+
+    for rule in RULES:
+        if not request.HasField(rule.field):
+            continue
+        value = getattr(request, rule.field)
+        if rule.valid(value):
+            settings[rule.target] = rule.convert(value)
+        else:
+            violations.append(FieldViolation(rule.field, f"{rule.requirement}; got {value}"))
+    if settings.get("top_k") == -1:
+        del settings["top_k"]  # the engine's default is all tokens
+
+    if request.HasField("temperature"):
+        settings["do_sample"] = request.temperature > 0.0
+    violations += _stop_rules(request, settings, streaming)
+    violations += _choice_rules(request, settings)
+    violations += _speculative_rules(request, settings, limits)
+    violations += _length_rules(budget, settings, limits)
+    settings["logprobs"] = logprobs
+    InvalidArgument.check(violations)
+    config = ov_genai.GenerationConfig(**settings)
+    try:
+        config.validate()
+    except RuntimeError as error:  # a combination our rules did not foresee
+        raise InvalidArgument(f"invalid generation settings: {_engine_message(error)}") from error
+    return config
+
+
+def _stop_rules(request: Any, settings: dict[str, Any], streaming: bool) -> list[FieldViolation]:
+    stops = list(request.stop_sequences)
+    violations = []
+    if request.HasField("stop"):
+        if stops:
+            violations.append(FieldViolation("stop", "set either stop or stop_sequences, not both"))
+        stops = [request.stop]
+    if len(stops) > MAX_STOP_STRINGS:
+        violations.append(FieldViolation("stop", f"at most {MAX_STOP_STRINGS} stop strings; got {len(stops)}"))
+    for index, stop in enumerate(stops):
+        if not stop:
+            violations.append(FieldViolation(f"stop_sequences[{index}]", "stop strings must not be empty"))
+    if stops:
+        settings["stop_strings"] = set(stops)
+    # Streaming sends text before a stop string is complete, so the engine cannot
+    # take it back: when streaming the matched stop string is always included.
+    if streaming:
+        if request.HasField("include_stop_str_in_output") and not request.include_stop_str_in_output:
+            violations.append(FieldViolation("include_stop_str_in_output", "false is not supported when streaming"))
+        settings["include_stop_str_in_output"] = True
+    return violations
+
+
+def _choice_rules(request: Any, settings: dict[str, Any]) -> list[FieldViolation]:
+    n = request.n if request.HasField("n") else 1
+    best_of = request.best_of if request.HasField("best_of") else None
+    violations = []
+    if n < 1 or n > 16:
+        violations.append(FieldViolation("n", f"must be between 1 and 16; got {n}"))
+    if best_of is not None:
+        if best_of < 1 or best_of > 16:
+            violations.append(FieldViolation("best_of", f"must be between 1 and 16; got {best_of}"))
+        elif best_of < n:
+            violations.append(FieldViolation("best_of", f"must be at least n ({n}); got {best_of}"))
+    beam_search = best_of is not None and best_of > 1
+    if beam_search:
+        if request.HasField("temperature") and request.temperature > 0.0:
+            violations.append(
+                FieldViolation("temperature", "best_of > 1 selects beam search, which does not sample; use 0")
+            )
+        settings.update(do_sample=False, num_beams=best_of, num_return_sequences=n)
+    elif n > 1:
+        if not settings.get("do_sample"):
+            violations.append(
+                FieldViolation("n", "n > 1 needs sampling (temperature > 0) or beam search (best_of >= n)")
+            )
+        settings["num_return_sequences"] = n
+    for field in ("diversity_penalty",):
+        if request.HasField(field) and not beam_search:
+            violations.append(FieldViolation(field, "applies to beam search only (best_of > 1)"))
+    return violations
+
+
+def _speculative_rules(request: Any, settings: dict[str, Any], limits: ModelLimits) -> list[FieldViolation]:
+    violations = []
+    has_tokens = request.HasField("num_assistant_tokens")
+    has_threshold = request.HasField("assistant_confidence_threshold")
+    if has_tokens and has_threshold:
+        violations.append(
+            FieldViolation(
+                "assistant_confidence_threshold", "set either num_assistant_tokens or assistant_confidence_threshold"
+            )
+        )
+    assisted = limits.has_draft_model or limits.prompt_lookup
+    for field, allowed in (
+        ("num_assistant_tokens", assisted),
+        ("assistant_confidence_threshold", limits.has_draft_model),
+        ("max_ngram_size", limits.prompt_lookup),
+    ):
+        if request.HasField(field) and not allowed:
+            kind = "prompt lookup" if field == "max_ngram_size" else "a draft model"
+            violations.append(FieldViolation(field, f"model {limits.name!r} is not served with {kind}"))
+    if not assisted:
+        settings.pop("num_assistant_tokens", None)
+        settings.pop("assistant_confidence_threshold", None)
+    elif has_threshold:
+        settings["num_assistant_tokens"] = 0  # the threshold decides instead
+    elif not settings.get("num_assistant_tokens") and not settings.get("assistant_confidence_threshold"):
+        settings["num_assistant_tokens"] = DEFAULT_NUM_ASSISTANT_TOKENS
+    if limits.prompt_lookup and not settings.get("max_ngram_size"):
+        settings["max_ngram_size"] = 3
+    return violations
+
+
+def _length_rules(budget: Budget, settings: dict[str, Any], limits: ModelLimits) -> list[FieldViolation]:
+    room = limits.max_model_len - budget.prompt_tokens
+    if room <= 0:
+        return [
+            FieldViolation(
+                budget.prompt_field,
+                f"the prompt is {budget.prompt_tokens} tokens; model {limits.name!r} allows "
+                f"{limits.max_model_len} tokens in all, prompt and output",
+            )
+        ]
+    if budget.value is None:
+        settings["max_new_tokens"] = min(settings.get("max_new_tokens", room), room)
+        return []
+    if budget.value < 1:
+        return [FieldViolation(budget.field, f"must be at least 1; got {budget.value}")]
+    if budget.value > room:
+        return [
+            FieldViolation(
+                budget.field,
+                f"the prompt ({budget.prompt_tokens} tokens) plus {budget.field} ({budget.value}) exceeds "
+                f"model {limits.name!r}'s maximum length of {limits.max_model_len} tokens",
+            )
+        ]
+    settings["max_new_tokens"] = budget.value
+    return []
+
+
+def _engine_message(error: RuntimeError) -> str:
+    # openvino_genai's messages start with "Check '...' failed at <path>:<line>:"; keep the human part.
+    text = str(error).strip()
+    return text.splitlines()[-1] if "\n" in text else text

@@ -1,0 +1,96 @@
+"""Running a request's prompts on the engine and folding the output into choices.
+
+A request may carry several prompts (completions batch) and ask for n choices
+each; every prompt is one engine request ("run") and its choices are numbered
+after those of the runs before it, as OpenAI numbers them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+
+import openvino_genai as ov_genai
+
+from service.engine import FinishReason, SequenceDelta, Update
+from service.models import ServedModel
+
+
+@dataclass(frozen=True)
+class Run:
+    """One prompt of a request, ready for the engine."""
+
+    prompt_ids: list[int]
+    config: ov_genai.GenerationConfig
+    first_choice: int  # OpenAI index of this run's first choice
+    prompt_text: str = ""  # for echo
+
+
+@dataclass
+class Choice:
+    """A finished choice, accumulated from its deltas."""
+
+    index: int
+    text: str = ""
+    token_ids: list[int] = field(default_factory=list)
+    logprobs: list[float] = field(default_factory=list)
+    finish_reason: FinishReason | None = None
+
+    def add(self, delta: SequenceDelta) -> None:
+        """Append one step's delta."""
+        self.text += delta.text
+        self.token_ids += delta.token_ids
+        self.logprobs += delta.logprobs
+        self.finish_reason = delta.finish_reason or self.finish_reason
+
+
+async def stream_runs(
+    model: ServedModel, runs: list[Run], *, skip_special_tokens: bool
+) -> AsyncIterator[tuple[Run, Update]]:
+    """Every run's updates as they come, interleaved. Closing the iterator cancels the runs."""
+    if len(runs) == 1:  # the common case needs no tasks
+        async for update in model.engine.generate(
+            runs[0].prompt_ids, runs[0].config, skip_special_tokens=skip_special_tokens
+        ):
+            yield runs[0], update
+        return
+
+    queue: asyncio.Queue[tuple[Run, Update | BaseException | None]] = asyncio.Queue()
+
+    async def pump(run: Run) -> None:
+        try:
+            async for update in model.engine.generate(
+                run.prompt_ids, run.config, skip_special_tokens=skip_special_tokens
+            ):
+                queue.put_nowait((run, update))
+        except Exception as error:
+            queue.put_nowait((run, error))
+        finally:
+            queue.put_nowait((run, None))
+
+    tasks = [asyncio.create_task(pump(run)) for run in runs]
+    try:
+        remaining = len(runs)
+        while remaining:
+            run, item = await queue.get()
+            if item is None:
+                remaining -= 1
+            elif isinstance(item, BaseException):
+                raise item
+            else:
+                yield run, item
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+
+async def collect_choices(model: ServedModel, runs: list[Run], *, skip_special_tokens: bool) -> list[Choice]:
+    """Run to the end and return every choice, in OpenAI order."""
+    choices: dict[int, Choice] = {}
+    async for run, update in stream_runs(model, runs, skip_special_tokens=skip_special_tokens):
+        for delta in update.sequences:
+            index = run.first_choice + delta.index
+            choices.setdefault(index, Choice(index)).add(delta)
+    return [choices[index] for index in sorted(choices)]

@@ -1,0 +1,141 @@
+"""Server configuration: command-line flags and an optional TOML file.
+
+A TOML file describes several models with their own scheduler settings::
+
+    [server]
+    host = "127.0.0.1"
+    port = 50051
+
+    [scheduler]              # defaults for every model
+    cache_size_gb = 2
+
+    [[models]]
+    name = "tiny-chat"
+    path = "/models/tiny-chat"
+    draft_path = "/models/tiny-chat-draft"   # optional: speculative decoding
+    prompt_lookup = false                    # optional: prompt lookup decoding
+    scheduler = { max_num_seqs = 64 }        # optional: overrides [scheduler]
+
+Flags win over the file; ``--model NAME=PATH`` adds models to the file's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from service.engine import EngineSettings
+from service.models import ModelSpec, bundled_model_spec
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_GRPC_PORT = 50051
+
+
+@dataclass(frozen=True)
+class ServeConfig:
+    """Everything ``ovserve serve`` needs."""
+
+    host: str = DEFAULT_HOST
+    port: int = DEFAULT_GRPC_PORT
+    models: list[ModelSpec] = field(default_factory=list)
+    grace_seconds: float = 5.0  # how long in-flight RPCs may finish on shutdown
+
+
+class ConfigError(ValueError):
+    """The configuration is inconsistent; the message says where."""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The ``serve`` flags."""
+    parser.add_argument("--config", type=Path, help="TOML file with [server], [scheduler] and [[models]] tables")
+    parser.add_argument("--host", help=f"address to listen on (default {DEFAULT_HOST})")
+    parser.add_argument("--port", type=int, help=f"gRPC port (default {DEFAULT_GRPC_PORT}; 0 picks a free one)")
+    parser.add_argument(
+        "--model", action="append", default=[], metavar="NAME=PATH",
+        help="serve the OpenVINO model in PATH as NAME (repeatable; default: the bundled tiny-chat)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--draft-model", action="append", default=[], metavar="NAME=PATH",
+        help="use the model in PATH as the speculative-decoding draft of model NAME",
+    )  # fmt: skip
+    parser.add_argument("--prompt-lookup", action="append", default=[], metavar="NAME",
+                        help="serve model NAME with prompt lookup decoding")  # fmt: skip
+    scheduler = parser.add_argument_group("scheduler (every model)")
+    scheduler.add_argument("--cache-size-gb", type=float, help="KV cache size per model, GB (default 1)")
+    scheduler.add_argument("--max-num-seqs", type=int, help="sequences batched per step (default 256)")
+    scheduler.add_argument("--max-num-batched-tokens", type=int, help="tokens per step (default 2048)")
+    scheduler.add_argument("--no-dynamic-split-fuse", action="store_true", help="do not split long prompts")
+    scheduler.add_argument("--no-prefix-caching", action="store_true", help="do not reuse KV blocks of shared prefixes")
+
+
+def from_arguments(args: argparse.Namespace) -> ServeConfig:
+    """Merge the TOML file (if any) and the flags into one ServeConfig."""
+    data: dict[str, Any] = tomllib.loads(args.config.read_text()) if args.config else {}
+    server = data.get("server", {})
+    base = _settings(EngineSettings(), data.get("scheduler", {}), "[scheduler]")
+    base = _settings(base, _scheduler_flags(args), "flags")
+
+    specs: dict[str, ModelSpec] = {}
+    for position, entry in enumerate(data.get("models", [])):
+        where = f"[[models]] #{position + 1}"
+        if "name" not in entry or "path" not in entry:
+            raise ConfigError(f"{where}: needs name and path")
+        specs[entry["name"]] = ModelSpec(
+            entry["name"],
+            Path(entry["path"]),
+            draft_path=Path(entry["draft_path"]) if entry.get("draft_path") else None,
+            prompt_lookup=bool(entry.get("prompt_lookup", False)),
+            settings=_settings(base, entry.get("scheduler", {}), where),
+        )
+    for name, path in map(_name_path, args.model):
+        specs[name] = ModelSpec(name, path, settings=base)
+    for name, path in map(_name_path, args.draft_model):
+        if name not in specs:
+            raise ConfigError(f"--draft-model {name}=...: no model named {name!r}")
+        specs[name] = dataclasses.replace(specs[name], draft_path=path)
+    for name in args.prompt_lookup:
+        if name not in specs:
+            raise ConfigError(f"--prompt-lookup {name}: no model named {name!r}")
+        specs[name] = dataclasses.replace(specs[name], prompt_lookup=True)
+    models = list(specs.values()) or [bundled_model_spec(base)]
+    for spec in models:
+        for label, path in (("model", spec.path), ("draft model", spec.draft_path)):
+            if path is not None and not (path / "openvino_model.xml").is_file():
+                raise ConfigError(f"{label} of {spec.name!r}: {path} has no openvino_model.xml")
+        if spec.draft_path and spec.prompt_lookup:
+            raise ConfigError(f"model {spec.name!r}: a draft model and prompt lookup exclude each other")
+    return ServeConfig(
+        host=args.host or server.get("host", DEFAULT_HOST),
+        port=args.port if args.port is not None else int(server.get("port", DEFAULT_GRPC_PORT)),
+        models=models,
+    )
+
+
+def _name_path(value: str) -> tuple[str, Path]:
+    name, sep, path = value.partition("=")
+    if not sep or not name or not path:
+        raise ConfigError(f"expected NAME=PATH, got {value!r}")
+    return name, Path(path).expanduser()
+
+
+def _scheduler_flags(args: argparse.Namespace) -> dict[str, Any]:
+    values = {
+        "cache_size_gb": args.cache_size_gb,
+        "max_num_seqs": args.max_num_seqs,
+        "max_num_batched_tokens": args.max_num_batched_tokens,
+        "dynamic_split_fuse": False if args.no_dynamic_split_fuse else None,
+        "enable_prefix_caching": False if args.no_prefix_caching else None,
+    }
+    return {key: value for key, value in values.items() if value is not None}
+
+
+def _settings(base: EngineSettings, overrides: dict[str, Any], where: str) -> EngineSettings:
+    known = {f.name for f in dataclasses.fields(EngineSettings)}
+    unknown = sorted(set(overrides) - known)
+    if unknown:
+        raise ConfigError(f"{where}: unknown scheduler settings {unknown}; known: {sorted(known)}")
+    return dataclasses.replace(base, **overrides)

@@ -1,0 +1,9 @@
+"""The OpenVINO GenAI engine: one continuous-batching pipeline per served model.
+
+It knows token ids, text and GenerationConfig; it knows nothing of protobuf or HTTP.
+"""
+
+from service.engine.engine import Engine, EngineSettings
+from service.engine.types import EngineError, FinishReason, SequenceDelta, Update
+
+__all__ = ["Engine", "EngineError", "EngineSettings", "FinishReason", "SequenceDelta", "Update"]

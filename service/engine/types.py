@@ -1,0 +1,37 @@
+"""What the engine hands back for a request, step by step."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+
+
+class FinishReason(enum.Enum):
+    """Why a sequence ended (the engine's view; the API maps it to OpenAI's)."""
+
+    STOP = "stop"  # end-of-turn token or a stop string
+    LENGTH = "length"  # max_new_tokens or the model's length
+    CANCELLED = "cancelled"  # the caller went away
+
+
+@dataclass
+class SequenceDelta:
+    """What one output sequence gained in one engine step."""
+
+    index: int  # 0..n-1, the OpenAI choice index
+    token_ids: list[int] = field(default_factory=list)
+    text: str = ""  # the newly printable text (incremental detokenisation)
+    logprobs: list[float] = field(default_factory=list)  # one per token id, when requested
+    finish_reason: FinishReason | None = None
+
+
+@dataclass
+class Update:
+    """One step's worth of output for one request: all its sequences' deltas at once (coalesced)."""
+
+    sequences: list[SequenceDelta]
+    finished: bool = False  # the request is done; no more updates follow
+
+
+class EngineError(RuntimeError):
+    """The engine failed the request (not the client's fault)."""

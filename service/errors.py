@@ -1,0 +1,107 @@
+"""Errors the service raises, and how each becomes a gRPC status with google.rpc details.
+
+API code raises these; the servicers turn them into a rich status (see
+``to_rpc_status``), so every refusal names its field in a
+``google.rpc.BadRequest`` (or ``ErrorInfo`` metadata ``param``) and the REST
+bridge can fill OpenAI's ``param``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import grpc
+from google.protobuf import any_pb2
+from google.rpc import code_pb2, error_details_pb2, status_pb2
+from grpc_status import rpc_status
+
+ERROR_DOMAIN = "ovserve"
+
+
+@dataclass(frozen=True)
+class FieldViolation:
+    """One bad field: its path in the request (``messages[2].role``) and what is wrong with it."""
+
+    field: str
+    description: str
+
+
+@dataclass
+class ServiceError(Exception):
+    """Base of the errors that reach the client as a gRPC status."""
+
+    message: str
+    code: grpc.StatusCode = grpc.StatusCode.INTERNAL
+    reason: str = "INTERNAL"
+    param: str | None = None
+
+    def __str__(self) -> str:
+        return self.message
+
+    def details(self) -> list[object]:
+        """google.rpc detail messages for this error."""
+        metadata = {"param": self.param} if self.param else {}
+        return [error_details_pb2.ErrorInfo(reason=self.reason, domain=ERROR_DOMAIN, metadata=metadata)]
+
+
+@dataclass
+class InvalidArgument(ServiceError):
+    """The request is malformed or out of range; names every offending field."""
+
+    violations: list[FieldViolation] = field(default_factory=list)
+    code: grpc.StatusCode = grpc.StatusCode.INVALID_ARGUMENT
+    reason: str = "INVALID_ARGUMENT"
+
+    @classmethod
+    def of(cls, field_path: str, description: str) -> InvalidArgument:
+        """One-violation error whose message reads ``field: description``."""
+        return cls(
+            f"{field_path}: {description}", param=field_path, violations=[FieldViolation(field_path, description)]
+        )
+
+    @classmethod
+    def check(cls, violations: list[FieldViolation]) -> None:
+        """Raise one error naming every violation, if there is any."""
+        if violations:
+            message = "; ".join(f"{v.field}: {v.description}" for v in violations)
+            raise cls(message, param=violations[0].field, violations=list(violations))
+
+    def details(self) -> list[object]:
+        bad_request = error_details_pb2.BadRequest(
+            field_violations=[
+                error_details_pb2.BadRequest.FieldViolation(field=v.field, description=v.description)
+                for v in self.violations
+            ]
+        )
+        return [bad_request, *super().details()]
+
+
+@dataclass
+class NotFound(ServiceError):
+    """A named resource (model, response) does not exist."""
+
+    code: grpc.StatusCode = grpc.StatusCode.NOT_FOUND
+    reason: str = "NOT_FOUND"
+
+
+@dataclass
+class Unavailable(ServiceError):
+    """The service cannot take the request now (starting, shutting down, engine gone)."""
+
+    code: grpc.StatusCode = grpc.StatusCode.UNAVAILABLE
+    reason: str = "UNAVAILABLE"
+
+
+def to_rpc_status(error: ServiceError) -> grpc.Status:
+    """The grpc.Status (code, message, packed google.rpc details) for ``error``."""
+    packed = []
+    for detail in error.details():
+        any_detail = any_pb2.Any()
+        any_detail.Pack(detail)
+        packed.append(any_detail)
+    status = status_pb2.Status(code=_CODE_NUMBERS[error.code], message=error.message, details=packed)
+    return rpc_status.to_status(status)
+
+
+# grpc.StatusCode -> google.rpc.Code number, for google.rpc.Status.code.
+_CODE_NUMBERS = {code: getattr(code_pb2, code.name) for code in grpc.StatusCode}

@@ -1,0 +1,109 @@
+"""The served models: each name with its engine, limits and generation defaults."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from service.api.generation import GenerationDefaults, ModelLimits
+from service.engine import Engine, EngineSettings
+from service.errors import InvalidArgument, NotFound, Unavailable
+
+BUNDLED_MODELS_DIR = Path(__file__).resolve().parent / "bundled_models"
+BUNDLED_MODEL = "tiny-chat"
+BUNDLED_DRAFT = "tiny-chat-draft"
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """How to serve one model: its public name, its OpenVINO directory, an optional draft model."""
+
+    name: str
+    path: Path
+    draft_path: Path | None = None
+    prompt_lookup: bool = False
+    settings: EngineSettings = field(default_factory=EngineSettings)
+
+
+def bundled_model_spec(settings: EngineSettings | None = None) -> ModelSpec:
+    """The bundled tiny-chat, with tiny-chat-draft as its speculative-decoding draft."""
+    return ModelSpec(
+        BUNDLED_MODEL,
+        BUNDLED_MODELS_DIR / BUNDLED_MODEL,
+        draft_path=BUNDLED_MODELS_DIR / BUNDLED_DRAFT,
+        settings=settings or EngineSettings(),
+    )
+
+
+@dataclass
+class ServedModel:
+    """A loaded model, ready for requests."""
+
+    spec: ModelSpec
+    engine: Engine
+    limits: ModelLimits
+    defaults: GenerationDefaults
+    vocab_size: int
+    created: int = field(default_factory=lambda: int(time.time()))
+    owned_by: str = "ovserve"
+
+    @property
+    def name(self) -> str:
+        """The public model id clients send as ``model``."""
+        return self.spec.name
+
+    @classmethod
+    def load(cls, spec: ModelSpec) -> ServedModel:
+        """Load the model's pipeline (and draft) from disk."""
+        engine = Engine(spec.name, spec.path, spec.settings, draft_dir=spec.draft_path)
+        limits = ModelLimits(
+            spec.name, engine.max_model_len, has_draft_model=engine.has_draft_model, prompt_lookup=spec.prompt_lookup
+        )
+        vocab_size = int(json.loads((spec.path / "config.json").read_text())["vocab_size"])
+        return cls(spec, engine, limits, GenerationDefaults.from_config(engine.default_config), vocab_size)
+
+
+class ModelRegistry:
+    """Served models by name; ``get`` turns an unknown name into NOT_FOUND naming ``model``.
+
+    The server starts answering (health NOT_SERVING) before the models are
+    loaded; until ``mark_ready`` a request gets UNAVAILABLE, not NOT_FOUND.
+    """
+
+    def __init__(self, models: list[ServedModel] | None = None) -> None:
+        self._models = {model.name: model for model in models or []}
+        self._ready = models is not None
+
+    def __iter__(self) -> Iterator[ServedModel]:
+        return iter(list(self._models.values()))
+
+    def __len__(self) -> int:
+        return len(self._models)
+
+    def add(self, model: ServedModel) -> None:
+        """Serve one more loaded model."""
+        self._models[model.name] = model
+
+    def mark_ready(self) -> None:
+        """Every configured model is loaded."""
+        self._ready = True
+
+    def get(self, name: str, field_name: str = "model") -> ServedModel:
+        """The served model called ``name``."""
+        if not self._ready:
+            raise Unavailable("the server is still loading its models; retry shortly")
+        if not name:
+            raise InvalidArgument.of(field_name, "required: the name of a served model")
+        model = self._models.get(name)
+        if model is None:
+            served = ", ".join(sorted(self._models)) or "none"
+            raise NotFound(f"model {name!r} is not served here (served: {served})", param=field_name)
+        return model
+
+    def close(self) -> None:
+        """Stop every engine, cancelling what runs."""
+        for model in self:
+            model.engine.close()

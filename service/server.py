@@ -1,0 +1,100 @@
+"""The gRPC server: servicers, health checking and reflection around the served models."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+
+import grpc
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection
+
+from clients.v1 import chat_pb2, chat_pb2_grpc, completion_pb2, completion_pb2_grpc, model_pb2, model_pb2_grpc
+from service.config import ServeConfig
+from service.models import ModelRegistry, ServedModel
+from service.servicers import ChatServicer, CompletionServicer, ModelServicer
+
+log = logging.getLogger(__name__)
+
+# The services this server implements, by full name (health and reflection list them).
+SERVED = {
+    completion_pb2.DESCRIPTOR.services_by_name["CompletionService"].full_name: (
+        completion_pb2_grpc.add_CompletionServiceServicer_to_server, CompletionServicer
+    ),
+    chat_pb2.DESCRIPTOR.services_by_name["ChatService"].full_name: (
+        chat_pb2_grpc.add_ChatServiceServicer_to_server, ChatServicer
+    ),
+    model_pb2.DESCRIPTOR.services_by_name["ModelService"].full_name: (
+        model_pb2_grpc.add_ModelServiceServicer_to_server, ModelServicer
+    ),
+}  # fmt: skip
+MAX_MESSAGE_BYTES = 64 * 1024 * 1024  # long prompts and batch completions
+
+
+class Server:
+    """A running ovserve gRPC server: start, load models, stop."""
+
+    def __init__(self, config: ServeConfig) -> None:
+        self.config = config
+        self.registry = ModelRegistry()
+        self.health = health.aio.HealthServicer()
+        self._server = grpc.aio.server(
+            options=[
+                ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
+                ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
+            ]
+        )
+        self.port = 0
+
+    async def start(self) -> int:
+        """Bind and start answering (health NOT_SERVING until the models load); return the port."""
+        for add_to_server, servicer in SERVED.values():
+            add_to_server(servicer(self.registry), self._server)
+        health_pb2_grpc.add_HealthServicer_to_server(self.health, self._server)
+        reflection.enable_server_reflection([*SERVED, health.SERVICE_NAME, reflection.SERVICE_NAME], self._server)
+        await self._set_health(health_pb2.HealthCheckResponse.NOT_SERVING)
+        self.port = self._server.add_insecure_port(f"{self.config.host}:{self.config.port}")
+        await self._server.start()
+        log.info("gRPC listening on %s:%d", self.config.host, self.port)
+        return self.port
+
+    async def load_models(self) -> None:
+        """Load every configured model (off the event loop), start its engine, then report SERVING."""
+        loop = asyncio.get_running_loop()
+        for spec in self.config.models:
+            model = await loop.run_in_executor(None, ServedModel.load, spec)
+            model.engine.start()
+            self.registry.add(model)
+        self.registry.mark_ready()
+        await self._set_health(health_pb2.HealthCheckResponse.SERVING)
+        log.info("serving %s", ", ".join(model.name for model in self.registry))
+
+    async def stop(self) -> None:
+        """NOT_SERVING, let in-flight RPCs finish within the grace period, then stop the engines."""
+        await self._set_health(health_pb2.HealthCheckResponse.NOT_SERVING)
+        await self._server.stop(self.config.grace_seconds)
+        self.registry.close()
+
+    async def _set_health(self, status: int) -> None:
+        for name in ("", *SERVED):
+            await self.health.set(name, status)
+
+
+async def serve(config: ServeConfig) -> None:
+    """Run the server until SIGINT or SIGTERM."""
+    server = Server(config)
+    await server.start()
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        loading = asyncio.create_task(server.load_models())
+        await asyncio.wait([loading, asyncio.create_task(stop.wait())], return_when=asyncio.FIRST_COMPLETED)
+        if loading.done():
+            loading.result()  # a model that failed to load ends the server
+            await stop.wait()
+    finally:
+        log.info("shutting down")
+        await server.stop()

@@ -1,0 +1,121 @@
+"""The gRPC servicers: thin adapters from RPCs to the API layer, plus error mapping.
+
+Each method reads like a table of contents: call the API function, return or
+yield what it gives. ServiceError becomes its own status code with google.rpc
+details; anything unexpected is logged and becomes INTERNAL. CancelledError
+(the client went away) and AbortError pass through untouched.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any, TypeVar
+
+import grpc
+
+from clients.v1 import (
+    chat_pb2,
+    chat_pb2_grpc,
+    completion_pb2,
+    completion_pb2_grpc,
+    model_pb2,
+    model_pb2_grpc,
+)
+from service.api import chat, completions, models
+from service.engine import EngineError
+from service.errors import ServiceError, to_rpc_status
+from service.models import ModelRegistry
+
+log = logging.getLogger(__name__)
+Response = TypeVar("Response")
+
+
+async def _abort(context: grpc.aio.ServicerContext, error: Exception) -> None:
+    if isinstance(error, ServiceError):
+        await context.abort_with_status(to_rpc_status(error))
+    if isinstance(error, EngineError):
+        log.error("engine error: %s", error)
+        await context.abort(grpc.StatusCode.INTERNAL, str(error))
+    log.exception("unexpected error")
+    await context.abort(grpc.StatusCode.INTERNAL, f"internal error: {type(error).__name__}")
+
+
+def unary(method: Callable[..., Awaitable[Response]]) -> Callable[..., Awaitable[Response]]:
+    """Map a unary handler's errors to gRPC statuses."""
+
+    @functools.wraps(method)
+    async def handler(self: Any, request: Any, context: grpc.aio.ServicerContext) -> Response:
+        try:
+            return await method(self, request, context)
+        except grpc.aio.AbortError:
+            raise
+        except Exception as error:
+            await _abort(context, error)
+            raise  # unreachable: abort raises
+
+    return handler
+
+
+def streaming(method: Callable[..., AsyncIterator[Response]]) -> Callable[..., AsyncIterator[Response]]:
+    """Map a server-streaming handler's errors to gRPC statuses (also mid-stream)."""
+
+    @functools.wraps(method)
+    async def handler(self: Any, request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Response]:
+        try:
+            async for message in method(self, request, context):
+                yield message
+        except grpc.aio.AbortError:
+            raise
+        except Exception as error:
+            await _abort(context, error)
+
+    return handler
+
+
+class CompletionServicer(completion_pb2_grpc.CompletionServiceServicer):
+    """ovserve.v1.CompletionService."""
+
+    def __init__(self, registry: ModelRegistry) -> None:
+        self._models = registry
+
+    @unary
+    async def CreateCompletion(self, request: completion_pb2.CreateCompletionRequest, context: Any) -> Any:
+        return await completions.create_completion(self._models, request)
+
+    @streaming
+    async def StreamCompletion(self, request: completion_pb2.StreamCompletionRequest, context: Any) -> Any:
+        async for chunk in completions.stream_completion(self._models, request):
+            yield chunk
+
+
+class ChatServicer(chat_pb2_grpc.ChatServiceServicer):
+    """ovserve.v1.ChatService."""
+
+    def __init__(self, registry: ModelRegistry) -> None:
+        self._models = registry
+
+    @unary
+    async def CreateChatCompletion(self, request: chat_pb2.CreateChatCompletionRequest, context: Any) -> Any:
+        return await chat.create_chat_completion(self._models, request)
+
+    @streaming
+    async def StreamChatCompletion(self, request: chat_pb2.StreamChatCompletionRequest, context: Any) -> Any:
+        async for chunk in chat.stream_chat_completion(self._models, request):
+            yield chunk
+
+
+class ModelServicer(model_pb2_grpc.ModelServiceServicer):
+    """ovserve.v1.ModelService."""
+
+    def __init__(self, registry: ModelRegistry) -> None:
+        self._models = registry
+
+    @unary
+    async def ListModels(self, request: model_pb2.ListModelsRequest, context: Any) -> Any:
+        return models.list_models(self._models)
+
+    @unary
+    async def GetModel(self, request: model_pb2.GetModelRequest, context: Any) -> Any:
+        return models.get_model(self._models, request)
