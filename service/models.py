@@ -58,7 +58,9 @@ class ServedModel:
     @classmethod
     def load(cls, spec: ModelSpec) -> ServedModel:
         """Load the model's pipeline (and draft) from disk."""
-        engine = Engine(spec.name, spec.path, spec.settings, draft_dir=spec.draft_path)
+        engine = Engine(
+            spec.name, spec.path, spec.settings, draft_dir=spec.draft_path, prompt_lookup=spec.prompt_lookup
+        )
         limits = ModelLimits(
             spec.name, engine.max_model_len, has_draft_model=engine.has_draft_model, prompt_lookup=spec.prompt_lookup
         )

@@ -1,20 +1,29 @@
-"""Engine: a served model's pipeline, tokenizer and step loop, behind an async generator."""
+"""Engine: a served model's engine process, its tokenizer, and an async generator per request."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import json
 import logging
+import os
+import socket
+import subprocess
+import sys
+import threading
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from multiprocessing.connection import Connection
 from pathlib import Path
+from typing import Any
 
 import openvino_genai as ov_genai
 
-from service.engine.step_loop import StepLoop, Submission
-from service.engine.types import EngineError, Update
+from service.engine.core import Submission, config_kwargs
+from service.engine.types import EngineError, EngineStats, Update
+from service.engine.worker import WorkerSpec
 
 log = logging.getLogger(__name__)
 
@@ -30,43 +39,57 @@ class EngineSettings:
     dynamic_split_fuse: bool = True  # split long prompts across steps beside running decodes
     enable_prefix_caching: bool = True  # reuse KV blocks of a shared prompt prefix
 
-    def scheduler_config(self) -> ov_genai.SchedulerConfig:
-        """The SchedulerConfig these settings describe."""
-        config = ov_genai.SchedulerConfig()
-        config.cache_size = max(1, round(self.cache_size_gb))
-        config.max_num_seqs = self.max_num_seqs
-        config.max_num_batched_tokens = self.max_num_batched_tokens
-        config.dynamic_split_fuse = self.dynamic_split_fuse
-        config.enable_prefix_caching = self.enable_prefix_caching
-        return config
+    def scheduler(self) -> dict[str, object]:
+        """SchedulerConfig attributes."""
+        return {
+            "cache_size": max(1, round(self.cache_size_gb)),
+            "max_num_seqs": self.max_num_seqs,
+            "max_num_batched_tokens": self.max_num_batched_tokens,
+            "dynamic_split_fuse": self.dynamic_split_fuse,
+            "enable_prefix_caching": self.enable_prefix_caching,
+        }
 
 
 class Engine:
-    """One model served by a ContinuousBatchingPipeline; concurrent requests share its batches."""
+    """One model served by a ContinuousBatchingPipeline in its own process; requests share its batches.
 
-    def __init__(self, name: str, model_dir: Path, settings: EngineSettings, draft_dir: Path | None = None) -> None:
+    The tokenizer lives here too (chat templates, prompt encoding, logprob
+    tokens); the engine process detokenises the output.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        model_dir: Path,
+        settings: EngineSettings,
+        draft_dir: Path | None = None,
+        prompt_lookup: bool = False,
+    ) -> None:
         self.name = name
         self.model_dir = model_dir
         self.draft_dir = draft_dir
         started = time.monotonic()
         log.info("loading model %r from %s", name, model_dir)
-        properties: dict[str, object] = {}
         if draft_dir is not None:
             log.info("loading draft model for %r from %s", name, draft_dir)
-            properties["draft_model"] = ov_genai.draft_model(str(draft_dir), settings.device)
         self.tokenizer = ov_genai.Tokenizer(str(model_dir))
-        self._pipeline = ov_genai.ContinuousBatchingPipeline(
-            str(model_dir), settings.scheduler_config(), settings.device, properties
-        )
-        self.default_config: ov_genai.GenerationConfig = self._pipeline.get_config()
+        self.default_config = _default_config(model_dir, self.tokenizer)
         self.max_model_len = _max_model_len(model_dir)
-        self._step_loop = StepLoop(self._pipeline, self.tokenizer)
+        spec = WorkerSpec(model_dir, draft_dir, settings.device, settings.scheduler(), prompt_lookup)
+        self._process, self._connection = _start_worker(spec)
+        kind, detail = self._connection.recv()  # blocks until the pipeline is compiled
+        if kind != "ready":
+            self._process.wait(timeout=10)
+            raise EngineError(f"model {name!r} failed to load: {detail}")
         self._queues: dict[int, asyncio.Queue[Update | BaseException]] = {}
+        self._stats: dict[int, asyncio.Future[EngineStats]] = {}
         self._ids = itertools.count()
-        self._started = False
-        log.info(
-            "model %r ready in %.1f s (max length %d tokens)", name, time.monotonic() - started, self.max_model_len
-        )
+        self._send_lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._reader: threading.Thread | None = None
+        self._closed = False
+        elapsed = time.monotonic() - started
+        log.info("model %r ready in %.1f s (max length %d tokens)", name, elapsed, self.max_model_len)
 
     @property
     def has_draft_model(self) -> bool:
@@ -74,19 +97,24 @@ class Engine:
         return self.draft_dir is not None
 
     def start(self) -> None:
-        """Start the step thread on the running event loop."""
-        self._step_loop.start(asyncio.get_running_loop(), self._deliver, self.name)
-        self._started = True
+        """Start delivering the engine's output to the running event loop."""
+        self._loop = asyncio.get_running_loop()
+        self._reader = threading.Thread(target=self._read, name=f"engine-reader-{self.name}", daemon=True)
+        self._reader.start()
 
     def close(self) -> None:
-        """Cancel every request and stop the step thread."""
-        if self._started:
-            self._step_loop.stop()
-            self._started = False
-
-    def unfinished_requests(self) -> int:
-        """Requests the engine still holds: admitted and running, or cancelled but not yet freed."""
-        return self._step_loop.running + int(self._step_loop.has_unfinished_engine_requests())
+        """Cancel every request and end the engine process."""
+        if self._closed:
+            return
+        self._closed = True
+        with contextlib.suppress(BrokenPipeError, OSError):
+            self._send(("stop",))
+        try:
+            self._process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self._process.kill()
+            self._process.wait()
+        self._connection.close()
 
     def encode(self, text: str, *, add_special_tokens: bool) -> list[int]:
         """Token ids of ``text``."""
@@ -95,6 +123,14 @@ class Engine:
     def decode(self, token_ids: list[int], *, skip_special_tokens: bool = True) -> str:
         """Text of ``token_ids``."""
         return self.tokenizer.decode(token_ids, skip_special_tokens=skip_special_tokens)
+
+    async def stats(self) -> EngineStats:
+        """What the engine process holds now (running requests, KV cache use)."""
+        token = next(self._ids)
+        future: asyncio.Future[EngineStats] = asyncio.get_running_loop().create_future()
+        self._stats[token] = future
+        self._send(("stats", token))
+        return await future
 
     async def generate(
         self, prompt_ids: list[int], config: ov_genai.GenerationConfig, *, skip_special_tokens: bool = True
@@ -105,14 +141,14 @@ class Engine:
         cancels the request in the engine, which frees its KV cache at the next
         step. Raises EngineError if the engine fails the request.
         """
-        if not self._started:
+        if self._loop is None or self._closed:
             raise EngineError(f"engine for {self.name!r} is not running")
         request_id = next(self._ids)
         queue: asyncio.Queue[Update | BaseException] = asyncio.Queue()
         self._queues[request_id] = queue
         finished = False
         try:
-            self._step_loop.submit(Submission(request_id, prompt_ids, config, skip_special_tokens))
+            self._send(("submit", Submission(request_id, prompt_ids, config_kwargs(config), skip_special_tokens)))
             while not finished:
                 item = await queue.get()
                 if isinstance(item, BaseException):
@@ -122,15 +158,76 @@ class Engine:
                 yield item
         finally:
             del self._queues[request_id]
-            if not finished:
-                self._step_loop.cancel(request_id)
+            if not finished and not self._closed:
+                self._send(("cancel", request_id))
 
-    def _deliver(self, updates: list[tuple[int, Update | BaseException]]) -> None:
-        # Runs on the event loop, once per engine step.
-        for request_id, update in updates:
-            queue = self._queues.get(request_id)
-            if queue is not None:
-                queue.put_nowait(update)
+    def _send(self, message: tuple[Any, ...]) -> None:
+        with self._send_lock:
+            self._connection.send(message)
+
+    def _read(self) -> None:
+        """Reader thread: each message from the engine process goes to the event loop in one call."""
+        assert self._loop is not None
+        while True:
+            try:
+                message = self._connection.recv()
+            except (EOFError, OSError):
+                message = ("gone",)
+            try:
+                self._loop.call_soon_threadsafe(self._dispatch, message)
+            except RuntimeError:  # the event loop is closed
+                return
+            if message[0] == "gone":
+                return
+
+    def _dispatch(self, message: tuple[Any, ...]) -> None:
+        kind = message[0]
+        if kind == "outcomes":
+            for request_id, outcome in message[1]:
+                queue = self._queues.get(request_id)
+                if queue is not None:
+                    queue.put_nowait(outcome)
+        elif kind == "stats":
+            future = self._stats.pop(message[1], None)
+            if future is not None and not future.done():
+                future.set_result(message[2])
+        elif kind == "gone":
+            if not self._closed:
+                log.error("engine process of %r ended unexpectedly", self.name)
+            self._closed = True
+            error = EngineError(f"the engine of {self.name!r} stopped")
+            for queue in self._queues.values():
+                queue.put_nowait(error)
+            for future in self._stats.values():
+                if not future.done():
+                    future.set_exception(error)
+
+
+def _start_worker(spec: WorkerSpec) -> tuple[subprocess.Popen[bytes], Connection]:
+    """Start the engine process, hand it its spec, return it and our end of the pipe."""
+    ours, theirs = socket.socketpair()
+    # The engine process must import this very package, wherever it came from.
+    package_root = str(Path(__file__).resolve().parents[2])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([package_root, os.environ.get("PYTHONPATH", "")])}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "service.engine", str(theirs.fileno())],
+        pass_fds=[theirs.fileno()],
+        stdin=subprocess.DEVNULL,
+        env=env,
+    )
+    theirs.close()
+    connection = Connection(ours.detach())
+    connection.send(spec)
+    return process, connection
+
+
+def _default_config(model_dir: Path, tokenizer: ov_genai.Tokenizer) -> ov_genai.GenerationConfig:
+    """The model's generation_config.json, as the pipeline reads it."""
+    path = model_dir / "generation_config.json"
+    config = ov_genai.GenerationConfig(str(path)) if path.is_file() else ov_genai.GenerationConfig()
+    if config.eos_token_id == -1:
+        config.set_eos_token_id(tokenizer.get_eos_token_id())
+    return config
 
 
 def _max_model_len(model_dir: Path) -> int:

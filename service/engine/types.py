@@ -35,3 +35,18 @@ class Update:
 
 class EngineError(RuntimeError):
     """The engine failed the request (not the client's fault)."""
+
+
+@dataclass(frozen=True)
+class EngineStats:
+    """What an engine holds: for health, metrics and the tests that check nothing leaks."""
+
+    running: int  # requests admitted and not finished
+    engine_requests: int  # requests the pipeline reports (trails by one step)
+    unfinished: bool  # the pipeline's has_non_finished_requests()
+    cache_usage: float  # KV cache in use, percent
+
+    @property
+    def idle(self) -> bool:
+        """Nothing running and no KV cache held."""
+        return not self.running and not self.unfinished and not self.engine_requests and self.cache_usage == 0.0

@@ -1,0 +1,214 @@
+"""EngineCore: a ContinuousBatchingPipeline and the requests it runs, one step at a time.
+
+No threads and no I/O: a runner calls ``add``/``cancel`` and, while ``busy``,
+``step``, and ships what ``step`` returns. The engine process runs it (see
+worker.py): ``step()``, ``add_request`` and ``GenerationHandle.read`` hold the
+GIL, so the core lives where no event loop waits on that GIL.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import openvino as ov
+import openvino_genai as ov_genai
+
+from service.engine.detokenizer import Pending, SequenceText, detokenize_step
+from service.engine.types import EngineError, EngineStats, FinishReason, SequenceDelta, Update
+
+log = logging.getLogger(__name__)
+
+# The engine's finish reasons -> ours; NONE means "still running".
+_FINISH_REASONS = {
+    ov_genai.GenerationFinishReason.STOP: FinishReason.STOP,
+    ov_genai.GenerationFinishReason.LENGTH: FinishReason.LENGTH,
+    ov_genai.GenerationFinishReason.TOOL_CALL: FinishReason.STOP,
+}
+
+Outcome = tuple[int, Update | EngineError]  # request id and what it gets
+
+
+@dataclass(frozen=True)
+class Submission:
+    """A request for the engine; picklable, so it can cross into the engine process."""
+
+    request_id: int
+    prompt_ids: list[int]
+    config: dict[str, Any]  # GenerationConfig keyword arguments
+    skip_special_tokens: bool = True
+
+
+@dataclass
+class _Running:
+    """State of one admitted request."""
+
+    handle: ov_genai.GenerationHandle
+    skip_special_tokens: bool
+    want_logprobs: bool
+    keep_best: int | None = None  # beam search: return only this many, best score first
+    indices: dict[int, int] = field(default_factory=dict)  # engine sequence id -> choice index
+    texts: dict[int, SequenceText] = field(default_factory=dict)  # engine sequence id -> detokenizer state
+    finished: set[int] = field(default_factory=set)  # engine sequence ids that ended
+
+    def sequence(self, sequence_id: int) -> tuple[int, SequenceText]:
+        """Choice index and text state of an engine sequence (numbered in order of appearance)."""
+        if sequence_id not in self.indices:
+            self.indices[sequence_id] = len(self.indices)
+            self.texts[sequence_id] = SequenceText(self.skip_special_tokens)
+        return self.indices[sequence_id], self.texts[sequence_id]
+
+
+@dataclass
+class _Pending(Pending):
+    """A Pending item that remembers which delta its text belongs to."""
+
+    delta: SequenceDelta = field(default_factory=lambda: SequenceDelta(0))
+
+
+class EngineCore:
+    """Admits, cancels and steps requests on one pipeline; returns each step's output per request."""
+
+    def __init__(self, pipeline: ov_genai.ContinuousBatchingPipeline, tokenizer: ov_genai.Tokenizer) -> None:
+        self._pipeline = pipeline
+        self._tokenizer = tokenizer
+        self._running: dict[int, _Running] = {}
+        self._steps_owed = 0
+
+    @property
+    def busy(self) -> bool:
+        """Whether a step has work to do."""
+        return bool(self._running) or self._steps_owed > 0 or self._pipeline.has_non_finished_requests()
+
+    def add(self, submission: Submission) -> list[Outcome]:
+        """Admit a request; returns its failure if the engine refuses it."""
+        try:
+            config = ov_genai.GenerationConfig(**submission.config)
+            prompt = ov.Tensor(np.array([submission.prompt_ids], dtype=np.int64))
+            handle = self._pipeline.add_request(submission.request_id, prompt, config)
+        except Exception as error:
+            return [(submission.request_id, EngineError(f"engine refused the request: {error}"))]
+        self._running[submission.request_id] = _Running(
+            handle,
+            submission.skip_special_tokens,
+            want_logprobs=config.logprobs > 0,
+            # Beam search hands back every beam at the end; OpenAI wants the n best.
+            keep_best=config.num_return_sequences if config.num_beams > 1 else None,
+        )
+        return []
+
+    def cancel(self, request_id: int) -> None:
+        """Stop a request; its KV cache is freed by the next step."""
+        state = self._running.pop(request_id, None)
+        if state is not None:
+            state.handle.cancel()
+            # has_non_finished_requests() turns false at once, but the pipeline
+            # frees the request's KV blocks in its next step, and its metrics
+            # show that one step later.
+            self._steps_owed = 2
+
+    def step(self) -> list[Outcome]:
+        """One engine step; every request's new output, coalesced (one Update per request)."""
+        self._steps_owed = max(0, self._steps_owed - 1)
+        try:
+            self._pipeline.step()
+        except Exception as error:  # the engine broke: fail what it held, keep serving
+            log.exception("engine step failed")
+            return self.fail_all(EngineError(f"engine step failed: {error}"))
+        return self._collect()
+
+    def fail_all(self, error: EngineError) -> list[Outcome]:
+        """Cancel every request, each getting ``error``."""
+        failed: list[Outcome] = [(request_id, error) for request_id in self._running]
+        for request_id in list(self._running):
+            self.cancel(request_id)
+        return failed
+
+    def stats(self) -> EngineStats:
+        """What the engine holds now."""
+        metrics = self._pipeline.get_metrics()
+        return EngineStats(
+            running=len(self._running),
+            engine_requests=metrics.requests,
+            unfinished=self._pipeline.has_non_finished_requests(),
+            cache_usage=metrics.cache_usage,
+        )
+
+    def _collect(self) -> list[Outcome]:
+        """Read every request's new tokens, detokenise them all at once, and build the updates."""
+        read: list[tuple[int, dict[int, SequenceDelta], object]] = []
+        pending: list[_Pending] = []
+        for request_id, state in list(self._running.items()):
+            status = state.handle.get_status()
+            deltas: dict[int, SequenceDelta] = {}
+            if state.handle.can_read():
+                outputs = state.handle.read()
+                if state.keep_best is not None:
+                    best = sorted(outputs.items(), key=lambda item: item[1].score, reverse=True)
+                    outputs = dict(best[: state.keep_best])
+                for sequence_id, output in outputs.items():
+                    deltas[sequence_id] = self._delta(state, sequence_id, output, pending)
+            if status != ov_genai.GenerationStatus.RUNNING:
+                del self._running[request_id]
+                self._close_sequences(state, deltas, status, pending)
+            read.append((request_id, deltas, status))
+        detokenize_step(self._tokenizer, pending)
+        for item in pending:
+            item.delta.text = item.text
+
+        outcomes: list[Outcome] = []
+        for request_id, deltas, status in read:
+            if status == ov_genai.GenerationStatus.RUNNING:
+                if deltas:
+                    outcomes.append((request_id, Update(list(deltas.values()))))
+            elif status == ov_genai.GenerationStatus.IGNORED:
+                outcomes.append((request_id, EngineError("the engine dropped the request (out of KV cache)")))
+            else:
+                outcomes.append((request_id, Update(sorted(deltas.values(), key=lambda d: d.index), finished=True)))
+        return outcomes
+
+    def _delta(
+        self, state: _Running, sequence_id: int, output: ov_genai.GenerationOutput, pending: list[_Pending]
+    ) -> SequenceDelta:
+        index, text = state.sequence(sequence_id)
+        token_ids = list(output.generated_ids)
+        delta = SequenceDelta(index, token_ids)
+        if state.want_logprobs:
+            delta.logprobs = list(output.generated_log_probs)
+        delta.finish_reason = _FINISH_REASONS.get(output.finish_reason)
+        if delta.finish_reason is not None:
+            state.finished.add(sequence_id)
+        pending.append(_Pending(text, token_ids, final=delta.finish_reason is not None, delta=delta))
+        return delta
+
+    def _close_sequences(
+        self, state: _Running, deltas: dict[int, SequenceDelta], status: object, pending: list[_Pending]
+    ) -> None:
+        """The request ended: every sequence gets a finish reason and its held-back text."""
+        default = FinishReason.CANCELLED if status == ov_genai.GenerationStatus.CANCEL else FinishReason.STOP
+        waiting = {id(item.delta): item for item in pending}
+        for sequence_id, index in state.indices.items():
+            if sequence_id in state.finished:
+                continue
+            delta = deltas.get(sequence_id)
+            if delta is None:
+                delta = deltas[sequence_id] = SequenceDelta(index)
+                pending.append(_Pending(state.texts[sequence_id], [], final=True, delta=delta))
+            else:
+                waiting[id(delta)].final = True
+            delta.finish_reason = delta.finish_reason or default
+
+
+def config_kwargs(config: ov_genai.GenerationConfig) -> dict[str, Any]:
+    """The keyword arguments that rebuild ``config`` (only what differs from the defaults)."""
+    unset = ov_genai.GenerationConfig()
+    return {name: getattr(config, name) for name in _CONFIG_ATTRIBUTES if getattr(config, name) != getattr(unset, name)}
+
+
+_CONFIG_ATTRIBUTES = tuple(
+    name
+    for name in dir(ov_genai.GenerationConfig())
+    if not name.startswith(("_", "is_")) and not callable(getattr(ov_genai.GenerationConfig(), name))
+)

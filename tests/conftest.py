@@ -1,0 +1,114 @@
+"""Shared fixtures: the bundled models and a real ovserve gRPC server on a free local port."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import grpc
+import pytest
+
+from clients.v1 import chat_pb2_grpc, completion_pb2_grpc, model_pb2_grpc
+from service.config import ServeConfig
+from service.engine import EngineSettings
+from service.models import BUNDLED_DRAFT, BUNDLED_MODEL, BUNDLED_MODELS_DIR, ModelSpec, bundled_model_spec
+from service.server import Server
+
+TINY_CHAT = BUNDLED_MODELS_DIR / BUNDLED_MODEL
+TINY_CHAT_DRAFT = BUNDLED_MODELS_DIR / BUNDLED_DRAFT
+# Small KV caches: several engines share the test machine.
+TEST_SETTINGS = EngineSettings(cache_size_gb=1, max_num_seqs=64)
+
+
+class ServerThread:
+    """An ovserve Server running on its own event loop in a background thread."""
+
+    def __init__(self, config: ServeConfig) -> None:
+        self.server = Server(config)
+        self.loop = asyncio.new_event_loop()
+        self._ready = threading.Event()
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name="ovserve-test-server", daemon=True)
+
+    def _run(self) -> None:
+        asyncio.set_event_loop(self.loop)
+        try:
+            self.loop.run_until_complete(self.server.start())
+            self.loop.run_until_complete(self.server.load_models())
+        except BaseException as error:
+            self._error = error
+            self._ready.set()
+            return
+        self._ready.set()
+        self.loop.run_forever()
+
+    def start(self) -> ServerThread:
+        """Start and wait until the models are loaded."""
+        self._thread.start()
+        self._ready.wait(timeout=300)
+        if self._error is not None:
+            raise self._error
+        return self
+
+    @property
+    def target(self) -> str:
+        """host:port for grpc.insecure_channel."""
+        return f"{self.server.config.host}:{self.server.port}"
+
+    def run(self, coroutine):
+        """Run a coroutine on the server's loop and return its result."""
+        return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result(timeout=60)
+
+    def stop(self) -> None:
+        """Stop the server and its engines, end the loop and the thread."""
+        if self._thread.is_alive():
+            self.run(self.server.stop())
+            self.loop.call_soon_threadsafe(self.loop.stop)
+            self._thread.join(timeout=30)
+        self.loop.close()
+
+
+def start_server(models: list[ModelSpec]) -> ServerThread:
+    """A started ServerThread on 127.0.0.1 with a free port."""
+    return ServerThread(ServeConfig(host="127.0.0.1", port=0, models=models, grace_seconds=1.0)).start()
+
+
+@pytest.fixture(scope="session")
+def server() -> Iterator[ServerThread]:
+    """The bundled tiny-chat (with its draft model) on a real gRPC server, shared by the session."""
+    running = start_server([bundled_model_spec(TEST_SETTINGS)])
+    yield running
+    running.stop()
+
+
+@pytest.fixture(scope="session")
+def channel(server: ServerThread) -> Iterator[grpc.Channel]:
+    """A client channel to the session server."""
+    with grpc.insecure_channel(server.target) as open_channel:
+        yield open_channel
+
+
+@pytest.fixture
+def chat(channel: grpc.Channel) -> chat_pb2_grpc.ChatServiceStub:
+    """ChatService stub."""
+    return chat_pb2_grpc.ChatServiceStub(channel)
+
+
+@pytest.fixture
+def completions(channel: grpc.Channel) -> completion_pb2_grpc.CompletionServiceStub:
+    """CompletionService stub."""
+    return completion_pb2_grpc.CompletionServiceStub(channel)
+
+
+@pytest.fixture
+def models(channel: grpc.Channel) -> model_pb2_grpc.ModelServiceStub:
+    """ModelService stub."""
+    return model_pb2_grpc.ModelServiceStub(channel)
+
+
+@pytest.fixture(scope="session")
+def tiny_chat_dir() -> Path:
+    """Directory of the bundled tiny-chat model."""
+    return TINY_CHAT

@@ -1,0 +1,114 @@
+"""CompletionService end to end on the real tiny-chat."""
+
+from __future__ import annotations
+
+import openvino_genai as ov_genai
+import pytest
+
+from clients.v1 import common_pb2, completion_pb2
+from tests.conftest import TINY_CHAT
+from tests.rpc import parse
+
+PROMPT = "Once upon a time"
+
+
+def completion_request(streaming: bool = False, **fields: object) -> completion_pb2.CreateCompletionRequest:
+    """A completions request for tiny-chat; fields as in OpenAI's JSON."""
+    body = {"model": "tiny-chat", "prompt": PROMPT, "temperature": 0, "max_tokens": 24, **fields}
+    message_class = completion_pb2.StreamCompletionRequest if streaming else completion_pb2.CreateCompletionRequest
+    return parse(message_class, body)
+
+
+def texts(chunks: list[completion_pb2.StreamCompletionResponse]) -> dict[int, str]:
+    """Each choice's streamed text, joined."""
+    out: dict[int, str] = {}
+    for chunk in chunks:
+        for choice in chunk.choices:
+            out[choice.index] = out.get(choice.index, "") + choice.text
+    return out
+
+
+@pytest.fixture(scope="module")
+def direct() -> ov_genai.LLMPipeline:
+    """tiny-chat through openvino_genai alone."""
+    return ov_genai.LLMPipeline(str(TINY_CHAT), "CPU")
+
+
+def direct_greedy(pipeline: ov_genai.LLMPipeline, prompt: str, max_new_tokens: int) -> str:
+    config = pipeline.get_generation_config()
+    config.max_new_tokens, config.do_sample, config.apply_chat_template = max_new_tokens, False, False
+    return pipeline.generate(prompt, config).texts[0]
+
+
+def test_greedy_matches_openvino_genai_unary_and_streamed(completions, direct) -> None:
+    expected = direct_greedy(direct, PROMPT, 24)
+    unary = completions.CreateCompletion(completion_request())
+    streamed = list(completions.StreamCompletion(completion_request(True)))
+    assert unary.choices[0].text == expected
+    assert texts(streamed) == {0: expected}
+    assert unary.object == "text_completion" and unary.id.startswith("cmpl-")
+    assert {c.id for c in streamed} == {streamed[0].id}
+
+
+def test_prompt_forms_give_one_choice_per_prompt(completions, direct) -> None:
+    tokenizer = direct.get_tokenizer()
+    ids = [int(t) for t in tokenizer.encode(PROMPT, add_special_tokens=True).input_ids.data[0]]
+    request = completion_request(
+        prompt="", prompts=[{"text": PROMPT}, {"text": "The river"}, {"token_ids": {"ids": ids}}]
+    )
+    response = completions.CreateCompletion(request)
+    assert [c.index for c in response.choices] == [0, 1, 2]
+    assert response.choices[0].text == direct_greedy(direct, PROMPT, 24)
+    assert response.choices[1].text == direct_greedy(direct, "The river", 24)
+    assert response.choices[2].text == response.choices[0].text  # the same prompt as token ids
+    assert response.usage.prompt_tokens == 2 * len(ids) + len(tokenizer.encode("The river").input_ids.data[0])
+
+
+def test_batch_with_n_numbers_choices_prompt_major(completions) -> None:
+    request = completion_request(prompt="", prompts=[{"text": PROMPT}, {"text": "The river"}], n=2,
+                                 temperature=1.0, seed=5, max_tokens=8)  # fmt: skip
+    response = completions.CreateCompletion(request)
+    assert [c.index for c in response.choices] == [0, 1, 2, 3]
+    streamed = list(completions.StreamCompletion(
+        completion_request(True, prompt="", prompts=[{"text": PROMPT}, {"text": "The river"}], n=2,
+                           temperature=1.0, seed=5, max_tokens=8)))  # fmt: skip
+    assert texts(streamed) == {c.index: c.text for c in response.choices}
+
+
+def test_echo_prepends_the_prompt(completions) -> None:
+    plain = completions.CreateCompletion(completion_request()).choices[0].text
+    echoed = completions.CreateCompletion(completion_request(echo=True)).choices[0].text
+    assert echoed == PROMPT + plain
+    streamed = list(completions.StreamCompletion(completion_request(True, echo=True)))
+    assert streamed[0].choices[0].text == PROMPT
+    assert texts(streamed)[0] == PROMPT + plain
+
+
+def test_logprobs_one_per_token_with_offsets(completions) -> None:
+    response = completions.CreateCompletion(completion_request(logprobs=1, max_tokens=12, ignore_eos=True))
+    logprobs = response.choices[0].logprobs
+    assert len(logprobs.tokens) == len(logprobs.token_logprobs) == len(logprobs.text_offset) == 12
+    assert all(lp <= 0 for lp in logprobs.token_logprobs)
+    assert [dict(t.logprobs) for t in logprobs.top_logprobs] == [
+        {tok: lp} for tok, lp in zip(logprobs.tokens, logprobs.token_logprobs, strict=True)
+    ]
+    assert logprobs.text_offset[0] == 0 and logprobs.text_offset == sorted(logprobs.text_offset)
+    streamed = list(completions.StreamCompletion(completion_request(True, logprobs=1, max_tokens=12, ignore_eos=True)))
+    assert [lp for c in streamed for ch in c.choices for lp in ch.logprobs.token_logprobs] == pytest.approx(
+        list(logprobs.token_logprobs)
+    )
+
+
+def test_usage_chunk_and_finish_reasons(completions) -> None:
+    chunks = list(completions.StreamCompletion(completion_request(True, stream_options={"include_usage": True})))
+    assert not chunks[-1].choices and chunks[-1].usage.completion_tokens == 24
+    assert chunks[-2].choices[-1].finish_reason == common_pb2.FINISH_REASON_LENGTH
+
+
+def test_stop_string(completions, direct) -> None:
+    full = direct_greedy(direct, PROMPT, 24)
+    stop = full.split()[2]
+    response = completions.CreateCompletion(completion_request(stop_sequences=[stop, "zzzz"]))
+    assert stop not in response.choices[0].text
+    assert full.startswith(response.choices[0].text)
+    assert response.choices[0].finish_reason == common_pb2.FINISH_REASON_STOP

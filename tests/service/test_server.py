@@ -1,0 +1,152 @@
+"""The server around the APIs: models, several models at once, health, reflection, cancellation, the CLI."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import grpc
+import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from clients.v1 import chat_pb2, chat_pb2_grpc, model_pb2
+from service.models import ModelSpec
+from tests.conftest import TEST_SETTINGS, TINY_CHAT, TINY_CHAT_DRAFT, start_server
+from tests.rpc import failure, parse
+
+ROOT = Path(__file__).resolve().parents[2]
+BUF = ROOT / "node_modules" / ".bin" / "buf"
+SERVICES = ["ovserve.v1.CompletionService", "ovserve.v1.ChatService", "ovserve.v1.ModelService"]
+
+
+def test_list_and_get_models(models) -> None:
+    listed = models.ListModels(model_pb2.ListModelsRequest())
+    assert listed.object == "list"
+    assert [m.id for m in listed.data] == ["tiny-chat"]
+    model = models.GetModel(model_pb2.GetModelRequest(model="tiny-chat")).model
+    assert model.object == "model" and model.owned_by == "ovserve"
+    assert model.max_model_len == json.loads((TINY_CHAT / "config.json").read_text())["max_position_embeddings"]
+    with pytest.raises(grpc.RpcError) as raised:
+        models.GetModel(model_pb2.GetModelRequest(model="gpt-4"))
+    assert failure(raised.value).code == grpc.StatusCode.NOT_FOUND
+    assert failure(raised.value).param == "model"
+
+
+def test_health_overall_and_per_service(channel) -> None:
+    stub = health_pb2_grpc.HealthStub(channel)
+    for service in ["", *SERVICES]:
+        response = stub.Check(health_pb2.HealthCheckRequest(service=service))
+        assert response.status == health_pb2.HealthCheckResponse.SERVING, service
+
+
+def test_several_models_each_picked_by_name() -> None:
+    running = start_server(
+        [ModelSpec("tiny-chat", TINY_CHAT, settings=TEST_SETTINGS),
+         ModelSpec("tiny-chat-draft", TINY_CHAT_DRAFT, settings=TEST_SETTINGS)]
+    )  # fmt: skip
+    try:
+        with grpc.insecure_channel(running.target) as channel:
+            chat = chat_pb2_grpc.ChatServiceStub(channel)
+            replies = {}
+            for name in ("tiny-chat", "tiny-chat-draft"):
+                request = parse(chat_pb2.CreateChatCompletionRequest, {
+                    "model": name, "messages": [{"role": "user", "content": "Tell me a short story."}],
+                    "temperature": 0, "max_tokens": 30, "ignore_eos": True})  # fmt: skip
+                response = chat.CreateChatCompletion(request)
+                assert response.model == name
+                replies[name] = response.choices[0].message.content
+            assert replies["tiny-chat"] != replies["tiny-chat-draft"]  # two different networks answered
+    finally:
+        running.stop()
+
+
+def test_health_turns_not_serving_on_shutdown() -> None:
+    running = start_server([ModelSpec("tiny-chat", TINY_CHAT, settings=TEST_SETTINGS)])
+    try:
+        with grpc.insecure_channel(running.target) as channel:
+            watch = health_pb2_grpc.HealthStub(channel).Watch(health_pb2.HealthCheckRequest(service=""))
+            assert next(watch).status == health_pb2.HealthCheckResponse.SERVING
+            running.loop.call_soon_threadsafe(lambda: running.loop.create_task(running.server.stop()))
+            assert next(watch).status == health_pb2.HealthCheckResponse.NOT_SERVING
+    finally:
+        running.stop()
+
+
+def test_dropped_streams_leave_no_engine_requests(server, chat) -> None:
+    """20 clients drop their streams mid-way: the engine lets go of every request, and keeps serving."""
+    engine = next(iter(server.server.registry)).engine
+    request = parse(chat_pb2.StreamChatCompletionRequest, {
+        "model": "tiny-chat", "messages": [{"role": "user", "content": "Tell me a story."}],
+        "max_tokens": 1500, "ignore_eos": True, "temperature": 0})  # fmt: skip
+    calls = [chat.StreamChatCompletion(request) for _ in range(20)]
+    for call in calls:
+        next(call)  # the role chunk: the request is running
+        next(call)
+    for call in calls:
+        call.cancel()
+    deadline = time.monotonic() + 10
+    while not (stats := server.run(engine.stats())).idle and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert stats.idle, stats  # no request left, no KV cache held
+    response = chat.CreateChatCompletion(parse(chat_pb2.CreateChatCompletionRequest, {
+        "model": "tiny-chat", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 4}))  # fmt: skip
+    assert response.choices
+
+
+def _buf_curl(target: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(BUF), "curl", "--protocol", "grpc", "--http2-prior-knowledge", *args],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+
+
+def test_reflection_lists_and_calls_every_service_with_buf_curl(server) -> None:
+    assert BUF.exists(), "run `npm ci` first (the README's test command does)"
+    base = f"http://{server.target}"
+    listed = _buf_curl(server.target, "--list-methods", base)
+    assert listed.returncode == 0, listed.stderr
+    for method in ("ovserve.v1.ChatService/CreateChatCompletion", "ovserve.v1.ChatService/StreamChatCompletion",
+                   "ovserve.v1.CompletionService/CreateCompletion", "ovserve.v1.ModelService/ListModels",
+                   "grpc.health.v1.Health/Check"):  # fmt: skip
+        assert method in listed.stdout
+    body = {"model": "tiny-chat", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 5}
+    called = _buf_curl(server.target, "-d", json.dumps(body), f"{base}/ovserve.v1.ChatService/CreateChatCompletion")
+    assert called.returncode == 0, called.stderr
+    reply = json.loads(called.stdout)
+    assert reply["object"] == "chat.completion" and reply["choices"][0]["message"]["role"] == "ROLE_ASSISTANT"
+    bad = _buf_curl(server.target, "-d", json.dumps({**body, "top_p": 3}),
+                    f"{base}/ovserve.v1.ChatService/CreateChatCompletion")  # fmt: skip
+    assert bad.returncode != 0 and "invalid_argument" in bad.stderr.lower() and "top_p" in bad.stderr
+
+
+def test_ovserve_serve_cli_serves_the_bundled_model_and_stops_on_sigterm(tmp_path) -> None:
+    process = subprocess.Popen(
+        [sys.executable, "-m", "service.cli", "serve", "--port", "0", "--cache-size-gb", "1"],
+        cwd=ROOT, stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )  # fmt: skip
+    try:
+        port, lines = None, []
+        assert process.stderr is not None
+        for line in process.stderr:
+            lines.append(line)
+            if match := re.search(r"gRPC listening on 127\.0\.0\.1:(\d+)", line):
+                port = int(match.group(1))
+            if "serving tiny-chat" in line:
+                break
+        assert port, "".join(lines)
+        assert any("loading draft model" in line for line in lines)  # tiny-chat-draft comes with it
+        with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+            status = health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(), timeout=10).status
+            assert status == health_pb2.HealthCheckResponse.SERVING
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=30) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
