@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from service.engine import EngineSettings
-from service.models import ModelSpec, bundled_model_spec
+from service.models import ModelSpec, bundled_model_specs
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_GRPC_PORT = 50051
@@ -101,7 +101,7 @@ def from_arguments(args: argparse.Namespace) -> ServeConfig:
         if name not in specs:
             raise ConfigError(f"--prompt-lookup {name}: no model named {name!r}")
         specs[name] = dataclasses.replace(specs[name], prompt_lookup=True)
-    models = list(specs.values()) or [bundled_model_spec(base)]
+    models = list(specs.values()) or bundled_model_specs(base)
     for spec in models:
         for label, path in (("model", spec.path), ("draft model", spec.draft_path)):
             if path is not None and not (path / "openvino_model.xml").is_file():

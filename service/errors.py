@@ -16,6 +16,16 @@ from google.rpc import code_pb2, error_details_pb2, status_pb2
 from grpc_status import rpc_status
 
 ERROR_DOMAIN = "ovserve"
+# Status details travel in gRPC trailers (16 KiB at most): an error reports at
+# most this many violations and quotes client values only this long.
+MAX_VIOLATIONS = 20
+MAX_QUOTED = 64
+
+
+def quote(value: object) -> str:
+    """``repr(value)``, shortened: error messages quote what the client sent without echoing all of it."""
+    text = repr(value)
+    return text if len(text) <= MAX_QUOTED else f"{text[: MAX_QUOTED - 5]}...{text[-1]}"
 
 
 @dataclass(frozen=True)
@@ -61,10 +71,13 @@ class InvalidArgument(ServiceError):
 
     @classmethod
     def check(cls, violations: list[FieldViolation]) -> None:
-        """Raise one error naming every violation, if there is any."""
+        """Raise one error naming every violation (the first MAX_VIOLATIONS), if there is any."""
         if violations:
-            message = "; ".join(f"{v.field}: {v.description}" for v in violations)
-            raise cls(message, param=violations[0].field, violations=list(violations))
+            kept = violations[:MAX_VIOLATIONS]
+            message = "; ".join(f"{v.field}: {v.description}" for v in kept)
+            if len(violations) > len(kept):
+                message += f"; and {len(violations) - len(kept)} more"
+            raise cls(message, param=kept[0].field, violations=kept)
 
     def details(self) -> list[object]:
         bad_request = error_details_pb2.BadRequest(

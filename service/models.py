@@ -10,11 +10,12 @@ from pathlib import Path
 
 from service.api.generation import GenerationDefaults, ModelLimits
 from service.engine import Engine, EngineSettings
-from service.errors import InvalidArgument, NotFound, Unavailable
+from service.errors import InvalidArgument, NotFound, Unavailable, quote
 
 BUNDLED_MODELS_DIR = Path(__file__).resolve().parent / "bundled_models"
 BUNDLED_MODEL = "tiny-chat"
 BUNDLED_DRAFT = "tiny-chat-draft"
+BUNDLED_SPECULATIVE = "tiny-chat-speculative"
 
 
 @dataclass(frozen=True)
@@ -28,14 +29,21 @@ class ModelSpec:
     settings: EngineSettings = field(default_factory=EngineSettings)
 
 
-def bundled_model_spec(settings: EngineSettings | None = None) -> ModelSpec:
-    """The bundled tiny-chat, with tiny-chat-draft as its speculative-decoding draft."""
-    return ModelSpec(
-        BUNDLED_MODEL,
-        BUNDLED_MODELS_DIR / BUNDLED_MODEL,
-        draft_path=BUNDLED_MODELS_DIR / BUNDLED_DRAFT,
-        settings=settings or EngineSettings(),
-    )
+def bundled_model_specs(settings: EngineSettings | None = None) -> list[ModelSpec]:
+    """What ``ovserve serve`` serves with no model configured.
+
+    ``tiny-chat`` with plain continuous batching (every feature, full
+    concurrency), and ``tiny-chat-speculative``: the same model with
+    ``tiny-chat-draft`` as its speculative-decoding draft. They are two models
+    because speculative decoding in openvino-genai 2026.4 has no beam search or
+    parallel sampling and runs one request at a time here (see engine/core.py).
+    """
+    settings = settings or EngineSettings()
+    main = BUNDLED_MODELS_DIR / BUNDLED_MODEL
+    return [
+        ModelSpec(BUNDLED_MODEL, main, settings=settings),
+        ModelSpec(BUNDLED_SPECULATIVE, main, draft_path=BUNDLED_MODELS_DIR / BUNDLED_DRAFT, settings=settings),
+    ]
 
 
 @dataclass
@@ -102,7 +110,7 @@ class ModelRegistry:
         model = self._models.get(name)
         if model is None:
             served = ", ".join(sorted(self._models)) or "none"
-            raise NotFound(f"model {name!r} is not served here (served: {served})", param=field_name)
+            raise NotFound(f"model {quote(name)} is not served here (served: {served})", param=field_name)
         return model
 
     def close(self) -> None:

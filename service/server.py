@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import signal
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
@@ -38,6 +37,11 @@ class Server:
     def __init__(self, config: ServeConfig) -> None:
         self.config = config
         self.registry = ModelRegistry()
+        self.port = 0
+
+    async def start(self) -> int:
+        """Bind and start answering (health NOT_SERVING until the models load); return the port."""
+        # Built here, not in __init__: grpc.aio objects belong to the loop that creates them.
         self.health = health.aio.HealthServicer()
         self._server = grpc.aio.server(
             options=[
@@ -45,10 +49,6 @@ class Server:
                 ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
             ]
         )
-        self.port = 0
-
-    async def start(self) -> int:
-        """Bind and start answering (health NOT_SERVING until the models load); return the port."""
         for add_to_server, servicer in SERVED.values():
             add_to_server(servicer(self.registry), self._server)
         health_pb2_grpc.add_HealthServicer_to_server(self.health, self._server)
@@ -79,22 +79,3 @@ class Server:
     async def _set_health(self, status: int) -> None:
         for name in ("", *SERVED):
             await self.health.set(name, status)
-
-
-async def serve(config: ServeConfig) -> None:
-    """Run the server until SIGINT or SIGTERM."""
-    server = Server(config)
-    await server.start()
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
-    try:
-        loading = asyncio.create_task(server.load_models())
-        await asyncio.wait([loading, asyncio.create_task(stop.wait())], return_when=asyncio.FIRST_COMPLETED)
-        if loading.done():
-            loading.result()  # a model that failed to load ends the server
-            await stop.wait()
-    finally:
-        log.info("shutting down")
-        await server.stop()

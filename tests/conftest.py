@@ -13,7 +13,7 @@ import pytest
 from clients.v1 import chat_pb2_grpc, completion_pb2_grpc, model_pb2_grpc
 from service.config import ServeConfig
 from service.engine import EngineSettings
-from service.models import BUNDLED_DRAFT, BUNDLED_MODEL, BUNDLED_MODELS_DIR, ModelSpec, bundled_model_spec
+from service.models import BUNDLED_DRAFT, BUNDLED_MODEL, BUNDLED_MODELS_DIR, ModelSpec, bundled_model_specs
 from service.server import Server
 
 TINY_CHAT = BUNDLED_MODELS_DIR / BUNDLED_MODEL
@@ -77,8 +77,8 @@ def start_server(models: list[ModelSpec]) -> ServerThread:
 
 @pytest.fixture(scope="session")
 def server() -> Iterator[ServerThread]:
-    """The bundled tiny-chat (with its draft model) on a real gRPC server, shared by the session."""
-    running = start_server([bundled_model_spec(TEST_SETTINGS)])
+    """The bundled models (tiny-chat, tiny-chat-speculative) on a real gRPC server, shared by the session."""
+    running = start_server(bundled_model_specs(TEST_SETTINGS))
     yield running
     running.stop()
 

@@ -19,9 +19,9 @@ from service.api.common import (
     unsupported_until_structured_outputs,
     usage,
 )
-from service.api.generation import Budget, build_generation_config
-from service.api.runs import Run, collect_choices, stream_runs
-from service.errors import FieldViolation, InvalidArgument
+from service.api.generation import Budget, build_generation_config, generation_violations
+from service.api.runs import Run, collect_choices, fan_out, stream_runs
+from service.errors import FieldViolation, InvalidArgument, quote
 from service.models import ModelRegistry, ServedModel
 
 # Request role -> the role the chat template sees. Templates written for
@@ -39,7 +39,7 @@ class PreparedChat:
     """A validated chat request, rendered and ready for the engine."""
 
     model: ServedModel
-    run: Run
+    runs: list[Run]  # one, or n for a speculative model (see runs.fan_out)
     n: int
     logprobs: bool
     skip_special_tokens: bool
@@ -55,6 +55,8 @@ def prepare(models: ModelRegistry, request: Request, *, streaming: bool) -> Prep
     context = _template_context(request, violations)
     violations += unsupported_until_structured_outputs(request)
     violations += _logprob_violations(request)
+    if violations:  # report the sampling fields' problems too, in the same error
+        violations += generation_violations(request, limits=model.limits, streaming=streaming)
     InvalidArgument.check(violations)
 
     try:
@@ -75,10 +77,11 @@ def prepare(models: ModelRegistry, request: Request, *, streaming: bool) -> Prep
         streaming=streaming,
         logprobs=1 if request.logprobs else 0,
     )
+    n = request.n if request.HasField("n") else 1
     return PreparedChat(
         model,
-        Run(prompt_ids, config, first_choice=0),
-        n=request.n if request.HasField("n") else 1,
+        fan_out(Run(prompt_ids, config, first_choice=0), n, model),
+        n=n,
         logprobs=request.logprobs,
         skip_special_tokens=not request.HasField("skip_special_tokens") or request.skip_special_tokens,
         include_usage=streaming and request.stream_options.include_usage,
@@ -95,7 +98,9 @@ def _history(model: ServedModel, request: Request, violations: list[FieldViolati
         role = TEMPLATE_ROLES.get(message.role)
         if role is None:
             expected = ", ".join(TEMPLATE_ROLES)
-            violations.append(FieldViolation(f"{where}.role", f"unknown role {message.role!r}; expected {expected}"))
+            violations.append(
+                FieldViolation(f"{where}.role", f"unknown role {quote(message.role)}; expected {expected}")
+            )
             continue
         entry: dict[str, Any] = {"role": role, "content": _content(model, message, where, violations)}
         if message.HasField("name"):
@@ -137,14 +142,18 @@ def _content(
             )
         else:
             violations.append(
-                FieldViolation(f"{where}.content_parts[{i}].type", f"unknown part type {part.type!r}; expected text")
+                FieldViolation(
+                    f"{where}.content_parts[{i}].type", f"unknown part type {quote(part.type)}; expected text"
+                )
             )
     return "\n".join(texts)
 
 
 def _tool_call(call: common_pb2.ToolCall, where: str, violations: list[FieldViolation]) -> dict[str, Any]:
     if call.type not in ("", "function"):
-        violations.append(FieldViolation(f"{where}.type", f"unknown tool call type {call.type!r}; expected function"))
+        violations.append(
+            FieldViolation(f"{where}.type", f"unknown tool call type {quote(call.type)}; expected function")
+        )
     if not call.function.name:
         violations.append(FieldViolation(f"{where}.function.name", "required"))
     try:
@@ -160,7 +169,7 @@ def _tools(request: Request, violations: list[FieldViolation]) -> list[dict[str,
     if request.HasField("tool_choice") and request.tool_choice not in TOOL_CHOICES:
         violations.append(
             FieldViolation(
-                "tool_choice", f"{request.tool_choice!r} is not supported yet; use one of {sorted(TOOL_CHOICES)}"
+                "tool_choice", f"{quote(request.tool_choice)} is not supported yet; use one of {sorted(TOOL_CHOICES)}"
             )
         )
     if request.HasField("named_tool_choice"):
@@ -170,10 +179,12 @@ def _tools(request: Request, violations: list[FieldViolation]) -> list[dict[str,
     tools = []
     for i, tool in enumerate(request.tools):
         if tool.type != "function":
-            violations.append(FieldViolation(f"tools[{i}].type", f"unknown tool type {tool.type!r}; expected function"))
+            violations.append(
+                FieldViolation(f"tools[{i}].type", f"unknown tool type {quote(tool.type)}; expected function")
+            )
         if not tool.function.name:
             violations.append(FieldViolation(f"tools[{i}].function.name", "required"))
-        tools.append(json_format.MessageToDict(tool, preserving_proto_field_name=True))
+        tools.append(_json_object(tool, f"tools[{i}]", violations))
     if request.HasField("tool_choice") and request.tool_choice == "none":
         return []  # the model is not told about tools it may not call
     return tools
@@ -181,7 +192,9 @@ def _tools(request: Request, violations: list[FieldViolation]) -> list[dict[str,
 
 def _template_context(request: Request, violations: list[FieldViolation]) -> dict[str, Any]:
     context = (
-        json_format.MessageToDict(request.chat_template_kwargs) if request.HasField("chat_template_kwargs") else {}
+        _json_object(request.chat_template_kwargs, "chat_template_kwargs", violations)
+        if request.HasField("chat_template_kwargs")
+        else {}
     )
     if request.HasField("reasoning_effort"):
         if request.reasoning_effort not in REASONING_EFFORTS:
@@ -190,6 +203,15 @@ def _template_context(request: Request, violations: list[FieldViolation]) -> dic
         # An explicit chat_template_kwargs.enable_thinking wins.
         context.setdefault("enable_thinking", request.reasoning_effort != "none")
     return context
+
+
+def _json_object(message: Any, where: str, violations: list[FieldViolation]) -> dict[str, Any]:
+    """A message holding google.protobuf.Struct values as plain JSON; NaN and Infinity are not JSON."""
+    try:
+        return json_format.MessageToDict(message, preserving_proto_field_name=True)
+    except ValueError as error:
+        violations.append(FieldViolation(where, f"must be valid JSON: {error}"))
+        return {}
 
 
 def _logprob_violations(request: Request) -> list[FieldViolation]:
@@ -216,7 +238,7 @@ async def create_chat_completion(
 ) -> chat_pb2.CreateChatCompletionResponse:
     """ChatService.CreateChatCompletion: generate every choice to the end."""
     prep = prepare(models, request, streaming=False)
-    choices = await collect_choices(prep.model, [prep.run], skip_special_tokens=prep.skip_special_tokens)
+    choices = await collect_choices(prep.model, prep.runs, skip_special_tokens=prep.skip_special_tokens)
     response = chat_pb2.CreateChatCompletionResponse(
         id=new_id("chatcmpl-"), object="chat.completion", created=now(), model=prep.model.name
     )
@@ -226,7 +248,7 @@ async def create_chat_completion(
         out.message.content = choice.text
         if prep.logprobs:
             out.logprobs.CopyFrom(_logprobs(prep.model, choice.token_ids, choice.logprobs))
-    response.usage.CopyFrom(usage(len(prep.run.prompt_ids), sum(len(c.token_ids) for c in choices)))
+    response.usage.CopyFrom(usage(len(prep.runs[0].prompt_ids), sum(len(c.token_ids) for c in choices)))
     return response
 
 
@@ -247,13 +269,13 @@ async def stream_chat_completion(
         first.choices.add(index=index, delta=chat_pb2.ChatCompletionDelta(role=common_pb2.ROLE_ASSISTANT, content=""))
     yield first
     completion_tokens = 0
-    async for _, update in stream_runs(prep.model, [prep.run], skip_special_tokens=prep.skip_special_tokens):
+    async for run, update in stream_runs(prep.model, prep.runs, skip_special_tokens=prep.skip_special_tokens):
         out = chunk()
         for delta in update.sequences:
             completion_tokens += len(delta.token_ids)
             if not delta.text and delta.finish_reason is None and not (prep.logprobs and delta.token_ids):
                 continue  # nothing printable yet (held back by the detokenizer)
-            choice = out.choices.add(index=delta.index)
+            choice = out.choices.add(index=run.first_choice + delta.index)
             if delta.text:
                 choice.delta.content = delta.text
             if delta.finish_reason is not None:
@@ -264,5 +286,5 @@ async def stream_chat_completion(
             yield out
     if prep.include_usage:
         last = chunk()
-        last.usage.CopyFrom(usage(len(prep.run.prompt_ids), completion_tokens))
+        last.usage.CopyFrom(usage(len(prep.runs[0].prompt_ids), completion_tokens))
         yield last

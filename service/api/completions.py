@@ -15,8 +15,8 @@ from service.api.common import (
     unsupported_until_structured_outputs,
     usage,
 )
-from service.api.generation import Budget, build_generation_config
-from service.api.runs import Run, collect_choices, stream_runs
+from service.api.generation import Budget, build_generation_config, generation_violations
+from service.api.runs import Run, collect_choices, fan_out, stream_runs
 from service.errors import FieldViolation, InvalidArgument
 from service.models import ModelRegistry, ServedModel
 
@@ -33,6 +33,7 @@ class PreparedCompletion:
     model: ServedModel
     runs: list[Run]
     n: int
+    echoes: list[str]  # per prompt: the text that opens each of its choices (echo), or ""
     prompt_tokens: int
     logprobs: bool
     skip_special_tokens: bool
@@ -55,12 +56,14 @@ def prepare(models: ModelRegistry, request: Request, *, streaming: bool) -> Prep
     echo = request.HasField("echo") and request.echo
     if echo and logprobs:
         violations.append(FieldViolation("echo", "echo with logprobs is not supported: prompt tokens are not scored"))
+    if violations:  # report the sampling fields' problems too, in the same error
+        violations += generation_violations(request, limits=model.limits, streaming=streaming)
     InvalidArgument.check(violations)
 
     n = request.n if request.HasField("n") else 1
     max_tokens = request.max_tokens if request.HasField("max_tokens") else None
     runs = []
-    for position, (prompt_ids, prompt_text) in enumerate(prompts):
+    for position, (prompt_ids, _) in enumerate(prompts):
         budget = Budget(
             "max_tokens", max_tokens, len(prompt_ids), "prompt" if request.prompt else f"prompts[{position}]"
         )
@@ -68,12 +71,13 @@ def prepare(models: ModelRegistry, request: Request, *, streaming: bool) -> Prep
             request, defaults=model.defaults, limits=model.limits, budget=budget, streaming=streaming,
             logprobs=logprobs,
         )  # fmt: skip
-        runs.append(Run(prompt_ids, config, first_choice=position * n, prompt_text=prompt_text if echo else ""))
+        runs += fan_out(Run(prompt_ids, config, first_choice=position * n), n, model)
     return PreparedCompletion(
         model,
         runs,
         n,
-        prompt_tokens=sum(len(run.prompt_ids) for run in runs),
+        echoes=[text if echo else "" for _, text in prompts],
+        prompt_tokens=sum(len(ids) for ids, _ in prompts),
         logprobs=logprobs > 0,
         skip_special_tokens=not request.HasField("skip_special_tokens") or request.skip_special_tokens,
         include_usage=streaming and request.stream_options.include_usage,
@@ -137,7 +141,7 @@ async def create_completion(
         id=new_id("cmpl-"), object="text_completion", created=now(), model=prep.model.name
     )
     for choice in choices:
-        echo = prep.runs[choice.index // prep.n].prompt_text
+        echo = prep.echoes[choice.index // prep.n]
         out = response.choices.add(
             index=choice.index, text=echo + choice.text, finish_reason=FINISH_REASONS[choice.finish_reason]
         )
@@ -160,12 +164,12 @@ async def stream_completion(
         )
 
     offsets: dict[int, int] = {}  # choice index -> characters sent, for logprobs.text_offset
-    if any(run.prompt_text for run in prep.runs):  # echo: the prompt opens each choice
+    if any(prep.echoes):  # echo: the prompt opens each choice
         first = chunk()
-        for run in prep.runs:
-            for index in range(run.first_choice, run.first_choice + prep.n):
-                first.choices.add(index=index, text=run.prompt_text)
-                offsets[index] = len(run.prompt_text)
+        for position, echo in enumerate(prep.echoes):
+            for index in range(position * prep.n, (position + 1) * prep.n):
+                first.choices.add(index=index, text=echo)
+                offsets[index] = len(echo)
         yield first
     completion_tokens = 0
     async for run, update in stream_runs(prep.model, prep.runs, skip_special_tokens=prep.skip_special_tokens):

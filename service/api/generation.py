@@ -8,6 +8,7 @@ collected, not only the first, so a client fixes its request in one round trip.
 from __future__ import annotations
 
 import math
+import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -131,9 +132,28 @@ def build_generation_config(
     Raises InvalidArgument naming every offending field. ``logprobs`` is the
     number of logprobs per token the caller has already validated (0 or 1).
     """
+    settings, violations = _settings(request, defaults, limits, streaming)
+    violations += _length_rules(budget, settings, limits)
+    settings["logprobs"] = logprobs
+    InvalidArgument.check(violations)
+    config = ov_genai.GenerationConfig(**settings)
+    try:
+        config.validate()
+    except RuntimeError as error:  # a combination our rules did not foresee
+        raise InvalidArgument(f"invalid generation settings: {_engine_message(error)}") from error
+    return config
+
+
+def generation_violations(request: Any, *, limits: ModelLimits, streaming: bool) -> list[FieldViolation]:
+    """What is wrong with the sampling fields alone, to report beside a request's other errors."""
+    return _settings(request, GenerationDefaults({}), limits, streaming)[1]
+
+
+def _settings(
+    request: Any, defaults: GenerationDefaults, limits: ModelLimits, streaming: bool
+) -> tuple[dict[str, Any], list[FieldViolation]]:
     violations: list[FieldViolation] = []
     settings: dict[str, Any] = dict(defaults.values)
-
     for rule in RULES:
         if not request.HasField(rule.field):
             continue
@@ -147,34 +167,35 @@ def build_generation_config(
 
     if request.HasField("temperature"):
         settings["do_sample"] = request.temperature > 0.0
+    if settings.get("do_sample") and not request.HasField("seed"):
+        # The engine's default seed is a constant: without this every unseeded
+        # request would draw the same "random" sample.
+        settings["rng_seed"] = secrets.randbelow(MAX_SEED + 1)
     violations += _stop_rules(request, settings, streaming)
-    violations += _choice_rules(request, settings)
+    violations += _choice_rules(request, settings, limits)
     violations += _speculative_rules(request, settings, limits)
-    violations += _length_rules(budget, settings, limits)
-    settings["logprobs"] = logprobs
-    InvalidArgument.check(violations)
-    config = ov_genai.GenerationConfig(**settings)
-    try:
-        config.validate()
-    except RuntimeError as error:  # a combination our rules did not foresee
-        raise InvalidArgument(f"invalid generation settings: {_engine_message(error)}") from error
-    return config
+    return settings, violations
 
 
 def _stop_rules(request: Any, settings: dict[str, Any], streaming: bool) -> list[FieldViolation]:
-    stops = list(request.stop_sequences)
     violations = []
     if request.HasField("stop"):
-        if stops:
+        if len(request.stop_sequences):
             violations.append(FieldViolation("stop", "set either stop or stop_sequences, not both"))
+        elif not request.stop:
+            violations.append(FieldViolation("stop", "a stop string must not be empty"))
         stops = [request.stop]
-    if len(stops) > MAX_STOP_STRINGS:
-        violations.append(FieldViolation("stop", f"at most {MAX_STOP_STRINGS} stop strings; got {len(stops)}"))
-    for index, stop in enumerate(stops):
-        if not stop:
-            violations.append(FieldViolation(f"stop_sequences[{index}]", "stop strings must not be empty"))
-    if stops:
-        settings["stop_strings"] = set(stops)
+    else:
+        stops = list(request.stop_sequences)
+        if len(stops) > MAX_STOP_STRINGS:
+            violations.append(
+                FieldViolation("stop_sequences", f"at most {MAX_STOP_STRINGS} stop strings; got {len(stops)}")
+            )
+        for index, stop in enumerate(stops):
+            if not stop:
+                violations.append(FieldViolation(f"stop_sequences[{index}]", "a stop string must not be empty"))
+    if any(stops):
+        settings["stop_strings"] = {stop for stop in stops if stop}
     # Streaming sends text before a stop string is complete, so the engine cannot
     # take it back: when streaming the matched stop string is always included.
     if streaming:
@@ -184,7 +205,11 @@ def _stop_rules(request: Any, settings: dict[str, Any], streaming: bool) -> list
     return violations
 
 
-def _choice_rules(request: Any, settings: dict[str, Any]) -> list[FieldViolation]:
+# Sampling penalties the engine's beam search refuses, with the value that means "off".
+_BEAM_SEARCH_INCOMPATIBLE = {"repetition_penalty": 1.0, "presence_penalty": 0.0, "frequency_penalty": 0.0}
+
+
+def _choice_rules(request: Any, settings: dict[str, Any], limits: ModelLimits) -> list[FieldViolation]:
     n = request.n if request.HasField("n") else 1
     best_of = request.best_of if request.HasField("best_of") else None
     violations = []
@@ -197,20 +222,32 @@ def _choice_rules(request: Any, settings: dict[str, Any]) -> list[FieldViolation
             violations.append(FieldViolation("best_of", f"must be at least n ({n}); got {best_of}"))
     beam_search = best_of is not None and best_of > 1
     if beam_search:
+        if limits.has_draft_model:
+            violations.append(
+                FieldViolation("best_of", f"model {limits.name!r} runs speculative decoding, which has no beam search")
+            )
         if request.HasField("temperature") and request.temperature > 0.0:
             violations.append(
                 FieldViolation("temperature", "best_of > 1 selects beam search, which does not sample; use 0")
             )
+        for field, off in _BEAM_SEARCH_INCOMPATIBLE.items():
+            if request.HasField(field) and getattr(request, field) != off:
+                violations.append(FieldViolation(field, f"not supported with beam search (best_of > 1); use {off}"))
         settings.update(do_sample=False, num_beams=best_of, num_return_sequences=n)
+        settings.update({field: off for field, off in _BEAM_SEARCH_INCOMPATIBLE.items()})
+        if request.HasField("diversity_penalty"):
+            settings["num_beam_groups"] = best_of  # diverse (group) beam search: one beam per group
     elif n > 1:
         if not settings.get("do_sample"):
             violations.append(
                 FieldViolation("n", "n > 1 needs sampling (temperature > 0) or beam search (best_of >= n)")
             )
-        settings["num_return_sequences"] = n
-    for field in ("diversity_penalty",):
-        if request.HasField(field) and not beam_search:
-            violations.append(FieldViolation(field, "applies to beam search only (best_of > 1)"))
+        # A speculative pipeline generates one sequence per request: the API
+        # layer runs n requests instead (see runs.fan_out).
+        if not limits.has_draft_model:
+            settings["num_return_sequences"] = n
+    if request.HasField("diversity_penalty") and not beam_search:
+        violations.append(FieldViolation("diversity_penalty", "applies to beam search only (best_of > 1)"))
     return violations
 
 

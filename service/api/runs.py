@@ -13,7 +13,9 @@ from dataclasses import dataclass, field
 
 import openvino_genai as ov_genai
 
+from service.api.generation import MAX_SEED
 from service.engine import FinishReason, SequenceDelta, Update
+from service.engine.core import config_kwargs
 from service.models import ServedModel
 
 
@@ -24,7 +26,6 @@ class Run:
     prompt_ids: list[int]
     config: ov_genai.GenerationConfig
     first_choice: int  # OpenAI index of this run's first choice
-    prompt_text: str = ""  # for echo
 
 
 @dataclass
@@ -43,6 +44,26 @@ class Choice:
         self.token_ids += delta.token_ids
         self.logprobs += delta.logprobs
         self.finish_reason = delta.finish_reason or self.finish_reason
+
+
+def fan_out(run: Run, n: int, model: ServedModel) -> list[Run]:
+    """n single-sequence runs with consecutive seeds, for a model whose pipeline generates one sequence per request.
+
+    A pipeline with a draft model (speculative decoding) refuses
+    num_return_sequences > 1; n independent samples are what n > 1 asks for.
+    """
+    if n == 1 or not model.limits.has_draft_model:
+        return [run]
+    settings = config_kwargs(run.config)
+    seed = run.config.rng_seed
+    return [
+        Run(
+            run.prompt_ids,
+            ov_genai.GenerationConfig(**{**settings, "rng_seed": (seed + i) % (MAX_SEED + 1)}),
+            first_choice=run.first_choice + i,
+        )
+        for i in range(n)
+    ]
 
 
 async def stream_runs(

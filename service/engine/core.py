@@ -9,6 +9,8 @@ GIL, so the core lives where no event loop waits on that GIL.
 from __future__ import annotations
 
 import logging
+from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -68,13 +70,25 @@ class _Pending(Pending):
     delta: SequenceDelta = field(default_factory=lambda: SequenceDelta(0))
 
 
-class EngineCore:
-    """Admits, cancels and steps requests on one pipeline; returns each step's output per request."""
+PipelineFactory = Callable[[], ov_genai.ContinuousBatchingPipeline]
 
-    def __init__(self, pipeline: ov_genai.ContinuousBatchingPipeline, tokenizer: ov_genai.Tokenizer) -> None:
-        self._pipeline = pipeline
+
+class EngineCore:
+    """Admits, cancels and steps requests on one pipeline; returns each step's output per request.
+
+    ``speculative``: the pipeline has a draft model. openvino-genai 2026.4
+    corrupts some outputs when several speculative requests share a batch
+    (reproduced with 16 greedy requests), so such a pipeline runs one request
+    at a time and the others wait here, in order.
+    """
+
+    def __init__(self, factory: PipelineFactory, tokenizer: ov_genai.Tokenizer, *, speculative: bool = False) -> None:
+        self._factory = factory
+        self._pipeline = factory()
         self._tokenizer = tokenizer
+        self._speculative = speculative
         self._running: dict[int, _Running] = {}
+        self._waiting: deque[tuple[Submission, ov_genai.GenerationConfig]] = deque()
         self._steps_owed = 0
 
     @property
@@ -83,24 +97,44 @@ class EngineCore:
         return bool(self._running) or self._steps_owed > 0 or self._pipeline.has_non_finished_requests()
 
     def add(self, submission: Submission) -> list[Outcome]:
-        """Admit a request; returns its failure if the engine refuses it."""
+        """Admit (or queue) a request; returns its failure if the engine refuses it."""
         try:
             config = ov_genai.GenerationConfig(**submission.config)
-            prompt = ov.Tensor(np.array([submission.prompt_ids], dtype=np.int64))
-            handle = self._pipeline.add_request(submission.request_id, prompt, config)
+            config.validate()
+            if self._speculative and not (config.num_assistant_tokens or config.assistant_confidence_threshold):
+                # Such a request would make every later step() fail (a draft model
+                # needs one of the two), so it never reaches the pipeline.
+                raise ValueError("a speculative pipeline needs num_assistant_tokens or assistant_confidence_threshold")
         except Exception as error:
             return [(submission.request_id, EngineError(f"engine refused the request: {error}"))]
-        self._running[submission.request_id] = _Running(
+        self._waiting.append((submission, config))
+        return self._admit()
+
+    def _admit(self) -> list[Outcome]:
+        failed: list[Outcome] = []
+        while self._waiting and not (self._speculative and self._running):
+            submission, config = self._waiting.popleft()
+            try:
+                prompt = ov.Tensor(np.array([submission.prompt_ids], dtype=np.int64))
+                handle = self._pipeline.add_request(submission.request_id, prompt, config)
+            except Exception as error:
+                failed.append((submission.request_id, EngineError(f"engine refused the request: {error}")))
+                continue
+            self._running[submission.request_id] = _Running(
             handle,
             submission.skip_special_tokens,
             want_logprobs=config.logprobs > 0,
             # Beam search hands back every beam at the end; OpenAI wants the n best.
-            keep_best=config.num_return_sequences if config.num_beams > 1 else None,
-        )
-        return []
+                keep_best=config.num_return_sequences if config.num_beams > 1 else None,
+            )
+        return failed
 
     def cancel(self, request_id: int) -> None:
         """Stop a request; its KV cache is freed by the next step."""
+        for queued in self._waiting:
+            if queued[0].request_id == request_id:
+                self._waiting.remove(queued)
+                return
         state = self._running.pop(request_id, None)
         if state is not None:
             state.handle.cancel()
@@ -114,14 +148,24 @@ class EngineCore:
         self._steps_owed = max(0, self._steps_owed - 1)
         try:
             self._pipeline.step()
-        except Exception as error:  # the engine broke: fail what it held, keep serving
-            log.exception("engine step failed")
-            return self.fail_all(EngineError(f"engine step failed: {error}"))
-        return self._collect()
+        except Exception as error:
+            # A request the pipeline cannot run makes every later step() fail too,
+            # and cancelling it does not help: fail the running requests, then
+            # start over with a fresh pipeline so the ones waiting still run.
+            log.exception("engine step failed; rebuilding the pipeline")
+            failed = [(request_id, EngineError(f"engine step failed: {error}")) for request_id in self._running]
+            self._running.clear()
+            self._steps_owed = 0
+            self._pipeline = self._factory()
+            return failed + self._admit()
+        outcomes = self._collect()
+        return outcomes + self._admit() if self._waiting else outcomes
 
     def fail_all(self, error: EngineError) -> list[Outcome]:
-        """Cancel every request, each getting ``error``."""
+        """Cancel every request, running or waiting, each getting ``error``."""
         failed: list[Outcome] = [(request_id, error) for request_id in self._running]
+        failed += [(submission.request_id, error) for submission, _ in self._waiting]
+        self._waiting.clear()
         for request_id in list(self._running):
             self.cancel(request_id)
         return failed
@@ -130,7 +174,7 @@ class EngineCore:
         """What the engine holds now."""
         metrics = self._pipeline.get_metrics()
         return EngineStats(
-            running=len(self._running),
+            running=len(self._running) + len(self._waiting),
             engine_requests=metrics.requests,
             unfinished=self._pipeline.has_non_finished_requests(),
             cache_usage=metrics.cache_usage,

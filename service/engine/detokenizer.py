@@ -51,7 +51,12 @@ def detokenize_step(tokenizer: ov_genai.Tokenizer, pending: list[Pending]) -> No
             sequence.ids += item.new_ids
             windows.append(sequence.ids[sequence.prefix_offset : sequence.read_offset])
             windows.append(sequence.ids[sequence.prefix_offset :])
-        texts = tokenizer.decode(windows, skip_special_tokens=skip)
+        if skip:
+            texts = tokenizer.decode(windows, skip_special_tokens=True)
+        else:
+            # A batched decode pads ragged windows with the pad token, which is
+            # invisible only when special tokens are skipped: decode one by one.
+            texts = [tokenizer.decode(window, skip_special_tokens=False) if window else "" for window in windows]
         for position, item in enumerate(group):
             sent, full = texts[2 * position], texts[2 * position + 1]
             if full.endswith(REPLACEMENT_CHARACTER) and not item.final:

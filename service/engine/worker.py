@@ -67,14 +67,23 @@ def _load(spec: WorkerSpec):
     scheduler = ov_genai.SchedulerConfig()
     for name, value in spec.scheduler.items():
         setattr(scheduler, name, value)
-    properties: dict[str, object] = {}
-    if spec.draft_dir is not None:
-        properties["draft_model"] = ov_genai.draft_model(str(spec.draft_dir), spec.device)
-    if spec.prompt_lookup:
-        properties["prompt_lookup"] = True
+    if spec.draft_dir is not None and scheduler.enable_prefix_caching:
+        # openvino-genai 2026.4: speculative sampling with prefix caching fails a
+        # step ("content_length <= prompt_ids.size() + ...") after a few requests.
+        logging.info("prefix caching is off for a pipeline with a draft model")
+        scheduler.enable_prefix_caching = False
     tokenizer = ov_genai.Tokenizer(str(spec.model_dir))
-    pipeline = ov_genai.ContinuousBatchingPipeline(str(spec.model_dir), scheduler, spec.device, properties)
-    return EngineCore(pipeline, tokenizer)
+
+    def pipeline() -> ov_genai.ContinuousBatchingPipeline:
+        properties: dict[str, object] = {}
+        if spec.draft_dir is not None:
+            # A fresh draft each time: a pipeline transforms the draft's graph in place.
+            properties["draft_model"] = ov_genai.draft_model(str(spec.draft_dir), spec.device)
+        if spec.prompt_lookup:
+            properties["prompt_lookup"] = True
+        return ov_genai.ContinuousBatchingPipeline(str(spec.model_dir), scheduler, spec.device, properties)
+
+    return EngineCore(pipeline, tokenizer, speculative=spec.draft_dir is not None)
 
 
 def _serve(connection: Connection, core) -> None:

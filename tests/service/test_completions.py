@@ -14,7 +14,8 @@ PROMPT = "Once upon a time"
 
 def completion_request(streaming: bool = False, **fields: object) -> completion_pb2.CreateCompletionRequest:
     """A completions request for tiny-chat; fields as in OpenAI's JSON."""
-    body = {"model": "tiny-chat", "prompt": PROMPT, "temperature": 0, "max_tokens": 24, **fields}
+    # ignore_eos: tiny-chat is a chat model and ends a raw completion after a few words.
+    body = {"model": "tiny-chat", "prompt": PROMPT, "temperature": 0, "max_tokens": 24, "ignore_eos": True, **fields}
     message_class = completion_pb2.StreamCompletionRequest if streaming else completion_pb2.CreateCompletionRequest
     return parse(message_class, body)
 
@@ -37,7 +38,8 @@ def direct() -> ov_genai.LLMPipeline:
 def direct_greedy(pipeline: ov_genai.LLMPipeline, prompt: str, max_new_tokens: int) -> str:
     config = pipeline.get_generation_config()
     config.max_new_tokens, config.do_sample, config.apply_chat_template = max_new_tokens, False, False
-    return pipeline.generate(prompt, config).texts[0]
+    config.ignore_eos = True
+    return pipeline.generate([prompt], config).texts[0]  # a list gives DecodedResults (a str gives a str)
 
 
 def test_greedy_matches_openvino_genai_unary_and_streamed(completions, direct) -> None:

@@ -28,7 +28,7 @@ SERVICES = ["ovserve.v1.CompletionService", "ovserve.v1.ChatService", "ovserve.v
 def test_list_and_get_models(models) -> None:
     listed = models.ListModels(model_pb2.ListModelsRequest())
     assert listed.object == "list"
-    assert [m.id for m in listed.data] == ["tiny-chat"]
+    assert [m.id for m in listed.data] == ["tiny-chat", "tiny-chat-speculative"]
     model = models.GetModel(model_pb2.GetModelRequest(model="tiny-chat")).model
     assert model.object == "model" and model.owned_by == "ovserve"
     assert model.max_model_len == json.loads((TINY_CHAT / "config.json").read_text())["max_position_embeddings"]
@@ -80,7 +80,7 @@ def test_health_turns_not_serving_on_shutdown() -> None:
 
 def test_dropped_streams_leave_no_engine_requests(server, chat) -> None:
     """20 clients drop their streams mid-way: the engine lets go of every request, and keeps serving."""
-    engine = next(iter(server.server.registry)).engine
+    engine = server.server.registry.get("tiny-chat").engine
     request = parse(chat_pb2.StreamChatCompletionRequest, {
         "model": "tiny-chat", "messages": [{"role": "user", "content": "Tell me a story."}],
         "max_tokens": 1500, "ignore_eos": True, "temperature": 0})  # fmt: skip
@@ -127,7 +127,7 @@ def test_reflection_lists_and_calls_every_service_with_buf_curl(server) -> None:
 
 def test_ovserve_serve_cli_serves_the_bundled_model_and_stops_on_sigterm(tmp_path) -> None:
     process = subprocess.Popen(
-        [sys.executable, "-m", "service.cli", "serve", "--port", "0", "--cache-size-gb", "1"],
+        [sys.executable, "-m", "service.cli", "serve", "--port", "0", "--no-rest", "--cache-size-gb", "1"],
         cwd=ROOT, stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"},
     )  # fmt: skip
     try:
@@ -150,3 +150,53 @@ def test_ovserve_serve_cli_serves_the_bundled_model_and_stops_on_sigterm(tmp_pat
         if process.poll() is None:
             process.kill()
             process.wait()
+
+
+def test_health_is_not_serving_until_models_are_loaded() -> None:
+    import asyncio
+
+    from service.config import ServeConfig
+    from service.server import Server
+
+    async def scenario() -> list[int]:
+        server = Server(ServeConfig(port=0, models=[ModelSpec("tiny-chat", TINY_CHAT, settings=TEST_SETTINGS)]))
+        port = await server.start()
+        seen = []
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+            health = health_pb2_grpc.HealthStub(channel)
+            chat = chat_pb2_grpc.ChatServiceStub(channel)
+            seen.append((await health.Check(health_pb2.HealthCheckRequest())).status)
+            request = parse(chat_pb2.CreateChatCompletionRequest,
+                            {"model": "tiny-chat", "messages": [{"role": "user", "content": "hi"}]})  # fmt: skip
+            with pytest.raises(grpc.aio.AioRpcError) as raised:
+                await chat.CreateChatCompletion(request)
+            seen.append(raised.value.code())
+            await server.load_models()
+            seen.append((await health.Check(health_pb2.HealthCheckRequest(service=SERVICES[1]))).status)
+        await server.stop()
+        return seen
+
+    not_serving, refused, serving = asyncio.run(scenario())
+    assert not_serving == health_pb2.HealthCheckResponse.NOT_SERVING
+    assert refused == grpc.StatusCode.UNAVAILABLE
+    assert serving == health_pb2.HealthCheckResponse.SERVING
+
+
+def test_prompt_lookup_decoding() -> None:
+    """A model served with prompt lookup takes max_ngram_size and keeps greedy output."""
+    plain = start_server([ModelSpec("tiny-chat", TINY_CHAT, settings=TEST_SETTINGS)])
+    lookup = start_server([ModelSpec("tiny-chat", TINY_CHAT, prompt_lookup=True, settings=TEST_SETTINGS)])
+    question = "Repeat: the small dog walked to the river and said hello."
+    body = {"model": "tiny-chat", "temperature": 0, "max_tokens": 40,
+            "messages": [{"role": "user", "content": question}]}  # fmt: skip
+    try:
+        texts = []
+        for running, extra in ((plain, {}), (lookup, {"num_assistant_tokens": 4, "max_ngram_size": 3})):
+            with grpc.insecure_channel(running.target) as channel:
+                request = parse(chat_pb2.CreateChatCompletionRequest, {**body, **extra})
+                texts.append(chat_pb2_grpc.ChatServiceStub(channel).CreateChatCompletion(request))
+        assert texts[0].choices[0].message.content == texts[1].choices[0].message.content
+        assert texts[1].usage.completion_tokens == texts[0].usage.completion_tokens
+    finally:
+        plain.stop()
+        lookup.stop()

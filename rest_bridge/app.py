@@ -1,0 +1,41 @@
+"""The tornado application: OpenAI's routes on /v3, with /v1 aliases, over one gRPC channel."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import grpc
+import tornado.web
+
+from rest_bridge.config import BridgeSettings
+from rest_bridge.handlers import (
+    Backend,
+    ChatCompletionsHandler,
+    CompletionsHandler,
+    HealthHandler,
+    ModelHandler,
+    ModelsHandler,
+    NotFoundHandler,
+)
+
+# /v3 is OVMS's prefix; /v1 is OpenAI's, so clients configured for OpenAI's default path work too.
+PREFIXES = ("/v3", "/v1")
+ROUTES: list[tuple[str, type[tornado.web.RequestHandler]]] = [
+    ("/chat/completions", ChatCompletionsHandler),
+    ("/completions", CompletionsHandler),
+    ("/models", ModelsHandler),
+    ("/models/(.+)", ModelHandler),  # model ids may contain "/"
+]
+
+
+def make_app(channel: grpc.aio.Channel, settings: BridgeSettings | None = None) -> tornado.web.Application:
+    """The bridge application calling the ovserve gRPC service on ``channel``."""
+    arguments: dict[str, Any] = {"backend": Backend.on(channel), "settings": settings or BridgeSettings()}
+    rules: list[Any] = [(prefix + path, handler, arguments) for prefix in PREFIXES for path, handler in ROUTES]
+    rules.append(("/health", HealthHandler, arguments))
+    return tornado.web.Application(
+        rules,
+        default_handler_class=NotFoundHandler,
+        default_handler_args=arguments,
+        compress_response=False,  # per-event flushes of an SSE stream do not mix with gzip
+    )

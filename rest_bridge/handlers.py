@@ -1,0 +1,274 @@
+"""Tornado request handlers: read the body, translate, call the gRPC stub, write OpenAI JSON or SSE.
+
+The handlers are thin: ``requests`` turns OpenAI JSON into proto requests,
+``responses`` turns proto responses into OpenAI JSON, ``errors`` maps every
+failure to OpenAI's envelope. What lives here is HTTP: request ids, metadata,
+deadlines, the body limit, the event stream, and cancelling the gRPC call the
+moment the client goes away.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import json
+import logging
+import re
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import grpc
+import tornado.web
+from google.protobuf.message import Message
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from tornado.iostream import StreamClosedError
+
+from clients.v1 import chat_pb2_grpc, completion_pb2_grpc, model_pb2, model_pb2_grpc
+from rest_bridge import requests, responses, sse
+from rest_bridge.config import BridgeSettings
+from rest_bridge.errors import BridgeError, from_rpc_error
+
+log = logging.getLogger(__name__)
+_REQUEST_ID = re.compile(r"[\x21-\x7e]{1,128}")  # what a gRPC metadata value and a log line can carry
+
+
+@dataclass(frozen=True)
+class Backend:
+    """The gRPC stubs the handlers call, all on one channel."""
+
+    chat: chat_pb2_grpc.ChatServiceStub
+    completions: completion_pb2_grpc.CompletionServiceStub
+    models: model_pb2_grpc.ModelServiceStub
+    health: health_pb2_grpc.HealthStub
+
+    @classmethod
+    def on(cls, channel: grpc.aio.Channel) -> Backend:
+        """Stubs on ``channel``."""
+        return cls(
+            chat_pb2_grpc.ChatServiceStub(channel),
+            completion_pb2_grpc.CompletionServiceStub(channel),
+            model_pb2_grpc.ModelServiceStub(channel),
+            health_pb2_grpc.HealthStub(channel),
+        )
+
+
+class BridgeHandler(tornado.web.RequestHandler):
+    """Base of every bridge handler: request ids, gRPC metadata, OpenAI error bodies, client-gone cancellation."""
+
+    backend: Backend
+    settings_: BridgeSettings
+
+    def initialize(self, backend: Backend, settings: BridgeSettings) -> None:  # type: ignore[override]
+        self.backend = backend
+        self.settings_ = settings
+        self.call: Any = None  # the gRPC call in flight, cancelled if the client leaves
+        self.client_gone = False
+
+    @functools.cached_property
+    def request_id(self) -> str:
+        """The client's x-request-id if it is usable as gRPC metadata (printable ASCII), else a new one."""
+        sent = self.request.headers.get("x-request-id", "")
+        return sent if _REQUEST_ID.fullmatch(sent) else uuid.uuid4().hex
+
+    def set_default_headers(self) -> None:
+        # Also runs again when an error response clears the headers, so the id is on every response.
+        self.set_header("x-request-id", self.request_id)
+
+    def metadata(self) -> tuple[tuple[str, str], ...]:
+        """gRPC metadata for the call: the request id, and the client's Authorization if it sent one."""
+        authorization = self.request.headers.get("Authorization")
+        if authorization:
+            return (("x-request-id", self.request_id), ("authorization", authorization))
+        return (("x-request-id", self.request_id),)
+
+    def grpc_options(self) -> dict[str, Any]:
+        """Keyword arguments of every stub call: deadline and metadata."""
+        return {"timeout": self.settings_.deadline_seconds, "metadata": self.metadata()}
+
+    def on_connection_close(self) -> None:
+        # The client left: stop generating for it now (the engine frees the request and its KV cache).
+        self.client_gone = True
+        if self.call is not None:
+            self.call.cancel()
+
+    def write_json(self, payload: dict[str, Any], status: int = 200) -> None:
+        """Finish with a JSON body."""
+        self.set_status(status)
+        self.set_header("Content-Type", "application/json")
+        self.finish(json.dumps(payload, ensure_ascii=False).encode())
+
+    def write_error(self, status_code: int, **kwargs: Any) -> None:
+        """Every error as OpenAI's envelope, also tornado's own (405, malformed requests) and unexpected ones."""
+        error = kwargs.get("exc_info", (None, None, None))[1]
+        if not isinstance(error, BridgeError):
+            if isinstance(error, tornado.web.HTTPError):
+                message = error.log_message or self._reason
+                error = BridgeError(status_code, message, type=_http_type(status_code))
+                if status_code == 405:
+                    error.message = f"method {self.request.method} is not allowed on {self.request.path}"
+            else:  # a bug; tornado has logged it with the traceback
+                error = BridgeError(500, "internal error in the REST bridge", type="server_error")
+        self.set_header("Content-Type", "application/json")
+        self.finish(json.dumps(error.envelope(), ensure_ascii=False).encode())
+
+    async def unary(self, method: Any, request: Message) -> Any:
+        """Call a unary RPC; a gRPC error becomes a BridgeError, a vanished client ends the handler quietly."""
+        self.call = method(request, **self.grpc_options())
+        try:
+            return await self.call
+        except grpc.aio.AioRpcError as error:
+            raise from_rpc_error(error) from None
+        except asyncio.CancelledError:
+            if self.client_gone:  # nobody reads the answer; 499 is what the access log records
+                raise BridgeError(499, "the client closed the connection", type="request_cancelled") from None
+            raise
+
+    async def relay(self, call: Any, to_json: Callable[[Any], dict[str, Any]]) -> None:
+        """Stream ``call``'s messages as SSE events, then ``[DONE]``.
+
+        Headers wait for the first message, so an error before it is an ordinary
+        JSON error response with its status; an error after it is an error event.
+        """
+        self.call = call
+        started = False
+        try:
+            async for message in call:
+                if not started:
+                    self._start_events()
+                    started = True
+                self.write(sse.event(to_json(message)))
+                await self.flush()  # per event: the client sees each chunk now; raises if it left
+        except grpc.aio.AioRpcError as error:
+            if self.client_gone:
+                return
+            failure = from_rpc_error(error)
+            if not started:
+                raise failure from None
+            log.warning("stream %s failed after it began: %s", self.request_id, failure)
+            self.write(sse.event(failure.envelope()))
+        except StreamClosedError:  # the client left between two events
+            self.client_gone = True
+            return
+        except asyncio.CancelledError:
+            if self.client_gone:  # on_connection_close cancelled the call
+                return
+            raise  # the handler itself was cancelled (shutdown)
+        finally:
+            call.cancel()  # no-op once the call is done; otherwise the engine lets go of the request now
+        if not started:
+            self._start_events()
+        self.write(sse.DONE)
+        with contextlib.suppress(StreamClosedError):  # the client left right after [DONE]
+            await self.finish()
+
+    def _start_events(self) -> None:
+        for name, value in sse.HEADERS.items():
+            self.set_header(name, value)
+
+
+def _http_type(status: int) -> str:
+    if status >= 500:
+        return "server_error"
+    return {401: "authentication_error", 403: "permission_error"}.get(status, "invalid_request_error")
+
+
+@tornado.web.stream_request_body
+class JsonBodyHandler(BridgeHandler):
+    """A POST handler whose JSON body is read in pieces, so a body over the limit is never held in memory."""
+
+    def prepare(self) -> None:
+        self._chunks: list[bytes] = []
+        self._size = 0
+        length = self.request.headers.get("Content-Length")
+        self._too_large = bool(length and length.isdigit() and int(length) > self.settings_.max_body_bytes)
+
+    def data_received(self, chunk: bytes) -> None:
+        # Past the limit the rest is read and dropped: closing early would leave the client
+        # writing into a closed socket instead of reading its 413.
+        if self._too_large:
+            return
+        self._size += len(chunk)
+        if self._size > self.settings_.max_body_bytes:
+            self._too_large, self._chunks = True, []
+        else:
+            self._chunks.append(chunk)
+
+    def json_body(self) -> dict[str, Any]:
+        """The request body as a JSON object (413, 415 or 400 otherwise)."""
+        if self._too_large:
+            limit = self.settings_.max_body_bytes
+            raise BridgeError(413, f"the request body is larger than {limit} bytes", code="request_too_large")
+        return requests.parse_json_body(
+            b"".join(self._chunks), self.request.headers.get("Content-Type"), self.settings_.max_json_depth
+        )
+
+
+class ChatCompletionsHandler(JsonBodyHandler):
+    """POST /v3/chat/completions."""
+
+    async def post(self) -> None:
+        request, stream = requests.chat_request(self.json_body())
+        if stream:
+            include_usage = request.stream_options.include_usage
+            call = self.backend.chat.StreamChatCompletion(request, **self.grpc_options())
+            await self.relay(call, lambda chunk: responses.chat_chunk(chunk, include_usage))
+        else:
+            response = await self.unary(self.backend.chat.CreateChatCompletion, request)
+            self.write_json(responses.chat_completion(response))
+
+
+class CompletionsHandler(JsonBodyHandler):
+    """POST /v3/completions."""
+
+    async def post(self) -> None:
+        request, stream = requests.completion_request(self.json_body())
+        if stream:
+            include_usage = request.stream_options.include_usage
+            call = self.backend.completions.StreamCompletion(request, **self.grpc_options())
+            await self.relay(call, lambda chunk: responses.completion_chunk(chunk, include_usage))
+        else:
+            response = await self.unary(self.backend.completions.CreateCompletion, request)
+            self.write_json(responses.completion(response))
+
+
+class ModelsHandler(BridgeHandler):
+    """GET /v3/models."""
+
+    async def get(self) -> None:
+        response = await self.unary(self.backend.models.ListModels, model_pb2.ListModelsRequest())
+        self.write_json(responses.model_list(response))
+
+
+class ModelHandler(BridgeHandler):
+    """GET /v3/models/{model}; the id may contain "/"."""
+
+    async def get(self, model: str) -> None:
+        response = await self.unary(self.backend.models.GetModel, model_pb2.GetModelRequest(model=model))
+        self.write_json(responses.model(response.model))
+
+
+class HealthHandler(BridgeHandler):
+    """GET /health: 200 when the gRPC service reports SERVING, else 503 (for load balancers)."""
+
+    async def get(self) -> None:
+        try:
+            reply = await self.backend.health.Check(
+                health_pb2.HealthCheckRequest(service=""),
+                timeout=self.settings_.health_timeout_seconds,
+                metadata=self.metadata(),
+            )
+            status = health_pb2.HealthCheckResponse.ServingStatus.Name(reply.status)
+        except grpc.aio.AioRpcError as error:
+            status = f"UNREACHABLE ({error.code().name})"
+        serving = status == "SERVING"
+        self.write_json({"status": status}, 200 if serving else 503)
+
+
+class NotFoundHandler(BridgeHandler):
+    """Any other path: 404 in OpenAI's envelope (OpenAI's wording)."""
+
+    def prepare(self) -> None:
+        raise BridgeError(404, f"Invalid URL ({self.request.method} {self.request.path})")

@@ -1,0 +1,305 @@
+"""OpenAI JSON request bodies -> ovserve.v1 request messages.
+
+Three steps, each refusing bad input with a 400 that names the field:
+
+1. ``parse_json_body``: content type, JSON syntax, a top-level object, bounded nesting.
+2. ``normalise_*``: OpenAI's polymorphic fields move to the proto's typed
+   alternatives (``stop`` list -> ``stop_sequences``, ``content`` parts ->
+   ``content_parts``, ``prompt`` lists -> ``prompts``, ``tool_choice`` object ->
+   ``named_tool_choice``); JSON nulls mean "not given".
+3. ``check_fields``: every key is a field of the target message and every value
+   has the field's JSON type, so ``json_format.ParseDict`` cannot fail and each
+   refusal names the exact path (``messages[2].role``), in OpenAI's terms.
+
+Value rules (ranges, roles, which fields combine) are the service's job; its
+INVALID_ARGUMENT details come back through ``errors.from_rpc_error``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from google.protobuf import json_format
+from google.protobuf.descriptor import Descriptor, FieldDescriptor
+from google.protobuf.message import Message
+
+from clients.v1 import chat_pb2, completion_pb2
+from rest_bridge.errors import BridgeError, openai_param, openai_text
+
+JSON_MEDIA_TYPES = {"application/json"}
+
+# Typed alternatives the bridge fills from OpenAI JSON; a client writes the OpenAI name.
+TYPED_ALTERNATIVES = {"stop_sequences", "prompts", "named_tool_choice", "content_parts"}
+
+# OpenAI request fields ovserve does not serve: refused by name with a clearer message than "unrecognized".
+UNSUPPORTED = {
+    "logit_bias", "functions", "function_call", "modalities", "audio", "prediction", "service_tier", "store",
+    "web_search_options", "verbosity", "prompt_cache_key", "safety_identifier",
+}  # fmt: skip
+
+_WELL_KNOWN_JSON = {  # well-known messages whose JSON form is not an object of fields
+    "google.protobuf.Struct": dict,
+    "google.protobuf.ListValue": list,
+}
+_INT_RANGES = {
+    FieldDescriptor.TYPE_INT32: (-(2**31), 2**31 - 1),
+    FieldDescriptor.TYPE_SINT32: (-(2**31), 2**31 - 1),
+    FieldDescriptor.TYPE_SFIXED32: (-(2**31), 2**31 - 1),
+    FieldDescriptor.TYPE_UINT32: (0, 2**32 - 1),
+    FieldDescriptor.TYPE_FIXED32: (0, 2**32 - 1),
+    FieldDescriptor.TYPE_INT64: (-(2**63), 2**63 - 1),
+    FieldDescriptor.TYPE_SINT64: (-(2**63), 2**63 - 1),
+    FieldDescriptor.TYPE_SFIXED64: (-(2**63), 2**63 - 1),
+    FieldDescriptor.TYPE_UINT64: (0, 2**64 - 1),
+    FieldDescriptor.TYPE_FIXED64: (0, 2**64 - 1),
+}
+_FLOATS = {FieldDescriptor.TYPE_DOUBLE, FieldDescriptor.TYPE_FLOAT}
+
+
+def bad_request(param: str | None, message: str) -> BridgeError:
+    """A 400 invalid_request_error naming ``param`` (an OpenAI path)."""
+    return BridgeError(400, message, param=param)
+
+
+# ---- 1. the body ----
+
+
+def parse_json_body(body: bytes, content_type: str | None, max_depth: int) -> dict[str, Any]:
+    """The request body as a JSON object; 415 for another content type, 400 for bad JSON."""
+    media_type = (content_type or "").split(";", 1)[0].strip().lower()
+    if media_type not in JSON_MEDIA_TYPES:
+        raise BridgeError(
+            415,
+            f"Content-Type must be application/json, got {content_type or 'none'!r}",
+            code="unsupported_media_type",
+        )
+    try:
+        value = json.loads(body)
+    except RecursionError:
+        raise bad_request(None, f"the JSON body nests deeper than {max_depth} levels") from None
+    except (UnicodeDecodeError, ValueError) as error:
+        raise bad_request(None, f"the body is not valid JSON: {error}") from None
+    if not isinstance(value, dict):
+        raise bad_request(None, f"the body must be a JSON object, got {_json_type(value)}")
+    if _depth(value) > max_depth:
+        raise bad_request(None, f"the JSON body nests deeper than {max_depth} levels")
+    return value
+
+
+def _depth(value: Any) -> int:
+    """Nesting depth of a JSON value (a scalar is 0, ``{}`` is 1); iterative, so deep input cannot recurse."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        node, level = stack.pop()
+        children = node.values() if isinstance(node, dict) else node
+        deepest = max(deepest, level)
+        stack.extend((child, level + 1) for child in children if isinstance(child, dict | list))
+    return deepest
+
+
+# ---- 2. normalisation ----
+
+
+def _without_nulls(body: dict[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in body.items() if value is not None}
+
+
+def _normalise_stop(body: dict[str, Any]) -> None:
+    stop = body.get("stop")
+    if isinstance(stop, list):
+        if not all(isinstance(item, str) for item in stop):
+            raise bad_request("stop", "stop must be a string or a list of strings")
+        body["stop_sequences"] = body.pop("stop")
+
+
+def _normalise_guided_json(body: dict[str, Any]) -> None:
+    # vLLM accepts the schema as a JSON string too; the proto holds an object.
+    if isinstance(body.get("guided_json"), str):
+        try:
+            body["guided_json"] = json.loads(body["guided_json"])
+        except ValueError as error:
+            raise bad_request("guided_json", f"guided_json is not a valid JSON string: {error}") from None
+
+
+def normalise_chat(body: dict[str, Any]) -> dict[str, Any]:
+    """The OpenAI chat body in proto JSON form (a new dict; ``body`` is not changed)."""
+    body = _without_nulls(body)
+    _normalise_stop(body)
+    _normalise_guided_json(body)
+    if isinstance(body.get("tool_choice"), dict):
+        body["named_tool_choice"] = body.pop("tool_choice")
+    if isinstance(body.get("messages"), list):
+        body["messages"] = [
+            _normalise_message(message, f"messages[{i}]") if isinstance(message, dict) else message
+            for i, message in enumerate(body["messages"])
+        ]
+    return body
+
+
+def _normalise_message(message: dict[str, Any], where: str) -> dict[str, Any]:
+    message = _without_nulls(message)
+    if "content_parts" in message:  # the proto's name, not OpenAI's: a client writes content
+        raise bad_request(f"{where}.content_parts", f"{where}.content_parts: unknown field")
+    content = message.get("content")
+    if isinstance(content, list):
+        message["content_parts"] = message.pop("content")
+    elif "content" in message and not isinstance(content, str):
+        raise bad_request(f"{where}.content", f"{where}.content must be a string or a list of content parts")
+    return message
+
+
+def normalise_completion(body: dict[str, Any]) -> dict[str, Any]:
+    """The OpenAI completions body in proto JSON form (a new dict; ``body`` is not changed)."""
+    body = _without_nulls(body)
+    _normalise_stop(body)
+    _normalise_guided_json(body)
+    prompt = body.get("prompt")
+    if isinstance(prompt, list):
+        body.pop("prompt")
+        body["prompts"] = _prompts(prompt)
+    return body
+
+
+def _is_token(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _prompts(prompt: list[Any]) -> list[dict[str, Any]]:
+    """OpenAI's list forms of ``prompt`` as proto Prompt JSON."""
+    if all(isinstance(item, str) for item in prompt):
+        return [{"text": item} for item in prompt]
+    if all(_is_token(item) for item in prompt):
+        return [{"token_ids": {"ids": prompt}}]
+    if all(isinstance(item, list) and all(_is_token(token) for token in item) for item in prompt):
+        return [{"token_ids": {"ids": item}} for item in prompt]
+    raise bad_request(
+        "prompt", "prompt must be a string, a list of strings, a list of token ids or a list of token-id lists"
+    )
+
+
+# ---- 3. field and type checks ----
+
+
+def check_arguments(body: dict[str, Any], descriptor: Descriptor) -> None:
+    """Refuse top-level keys of the OpenAI body that are not request arguments (before normalisation)."""
+    for key in body:
+        if key not in descriptor.fields_by_name or key in TYPED_ALTERNATIVES:
+            if key in UNSUPPORTED:
+                raise bad_request(key, f"{key} is not supported by this server")
+            raise bad_request(key, f"Unrecognized request argument supplied: {key}")
+
+
+def check_fields(proto_json: dict[str, Any], descriptor: Descriptor) -> None:
+    """Refuse nested unknown keys and values of the wrong JSON type (after normalisation)."""
+    _check_message(proto_json, descriptor, "")
+
+
+def _check_message(value: dict[str, Any], descriptor: Descriptor, path: str) -> None:
+    for key, item in value.items():
+        where = f"{path}.{key}" if path else key
+        field = descriptor.fields_by_name.get(key)
+        if field is None:
+            raise bad_request(openai_param(where), f"{openai_text(where)}: unknown field")
+        if item is None:
+            continue  # proto JSON: null leaves a field unset
+        _check_field(item, field, where)
+
+
+def _check_field(value: Any, field: FieldDescriptor, where: str) -> None:
+    if field.message_type is not None and field.message_type.GetOptions().map_entry:
+        _expect(value, dict, "an object", where)
+        value_field = field.message_type.fields_by_name["value"]
+        for key, item in value.items():
+            _check_single(item, value_field, f"{where}.{key}")
+    elif field.is_repeated:
+        _expect(value, list, "an array", where)
+        for i, item in enumerate(value):
+            _check_single(item, field, f"{where}[{i}]")
+    else:
+        _check_single(value, field, where)
+
+
+def _check_single(value: Any, field: FieldDescriptor, where: str) -> None:
+    kind = field.type
+    if kind == FieldDescriptor.TYPE_MESSAGE:
+        name = field.message_type.full_name
+        if name == "google.protobuf.Value":
+            return  # any JSON value
+        if name in _WELL_KNOWN_JSON:
+            _expect(value, _WELL_KNOWN_JSON[name], "an object" if name.endswith("Struct") else "an array", where)
+            return
+        _expect(value, dict, "an object", where)
+        _check_message(value, field.message_type, where)
+    elif kind == FieldDescriptor.TYPE_STRING:
+        _expect(value, str, "a string", where)
+    elif kind == FieldDescriptor.TYPE_BOOL:
+        _expect(value, bool, "a boolean", where)
+    elif kind in _FLOATS:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            _wrong(value, "a number", where)
+    elif kind in _INT_RANGES:
+        if not _is_token(value):
+            _wrong(value, "an integer", where)
+        low, high = _INT_RANGES[kind]
+        if not low <= value <= high:
+            raise bad_request(openai_param(where), f"{openai_text(where)}: {value} is out of range [{low}, {high}]")
+    # enums and bytes do not occur in ovserve request messages; ParseDict checks them if they ever do
+
+
+def _expect(value: Any, kind: type, name: str, where: str) -> None:
+    if not isinstance(value, kind):
+        _wrong(value, name, where)
+
+
+def _wrong(value: Any, expected: str, where: str) -> None:
+    raise bad_request(openai_param(where), f"{openai_text(where)}: expected {expected}, got {_json_type(value)}")
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    return "an array" if isinstance(value, list) else "an object"
+
+
+# ---- translation ----
+
+
+def _translate(
+    body: dict[str, Any],
+    normalise: Callable[[dict[str, Any]], dict[str, Any]],
+    unary: type[Message],
+    streaming: type[Message],
+) -> tuple[Message, bool]:
+    check_arguments(body, unary.DESCRIPTOR)  # the unary and streaming requests have the same fields
+    proto_json = normalise(body)
+    stream = proto_json.get("stream", False)
+    if not isinstance(stream, bool):
+        raise bad_request("stream", f"stream: expected a boolean, got {_json_type(stream)}")
+    message_class = streaming if stream else unary
+    check_fields(proto_json, message_class.DESCRIPTOR)
+    try:
+        return json_format.ParseDict(proto_json, message_class()), stream
+    except json_format.ParseError as error:  # a case check_fields does not cover: still a 400
+        raise bad_request(None, openai_text(str(error))) from None
+
+
+def chat_request(body: dict[str, Any]) -> tuple[chat_pb2.CreateChatCompletionRequest, bool]:
+    """The chat request for an OpenAI body, and whether it streams (then it is a StreamChatCompletionRequest)."""
+    return _translate(  # type: ignore[return-value]
+        body, normalise_chat, chat_pb2.CreateChatCompletionRequest, chat_pb2.StreamChatCompletionRequest
+    )
+
+
+def completion_request(body: dict[str, Any]) -> tuple[completion_pb2.CreateCompletionRequest, bool]:
+    """The completions request for an OpenAI body, and whether it streams (then a StreamCompletionRequest)."""
+    return _translate(  # type: ignore[return-value]
+        body, normalise_completion, completion_pb2.CreateCompletionRequest, completion_pb2.StreamCompletionRequest
+    )

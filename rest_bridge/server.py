@@ -1,0 +1,86 @@
+"""Running the bridge: an HTTP server for the app and its grpc.aio channel, on the current event loop."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+
+import grpc
+import tornado.httpserver
+import tornado.netutil
+
+from rest_bridge.app import make_app
+from rest_bridge.config import DEFAULT_HOST, DEFAULT_REST_PORT, MIB, BridgeSettings
+
+log = logging.getLogger(__name__)
+
+# Bodies between max_body_bytes and this are read and dropped so the client gets its 413;
+# beyond it tornado cuts the connection.
+DISCARD_MARGIN = 64 * MIB
+MAX_MESSAGE_BYTES = 64 * MIB  # as the gRPC server: long prompts and batch completions
+
+
+class Bridge:
+    """The REST bridge listening on host:port and calling the gRPC service at ``target``."""
+
+    def __init__(
+        self,
+        target: str,
+        host: str = DEFAULT_HOST,
+        port: int = DEFAULT_REST_PORT,
+        settings: BridgeSettings | None = None,
+    ) -> None:
+        self.target = target
+        self.host = host
+        self.port = port
+        self.settings = settings or BridgeSettings()
+        self._channel: grpc.aio.Channel | None = None
+        self._http: tornado.httpserver.HTTPServer | None = None
+
+    async def start(self) -> int:
+        """Open the channel, bind and start answering; return the port (useful with port 0)."""
+        self._channel = grpc.aio.insecure_channel(
+            self.target,
+            options=[
+                ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
+                ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
+            ],
+        )
+        app = make_app(self._channel, self.settings)
+        self._http = tornado.httpserver.HTTPServer(
+            app, max_body_size=self.settings.max_body_bytes + DISCARD_MARGIN, idle_connection_timeout=300
+        )
+        sockets = tornado.netutil.bind_sockets(self.port, self.host)
+        self._http.add_sockets(sockets)
+        self.port = sockets[0].getsockname()[1]
+        log.info("REST listening on %s:%d (gRPC target %s)", self.host, self.port, self.target)
+        return self.port
+
+    async def stop_listening(self) -> None:
+        """Accept no new connections; requests in flight go on."""
+        if self._http is not None:
+            self._http.stop()
+
+    async def stop(self) -> None:
+        """Stop listening, close open connections and the channel (cancelling calls still running)."""
+        await self.stop_listening()
+        if self._http is not None:
+            await self._http.close_all_connections()
+        if self._channel is not None:
+            await self._channel.close()
+
+
+async def serve_bridge(target: str, host: str, port: int, settings: BridgeSettings | None = None) -> None:
+    """Run the bridge alone (``ovserve bridge``) until SIGINT or SIGTERM."""
+    bridge = Bridge(target, host, port, settings)
+    await bridge.start()
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        await stop.wait()
+    finally:
+        log.info("shutting down")
+        await bridge.stop()

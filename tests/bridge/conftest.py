@@ -1,0 +1,93 @@
+"""The REST bridge on a free local port, in front of the session gRPC server, plus small HTTP helpers."""
+
+from __future__ import annotations
+
+import http.client
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import openai
+import pytest
+
+from rest_bridge.server import Bridge
+from tests.conftest import ServerThread
+
+
+@dataclass
+class RunningBridge:
+    """A started bridge: where it listens and the gRPC server behind it."""
+
+    bridge: Bridge
+    server: ServerThread
+
+    @property
+    def port(self) -> int:
+        """The REST port."""
+        return self.bridge.port
+
+    @property
+    def url(self) -> str:
+        """Base URL of the OpenAI API (/v3)."""
+        return f"http://127.0.0.1:{self.port}/v3"
+
+
+@pytest.fixture(scope="session")
+def bridge(server: ServerThread) -> Iterator[RunningBridge]:
+    """The bridge on the server's own event loop (as ``ovserve serve`` runs it), with its own grpc.aio channel."""
+    running = Bridge(server.target, "127.0.0.1", 0)
+    server.run(running.start())
+    yield RunningBridge(running, server)
+    server.run(running.stop())
+
+
+@pytest.fixture(scope="session")
+def client(bridge: RunningBridge) -> Iterator[openai.OpenAI]:
+    """The official openai client pointed at the bridge, as a new user would point it."""
+    with openai.OpenAI(base_url=bridge.url, api_key="any-key", max_retries=0, timeout=120) as opened:
+        yield opened
+
+
+@pytest.fixture
+def async_client(bridge: RunningBridge) -> openai.AsyncOpenAI:
+    """The official async openai client; each test closes it inside its own event loop."""
+    return openai.AsyncOpenAI(base_url=bridge.url, api_key="any-key", max_retries=0, timeout=120)
+
+
+@dataclass(frozen=True)
+class Reply:
+    """A raw HTTP reply."""
+
+    status: int
+    headers: http.client.HTTPMessage
+    body: bytes
+
+    def json(self) -> Any:
+        """The body as JSON."""
+        return json.loads(self.body)
+
+    def events(self) -> list[str]:
+        """The ``data:`` payloads of an SSE body, in order (the framing itself is checked by the caller)."""
+        return [block.removeprefix("data: ") for block in self.body.decode().split("\n\n") if block]
+
+
+def http_request(
+    port: int,
+    method: str,
+    path: str,
+    body: bytes | dict[str, Any] | None = None,
+    headers: dict[str, str] | None = None,
+) -> Reply:
+    """One request on a fresh connection; a dict body is sent as application/json."""
+    sent_headers = dict(headers or {})
+    if isinstance(body, dict):
+        body = json.dumps(body).encode()
+        sent_headers.setdefault("Content-Type", "application/json")
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+    try:
+        connection.request(method, path, body=body, headers=sent_headers)
+        response = connection.getresponse()
+        return Reply(response.status, response.headers, response.read())
+    finally:
+        connection.close()
