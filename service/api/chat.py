@@ -20,7 +20,7 @@ from service.api.common import (
     usage,
 )
 from service.api.generation import Budget, build_generation_config, generation_violations
-from service.api.runs import Run, collect_choices, fan_out, stream_runs
+from service.api.runs import DeltaStream, Run, collect_choices, fan_out
 from service.errors import FieldViolation, InvalidArgument, quote
 from service.models import ModelRegistry, ServedModel
 
@@ -268,23 +268,19 @@ async def stream_chat_completion(
     for index in range(prep.n):
         first.choices.add(index=index, delta=chat_pb2.ChatCompletionDelta(role=common_pb2.ROLE_ASSISTANT, content=""))
     yield first
-    completion_tokens = 0
-    async for run, update in stream_runs(prep.model, prep.runs, skip_special_tokens=prep.skip_special_tokens):
+    deltas = DeltaStream(prep.model, prep.runs, skip_special_tokens=prep.skip_special_tokens, logprobs=prep.logprobs)
+    async for ready in deltas:
         out = chunk()
-        for delta in update.sequences:
-            completion_tokens += len(delta.token_ids)
-            if not delta.text and delta.finish_reason is None and not (prep.logprobs and delta.token_ids):
-                continue  # nothing printable yet (held back by the detokenizer)
-            choice = out.choices.add(index=run.first_choice + delta.index)
+        for index, delta in ready:
+            choice = out.choices.add(index=index)
             if delta.text:
                 choice.delta.content = delta.text
             if delta.finish_reason is not None:
                 choice.finish_reason = FINISH_REASONS[delta.finish_reason]
             if prep.logprobs:
                 choice.logprobs.CopyFrom(_logprobs(prep.model, delta.token_ids, delta.logprobs))
-        if out.choices:
-            yield out
+        yield out
     if prep.include_usage:
         last = chunk()
-        last.usage.CopyFrom(usage(len(prep.runs[0].prompt_ids), completion_tokens))
+        last.usage.CopyFrom(usage(len(prep.runs[0].prompt_ids), deltas.completion_tokens))
         yield last

@@ -16,7 +16,7 @@ from service.api.common import (
     usage,
 )
 from service.api.generation import Budget, build_generation_config, generation_violations
-from service.api.runs import Run, collect_choices, fan_out, stream_runs
+from service.api.runs import DeltaStream, Run, collect_choices, fan_out
 from service.errors import FieldViolation, InvalidArgument
 from service.models import ModelRegistry, ServedModel
 
@@ -171,23 +171,18 @@ async def stream_completion(
                 first.choices.add(index=index, text=echo)
                 offsets[index] = len(echo)
         yield first
-    completion_tokens = 0
-    async for run, update in stream_runs(prep.model, prep.runs, skip_special_tokens=prep.skip_special_tokens):
+    deltas = DeltaStream(prep.model, prep.runs, skip_special_tokens=prep.skip_special_tokens, logprobs=prep.logprobs)
+    async for ready in deltas:
         out = chunk()
-        for delta in update.sequences:
-            completion_tokens += len(delta.token_ids)
-            if not delta.text and delta.finish_reason is None and not (prep.logprobs and delta.token_ids):
-                continue  # nothing printable yet (held back by the detokenizer)
-            index = run.first_choice + delta.index
+        for index, delta in ready:
             choice = out.choices.add(index=index, text=delta.text)
             if delta.finish_reason is not None:
                 choice.finish_reason = FINISH_REASONS[delta.finish_reason]
             if prep.logprobs:
                 choice.logprobs.CopyFrom(_logprobs(prep.model, delta.token_ids, delta.logprobs, offsets.get(index, 0)))
             offsets[index] = offsets.get(index, 0) + len(delta.text)
-        if out.choices:
-            yield out
+        yield out
     if prep.include_usage:
         last = chunk()
-        last.usage.CopyFrom(usage(prep.prompt_tokens, completion_tokens))
+        last.usage.CopyFrom(usage(prep.prompt_tokens, deltas.completion_tokens))
         yield last

@@ -115,3 +115,27 @@ async def collect_choices(model: ServedModel, runs: list[Run], *, skip_special_t
             index = run.first_choice + delta.index
             choices.setdefault(index, Choice(index)).add(delta)
     return [choices[index] for index in sorted(choices)]
+
+
+class DeltaStream:
+    """A streaming request's output: per engine step, the deltas worth sending, with their choice index.
+
+    Counts completion tokens as they pass (for the usage chunk), and leaves out
+    deltas with nothing to show yet (text the detokenizer holds back), unless
+    their tokens carry logprobs.
+    """
+
+    def __init__(self, model: ServedModel, runs: list[Run], *, skip_special_tokens: bool, logprobs: bool) -> None:
+        self._updates = stream_runs(model, runs, skip_special_tokens=skip_special_tokens)
+        self._logprobs = logprobs
+        self.completion_tokens = 0
+
+    async def __aiter__(self) -> AsyncIterator[list[tuple[int, SequenceDelta]]]:
+        async for run, update in self._updates:
+            ready = []
+            for delta in update.sequences:
+                self.completion_tokens += len(delta.token_ids)
+                if delta.text or delta.finish_reason is not None or (self._logprobs and delta.token_ids):
+                    ready.append((run.first_choice + delta.index, delta))
+            if ready:
+                yield ready

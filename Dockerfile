@@ -1,0 +1,22 @@
+# ovserve: gRPC on 50051 and the OpenAI-compatible REST bridge on 8000, serving
+# the bundled tiny-chat models (mount a model directory and pass --model to
+# serve your own: docker run -v /models:/models IMAGE ovserve serve --model qwen=/models/qwen ...).
+FROM python:3.11-slim
+
+# No bytecode files, unbuffered logs (docker logs shows model loading as it happens).
+ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1
+
+WORKDIR /app
+COPY pyproject.toml README.md ./
+COPY service ./service
+COPY rest_bridge ./rest_bridge
+COPY clients ./clients
+RUN pip install --no-cache-dir . \
+    && useradd --create-home --uid 10001 ovserve
+USER ovserve
+
+EXPOSE 50051 8000
+HEALTHCHECK --interval=10s --timeout=5s --start-period=60s \
+    CMD python -c "import sys, urllib.request; sys.exit(urllib.request.urlopen('http://127.0.0.1:8000/health').status != 200)"
+# Listen on every interface inside the container; the default is loopback only.
+CMD ["ovserve", "serve", "--host", "0.0.0.0", "--rest-host", "0.0.0.0"]
