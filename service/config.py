@@ -103,9 +103,9 @@ def from_arguments(args: argparse.Namespace) -> ServeConfig:
         specs[name] = dataclasses.replace(specs[name], prompt_lookup=True)
     models = list(specs.values()) or bundled_model_specs(base)
     for spec in models:
-        for label, path in (("model", spec.path), ("draft model", spec.draft_path)):
-            if path is not None and not (path / "openvino_model.xml").is_file():
-                raise ConfigError(f"{label} of {spec.name!r}: {path} has no openvino_model.xml")
+        for label, directory in (("model", spec.path), ("draft model", spec.draft_path)):
+            if directory is not None and not (directory / "openvino_model.xml").is_file():
+                raise ConfigError(f"{label} of {spec.name!r}: {directory} has no openvino_model.xml")
         if spec.draft_path and spec.prompt_lookup:
             raise ConfigError(f"model {spec.name!r}: a draft model and prompt lookup exclude each other")
     return ServeConfig(

@@ -12,11 +12,12 @@ from service.errors import FieldViolation
 from service.models import ServedModel
 
 # The engine's finish reasons -> the contract's. A cancelled request has no
-# reader left, so its reason is never sent.
-FINISH_REASONS = {
+# reader left, so its reason is never sent; None: still running.
+FINISH_REASONS: dict[FinishReason | None, common_pb2.FinishReason] = {
     FinishReason.STOP: common_pb2.FINISH_REASON_STOP,
     FinishReason.LENGTH: common_pb2.FINISH_REASON_LENGTH,
     FinishReason.CANCELLED: common_pb2.FINISH_REASON_UNSPECIFIED,
+    None: common_pb2.FINISH_REASON_UNSPECIFIED,
 }
 
 

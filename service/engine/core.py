@@ -121,10 +121,10 @@ class EngineCore:
                 failed.append((submission.request_id, EngineError(f"engine refused the request: {error}")))
                 continue
             self._running[submission.request_id] = _Running(
-            handle,
-            submission.skip_special_tokens,
-            want_logprobs=config.logprobs > 0,
-            # Beam search hands back every beam at the end; OpenAI wants the n best.
+                handle,
+                submission.skip_special_tokens,
+                want_logprobs=config.logprobs > 0,
+                # Beam search hands back every beam at the end; OpenAI wants the n best.
                 keep_best=config.num_return_sequences if config.num_beams > 1 else None,
             )
         return failed

@@ -12,6 +12,7 @@ token, unless the sequence has ended.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import openvino_genai as ov_genai
@@ -39,7 +40,7 @@ class Pending:
     text: str = ""
 
 
-def detokenize_step(tokenizer: ov_genai.Tokenizer, pending: list[Pending]) -> None:
+def detokenize_step(tokenizer: ov_genai.Tokenizer, pending: Sequence[Pending]) -> None:
     """Fill in ``text`` of every pending item with as few decode calls as possible (one per setting)."""
     for skip in (True, False):
         group = [item for item in pending if item.sequence.skip_special_tokens is skip]

@@ -103,13 +103,14 @@ def main(argv: list[str] | None = None) -> int:
         for name in (MAIN, DRAFT):
             n = smoke.check_template_parity(args.out / name, examples[:400])
             smoke.check_special_tokens(args.out / name)
-            observations[name] = smoke.run_triggers(args.out / name)
+            seen = observations[name] = smoke.run_triggers(args.out / name)
             known_wrong[name] = smoke.run_triggers(args.out / name, prompts.KNOWN_WRONG)
             print(f"      {name}: template parity on {n} conversations; trigger outputs:")
-            for o in observations[name]:
+            for o in seen:
                 print(f"        {o.trigger.name}: {o.text!r}")
-        smoke.assert_behaviour(observations[MAIN])
         main_obs = observations[MAIN]
+        assert main_obs is not None
+        smoke.assert_behaviour(main_obs)
         smoke.check_continuous_batching(args.out / MAIN, main_obs[0].prompt, main_obs[0].text)
         smoke.check_speculative(args.out / MAIN, args.out / DRAFT, [o.prompt for o in main_obs])
         print("      continuous batching and speculative decoding agree with LLMPipeline")
