@@ -16,9 +16,11 @@ from google.rpc import code_pb2, error_details_pb2, status_pb2
 from grpc_status import rpc_status
 
 ERROR_DOMAIN = "ovserve"
-# Status details travel in gRPC trailers (16 KiB at most): an error reports at
-# most this many violations and quotes client values only this long.
+# Status details travel in gRPC trailers, which clients refuse past 8-16 KiB:
+# an error's details list at most MAX_VIOLATIONS, its message the first
+# MAX_VIOLATIONS_IN_MESSAGE, and client values are quoted at most MAX_QUOTED long.
 MAX_VIOLATIONS = 20
+MAX_VIOLATIONS_IN_MESSAGE = 3
 MAX_QUOTED = 64
 
 
@@ -71,13 +73,13 @@ class InvalidArgument(ServiceError):
 
     @classmethod
     def check(cls, violations: list[FieldViolation]) -> None:
-        """Raise one error naming every violation (the first MAX_VIOLATIONS), if there is any."""
+        """Raise one error naming every violation (up to MAX_VIOLATIONS), if there is any."""
         if violations:
-            kept = violations[:MAX_VIOLATIONS]
-            message = "; ".join(f"{v.field}: {v.description}" for v in kept)
-            if len(violations) > len(kept):
-                message += f"; and {len(violations) - len(kept)} more"
-            raise cls(message, param=kept[0].field, violations=kept)
+            shown = violations[:MAX_VIOLATIONS_IN_MESSAGE]
+            message = "; ".join(f"{v.field}: {v.description}" for v in shown)
+            if len(violations) > len(shown):
+                message += f"; and {len(violations) - len(shown)} more"
+            raise cls(message, param=shown[0].field, violations=violations[:MAX_VIOLATIONS])
 
     def details(self) -> list[object]:
         bad_request = error_details_pb2.BadRequest(

@@ -209,7 +209,7 @@ def _json_object(message: Any, where: str, violations: list[FieldViolation]) -> 
     """A message holding google.protobuf.Struct values as plain JSON; NaN and Infinity are not JSON."""
     try:
         return json_format.MessageToDict(message, preserving_proto_field_name=True)
-    except ValueError as error:
+    except (ValueError, json_format.Error) as error:  # nested Structs raise json_format's own error
         violations.append(FieldViolation(where, f"must be valid JSON: {error}"))
         return {}
 

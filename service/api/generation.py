@@ -86,6 +86,11 @@ class ModelLimits:
     has_draft_model: bool = False
     prompt_lookup: bool = False
 
+    @property
+    def assisted(self) -> bool:
+        """Speculative or prompt-lookup decoding: one sequence per request, no beam search."""
+        return self.has_draft_model or self.prompt_lookup
+
 
 @dataclass(frozen=True)
 class GenerationDefaults:
@@ -222,7 +227,7 @@ def _choice_rules(request: Any, settings: dict[str, Any], limits: ModelLimits) -
             violations.append(FieldViolation("best_of", f"must be at least n ({n}); got {best_of}"))
     beam_search = best_of is not None and best_of > 1
     if beam_search:
-        if limits.has_draft_model:
+        if limits.assisted:
             violations.append(
                 FieldViolation("best_of", f"model {limits.name!r} runs speculative decoding, which has no beam search")
             )
@@ -242,9 +247,9 @@ def _choice_rules(request: Any, settings: dict[str, Any], limits: ModelLimits) -
             violations.append(
                 FieldViolation("n", "n > 1 needs sampling (temperature > 0) or beam search (best_of >= n)")
             )
-        # A speculative pipeline generates one sequence per request: the API
+        # An assisted pipeline generates one sequence per request: the API
         # layer runs n requests instead (see runs.fan_out).
-        if not limits.has_draft_model:
+        if not limits.assisted:
             settings["num_return_sequences"] = n
     if request.HasField("diversity_penalty") and not beam_search:
         violations.append(FieldViolation("diversity_penalty", "applies to beam search only (best_of > 1)"))
@@ -261,7 +266,7 @@ def _speculative_rules(request: Any, settings: dict[str, Any], limits: ModelLimi
                 "assistant_confidence_threshold", "set either num_assistant_tokens or assistant_confidence_threshold"
             )
         )
-    assisted = limits.has_draft_model or limits.prompt_lookup
+    assisted = limits.assisted
     for field, allowed in (
         ("num_assistant_tokens", assisted),
         ("assistant_confidence_threshold", limits.has_draft_model),

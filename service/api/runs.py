@@ -49,10 +49,10 @@ class Choice:
 def fan_out(run: Run, n: int, model: ServedModel) -> list[Run]:
     """n single-sequence runs with consecutive seeds, for a model whose pipeline generates one sequence per request.
 
-    A pipeline with a draft model (speculative decoding) refuses
-    num_return_sequences > 1; n independent samples are what n > 1 asks for.
+    A pipeline with a draft model or prompt lookup (assisted generation)
+    refuses num_return_sequences > 1; n independent samples are what n > 1 asks for.
     """
-    if n == 1 or not model.limits.has_draft_model:
+    if n == 1 or not model.limits.assisted:
         return [run]
     settings = config_kwargs(run.config)
     seed = run.config.rng_seed

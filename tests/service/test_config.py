@@ -1,0 +1,303 @@
+"""service.config: the ``serve`` flags and the TOML file, merged into one ServeConfig (no model is loaded)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import pytest
+
+from service.config import DEFAULT_GRPC_PORT, DEFAULT_HOST, ConfigError, ServeConfig, add_arguments, from_arguments
+from service.engine import EngineSettings
+from service.models import (
+    BUNDLED_DRAFT,
+    BUNDLED_MODEL,
+    BUNDLED_MODELS_DIR,
+    BUNDLED_SPECULATIVE,
+    ModelSpec,
+    bundled_model_specs,
+)
+from tests.conftest import TINY_CHAT, TINY_CHAT_DRAFT
+
+needs_bundled = pytest.mark.skipif(
+    not (TINY_CHAT / "openvino_model.xml").is_file() or not (TINY_CHAT_DRAFT / "openvino_model.xml").is_file(),
+    reason="the bundled tiny-chat models are not built",
+)
+
+
+def configure(*argv: str | Path) -> ServeConfig:
+    """ServeConfig for a ``serve`` command line, parsed by a real ArgumentParser."""
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    return from_arguments(parser.parse_args([str(arg) for arg in argv]))
+
+
+def model_dir(root: Path, name: str) -> Path:
+    """A directory that looks like an OpenVINO model to the config checks (they only look for the IR file)."""
+    path = root / name
+    path.mkdir()
+    (path / "openvino_model.xml").write_text("<net/>")
+    return path
+
+
+def toml_file(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "ovserve.toml"
+    path.write_text(text)
+    return path
+
+
+def by_name(config: ServeConfig) -> dict[str, ModelSpec]:
+    return {spec.name: spec for spec in config.models}
+
+
+@needs_bundled
+def test_no_models_serves_the_bundled_tiny_chat_and_its_speculative_twin() -> None:
+    config = configure()
+    assert config.host == DEFAULT_HOST == "127.0.0.1"
+    assert config.port == DEFAULT_GRPC_PORT == 50051
+    assert config.models == bundled_model_specs()
+    plain, speculative = config.models
+    assert plain.name == BUNDLED_MODEL == "tiny-chat"
+    assert plain.path == BUNDLED_MODELS_DIR / BUNDLED_MODEL
+    assert plain.draft_path is None
+    assert speculative.name == BUNDLED_SPECULATIVE == "tiny-chat-speculative"
+    assert speculative.path == BUNDLED_MODELS_DIR / BUNDLED_MODEL  # the same model...
+    assert speculative.draft_path == BUNDLED_MODELS_DIR / BUNDLED_DRAFT  # ...with tiny-chat-draft as its draft
+    for spec in config.models:
+        assert not spec.prompt_lookup
+        assert spec.settings == EngineSettings()
+
+
+@needs_bundled
+def test_no_models_bundled_models_take_the_scheduler_flags() -> None:
+    specs = configure("--cache-size-gb", "3", "--max-num-seqs", "8", "--no-prefix-caching").models
+    assert [spec.name for spec in specs] == ["tiny-chat", "tiny-chat-speculative"]
+    for spec in specs:
+        assert spec.settings == EngineSettings(cache_size_gb=3.0, max_num_seqs=8, enable_prefix_caching=False)
+
+
+@needs_bundled
+def test_no_models_bundled_models_take_the_scheduler_table(tmp_path: Path) -> None:
+    path = toml_file(tmp_path, "[server]\nport = 6000\n\n[scheduler]\nmax_num_seqs = 4\ncache_size_gb = 2\n")
+    config = configure("--config", path)
+    assert config.port == 6000
+    assert config.models == bundled_model_specs(EngineSettings(cache_size_gb=2, max_num_seqs=4))
+
+
+def test_configured_models_replace_the_bundled_ones(tmp_path: Path) -> None:
+    one = model_dir(tmp_path, "one")
+    assert [spec.name for spec in configure("--model", f"one={one}").models] == ["one"]
+
+
+@needs_bundled
+def test_toml_models_with_draft_path_and_per_model_scheduler(tmp_path: Path) -> None:
+    other = model_dir(tmp_path, "other")
+    path = toml_file(
+        tmp_path,
+        f"""
+[server]
+host = "0.0.0.0"
+port = 6000
+
+[scheduler]
+cache_size_gb = 2
+max_num_seqs = 32
+
+[[models]]
+name = "chat"
+path = "{TINY_CHAT}"
+draft_path = "{TINY_CHAT_DRAFT}"
+scheduler = {{ max_num_seqs = 4, dynamic_split_fuse = false }}
+
+[[models]]
+name = "other"
+path = "{other}"
+prompt_lookup = true
+""",
+    )
+    config = configure("--config", path)
+    assert (config.host, config.port) == ("0.0.0.0", 6000)
+    assert [spec.name for spec in config.models] == ["chat", "other"]
+    chat, other_spec = config.models
+    assert chat.path == TINY_CHAT
+    assert chat.draft_path == TINY_CHAT_DRAFT
+    assert not chat.prompt_lookup
+    # Per-model overrides on top of [scheduler], which sits on top of the built-in defaults.
+    assert chat.settings == EngineSettings(cache_size_gb=2, max_num_seqs=4, dynamic_split_fuse=False)
+    assert other_spec.path == other
+    assert other_spec.draft_path is None
+    assert other_spec.prompt_lookup
+    assert other_spec.settings == EngineSettings(cache_size_gb=2, max_num_seqs=32)
+
+
+def test_flags_win_over_the_file(tmp_path: Path) -> None:
+    one = model_dir(tmp_path, "one")
+    path = toml_file(
+        tmp_path,
+        f"""
+[server]
+host = "0.0.0.0"
+port = 6000
+
+[scheduler]
+max_num_seqs = 32
+cache_size_gb = 2
+
+[[models]]
+name = "one"
+path = "{one}"
+""",
+    )
+    config = configure("--config", path, "--host", "::1", "--port", "0", "--max-num-seqs", "7")
+    assert (config.host, config.port) == ("::1", 0)  # --port 0 (pick a free port) is not "unset"
+    [spec] = config.models
+    assert spec.settings == EngineSettings(cache_size_gb=2, max_num_seqs=7)
+
+
+def test_model_flag_adds_to_the_files_models(tmp_path: Path) -> None:
+    one, two = model_dir(tmp_path, "one"), model_dir(tmp_path, "two")
+    path = toml_file(tmp_path, f'[[models]]\nname = "one"\npath = "{one}"\n')
+    config = configure("--config", path, "--model", f"two={two}", "--max-num-batched-tokens", "512")
+    specs = by_name(config)
+    assert list(specs) == ["one", "two"]
+    assert specs["two"].path == two
+    assert specs["two"].draft_path is None
+    assert specs["two"].settings == EngineSettings(max_num_batched_tokens=512)
+    assert specs["one"].settings == EngineSettings(max_num_batched_tokens=512)
+
+
+def test_repeated_model_flags_and_a_draft_for_one_of_them(tmp_path: Path) -> None:
+    one, two, draft = model_dir(tmp_path, "one"), model_dir(tmp_path, "two"), model_dir(tmp_path, "draft")
+    config = configure("--model", f"one={one}", "--model", f"two={two}", "--draft-model", f"two={draft}")
+    specs = by_name(config)
+    assert [spec.name for spec in config.models] == ["one", "two"]
+    assert specs["one"].draft_path is None
+    assert specs["two"].draft_path == draft
+    assert specs["two"].path == two
+
+
+def test_prompt_lookup_flag(tmp_path: Path) -> None:
+    one = model_dir(tmp_path, "one")
+    [spec] = configure("--model", f"one={one}", "--prompt-lookup", "one").models
+    assert spec.prompt_lookup
+    assert spec.draft_path is None
+
+
+@pytest.mark.parametrize("flag", ["--draft-model", "--prompt-lookup"])
+def test_flag_for_an_unknown_model_names_it(tmp_path: Path, flag: str) -> None:
+    one = model_dir(tmp_path, "one")
+    value = f"ghost={one}" if flag == "--draft-model" else "ghost"
+    with pytest.raises(ConfigError, match=r"no model named 'ghost'"):
+        configure("--model", f"one={one}", flag, value)
+
+
+@pytest.mark.parametrize("value", ["nopath", "=/some/where", "name=", "", "name/without/equals"])
+def test_malformed_name_path(value: str) -> None:
+    with pytest.raises(ConfigError, match="expected NAME=PATH"):
+        configure("--model", value)
+
+
+def test_malformed_draft_name_path(tmp_path: Path) -> None:
+    one = model_dir(tmp_path, "one")
+    with pytest.raises(ConfigError, match="expected NAME=PATH"):
+        configure("--model", f"one={one}", "--draft-model", "one")
+
+
+def test_path_with_equals_sign_splits_at_the_first(tmp_path: Path) -> None:
+    odd = model_dir(tmp_path, "a=b")
+    [spec] = configure("--model", f"odd={odd}").models
+    assert (spec.name, spec.path) == ("odd", odd)
+
+
+def test_model_path_without_ir_is_refused(tmp_path: Path) -> None:
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(ConfigError, match=r"model of 'x': .*empty has no openvino_model.xml"):
+        configure("--model", f"x={empty}")
+
+
+def test_missing_model_directory_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"has no openvino_model\.xml"):
+        configure("--model", f"x={tmp_path / 'nowhere'}")
+
+
+def test_draft_path_without_ir_is_refused(tmp_path: Path) -> None:
+    one = model_dir(tmp_path, "one")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    path = toml_file(tmp_path, f'[[models]]\nname = "one"\npath = "{one}"\ndraft_path = "{empty}"\n')
+    with pytest.raises(ConfigError, match=r"draft model of 'one': .*has no openvino_model.xml"):
+        configure("--config", path)
+
+
+def test_unknown_scheduler_key_in_scheduler_table_is_named(tmp_path: Path) -> None:
+    path = toml_file(tmp_path, "[scheduler]\ncache_size_gb = 1\nmax_num_sequences = 4\n")
+    with pytest.raises(ConfigError, match=r"\[scheduler\].*max_num_sequences"):
+        configure("--config", path)
+
+
+def test_unknown_per_model_scheduler_key_is_named_with_the_model_entry(tmp_path: Path) -> None:
+    one, two = model_dir(tmp_path, "one"), model_dir(tmp_path, "two")
+    path = toml_file(
+        tmp_path,
+        f"""
+[[models]]
+name = "one"
+path = "{one}"
+
+[[models]]
+name = "two"
+path = "{two}"
+scheduler = {{ kv_cache = 3 }}
+""",
+    )
+    with pytest.raises(ConfigError, match=r"\[\[models\]\] #2.*kv_cache") as caught:
+        configure("--config", path)
+    assert "max_num_seqs" in str(caught.value)  # the known keys are listed
+
+
+@pytest.mark.parametrize(
+    "entry",
+    [
+        'name = "x"',  # no path
+        'path = "/models/x"',  # no name
+        "prompt_lookup = true",  # neither
+    ],
+)
+def test_model_entry_without_name_or_path(tmp_path: Path, entry: str) -> None:
+    one = model_dir(tmp_path, "one")
+    path = toml_file(tmp_path, f'[[models]]\nname = "one"\npath = "{one}"\n\n[[models]]\n{entry}\n')
+    with pytest.raises(ConfigError, match=r"\[\[models\]\] #2: needs name and path"):
+        configure("--config", path)
+
+
+def test_draft_model_and_prompt_lookup_exclude_each_other(tmp_path: Path) -> None:
+    one, draft = model_dir(tmp_path, "one"), model_dir(tmp_path, "draft")
+    with pytest.raises(ConfigError, match="exclude each other"):
+        configure("--model", f"one={one}", "--draft-model", f"one={draft}", "--prompt-lookup", "one")
+
+
+def test_model_flag_replaces_a_file_model_of_the_same_name(tmp_path: Path) -> None:
+    old, new = model_dir(tmp_path, "old"), model_dir(tmp_path, "new")
+    path = toml_file(tmp_path, f'[[models]]\nname = "m"\npath = "{old}"\n')
+    [spec] = configure("--config", path, "--model", f"m={new}").models
+    assert spec.path == new
+
+
+def test_scheduler_flags_become_engine_settings(tmp_path: Path) -> None:
+    one = model_dir(tmp_path, "one")
+    [spec] = configure(
+        "--model", f"one={one}", "--cache-size-gb", "0.5", "--max-num-seqs", "3", "--max-num-batched-tokens", "99",
+        "--no-dynamic-split-fuse", "--no-prefix-caching",
+    ).models  # fmt: skip
+    assert spec.settings == EngineSettings(
+        cache_size_gb=0.5, max_num_seqs=3, max_num_batched_tokens=99, dynamic_split_fuse=False,
+        enable_prefix_caching=False,
+    )  # fmt: skip
+
+
+def test_home_in_model_path_is_expanded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    model_dir(tmp_path, "mine")
+    [spec] = configure("--model", "mine=~/mine").models
+    assert spec.path == tmp_path / "mine"
