@@ -107,7 +107,7 @@ def _buf_curl(target: str, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_reflection_lists_and_calls_every_service_with_buf_curl(server) -> None:
-    assert BUF.exists(), "run `npm ci` first (the README's test command does)"
+    assert BUF.exists(), "run `npm install` first (the README's test command does)"
     base = f"http://{server.target}"
     listed = _buf_curl(server.target, "--list-methods", base)
     assert listed.returncode == 0, listed.stderr
