@@ -16,7 +16,7 @@ RUN pip install --no-cache-dir . \
 USER ovserve
 
 EXPOSE 50051 8000
-HEALTHCHECK --interval=10s --timeout=5s --start-period=60s \
-    CMD python -c "import sys, urllib.request; sys.exit(urllib.request.urlopen('http://127.0.0.1:8000/health').status != 200)"
+# grpc.health.v1: NOT_SERVING while the models load and while draining on SIGTERM.
+HEALTHCHECK --interval=10s --timeout=5s --start-period=60s CMD ["ovserve", "health", "--target", "127.0.0.1:50051"]
 # Listen on every interface inside the container; the default is loopback only.
 CMD ["ovserve", "serve", "--host", "0.0.0.0", "--rest-host", "0.0.0.0"]

@@ -15,10 +15,9 @@ if TYPE_CHECKING:
 
 def _serve(argv: Sequence[str]) -> int:
     import asyncio
-    import logging
 
     from rest_bridge import config as rest_config
-    from service import config
+    from service import config, logs
 
     parser = argparse.ArgumentParser(
         prog="ovserve serve", description="Serve models over gRPC, and over OpenAI-compatible REST."
@@ -33,7 +32,7 @@ def _serve(argv: Sequence[str]) -> int:
     rest_config.add_arguments(rest, prefix="rest-")
     parser.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING or ERROR (default INFO)")
     args = parser.parse_args(argv)
-    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logs.configure(args.log_level)
     try:
         serve_config = config.from_arguments(args)
     except (config.ConfigError, OSError) as error:
@@ -94,10 +93,10 @@ def _loopback_target(host: str, port: int) -> str:
 
 def _bridge(argv: Sequence[str]) -> int:
     import asyncio
-    import logging
 
     from rest_bridge import config as rest_config
     from rest_bridge.server import serve_bridge
+    from service import logs
 
     parser = argparse.ArgumentParser(
         prog="ovserve bridge", description="Serve OpenAI-compatible REST in front of a remote ovserve gRPC service."
@@ -111,9 +110,33 @@ def _bridge(argv: Sequence[str]) -> int:
     rest_config.add_arguments(parser)
     parser.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING or ERROR (default INFO)")
     args = parser.parse_args(argv)
-    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logs.configure(args.log_level)
     asyncio.run(serve_bridge(args.target, args.host, args.port, rest_config.from_arguments(args)))
     return 0
+
+
+def _health(argv: Sequence[str]) -> int:
+    import grpc
+    from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+    parser = argparse.ArgumentParser(
+        prog="ovserve health", description="Exit 0 if the gRPC service reports SERVING (grpc.health.v1), else 1."
+    )
+    parser.add_argument("--target", default="127.0.0.1:50051", help="HOST:PORT (default 127.0.0.1:50051)")
+    parser.add_argument("--service", default="", help="one service's status (default: the server's)")
+    parser.add_argument("--timeout", type=float, default=5.0, help="seconds to wait (default 5)")
+    args = parser.parse_args(argv)
+    with grpc.insecure_channel(args.target) as channel:
+        try:
+            reply = health_pb2_grpc.HealthStub(channel).Check(
+                health_pb2.HealthCheckRequest(service=args.service), timeout=args.timeout
+            )
+        except grpc.RpcError as error:
+            print(f"{args.target}: {error.code().name}", file=sys.stderr)
+            return 1
+    status = health_pb2.HealthCheckResponse.ServingStatus.Name(reply.status)
+    print(f"{args.target}: {status}")
+    return 0 if reply.status == health_pb2.HealthCheckResponse.SERVING else 1
 
 
 def _build_models(argv: Sequence[str]) -> int:
@@ -129,6 +152,7 @@ def _build_models(argv: Sequence[str]) -> int:
 SUBCOMMANDS: dict[str, tuple[str, Callable[[Sequence[str]], int]]] = {
     "serve": ("serve models over gRPC and REST (default: the bundled tiny-chat)", _serve),
     "bridge": ("serve the REST bridge alone, in front of a remote gRPC service", _bridge),
+    "health": ("check a running service's gRPC health (exit 0 when SERVING)", _health),
     "build-models": ("rebuild the bundled test models (needs the 'export' extra)", _build_models),
 }
 

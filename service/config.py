@@ -33,6 +33,7 @@ from service.models import ModelSpec, bundled_model_specs
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_GRPC_PORT = 50051
+DEFAULT_MAX_CONCURRENT = 512
 
 
 @dataclass(frozen=True)
@@ -42,7 +43,9 @@ class ServeConfig:
     host: str = DEFAULT_HOST
     port: int = DEFAULT_GRPC_PORT
     models: list[ModelSpec] = field(default_factory=list)
-    grace_seconds: float = 5.0  # how long in-flight RPCs may finish on shutdown
+    grace_seconds: float = 10.0  # how long in-flight RPCs may finish on shutdown
+    api_keys: tuple[str, ...] = ()  # if any: calls need "authorization: Bearer <key>" (health, reflection open)
+    max_concurrent_requests: int = DEFAULT_MAX_CONCURRENT  # beyond: RESOURCE_EXHAUSTED; 0 = unbounded
 
 
 class ConfigError(ValueError):
@@ -64,6 +67,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )  # fmt: skip
     parser.add_argument("--prompt-lookup", action="append", default=[], metavar="NAME",
                         help="serve model NAME with prompt lookup decoding")  # fmt: skip
+    access = parser.add_argument_group("access")
+    access.add_argument("--api-key", action="append", default=[], metavar="KEY",
+                        help="require 'authorization: Bearer KEY' on API calls (repeatable)")  # fmt: skip
+    access.add_argument("--api-key-file", type=Path, metavar="FILE",
+                        help="API keys, one per line (keeps them out of the process list)")  # fmt: skip
+    access.add_argument(
+        "--max-concurrent-requests",
+        type=int,
+        metavar="N",
+        help=f"calls served at once (default {DEFAULT_MAX_CONCURRENT}); more get RESOURCE_EXHAUSTED",
+    )
+    access.add_argument("--grace-seconds", type=float,
+                        help="on SIGTERM, how long in-flight calls may finish (default 10)")  # fmt: skip
     scheduler = parser.add_argument_group("scheduler (every model)")
     scheduler.add_argument("--cache-size-gb", type=float, help="KV cache size per model, GB (default 1)")
     scheduler.add_argument("--max-num-seqs", type=int, help="sequences batched per step (default 256)")
@@ -108,11 +124,25 @@ def from_arguments(args: argparse.Namespace) -> ServeConfig:
                 raise ConfigError(f"{label} of {spec.name!r}: {directory} has no openvino_model.xml")
         if spec.draft_path and spec.prompt_lookup:
             raise ConfigError(f"model {spec.name!r}: a draft model and prompt lookup exclude each other")
+    keys = [*server.get("api_keys", []), *args.api_key]
+    if args.api_key_file:
+        keys += [line.strip() for line in args.api_key_file.read_text().splitlines() if line.strip()]
+    limit = _first(args.max_concurrent_requests, server.get("max_concurrent_requests"), DEFAULT_MAX_CONCURRENT)
+    if limit < 0:
+        raise ConfigError(f"--max-concurrent-requests must be 0 (no bound) or more; got {limit}")
     return ServeConfig(
         host=args.host or server.get("host", DEFAULT_HOST),
-        port=args.port if args.port is not None else int(server.get("port", DEFAULT_GRPC_PORT)),
+        port=_first(args.port, server.get("port"), DEFAULT_GRPC_PORT),
         models=models,
+        grace_seconds=float(_first(args.grace_seconds, server.get("grace_seconds"), ServeConfig.grace_seconds)),
+        api_keys=tuple(keys),
+        max_concurrent_requests=int(limit),
     )
+
+
+def _first(*values: Any) -> Any:
+    """The first value that is set (flags win over the file, the file over the default)."""
+    return next(value for value in values if value is not None)
 
 
 def _name_path(value: str) -> tuple[str, Path]:

@@ -11,6 +11,7 @@ from grpc_reflection.v1alpha import reflection
 
 from clients.v1 import chat_pb2, chat_pb2_grpc, completion_pb2, completion_pb2_grpc, model_pb2, model_pb2_grpc
 from service.config import ServeConfig
+from service.interceptors import CallPolicyInterceptor
 from service.models import ModelRegistry, ServedModel
 from service.servicers import ChatServicer, CompletionServicer, ModelServicer
 
@@ -43,11 +44,13 @@ class Server:
         """Bind and start answering (health NOT_SERVING until the models load); return the port."""
         # Built here, not in __init__: grpc.aio objects belong to the loop that creates them.
         self.health = health.aio.HealthServicer()
+        self.policy = CallPolicyInterceptor(self.config.api_keys, self.config.max_concurrent_requests)
         self._server = grpc.aio.server(
+            interceptors=[self.policy],
             options=[
                 ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
                 ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
-            ]
+            ],
         )
         for add_to_server, servicer in SERVED.values():
             add_to_server(servicer(self.registry), self._server)

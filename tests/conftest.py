@@ -6,6 +6,7 @@ import asyncio
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import grpc
 import pytest
@@ -70,9 +71,11 @@ class ServerThread:
         self.loop.close()
 
 
-def start_server(models: list[ModelSpec]) -> ServerThread:
-    """A started ServerThread on 127.0.0.1 with a free port."""
-    return ServerThread(ServeConfig(host="127.0.0.1", port=0, models=models, grace_seconds=1.0)).start()
+def start_server(models: list[ModelSpec], **config: Any) -> ServerThread:
+    """A started ServerThread on 127.0.0.1 with a free port; ``config`` overrides ServeConfig fields."""
+    return ServerThread(
+        ServeConfig(**{"host": "127.0.0.1", "port": 0, "models": models, "grace_seconds": 1.0, **config})
+    ).start()
 
 
 @pytest.fixture(scope="session")

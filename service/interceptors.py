@@ -1,0 +1,143 @@
+"""The policy every API call passes through: API key, concurrency bound, request id, access log.
+
+Health checking and reflection stay open (load balancers and grpcurl users
+have no key) and do not count against the bound.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import hmac
+import logging
+import time
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from typing import Any
+
+import grpc
+
+log = logging.getLogger("ovserve.access")
+
+# The id of the request being served, for every log line written while serving it.
+request_id: contextvars.ContextVar[str] = contextvars.ContextVar("request_id", default="-")
+
+OPEN_SERVICES = ("/grpc.health.v1.Health/", "/grpc.reflection.")
+MAX_REQUEST_ID = 128
+
+
+class RequestIdFilter(logging.Filter):
+    """Adds ``request_id`` to every log record (use ``%(request_id)s`` in the format)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.request_id = request_id.get()
+        return True
+
+
+class CallPolicyInterceptor(grpc.aio.ServerInterceptor):
+    """Checks the API key, bounds concurrent calls (RESOURCE_EXHAUSTED beyond), logs each call with its request id."""
+
+    def __init__(self, api_keys: Sequence[str] = (), max_concurrent: int = 0) -> None:
+        self._keys = [key.encode() for key in api_keys]
+        self._max_concurrent = max_concurrent  # 0: unbounded
+        self.in_flight = 0
+
+    async def intercept_service(
+        self,
+        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
+        details: grpc.HandlerCallDetails,
+    ) -> grpc.RpcMethodHandler:
+        handler = await continuation(details)
+        if handler is None or details.method.startswith(OPEN_SERVICES):
+            return handler
+        metadata = dict(details.invocation_metadata or ())
+        if handler.unary_unary is not None:
+            return grpc.unary_unary_rpc_method_handler(
+                self._unary(handler.unary_unary, details.method, metadata),
+                request_deserializer=handler.request_deserializer,
+                response_serializer=handler.response_serializer,
+            )
+        if handler.unary_stream is not None:
+            return grpc.unary_stream_rpc_method_handler(
+                self._streaming(handler.unary_stream, details.method, metadata),
+                request_deserializer=handler.request_deserializer,
+                response_serializer=handler.response_serializer,
+            )
+        return handler  # ovserve has no client-streaming RPCs
+
+    def _unary(self, behavior: Callable[..., Any], method: str, metadata: dict[str, Any]) -> Callable[..., Any]:
+        async def guarded(request: Any, context: grpc.aio.ServicerContext) -> Any:
+            started, status = self._enter(metadata), "OK"
+            try:
+                await self._admit(metadata, context)
+                self.in_flight += 1
+                try:
+                    return await behavior(request, context)
+                finally:
+                    self.in_flight -= 1
+            except BaseException as error:
+                status = _status_of(error, context)
+                raise
+            finally:
+                _log_call(method, status, started)
+
+        return guarded
+
+    def _streaming(self, behavior: Callable[..., Any], method: str, metadata: dict[str, Any]) -> Callable[..., Any]:
+        async def guarded(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
+            started, status, messages = self._enter(metadata), "OK", 0
+            try:
+                await self._admit(metadata, context)
+                self.in_flight += 1
+                try:
+                    async for message in behavior(request, context):
+                        messages += 1
+                        yield message
+                finally:
+                    self.in_flight -= 1
+            except BaseException as error:
+                status = _status_of(error, context)
+                raise
+            finally:
+                _log_call(method, status, started, messages)
+
+        return guarded
+
+    def _enter(self, metadata: dict[str, Any]) -> float:
+        sent = str(metadata.get("x-request-id", ""))
+        request_id.set(sent[:MAX_REQUEST_ID] if sent.isprintable() and sent else uuid.uuid4().hex)
+        return time.monotonic()
+
+    async def _admit(self, metadata: dict[str, Any], context: grpc.aio.ServicerContext) -> None:
+        if self._keys and not self._authorized(str(metadata.get("authorization", ""))):
+            await context.abort(
+                grpc.StatusCode.UNAUTHENTICATED, "missing or invalid API key (send authorization: Bearer <key>)"
+            )
+        if self._max_concurrent and self.in_flight >= self._max_concurrent:
+            await context.abort(
+                grpc.StatusCode.RESOURCE_EXHAUSTED,
+                f"the server is handling its maximum of {self._max_concurrent} concurrent requests; retry later",
+            )
+
+    def _authorized(self, header: str) -> bool:
+        scheme, _, key = header.partition(" ")
+        if scheme.lower() != "bearer":
+            return False
+        # compare_digest against every key: the time taken does not tell which prefix matched.
+        matches = [hmac.compare_digest(key.strip().encode(), known) for known in self._keys]
+        return any(matches)
+
+
+def _status_of(error: BaseException, context: grpc.aio.ServicerContext) -> str:
+    if isinstance(error, grpc.aio.AbortError):
+        code = context.code()
+        return code.name if isinstance(code, grpc.StatusCode) else str(code)
+    if isinstance(error, GeneratorExit | asyncio.CancelledError):
+        return "CANCELLED"
+    return "UNKNOWN"
+
+
+def _log_call(method: str, status: str, started: float, messages: int | None = None) -> None:
+    elapsed_ms = (time.monotonic() - started) * 1000
+    sent = "" if messages is None else f" messages={messages}"
+    log.info("rpc=%s status=%s ms=%.1f%s", method, status, elapsed_ms, sent)

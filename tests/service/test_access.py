@@ -1,0 +1,156 @@
+"""What every call passes through: API keys, the concurrency bound, request ids, draining on shutdown."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+
+import grpc
+import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
+
+from clients.v1 import chat_pb2, chat_pb2_grpc, common_pb2, model_pb2, model_pb2_grpc
+from service.interceptors import RequestIdFilter
+from service.models import ModelSpec
+from tests.conftest import TEST_SETTINGS, TINY_CHAT, ServerThread, start_server
+from tests.rpc import parse
+
+KEY = "s3cret-key"
+TINY = [ModelSpec("tiny-chat", TINY_CHAT, settings=TEST_SETTINGS)]
+
+
+def chat_request(streaming: bool = False, **fields: object) -> chat_pb2.CreateChatCompletionRequest:
+    body = {"model": "tiny-chat", "messages": [{"role": "user", "content": "Tell me a short story."}], **fields}
+    return parse(chat_pb2.StreamChatCompletionRequest if streaming else chat_pb2.CreateChatCompletionRequest, body)
+
+
+@pytest.fixture(scope="module")
+def keyed() -> Iterator[ServerThread]:
+    """A server that requires an API key."""
+    running = start_server(TINY, api_keys=(KEY, "another-key"))
+    yield running
+    running.stop()
+
+
+@pytest.mark.parametrize("authorization", [None, "Bearer wrong", f"Basic {KEY}", KEY, "Bearer "])
+def test_calls_without_the_key_are_unauthenticated(keyed, authorization) -> None:
+    metadata = () if authorization is None else (("authorization", authorization),)
+    with grpc.insecure_channel(keyed.target) as channel:
+        models = model_pb2_grpc.ModelServiceStub(channel)
+        chat = chat_pb2_grpc.ChatServiceStub(channel)
+        calls = [
+            lambda: models.ListModels(model_pb2.ListModelsRequest(), metadata=metadata),
+            lambda: list(chat.StreamChatCompletion(chat_request(True, max_tokens=4), metadata=metadata)),
+        ]
+        for call in calls:
+            with pytest.raises(grpc.RpcError) as raised:
+                call()
+            assert raised.value.code() == grpc.StatusCode.UNAUTHENTICATED
+
+
+@pytest.mark.parametrize("key", [KEY, "another-key"])
+def test_calls_with_a_key_pass(keyed, key) -> None:
+    metadata = (("authorization", f"Bearer {key}"),)
+    with grpc.insecure_channel(keyed.target) as channel:
+        reply = chat_pb2_grpc.ChatServiceStub(channel).CreateChatCompletion(
+            chat_request(max_tokens=4), metadata=metadata
+        )
+    assert reply.choices[0].message.role == common_pb2.ROLE_ASSISTANT
+
+
+def test_health_and_reflection_stay_open_without_a_key(keyed) -> None:
+    with grpc.insecure_channel(keyed.target) as channel:
+        status = health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest()).status
+        assert status == health_pb2.HealthCheckResponse.SERVING
+        reflection = reflection_pb2_grpc.ServerReflectionStub(channel)
+        (reply,) = reflection.ServerReflectionInfo(iter([reflection_pb2.ServerReflectionRequest(list_services="")]))
+        names = {service.name for service in reply.list_services_response.service}
+        assert "ovserve.v1.ChatService" in names
+
+
+def test_beyond_the_concurrency_bound_is_resource_exhausted() -> None:
+    running = start_server(TINY, max_concurrent_requests=2)
+    try:
+        with grpc.insecure_channel(running.target) as channel:
+            chat = chat_pb2_grpc.ChatServiceStub(channel)
+            long = chat_request(True, max_tokens=2000, ignore_eos=True)
+            streams = [chat.StreamChatCompletion(long) for _ in range(2)]
+            for stream in streams:
+                next(stream)  # both are being served
+            with pytest.raises(grpc.RpcError) as raised:
+                chat.CreateChatCompletion(chat_request(max_tokens=4))
+            assert raised.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+            for stream in streams:
+                stream.cancel()
+            # the slots are free again once the cancelled calls have ended
+            for _ in range(500):  # at most ~10 s
+                if running.server.policy.in_flight == 0:
+                    break
+                time.sleep(0.02)
+            assert chat.CreateChatCompletion(chat_request(max_tokens=4)).choices
+    finally:
+        running.stop()
+
+
+def test_shutdown_lets_in_flight_streams_finish_and_refuses_new_calls() -> None:
+    running = start_server(TINY, grace_seconds=30.0)
+    try:
+        with grpc.insecure_channel(running.target) as channel:
+            chat = chat_pb2_grpc.ChatServiceStub(channel)
+            stream = chat.StreamChatCompletion(
+                chat_request(True, max_tokens=800, ignore_eos=True, stream_options={"include_usage": True})
+            )
+            next(stream)
+            stopping = running.loop.call_soon_threadsafe(lambda: running.loop.create_task(running.server.stop()))
+            assert stopping is not None
+            rest = list(stream)  # the stream runs to its end inside the grace period
+            assert rest[-1].usage.completion_tokens == 800
+            assert any(c.finish_reason == common_pb2.FINISH_REASON_LENGTH for chunk in rest for c in chunk.choices)
+            with pytest.raises(grpc.RpcError) as raised:
+                chat.CreateChatCompletion(chat_request(max_tokens=4), timeout=10)
+            assert raised.value.code() == grpc.StatusCode.UNAVAILABLE
+    finally:
+        running.stop()
+
+
+def test_each_call_is_logged_with_its_request_id(chat, caplog) -> None:
+    caplog.handler.addFilter(RequestIdFilter())
+    with caplog.at_level(logging.INFO, logger="ovserve.access"):
+        chat.CreateChatCompletion(chat_request(max_tokens=3), metadata=(("x-request-id", "req-42"),))
+        chat.CreateChatCompletion(chat_request(max_tokens=3))
+    lines = [r for r in caplog.records if r.name == "ovserve.access" and "CreateChatCompletion" in r.getMessage()]
+    assert lines[-2].request_id == "req-42"
+    assert "status=OK" in lines[-2].getMessage()
+    assert lines[-1].request_id not in ("req-42", "-") and len(lines[-1].request_id) == 32  # generated
+
+
+def test_sixteen_parallel_streams_get_the_text_they_get_alone(chat) -> None:
+    questions = ["Tell me a short story.", "Hello!", "Who are you?", "What is 2 plus 3?"] * 4
+
+    def ask(question: str, streaming: bool) -> str:
+        fields = {"messages": [{"role": "user", "content": question}], "temperature": 0, "max_tokens": 60}
+        if not streaming:
+            return chat.CreateChatCompletion(chat_request(**fields)).choices[0].message.content
+        chunks = chat.StreamChatCompletion(chat_request(True, **fields))
+        return "".join(c.delta.content for chunk in chunks for c in chunk.choices)
+
+    alone = {q: ask(q, streaming=False) for q in set(questions)}
+    with ThreadPoolExecutor(16) as pool:
+        together = list(pool.map(lambda q: ask(q, streaming=True), questions))
+    assert together == [alone[q] for q in questions]
+
+
+def test_usage_counts_match_the_tokenizer(chat, tiny_chat_dir) -> None:
+    import openvino_genai as ov_genai
+
+    tokenizer = ov_genai.Tokenizer(str(tiny_chat_dir))
+    messages = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Who are you?"}]
+    prompt = tokenizer.apply_chat_template(messages, add_generation_prompt=True)
+    expected_prompt = tokenizer.encode(prompt, add_special_tokens=False).input_ids.data.shape[1]
+    reply = chat.CreateChatCompletion(chat_request(messages=messages, temperature=0, max_tokens=50, logprobs=True))
+    assert reply.usage.prompt_tokens == expected_prompt
+    assert reply.usage.completion_tokens == len(reply.choices[0].logprobs.content)
+    assert reply.usage.total_tokens == expected_prompt + reply.usage.completion_tokens
