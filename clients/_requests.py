@@ -1,0 +1,104 @@
+"""Request building shared by the sync and asyncio clients: Python values in OpenAI's shapes -> proto requests.
+
+OpenAI's polymorphic fields become the proto's simple or typed form, as the
+REST bridge does: ``stop`` (string or list) -> ``stop`` / ``stop_sequences``,
+message ``content`` (string or parts) -> ``content`` / ``content_parts``,
+``prompt`` (string, strings, token ids, token-id lists) -> ``prompt`` /
+``prompts``, ``tool_choice`` (string or object) -> ``tool_choice`` /
+``named_tool_choice``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, TypeAlias, TypeVar
+
+from google.protobuf import json_format
+from google.protobuf.message import Message
+
+from clients.v1 import chat_pb2
+
+Request = TypeVar("Request", bound=Message)
+ChatMessageLike: TypeAlias = Mapping[str, Any] | chat_pb2.ChatMessage
+Prompt: TypeAlias = str | Sequence[str] | Sequence[int] | Sequence[Sequence[int]]
+
+# Request fields that are not keyword parameters: positional arguments, or
+# decided by the method called (stream_chat streams; chat does not).
+_NOT_PARAMS = frozenset({"model", "messages", "prompt", "prompts", "stream"})
+
+
+def chat_request(
+    message_class: type[Request], model: str, messages: Iterable[ChatMessageLike], params: Mapping[str, Any]
+) -> Request:
+    """A Create/StreamChatCompletionRequest; raises TypeError for unknown params, ValueError for bad values."""
+    request = _with_params(message_class, model, params)
+    for index, message in enumerate(messages):
+        request.messages.append(_chat_message(message, index))  # type: ignore[attr-defined]
+    return request
+
+
+def completion_request(message_class: type[Request], model: str, prompt: Prompt, params: Mapping[str, Any]) -> Request:
+    """A Create/StreamCompletionRequest; raises TypeError for unknown params or a prompt of the wrong shape."""
+    request = _with_params(message_class, model, params)
+    if isinstance(prompt, str):
+        request.prompt = prompt  # type: ignore[attr-defined]
+    else:
+        _parse({"prompts": _prompts(prompt)}, request, "prompt")
+    return request
+
+
+def _with_params(message_class: type[Request], model: str, params: Mapping[str, Any]) -> Request:
+    fields = message_class.DESCRIPTOR.fields_by_name
+    unknown = sorted(name for name in params if name not in fields or name in _NOT_PARAMS)
+    if unknown:
+        raise TypeError(f"unknown parameter(s) for {message_class.DESCRIPTOR.name}: {', '.join(unknown)}")
+    body = {name: _plain(value) for name, value in params.items() if value is not None}
+    if isinstance(body.get("stop"), list | tuple):
+        body["stop_sequences"] = body.pop("stop")
+    if isinstance(body.get("tool_choice"), dict):
+        body["named_tool_choice"] = body.pop("tool_choice")
+    request = message_class(model=model)
+    _parse(body, request, "parameters")
+    return request
+
+
+def _chat_message(message: ChatMessageLike, index: int) -> chat_pb2.ChatMessage:
+    if isinstance(message, chat_pb2.ChatMessage):
+        return message
+    if not isinstance(message, Mapping):
+        raise TypeError(f"messages[{index}]: expected a dict or a ChatMessage, got {type(message).__name__}")
+    body = {key: _plain(value) for key, value in message.items() if value is not None}
+    if isinstance(body.get("content"), list | tuple):
+        body["content_parts"] = body.pop("content")
+    return _parse(body, chat_pb2.ChatMessage(), f"messages[{index}]")
+
+
+def _prompts(prompt: Sequence[Any]) -> list[dict[str, Any]]:
+    """OpenAI's list forms of ``prompt`` as proto Prompt JSON: one Prompt per string or token-id list."""
+    if all(isinstance(item, str) for item in prompt):
+        return [{"text": item} for item in prompt]
+    if all(_is_token(item) for item in prompt):
+        return [{"token_ids": {"ids": list(prompt)}}]
+    if all(isinstance(item, Sequence) and not isinstance(item, str) and all(map(_is_token, item)) for item in prompt):
+        return [{"token_ids": {"ids": list(item)}} for item in prompt]
+    raise TypeError("prompt must be a string, a list of strings, a list of token ids or a list of token-id lists")
+
+
+def _is_token(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _plain(value: Any) -> Any:
+    """Proto messages given as values (a ChatTool, a ResponseFormat...) in the JSON form ParseDict reads."""
+    if isinstance(value, Message):
+        return json_format.MessageToDict(value, preserving_proto_field_name=True)
+    if isinstance(value, list | tuple):
+        return [_plain(item) for item in value]
+    return value
+
+
+def _parse(body: dict[str, Any], message: Request, where: str) -> Request:
+    try:
+        return json_format.ParseDict(body, message)
+    except json_format.ParseError as error:
+        raise ValueError(f"{where}: {error}") from None
