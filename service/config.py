@@ -46,6 +46,8 @@ class ServeConfig:
     grace_seconds: float = 10.0  # how long in-flight RPCs may finish on shutdown
     api_keys: tuple[str, ...] = ()  # if any: calls need "authorization: Bearer <key>" (health, reflection open)
     max_concurrent_requests: int = DEFAULT_MAX_CONCURRENT  # beyond: RESOURCE_EXHAUSTED; 0 = unbounded
+    response_store: Path | None = None  # SQLite file of stored responses; None: in memory
+    response_max_age_seconds: float | None = None  # stored responses older than this are deleted
 
 
 class ConfigError(ValueError):
@@ -78,6 +80,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="N",
         help=f"calls served at once (default {DEFAULT_MAX_CONCURRENT}); more get RESOURCE_EXHAUSTED",
     )
+    store = parser.add_argument_group("Responses API")
+    store.add_argument("--response-store", type=Path, metavar="FILE",
+                       help="SQLite file that keeps stored responses across restarts (default: in memory)")  # fmt: skip
+    store.add_argument("--response-max-age", type=float, metavar="SECONDS",
+                       help="delete stored responses older than this (default: keep)")  # fmt: skip
     access.add_argument("--grace-seconds", type=float,
                         help="on SIGTERM, how long in-flight calls may finish (default 10)")  # fmt: skip
     scheduler = parser.add_argument_group("scheduler (every model)")
@@ -137,12 +144,14 @@ def from_arguments(args: argparse.Namespace) -> ServeConfig:
         grace_seconds=float(_first(args.grace_seconds, server.get("grace_seconds"), ServeConfig.grace_seconds)),
         api_keys=tuple(keys),
         max_concurrent_requests=int(limit),
+        response_store=args.response_store or (Path(server["response_store"]) if "response_store" in server else None),
+        response_max_age_seconds=_first(args.response_max_age, server.get("response_max_age_seconds")),
     )
 
 
 def _first(*values: Any) -> Any:
     """The first value that is set (flags win over the file, the file over the default)."""
-    return next(value for value in values if value is not None)
+    return next((value for value in values if value is not None), None)
 
 
 def _name_path(value: str) -> tuple[str, Path]:

@@ -22,11 +22,14 @@ from clients.v1 import (
     completion_pb2_grpc,
     model_pb2,
     model_pb2_grpc,
+    response_pb2,
+    response_pb2_grpc,
 )
 from service.api import chat, completions, models
 from service.engine import EngineError
 from service.errors import ServiceError, to_rpc_status
 from service.models import ModelRegistry
+from service.responses.api import ResponsesApi
 
 log = logging.getLogger(__name__)
 Response = TypeVar("Response")
@@ -119,3 +122,41 @@ class ModelServicer(model_pb2_grpc.ModelServiceServicer):
     @unary
     async def GetModel(self, request: model_pb2.GetModelRequest, context: Any) -> Any:
         return models.get_model(self._models, request)
+
+
+class ResponseServicer(response_pb2_grpc.ResponseServiceServicer):
+    """ovserve.v1.ResponseService."""
+
+    def __init__(self, api: ResponsesApi) -> None:
+        self._api = api
+
+    @unary
+    async def CreateResponse(self, request: response_pb2.CreateResponseRequest, context: Any) -> Any:
+        return response_pb2.CreateResponseResponse(response=await self._api.create(request))
+
+    @streaming
+    async def StreamResponse(self, request: response_pb2.StreamResponseRequest, context: Any) -> Any:
+        async for event in self._api.stream(request):
+            yield response_pb2.StreamResponseResponse(event=event)
+
+    @unary
+    async def GetResponse(self, request: response_pb2.GetResponseRequest, context: Any) -> Any:
+        return response_pb2.GetResponseResponse(response=await self._api.get(request.response_id))
+
+    @streaming
+    async def ResumeResponseStream(self, request: response_pb2.ResumeResponseStreamRequest, context: Any) -> Any:
+        after = request.starting_after if request.HasField("starting_after") else None
+        async for event in self._api.resume(request.response_id, after):
+            yield response_pb2.ResumeResponseStreamResponse(event=event)
+
+    @unary
+    async def DeleteResponse(self, request: response_pb2.DeleteResponseRequest, context: Any) -> Any:
+        return await self._api.delete(request.response_id)
+
+    @unary
+    async def CancelResponse(self, request: response_pb2.CancelResponseRequest, context: Any) -> Any:
+        return response_pb2.CancelResponseResponse(response=await self._api.cancel(request.response_id))
+
+    @unary
+    async def ListResponseInputItems(self, request: response_pb2.ListResponseInputItemsRequest, context: Any) -> Any:
+        return await self._api.input_items(request)

@@ -54,18 +54,12 @@ def prepare(models: ModelRegistry, request: Request, *, streaming: bool) -> Prep
     tools = _tools(request, violations)
     context = _template_context(request, violations)
     violations += unsupported_until_structured_outputs(request)
-    violations += _logprob_violations(request)
+    violations += logprob_violations(request)
     if violations:  # report the sampling fields' problems too, in the same error
         violations += generation_violations(request, limits=model.limits, streaming=streaming)
     InvalidArgument.check(violations)
 
-    try:
-        prompt = model.engine.tokenizer.apply_chat_template(
-            history, add_generation_prompt=True, tools=tools or None, extra_context=context
-        )
-    except Exception as error:  # the template itself refused (minja raises RuntimeError)
-        raise InvalidArgument.of("messages", f"the chat template could not render the conversation: {error}") from error
-    prompt_ids = model.engine.encode(prompt, add_special_tokens=False)
+    prompt_ids = render_prompt(model, history, tools, context, field="messages")
 
     field = "max_completion_tokens" if request.HasField("max_completion_tokens") else "max_tokens"
     limit = getattr(request, field) if request.HasField(field) else None
@@ -184,7 +178,7 @@ def _tools(request: Request, violations: list[FieldViolation]) -> list[dict[str,
             )
         if not tool.function.name:
             violations.append(FieldViolation(f"tools[{i}].function.name", "required"))
-        tools.append(_json_object(tool, f"tools[{i}]", violations))
+        tools.append(json_object(tool, f"tools[{i}]", violations))
     if request.HasField("tool_choice") and request.tool_choice == "none":
         return []  # the model is not told about tools it may not call
     return tools
@@ -192,7 +186,7 @@ def _tools(request: Request, violations: list[FieldViolation]) -> list[dict[str,
 
 def _template_context(request: Request, violations: list[FieldViolation]) -> dict[str, Any]:
     context = (
-        _json_object(request.chat_template_kwargs, "chat_template_kwargs", violations)
+        json_object(request.chat_template_kwargs, "chat_template_kwargs", violations)
         if request.HasField("chat_template_kwargs")
         else {}
     )
@@ -205,7 +199,25 @@ def _template_context(request: Request, violations: list[FieldViolation]) -> dic
     return context
 
 
-def _json_object(message: Any, where: str, violations: list[FieldViolation]) -> dict[str, Any]:
+def render_prompt(
+    model: ServedModel,
+    history: list[dict[str, Any]],
+    tools: list[dict[str, Any]],
+    context: dict[str, Any],
+    *,
+    field: str,
+) -> list[int]:
+    """Token ids of the conversation rendered by the model's chat template, ready for the assistant's turn."""
+    try:
+        prompt = model.engine.tokenizer.apply_chat_template(
+            history, add_generation_prompt=True, tools=tools or None, extra_context=context
+        )
+    except Exception as error:  # the template itself refused (minja raises RuntimeError)
+        raise InvalidArgument.of(field, f"the chat template could not render the conversation: {error}") from error
+    return model.engine.encode(prompt, add_special_tokens=False)
+
+
+def json_object(message: Any, where: str, violations: list[FieldViolation]) -> dict[str, Any]:
     """A message holding google.protobuf.Struct values as plain JSON; NaN and Infinity are not JSON."""
     try:
         return json_format.MessageToDict(message, preserving_proto_field_name=True)
@@ -214,7 +226,8 @@ def _json_object(message: Any, where: str, violations: list[FieldViolation]) -> 
         return {}
 
 
-def _logprob_violations(request: Request) -> list[FieldViolation]:
+def logprob_violations(request: Any) -> list[FieldViolation]:
+    """The logprobs / top_logprobs rules (chat and Responses share them)."""
     if not request.HasField("top_logprobs"):
         return []
     if not request.logprobs:

@@ -45,7 +45,7 @@ def streaming_violations(request: Any, *, streaming: bool, rpc: str) -> list[Fie
     violations = []
     if request.stream:
         violations.append(FieldViolation("stream", f"true is not valid here: call {rpc} to stream"))
-    if request.HasField("stream_options"):
+    if "stream_options" in request.DESCRIPTOR.fields_by_name and request.HasField("stream_options"):
         violations.append(FieldViolation("stream_options", "only valid when streaming"))
     return violations
 

@@ -1,0 +1,141 @@
+"""Responses input -> chat history: items become the messages the chat template renders.
+
+``input`` is a string (one user message) or items: messages (text parts; images
+are refused on text-only models), ``function_call`` and ``function_call_output``
+(an assistant tool call and its result), and ``reasoning`` (kept on the next
+assistant message). Consecutive function calls are one assistant turn, as a
+model that makes parallel calls writes them.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from clients.v1 import response_object_pb2 as objects_pb2
+from service.api.common import new_id
+from service.errors import FieldViolation, quote
+
+MESSAGE_ROLES = {"user": "user", "system": "system", "developer": "system", "assistant": "assistant"}
+TEXT_PARTS = {"input_text", "output_text", "text", "refusal"}
+ID_PREFIXES = {"message": "msg_", "function_call": "fc_", "function_call_output": "fco_", "reasoning": "rs_"}
+
+
+@dataclass
+class Turn:
+    """One request's input as chat messages, and its items as stored (each with an id)."""
+
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    items: list[objects_pb2.InputItem] = field(default_factory=list)
+
+
+def input_turn(request: Any, *, text_only_model: str, violations: list[FieldViolation]) -> Turn:
+    """The request's ``input`` / ``input_items`` as a Turn; what is wrong goes to ``violations``."""
+    turn = Turn()
+    if request.input and len(request.input_items):
+        violations.append(FieldViolation("input_items", "set either input or input_items, not both"))
+        return turn
+    if request.input:
+        item = objects_pb2.InputItem(type="message", id=new_id("msg_"), role="user", content=request.input)
+        turn.items.append(item)
+        turn.messages.append({"role": "user", "content": request.input})
+        return turn
+    if not len(request.input_items) and not request.HasField("previous_response_id"):
+        violations.append(FieldViolation("input", "required: a string or a list of input items"))
+    reasoning: list[str] = []  # summaries waiting for the assistant message they belong to
+    for position, source in enumerate(request.input_items):
+        item = objects_pb2.InputItem()
+        item.CopyFrom(source)
+        where = f"input_items[{position}]"
+        kind = item.type or ("message" if item.role else "")
+        item.type = kind
+        if kind not in ID_PREFIXES:
+            expected = ", ".join(ID_PREFIXES)
+            described = f"unknown item type {quote(item.type)}; expected {expected}"
+            violations.append(FieldViolation(f"{where}.type", described))
+            continue
+        item.id = item.id or new_id(ID_PREFIXES[kind])
+        turn.items.append(item)
+        if kind == "message":
+            _message(item, where, text_only_model, turn, reasoning, violations)
+        elif kind == "function_call":
+            _function_call(item, where, turn, reasoning, violations)
+        elif kind == "function_call_output":
+            _function_call_output(item, where, turn, violations)
+        else:
+            reasoning += [part.text for part in item.summary if part.text]
+    return turn
+
+
+def _message(
+    item: objects_pb2.InputItem,
+    where: str,
+    model: str,
+    turn: Turn,
+    reasoning: list[str],
+    violations: list[FieldViolation],
+) -> None:
+    role = MESSAGE_ROLES.get(item.role)
+    if role is None:
+        violations.append(
+            FieldViolation(f"{where}.role", f"unknown role {quote(item.role)}; expected {', '.join(MESSAGE_ROLES)}")
+        )
+        return
+    if item.HasField("content") and len(item.content_parts):
+        violations.append(FieldViolation(f"{where}.content_parts", "set either content or content_parts, not both"))
+    texts = [item.content] if item.HasField("content") else []
+    for index, part in enumerate(item.content_parts):
+        if part.type in TEXT_PARTS:
+            texts.append(part.text or part.refusal)
+        elif part.type == "input_image":
+            violations.append(
+                FieldViolation(
+                    f"{where}.content_parts[{index}]", f"model {model!r} is text-only: images are not supported"
+                )
+            )
+        else:
+            violations.append(
+                FieldViolation(
+                    f"{where}.content_parts[{index}].type", f"unknown part type {quote(part.type)}; expected input_text"
+                )
+            )
+    if not texts:
+        violations.append(FieldViolation(f"{where}.content", "a message needs content"))
+    message: dict[str, Any] = {"role": role, "content": "\n".join(texts)}
+    if role == "assistant" and reasoning:
+        message["reasoning_content"] = "\n".join(reasoning)
+        reasoning.clear()
+    turn.messages.append(message)
+
+
+def _function_call(
+    item: objects_pb2.InputItem, where: str, turn: Turn, reasoning: list[str], violations: list[FieldViolation]
+) -> None:
+    for name in ("call_id", "name"):
+        if not getattr(item, name):
+            violations.append(FieldViolation(f"{where}.{name}", "required on function_call items"))
+    try:
+        arguments = json.loads(item.arguments or "{}")
+    except json.JSONDecodeError as error:
+        violations.append(FieldViolation(f"{where}.arguments", f"not valid JSON: {error}"))
+        arguments = {}
+    call = {"id": item.call_id, "type": "function", "function": {"name": item.name, "arguments": arguments}}
+    last = turn.messages[-1] if turn.messages else None
+    if last is not None and last["role"] == "assistant" and "tool_calls" in last:
+        last["tool_calls"].append(call)  # parallel calls: one assistant turn
+        return
+    message: dict[str, Any] = {"role": "assistant", "content": "", "tool_calls": [call]}
+    if reasoning:
+        message["reasoning_content"] = "\n".join(reasoning)
+        reasoning.clear()
+    turn.messages.append(message)
+
+
+def _function_call_output(
+    item: objects_pb2.InputItem, where: str, turn: Turn, violations: list[FieldViolation]
+) -> None:
+    if not item.call_id:
+        violations.append(FieldViolation(f"{where}.call_id", "required on function_call_output items"))
+    output = item.output or "\n".join(part.text for part in item.output_parts)
+    turn.messages.append({"role": "tool", "tool_call_id": item.call_id, "content": output})

@@ -1,0 +1,340 @@
+"""The response store: stored Responses, their input items, conversations and stream events, in SQLite.
+
+One ``ResponseStore`` owns one SQLite connection and one worker thread. Every statement runs on that thread
+(``loop.run_in_executor``), so the event loop never waits on the disk and the connection is never used by two
+threads at once. Each method is one short transaction, so several server processes (or a server and a CLI)
+can share a file: WAL lets readers run beside a writer, ``BEGIN IMMEDIATE`` takes the write lock up front and the
+busy timeout makes a second writer wait for it instead of failing with "database is locked".
+
+Proto messages are kept as serialized bytes and the conversation as JSON text; the few columns that are
+queried (id, created_at, status, item ids, sequence numbers) are copied out of the messages next to them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sqlite3
+import time
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+from clients.v1 import response_events_pb2, response_object_pb2, response_pb2
+
+#: Bumped whenever the tables change; a file written by a newer ovserve is refused rather than misread.
+SCHEMA_VERSION = 1
+
+#: How long a statement waits for another process's write lock before giving up.
+BUSY_TIMEOUT_SECONDS = 5.0
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS responses (
+    id TEXT PRIMARY KEY,
+    created_at INTEGER NOT NULL,   -- Response.created_at, unix seconds: what expiry compares
+    status INTEGER NOT NULL,       -- Response.status, for unfinished() after a restart
+    response BLOB NOT NULL,        -- response_object_pb2.Response
+    request BLOB NOT NULL,         -- response_pb2.CreateResponseRequest
+    conversation TEXT NOT NULL     -- JSON list of chat-template messages, this response's output included
+);
+CREATE INDEX IF NOT EXISTS responses_by_created_at ON responses (created_at);
+CREATE INDEX IF NOT EXISTS responses_unfinished ON responses (status) WHERE status IN (1, 2);
+
+CREATE TABLE IF NOT EXISTS input_items (
+    response_id TEXT NOT NULL,
+    position INTEGER NOT NULL,     -- order of the item in the turn's input, what pagination walks
+    item_id TEXT NOT NULL,         -- what `after` names
+    item BLOB NOT NULL,            -- response_object_pb2.InputItem
+    PRIMARY KEY (response_id, position)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS input_items_by_id ON input_items (response_id, item_id);
+
+CREATE TABLE IF NOT EXISTS events (
+    response_id TEXT NOT NULL,
+    sequence_number INTEGER NOT NULL,
+    event BLOB NOT NULL,           -- response_events_pb2.ResponseStreamEvent
+    PRIMARY KEY (response_id, sequence_number)
+) WITHOUT ROWID;
+"""
+
+# Response.status values that mean "work still running"; must match the partial index above.
+_UNFINISHED = (response_object_pb2.RESPONSE_STATUS_QUEUED, response_object_pb2.RESPONSE_STATUS_IN_PROGRESS)
+
+_T = TypeVar("_T")
+
+
+class StoreSchemaError(RuntimeError):
+    """The store file was written with a schema this ovserve does not know."""
+
+
+@dataclass
+class StoredResponse:
+    """Everything kept for one response."""
+
+    #: The Response object as last returned (status, output, usage...).
+    response: response_object_pb2.Response
+    #: The request as received (a StreamResponseRequest is field-identical: callers convert).
+    request: response_pb2.CreateResponseRequest
+    #: This turn's input items, each with its id ("msg_...", "fc_...", ...).
+    input_items: list[response_object_pb2.InputItem]
+    #: The resolved chat history including this response's output, as JSON-serialisable chat-template dicts,
+    #: so a follow-up with previous_response_id rebuilds the history in one read.
+    conversation: list[dict[str, Any]]
+
+
+class ResponseStore:
+    """Stored responses in an SQLite file, or in memory when no path is given."""
+
+    def __init__(self, path: str | Path | None = None, *, max_age_seconds: float | None = None) -> None:
+        """Open (creating if needed) the store; raises StoreSchemaError if the file has a newer schema.
+
+        Call this at startup: it opens the file and checks the schema on the calling thread's behalf.
+        """
+        self.path = None if path is None else Path(path)
+        self.max_age_seconds = max_age_seconds
+        # One thread per store: statements run in order, and only this thread touches the connection.
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ovserve-store")
+        try:
+            self._conn = self._executor.submit(self._open).result()
+        except BaseException:
+            self._executor.shutdown(wait=True)
+            raise
+        self._closed = False
+
+    def _open(self) -> sqlite3.Connection:
+        # isolation_level=None: no implicit transactions; every write below says BEGIN IMMEDIATE itself.
+        target = ":memory:" if self.path is None else str(self.path)
+        conn = sqlite3.connect(target, timeout=BUSY_TIMEOUT_SECONDS, isolation_level=None, check_same_thread=False)
+        try:
+            if self.path is not None:
+                _enable_wal(conn)
+                # NORMAL sync is safe under WAL (a crash may lose the last commit, never corrupt the file).
+                conn.execute("PRAGMA synchronous=NORMAL")
+            with _transaction(conn):
+                version = conn.execute("PRAGMA user_version").fetchone()[0]
+                if version > SCHEMA_VERSION:
+                    raise StoreSchemaError(
+                        f"response store {target} has schema version {version}, but this ovserve knows only "
+                        f"up to {SCHEMA_VERSION}: upgrade ovserve or point it at another store file"
+                    )
+                for statement in _SCHEMA.split(";"):
+                    if statement.strip():
+                        conn.execute(statement)
+                conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    async def _run(self, work: Callable[[sqlite3.Connection], _T]) -> _T:
+        """Run ``work(connection)`` on the store's thread. A cancelled caller does not cut a transaction short."""
+        if self._closed:
+            raise RuntimeError("response store is closed")
+        return await asyncio.get_running_loop().run_in_executor(self._executor, work, self._conn)
+
+    async def put(self, stored: StoredResponse) -> None:
+        """Insert a response, or replace every part of the one with the same id (its events are kept)."""
+        response_id = stored.response.id
+        if not response_id:
+            raise ValueError("StoredResponse.response.id is empty")
+        row = (
+            response_id,
+            stored.response.created_at,
+            stored.response.status,
+            stored.response.SerializeToString(),
+            stored.request.SerializeToString(),
+            json.dumps(stored.conversation, ensure_ascii=False),
+        )
+        items = [(response_id, i, item.id, item.SerializeToString()) for i, item in enumerate(stored.input_items)]
+
+        def work(conn: sqlite3.Connection) -> None:
+            with _transaction(conn):
+                # An upsert, not INSERT OR REPLACE: the row is updated in place, nothing else is touched.
+                conn.execute(
+                    "INSERT INTO responses (id, created_at, status, response, request, conversation)"
+                    " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET created_at = excluded.created_at,"
+                    " status = excluded.status, response = excluded.response, request = excluded.request,"
+                    " conversation = excluded.conversation",
+                    row,
+                )
+                conn.execute("DELETE FROM input_items WHERE response_id = ?", (response_id,))
+                conn.executemany("INSERT INTO input_items VALUES (?, ?, ?, ?)", items)
+
+        await self._run(work)
+
+    async def update_response(self, response: response_object_pb2.Response) -> None:
+        """Replace only the Response of a stored response (a background run's progress); no-op if unknown."""
+        row = (response.created_at, response.status, response.SerializeToString(), response.id)
+
+        def work(conn: sqlite3.Connection) -> None:
+            conn.execute("UPDATE responses SET created_at = ?, status = ?, response = ? WHERE id = ?", row)
+
+        await self._run(work)
+
+    async def get(self, response_id: str) -> StoredResponse | None:
+        """The stored response, or None if there is none with this id."""
+
+        def work(conn: sqlite3.Connection) -> StoredResponse | None:
+            with _transaction(conn, write=False):  # one snapshot for both reads
+                found = conn.execute(
+                    "SELECT response, request, conversation FROM responses WHERE id = ?", (response_id,)
+                ).fetchone()
+                if found is None:
+                    return None
+                items = conn.execute(
+                    "SELECT item FROM input_items WHERE response_id = ? ORDER BY position", (response_id,)
+                ).fetchall()
+            return StoredResponse(
+                response=response_object_pb2.Response.FromString(found[0]),
+                request=response_pb2.CreateResponseRequest.FromString(found[1]),
+                input_items=[response_object_pb2.InputItem.FromString(blob) for (blob,) in items],
+                conversation=json.loads(found[2]),
+            )
+
+        return await self._run(work)
+
+    async def delete(self, response_id: str) -> bool:
+        """Delete a response with its input items and events; False if there was none."""
+
+        def work(conn: sqlite3.Connection) -> bool:
+            with _transaction(conn):
+                conn.execute("DELETE FROM events WHERE response_id = ?", (response_id,))
+                conn.execute("DELETE FROM input_items WHERE response_id = ?", (response_id,))
+                return conn.execute("DELETE FROM responses WHERE id = ?", (response_id,)).rowcount > 0
+
+        return await self._run(work)
+
+    async def input_items(
+        self, response_id: str, *, after: str | None = None, limit: int = 20, order: str = "desc"
+    ) -> tuple[list[response_object_pb2.InputItem], bool] | None:
+        """One page of a response's input items and whether more follow; None if the response is unknown.
+
+        ``order`` is "asc" (input order) or "desc" (newest first); ``after`` is the id of the last item of the
+        previous page (exclusive). An ``after`` that names no item of this response raises KeyError.
+        """
+        if order not in ("asc", "desc"):
+            raise ValueError(f'order must be "asc" or "desc", not {order!r}')
+        if limit < 1:
+            raise ValueError(f"limit must be at least 1, not {limit}")
+        # Fixed SQL per order (no user text in the statement); fetch one extra row to learn has_more.
+        compare, direction = (">", "ASC") if order == "asc" else ("<", "DESC")
+        page_sql = (
+            f"SELECT item FROM input_items WHERE response_id = ? AND position {compare} ?"
+            f" ORDER BY position {direction} LIMIT ?"
+        )
+
+        def work(conn: sqlite3.Connection) -> tuple[list[response_object_pb2.InputItem], bool] | None:
+            with _transaction(conn, write=False):
+                if conn.execute("SELECT 1 FROM responses WHERE id = ?", (response_id,)).fetchone() is None:
+                    return None
+                if after is None:
+                    start = -1 if order == "asc" else 2**62
+                else:
+                    found = conn.execute(
+                        "SELECT MIN(position) FROM input_items WHERE response_id = ? AND item_id = ?",
+                        (response_id, after),
+                    ).fetchone()
+                    if found[0] is None:
+                        raise KeyError(after)
+                    start = found[0]
+                rows = conn.execute(page_sql, (response_id, start, limit + 1)).fetchall()
+            items = [response_object_pb2.InputItem.FromString(blob) for (blob,) in rows[:limit]]
+            return items, len(rows) > limit
+
+        return await self._run(work)
+
+    async def append_events(self, response_id: str, events: Sequence[response_events_pb2.ResponseStreamEvent]) -> None:
+        """Store stream events of a response; an event with an already-stored sequence number replaces it."""
+        rows = [(response_id, event.sequence_number, event.SerializeToString()) for event in events]
+        if not rows:
+            return
+
+        def work(conn: sqlite3.Connection) -> None:
+            with _transaction(conn):
+                conn.executemany("INSERT OR REPLACE INTO events VALUES (?, ?, ?)", rows)
+
+        await self._run(work)
+
+    async def events_after(
+        self, response_id: str, sequence_number: int
+    ) -> list[response_events_pb2.ResponseStreamEvent]:
+        """Stored events of a response with a sequence number above the given one, in order (resuming a stream)."""
+
+        def work(conn: sqlite3.Connection) -> list[bytes]:
+            rows = conn.execute(
+                "SELECT event FROM events WHERE response_id = ? AND sequence_number > ? ORDER BY sequence_number",
+                (response_id, sequence_number),
+            ).fetchall()
+            return [blob for (blob,) in rows]
+
+        return [response_events_pb2.ResponseStreamEvent.FromString(blob) for blob in await self._run(work)]
+
+    async def expire(self, now: float | None = None) -> int:
+        """Delete responses created more than max_age_seconds before ``now`` (default: the clock), with their
+        items and events; returns how many. Does nothing when the store has no max age."""
+        if self.max_age_seconds is None:
+            return 0
+        cutoff = (time.time() if now is None else now) - self.max_age_seconds
+
+        def work(conn: sqlite3.Connection) -> int:
+            with _transaction(conn):
+                old = "SELECT id FROM responses WHERE created_at < :cutoff"
+                conn.execute(f"DELETE FROM events WHERE response_id IN ({old})", {"cutoff": cutoff})
+                conn.execute(f"DELETE FROM input_items WHERE response_id IN ({old})", {"cutoff": cutoff})
+                return conn.execute("DELETE FROM responses WHERE created_at < ?", (cutoff,)).rowcount
+
+        return await self._run(work)
+
+    async def unfinished(self) -> list[str]:
+        """Ids of responses still queued or in progress: after a restart nothing runs them any more."""
+
+        def work(conn: sqlite3.Connection) -> list[str]:
+            rows = conn.execute("SELECT id FROM responses WHERE status IN (?, ?) ORDER BY id", _UNFINISHED)
+            return [response_id for (response_id,) in rows.fetchall()]
+
+        return await self._run(work)
+
+    def close(self) -> None:
+        """Wait for pending statements, then close the connection. Safe to call twice."""
+        if self._closed:
+            return
+        self._closed = True
+        self._executor.submit(self._conn.close).result()
+        self._executor.shutdown(wait=True)
+
+
+def _enable_wal(conn: sqlite3.Connection) -> None:
+    """Put the file in WAL mode: readers do not block the writer, and many processes can share the file.
+
+    The mode is kept in the file, so only its first opener switches it. Switching needs the file to itself and
+    SQLite reports "locked" at once instead of calling the busy handler, so when several processes create the
+    same file together, retry until the busy timeout.
+    """
+    deadline = time.monotonic() + BUSY_TIMEOUT_SECONDS
+    while True:
+        try:
+            mode = conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+        except sqlite3.OperationalError as error:
+            if "locked" not in str(error) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.01)
+            continue
+        if mode.lower() != "wal":  # e.g. a file system without shared memory
+            raise sqlite3.OperationalError(f"cannot put the response store in WAL mode (it stays {mode!r})")
+        return
+
+
+@contextmanager
+def _transaction(conn: sqlite3.Connection, *, write: bool = True) -> Iterator[None]:
+    """One short transaction. Writes take the write lock at BEGIN: a deferred transaction that later needs it
+    can fail with "database is locked" at once, whereas BEGIN IMMEDIATE waits out the busy timeout."""
+    conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+    try:
+        yield
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
