@@ -17,6 +17,7 @@ from rest_bridge.handlers import (
     ModelsHandler,
     NotFoundHandler,
 )
+from rest_bridge.responses_api import ROUTES as RESPONSES_ROUTES
 
 # /v3 is OVMS's prefix; /v1 is OpenAI's, so clients configured for OpenAI's default path work too.
 PREFIXES = ("/v3", "/v1")
@@ -25,6 +26,7 @@ ROUTES: list[tuple[str, type[tornado.web.RequestHandler]]] = [
     ("/completions", CompletionsHandler),
     ("/models", ModelsHandler),
     ("/models/(.+)", ModelHandler),  # model ids may contain "/"
+    *RESPONSES_ROUTES,
 ]
 
 

@@ -50,6 +50,8 @@ _OPENAI_PATHS: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"\bstop_sequences\b"), "stop"),
     (re.compile(r"\bcontent_parts\b"), "content"),
     (re.compile(r"\bnamed_tool_choice\b"), "tool_choice"),
+    (re.compile(r"\binput_items\b"), "input"),  # Responses API
+    (re.compile(r"\boutput_parts\b"), "output"),
 ]
 # param: a typed alternative collapses to the OpenAI field itself.
 _PARAM_NAMES = {"stop_sequences": "stop", "prompts": "prompt", "named_tool_choice": "tool_choice"}
@@ -69,6 +71,8 @@ def openai_param(field: str | None) -> str | None:
     head = re.match(r"[a-z_]+", field)
     if head and head.group(0) in _PARAM_NAMES:
         return _PARAM_NAMES[head.group(0)]
+    if head and head.group(0) == "input_items":  # Responses input: the full path, as OpenAI names it
+        return openai_text(field)
     return re.sub(r"^(messages\[\d+\])\.content_parts\b.*", r"\1.content", field)
 
 

@@ -26,7 +26,7 @@ from google.protobuf.message import Message
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from tornado.iostream import StreamClosedError
 
-from clients.v1 import chat_pb2_grpc, completion_pb2_grpc, model_pb2, model_pb2_grpc
+from clients.v1 import chat_pb2_grpc, completion_pb2_grpc, model_pb2, model_pb2_grpc, response_pb2_grpc
 from rest_bridge import requests, responses, sse
 from rest_bridge.config import BridgeSettings
 from rest_bridge.errors import BridgeError, from_rpc_error
@@ -43,6 +43,7 @@ class Backend:
     completions: completion_pb2_grpc.CompletionServiceStub
     models: model_pb2_grpc.ModelServiceStub
     health: health_pb2_grpc.HealthStub
+    responses: response_pb2_grpc.ResponseServiceStub
 
     @classmethod
     def on(cls, channel: grpc.aio.Channel) -> Backend:
@@ -52,6 +53,7 @@ class Backend:
             completion_pb2_grpc.CompletionServiceStub(channel),
             model_pb2_grpc.ModelServiceStub(channel),
             health_pb2_grpc.HealthStub(channel),
+            response_pb2_grpc.ResponseServiceStub(channel),
         )
 
 

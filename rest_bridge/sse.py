@@ -1,4 +1,4 @@
-"""Server-sent events framing for the completions and chat streams (``data:`` lines, ``[DONE]`` last)."""
+"""Server-sent events framing: `data:` lines then `[DONE]` (completions, chat); `event:` + `data:` (Responses)."""
 
 from __future__ import annotations
 
@@ -19,3 +19,8 @@ _encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 def event(payload: dict[str, Any]) -> bytes:
     """One ``data: <json>`` event; the JSON is one line, so one ``data:`` field carries it."""
     return b"data: " + _encode(payload).encode() + b"\n\n"
+
+
+def named_event(name: str, payload: dict[str, Any]) -> bytes:
+    """One ``event: <name>`` / ``data: <json>`` event (the Responses API's framing; no ``[DONE]`` after the last)."""
+    return b"event: " + name.encode() + b"\ndata: " + _encode(payload).encode() + b"\n\n"

@@ -439,6 +439,9 @@ def _new_response(
             setattr(response, name, source)
     # Echo the values in force, not only those sent (as OpenAI does).
     response.store, response.background = store, background
+    for name, default in (("temperature", 1.0), ("top_p", 1.0), ("truncation", "disabled")):
+        if not request.HasField(name):
+            setattr(response, name, default)
     response.parallel_tool_calls = not request.HasField("parallel_tool_calls") or request.parallel_tool_calls
     return response
 

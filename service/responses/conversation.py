@@ -50,6 +50,10 @@ def input_turn(request: Any, *, text_only_model: str, violations: list[FieldViol
         where = f"input_items[{position}]"
         kind = item.type or ("message" if item.role else "")
         item.type = kind
+        if kind == "item_reference":
+            message = "item references are not supported: chain with previous_response_id, or send the items"
+            violations.append(FieldViolation(f"{where}.type", message))
+            continue
         if kind not in ID_PREFIXES:
             expected = ", ".join(ID_PREFIXES)
             described = f"unknown item type {quote(item.type)}; expected {expected}"

@@ -45,9 +45,10 @@ class ResponseEvents:
         return copy
 
     def queued(self) -> list[Event]:
-        """The response was accepted to run in the background."""
+        """``response.created`` and ``response.queued``: accepted to run in the background."""
         self.response.status = objects_pb2.RESPONSE_STATUS_QUEUED
-        return [self._event(queued=events_pb2.ResponseQueuedEvent(response=self._snapshot()))]
+        created = self._event(created=events_pb2.ResponseCreatedEvent(response=self._snapshot()))
+        return [created, self._event(queued=events_pb2.ResponseQueuedEvent(response=self._snapshot()))]
 
     def start(self, *, announce_created: bool = True) -> list[Event]:
         """``response.created`` (unless a queued event already announced it) and ``response.in_progress``."""
@@ -119,12 +120,12 @@ class ResponseEvents:
             )
         )
         self.response.usage.CopyFrom(usage)
-        self.response.completed_at = int(time.time())
         if truncated:
             self.response.status = objects_pb2.RESPONSE_STATUS_INCOMPLETE
             self.response.incomplete_details.reason = objects_pb2.INCOMPLETE_REASON_MAX_OUTPUT_TOKENS
             return [*events, self._event(incomplete=events_pb2.ResponseIncompleteEvent(response=self._snapshot()))]
         self.response.status = objects_pb2.RESPONSE_STATUS_COMPLETED
+        self.response.completed_at = int(time.time())  # only completed responses have one (OpenAI)
         return [*events, self._event(completed=events_pb2.ResponseCompletedEvent(response=self._snapshot()))]
 
     def fail(self, code: str, message: str) -> list[Event]:

@@ -145,6 +145,9 @@ def test_echoed_fields_and_metadata(responses) -> None:
                       parallel_tool_calls=False, reasoning={"effort": "low"})  # fmt: skip
     assert dict(response.metadata) == {"team": "search"}
     assert (response.top_p, response.user, response.truncation) == (0.5, "u-1", "auto")
+    defaults = create(responses, input="Hi!", max_output_tokens=2)  # the values in force are echoed
+    assert (defaults.temperature, defaults.top_p, defaults.truncation) == (0, 1.0, "disabled")
+    assert not defaults.HasField("completed_at")  # incomplete: only completed responses have completed_at
     assert response.parallel_tool_calls is False and response.reasoning.effort == "low"
     assert response.background is False and response.temperature == 0
 
@@ -209,7 +212,8 @@ def test_background_response_runs_on_and_can_be_resumed(responses) -> None:
         m.event for m in responses.ResumeResponseStream(response_pb2.ResumeResponseStreamRequest(response_id=queued.id))
     ]
     kinds = [e.WhichOneof("event") for e in replay]
-    assert kinds[0] == "queued" and kinds[1] == "in_progress" and kinds[-1] == "completed"
+    assert kinds[:3] == ["created", "queued", "in_progress"] and kinds[-1] == "completed"
+    assert replay[0].created.response.status == STATUS.RESPONSE_STATUS_QUEUED
     assert [e.sequence_number for e in replay] == list(range(len(replay)))
     later = [m.event for m in responses.ResumeResponseStream(
         response_pb2.ResumeResponseStreamRequest(response_id=queued.id, starting_after=4))]  # fmt: skip

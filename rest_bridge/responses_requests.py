@@ -1,0 +1,226 @@
+"""OpenAI Responses API requests -> ovserve.v1 ResponseService request messages.
+
+The same three steps as ``requests`` (body, normalisation, field checks), for
+the Responses body, plus the query strings of the ``/responses/{id}`` routes.
+Normalisation moves OpenAI's polymorphic fields to the proto's typed
+alternatives: ``input`` list -> ``input_items``, a message's ``content`` list
+-> ``content_parts``, a function_call_output's ``output`` list ->
+``output_parts``, ``stop`` list -> ``stop_sequences``, ``tool_choice`` object
+-> ``named_tool_choice``. An item without ``type`` but with a ``role`` is a
+message, as in OpenAI. Unknown item and part types are refused here, by path
+(``input[2].type``), because which fields an item may carry depends on them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from google.protobuf import json_format
+
+from clients.v1 import response_pb2
+from rest_bridge.errors import openai_text
+from rest_bridge.requests import _json_type, _normalise_stop, _without_nulls, bad_request, check_fields
+
+# Proto fields a client does not write: the bridge fills them from the OpenAI name.
+TYPED_ALTERNATIVES = {"input_items", "stop_sequences", "named_tool_choice"}
+ITEM_TYPED_ALTERNATIVES = {"content_parts", "output_parts"}
+
+# OpenAI fields ovserve's Responses API does not serve, refused by name with a reason.
+UNSUPPORTED = {
+    "stream_options": "stream_options is not supported by the Responses API: usage is always in "
+    "the response.completed event",
+    "messages": "messages is not a Responses API field: send the conversation as input",
+    "max_tokens": "max_tokens is not a Responses API field: use max_output_tokens",
+    "conversation": "conversation is not supported by this server: chain responses with previous_response_id",
+    **{
+        name: f"{name} is not supported by this server"
+        for name in (
+            "prompt", "max_tool_calls", "service_tier", "prompt_cache_key", "prompt_cache_retention",
+            "safety_identifier", "context_management", "modalities", "audio", "logit_bias",
+        )
+    },
+}  # fmt: skip
+
+ITEM_TYPES = ("message", "function_call", "function_call_output", "reasoning", "item_reference")
+# Content part types each item field accepts (OpenAI's; the service checks the rest of the values).
+MESSAGE_PARTS = ("input_text", "input_image", "output_text", "refusal")
+OUTPUT_PARTS = ("input_text", "input_image")
+REASONING_CONTENT_PARTS = ("reasoning_text",)
+SUMMARY_PARTS = ("summary_text",)
+
+ORDERS = ("asc", "desc")
+MAX_LIMIT = 100
+
+
+# ---- the body ----
+
+
+def check_arguments(body: dict[str, Any]) -> None:
+    """Refuse top-level keys that are not Responses request arguments (before normalisation)."""
+    fields = response_pb2.CreateResponseRequest.DESCRIPTOR.fields_by_name
+    for key in body:
+        if key in UNSUPPORTED:
+            raise bad_request(key, UNSUPPORTED[key])
+        if key not in fields or key in TYPED_ALTERNATIVES:
+            raise bad_request(key, f"Unrecognized request argument supplied: {key}")
+
+
+def normalise(body: dict[str, Any]) -> dict[str, Any]:
+    """The OpenAI Responses body in proto JSON form (a new dict; ``body`` is not changed)."""
+    body = _without_nulls(body)
+    _normalise_stop(body)
+    if isinstance(body.get("tool_choice"), dict):
+        body["named_tool_choice"] = body.pop("tool_choice")
+    if "input" in body:
+        given = body["input"]
+        if isinstance(given, list):
+            body.pop("input")
+            body["input_items"] = [_item(item, f"input[{i}]") for i, item in enumerate(given)]
+        elif not isinstance(given, str):
+            raise bad_request("input", f"input must be a string or a list of input items, got {_json_type(given)}")
+    return body
+
+
+def _item(item: Any, where: str) -> dict[str, Any]:
+    """One OpenAI input item as proto InputItem JSON."""
+    if not isinstance(item, dict):
+        raise bad_request(where, f"{where} must be an input item object, got {_json_type(item)}")
+    item = _without_nulls(item)
+    proto_names = ITEM_TYPED_ALTERNATIVES & item.keys()  # a client writes OpenAI's names, not the proto's
+    if proto_names:
+        key = min(proto_names)
+        raise bad_request(f"{where}.{key}", f"{where}.{key}: unknown field")
+    kind = item.get("type")
+    if kind is None:
+        if "role" not in item:
+            raise bad_request(f"{where}.type", f"{where}: an input item needs a type (or a role, for a message)")
+        kind = item["type"] = "message"
+    if kind not in ITEM_TYPES:
+        shown = repr(kind) if isinstance(kind, str) else _json_type(kind)
+        raise bad_request(
+            f"{where}.type", f"{where}.type: unknown input item type {shown}; expected one of {', '.join(ITEM_TYPES)}"
+        )
+    if kind == "message":
+        _parts_or_text(item, "content", "content_parts", MESSAGE_PARTS, where)
+    elif kind == "function_call_output":
+        _parts_or_text(item, "output", "output_parts", OUTPUT_PARTS, where)
+    elif kind == "reasoning":
+        if "content" in item:
+            item["content_parts"] = _parts(item.pop("content"), REASONING_CONTENT_PARTS, f"{where}.content")
+        if "summary" in item:
+            item["summary"] = _parts(item["summary"], SUMMARY_PARTS, f"{where}.summary")
+    return item
+
+
+def _parts_or_text(item: dict[str, Any], name: str, parts_name: str, kinds: tuple[str, ...], where: str) -> None:
+    """OpenAI's ``name``: a string stays, a list of parts moves to ``parts_name``."""
+    if name not in item or isinstance(item[name], str):
+        return
+    if not isinstance(item[name], list):
+        raise bad_request(
+            f"{where}.{name}",
+            f"{where}.{name} must be a string or a list of content parts, got {_json_type(item[name])}",
+        )
+    item[parts_name] = _parts(item.pop(name), kinds, f"{where}.{name}")
+
+
+def _parts(parts: Any, kinds: tuple[str, ...], where: str) -> list[Any]:
+    if not isinstance(parts, list):
+        raise bad_request(where, f"{where} must be a list of content parts, got {_json_type(parts)}")
+    for i, part in enumerate(parts):
+        if not isinstance(part, dict):
+            raise bad_request(f"{where}[{i}]", f"{where}[{i}] must be a content part object, got {_json_type(part)}")
+        kind = part.get("type")
+        if kind not in kinds:
+            shown = "missing" if kind is None else repr(kind) if isinstance(kind, str) else _json_type(kind)
+            raise bad_request(
+                f"{where}[{i}].type", f"{where}[{i}].type: {shown} is not a part type here; expected {', '.join(kinds)}"
+            )
+    return parts
+
+
+def create_request(
+    body: dict[str, Any],
+) -> tuple[response_pb2.CreateResponseRequest | response_pb2.StreamResponseRequest, bool]:
+    """The request for an OpenAI Responses body, and whether it streams (then a StreamResponseRequest)."""
+    check_arguments(body)
+    proto_json = normalise(body)
+    stream = proto_json.get("stream", False)
+    if not isinstance(stream, bool):
+        raise bad_request("stream", f"stream: expected a boolean, got {_json_type(stream)}")
+    message_class = response_pb2.StreamResponseRequest if stream else response_pb2.CreateResponseRequest
+    check_fields(proto_json, message_class.DESCRIPTOR)
+    try:
+        return json_format.ParseDict(proto_json, message_class()), stream
+    except json_format.ParseError as error:  # a case check_fields does not cover: still a 400
+        raise bad_request(None, openai_text(str(error))) from None
+
+
+# ---- query strings of /responses/{id}, /responses/{id}/input_items ----
+
+Query = dict[str, list[bytes]]  # tornado's request.query_arguments
+
+
+def _strings(query: Query, allowed: set[str], repeated: set[str]) -> dict[str, list[str]]:
+    """Decoded query values by name (``include[]`` is ``include``); unknown or repeated-once names are a 400."""
+    out: dict[str, list[str]] = {}
+    for raw_name, values in query.items():
+        name = raw_name.removesuffix("[]") if raw_name.removesuffix("[]") in repeated else raw_name
+        if name not in allowed:
+            raise bad_request(name, f"Unrecognized query parameter supplied: {name}")
+        decoded = [value.decode("utf-8", "replace") for value in values]
+        if name not in repeated and len(decoded) + len(out.get(name, [])) > 1:
+            raise bad_request(name, f"query parameter {name} is given more than once")
+        out.setdefault(name, []).extend(decoded)
+    return out
+
+
+def _boolean(name: str, value: str) -> bool:
+    lowered = value.lower()
+    if lowered not in ("true", "false", "1", "0"):
+        raise bad_request(name, f"{name} must be true or false, got {value!r}")
+    return lowered in ("true", "1")
+
+
+def _integer(name: str, value: str, low: int, high: int) -> int:
+    try:
+        number = int(value, 10)
+    except ValueError:
+        raise bad_request(name, f"{name} must be an integer, got {value!r}") from None
+    if not low <= number <= high:
+        raise bad_request(name, f"{name} must be between {low} and {high}, got {number}")
+    return number
+
+
+def get_request(
+    response_id: str, query: Query
+) -> response_pb2.GetResponseRequest | response_pb2.ResumeResponseStreamRequest:
+    """GET /responses/{id}: a GetResponseRequest, or with ``stream=true`` a ResumeResponseStreamRequest."""
+    values = _strings(query, {"stream", "starting_after", "include", "include_obfuscation"}, {"include"})
+    stream = "stream" in values and _boolean("stream", values["stream"][0])
+    if "include_obfuscation" in values:  # OpenAI's padding of streamed events: accepted, nothing to pad
+        _boolean("include_obfuscation", values["include_obfuscation"][0])
+    if stream:
+        resume = response_pb2.ResumeResponseStreamRequest(response_id=response_id)
+        if "starting_after" in values:
+            resume.starting_after = _integer("starting_after", values["starting_after"][0], 0, 2**31 - 1)
+        return resume
+    if "starting_after" in values:
+        raise bad_request("starting_after", "starting_after applies only with stream=true")
+    return response_pb2.GetResponseRequest(response_id=response_id, include=values.get("include", []))
+
+
+def input_items_request(response_id: str, query: Query) -> response_pb2.ListResponseInputItemsRequest:
+    """GET /responses/{id}/input_items?after=&limit=&order=&include=."""
+    values = _strings(query, {"after", "limit", "order", "include"}, {"include"})
+    request = response_pb2.ListResponseInputItemsRequest(response_id=response_id, include=values.get("include", []))
+    if "after" in values:
+        request.after = values["after"][0]
+    if "limit" in values:
+        request.limit = _integer("limit", values["limit"][0], 1, MAX_LIMIT)
+    if "order" in values:
+        order = values["order"][0]
+        if order not in ORDERS:
+            raise bad_request("order", f"order must be asc or desc, got {order!r}")
+        request.order = order
+    return request
