@@ -18,7 +18,7 @@ import re
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import grpc
 import tornado.web
@@ -128,21 +128,25 @@ class BridgeHandler(tornado.web.RequestHandler):
                 raise BridgeError(499, "the client closed the connection", type="request_cancelled") from None
             raise
 
-    async def relay(self, call: Any, to_json: Callable[[Any], dict[str, Any]]) -> None:
-        """Stream ``call``'s messages as SSE events, then ``[DONE]``.
+    async def relay(self, call: Any, framing: Framing) -> None:
+        """Stream ``call``'s messages as server-sent events, framed by ``framing``.
 
-        Headers wait for the first message, so an error before it is an ordinary
-        JSON error response with its status; an error after it is an error event.
+        Headers wait for the first event, so an error before it is an ordinary
+        JSON error response with its status; an error after it is written as
+        the API's error events, and the stream always ends the API's way.
         """
         self.call = call
         started = False
         try:
             async for message in call:
+                data = framing.event(message)
+                if data is None:
+                    continue
                 if not started:
                     self._start_events()
                     started = True
-                self.write(sse.event(to_json(message)))
-                await self.flush()  # per event: the client sees each chunk now; raises if it left
+                self.write(data)
+                await self.flush()  # per event: the client sees each one now; raises if it left
         except grpc.aio.AioRpcError as error:
             if self.client_gone:
                 return
@@ -150,7 +154,7 @@ class BridgeHandler(tornado.web.RequestHandler):
             if not started:
                 raise failure from None
             log.warning("stream %s failed after it began: %s", self.request_id, failure)
-            self.write(sse.event(failure.envelope()))
+            self.write(framing.failure(failure))
         except StreamClosedError:  # the client left between two events
             self.client_gone = True
             return
@@ -162,13 +166,42 @@ class BridgeHandler(tornado.web.RequestHandler):
             call.cancel()  # no-op once the call is done; otherwise the engine lets go of the request now
         if not started:
             self._start_events()
-        self.write(sse.DONE)
-        with contextlib.suppress(StreamClosedError):  # the client left right after [DONE]
+        self.write(framing.end())
+        with contextlib.suppress(StreamClosedError):  # the client left right after the last event
             await self.finish()
 
     def _start_events(self) -> None:
         for name, value in sse.HEADERS.items():
             self.set_header(name, value)
+
+
+class Framing(Protocol):
+    """How one API writes its event stream: each message, a failure after the stream began, the end."""
+
+    def event(self, message: Any) -> bytes | None:
+        """The SSE bytes of one gRPC message (None: nothing to send)."""
+
+    def failure(self, error: BridgeError) -> bytes:
+        """The SSE bytes that report a failure after the stream began."""
+
+    def end(self) -> bytes:
+        """The SSE bytes that end the stream."""
+
+
+class ChunkFraming:
+    """Completions and chat: ``data: <chunk>`` per message, an error as a data line, then ``data: [DONE]``."""
+
+    def __init__(self, to_json: Callable[[Any], dict[str, Any]]) -> None:
+        self._to_json = to_json
+
+    def event(self, message: Any) -> bytes:
+        return sse.event(self._to_json(message))
+
+    def failure(self, error: BridgeError) -> bytes:
+        return sse.event(error.envelope())
+
+    def end(self) -> bytes:
+        return sse.DONE
 
 
 def _http_type(status: int) -> str:
@@ -216,7 +249,7 @@ class ChatCompletionsHandler(JsonBodyHandler):
         if stream:
             include_usage = request.stream_options.include_usage
             call = self.backend.chat.StreamChatCompletion(request, **self.grpc_options())
-            await self.relay(call, lambda chunk: responses.chat_chunk(chunk, include_usage))
+            await self.relay(call, ChunkFraming(lambda chunk: responses.chat_chunk(chunk, include_usage)))
         else:
             response = await self.unary(self.backend.chat.CreateChatCompletion, request)
             self.write_json(responses.chat_completion(response))
@@ -230,7 +263,7 @@ class CompletionsHandler(JsonBodyHandler):
         if stream:
             include_usage = request.stream_options.include_usage
             call = self.backend.completions.StreamCompletion(request, **self.grpc_options())
-            await self.relay(call, lambda chunk: responses.completion_chunk(chunk, include_usage))
+            await self.relay(call, ChunkFraming(lambda chunk: responses.completion_chunk(chunk, include_usage)))
         else:
             response = await self.unary(self.backend.completions.CreateCompletion, request)
             self.write_json(responses.completion(response))

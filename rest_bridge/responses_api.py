@@ -11,87 +11,69 @@ relayed) and an ``error`` event, continuing the sequence numbers.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
 from typing import Any
 
-import grpc
-from tornado.iostream import StreamClosedError
-
 from clients.v1 import response_pb2
 from rest_bridge import responses_output, responses_requests, sse
-from rest_bridge.errors import BridgeError, from_rpc_error
+from rest_bridge.errors import BridgeError
 from rest_bridge.handlers import BridgeHandler, JsonBodyHandler
 
 log = logging.getLogger(__name__)
 LIFECYCLE_CLOSERS = {"response.completed", "response.incomplete", "response.failed"}
 
 
+class ResponseEventFraming:
+    """The Responses API's stream: ``event: <type>`` / ``data: <json>`` per event, no ``[DONE]``.
+
+    It always ends with a closing event: after a failure, ``response.failed``
+    (from the last Response snapshot relayed) and ``error``, numbered after the
+    last event; a stream the service ended without its final event gets them too.
+    """
+
+    def __init__(self, request_id: str) -> None:
+        self._request_id = request_id
+        self._last_sequence = -1
+        self._snapshot: dict[str, Any] | None = None  # the latest Response a lifecycle event carried
+        self._closed = False
+
+    def event(self, message: Any) -> bytes | None:
+        try:
+            name, payload = responses_output.stream_event(message.event)
+        except ValueError as error:  # an event without its oneof set: nothing to tell the client
+            log.warning("stream %s: %s", self._request_id, error)
+            return None
+        self._last_sequence = payload["sequence_number"]
+        self._snapshot = payload.get("response", self._snapshot)
+        self._closed = self._closed or name in LIFECYCLE_CLOSERS or name == "error"
+        return sse.named_event(name, payload)
+
+    def failure(self, error: BridgeError) -> bytes:
+        """``response.failed`` (unless the response already ended) and ``error``."""
+        sequence, data = self._last_sequence + 1, b""
+        if self._snapshot is not None and not self._closed:
+            code = "rate_limit_exceeded" if error.status_code == 429 else "server_error"
+            failed = {**self._snapshot, "status": "failed", "error": {"code": code, "message": error.message}}
+            name = "response.failed"
+            data += sse.named_event(name, {"type": name, "sequence_number": sequence, "response": failed})
+            sequence += 1
+        self._closed = True
+        payload = responses_output.error_event(sequence, error.message, error.code or error.type, error.param)
+        return data + sse.named_event("error", payload)
+
+    def end(self) -> bytes:
+        if self._closed:
+            return b""
+        # The service ended the stream without a closing event: never leave the client waiting.
+        return self.failure(BridgeError(500, "the response stream ended before its final event", type="server_error"))
+
+
 class ResponseEventsHandler(BridgeHandler):
     """A handler that relays a ResponseService event stream as the Responses API's SSE."""
 
     async def relay_events(self, call: Any) -> None:
-        """Stream ``call``'s events; headers wait for the first, so an earlier error is a JSON error response."""
-        self.call = call
-        started = closed = False
-        last_sequence = -1
-        snapshot: dict[str, Any] | None = None  # the latest Response a lifecycle event carried
-        try:
-            async for message in call:
-                try:
-                    name, payload = responses_output.stream_event(message.event)
-                except ValueError as error:  # an event without its oneof set: nothing to tell the client
-                    log.warning("stream %s: %s", self.request_id, error)
-                    continue
-                if not started:
-                    self._start_events()
-                    started = True
-                self.write(sse.named_event(name, payload))
-                await self.flush()  # per event; raises if the client left
-                last_sequence = payload["sequence_number"]
-                if "response" in payload:
-                    snapshot = payload["response"]
-                closed = closed or name in LIFECYCLE_CLOSERS or name == "error"
-        except grpc.aio.AioRpcError as error:
-            if self.client_gone:
-                return
-            failure = from_rpc_error(error)
-            if not started:
-                raise failure from None
-            log.warning("response stream %s failed after it began: %s", self.request_id, failure)
-            self._write_failure(failure, snapshot, last_sequence, closed)
-            closed = True
-        except StreamClosedError:  # the client left between two events
-            self.client_gone = True
-            return
-        except asyncio.CancelledError:
-            if self.client_gone:  # on_connection_close cancelled the call
-                return
-            raise  # the handler itself was cancelled (shutdown)
-        finally:
-            call.cancel()  # no-op once the call is done; otherwise the engine lets go of the request now
-        if not started:
-            self._start_events()
-        if not closed:  # the service ended the stream without a closing event: never leave the client waiting
-            failure = BridgeError(500, "the response stream ended before its final event", type="server_error")
-            self._write_failure(failure, snapshot, last_sequence, False)
-        with contextlib.suppress(StreamClosedError):  # the client left right after the last event
-            await self.finish()
-
-    def _write_failure(
-        self, failure: BridgeError, snapshot: dict[str, Any] | None, last_sequence: int, closed: bool
-    ) -> None:
-        """``response.failed`` (unless the response already ended) and ``error``, numbered after the last event."""
-        sequence = last_sequence + 1
-        if snapshot is not None and not closed:
-            code = "rate_limit_exceeded" if failure.status_code == 429 else "server_error"
-            failed = {**snapshot, "status": "failed", "error": {"code": code, "message": failure.message}}
-            name = "response.failed"
-            self.write(sse.named_event(name, {"type": name, "sequence_number": sequence, "response": failed}))
-            sequence += 1
-        error = responses_output.error_event(sequence, failure.message, failure.code or failure.type, failure.param)
-        self.write(sse.named_event("error", error))
+        """Stream ``call``'s events (see ResponseEventFraming)."""
+        await self.relay(call, ResponseEventFraming(self.request_id))
 
 
 class ResponsesHandler(JsonBodyHandler, ResponseEventsHandler):
