@@ -217,10 +217,34 @@ def render_prompt(
     return model.engine.encode(prompt, add_special_tokens=False)
 
 
+# Keys that JSON Schemas and tool definitions customarily write first, in that order.
+_LEADING_KEYS = ("type", "name", "title", "description", "function", "parameters", "properties", "items", "required")
+
+
+def canonical(value: Any) -> Any:
+    """``value`` with every object's keys in one fixed order: customary keys first, the rest sorted.
+
+    A google.protobuf.Struct is a map, and its iteration order follows
+    Python's per-process hash seed; the chat template renders tools with
+    ``tojson``, so without this the same request rendered a different prompt
+    (and got a different answer) from one server process to the next.
+    """
+    if isinstance(value, dict):
+        leading = [key for key in _LEADING_KEYS if key in value]
+        rest = sorted(key for key in value if key not in _LEADING_KEYS)
+        return {key: canonical(value[key]) for key in [*leading, *rest]}
+    if isinstance(value, list):
+        return [canonical(item) for item in value]
+    return value
+
+
 def json_object(message: Any, where: str, violations: list[FieldViolation]) -> dict[str, Any]:
-    """A message holding google.protobuf.Struct values as plain JSON; NaN and Infinity are not JSON."""
+    """A message holding google.protobuf.Struct values as plain JSON, keys in canonical order.
+
+    NaN and Infinity are not JSON: they are a violation at ``where``.
+    """
     try:
-        return json_format.MessageToDict(message, preserving_proto_field_name=True)
+        return canonical(json_format.MessageToDict(message, preserving_proto_field_name=True))
     except (ValueError, json_format.Error) as error:  # nested Structs raise json_format's own error
         violations.append(FieldViolation(where, f"must be valid JSON: {error}"))
         return {}
