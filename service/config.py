@@ -14,6 +14,8 @@ A TOML file describes several models with their own scheduler settings::
     path = "/models/tiny-chat"
     draft_path = "/models/tiny-chat-draft"   # optional: speculative decoding
     prompt_lookup = false                    # optional: prompt lookup decoding
+    tool_parser = "hermes"                   # optional: default from the chat template
+    reasoning_parser = "think"               # optional: default from the chat template
     scheduler = { max_num_seqs = 64 }        # optional: overrides [scheduler]
 
 Flags win over the file; ``--model NAME=PATH`` adds models to the file's.
@@ -30,6 +32,7 @@ from typing import Any
 
 from service.engine import EngineSettings
 from service.models import ModelSpec, bundled_model_specs
+from service.parsing import parser_name_problem
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_GRPC_PORT = 50051
@@ -69,6 +72,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )  # fmt: skip
     parser.add_argument("--prompt-lookup", action="append", default=[], metavar="NAME",
                         help="serve model NAME with prompt lookup decoding")  # fmt: skip
+    parser.add_argument("--tool-parser", action="append", default=[], metavar="NAME=PARSER",
+                        help="tool-call parser of model NAME: hermes, llama3_json, pythonic, mistral or none "
+                             "(default: recognised from the chat template)")  # fmt: skip
+    parser.add_argument("--reasoning-parser", action="append", default=[], metavar="NAME=PARSER",
+                        help="reasoning parser of model NAME: think or none (default: think if the chat "
+                             "template writes <think>)")  # fmt: skip
     access = parser.add_argument_group("access")
     access.add_argument("--api-key", action="append", default=[], metavar="KEY",
                         help="require 'authorization: Bearer KEY' on API calls (repeatable)")  # fmt: skip
@@ -113,6 +122,8 @@ def from_arguments(args: argparse.Namespace) -> ServeConfig:
             draft_path=Path(entry["draft_path"]) if entry.get("draft_path") else None,
             prompt_lookup=bool(entry.get("prompt_lookup", False)),
             settings=_settings(base, entry.get("scheduler", {}), where),
+            tool_parser=entry.get("tool_parser"),
+            reasoning_parser=entry.get("reasoning_parser"),
         )
     for name, path in map(_name_path, args.model):
         specs[name] = ModelSpec(name, path, settings=base)
@@ -124,6 +135,12 @@ def from_arguments(args: argparse.Namespace) -> ServeConfig:
         if name not in specs:
             raise ConfigError(f"--prompt-lookup {name}: no model named {name!r}")
         specs[name] = dataclasses.replace(specs[name], prompt_lookup=True)
+    for kind, values in (("tool", args.tool_parser), ("reasoning", args.reasoning_parser)):
+        for name, parser in (_name_value(value) for value in values):
+            if name not in specs:
+                raise ConfigError(f"--{kind}-parser {name}=...: no model named {name!r}")
+            changes: dict[str, Any] = {f"{kind}_parser": parser}
+            specs[name] = dataclasses.replace(specs[name], **changes)
     models = list(specs.values()) or bundled_model_specs(base)
     for spec in models:
         for label, directory in (("model", spec.path), ("draft model", spec.draft_path)):
@@ -131,6 +148,11 @@ def from_arguments(args: argparse.Namespace) -> ServeConfig:
                 raise ConfigError(f"{label} of {spec.name!r}: {directory} has no openvino_model.xml")
         if spec.draft_path and spec.prompt_lookup:
             raise ConfigError(f"model {spec.name!r}: a draft model and prompt lookup exclude each other")
+        for kind in ("tool", "reasoning"):
+            chosen = getattr(spec, f"{kind}_parser")
+            problem = None if chosen is None else parser_name_problem(kind, chosen)
+            if problem:
+                raise ConfigError(f"model {spec.name!r}: {problem}")
     keys = [*server.get("api_keys", []), *args.api_key]
     if args.api_key_file:
         keys += [line.strip() for line in args.api_key_file.read_text().splitlines() if line.strip()]
@@ -159,6 +181,13 @@ def _name_path(value: str) -> tuple[str, Path]:
     if not sep or not name or not path:
         raise ConfigError(f"expected NAME=PATH, got {value!r}")
     return name, Path(path).expanduser()
+
+
+def _name_value(value: str) -> tuple[str, str]:
+    name, sep, setting = value.partition("=")
+    if not sep or not name or not setting:
+        raise ConfigError(f"expected NAME=VALUE, got {value!r}")
+    return name, setting
 
 
 def _scheduler_flags(args: argparse.Namespace) -> dict[str, Any]:

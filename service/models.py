@@ -11,6 +11,7 @@ from pathlib import Path
 from service.api.generation import GenerationDefaults, ModelLimits
 from service.engine import Engine, EngineSettings
 from service.errors import InvalidArgument, NotFound, Unavailable, quote
+from service.parsing import OutputFormat
 
 BUNDLED_MODELS_DIR = Path(__file__).resolve().parent / "bundled_models"
 BUNDLED_MODEL = "tiny-chat"
@@ -27,6 +28,8 @@ class ModelSpec:
     draft_path: Path | None = None
     prompt_lookup: bool = False
     settings: EngineSettings = field(default_factory=EngineSettings)
+    tool_parser: str | None = None  # None: recognised from the chat template ("none": off)
+    reasoning_parser: str | None = None
 
 
 def bundled_model_specs(settings: EngineSettings | None = None) -> list[ModelSpec]:
@@ -57,6 +60,7 @@ class ServedModel:
     vocab_size: int
     created: int = field(default_factory=lambda: int(time.time()))
     owned_by: str = "ovserve"
+    output_format: OutputFormat = field(default_factory=OutputFormat)  # how its replies are parsed
 
     @property
     def name(self) -> str:
@@ -73,7 +77,9 @@ class ServedModel:
             spec.name, engine.max_model_len, has_draft_model=engine.has_draft_model, prompt_lookup=spec.prompt_lookup
         )
         vocab_size = int(json.loads((spec.path / "config.json").read_text())["vocab_size"])
-        return cls(spec, engine, limits, GenerationDefaults.from_config(engine.default_config), vocab_size)
+        output_format = OutputFormat.choose(spec.tool_parser, spec.reasoning_parser, engine.tokenizer.chat_template)
+        defaults = GenerationDefaults.from_config(engine.default_config)
+        return cls(spec, engine, limits, defaults, vocab_size, output_format=output_format)
 
 
 class ModelRegistry:

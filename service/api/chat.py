@@ -10,17 +10,19 @@ from typing import Any
 from google.protobuf import json_format
 
 from clients.v1 import chat_pb2, common_pb2
+from service.api.chat_output import fill_message, finish_reason, output_parser, stream_deltas
 from service.api.common import (
     FINISH_REASONS,
+    canonical,
     new_id,
     now,
     streaming_violations,
     token_texts,
-    unsupported_until_structured_outputs,
     usage,
 )
 from service.api.generation import Budget, build_generation_config, generation_violations
 from service.api.runs import DeltaStream, Run, collect_choices, fan_out
+from service.api.structured import structured_output_config
 from service.errors import FieldViolation, InvalidArgument, quote
 from service.models import ModelRegistry, ServedModel
 
@@ -28,7 +30,7 @@ from service.models import ModelRegistry, ServedModel
 # OpenAI's older roles know no "developer": it is a system message to them.
 TEMPLATE_ROLES = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant", "tool": "tool"}
 REASONING_EFFORTS = {"none", "minimal", "low", "medium", "high"}
-TOOL_CHOICES = {"none", "auto"}  # "required" and named functions need constrained decoding (tools issue)
+TOOL_CHOICES = {"none", "auto", "required"}  # "required" and named_tool_choice: constrained decoding (structured.py)
 MAX_TOOLS = 128
 
 Request = chat_pb2.CreateChatCompletionRequest | chat_pb2.StreamChatCompletionRequest
@@ -53,7 +55,8 @@ def prepare(models: ModelRegistry, request: Request, *, streaming: bool) -> Prep
     history = _history(model, request, violations)
     tools = _tools(request, violations)
     context = _template_context(request, violations)
-    violations += unsupported_until_structured_outputs(request)
+    thinking = bool(context.get("enable_thinking"))
+    structured = structured_output_config(request, violations, tools=tools, thinking=thinking)
     violations += logprob_violations(request)
     if violations:  # report the sampling fields' problems too, in the same error
         violations += generation_violations(request, limits=model.limits, streaming=streaming)
@@ -70,6 +73,7 @@ def prepare(models: ModelRegistry, request: Request, *, streaming: bool) -> Prep
         budget=Budget(field, limit, len(prompt_ids), "messages"),
         streaming=streaming,
         logprobs=1 if request.logprobs else 0,
+        structured=structured,
     )
     n = request.n if request.HasField("n") else 1
     return PreparedChat(
@@ -163,11 +167,9 @@ def _tools(request: Request, violations: list[FieldViolation]) -> list[dict[str,
     if request.HasField("tool_choice") and request.tool_choice not in TOOL_CHOICES:
         violations.append(
             FieldViolation(
-                "tool_choice", f"{quote(request.tool_choice)} is not supported yet; use one of {sorted(TOOL_CHOICES)}"
+                "tool_choice", f"unknown value {quote(request.tool_choice)}; use one of {sorted(TOOL_CHOICES)}"
             )
         )
-    if request.HasField("named_tool_choice"):
-        violations.append(FieldViolation("named_tool_choice", "forcing a named tool is not supported yet"))
     if len(request.tools) > MAX_TOOLS:
         violations.append(FieldViolation("tools", f"at most {MAX_TOOLS} tools; got {len(request.tools)}"))
     tools = []
@@ -217,27 +219,6 @@ def render_prompt(
     return model.engine.encode(prompt, add_special_tokens=False)
 
 
-# Keys that JSON Schemas and tool definitions customarily write first, in that order.
-_LEADING_KEYS = ("type", "name", "title", "description", "function", "parameters", "properties", "items", "required")
-
-
-def canonical(value: Any) -> Any:
-    """``value`` with every object's keys in one fixed order: customary keys first, the rest sorted.
-
-    A google.protobuf.Struct is a map, and its iteration order follows
-    Python's per-process hash seed; the chat template renders tools with
-    ``tojson``, so without this the same request rendered a different prompt
-    (and got a different answer) from one server process to the next.
-    """
-    if isinstance(value, dict):
-        leading = [key for key in _LEADING_KEYS if key in value]
-        rest = sorted(key for key in value if key not in _LEADING_KEYS)
-        return {key: canonical(value[key]) for key in [*leading, *rest]}
-    if isinstance(value, list):
-        return [canonical(item) for item in value]
-    return value
-
-
 def json_object(message: Any, where: str, violations: list[FieldViolation]) -> dict[str, Any]:
     """A message holding google.protobuf.Struct values as plain JSON, keys in canonical order.
 
@@ -282,7 +263,14 @@ async def create_chat_completion(
     for choice in choices:
         out = response.choices.add(index=choice.index, finish_reason=FINISH_REASONS[choice.finish_reason])
         out.message.role = common_pb2.ROLE_ASSISTANT
-        out.message.content = choice.text
+        parser = output_parser(prep.model, prep.runs[0].prompt_ids, request, raw=not prep.skip_special_tokens)
+        if parser is None:
+            out.message.content = choice.text
+        else:  # reasoning and tool calls split out of the text
+            parser.feed(choice.text)
+            parser.finish()
+            fill_message(out.message, parser.result)
+            out.finish_reason = finish_reason(out.finish_reason, parser.result)
         if prep.logprobs:
             out.logprobs.CopyFrom(_logprobs(prep.model, choice.token_ids, choice.logprobs))
     response.usage.CopyFrom(usage(len(prep.runs[0].prompt_ids), sum(len(c.token_ids) for c in choices)))
@@ -306,17 +294,30 @@ async def stream_chat_completion(
         first.choices.add(index=index, delta=chat_pb2.ChatCompletionDelta(role=common_pb2.ROLE_ASSISTANT, content=""))
     yield first
     deltas = DeltaStream(prep.model, prep.runs, skip_special_tokens=prep.skip_special_tokens, logprobs=prep.logprobs)
+    raw = not prep.skip_special_tokens
+    parsers = {index: output_parser(prep.model, prep.runs[0].prompt_ids, request, raw=raw) for index in range(prep.n)}
     async for ready in deltas:
-        out = chunk()
+        # Usually one chunk per step; a tool call's name and its arguments need two (name first).
+        chunks: list[chat_pb2.StreamChatCompletionResponse] = []
         for index, delta in ready:
-            choice = out.choices.add(index=index)
-            if delta.text:
-                choice.delta.content = delta.text
-            if delta.finish_reason is not None:
-                choice.finish_reason = FINISH_REASONS[delta.finish_reason]
+            parser, ends = parsers[index], delta.finish_reason is not None
+            if parser is None:
+                parts = [chat_pb2.ChatCompletionDelta(content=delta.text)] if delta.text else []
+            else:
+                parts = stream_deltas(parser.feed(delta.text) + (parser.finish() if ends else []))
+            if not (parts or ends or (prep.logprobs and delta.token_ids)):
+                continue  # the parser holds this text back (a tag may be starting)
+            for position, part in enumerate(parts or [chat_pb2.ChatCompletionDelta()]):
+                if position == len(chunks):
+                    chunks.append(chunk())
+                choice = chunks[position].choices.add(index=index, delta=part)
+            if ends:
+                reason = FINISH_REASONS[delta.finish_reason]
+                choice.finish_reason = finish_reason(reason, parser.result if parser else None)
             if prep.logprobs:
                 choice.logprobs.CopyFrom(_logprobs(prep.model, delta.token_ids, delta.logprobs))
-        yield out
+        for out in chunks:
+            yield out
     if prep.include_usage:
         last = chunk()
         last.usage.CopyFrom(usage(len(prep.runs[0].prompt_ids), deltas.completion_tokens))

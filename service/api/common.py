@@ -50,17 +50,27 @@ def streaming_violations(request: Any, *, streaming: bool, rpc: str) -> list[Fie
     return violations
 
 
-def unsupported_until_structured_outputs(request: Any) -> list[FieldViolation]:
-    """Guided decoding fields are part of the contract but not served yet: refuse them by name."""
-    violations = []
-    for name in ("response_format", "guided_json", "guided_regex"):
-        if request.HasField(name):
-            violations.append(FieldViolation(name, "structured outputs are not supported by this server yet"))
-    if len(request.guided_choice):
-        violations.append(FieldViolation("guided_choice", "structured outputs are not supported by this server yet"))
-    return violations
-
-
 def token_texts(model: ServedModel, token_ids: list[int]) -> list[str]:
     """Each token's own text, for logprobs (special tokens kept; a partial character shows as U+FFFD)."""
     return [model.engine.decode([token], skip_special_tokens=False) for token in token_ids]
+
+
+# Keys that JSON Schemas and tool definitions customarily write first, in that order.
+_LEADING_KEYS = ("type", "name", "title", "description", "function", "parameters", "properties", "items", "required")
+
+
+def canonical(value: Any) -> Any:
+    """``value`` with every object's keys in one fixed order: customary keys first, the rest sorted.
+
+    A google.protobuf.Struct is a map, and its iteration order follows
+    Python's per-process hash seed; the chat template renders tools with
+    ``tojson``, so without this the same request rendered a different prompt
+    (and got a different answer) from one server process to the next.
+    """
+    if isinstance(value, dict):
+        leading = [key for key in _LEADING_KEYS if key in value]
+        rest = sorted(key for key in value if key not in _LEADING_KEYS)
+        return {key: canonical(value[key]) for key in [*leading, *rest]}
+    if isinstance(value, list):
+        return [canonical(item) for item in value]
+    return value

@@ -12,11 +12,11 @@ from service.api.common import (
     now,
     streaming_violations,
     token_texts,
-    unsupported_until_structured_outputs,
     usage,
 )
 from service.api.generation import Budget, build_generation_config, generation_violations
 from service.api.runs import DeltaStream, Run, collect_choices, fan_out
+from service.api.structured import structured_output_config
 from service.errors import FieldViolation, InvalidArgument
 from service.models import ModelRegistry, ServedModel
 
@@ -45,7 +45,7 @@ def prepare(models: ModelRegistry, request: Request, *, streaming: bool) -> Prep
     violations = streaming_violations(request, streaming=streaming, rpc="StreamCompletion")
     model = models.get(request.model)
     prompts = _prompts(model, request, violations)
-    violations += unsupported_until_structured_outputs(request)
+    structured = structured_output_config(request, violations)
     if request.HasField("suffix") and request.suffix:
         violations.append(FieldViolation("suffix", "not supported: the engine does not fill in the middle"))
     logprobs = request.logprobs if request.HasField("logprobs") else 0
@@ -69,7 +69,7 @@ def prepare(models: ModelRegistry, request: Request, *, streaming: bool) -> Prep
         )
         config = build_generation_config(
             request, defaults=model.defaults, limits=model.limits, budget=budget, streaming=streaming,
-            logprobs=logprobs,
+            logprobs=logprobs, structured=structured,
         )  # fmt: skip
         runs += fan_out(Run(prompt_ids, config, first_choice=position * n), n, model)
     return PreparedCompletion(

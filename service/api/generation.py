@@ -131,15 +131,20 @@ def build_generation_config(
     budget: Budget,
     streaming: bool,
     logprobs: int = 0,
+    structured: ov_genai.StructuredOutputConfig | None = None,
 ) -> ov_genai.GenerationConfig:
     """Validate ``request``'s sampling fields and return the engine config for it.
 
     Raises InvalidArgument naming every offending field. ``logprobs`` is the
-    number of logprobs per token the caller has already validated (0 or 1).
+    number of logprobs per token the caller has already validated (0 or 1);
+    ``structured`` the output constraint the caller has already validated
+    (see service.api.structured).
     """
     settings, violations = _settings(request, defaults, limits, streaming)
     violations += _length_rules(budget, settings, limits)
     settings["logprobs"] = logprobs
+    if structured is not None:  # the binding refuses an explicit None
+        settings["structured_output_config"] = structured
     InvalidArgument.check(violations)
     config = ov_genai.GenerationConfig(**settings)
     try:

@@ -99,7 +99,7 @@ class EngineCore:
     def add(self, submission: Submission) -> list[Outcome]:
         """Admit (or queue) a request; returns its failure if the engine refuses it."""
         try:
-            config = ov_genai.GenerationConfig(**submission.config)
+            config = config_from_wire(submission.config)
             config.validate()
             if self._speculative and not (config.num_assistant_tokens or config.assistant_confidence_threshold):
                 # Such a request would make every later step() fail (a draft model
@@ -256,3 +256,29 @@ _CONFIG_ATTRIBUTES = tuple(
     for name in dir(ov_genai.GenerationConfig())
     if not name.startswith(("_", "is_")) and not callable(getattr(ov_genai.GenerationConfig(), name))
 )
+
+# The StructuredOutputConfig attributes that cross into the engine process (all strings; the
+# service builds structural tags as XGrammar JSON for this reason, never as binding objects).
+_STRUCTURED_ATTRIBUTES = ("json_schema", "regex", "grammar", "structural_tags_config")
+
+
+def wire_config(config: ov_genai.GenerationConfig) -> dict[str, Any]:
+    """``config_kwargs`` that pickle: a StructuredOutputConfig (a binding object) travels as its string fields."""
+    kwargs = config_kwargs(config)
+    structured = kwargs.get("structured_output_config")
+    if structured is not None:
+        fields = {name: getattr(structured, name) for name in _STRUCTURED_ATTRIBUTES}
+        if structured.compound_grammar is not None or any(
+            not isinstance(value, str | None) for value in fields.values()
+        ):
+            raise TypeError("only string-valued structured output constraints can reach the engine process")
+        kwargs["structured_output_config"] = {name: value for name, value in fields.items() if value is not None}
+    return kwargs
+
+
+def config_from_wire(kwargs: dict[str, Any]) -> ov_genai.GenerationConfig:
+    """The GenerationConfig that ``wire_config`` described."""
+    structured = kwargs.get("structured_output_config")
+    if isinstance(structured, dict):
+        kwargs = {**kwargs, "structured_output_config": ov_genai.StructuredOutputConfig(**structured)}
+    return ov_genai.GenerationConfig(**kwargs)

@@ -21,7 +21,7 @@ from typing import Any
 
 import openvino_genai as ov_genai
 
-from service.engine.core import Submission, config_kwargs
+from service.engine.core import Submission, wire_config
 from service.engine.types import EngineError, EngineStats, Update
 from service.engine.worker import WorkerSpec
 
@@ -148,7 +148,7 @@ class Engine:
         self._queues[request_id] = queue
         finished = False
         try:
-            self._send(("submit", Submission(request_id, prompt_ids, config_kwargs(config), skip_special_tokens)))
+            self._send(("submit", Submission(request_id, prompt_ids, wire_config(config), skip_special_tokens)))
             while not finished:
                 item = await queue.get()
                 if isinstance(item, BaseException):

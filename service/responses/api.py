@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import time
 from collections.abc import AsyncIterator, Callable
@@ -20,9 +21,11 @@ from typing import Any
 from clients.v1 import response_object_pb2 as objects_pb2
 from clients.v1 import response_pb2
 from service.api.chat import json_object, logprob_violations, render_prompt
+from service.api.chat_output import output_parser
 from service.api.common import new_id, now, streaming_violations
 from service.api.generation import Budget, build_generation_config, generation_violations
 from service.api.runs import Run, stream_runs
+from service.api.structured import structured_output_config
 from service.engine import FinishReason
 from service.errors import FieldViolation, InvalidArgument, NotFound, ServiceError, quote
 from service.models import ModelRegistry, ServedModel
@@ -36,8 +39,7 @@ Request = response_pb2.CreateResponseRequest | response_pb2.StreamResponseReques
 TRUNCATIONS = {"disabled", "auto"}
 REASONING_EFFORTS = {"none", "minimal", "low", "medium", "high"}
 REASONING_SUMMARIES = {"auto", "concise", "detailed"}
-TEXT_FORMATS = {"text"}  # json_object / json_schema come with structured outputs
-TOOL_CHOICES = {"none", "auto"}
+TOOL_CHOICES = {"none", "auto", "required"}  # text.format, "required" and named: service.api.structured
 INCLUDABLE = {"message.output_text.logprobs", "reasoning.encrypted_content", "message.input_image.image_url"}
 PROGRESS_SECONDS = 0.5  # how often a background run's stored Response catches up with its text
 # Response fields that echo the request field of the same name (the contract keeps them alike).
@@ -245,6 +247,10 @@ class ResponsesApi:
         violations += _option_violations(request)
         tools = [_tool(tool, f"tools[{i}]", violations) for i, tool in enumerate(request.tools)]
         context = _template_context(request, violations)
+        structured = structured_output_config(
+            request, violations, tools=tools, thinking=bool(context.get("enable_thinking")),
+            named_field="tool_choice", parameters_field="tools[{}].parameters",
+        )  # fmt: skip
         violations += logprob_violations(request)
         store = not request.HasField("store") or request.store
         background = request.HasField("background") and request.background
@@ -272,6 +278,7 @@ class ResponsesApi:
             budget=Budget("max_output_tokens", limit, len(prompt_ids), "input"),
             streaming=streaming,
             logprobs=1 if request.logprobs else 0,
+            structured=structured,
         )
         canonical = response_pb2.CreateResponseRequest()
         canonical.ParseFromString(request.SerializeToString())  # the twins are wire-identical
@@ -292,13 +299,17 @@ class ResponsesApi:
         for event in events.start(announce_created=not queued):
             yield event
         output_tokens, finish = 0, None
+        parser = output_parser(prep.model, prep.run.prompt_ids, prep.request, raw=not prep.skip_special_tokens)
         try:
             async for _, update in stream_runs(prep.model, [prep.run], skip_special_tokens=prep.skip_special_tokens):
                 for delta in update.sequences:
                     output_tokens += len(delta.token_ids)
                     finish = delta.finish_reason or finish
-                    for event in events.text(delta.text):
+                    output = events.text(delta.text) if parser is None else events.apply(parser.feed(delta.text))
+                    for event in output:
                         yield event
+            for event in events.apply(parser.finish()) if parser is not None else []:
+                yield event
         except (ServiceError, RuntimeError) as error:  # the engine failed: the stream still closes properly
             log.error("response %s failed: %s", events.response.id, error)
             for event in events.fail("server_error", str(error)):
@@ -348,7 +359,6 @@ def _option_violations(request: Request) -> list[FieldViolation]:
     violations = []
     checks: list[tuple[bool, str, str, set[str]]] = [
         (request.HasField("truncation"), "truncation", request.truncation, TRUNCATIONS),
-        (request.HasField("text"), "text.format.type", request.text.format.type or "text", TEXT_FORMATS),
         (request.reasoning.HasField("effort"), "reasoning.effort", request.reasoning.effort, REASONING_EFFORTS),
         (request.reasoning.HasField("summary"), "reasoning.summary", request.reasoning.summary, REASONING_SUMMARIES),
         (request.HasField("tool_choice"), "tool_choice", request.tool_choice, TOOL_CHOICES),
@@ -359,10 +369,6 @@ def _option_violations(request: Request) -> list[FieldViolation]:
     for index, value in enumerate(request.include):
         if value not in INCLUDABLE:
             violations.append(FieldViolation(f"include[{index}]", f"unknown value {quote(value)}"))
-    if request.HasField("named_tool_choice"):
-        violations.append(FieldViolation("tool_choice", "forcing a named tool is not supported yet"))
-    if request.HasField("response_format"):
-        violations.append(FieldViolation("response_format", "structured outputs are not supported by this server yet"))
     if request.HasField("n") and request.n != 1:
         violations.append(FieldViolation("n", "a response has one output; use chat completions for several choices"))
     return violations
@@ -450,10 +456,28 @@ def _stored(prep: Prepared, response: objects_pb2.Response) -> StoredResponse:
     reply = "".join(
         part.output_text.text for item in response.output if item.HasField("message") for part in item.message.content
     )
-    conversation = [*prep.history, {"role": "assistant", "content": reply}]
+    assistant: dict[str, Any] = {"role": "assistant", "content": reply}
+    # Calls and reasoning stay in the conversation, so function_call_output items of the next turn have their call.
+    calls = [item.function_call for item in response.output if item.HasField("function_call")]
+    if calls:
+        assistant["tool_calls"] = [
+            {"id": c.call_id, "type": "function", "function": {"name": c.name, "arguments": _arguments(c.arguments)}}
+            for c in calls
+        ]
+    reasoning = "".join(
+        part.text for item in response.output if item.HasField("reasoning") for part in item.reasoning.summary
+    )
+    if reasoning:
+        assistant["reasoning_content"] = reasoning
+    conversation = [*prep.history, assistant]
     return StoredResponse(
         response=_copy(response), request=prep.request, input_items=prep.items, conversation=conversation
     )
+
+
+def _arguments(text: str) -> Any:
+    """A call's arguments as the chat template renders them: an object (the parser made them valid JSON)."""
+    return json.loads(text or "{}")
 
 
 def _copy(response: objects_pb2.Response) -> objects_pb2.Response:

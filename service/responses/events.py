@@ -1,9 +1,16 @@
 """The Responses stream: a Response object and the events that build it, in OpenAI's order.
 
     created, in_progress,
-    output_item.added (message), content_part.added (output_text),
-    output_text.delta ..., output_text.done, content_part.done, output_item.done,
+    [output_item.added (reasoning), reasoning_summary_part.added,
+     reasoning_summary_text.delta ..., reasoning_summary_text.done, reasoning_summary_part.done, output_item.done]
+    [output_item.added (message), content_part.added (output_text),
+     output_text.delta ..., output_text.done, content_part.done, output_item.done]
+    [output_item.added (function_call), function_call_arguments.delta ..., function_call_arguments.done,
+     output_item.done] per call
     completed | incomplete | failed
+
+One item is open at a time; each has its own output_index. The message item
+is there only when the model wrote content (or wrote nothing at all).
 
 Every event carries the next ``sequence_number``; lifecycle events carry a
 snapshot of the Response. The builder knows nothing of the engine or of
@@ -19,6 +26,7 @@ from clients.v1 import common_pb2
 from clients.v1 import response_events_pb2 as events_pb2
 from clients.v1 import response_object_pb2 as objects_pb2
 from service.api.common import new_id
+from service.parsing import ContentDelta, Piece, ReasoningDelta, ToolCallArguments, ToolCallStarted
 
 Event = events_pb2.ResponseStreamEvent
 Response = objects_pb2.Response
@@ -32,6 +40,9 @@ class ResponseEvents:
         self._sequence = 0
         self._message: objects_pb2.OutputMessage | None = None
         self._text: objects_pb2.OutputText | None = None
+        self._reasoning: objects_pb2.OutputReasoning | None = None
+        self._call: objects_pb2.OutputFunctionCall | None = None
+        self._open: str | None = None  # the open item's kind: "message", "reasoning", "function_call"
         self._output_index = 0
 
     def _event(self, **field: object) -> Event:
@@ -59,9 +70,133 @@ class ResponseEvents:
         events.append(self._event(in_progress=events_pb2.ResponseInProgressEvent(response=self._snapshot())))
         return events
 
+    def apply(self, pieces: list[Piece]) -> list[Event]:
+        """Events for parsed output pieces (reasoning, content, tool calls)."""
+        events = []
+        for piece in pieces:
+            if isinstance(piece, ContentDelta):
+                events += self.text(piece.text)
+            elif isinstance(piece, ReasoningDelta):
+                events += self.reasoning(piece.text)
+            elif isinstance(piece, ToolCallStarted):
+                events += self._open_call(piece.id, piece.name)
+            elif isinstance(piece, ToolCallArguments):
+                events += self._call_arguments(piece.fragment)
+            else:
+                events += self._close_item(objects_pb2.ITEM_STATUS_COMPLETED)
+        return events
+
+    def reasoning(self, delta: str) -> list[Event]:
+        """Reasoning text: opens the reasoning item and its summary part on first use."""
+        events = [] if self._open == "reasoning" else self._open_reasoning()
+        assert self._reasoning is not None
+        if delta:
+            self._reasoning.summary[0].text += delta
+            events.append(
+                self._event(
+                    reasoning_summary_text_delta=events_pb2.ResponseReasoningSummaryTextDeltaEvent(
+                        item_id=self._reasoning.id, output_index=self._output_index, summary_index=0, delta=delta
+                    )
+                )
+            )
+        return events
+
+    def _open_reasoning(self) -> list[Event]:
+        events = self._close_item(objects_pb2.ITEM_STATUS_COMPLETED)
+        self._output_index = len(self.response.output)
+        item = objects_pb2.OutputReasoning(id=new_id("rs_"), status=objects_pb2.ITEM_STATUS_IN_PROGRESS)
+        events.append(
+            self._event(
+                output_item_added=events_pb2.ResponseOutputItemAddedEvent(
+                    output_index=self._output_index, item=objects_pb2.OutputItem(reasoning=item)
+                )
+            )
+        )
+        item.summary.add(text="")
+        events.append(
+            self._event(
+                reasoning_summary_part_added=events_pb2.ResponseReasoningSummaryPartAddedEvent(
+                    item_id=item.id, output_index=self._output_index, summary_index=0, part=item.summary[0]
+                )
+            )
+        )
+        self.response.output.add(reasoning=item)
+        self._reasoning, self._open = self.response.output[self._output_index].reasoning, "reasoning"
+        return events
+
+    def _open_call(self, call_id: str, name: str) -> list[Event]:
+        events = self._close_item(objects_pb2.ITEM_STATUS_COMPLETED)
+        self._output_index = len(self.response.output)
+        item = objects_pb2.OutputFunctionCall(
+            id=new_id("fc_"), call_id=call_id, name=name, status=objects_pb2.ITEM_STATUS_IN_PROGRESS
+        )
+        events.append(
+            self._event(
+                output_item_added=events_pb2.ResponseOutputItemAddedEvent(
+                    output_index=self._output_index, item=objects_pb2.OutputItem(function_call=item)
+                )
+            )
+        )
+        self.response.output.add(function_call=item)
+        self._call, self._open = self.response.output[self._output_index].function_call, "function_call"
+        return events
+
+    def _call_arguments(self, fragment: str) -> list[Event]:
+        assert self._call is not None and self._open == "function_call"
+        self._call.arguments += fragment
+        delta = events_pb2.ResponseFunctionCallArgumentsDeltaEvent(
+            item_id=self._call.id, output_index=self._output_index, delta=fragment
+        )
+        return [self._event(function_call_arguments_delta=delta)]
+
+    def _close_item(self, status: int) -> list[Event]:
+        """The events that close the open item (none if no item is open)."""
+        kind, self._open = self._open, None
+        where: dict[str, Any] = {"output_index": self._output_index}
+        events = []
+        if kind == "message":
+            assert self._message is not None and self._text is not None
+            self._message.status = status  # type: ignore[assignment]
+            part = {**where, "item_id": self._message.id, "content_index": 0}
+            events += [
+                self._event(output_text_done=events_pb2.ResponseOutputTextDoneEvent(text=self._text.text, **part)),
+                self._event(
+                    content_part_done=events_pb2.ResponseContentPartDoneEvent(part=self._message.content[0], **part)
+                ),
+            ]
+            item = objects_pb2.OutputItem(message=self._message)
+        elif kind == "reasoning":
+            assert self._reasoning is not None
+            self._reasoning.status = status  # type: ignore[assignment]
+            summary = self._reasoning.summary[0]
+            part = {**where, "item_id": self._reasoning.id, "summary_index": 0}
+            events += [
+                self._event(
+                    reasoning_summary_text_done=events_pb2.ResponseReasoningSummaryTextDoneEvent(
+                        text=summary.text, **part
+                    )
+                ),
+                self._event(
+                    reasoning_summary_part_done=events_pb2.ResponseReasoningSummaryPartDoneEvent(part=summary, **part)
+                ),
+            ]
+            item = objects_pb2.OutputItem(reasoning=self._reasoning)
+        elif kind == "function_call":
+            assert self._call is not None
+            self._call.status = status  # type: ignore[assignment]
+            done = events_pb2.ResponseFunctionCallArgumentsDoneEvent(
+                item_id=self._call.id, arguments=self._call.arguments, **where
+            )
+            events.append(self._event(function_call_arguments_done=done))
+            item = objects_pb2.OutputItem(function_call=self._call)
+        else:
+            return []
+        done_item = events_pb2.ResponseOutputItemDoneEvent(output_index=self._output_index, item=item)
+        return [*events, self._event(output_item_done=done_item)]
+
     def text(self, delta: str) -> list[Event]:
         """Output text: opens the message item and its output_text part on first use."""
-        events = [] if self._message is not None else self._open_message()
+        events = [] if self._open == "message" else self._open_message()
         if delta:
             assert self._text is not None and self._message is not None
             self._text.text += delta
@@ -75,6 +210,7 @@ class ResponseEvents:
         return events
 
     def _open_message(self) -> list[Event]:
+        events = self._close_item(objects_pb2.ITEM_STATUS_COMPLETED)
         message = objects_pb2.OutputMessage(
             id=new_id("msg_"), role=common_pb2.ROLE_ASSISTANT, status=objects_pb2.ITEM_STATUS_IN_PROGRESS
         )
@@ -95,30 +231,15 @@ class ResponseEvents:
         # Keep references into the Response itself, so its snapshot shows the text so far.
         self._message = self.response.output[self._output_index].message
         self._text = self._message.content[0].output_text
-        return [added, part_added]
+        self._open = "message"
+        return [*events, added, part_added]
 
     def finish(self, *, truncated: bool, usage: objects_pb2.ResponseUsage) -> list[Event]:
         """Close the open item and end with ``response.completed``, or ``response.incomplete`` when truncated."""
-        events = self.text("")  # a response always has its message item, even an empty one
-        assert self._message is not None and self._text is not None
+        # A response that said nothing still has its (empty) message item.
+        events = [] if len(self.response.output) else self.text("")
         item_status = objects_pb2.ITEM_STATUS_INCOMPLETE if truncated else objects_pb2.ITEM_STATUS_COMPLETED
-        self._message.status = item_status
-        where: dict[str, Any] = {"item_id": self._message.id, "output_index": self._output_index, "content_index": 0}
-        events.append(
-            self._event(output_text_done=events_pb2.ResponseOutputTextDoneEvent(text=self._text.text, **where))
-        )
-        events.append(
-            self._event(
-                content_part_done=events_pb2.ResponseContentPartDoneEvent(part=self._message.content[0], **where)
-            )
-        )
-        events.append(
-            self._event(
-                output_item_done=events_pb2.ResponseOutputItemDoneEvent(
-                    output_index=self._output_index, item=objects_pb2.OutputItem(message=self._message)
-                )
-            )
-        )
+        events += self._close_item(item_status)
         self.response.usage.CopyFrom(usage)
         if truncated:
             self.response.status = objects_pb2.RESPONSE_STATUS_INCOMPLETE
@@ -141,5 +262,6 @@ class ResponseEvents:
         self.response.status = objects_pb2.RESPONSE_STATUS_CANCELLED
 
     def _close_open_item(self, status: int) -> None:
-        if self._message is not None and self._message.status == objects_pb2.ITEM_STATUS_IN_PROGRESS:
-            self._message.status = status  # type: ignore[assignment]
+        for item in (self._message, self._reasoning, self._call):
+            if item is not None and item.status == objects_pb2.ITEM_STATUS_IN_PROGRESS:
+                item.status = status  # type: ignore[assignment]

@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from service.api.chat import canonical
+from service.api.common import canonical
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -187,11 +187,11 @@ CASES: list[Bad] = [
         rpcs=("create",)),
     Bad("include_stop_str-false-streaming", "both", {"include_stop_str_in_output": False},
         ("include_stop_str_in_output",), rpcs=("stream",)),
-    # --- structured outputs: in the contract, not served yet
-    Bad("response_format", "both", {"response_format": {"type": "json_object"}}, ("response_format",)),
-    Bad("guided_regex", "both", {"guided_regex": "[a-z]+"}, ("guided_regex",)),
-    Bad("guided_choice", "both", {"guided_choice": ["yes", "no"]}, ("guided_choice",)),
-    Bad("guided_json", "both", {"guided_json": {"type": "object"}}, ("guided_json",)),
+    # --- structured outputs (more in test_structured.py)
+    Bad("response_format-unknown-type", "both", {"response_format": {"type": "yaml"}}, ("response_format.type",)),
+    Bad("guided_regex-unclosed", "both", {"guided_regex": "[a-z"}, ("guided_regex",)),
+    Bad("guided_choice-empty-choice", "both", {"guided_choice": ["yes", ""]}, ("guided_choice[1]",)),
+    Bad("guided_json-bad-type", "both", {"guided_json": {"type": "objekt"}}, ("guided_json.type",)),
     # --- model
     Bad("unknown-model", "both", {"model": "no-such-model"}, (), code=NOT_FOUND),
     Bad("empty-model", "both", {"model": ""}, ("model",)),

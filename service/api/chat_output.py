@@ -1,0 +1,79 @@
+"""An assistant turn's parsed output as chat messages and stream deltas (reasoning, content, tool calls)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from clients.v1 import chat_pb2, common_pb2
+from service.models import ServedModel
+from service.parsing import (
+    ContentDelta,
+    ParsedTurn,
+    Piece,
+    ReasoningDelta,
+    ToolCallArguments,
+    ToolCallStarted,
+    TurnParser,
+)
+
+PROMPT_TAIL_TOKENS = 16  # enough to see whether the template left a <think> block open
+
+
+def output_parser(model: ServedModel, prompt_ids: list[int], request: Any, *, raw: bool) -> TurnParser | None:
+    """A parser for the reply to a chat or Responses ``request``; None with ``raw`` (skip_special_tokens false).
+
+    Tool markup is parsed only when the request offered tools the model may
+    call; ``parallel_tool_calls: false`` keeps the first call.
+    """
+    if raw:
+        return None
+    offered = len(request.tools) > 0 and not (request.HasField("tool_choice") and request.tool_choice == "none")
+    single = request.HasField("parallel_tool_calls") and not request.parallel_tool_calls
+    tail = model.engine.decode(prompt_ids[-PROMPT_TAIL_TOKENS:], skip_special_tokens=False)
+    return model.output_format.parser(prompt_tail=tail, tools=offered, max_calls=1 if single else None)
+
+
+def finish_reason(engine_reason: common_pb2.FinishReason, turn: ParsedTurn | None) -> common_pb2.FinishReason:
+    """``tool_calls`` when the model ended its turn after calling tools; otherwise the engine's reason."""
+    if turn is not None and turn.calls and engine_reason == common_pb2.FINISH_REASON_STOP:
+        return common_pb2.FINISH_REASON_TOOL_CALLS
+    return engine_reason
+
+
+def fill_message(message: chat_pb2.ChatCompletionMessage, turn: ParsedTurn) -> None:
+    """Content (unset when the reply is only tool calls), reasoning_content and tool_calls of a parsed turn."""
+    if turn.content or not turn.calls:
+        message.content = turn.content
+    if turn.reasoning:
+        message.reasoning_content = turn.reasoning
+    for call in turn.calls:
+        message.tool_calls.add(id=call.id, type="function").function.CopyFrom(
+            common_pb2.FunctionCall(name=call.name, arguments=call.arguments)
+        )
+
+
+def stream_deltas(pieces: list[Piece]) -> list[chat_pb2.ChatCompletionDelta]:
+    """One step's pieces as chat deltas, in order; a call's name and its arguments go in separate deltas.
+
+    Text of one kind is joined into one delta; a new delta starts when the
+    kind changes, so a client that applies deltas in order sees reasoning,
+    content and calls in the order the model wrote them.
+    """
+    deltas: list[chat_pb2.ChatCompletionDelta] = []
+    last: type | None = None
+    for piece in pieces:
+        if isinstance(piece, ContentDelta | ReasoningDelta):
+            if last is not type(piece):
+                deltas.append(chat_pb2.ChatCompletionDelta())
+            field = "content" if isinstance(piece, ContentDelta) else "reasoning_content"
+            setattr(deltas[-1], field, getattr(deltas[-1], field) + piece.text)
+        elif isinstance(piece, ToolCallStarted):
+            call = chat_pb2.ToolCallDelta(index=piece.index, id=piece.id, type="function")
+            call.function.name = piece.name
+            deltas.append(chat_pb2.ChatCompletionDelta(tool_calls=[call]))
+        elif isinstance(piece, ToolCallArguments):
+            call = chat_pb2.ToolCallDelta(index=piece.index)
+            call.function.arguments = piece.fragment
+            deltas.append(chat_pb2.ChatCompletionDelta(tool_calls=[call]))
+        last = type(piece)
+    return deltas

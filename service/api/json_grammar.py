@@ -1,0 +1,576 @@
+"""JSON Schema -> a compact XGrammar EBNF grammar (what ``StructuredOutputConfig(grammar=...)`` reads).
+
+Why not hand the schema to the engine: openvino_genai's JSON-schema grammars (XGrammar inside) allow
+any amount of whitespace between JSON tokens, with no option to limit it, and small models then pad
+with newlines until max_tokens, so the JSON never closes. The grammars built here allow one optional
+space after ``:`` and ``,`` and nowhere else: that is how models write JSON (Python's ``json.dumps``
+style, with tokens like ``": "``), so the model keeps its preferred tokens, and whitespace can never
+run on.
+
+What the output looks like, for the subset of JSON Schema agents use:
+
+- objects: declared ``properties`` in schema order, ``required`` ones always, optional ones maybe;
+  no undeclared keys when ``properties`` are given (valid whatever ``additionalProperties`` says);
+  without ``properties``, keys are free-form (at most FREE_MEMBERS of them) and values follow
+  ``additionalProperties`` (free-form JSON when it is absent or true, none when false);
+- arrays: ``items`` / ``prefixItems`` (and draft-07 tuple ``items`` / ``additionalItems``) with
+  ``minItems`` / ``maxItems``;
+- strings: unbounded unless ``maxLength`` says so (a model that never closes a string runs to
+  max_tokens: the schema is how to bound it); escapes allowed, control characters not; ``minLength`` /
+  ``maxLength``, ``pattern`` (a regular subset: literals, classes, ``\\d \\w \\s``, ``.``, groups,
+  alternation, quantifiers, ``^``/``$`` at the ends), ``format`` date / time / date-time / uuid (other
+  formats are annotations and ignored);
+- integers: at most 15 digits (so a small model cannot write digits forever), exactly within
+  ``minimum`` / ``maximum`` / ``exclusiveMinimum`` / ``exclusiveMaximum``; numbers: JSON number syntax,
+  or, when bounded, an integer within the bounds (a valid number, and bounds stay exact);
+- booleans, null, ``enum`` / ``const`` of any JSON value, ``anyOf`` / ``oneOf`` (oneOf's exclusivity is
+  not enforced), a one-element ``allOf``, type lists, OpenAPI's ``nullable``, local ``$ref`` into
+  ``$defs`` / ``definitions`` (recursion included), and any JSON value for ``{}`` or ``true``.
+
+Anything else that constrains the value (``multipleOf``, ``patternProperties``, ``uniqueItems``, ...)
+raises :class:`SchemaError` naming the keyword: ovserve refuses what it cannot enforce.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import re._parser as sre  # the stdlib's own regex parser: patterns are translated from its parse tree
+from collections.abc import Iterator
+from typing import Any
+
+MAX_DIGITS = 15  # integer digits, fraction digits: enough for any real value, bounded for tiny models
+MAX_INTEGER = 10**MAX_DIGITS - 1
+# FREE_FORM: a schema that says nothing ({}, json_object) gets bounded JSON, so a model that never
+# closes a string or a container still ends: two levels of nesting, at most FREE_MEMBERS members or
+# items per container, keys of at most FREE_KEY_LENGTH characters, strings of at most FREE_TEXT_LENGTH.
+# Declared strings are not bounded unless the schema says maxLength: a schema is how to ask for more.
+FREE_MEMBERS = 6
+FREE_KEY_LENGTH = 24
+FREE_TEXT_LENGTH = 48
+
+# Keywords that do not constrain the value.
+ANNOTATIONS = frozenset(
+    {"title", "description", "default", "examples", "$schema", "$id", "$comment", "$defs", "definitions",
+     "deprecated", "readOnly", "writeOnly", "contentEncoding", "contentMediaType"}
+)  # fmt: skip
+TYPE_KEYWORDS = {
+    "object": frozenset({"properties", "required", "additionalProperties"}),
+    "array": frozenset({"items", "prefixItems", "additionalItems", "minItems", "maxItems", "uniqueItems"}),
+    "string": frozenset({"minLength", "maxLength", "pattern", "format"}),
+    "integer": frozenset({"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"}),
+    "number": frozenset({"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"}),
+    "boolean": frozenset(),
+    "null": frozenset(),
+}
+GENERAL_KEYWORDS = frozenset({"type", "enum", "const", "anyOf", "oneOf", "allOf", "$ref", "nullable"})
+KNOWN = ANNOTATIONS | GENERAL_KEYWORDS | frozenset().union(*TYPE_KEYWORDS.values())
+
+# The shared rules, written once per grammar when used. Strings exclude control characters and
+# lone surrogate escapes (a \\uD800 would count as one character here and none in Python).
+BASE_RULES = {
+    "sep": '" "?',
+    "char": r'[^"\\\x00-\x1f] | "\\" escape',
+    "escape": r'["\\/bfnrt] | "u" ([0-9a-cA-CefEF] hex{3} | [dD] [0-7] hex{2})',
+    "hex": "[0-9a-fA-F]",
+    "string": r'"\"" char* "\""',
+    "integer": f'"-"? ("0" | [1-9] [0-9]{{0,{MAX_DIGITS - 1}}})',
+    "number": f'integer ("." [0-9]{{1,{MAX_DIGITS}}})? ([eE] [+-]? [0-9]{{1,2}})?',
+    # Free-form JSON (json_object, {}): bounded, see FREE_FORM.
+    "value": "object | array | scalar",
+    "object": f'"{{" (key ":" sep inner ("," sep key ":" sep inner){{0,{FREE_MEMBERS - 1}}})? "}}"',
+    "array": f'"[" (inner ("," sep inner){{0,{FREE_MEMBERS - 1}}})? "]"',
+    "inner": "flat_object | flat_array | scalar",
+    "flat_object": f'"{{" (key ":" sep scalar ("," sep key ":" sep scalar){{0,{FREE_MEMBERS - 1}}})? "}}"',
+    "flat_array": f'"[" (scalar ("," sep scalar){{0,{FREE_MEMBERS - 1}}})? "]"',
+    "scalar": 'text | number | "true" | "false" | "null"',
+    "key": f'"\\"" char{{1,{FREE_KEY_LENGTH}}} "\\""',
+    "text": f'"\\"" char{{0,{FREE_TEXT_LENGTH}}} "\\""',
+    "date": '[0-9]{4} "-" ("0" [1-9] | "1" [0-2]) "-" ("0" [1-9] | [12] [0-9] | "3" [01])',
+    "time": '([01] [0-9] | "2" [0-3]) ":" [0-5] [0-9] ":" [0-5] [0-9] ("." [0-9]{1,6})? '
+    '("Z" | [+-] ([01] [0-9] | "2" [0-3]) ":" [0-5] [0-9])',
+}
+BASE_USES = {  # which shared rules each shared rule needs
+    "char": ("escape",), "escape": ("hex",), "string": ("char",), "number": ("integer",),
+    "value": ("object", "array", "scalar"), "object": ("key", "sep", "inner"), "array": ("inner", "sep"),
+    "inner": ("flat_object", "flat_array", "scalar"), "flat_object": ("key", "sep", "scalar"),
+    "flat_array": ("scalar", "sep"), "scalar": ("text", "number"), "key": ("char",), "text": ("char",),
+}  # fmt: skip
+FORMATS = {
+    "date": "date",
+    "time": "time",
+    "date-time": 'date "T" time',
+    "uuid": 'hex{8} "-" hex{4} "-" hex{4} "-" hex{4} "-" hex{12}',
+}
+FORMAT_USES = {"date": ("date",), "time": ("time",), "date-time": ("date", "time"), "uuid": ("hex",)}
+
+
+class SchemaError(ValueError):
+    """A schema the converter cannot enforce; ``path`` leads to the offending keyword."""
+
+    def __init__(self, path: tuple[str | int, ...], message: str) -> None:
+        super().__init__(message)
+        self.path = path
+        self.message = message
+
+
+def literal(text: str) -> str:
+    """An EBNF string literal (XGrammar reads JSON's escapes)."""
+    return json.dumps(text, ensure_ascii=False)
+
+
+def json_literal(value: Any) -> str:
+    """An EBNF literal for the compact JSON text of ``value``."""
+    return literal(json.dumps(value, ensure_ascii=False, separators=(",", ":")))
+
+
+def schema_grammar(schema: Any) -> str:
+    """The EBNF grammar (``root ::= ...``) of compact JSON documents valid against ``schema``."""
+    grammar = GrammarBuilder()
+    return grammar.ebnf(grammar.add(schema))
+
+
+class GrammarBuilder:
+    """Collects rules for one grammar; several schemas may share it (one per tool, say)."""
+
+    def __init__(self) -> None:
+        self._rules: dict[str, str] = {}
+        self._base: set[str] = set()
+        self._refs: dict[tuple[int, str], str] = {}
+
+    def add(self, schema: Any) -> str:
+        """A rule name for the JSON values ``schema`` (a whole document, for its ``$ref``s) allows."""
+        return self.rule("schema", _Document(self, schema).value(schema, ()))
+
+    def ebnf(self, root: str) -> str:
+        """The grammar text, with ``root`` (an EBNF expression) as its start."""
+        lines = [f"root ::= {root}"]
+        lines += [f"{name} ::= {body}" for name, body in self._rules.items()]
+        lines += [f"{name} ::= {BASE_RULES[name]}" for name in BASE_RULES if name in self._base]
+        return "\n".join(lines) + "\n"
+
+    def base(self, *names: str) -> None:
+        """Mark shared rules (and what they use) as needed."""
+        for name in names:
+            if name not in self._base:
+                self._base.add(name)
+                self.base(*BASE_USES.get(name, ()))
+
+    def rule(self, hint: str, body: str) -> str:
+        """A new rule with this body; its name."""
+        name = f"{hint}_{len(self._rules)}"
+        self._rules[name] = body
+        return name
+
+    def reserve(self, key: tuple[int, str]) -> tuple[str, bool]:
+        """The rule name for a ``$ref`` target, and whether it is new (so its body is still to write)."""
+        if key in self._refs:
+            return self._refs[key], False
+        name = self._refs[key] = f"ref_{len(self._rules)}"
+        self._rules[name] = ""  # filled in by define(); reserved first so recursion finds it
+        return name, True
+
+    def define(self, name: str, body: str) -> None:
+        self._rules[name] = body
+
+
+class _Document:
+    """One schema document: resolves its local ``$ref``s and writes the expressions of its parts."""
+
+    def __init__(self, grammar: GrammarBuilder, root: Any) -> None:
+        self.grammar = grammar
+        self.root = root
+
+    def value(self, schema: Any, path: tuple[str | int, ...]) -> str:
+        """The EBNF expression for the values ``schema`` allows."""
+        if schema is True or schema == {}:
+            return self._base("value")
+        if schema is False:
+            raise SchemaError(path, "a false schema allows no value")
+        if not isinstance(schema, dict):
+            raise SchemaError(path, "must be a JSON Schema object")
+        for keyword in schema:
+            if keyword not in KNOWN:
+                raise SchemaError((*path, keyword), f"{keyword} is not supported in structured outputs")
+        if schema.get("uniqueItems") is True:
+            raise SchemaError((*path, "uniqueItems"), "uniqueItems is not supported in structured outputs")
+        expression = self._constrained(schema, path)
+        if schema.get("nullable") is True:
+            expression = f'{expression} | "null"'
+        return f"({expression})"
+
+    def _constrained(self, schema: dict[str, Any], path: tuple[str | int, ...]) -> str:
+        combinators = [key for key in ("$ref", "anyOf", "oneOf", "allOf") if key in schema]
+        if combinators:
+            key = combinators[0]
+            others = [k for k in schema if k not in ANNOTATIONS and k not in (key, "nullable")]
+            if others:
+                raise SchemaError((*path, others[0]), f"{others[0]} cannot be combined with {key} here")
+            return self._combinator(key, schema[key], (*path, key))
+        if "const" in schema or "enum" in schema:
+            return self._enum(schema, path)
+        types = schema.get("type", _implied_types(schema))
+        if isinstance(types, str):
+            types = [types]
+        return " | ".join(self._typed(schema, kind, path) for kind in dict.fromkeys(types))
+
+    def _combinator(self, key: str, target: Any, path: tuple[str | int, ...]) -> str:
+        if key == "$ref":
+            return self._ref(target, path)
+        if not isinstance(target, list) or not target:
+            raise SchemaError(path, f"{key} must be a non-empty list")
+        if key == "allOf" and len(target) > 1:
+            raise SchemaError(path, "allOf with more than one schema is not supported in structured outputs")
+        return " | ".join(self.value(sub, (*path, index)) for index, sub in enumerate(target))
+
+    def _ref(self, ref: Any, path: tuple[str | int, ...]) -> str:
+        if not isinstance(ref, str) or not ref.startswith("#"):
+            raise SchemaError(path, "only local references (#/$defs/...) are supported")
+        name, new = self.grammar.reserve((id(self.root), ref))
+        if new:
+            target: Any = self.root
+            for part in filter(None, ref[1:].split("/")):
+                part = part.replace("~1", "/").replace("~0", "~")
+                if isinstance(target, dict) and part in target:
+                    target = target[part]
+                elif isinstance(target, list) and part.isdigit() and int(part) < len(target):
+                    target = target[int(part)]
+                else:
+                    raise SchemaError(path, f"{ref} does not resolve in this schema")
+            self.grammar.define(name, self.value(target, path))
+        return name
+
+    def _enum(self, schema: dict[str, Any], path: tuple[str | int, ...]) -> str:
+        values = [schema["const"]] if "const" in schema else list(schema["enum"])
+        if "const" in schema and "enum" in schema:
+            values = [value for value in values if value in schema["enum"]]
+        if "type" in schema:
+            types = [schema["type"]] if isinstance(schema["type"], str) else schema["type"]
+            values = [value for value in values if any(_is_type(value, kind) for kind in types)]
+        if schema.get("nullable") is True:
+            values = [value for value in values if value is not None]
+        if not values and schema.get("nullable") is not True:
+            raise SchemaError((*path, "enum" if "enum" in schema else "const"), "no value satisfies the schema")
+        alternatives = dict.fromkeys(json_literal(value) for value in values)
+        return " | ".join(alternatives) if alternatives else '"null"'
+
+    def _typed(self, schema: dict[str, Any], kind: Any, path: tuple[str | int, ...]) -> str:
+        build = {
+            "object": self._object, "array": self._array, "string": self._string,
+            "integer": self._integer, "number": self._number,
+        }  # fmt: skip
+        if kind == "boolean":
+            return '"true" | "false"'
+        if kind == "null":
+            return '"null"'
+        if kind not in build:
+            raise SchemaError((*path, "type"), f"unknown type {kind!r}")
+        return f"({build[kind](schema, path)})"
+
+    def _object(self, schema: dict[str, Any], path: tuple[str | int, ...]) -> str:
+        properties = dict(schema.get("properties", {}))
+        required = list(schema.get("required", []))
+        extra = schema.get("additionalProperties", True)
+        for name in required:
+            if name not in properties:
+                if extra is False:
+                    raise SchemaError((*path, "required"), f"{name!r} is required but additionalProperties is false")
+                properties[name] = extra if isinstance(extra, dict) else {}
+        if not properties:
+            if extra is False:
+                return '"{" "}"'
+            if not isinstance(extra, dict) or extra == {}:
+                return self._base("object")
+            self.grammar.base("key", "sep")  # undeclared keys are free-form: bounded like FREE_FORM
+            pair = f'key ":" sep {self.value(extra, (*path, "additionalProperties"))}'
+            return f'"{{" ({pair} ("," sep {pair}){{0,{FREE_MEMBERS - 1}}})? "}}"'
+        self.grammar.base("sep")
+        pairs = [  # one rule per member: _members may write a member more than once
+            (self._member(name, sub, path), name in required) for name, sub in properties.items()
+        ]
+        return f'"{{" {_members(pairs)} "}}"'
+
+    def _member(self, name: str, schema: Any, path: tuple[str | int, ...]) -> str:
+        value = self.value(schema, (*path, "properties", name))
+        return self.grammar.rule("member", f'{json_literal(name)} ":" sep {value}')
+
+    def _array(self, schema: dict[str, Any], path: tuple[str | int, ...]) -> str:
+        items = schema.get("items", True)
+        if isinstance(items, list):  # draft-07 tuples
+            prefix, rest, rest_key = items, schema.get("additionalItems", True), "additionalItems"
+        else:
+            prefix, rest, rest_key = schema.get("prefixItems", []), items, "items"
+        low, high = schema.get("minItems", 0), schema.get("maxItems")
+        prefix_key = "items" if isinstance(items, list) else "prefixItems"
+        if high is not None:
+            prefix = prefix[:high]
+        elements = [self.value(sub, (*path, prefix_key, index)) for index, sub in enumerate(prefix)]
+        more_low = max(0, low - len(elements))
+        more_high = None if high is None else high - len(elements)
+        if more_high is not None and more_low > more_high:
+            raise SchemaError((*path, "minItems"), "minItems is above maxItems")
+        if rest is False:
+            if more_low:
+                raise SchemaError((*path, "minItems"), "more items required than the schema allows")
+            more_high = 0
+        self.grammar.base("sep")
+        parts = [" ".join(['"["', *[f'"," sep {e}' if i else e for i, e in enumerate(elements)]])]
+        if more_high != 0:
+            item = self.value(rest, (*path, rest_key))
+            if elements:
+                parts.append(_repeat(f'("," sep {item})', more_low, more_high))
+            else:
+                tail = _repeat(f'("," sep {item})', max(more_low - 1, 0), None if more_high is None else more_high - 1)
+                parts.append(f"({item} {tail})" + ("" if more_low else "?"))
+        return " ".join([*parts, '"]"'])
+
+    def _string(self, schema: dict[str, Any], path: tuple[str | int, ...]) -> str:
+        low, high = schema.get("minLength", 0), schema.get("maxLength")
+        if "pattern" in schema:
+            if "minLength" in schema or "maxLength" in schema:
+                raise SchemaError((*path, "pattern"), "pattern with minLength/maxLength is not supported")
+            return f'"\\"" {pattern_expression(schema["pattern"], (*path, "pattern"))} "\\""'
+        fmt = schema.get("format")
+        if fmt in FORMATS:
+            self.grammar.base(*FORMAT_USES[fmt])
+            return f'"\\"" {FORMATS[fmt]} "\\""'
+        self.grammar.base("char" if low or high is not None else "string")
+        if not low and high is None:
+            return "string"
+        if high is not None and low > high:
+            raise SchemaError((*path, "minLength"), "minLength is above maxLength")
+        return f'"\\"" {_repeat("char", low, high)} "\\""'
+
+    def _integer(self, schema: dict[str, Any], path: tuple[str | int, ...]) -> str:
+        low, high = _bounds(schema, path)
+        if low <= -MAX_INTEGER and high >= MAX_INTEGER:
+            return self._base("integer")
+        return integer_range(low, high, path)
+
+    def _number(self, schema: dict[str, Any], path: tuple[str | int, ...]) -> str:
+        if not any(key in schema for key in TYPE_KEYWORDS["number"]):
+            return self._base("number")
+        return self._integer(schema, path)  # bounded: an integer within the bounds, exactly
+
+    def _base(self, name: str) -> str:
+        self.grammar.base(name)
+        return name
+
+
+# ---- pieces ----
+
+
+def _implied_types(schema: dict[str, Any]) -> list[str]:
+    """The types a schema without ``type`` constrains (any value if none): we write only those."""
+    implied = [kind for kind, keys in TYPE_KEYWORDS.items() if keys & schema.keys() and kind != "integer"]
+    return implied or list(TYPE_KEYWORDS)
+
+
+def _is_type(value: Any, kind: str) -> bool:
+    checks = {
+        "object": lambda v: isinstance(v, dict),
+        "array": lambda v: isinstance(v, list),
+        "string": lambda v: isinstance(v, str),
+        "integer": lambda v: isinstance(v, int | float) and not isinstance(v, bool) and float(v).is_integer(),
+        "number": lambda v: isinstance(v, int | float) and not isinstance(v, bool),
+        "boolean": lambda v: isinstance(v, bool),
+        "null": lambda v: v is None,
+    }
+    return kind in checks and bool(checks[kind](value))
+
+
+def _members(pairs: list[tuple[str, bool]]) -> str:
+    """Object members in order: required ones always, optional ones maybe, commas only between."""
+
+    def rest(start: int) -> str:
+        return " ".join(f'"," sep {pair}' if required else f'("," sep {pair})?' for pair, required in pairs[start:])
+
+    alternatives = []
+    for index, (pair, required) in enumerate(pairs):
+        alternatives.append(f"{pair} {rest(index + 1)}".strip())
+        if required:  # the first required member comes first or after optional ones before it
+            return "(" + " | ".join(alternatives) + ")"
+    return "(" + " | ".join(alternatives) + ")?"
+
+
+def _repeat(expression: str, low: int, high: int | None) -> str:
+    if high is None:
+        return f"{expression}{{{low},}}" if low else f"{expression}*"
+    if high == low:
+        return f"{expression}{{{low}}}" if low else ""
+    return f"{expression}{{{low},{high}}}"
+
+
+def _bounds(schema: dict[str, Any], path: tuple[str | int, ...]) -> tuple[int, int]:
+    low, high = -MAX_INTEGER, MAX_INTEGER
+    for key in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"):
+        bound = schema.get(key)
+        if bound is None:
+            continue
+        if isinstance(bound, bool) or not isinstance(bound, int | float):
+            raise SchemaError((*path, key), f"{key} must be a number")
+        if key == "minimum":
+            low = max(low, math.ceil(bound))
+        elif key == "maximum":
+            high = min(high, math.floor(bound))
+        elif key == "exclusiveMinimum":
+            low = max(low, math.floor(bound) + 1)
+        else:
+            high = min(high, math.ceil(bound) - 1)
+    if low > high:
+        raise SchemaError(path, "no integer of at most 15 digits lies within minimum/maximum")
+    return low, high
+
+
+def integer_range(low: int, high: int, path: tuple[str | int, ...] = ()) -> str:
+    """An EBNF expression for the decimal integers in [low, high] (no leading zeros, no "-0")."""
+    alternatives = []
+    if low < 0:
+        magnitudes = _digit_ranges(max(1, -high), -low)
+        alternatives.append(f'"-" ({" | ".join(magnitudes)})')
+    if high >= 0:
+        alternatives += _digit_ranges(max(0, low), high)
+    return " | ".join(alternatives)
+
+
+def _digit_ranges(low: int, high: int) -> list[str]:
+    out: list[str] = []
+    while low <= high:
+        width, top_width = len(str(low)), len(str(high))
+        if low == 10 ** (width - 1) and high == 10**top_width - 1 and top_width > width:  # all of 10..99999
+            return [*out, f"[1-9] [0-9]{{{width - 1},{top_width - 1}}}"]
+        top = min(high, 10 ** len(str(low)) - 1)
+        out += _same_length(str(low), str(top))
+        low = top + 1
+    return out
+
+
+def _same_length(low: str, high: str) -> list[str]:
+    """Digit strings of one length between ``low`` and ``high``, as EBNF sequences."""
+    if low == high:
+        return [literal(low)]
+    if len(low) == 1:
+        return [f"[{low}-{high}]"]
+    if low[0] == high[0]:
+        return [f"{literal(low[0])} {tail}" for tail in _same_length(low[1:], high[1:])]
+    width = len(low) - 1
+    first, last = int(low[0]), int(high[0])
+    head: list[str] = []
+    tail: list[str] = []
+    if low[1:] != "0" * width:
+        head = [f"{literal(low[0])} {rest}" for rest in _same_length(low[1:], "9" * width)]
+        first += 1
+    if high[1:] != "9" * width:
+        tail = [f"{literal(high[0])} {rest}" for rest in _same_length("0" * width, high[1:])]
+        last -= 1
+    middle = [f"[{first}-{last}] [0-9]{{{width}}}"] if first <= last else []
+    return head + middle + tail
+
+
+# ---- patterns ----
+
+# What a JSON string may hold unescaped; everything a pattern matches is written in that alphabet.
+_SAFE = '^"\\\\\\x00-\\x1f'
+_CATEGORIES = {"CATEGORY_DIGIT": [(48, 57)], "CATEGORY_WORD": [(48, 57), (65, 90), (97, 122), (95, 95)],
+               "CATEGORY_SPACE": [(32, 32)]}  # fmt: skip
+
+
+def pattern_expression(pattern: Any, path: tuple[str | int, ...] = ()) -> str:
+    """An EBNF expression for the JSON string *contents* that fully match ``pattern``.
+
+    JSON Schema patterns are unanchored searches; writing a full match is a valid subset. Classes are
+    narrowed to what JSON writes unescaped (no quotes, backslashes or control characters).
+    """
+    if not isinstance(pattern, str):
+        raise SchemaError(path, "pattern must be a string")
+    try:
+        parsed = sre.parse(pattern)
+    except re.error as error:
+        raise SchemaError(path, f"not a valid regular expression: {error}") from error
+    if parsed.state.flags & (re.IGNORECASE | re.MULTILINE | re.DOTALL | re.VERBOSE):
+        raise SchemaError(path, "regex flags are not supported in patterns")
+    return _sequence(list(parsed), path) or '""'
+
+
+def _sequence(items: list[Any], path: tuple[str | int, ...]) -> str:
+    parts = []
+    for index, (op, arg) in enumerate(items):
+        name = str(op)
+        if name == "AT":
+            at = str(arg)
+            if (index == 0 and at in ("AT_BEGINNING", "AT_BEGINNING_STRING")) or (
+                index == len(items) - 1 and at in ("AT_END", "AT_END_STRING")
+            ):
+                continue
+            raise SchemaError(path, "anchors are supported only at the start and end of a pattern")
+        parts.append(_item(name, arg, path))
+    return " ".join(part for part in parts if part)
+
+
+def _item(name: str, arg: Any, path: tuple[str | int, ...]) -> str:
+    if name == "LITERAL":
+        return literal(json.dumps(chr(arg), ensure_ascii=False)[1:-1])
+    if name == "NOT_LITERAL":
+        return f"[{_SAFE}{_class_char(arg)}]"
+    if name == "ANY":
+        return f"[{_SAFE}]"
+    if name == "IN":
+        return _class(arg, path)
+    if name in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"):
+        low, high, sub = arg
+        body = _sequence(list(sub), path)
+        return _repeat(f"({body})", low, None if high == sre.MAXREPEAT else high) if body else ""
+    if name == "SUBPATTERN":
+        _group, add_flags, del_flags, sub = arg
+        if add_flags or del_flags:
+            raise SchemaError(path, "inline regex flags are not supported in patterns")
+        return f"({_sequence(list(sub), path) or literal('')})"
+    if name == "BRANCH":
+        return "(" + " | ".join(_sequence(list(b), path) or literal("") for b in arg[1]) + ")"
+    raise SchemaError(path, f"the regex construct {name} is not supported in patterns")
+
+
+def _class(items: list[Any], path: tuple[str | int, ...]) -> str:
+    negate = bool(items) and str(items[0][0]) == "NEGATE"
+    ranges: list[tuple[int, int]] = []
+    for op, arg in items[1:] if negate else items:
+        name = str(op)
+        if name == "LITERAL":
+            ranges.append((arg, arg))
+        elif name == "RANGE":
+            ranges.append(arg)
+        elif name == "CATEGORY" and str(arg) in _CATEGORIES and not negate:
+            ranges += _CATEGORIES[str(arg)]
+        else:
+            raise SchemaError(path, f"the class item {name} {arg} is not supported in patterns")
+    if negate:
+        return f"[{_SAFE}{''.join(_class_range(r) for r in ranges)}]"
+    safe = [piece for r in ranges for piece in _json_safe(r)]
+    if not safe:
+        raise SchemaError(path, "a character class holds only characters JSON must escape")
+    return f"[{''.join(_class_range(r) for r in safe)}]"
+
+
+def _json_safe(span: tuple[int, int]) -> Iterator[tuple[int, int]]:
+    """The part of a code point range JSON writes unescaped (no controls, '"' or '\\')."""
+    low, high = max(span[0], 0x20), span[1]
+    for cut in (0x22, 0x5C):
+        if low <= cut <= high:
+            if low < cut:
+                yield (low, cut - 1)
+            low = cut + 1
+    if low <= high:
+        yield (low, high)
+
+
+def _class_range(span: tuple[int, int]) -> str:
+    low, high = span
+    return _class_char(low) if low == high else f"{_class_char(low)}-{_class_char(high)}"
+
+
+def _class_char(code: int) -> str:
+    char = chr(code)
+    if char.isascii() and char.isalnum():
+        return char
+    return f"\\u{code:04x}" if code <= 0xFFFF else char

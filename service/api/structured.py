@@ -1,0 +1,400 @@
+"""Structured outputs: a request's output constraints -> ``openvino_genai.StructuredOutputConfig``.
+
+The constraints a request may set (at most one of them):
+
+- ``response_format`` (chat, completions, Responses): text | json_object | json_schema | structural_tag;
+- ``guided_json`` / ``guided_regex`` / ``guided_choice`` (chat, completions; vLLM's names);
+- ``text.format`` (Responses): text | json_object | json_schema;
+- ``tool_choice`` "required" or a named function (chat, Responses): the model must write tool calls in
+  the Hermes/Qwen form ``<tool_call>\\n{"name": ..., "arguments": {...}}\\n</tool_call>`` with arguments
+  valid against the tool's ``parameters``.
+
+Every schema is checked against the JSON Schema meta-schema (``jsonschema``), then turned into a
+compact EBNF grammar by ``service.api.json_grammar`` (not handed to the engine as a schema: XGrammar's
+own JSON grammars allow unbounded whitespace, and small models pad with it until max_tokens); what
+the converter cannot enforce is refused naming the keyword. Every grammar is then compiled once by the
+grammar compiler the engine itself uses (XGrammar inside openvino_genai) before the request is
+queued. That check matters: a grammar the engine cannot compile fails the whole engine step, and with
+it every request in the batch. Most grammars now come from our own generator, so what it still catches
+is a generator bug, a user's guided_regex or structural tag, or a grammar too large for the compiler;
+the remaining risk is a grammar that compiles here but fails later in the engine (none known).
+OVMS silently turns guidance off on invalid input; ovserve refuses the request with INVALID_ARGUMENT
+naming the field.
+
+Every constraint is expressed with string-valued fields only (regex, EBNF, or an XGrammar
+structural-tag JSON document), so the config crosses into the engine process as plain data (see
+``service.engine.core.wire_config``).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import jsonschema
+import openvino_genai as ov_genai
+from google.protobuf import json_format
+
+from service.api.common import canonical
+from service.api.json_grammar import GrammarBuilder, SchemaError, literal, schema_grammar
+from service.errors import FieldViolation, quote
+from service.models import BUNDLED_MODEL, BUNDLED_MODELS_DIR
+
+FORMAT_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")  # OpenAI's rule for json_schema.name
+JSON_OBJECT = schema_grammar({"type": "object"})  # json_object: any JSON object
+# The Hermes/Qwen tool-call form (what the bundled tiny-chat and Qwen models write); the opening tag
+# is the trigger, and the arguments are the tool's parameters schema.
+TOOL_CALL_BEGIN = '<tool_call>\n{{"name": {name}, "arguments": '
+TOOL_CALL_END = "}\n</tool_call>"
+TOOL_CALL_SEPARATOR = "\n"
+MAX_PARALLEL_CALLS = 8  # "required" with parallel calls: a bound, so a small model cannot call forever
+THINK_BEGIN, THINK_END = "<think>", "</think>\n\n"
+
+
+@dataclass(frozen=True)
+class Guide:
+    """One output constraint: the request field that asked for it and the config attribute that holds it."""
+
+    field: str  # e.g. "response_format", "guided_regex", "tool_choice"
+    kind: str  # regex | grammar | structural_tags_config
+    value: str
+
+    def config(self) -> ov_genai.StructuredOutputConfig:
+        """The engine's form of this constraint."""
+        return ov_genai.StructuredOutputConfig(**{self.kind: self.value})
+
+
+def structured_output_config(
+    request: Any,
+    violations: list[FieldViolation],
+    *,
+    tools: Sequence[dict[str, Any]] = (),
+    thinking: bool = False,
+    named_field: str = "named_tool_choice",
+    parameters_field: str = "tools[{}].function.parameters",
+) -> ov_genai.StructuredOutputConfig | None:
+    """The request's output constraint for the engine, or None; appends what is wrong to ``violations``.
+
+    ``tools``: the request's tools in the chat template's form ({"type": "function", "function": {...}});
+    ``thinking``: the chat template lets the model open a ``<think>`` block first (forced tool calls
+    may follow one); ``named_field`` / ``parameters_field``: how this request type names the named tool
+    choice and a tool's parameters in errors.
+    """
+    before = len(violations)
+    guides = [
+        guide
+        for guide in (
+            _response_format(request, violations),
+            _text_format(request, violations),
+            _guided_json(request, violations),
+            _guided_regex(request, violations),
+            _guided_choice(request, violations),
+            _tool_calls(request, violations, tools, thinking, named_field, parameters_field),
+        )
+        if guide is not None
+    ]
+    if len(guides) > 1:
+        first, second = guides[0], guides[1]
+        violations.append(
+            FieldViolation(second.field, f"cannot be combined with {first.field}: set at most one output constraint")
+        )
+    if len(violations) > before or not guides:
+        return None
+    guide = guides[0]
+    error = grammar_error(guide.kind, guide.value)
+    if error is not None:
+        violations.append(FieldViolation(guide.field, f"the grammar engine refused it: {error}"))
+        return None
+    return guide.config()
+
+
+# ---- request fields -> guides ----
+
+
+def _present(request: Any, name: str) -> bool:
+    fields = request.DESCRIPTOR.fields_by_name
+    if name not in fields:
+        return False
+    return bool(len(getattr(request, name))) if fields[name].is_repeated else request.HasField(name)
+
+
+def _response_format(request: Any, violations: list[FieldViolation]) -> Guide | None:
+    if not _present(request, "response_format"):
+        return None
+    fmt, where = request.response_format, "response_format"
+    if fmt.type in ("", "text"):
+        return None
+    if fmt.type == "json_object":
+        return Guide(where, "grammar", JSON_OBJECT)
+    if fmt.type == "json_schema":
+        if not fmt.HasField("json_schema"):
+            violations.append(FieldViolation(f"{where}.json_schema", "required when type is json_schema"))
+            return None
+        spec = fmt.json_schema
+        _check_name(spec.name, f"{where}.json_schema.name", violations)
+        return _schema_guide(spec, "schema", f"{where}.json_schema.schema", where, violations)
+    if fmt.type == "structural_tag":
+        return _structural_tag(fmt, where, violations)
+    violations.append(
+        FieldViolation(
+            f"{where}.type",
+            f"unknown type {quote(fmt.type)}; expected text, json_object, json_schema or structural_tag",
+        )
+    )
+    return None
+
+
+def _text_format(request: Any, violations: list[FieldViolation]) -> Guide | None:
+    if not _present(request, "text") or not request.text.HasField("format"):
+        return None
+    fmt, where = request.text.format, "text.format"
+    if fmt.type in ("", "text"):
+        return None
+    if fmt.type == "json_object":
+        return Guide(where, "grammar", JSON_OBJECT)
+    if fmt.type == "json_schema":
+        _check_name(fmt.name, f"{where}.name", violations)
+        return _schema_guide(fmt, "schema", f"{where}.schema", where, violations)
+    violations.append(
+        FieldViolation(f"{where}.type", f"unknown type {quote(fmt.type)}; expected text, json_object or json_schema")
+    )
+    return None
+
+
+def _guided_json(request: Any, violations: list[FieldViolation]) -> Guide | None:
+    if not _present(request, "guided_json"):
+        return None
+    return _schema_guide(request, "guided_json", "guided_json", "guided_json", violations)
+
+
+def _guided_regex(request: Any, violations: list[FieldViolation]) -> Guide | None:
+    if not _present(request, "guided_regex"):
+        return None
+    if not request.guided_regex:
+        violations.append(FieldViolation("guided_regex", "must not be empty"))
+        return None
+    return Guide("guided_regex", "regex", request.guided_regex)
+
+
+def _guided_choice(request: Any, violations: list[FieldViolation]) -> Guide | None:
+    if not _present(request, "guided_choice"):
+        return None
+    choices = list(request.guided_choice)
+    for index, choice in enumerate(choices):
+        if not choice:
+            violations.append(FieldViolation(f"guided_choice[{index}]", "a choice must not be empty"))
+    # An EBNF alternation of string literals: XGrammar reads JSON's string escapes, so no regex escaping.
+    grammar = "root ::= " + " | ".join(json.dumps(choice, ensure_ascii=False) for choice in dict.fromkeys(choices))
+    return Guide("guided_choice", "grammar", grammar)
+
+
+def _structural_tag(fmt: Any, where: str, violations: list[FieldViolation]) -> Guide | None:
+    """XGrammar's structural tag: the current ``format`` object, or the legacy structures + triggers."""
+    if fmt.HasField("format"):
+        if len(fmt.structures) or len(fmt.triggers):
+            violations.append(FieldViolation(f"{where}.format", "set either format or structures/triggers, not both"))
+        body = _struct(fmt.format, f"{where}.format", violations)
+        return Guide(where, "structural_tags_config", json.dumps({"type": "structural_tag", "format": body}))
+    if not len(fmt.structures):
+        violations.append(FieldViolation(f"{where}.structures", "required when type is structural_tag"))
+    if not len(fmt.triggers):
+        violations.append(FieldViolation(f"{where}.triggers", "required when type is structural_tag"))
+    tags = []
+    for index, structure in enumerate(fmt.structures):
+        field = f"{where}.structures[{index}]"
+        if not any(structure.begin.startswith(trigger) for trigger in fmt.triggers):
+            violations.append(FieldViolation(f"{field}.begin", "must start with one of the triggers"))
+        schema = _schema(structure, "schema", f"{field}.schema", violations)
+        grammar = None if schema is None else _grammar(schema, f"{field}.schema", violations)
+        tags.append(_tag(structure.begin, grammar or JSON_OBJECT, structure.end))
+    body = {"type": "triggered_tags", "triggers": list(fmt.triggers), "tags": tags}
+    return Guide(where, "structural_tags_config", json.dumps({"type": "structural_tag", "format": body}))
+
+
+def _tool_calls(
+    request: Any,
+    violations: list[FieldViolation],
+    tools: Sequence[dict[str, Any]],
+    thinking: bool,
+    named_field: str,
+    parameters_field: str,
+) -> Guide | None:
+    """tool_choice "required" (one call or more) or named (exactly that call), as a structural tag."""
+    required = _present(request, "tool_choice") and request.tool_choice == "required"
+    named = _present(request, "named_tool_choice")
+    if not (required or named):
+        return None
+    if named and _present(request, "tool_choice"):
+        violations.append(FieldViolation(named_field, "set either the string or the object form of tool_choice"))
+        return None
+    indexed = list(enumerate(tools))
+    if named:
+        choice = request.named_tool_choice
+        name = getattr(choice, "name", "") or choice.function.name
+        if choice.type not in ("", "function"):
+            violations.append(
+                FieldViolation(f"{named_field}.type", f"unknown type {quote(choice.type)}; expected function")
+            )
+        indexed = [(i, tool) for i, tool in indexed if tool.get("function", {}).get("name") == name]
+        if not indexed:
+            violations.append(FieldViolation(named_field, f"no tool named {quote(name)} in tools"))
+            return None
+        indexed = indexed[:1]
+    elif not indexed:
+        violations.append(FieldViolation("tool_choice", '"required" needs at least one tool'))
+        return None
+    # One EBNF grammar: a call is one of the tools' begin + compact arguments + end.
+    grammar = GrammarBuilder()
+    calls = []
+    for index, tool in indexed:
+        function = tool.get("function", {})
+        field = parameters_field.format(index)
+        parameters = function.get("parameters") or {"type": "object"}
+        schema = _checked_schema(parameters, field, violations)
+        if schema is None:
+            continue
+        try:
+            arguments = grammar.add(schema)
+        except SchemaError as error:
+            violations.append(FieldViolation(field + _path(error.path), error.message))
+            continue
+        begin = TOOL_CALL_BEGIN.format(name=json.dumps(function.get("name", ""), ensure_ascii=False))
+        calls.append(f"{literal(begin)} {arguments} {literal(TOOL_CALL_END)}")
+    if not calls:
+        return None
+    call = grammar.rule("call", " | ".join(calls))
+    parallel = not _present(request, "parallel_tool_calls") or request.parallel_tool_calls
+    more = f"({literal(TOOL_CALL_SEPARATOR)} {call}){{0,{MAX_PARALLEL_CALLS - 1}}}"
+    root = call if named or not parallel else f"{call} {more}"
+    field = named_field if named else "tool_choice"
+    if not thinking:
+        return Guide(field, "grammar", grammar.ebnf(root))
+    # The template leaves the <think> block to the model: let it reason first (free text until the
+    # end tag is what a structural tag says simply and EBNF does not).
+    think = {"type": "tag", "begin": THINK_BEGIN, "content": {"type": "any_text"}, "end": THINK_END}
+    calls_format = {"type": "grammar", "grammar": grammar.ebnf(root)}
+    body = {"type": "sequence", "elements": [think, calls_format]}
+    return Guide(field, "structural_tags_config", json.dumps({"type": "structural_tag", "format": body}))
+
+
+def _tag(begin: str, grammar: str, end: str) -> dict[str, Any]:
+    return {"type": "tag", "begin": begin, "content": {"type": "grammar", "grammar": grammar}, "end": end}
+
+
+def _check_name(name: str, field: str, violations: list[FieldViolation]) -> None:
+    if not FORMAT_NAME.match(name):
+        violations.append(FieldViolation(field, "required: 1-64 characters of a-z, A-Z, 0-9, _ and -"))
+
+
+# ---- schemas ----
+
+
+def _schema_guide(
+    message: Any, name: str, field: str, guide_field: str, violations: list[FieldViolation]
+) -> Guide | None:
+    schema = _schema(message, name, field, violations)
+    grammar = None if schema is None else _grammar(schema, field, violations)
+    if grammar is None:
+        return None
+    # Blame the schema itself for what the grammar engine refuses (the guide names the constraint).
+    error = grammar_error("grammar", grammar)
+    if error is not None:
+        violations.append(FieldViolation(field, f"the grammar engine refused it: {error}"))
+        return None
+    return Guide(guide_field, "grammar", grammar)
+
+
+def _grammar(schema: dict[str, Any], field: str, violations: list[FieldViolation]) -> str | None:
+    """The compact JSON grammar of a checked schema; what the converter cannot enforce is refused."""
+    try:
+        return schema_grammar(schema)
+    except SchemaError as error:
+        violations.append(FieldViolation(field + _path(error.path), error.message))
+        return None
+
+
+def _path(path: Sequence[str | int]) -> str:
+    """A JSON path as field-name suffix: ("properties", "a", 0) -> ".properties.a[0]"."""
+    return "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path)
+
+
+def _schema(message: Any, name: str, field: str, violations: list[FieldViolation]) -> dict[str, Any] | None:
+    """The JSON schema in ``message.<name>`` (a google.protobuf.Struct), checked against the meta-schema."""
+    if not message.HasField(name):
+        violations.append(FieldViolation(field, "required"))
+        return None
+    schema = _struct(getattr(message, name), field, violations)
+    return None if schema is None else _checked_schema(schema, field, violations)
+
+
+def _checked_schema(schema: Any, field: str, violations: list[FieldViolation]) -> dict[str, Any] | None:
+    if not isinstance(schema, dict):
+        violations.append(FieldViolation(field, "must be a JSON Schema object"))
+        return None
+    schema = _integral(schema)
+    # The schema's own $schema picks its draft; 2020-12 (what OpenAI documents) otherwise.
+    validator = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    try:
+        validator.check_schema(schema)
+    except jsonschema.SchemaError as error:
+        where = _path(list(error.absolute_path))
+        violations.append(FieldViolation(field + where, f"not a valid JSON Schema: {error.message}"))
+        return None
+    return schema
+
+
+def _struct(struct: Any, field: str, violations: list[FieldViolation]) -> Any:
+    # canonical: a Struct iterates in hash-seed order; the grammar (and so the
+    # order of properties in the output) must not change from process to process.
+    try:
+        return canonical(json_format.MessageToDict(struct))
+    except (ValueError, json_format.Error) as error:  # NaN and Infinity are not JSON
+        violations.append(FieldViolation(field, f"must be valid JSON: {error}"))
+        return None
+
+
+def _integral(value: Any) -> Any:
+    """protobuf Struct numbers are doubles: 3.0 -> 3, or XGrammar refuses "minItems": 3.0."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, dict):
+        return {key: _integral(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_integral(item) for item in value]
+    return value
+
+
+# ---- the grammar engine's verdict ----
+
+_CHECK_LOCK = threading.Lock()
+_ENGINE_NOISE = re.compile(r"^\[[\d:]+\] \S+:\d+: |Check failed: \(.*?\) is false: ")
+
+
+@functools.cache
+def _checker() -> ov_genai.LLMPipeline:
+    # The bundled 2 MB model: the grammar compiler needs a tokenizer, and a pipeline is the only way
+    # the binding lets us reach the compiler. A JSON schema, regex or EBNF compiles the same way
+    # whatever the vocabulary; it is the grammar, not the tokens, that fails.
+    return ov_genai.LLMPipeline(str(BUNDLED_MODELS_DIR / BUNDLED_MODEL), "CPU")
+
+
+@functools.lru_cache(maxsize=512)
+def grammar_error(kind: str, value: str) -> str | None:
+    """What XGrammar says is wrong with a constraint (``kind``: a StructuredOutputConfig attribute), or None.
+
+    Compiles it by generating one token on the bundled model (a few milliseconds); results are
+    cached, since clients send the same schema again and again.
+    """
+    config = ov_genai.GenerationConfig(max_new_tokens=1, structured_output_config=Guide("", kind, value).config())
+    with _CHECK_LOCK:  # one pipeline, one generate at a time
+        try:
+            _checker().generate("a", config)
+        except RuntimeError as error:
+            lines = [line for line in str(error).strip().splitlines() if line.strip()]
+            return _ENGINE_NOISE.sub("", lines[-1] if lines else str(error)).strip()
+    return None

@@ -1,0 +1,107 @@
+"""Decoding the call markup of each model family into (name, arguments JSON) pairs.
+
+Each decoder returns None when the text is not a well-formed call list; the
+caller then keeps the text as content, so nothing the model wrote is lost.
+openvino_genai's ``Llama3JsonToolParser`` reads one call and leaves the
+content as it was; its ``Llama3PythonicToolParser`` mixes the name of the
+first call with the arguments of the last and drops non-string values (2026.4),
+hence these few lines.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+from typing import Any
+
+Call = tuple[str, str]  # function name, arguments as a JSON object text
+
+PYTHON_TAG = "<|python_tag|>"  # Llama 3's "ipython" marker (a special token; absent when skipped)
+MISTRAL_TAG = "[TOOL_CALLS]"  # Mistral's marker (also special: the `[{` start is accepted without it)
+MISTRAL_ARGS = "[ARGS]"
+
+
+def named_call(value: Any) -> Call | None:
+    """``{"name": ..., "arguments"|"parameters": {...}}`` (arguments may be a JSON string) as a Call."""
+    if not isinstance(value, dict) or not isinstance(value.get("name"), str) or not value["name"]:
+        return None
+    arguments = value.get("arguments", value.get("parameters", {}))
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments)
+        except ValueError:
+            return None
+    if not isinstance(arguments, dict):
+        return None
+    return value["name"], json.dumps(arguments, ensure_ascii=False)
+
+
+def hermes_call(block: str) -> list[Call] | None:
+    """The JSON between ``<tool_call>`` and ``</tool_call>`` (Hermes, Qwen 2.5/3)."""
+    try:
+        call = named_call(json.loads(block))
+    except ValueError:
+        return None
+    return None if call is None else [call]
+
+
+def json_sequence(text: str, separators: str = " \t\r\n;") -> list[Any] | None:
+    """JSON values one after the other, separated by whitespace or ``;`` (Llama 3 writes ``a; b``)."""
+    decoder, position = json.JSONDecoder(), 0
+    values: list[Any] = []
+    while True:
+        while position < len(text) and text[position] in separators:
+            position += 1
+        if position == len(text):
+            return values
+        try:
+            value, position = decoder.raw_decode(text, position)
+        except ValueError:
+            return None
+        values.append(value)
+
+
+def llama3_json_calls(text: str) -> list[Call] | None:
+    """Llama 3.x JSON tool calls: ``{"name": ..., "parameters": {...}}``, several separated by ``;``."""
+    values = json_sequence(text.removeprefix(PYTHON_TAG))
+    calls = [named_call(value) for value in values or []]
+    return None if not calls or None in calls else calls  # type: ignore[return-value]
+
+
+def pythonic_calls(text: str) -> list[Call] | None:
+    """Llama 3.2 / 4 pythonic calls: ``[get_weather(city="Paris"), get_time(city="Rome")]``, literals only."""
+    try:
+        tree = ast.parse(text.removeprefix(PYTHON_TAG).strip(), mode="eval")
+    except SyntaxError:
+        return None
+    if not isinstance(tree.body, ast.List) or not tree.body.elts:
+        return None
+    calls = []
+    for node in tree.body.elts:
+        if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Name) or node.args:
+            return None
+        try:  # literal_eval: values are data, never code
+            arguments = {kw.arg: ast.literal_eval(kw.value) for kw in node.keywords if kw.arg is not None}
+            calls.append((node.func.id, json.dumps(arguments, ensure_ascii=False)))
+        except (ValueError, TypeError, SyntaxError):
+            return None
+    return calls
+
+
+def mistral_calls(text: str) -> list[Call] | None:
+    """Mistral: ``[TOOL_CALLS][{"name": ..., "arguments": {...}}]`` or (v11+) ``[TOOL_CALLS]name[ARGS]{...}``."""
+    body = text.strip().removeprefix(MISTRAL_TAG).strip()
+    if body.startswith("["):
+        values = json_sequence(body)
+        if not values or not isinstance(values[0], list) or len(values) != 1:
+            return None
+        calls = [named_call(value) for value in values[0]]
+        return None if not calls or None in calls else calls  # type: ignore[return-value]
+    result = []
+    for part in body.split(MISTRAL_TAG):
+        name, sep, arguments = part.partition(MISTRAL_ARGS)
+        decoded = json_sequence(arguments)
+        if not sep or not name.strip() or decoded is None or len(decoded) != 1 or not isinstance(decoded[0], dict):
+            return None
+        result.append((name.strip(), json.dumps(decoded[0], ensure_ascii=False)))
+    return result or None

@@ -1,0 +1,72 @@
+"""Which parsers a model's output needs: named by configuration, or recognised in its chat template."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from service.parsing import calls
+from service.parsing.reasoning import ThinkSplitter
+from service.parsing.tools import TaggedCallParser, TrailingCallParser
+from service.parsing.turn import ToolParser, TurnParser
+
+# --tool-parser names (with vLLM's aliases) -> a new parser for one turn.
+TOOL_PARSERS: dict[str, Callable[[], ToolParser]] = {
+    "hermes": lambda: TaggedCallParser(calls.hermes_call),
+    "qwen": lambda: TaggedCallParser(calls.hermes_call),
+    "llama3_json": lambda: TrailingCallParser(calls.llama3_json_calls, (calls.PYTHON_TAG, "{")),
+    "pythonic": lambda: TrailingCallParser(calls.pythonic_calls, (calls.PYTHON_TAG, "[")),
+    "mistral": lambda: TrailingCallParser(calls.mistral_calls, ("[{",), (calls.MISTRAL_TAG,)),
+}
+TOOL_PARSERS["llama3_pythonic"] = TOOL_PARSERS["pythonic"]
+# --reasoning-parser names: every family known here writes <think>...</think>.
+REASONING_PARSERS = {"think", "qwen3", "deepseek_r1"}
+NONE = "none"  # either flag: no parsing of that kind
+
+# A chat template that writes this markup -> the tool parser it needs (first match wins).
+TEMPLATE_TOOL_MARKUP = [
+    ("<tool_call>", "hermes"),
+    ("[TOOL_CALLS]", "mistral"),
+    ("[func_name1(", "pythonic"),  # Llama 3.2 / 4 pythonic system prompt
+    ("<|python_tag|>", "llama3_json"),
+    ('"parameters": dictionary of argument name', "llama3_json"),
+]
+
+
+@dataclass(frozen=True)
+class OutputFormat:
+    """A model's output parsers, by name; None: the model's output is not parsed that way."""
+
+    tool_parser: str | None = None
+    reasoning_parser: str | None = None
+
+    @classmethod
+    def choose(cls, tool_parser: str | None, reasoning_parser: str | None, chat_template: str) -> OutputFormat:
+        """The configured parsers, or those the chat template's markup calls for."""
+        if tool_parser is None:
+            tool_parser = next((name for markup, name in TEMPLATE_TOOL_MARKUP if markup in chat_template), None)
+        if reasoning_parser is None and "<think>" in chat_template:
+            reasoning_parser = "think"
+        return cls(
+            None if tool_parser == NONE else tool_parser, None if reasoning_parser == NONE else reasoning_parser
+        )
+
+    def parser(self, *, prompt_tail: str = "", tools: bool = True, max_calls: int | None = None) -> TurnParser:
+        """A parser for one turn.
+
+        ``prompt_tail``: the end of the rendered prompt (a template that ends
+        it with an open ``<think>`` makes the output start inside the block);
+        ``tools``: whether the request offered tools (without, tool markup is
+        left as text, as vLLM does); ``max_calls``: 1 for parallel_tool_calls false.
+        """
+        reasoning = None
+        if self.reasoning_parser is not None:
+            reasoning = ThinkSplitter(opened=prompt_tail.rfind("<think>") > prompt_tail.rfind("</think>"))
+        tool = TOOL_PARSERS[self.tool_parser]() if tools and self.tool_parser is not None else None
+        return TurnParser(reasoning, tool, max_calls)
+
+
+def parser_name_problem(kind: str, name: str) -> str | None:
+    """Why ``name`` is not a known ``kind`` ("tool" or "reasoning") parser; None when it is."""
+    known = set(TOOL_PARSERS if kind == "tool" else REASONING_PARSERS) | {NONE}
+    return None if name in known else f"unknown {kind} parser {name!r}; known: {', '.join(sorted(known))}"

@@ -1,0 +1,73 @@
+"""Reasoning split: ``<think>...</think>`` at the start of the output becomes reasoning, the rest content.
+
+Written here rather than taken from openvino_genai: its ``ReasoningParser``
+leaves a block cut off by the token limit in the content, and its
+``DeepSeekR1ReasoningParser`` keeps ``<think>`` inside the reasoning; its
+incremental parser keeps the newlines around the tags. This splitter handles a
+block the chat template already opened (``opened``), tags split across deltas,
+and a block cut off before its close tag (reasoning, not content).
+"""
+
+from __future__ import annotations
+
+from service.parsing.pieces import ReasoningDelta
+from service.parsing.text import TrimmedText, partial_tag_length
+
+
+class ThinkSplitter:
+    """Splits streamed text into reasoning pieces and the content text that follows the block."""
+
+    def __init__(self, *, opened: bool = False, open_tag: str = "<think>", close_tag: str = "</think>") -> None:
+        self._open, self._close = open_tag, close_tag
+        self._state = "reasoning" if opened else "start"
+        self._buffer = ""
+        self._reasoning = TrimmedText(strip_leading=True)
+        self._after_block = False  # content right after the close tag loses its leading whitespace
+        self.saw_block = opened
+
+    @property
+    def in_reasoning(self) -> bool:
+        """Inside the block (its close tag not seen yet)."""
+        return self._state == "reasoning"
+
+    def feed(self, text: str) -> tuple[list[ReasoningDelta], str]:
+        """Reasoning pieces and content text for one delta."""
+        self._buffer += text
+        if self._state == "start":
+            head = self._buffer.lstrip()
+            if head.startswith(self._open):
+                self._state, self._buffer, self.saw_block = "reasoning", head[len(self._open) :], True
+            elif self._open.startswith(head):
+                return [], ""  # maybe the open tag, split across deltas
+            else:
+                self._state = "content"
+        if self._state == "reasoning":
+            return self._scan_reasoning()
+        return [], self._content()
+
+    def finish(self) -> tuple[list[ReasoningDelta], str]:
+        """What is still held back, at the end of the output."""
+        if self._state == "reasoning":  # cut off inside the block: all of it is reasoning
+            text, self._buffer = self._reasoning.push(self._buffer), ""
+            return ([ReasoningDelta(text)] if text else []), ""
+        return [], self._content()
+
+    def _scan_reasoning(self) -> tuple[list[ReasoningDelta], str]:
+        end = self._buffer.find(self._close)
+        if end < 0:
+            keep = partial_tag_length(self._buffer, (self._close,))
+            text = self._reasoning.push(self._buffer[: len(self._buffer) - keep])
+            self._buffer = self._buffer[len(self._buffer) - keep :]
+            return ([ReasoningDelta(text)] if text else []), ""
+        text = self._reasoning.push(self._buffer[:end])
+        self._reasoning.cut()
+        self._state, self._after_block = "content", True
+        self._buffer = self._buffer[end + len(self._close) :]
+        return ([ReasoningDelta(text)] if text else []), self._content()
+
+    def _content(self) -> str:
+        text, self._buffer = self._buffer, ""
+        if self._after_block:
+            text = text.lstrip()
+            self._after_block = not text
+        return text

@@ -1,0 +1,163 @@
+"""Incremental tool-call parsers: tagged blocks anywhere in the reply, or calls that make up its tail.
+
+Both hold back text that could be the start of their markup, so markup never
+reaches the content even when a tag is split across deltas, and buffer a call
+until its markup closes: a call is announced only once its JSON is known to be
+valid (name first, then the whole arguments object as one fragment).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+
+from service.parsing.calls import Call
+from service.parsing.pieces import ContentDelta, Piece, ToolCallArguments, ToolCallFinished, ToolCallStarted
+from service.parsing.text import TrimmedText, find_first, partial_tag_length
+
+Decoder = Callable[[str], list[Call] | None]
+
+
+class _CallWriter:
+    """Numbers calls and turns them into pieces; keeps the content's whitespace rules."""
+
+    def __init__(self, decode: Decoder) -> None:
+        self._decode = decode
+        self._text = TrimmedText(strip_leading=False)
+        self._wrote = False  # some content was passed on
+        self._separate = False  # text after a call, following earlier text: a line break between them
+        self.calls = 0
+
+    def content(self, pieces: list[Piece], text: str) -> None:
+        body = self._text.push(text)
+        if body:
+            if self._separate:
+                body, self._separate = "\n" + body, False
+            pieces.append(ContentDelta(body))
+            self._wrote = True
+
+    def calls_or_text(self, pieces: list[Piece], markup: str, raw: str) -> None:
+        """Pieces of the calls in ``markup``, or ``raw`` as content when it is not a valid call list."""
+        decoded = self._decode(markup.strip())
+        if decoded is None:
+            self.content(pieces, raw)
+            return
+        self._text.cut()
+        for name, arguments in decoded:
+            index, self.calls = self.calls, self.calls + 1
+            pieces += [
+                ToolCallStarted(index, f"call_{uuid.uuid4().hex[:24]}", name),
+                ToolCallArguments(index, arguments),
+                ToolCallFinished(index),
+            ]
+        self._text = TrimmedText(strip_leading=True)  # whitespace between and after calls is not content
+        self._separate = self._wrote
+
+    def end(self, pieces: list[Piece]) -> None:
+        tail = self._text.flush()
+        if tail:
+            pieces.append(ContentDelta(tail))
+
+
+class TaggedCallParser:
+    """Calls inside ``open_tag ... close_tag`` blocks anywhere in the reply (Hermes / Qwen ``<tool_call>``)."""
+
+    def __init__(self, decode: Decoder, open_tag: str = "<tool_call>", close_tag: str = "</tool_call>") -> None:
+        self._writer = _CallWriter(decode)
+        self._open, self._close = open_tag, close_tag
+        self._in_call = False
+        self._buffer = ""
+
+    @property
+    def calls(self) -> int:
+        """Calls made so far."""
+        return self._writer.calls
+
+    def feed(self, text: str) -> list[Piece]:
+        """Pieces for one delta of content text."""
+        self._buffer += text
+        pieces: list[Piece] = []
+        while True:
+            if not self._in_call:
+                start = self._buffer.find(self._open)
+                if start < 0:
+                    ready = len(self._buffer) - partial_tag_length(self._buffer, (self._open,))
+                    self._writer.content(pieces, self._buffer[:ready])
+                    self._buffer = self._buffer[ready:]
+                    return pieces
+                self._writer.content(pieces, self._buffer[:start])
+                self._buffer, self._in_call = self._buffer[start + len(self._open) :], True
+            else:
+                end = self._buffer.find(self._close)
+                if end < 0:
+                    return pieces  # the whole block is needed to know the call is valid
+                block = self._buffer[:end]
+                self._writer.calls_or_text(pieces, block, self._open + block + self._close)
+                self._buffer, self._in_call = self._buffer[end + len(self._close) :], False
+
+    def finish(self) -> list[Piece]:
+        """What is still held back, at the end of the output."""
+        pieces: list[Piece] = []
+        if self._in_call:  # no close tag (a stop string, the token limit): a call if its JSON is whole
+            self._writer.calls_or_text(pieces, self._buffer, self._open + self._buffer)
+        else:
+            self._writer.content(pieces, self._buffer)
+        self._buffer = ""
+        self._writer.end(pieces)
+        return pieces
+
+
+class TrailingCallParser:
+    """Calls that take up the rest of the reply from a marker on (Llama 3 JSON and pythonic, Mistral).
+
+    ``start_markers`` count only at the start of the reply (``{`` or ``[``
+    there begins a call list); ``anywhere_markers`` also after text. From the
+    marker on, the text is held to the end and decoded whole.
+    """
+
+    def __init__(
+        self, decode: Decoder, start_markers: tuple[str, ...], anywhere_markers: tuple[str, ...] = ()
+    ) -> None:
+        self._writer = _CallWriter(decode)
+        self._start, self._anywhere = start_markers + anywhere_markers, anywhere_markers
+        self._state = "start"
+        self._buffer = ""
+
+    @property
+    def calls(self) -> int:
+        """Calls made so far."""
+        return self._writer.calls
+
+    def feed(self, text: str) -> list[Piece]:
+        """Pieces for one delta of content text."""
+        self._buffer += text
+        pieces: list[Piece] = []
+        if self._state == "start":
+            head = self._buffer.lstrip()
+            if any(head.startswith(marker) for marker in self._start):
+                self._state = "calls"
+            elif any(marker.startswith(head) for marker in self._start):
+                return pieces  # still could be a marker
+            else:
+                self._state = "text"
+        if self._state == "text":
+            position, _ = find_first(self._buffer, self._anywhere)
+            if position >= 0:
+                self._writer.content(pieces, self._buffer[:position])
+                self._buffer, self._state = self._buffer[position:], "calls"
+            else:
+                ready = len(self._buffer) - partial_tag_length(self._buffer, self._anywhere)
+                self._writer.content(pieces, self._buffer[:ready])
+                self._buffer = self._buffer[ready:]
+        return pieces
+
+    def finish(self) -> list[Piece]:
+        """Decode the held calls (or return them as text), at the end of the output."""
+        pieces: list[Piece] = []
+        if self._state == "calls":
+            self._writer.calls_or_text(pieces, self._buffer, self._buffer)
+        else:
+            self._writer.content(pieces, self._buffer)
+        self._buffer = ""
+        self._writer.end(pieces)
+        return pieces
