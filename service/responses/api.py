@@ -320,6 +320,10 @@ class ResponsesApi:
                 output_tokens=output_tokens,
                 total_tokens=len(prep.run.prompt_ids) + output_tokens,
             )
+            if parser is not None and parser.result.reasoning:
+                # The reasoning's own tokens, counted by the model's tokenizer (the tags are not reasoning).
+                reasoning = prep.model.engine.encode(parser.result.reasoning, add_special_tokens=False)
+                usage.output_tokens_details.reasoning_tokens = min(len(reasoning), output_tokens)
             for event in events.finish(truncated=finish == FinishReason.LENGTH, usage=usage):
                 yield event
         if prep.store:

@@ -155,3 +155,17 @@ def test_tool_loop_with_previous_response_id_and_function_call_output(responses)
     assert kinds_of(chained) == ["message"] and not calls_of(chained)
     text = chained.output[0].message.content[0].output_text.text
     assert "Paris" in text and text == replayed.output[0].message.content[0].output_text.text
+
+
+def test_reasoning_tokens_are_counted_in_usage(channel) -> None:
+    from clients.v1 import response_pb2, response_pb2_grpc
+    from tests.rpc import parse
+
+    stub = response_pb2_grpc.ResponseServiceStub(channel)
+    body = {"model": "tiny-chat", "temperature": 0, "max_output_tokens": 200, "input": "Hello!"}
+    thinking = stub.CreateResponse(parse(response_pb2.CreateResponseRequest, {**body, "reasoning": {"effort": "high"}}))
+    plain = stub.CreateResponse(parse(response_pb2.CreateResponseRequest, body))
+    usage = thinking.response.usage
+    assert 0 < usage.output_tokens_details.reasoning_tokens < usage.output_tokens
+    assert plain.response.usage.output_tokens_details.reasoning_tokens == 0
+    assert thinking.response.output[0].WhichOneof("item") == "reasoning"
