@@ -47,9 +47,7 @@ class OutputFormat:
             tool_parser = next((name for markup, name in TEMPLATE_TOOL_MARKUP if markup in chat_template), None)
         if reasoning_parser is None and "<think>" in chat_template:
             reasoning_parser = "think"
-        return cls(
-            None if tool_parser == NONE else tool_parser, None if reasoning_parser == NONE else reasoning_parser
-        )
+        return cls(None if tool_parser == NONE else tool_parser, None if reasoning_parser == NONE else reasoning_parser)
 
     def parser(self, *, prompt_tail: str = "", tools: bool = True, max_calls: int | None = None) -> TurnParser:
         """A parser for one turn.

@@ -115,9 +115,7 @@ class TrailingCallParser:
     marker on, the text is held to the end and decoded whole.
     """
 
-    def __init__(
-        self, decode: Decoder, start_markers: tuple[str, ...], anywhere_markers: tuple[str, ...] = ()
-    ) -> None:
+    def __init__(self, decode: Decoder, start_markers: tuple[str, ...], anywhere_markers: tuple[str, ...] = ()) -> None:
         self._writer = _CallWriter(decode)
         self._start, self._anywhere = start_markers + anywhere_markers, anywhere_markers
         self._state = "start"
