@@ -10,7 +10,7 @@ from typing import Any
 from google.protobuf import json_format
 
 from clients.v1 import chat_pb2, common_pb2
-from service.api.chat_output import fill_message, finish_reason, output_parser, stream_deltas
+from service.api.chat_output import fill_message, finish_reason, output_parser, reasoning_tokens, stream_deltas
 from service.api.common import (
     FINISH_REASONS,
     canonical,
@@ -260,10 +260,12 @@ async def create_chat_completion(
     response = chat_pb2.CreateChatCompletionResponse(
         id=new_id("chatcmpl-"), object="chat.completion", created=now(), model=prep.model.name
     )
+    parsers = []
     for choice in choices:
         out = response.choices.add(index=choice.index, finish_reason=FINISH_REASONS[choice.finish_reason])
         out.message.role = common_pb2.ROLE_ASSISTANT
         parser = output_parser(prep.model, prep.runs[0].prompt_ids, request, raw=not prep.skip_special_tokens)
+        parsers.append(parser)
         if parser is None:
             out.message.content = choice.text
         else:  # reasoning and tool calls split out of the text
@@ -274,6 +276,7 @@ async def create_chat_completion(
         if prep.logprobs:
             out.logprobs.CopyFrom(_logprobs(prep.model, choice.token_ids, choice.logprobs))
     response.usage.CopyFrom(usage(len(prep.runs[0].prompt_ids), sum(len(c.token_ids) for c in choices)))
+    response.usage.completion_tokens_details.reasoning_tokens = reasoning_tokens(prep.model, parsers)
     return response
 
 
@@ -321,4 +324,5 @@ async def stream_chat_completion(
     if prep.include_usage:
         last = chunk()
         last.usage.CopyFrom(usage(len(prep.runs[0].prompt_ids), deltas.completion_tokens))
+        last.usage.completion_tokens_details.reasoning_tokens = reasoning_tokens(prep.model, parsers.values())
         yield last

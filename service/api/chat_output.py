@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from clients.v1 import chat_pb2, common_pb2
@@ -77,3 +78,9 @@ def stream_deltas(pieces: list[Piece]) -> list[chat_pb2.ChatCompletionDelta]:
             deltas.append(chat_pb2.ChatCompletionDelta(tool_calls=[call]))
         last = type(piece)
     return deltas
+
+
+def reasoning_tokens(model: ServedModel, parsers: Iterable[TurnParser | None]) -> int:
+    """Tokens of the reasoning the parsers split out, counted by the model's tokenizer (tags not included)."""
+    texts = [parser.result.reasoning for parser in parsers if parser is not None and parser.result.reasoning]
+    return sum(len(model.engine.encode(text, add_special_tokens=False)) for text in texts)

@@ -21,7 +21,7 @@ from typing import Any
 from clients.v1 import response_object_pb2 as objects_pb2
 from clients.v1 import response_pb2
 from service.api.chat import json_object, logprob_violations, render_prompt
-from service.api.chat_output import output_parser
+from service.api.chat_output import output_parser, reasoning_tokens
 from service.api.common import new_id, now, streaming_violations
 from service.api.generation import Budget, build_generation_config, generation_violations
 from service.api.runs import Run, stream_runs
@@ -320,10 +320,8 @@ class ResponsesApi:
                 output_tokens=output_tokens,
                 total_tokens=len(prep.run.prompt_ids) + output_tokens,
             )
-            if parser is not None and parser.result.reasoning:
-                # The reasoning's own tokens, counted by the model's tokenizer (the tags are not reasoning).
-                reasoning = prep.model.engine.encode(parser.result.reasoning, add_special_tokens=False)
-                usage.output_tokens_details.reasoning_tokens = min(len(reasoning), output_tokens)
+            reasoning = reasoning_tokens(prep.model, [parser])
+            usage.output_tokens_details.reasoning_tokens = min(reasoning, output_tokens)
             for event in events.finish(truncated=finish == FinishReason.LENGTH, usage=usage):
                 yield event
         if prep.store:

@@ -159,3 +159,14 @@ def test_tool_result_fed_back_gives_the_answer(chat) -> None:
     assert "Paris" in answer.message.content and "<tool_call>" not in answer.message.content
     stream = streamed(chat, history, tools=TOOLS)
     assert stream["content"] == answer.message.content and not stream["calls"]
+
+
+def test_reasoning_tokens_in_usage_unary_and_streamed(chat) -> None:
+    request = body(GREETING, **THINK, stream_options={"include_usage": True})
+    reply = chat.CreateChatCompletion(parse(chat_pb2.CreateChatCompletionRequest, {**request, "stream_options": None}))
+    chunks = list(chat.StreamChatCompletion(parse(chat_pb2.StreamChatCompletionRequest, request)))
+    reasoning = reply.usage.completion_tokens_details.reasoning_tokens
+    assert 0 < reasoning < reply.usage.completion_tokens
+    assert chunks[-1].usage.completion_tokens_details.reasoning_tokens == reasoning
+    plain = chat.CreateChatCompletion(parse(chat_pb2.CreateChatCompletionRequest, body(GREETING)))
+    assert plain.usage.completion_tokens_details.reasoning_tokens == 0
