@@ -147,12 +147,19 @@ def _build_models(argv: Sequence[str]) -> int:
     return build_main(list(argv))
 
 
+def _bench(argv: Sequence[str]) -> int:
+    from service.bench.cli import main as bench_main
+
+    return bench_main(argv)
+
+
 # subcommand -> (help, handler taking the remaining argv). The handlers parse
 # their own options so each subcommand's --help is complete.
 SUBCOMMANDS: dict[str, tuple[str, Callable[[Sequence[str]], int]]] = {
     "serve": ("serve models over gRPC and REST (default: the bundled tiny-chat)", _serve),
     "bridge": ("serve the REST bridge alone, in front of a remote gRPC service", _bridge),
     "health": ("check a running service's gRPC health (exit 0 when SERVING)", _health),
+    "bench": ("streaming load against a running service, optionally against the engine alone", _bench),
     "build-models": ("rebuild the bundled test models (needs the 'export' extra)", _build_models),
 }
 

@@ -1,0 +1,8 @@
+"""``ovserve bench``: a streaming load generator for a running ovserve, measured against the engine alone.
+
+``load`` builds the requests and when they start, ``backends`` sends them over
+gRPC or HTTP, ``engine`` runs the same load on a bare ContinuousBatchingPipeline
+in this process, ``metrics`` turns timings into latency and throughput figures,
+``targets`` compares service and engine against the issue's ratios, and
+``report`` prints, saves and plots the results.
+"""

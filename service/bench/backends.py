@@ -1,0 +1,179 @@
+"""The service side: stream requests to a running ovserve over gRPC or HTTP/SSE, on one asyncio loop.
+
+Each backend turns one BenchRequest into a RequestResult: the time each output
+message arrived and the token counts from the usage the server reports
+(``stream_options.include_usage``). ``run_load`` applies a Schedule to them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+from tornado.httpclient import AsyncHTTPClient, HTTPClientError, HTTPRequest
+
+from clients import AsyncOvserveClient
+from service.bench.load import BenchRequest, Schedule
+from service.bench.metrics import RequestResult
+from service.bench.progress import ProgressBar
+
+# Greedy with ignore_eos, so every request makes exactly output_tokens tokens and runs compare like for like.
+SAMPLING: dict[str, Any] = {"temperature": 0, "ignore_eos": True, "stream_options": {"include_usage": True}}
+
+
+class Backend(Protocol):
+    """Something that streams one request and times it."""
+
+    name: str
+
+    async def stream(self, request: BenchRequest) -> RequestResult:
+        """Send ``request`` streamed; never raises for a failed request (the result carries the error)."""
+        ...
+
+    async def close(self) -> None:
+        """Release connections."""
+        ...
+
+
+class GrpcBackend:
+    """StreamChatCompletion or StreamCompletion through the typed asyncio client."""
+
+    def __init__(self, target: str, model: str, endpoint: str) -> None:
+        self.name = "grpc"
+        self._client = AsyncOvserveClient(target, timeout=600, retries=0)
+        self._model, self._endpoint = model, endpoint
+
+    async def stream(self, request: BenchRequest) -> RequestResult:
+        """One streamed call; an output message is one with non-empty delta content (chat) or text (completion)."""
+        result = RequestResult(start=time.perf_counter())
+        params = {**SAMPLING, "max_tokens": request.output_tokens}
+        if self._endpoint == "chat":
+            stream = self._client.stream_chat(self._model, [{"role": "user", "content": request.prompt}], **params)
+        else:
+            stream = self._client.stream_complete(self._model, request.prompt, **params)
+        try:
+            async for chunk in stream:
+                now = time.perf_counter()
+                if chunk.choices and (
+                    chunk.choices[0].delta.content if self._endpoint == "chat" else chunk.choices[0].text
+                ):
+                    result.chunk_times.append(now)
+                if chunk.HasField("usage"):
+                    result.output_tokens = chunk.usage.completion_tokens
+                    result.prompt_tokens = chunk.usage.prompt_tokens
+        except Exception as error:  # a failed request is a figure of the run, not the end of it
+            result.error = f"{type(error).__name__}: {error}"[:300]
+        result.end = time.perf_counter()
+        _check_usage(result)
+        return result
+
+    async def close(self) -> None:
+        """Close the channel."""
+        await self._client.close()
+
+
+class HttpBackend:
+    """POST /v3/chat/completions or /v3/completions with ``"stream": true``, reading the SSE as it arrives."""
+
+    def __init__(self, url: str, model: str, endpoint: str, max_clients: int) -> None:
+        self.name = "http"
+        base = url.rstrip("/")
+        if not base.startswith(("http://", "https://")):
+            base = f"http://{base}"
+        path = "/v3/chat/completions" if endpoint == "chat" else "/v3/completions"
+        self._url = base if base.endswith(path) else base.removesuffix("/v3") + path
+        self._model, self._endpoint = model, endpoint
+        # Tornado's default pool queues beyond 10 requests: size it to the load, or the client throttles the run.
+        self._http = AsyncHTTPClient(force_instance=True, max_clients=max(10, max_clients))
+
+    async def stream(self, request: BenchRequest) -> RequestResult:
+        """One streamed POST; an output message is an SSE event with non-empty content or text."""
+        body: dict[str, Any] = {"model": self._model, "stream": True, "max_tokens": request.output_tokens, **SAMPLING}
+        if self._endpoint == "chat":
+            body["messages"] = [{"role": "user", "content": request.prompt}]
+        else:
+            body["prompt"] = request.prompt
+        result = RequestResult(start=time.perf_counter())
+        buffer = bytearray()
+
+        def on_bytes(data: bytes) -> None:
+            now = time.perf_counter()
+            buffer.extend(data)
+            # Events end with a blank line; keep a partial event for the next read.
+            *events, rest = bytes(buffer).split(b"\n\n")
+            buffer[:] = rest
+            for event in events:
+                self._on_event(event, now, result)
+
+        http_request = HTTPRequest(
+            self._url,
+            method="POST",
+            body=json.dumps(body),
+            headers={"Content-Type": "application/json", "Accept": "text/event-stream"},
+            streaming_callback=on_bytes,
+            request_timeout=600,
+        )
+        try:
+            await self._http.fetch(http_request)
+        except HTTPClientError as error:
+            result.error = f"HTTP {error.code}: {bytes(buffer)[:200]!r}"
+        except Exception as error:
+            result.error = f"{type(error).__name__}: {error}"[:300]
+        result.end = time.perf_counter()
+        _check_usage(result)
+        return result
+
+    def _on_event(self, event: bytes, now: float, result: RequestResult) -> None:
+        data = event.decode().removeprefix("data: ").strip()
+        if not data or data == "[DONE]":
+            return
+        chunk = json.loads(data)
+        if "error" in chunk:
+            result.error = str(chunk["error"].get("message", chunk["error"]))[:300]
+            return
+        choices = chunk.get("choices") or []
+        if choices:
+            piece = choices[0].get("delta", {}).get("content") if self._endpoint == "chat" else choices[0].get("text")
+            if piece:
+                result.chunk_times.append(now)
+        if chunk.get("usage"):
+            result.output_tokens = chunk["usage"]["completion_tokens"]
+            result.prompt_tokens = chunk["usage"]["prompt_tokens"]
+
+    async def close(self) -> None:
+        """Close the client's connections."""
+        self._http.close()
+
+
+def _check_usage(result: RequestResult) -> None:
+    # Tokens are counted from usage: a stream without it cannot be counted, so it does not count as done.
+    if result.error is None and result.output_tokens == 0:
+        result.error = "the stream ended without usage (or without output)"
+
+
+async def run_load(
+    backend: Backend, requests: Sequence[BenchRequest], schedule: Schedule, progress: ProgressBar | None = None
+) -> tuple[list[RequestResult], float]:
+    """Send every request as ``schedule`` says; returns the results in request order and the run's wall time."""
+    slots = asyncio.Semaphore(schedule.slots) if schedule.slots else None
+    arrivals = schedule.arrivals(len(requests))
+    started = time.perf_counter()
+
+    async def one(request: BenchRequest, offset: float) -> RequestResult:
+        delay = started + offset - time.perf_counter()
+        if delay > 0:
+            await asyncio.sleep(delay)
+        if slots is None:
+            result = await backend.stream(request)
+        else:
+            async with slots:
+                result = await backend.stream(request)
+        if progress is not None:
+            progress.advance()
+        return result
+
+    results = await asyncio.gather(*(one(request, offset) for request, offset in zip(requests, arrivals, strict=True)))
+    return list(results), time.perf_counter() - started

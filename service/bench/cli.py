@@ -1,0 +1,113 @@
+"""``ovserve bench``: options -> BenchConfig -> run -> table, ratios, JSON, plot."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+from collections.abc import Sequence
+from pathlib import Path
+
+from service.bench import report
+from service.bench.load import read_prompts
+from service.bench.runner import Bench, BenchConfig
+
+EPILOG = """examples:
+  ovserve bench --concurrency 1 8 --requests 64 --output-tokens 128
+  ovserve bench --backend grpc http --model-dir MODEL --engine --concurrency 1 8 --rounds 3 --json out.json
+  ovserve bench --backend http --url http://127.0.0.1:8000 --rate 4 --max-concurrency 16 --prompts prompts.jsonl
+"""
+
+
+def parser() -> argparse.ArgumentParser:
+    """The bench's options."""
+    options = argparse.ArgumentParser(
+        prog="ovserve bench",
+        description="Streaming load against a running ovserve (gRPC or REST), optionally against the engine alone.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    where = options.add_argument_group("service")
+    where.add_argument("--backend", nargs="+", choices=["grpc", "http"], default=["grpc"],
+                       help="grpc, http or both (default grpc)")  # fmt: skip
+    where.add_argument("--target", default="127.0.0.1:50051", help="gRPC HOST:PORT (default 127.0.0.1:50051)")
+    where.add_argument("--url", default="http://127.0.0.1:8000", help="REST base URL (default http://127.0.0.1:8000)")
+    where.add_argument("--endpoint", choices=["chat", "completions"], default="chat",
+                       help="chat completions or completions (default chat)")  # fmt: skip
+    where.add_argument("--model", help="served model name (default: the first the server lists)")
+    where.add_argument("--model-dir", type=Path,
+                       help="the model's directory: its tokenizer builds the prompts; --engine loads it")  # fmt: skip
+    load = options.add_argument_group("load")
+    load.add_argument("--concurrency", type=int, nargs="+", default=[1],
+                      help="requests in flight; several values run one after another (default 1)")  # fmt: skip
+    load.add_argument("--rate", type=float, help="Poisson arrivals per second instead of fixed concurrency")
+    load.add_argument("--max-concurrency", type=int, help="with --rate: cap on requests in flight")
+    load.add_argument("--requests", type=int, default=32, help="measured requests per run (default 32)")
+    load.add_argument("--warmup", type=int, default=4, help="unmeasured requests before each run (default 4)")
+    load.add_argument("--input-tokens", type=int, default=128, help="prompt length in tokens (default 128)")
+    load.add_argument("--input-range", type=float, default=0.1, help="prompt length spread, +/- fraction (default 0.1)")
+    load.add_argument("--output-tokens", type=int, default=128,
+                      help="tokens per reply, sent with ignore_eos (default 128)")  # fmt: skip
+    load.add_argument("--prompts", type=Path, help="prompt file: one per line, or JSONL with 'prompt'")
+    load.add_argument("--seed", type=int, default=0, help="random seed for prompts and arrivals (default 0)")
+    engine = options.add_argument_group("against the engine alone")
+    engine.add_argument("--engine", action="store_true",
+                        help="also load a bare ContinuousBatchingPipeline (--model-dir); print ratios")  # fmt: skip
+    engine.add_argument("--rounds", type=int, default=1,
+                        help="alternating engine/service rounds; figures are medians (default 1)")  # fmt: skip
+    engine.add_argument("--prefix-tokens", type=int, default=1024,
+                        help="prompt length of the cached-prefix TTFT probe; 0 skips it (default 1024)")  # fmt: skip
+    out = options.add_argument_group("output")
+    out.add_argument("--json", type=Path, help="write the full report here")
+    out.add_argument("--plot", type=Path, help="PNG of latency and throughput against concurrency (needs matplotlib)")
+    out.add_argument("--no-progress", action="store_true", help="no progress bar")
+    return options
+
+
+def config_from(args: argparse.Namespace) -> BenchConfig:
+    """The BenchConfig the options describe."""
+    return BenchConfig(
+        backends=list(dict.fromkeys(args.backend)),
+        target=args.target,
+        url=args.url,
+        endpoint=args.endpoint,
+        model=args.model,
+        model_dir=args.model_dir,
+        concurrency=args.concurrency,
+        rate=args.rate,
+        max_concurrency=args.max_concurrency,
+        requests=args.requests,
+        warmup=args.warmup,
+        input_tokens=args.input_tokens,
+        input_range=args.input_range,
+        output_tokens=args.output_tokens,
+        prompts=read_prompts(args.prompts) if args.prompts else None,
+        engine=args.engine,
+        rounds=args.rounds,
+        prefix_tokens=args.prefix_tokens,
+        seed=args.seed,
+        progress=False if args.no_progress else None,
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``ovserve bench``; exit status 1 if any request failed."""
+    options = parser()
+    args = options.parse_args(argv)
+    if min(args.concurrency) < 1 or args.requests < 1 or args.rounds < 1 or args.output_tokens < 1:
+        options.error("--concurrency, --requests, --rounds and --output-tokens must be at least 1")
+    if args.engine and args.model_dir is None:
+        options.error("--engine needs --model-dir")
+    try:
+        config = config_from(args)
+    except (OSError, ValueError) as error:
+        options.error(str(error))
+    result = asyncio.run(Bench(config).run())
+    print(report.table(result["summary"]))
+    if "ratios" in result:
+        print()
+        print(report.ratio_table(result["ratios"]))
+    if args.json:
+        report.write_json(args.json, result)
+    if args.plot:
+        report.plot(args.plot, result["summary"])
+    return 1 if any(run["summary"]["failed"] for run in result["runs"]) else 0

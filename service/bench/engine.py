@@ -1,0 +1,95 @@
+"""The engine side: the same load on a bare ContinuousBatchingPipeline in this process, no gRPC and no HTTP.
+
+One thread drives ``add_request`` + ``step()`` itself, admitting requests as the
+Schedule says, and stamps each request's output when ``read()`` hands it over
+after a step. That is the earliest moment any server could send it, so these
+figures are the ceiling the service is measured against. The engine does not
+detokenise here; the service does (its cost is part of what the ratio shows).
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections import deque
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import openvino as ov
+import openvino_genai as ov_genai
+
+from service.bench.load import BenchRequest, Schedule
+from service.bench.metrics import RequestResult
+from service.bench.progress import ProgressBar
+from service.engine import EngineSettings
+
+
+class EngineRunner:
+    """A ContinuousBatchingPipeline on ``model_dir`` with the service's scheduler settings; runs loads on it."""
+
+    name = "engine"
+
+    def __init__(self, model_dir: Path, settings: EngineSettings, endpoint: str) -> None:
+        scheduler = ov_genai.SchedulerConfig()
+        for attribute, value in settings.scheduler().items():
+            setattr(scheduler, attribute, value)
+        self.pipeline = ov_genai.ContinuousBatchingPipeline(str(model_dir), scheduler, settings.device)
+        self.tokenizer = self.pipeline.get_tokenizer()
+        self._endpoint = endpoint
+        self._ids = itertools.count()  # request ids must stay unique for the pipeline's lifetime
+
+    def encode(self, request: BenchRequest) -> ov.Tensor:
+        """The prompt's token ids as the service would build them (chat template for chat, BOS for completions)."""
+        if self._endpoint == "chat":
+            text = self.tokenizer.apply_chat_template(
+                [{"role": "user", "content": request.prompt}], add_generation_prompt=True
+            )
+            encoded = self.tokenizer.encode(text, add_special_tokens=False)
+        else:
+            encoded = self.tokenizer.encode(request.prompt, add_special_tokens=True)
+        ids = np.array(encoded.input_ids.data, dtype=np.int64).reshape(1, -1)
+        return ov.Tensor(ids)
+
+    def run(
+        self, requests: Sequence[BenchRequest], schedule: Schedule, progress: ProgressBar | None = None
+    ) -> tuple[list[RequestResult], float]:
+        """Run the load to the end (blocking: call it from a worker thread); results in request order."""
+        prompts = [self.encode(request) for request in requests]  # outside the timed part, as a server would
+        arrivals = schedule.arrivals(len(requests))
+        slots = schedule.slots or len(requests)
+        waiting = deque(range(len(requests)))
+        results: list[RequestResult | None] = [None] * len(requests)
+        running: dict[int, tuple[Any, RequestResult]] = {}
+        started = time.perf_counter()
+        while waiting or running:
+            now = time.perf_counter()
+            while waiting and len(running) < slots and started + arrivals[waiting[0]] <= now:
+                index = waiting.popleft()
+                config = ov_genai.GenerationConfig(
+                    max_new_tokens=requests[index].output_tokens, ignore_eos=True, do_sample=False
+                )
+                result = RequestResult(start=now, prompt_tokens=int(prompts[index].get_shape()[1]))
+                running[index] = (self.pipeline.add_request(next(self._ids), prompts[index], config), result)
+            if not running:  # Poisson gap: nothing to step until the next arrival
+                time.sleep(max(0.0, started + arrivals[waiting[0]] - time.perf_counter()))
+                continue
+            self.pipeline.step()
+            now = time.perf_counter()
+            for index, (handle, result) in list(running.items()):
+                status = handle.get_status()
+                if handle.can_read():
+                    count = sum(len(output.generated_ids) for output in handle.read().values())
+                    if count:
+                        result.chunk_times.append(now)
+                        result.output_tokens += count
+                if status != ov_genai.GenerationStatus.RUNNING:
+                    result.end = now
+                    if status != ov_genai.GenerationStatus.FINISHED:
+                        result.error = f"engine status {status}"
+                    results[index] = result
+                    del running[index]
+                    if progress is not None:
+                        progress.advance()
+        return [result for result in results if result is not None], time.perf_counter() - started

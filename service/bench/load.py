@@ -1,0 +1,111 @@
+"""What a benchmark run sends: prompts, output lengths, and when each request starts."""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+# Filler for prompts when no tokenizer is at hand: common short words, roughly one token each.
+_WORDS = (
+    "the of and to in is that it for as with was on be by at this had not are but from or have an they which one "
+    "you were her all she there would their we him been has when who will more no if out so said what up its about "
+    "into than them can only other new some time could these two may then do first any my now such like our over"
+)
+WORDS: tuple[str, ...] = tuple(_WORDS.split())
+
+
+@dataclass(frozen=True)
+class BenchRequest:
+    """One request: the text sent (a chat user message or a completion prompt) and how many tokens to make."""
+
+    prompt: str
+    output_tokens: int
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """When requests start: ``concurrency`` in flight at all times, or Poisson arrivals at ``rate`` per second.
+
+    With a rate, ``concurrency`` (if set) caps the requests in flight; arrivals
+    beyond the cap wait for a slot, as a client-side connection pool would.
+    """
+
+    concurrency: int | None = None
+    rate: float | None = None
+    seed: int = 0
+
+    @property
+    def label(self) -> str:
+        """How the run is named in tables and JSON: "c=8", "rate=4/s" or "rate=4/s c<=8"."""
+        if self.rate is None:
+            return f"c={self.concurrency}"
+        cap = f" c<={self.concurrency}" if self.concurrency else ""
+        return f"rate={self.rate:g}/s{cap}"
+
+    def arrivals(self, count: int) -> list[float]:
+        """Start offsets in seconds from the run's start; all zero for fixed concurrency (slots decide)."""
+        if self.rate is None:
+            return [0.0] * count
+        rng = random.Random(self.seed)
+        offsets, now = [], 0.0
+        for _ in range(count):
+            offsets.append(now)
+            now += rng.expovariate(self.rate)
+        return offsets
+
+    @property
+    def slots(self) -> int | None:
+        """Requests allowed in flight at once (None: no limit)."""
+        return self.concurrency
+
+
+class PromptSource:
+    """Random prompts of a given token length, from the model's tokenizer if there is one, else from words."""
+
+    def __init__(self, tokenizer: Any | None = None, seed: int = 0) -> None:
+        self._tokenizer = tokenizer
+        self._rng = random.Random(seed)
+
+    def prompt(self, tokens: int) -> str:
+        """A random prompt of ``tokens`` tokens (exact with a tokenizer: random words cut to length in token ids)."""
+        text = " ".join(self._rng.choice(WORDS) for _ in range(tokens))
+        if self._tokenizer is None:
+            return text
+        # Words, not random token ids: ids sampled from the vocabulary include special and byte-fallback
+        # tokens, which change how the model reads the prompt or do not decode to text at all.
+        ids = self._tokenizer.encode(text, add_special_tokens=False).input_ids.data[0][:tokens]
+        return str(self._tokenizer.decode([int(i) for i in ids], skip_special_tokens=True))
+
+    def requests(self, count: int, input_tokens: int, input_range: float, output_tokens: int) -> list[BenchRequest]:
+        """``count`` requests whose prompt lengths are uniform in input_tokens * [1 - range, 1 + range]."""
+        low = max(1, round(input_tokens * (1 - input_range)))
+        high = max(low, round(input_tokens * (1 + input_range)))
+        return [BenchRequest(self.prompt(self._rng.randint(low, high)), output_tokens) for _ in range(count)]
+
+
+def read_prompts(path: Path) -> list[str]:
+    """Prompts from a file: one per line, or JSONL with a "prompt" (or "text") string per line."""
+    prompts = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        if line.lstrip().startswith("{"):
+            record = json.loads(line)
+            text = record.get("prompt", record.get("text"))
+            if not isinstance(text, str):
+                raise ValueError(f"{path}:{number}: a JSONL line needs a 'prompt' or 'text' string")
+            prompts.append(text)
+        else:
+            prompts.append(line)
+    if not prompts:
+        raise ValueError(f"{path}: no prompts")
+    return prompts
+
+
+def cycle(prompts: Sequence[str], count: int, output_tokens: int, offset: int = 0) -> list[BenchRequest]:
+    """``count`` requests taking the prompts in order, wrapping around, from ``offset``."""
+    return [BenchRequest(prompts[(offset + i) % len(prompts)], output_tokens) for i in range(count)]

@@ -1,0 +1,109 @@
+"""Results out: a terminal table, the ratios against their targets, a JSON file, and an optional PNG plot."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+# Table columns: header -> how to read it from a run's summary.
+_COLUMNS: tuple[tuple[str, tuple[str, ...], str], ...] = (
+    ("done", ("completed",), "{:.0f}"),
+    ("req/s", ("request_throughput",), "{:.2f}"),
+    ("out tok/s", ("output_throughput",), "{:.1f}"),
+    ("TTFT mean", ("ttft_ms", "mean"), "{:.2f}"),
+    ("TTFT p50", ("ttft_ms", "p50"), "{:.2f}"),
+    ("TTFT p99", ("ttft_ms", "p99"), "{:.2f}"),
+    ("TPOT p50", ("tpot_ms", "p50"), "{:.3f}"),
+    ("TPOT p99", ("tpot_ms", "p99"), "{:.3f}"),
+    ("ITL p50", ("itl_ms", "p50"), "{:.3f}"),
+    ("ITL p99", ("itl_ms", "p99"), "{:.3f}"),
+    ("E2E p50", ("e2e_ms", "p50"), "{:.1f}"),
+    ("E2E p99", ("e2e_ms", "p99"), "{:.1f}"),
+)
+
+
+def _cell(summary: dict[str, Any], path: tuple[str, ...], pattern: str) -> str:
+    value: Any = summary
+    for key in path:
+        value = value[key]
+    return "-" if isinstance(value, float) and math.isnan(value) else pattern.format(value)
+
+
+def table(runs: Sequence[dict[str, Any]]) -> str:
+    """One line per run (backend, load); latencies in ms."""
+    headers = ["backend", "load", *(header for header, _, _ in _COLUMNS)]
+    rows = [
+        [run["backend"], run["load"], *(_cell(run["summary"], path, pattern) for _, path, pattern in _COLUMNS)]
+        for run in runs
+    ]
+    widths = [max(len(str(row[i])) for row in [headers, *rows]) for i in range(len(headers))]
+    lines = ["  ".join(str(cell).rjust(width) for cell, width in zip(row, widths, strict=True)) for row in rows]
+    header = "  ".join(cell.rjust(width) for cell, width in zip(headers, widths, strict=True))
+    return "\n".join([header, "-" * len(header), *lines, "(latencies in ms)"])
+
+
+def ratio_table(found: Sequence[dict[str, Any]]) -> str:
+    """Each ratio (Ratio.as_dict), its target and whether it is met."""
+    if not found:
+        return "ratios: none measurable (run --engine with concurrency 1 and 8)"
+    width = max(len(ratio["metric"]) for ratio in found)
+    lines = [f"{'ratio'.ljust(width)}  {'measured':>10}  {'target':>10}  result"]
+    for ratio in found:
+        value = "-" if math.isnan(ratio["value"]) else f"{ratio['value']:.3f}{ratio['unit']}"
+        target = f"{ratio['op']} {ratio['target']:g}{ratio['unit']}"
+        verdict = {True: "met", False: "NOT met", None: "not measured"}[ratio["met"]]
+        lines.append(f"{ratio['metric'].ljust(width)}  {value:>10}  {target:>10}  {verdict}")
+    return "\n".join(lines)
+
+
+def write_json(path: Path, report: dict[str, Any]) -> None:
+    """The whole report as JSON (NaN written as null, so any JSON reader takes it)."""
+    path.write_text(json.dumps(_nan_to_none(report), indent=2) + "\n", encoding="utf-8")
+
+
+def _nan_to_none(value: Any) -> Any:
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    if isinstance(value, dict):
+        return {key: _nan_to_none(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_nan_to_none(item) for item in value]
+    return value
+
+
+def plot(path: Path, runs: Sequence[dict[str, Any]]) -> None:
+    """Latency (TTFT p50/p99, ITL p50) and throughput against concurrency, one line per backend.
+
+    matplotlib is imported here, so the bench runs without it unless a plot is asked for.
+    """
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")  # files only, no display
+        import matplotlib.pyplot as plt
+    except ImportError as error:
+        raise SystemExit("--plot needs matplotlib: pip install 'ovserve[bench]'") from error
+    figure, (latency, throughput) = plt.subplots(1, 2, figsize=(11, 4))
+    for backend in dict.fromkeys(run["backend"] for run in runs):
+        points = sorted((run["concurrency"], run["summary"]) for run in runs if run["backend"] == backend)
+        points = [(concurrency, summary) for concurrency, summary in points if concurrency is not None]
+        if not points:
+            continue
+        xs = [concurrency for concurrency, _ in points]
+        latency.plot(xs, [s["ttft_ms"]["p50"] for _, s in points], marker="o", label=f"{backend} TTFT p50")
+        latency.plot(
+            xs, [s["ttft_ms"]["p99"] for _, s in points], marker="x", linestyle="--", label=f"{backend} TTFT p99"
+        )
+        latency.plot(xs, [s["itl_ms"]["p50"] for _, s in points], marker="s", linestyle=":", label=f"{backend} ITL p50")
+        throughput.plot(xs, [s["output_throughput"] for _, s in points], marker="o", label=backend)
+    latency.set(xlabel="concurrent requests", ylabel="ms", title="latency", xscale="log", yscale="log")
+    throughput.set(xlabel="concurrent requests", ylabel="output tokens/s", title="throughput", xscale="log")
+    for axes in (latency, throughput):
+        axes.legend(fontsize="small")
+        axes.grid(True, which="both", alpha=0.3)
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
+    plt.close(figure)

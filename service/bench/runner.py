@@ -1,0 +1,228 @@
+"""A whole bench: every load on every backend (and the engine), alternating, then summaries and ratios."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import os
+import platform
+import statistics
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from service.bench.backends import Backend, GrpcBackend, HttpBackend, run_load
+from service.bench.load import BenchRequest, PromptSource, Schedule, cycle
+from service.bench.metrics import RequestResult, median_summary, summarize
+from service.bench.progress import ProgressBar
+from service.bench.targets import ratios
+
+
+@dataclass
+class BenchConfig:
+    """Everything a bench run needs; the CLI fills it from its options."""
+
+    backends: list[str] = field(default_factory=lambda: ["grpc"])
+    target: str = "127.0.0.1:50051"
+    url: str = "http://127.0.0.1:8000"
+    endpoint: str = "chat"
+    model: str | None = None  # served name; None: the first model the server lists
+    model_dir: Path | None = None
+    concurrency: list[int] = field(default_factory=lambda: [1])
+    rate: float | None = None
+    max_concurrency: int | None = None
+    requests: int = 32
+    warmup: int = 4
+    input_tokens: int = 128
+    input_range: float = 0.1
+    output_tokens: int = 128
+    prompts: list[str] | None = None  # from --prompts; replaces random prompts
+    engine: bool = False
+    rounds: int = 1
+    prefix_tokens: int = 1024  # length of the cached-prefix probe (--engine only; 0 skips it)
+    seed: int = 0
+    progress: bool | None = None  # None: when stderr is a terminal
+
+    def schedules(self) -> list[Schedule]:
+        """The loads, in the order they run."""
+        if self.rate is not None:
+            return [Schedule(concurrency=self.max_concurrency, rate=self.rate, seed=self.seed)]
+        return [Schedule(concurrency=concurrency) for concurrency in self.concurrency]
+
+
+class Bench:
+    """Runs a BenchConfig; ``await Bench(config).run()`` returns the report as a dict."""
+
+    def __init__(self, config: BenchConfig) -> None:
+        self.config = config
+        self._engine: Any = None  # EngineRunner, imported only with --engine
+        self._prompts: PromptSource | None = None
+        self._offset = 0  # where the next run starts in a --prompts file
+
+    async def run(self) -> dict[str, Any]:
+        """Every round of every load on every backend; the report with summaries (medians over rounds)."""
+        config = self.config
+        backends = await self._open_backends()
+        try:
+            runs: list[dict[str, Any]] = []
+            for round_number in range(config.rounds):
+                for schedule in config.schedules():
+                    # Engine first, then each service backend, so slow drift on a shared machine hits all alike.
+                    if self._engine is not None:
+                        runs.append(await self._one(self._engine, schedule, round_number))
+                    for backend in backends:
+                        runs.append(await self._one(backend, schedule, round_number))
+            prefix = await self._prefix_probes(backends) if config.engine and config.prefix_tokens > 0 else {}
+        finally:
+            for backend in backends:
+                await backend.close()
+        summaries = _median_runs(runs)
+        report: dict[str, Any] = {
+            "machine": _machine(),
+            "config": {key: str(value) if isinstance(value, Path) else value for key, value in asdict(config).items()},
+            "runs": runs,
+            "summary": summaries,
+        }
+        report["config"]["prompts"] = len(config.prompts) if config.prompts else None  # the count, not the text
+        if config.engine:
+            keyed = {(run["backend"], run["concurrency"]): run["summary"] for run in summaries}
+            concurrencies = [] if config.rate is not None else config.concurrency
+            found = ratios(keyed, concurrencies, prefix, _is_real_size(config.model_dir)) if concurrencies else []
+            report["prefix_ttft_ms"] = prefix
+            report["ratios"] = [ratio.as_dict() for ratio in found]
+        return report
+
+    async def _open_backends(self) -> list[Backend]:
+        config = self.config
+        if config.engine:
+            if config.model_dir is None:
+                raise SystemExit("--engine needs --model-dir (the model directory the service serves)")
+            from service.bench.engine import EngineRunner
+            from service.engine import EngineSettings
+
+            # Built in a thread: compiling a real-size model takes a while and the loop has nothing else to do.
+            self._engine = await asyncio.to_thread(EngineRunner, config.model_dir, EngineSettings(), config.endpoint)
+        if config.prompts is None:
+            tokenizer = self._engine.tokenizer if self._engine is not None else _tokenizer(config.model_dir)
+            self._prompts = PromptSource(tokenizer, config.seed)
+        model = config.model or await _first_model(config)
+        slots = max([*config.concurrency, config.max_concurrency or 0, 64 if config.rate else 0])
+        makers: dict[str, Callable[[], Backend]] = {
+            "grpc": lambda: GrpcBackend(config.target, model, config.endpoint),
+            "http": lambda: HttpBackend(config.url, model, config.endpoint, slots),
+        }
+        return [makers[name]() for name in config.backends]
+
+    def _requests(self, count: int) -> list[BenchRequest]:
+        """Fresh prompts for every run: a prompt seen before would hit the prefix cache and flatter TTFT."""
+        config = self.config
+        if config.prompts is not None:
+            requests = cycle(config.prompts, count, config.output_tokens, self._offset)
+            self._offset += count
+            return requests
+        assert self._prompts is not None
+        return self._prompts.requests(count, config.input_tokens, config.input_range, config.output_tokens)
+
+    async def _load(
+        self, runner: Any, requests: Sequence[BenchRequest], schedule: Schedule, progress: ProgressBar | None
+    ) -> tuple[list[RequestResult], float]:
+        if runner is self._engine:
+            results, duration = await asyncio.to_thread(runner.run, requests, schedule, progress)
+            return results, duration
+        return await run_load(runner, requests, schedule, progress)
+
+    async def _one(self, runner: Any, schedule: Schedule, round_number: int) -> dict[str, Any]:
+        config = self.config
+        if config.warmup:
+            await self._load(runner, self._requests(config.warmup), Schedule(concurrency=schedule.slots or 8), None)
+        label = f"{runner.name} {schedule.label}" + (f" #{round_number + 1}" if config.rounds > 1 else "")
+        progress = ProgressBar(label, config.requests, enabled=config.progress)
+        results, duration = await self._load(runner, self._requests(config.requests), schedule, progress)
+        progress.close()
+        return {
+            "backend": runner.name,
+            "load": schedule.label,
+            "concurrency": schedule.concurrency if schedule.rate is None else None,
+            "rate": schedule.rate,
+            "round": round_number + 1,
+            "summary": summarize(results, duration),
+        }
+
+    async def _prefix_probes(self, backends: Sequence[Backend]) -> dict[str, dict[str, float]]:
+        """TTFT of a long prompt sent cold, then again with the same prefix; median over rounds, per backend."""
+        assert self._prompts is not None or self.config.prompts is not None
+        source = self._prompts or PromptSource(None, self.config.seed)
+        probes: dict[str, dict[str, list[float]]] = {}
+        for _ in range(self.config.rounds):
+            for runner in [r for r in (self._engine, *backends) if r is not None]:
+                prefix = source.prompt(self.config.prefix_tokens)  # new for every probe, so the first is truly cold
+                times = probes.setdefault(runner.name, {"cold_ms": [], "warm_ms": []})
+                for key, suffix in (("cold_ms", " first question"), ("warm_ms", " second question")):
+                    results, _ = await self._load(
+                        runner, [BenchRequest(prefix + suffix, 4)], Schedule(concurrency=1), None
+                    )
+                    if results and results[0].ok:
+                        times[key].append(results[0].ttft * 1000)
+        return {
+            name: {key: statistics.median(values) for key, values in times.items()}
+            for name, times in probes.items()
+            if times["cold_ms"] and times["warm_ms"]
+        }
+
+
+def _median_runs(runs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One entry per (backend, load): the median over its rounds."""
+    grouped: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for run in runs:
+        grouped.setdefault((run["backend"], run["load"]), []).append(run)
+    merged = []
+    for rounds in grouped.values():
+        first = rounds[0]
+        merged.append(
+            {key: first[key] for key in ("backend", "load", "concurrency", "rate")}
+            | {"summary": median_summary([run["summary"] for run in rounds])}
+        )
+    return merged
+
+
+def _tokenizer(model_dir: Path | None) -> Any:
+    if model_dir is None:
+        return None
+    import openvino_genai as ov_genai
+
+    return ov_genai.Tokenizer(str(model_dir))
+
+
+async def _first_model(config: BenchConfig) -> str:
+    """The served model to load, when --model is not given: the first the server lists."""
+    if "grpc" in config.backends:
+        from clients import AsyncOvserveClient
+
+        async with AsyncOvserveClient(config.target, retries=0) as client:
+            return (await client.list_models())[0].id
+    import json
+
+    from tornado.httpclient import AsyncHTTPClient
+
+    base = config.url.rstrip("/").removesuffix("/v3")
+    base = base if base.startswith(("http://", "https://")) else f"http://{base}"
+    reply = await AsyncHTTPClient().fetch(f"{base}/v3/models")
+    return str(json.loads(reply.body)["data"][0]["id"])
+
+
+def _is_real_size(model_dir: Path | None) -> bool:
+    """Whether the model is not the bundled tiny-chat (whose throughput target is lower: it measures overhead)."""
+    from service.models import BUNDLED_MODEL, BUNDLED_MODELS_DIR
+
+    return model_dir is None or model_dir.resolve() != (BUNDLED_MODELS_DIR / BUNDLED_MODEL).resolve()
+
+
+def _machine() -> dict[str, Any]:
+    """Where and when the figures were taken."""
+    return {
+        "cpus": os.cpu_count(),
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+    }

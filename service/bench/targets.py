@@ -1,0 +1,106 @@
+"""The issue's targets (service against engine, REST against gRPC), measured from one bench run's summaries.
+
+Each ratio is printed beside its target with met / not met; nothing here
+asserts: a shared machine's figures are for people to read.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+# Summaries keyed by (backend, concurrency): "engine", "grpc", "http".
+Summaries = Mapping[tuple[str, int], Mapping[str, Any]]
+
+_COMPARE: dict[str, Callable[[float, float], bool]] = {">=": operator.ge, "<=": operator.le}
+
+
+@dataclass(frozen=True)
+class Ratio:
+    """One measured figure against its target."""
+
+    metric: str
+    value: float
+    op: str  # ">=" or "<="
+    target: float
+    unit: str = ""
+
+    @property
+    def met(self) -> bool | None:
+        """Whether the figure meets the target (None if it could not be measured)."""
+        return None if math.isnan(self.value) else _COMPARE[self.op](self.value, self.target)
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON form, with ``met``."""
+        return {**asdict(self), "met": self.met}
+
+
+def _get(summaries: Summaries, backend: str, concurrency: int, *path: str) -> float:
+    value: Any = summaries.get((backend, concurrency))
+    for key in path:
+        if value is None:
+            return math.nan
+        value = value.get(key)
+    return math.nan if value is None else float(value)
+
+
+def _div(numerator: float, denominator: float) -> float:
+    """numerator / denominator, NaN when the denominator is zero or missing."""
+    return numerator / denominator if denominator and not math.isnan(denominator) else math.nan
+
+
+def ratios(
+    summaries: Summaries,
+    concurrencies: Sequence[int],
+    prefix_ttft: Mapping[str, Mapping[str, float]],
+    real_size: bool,
+) -> list[Ratio]:
+    """Every ratio the issue lists that this run's data allows.
+
+    ``high`` is 8 when it was run (the issue's figure), else the largest
+    concurrency; ``prefix_ttft`` maps a backend to its cold and warm TTFT (ms).
+    """
+    services = [backend for backend in ("grpc", "http") if any(key[0] == backend for key in summaries)]
+    high = 8 if 8 in concurrencies else max(concurrencies)
+    found: list[Ratio] = []
+    throughput_target = 0.95 if real_size else 0.80  # tiny-chat measures pure overhead, hence the lower bar
+    for backend in services:
+        for concurrency in concurrencies:
+            service = _get(summaries, backend, concurrency, "output_throughput")
+            engine = _get(summaries, "engine", concurrency, "output_throughput")
+            found.append(
+                Ratio(
+                    f"{backend} tok/s / engine tok/s, c={concurrency}", _div(service, engine), ">=", throughput_target
+                )
+            )
+    if {"grpc", "http"} <= set(services):
+        rest = _div(
+            _get(summaries, "http", high, "output_throughput"), _get(summaries, "grpc", high, "output_throughput")
+        )
+        found.append(Ratio(f"REST tok/s / gRPC tok/s, c={high}", rest, ">=", 0.95))
+    for backend, allowed in (("grpc", 1.0), ("http", 2.0)):
+        if backend in services and 1 in concurrencies:
+            added = _get(summaries, backend, 1, "ttft_ms", "p50") - _get(summaries, "engine", 1, "ttft_ms", "p50")
+            found.append(Ratio(f"{backend} added TTFT p50 over engine, c=1", added, "<=", allowed, "ms"))
+    if 1 in concurrencies and high != 1:
+        engine_scale = _div(
+            _get(summaries, "engine", high, "output_throughput"), _get(summaries, "engine", 1, "output_throughput")
+        )
+        for backend in services:
+            scale = _div(
+                _get(summaries, backend, high, "output_throughput"), _get(summaries, backend, 1, "output_throughput")
+            )
+            found.append(Ratio(f"{backend} batching kept ({high}/1 vs engine)", _div(scale, engine_scale), ">=", 0.90))
+    for backend in services:
+        tail = _div(_get(summaries, backend, high, "itl_ms", "p99"), _get(summaries, backend, high, "itl_ms", "p50"))
+        found.append(Ratio(f"{backend} ITL p99 / p50, c={high}", tail, "<=", 3.0))
+    for backend in services:
+        probe = prefix_ttft.get(backend)
+        if probe:
+            found.append(
+                Ratio(f"{backend} TTFT cached prefix / cold", _div(probe["warm_ms"], probe["cold_ms"]), "<=", 0.3)
+            )
+    return found

@@ -1,0 +1,86 @@
+"""``ovserve bench`` end to end on tiny-chat: the report is complete and sane (no timing assertions)."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from service.bench.cli import main
+from service.bench.metrics import LATENCIES, STATS
+from tests.bridge.conftest import RunningBridge
+from tests.bridge.conftest import bridge as bridge  # the REST fixture, shared with tests/bridge
+from tests.conftest import ServerThread
+
+REQUESTS, OUTPUT_TOKENS = 4, 16
+
+
+def _bench(tmp_path: Path, *args: str) -> dict[str, Any]:
+    report = tmp_path / "report.json"
+    common = ["--requests", str(REQUESTS), "--warmup", "1", "--output-tokens", str(OUTPUT_TOKENS)]
+    common += ["--input-tokens", "32", "--model", "tiny-chat", "--no-progress", "--json", str(report)]
+    assert main([*common, *args]) == 0
+    result: dict[str, Any] = json.loads(report.read_text())
+    return result
+
+
+def _check_summaries(report: dict[str, Any], backends: set[str]) -> None:
+    runs = report["summary"]
+    assert {(run["backend"], run["concurrency"]) for run in runs} == {(b, c) for b in backends for c in (1, 2)}
+    for run in runs:
+        summary = run["summary"]
+        assert summary["requests"] == summary["completed"] == REQUESTS, summary["errors"]
+        assert summary["failed"] == 0
+        assert summary["output_tokens"] == REQUESTS * OUTPUT_TOKENS
+        assert summary["input_tokens"] > 0
+        assert summary["request_throughput"] > 0
+        assert summary["output_throughput"] > 0
+        for latency in LATENCIES:
+            values = summary[f"{latency}_ms"]
+            assert set(values) == set(STATS)
+            assert all(isinstance(values[stat], float) and not math.isnan(values[stat]) for stat in STATS)
+            assert 0 <= values["p50"] <= values["p90"] <= values["p99"]
+
+
+@pytest.mark.parametrize("endpoint", ["chat", "completions"])
+def test_bench_grpc_and_rest(
+    server: ServerThread, bridge: RunningBridge, tmp_path: Path, tiny_chat_dir: Path, endpoint: str
+) -> None:
+    report = _bench(
+        tmp_path, "--backend", "grpc", "http", "--target", server.target, "--url", f"http://127.0.0.1:{bridge.port}",
+        "--endpoint", endpoint, "--model-dir", str(tiny_chat_dir), "--concurrency", "1", "2",
+    )  # fmt: skip
+    _check_summaries(report, {"grpc", "http"})
+    assert report["machine"]["cpus"] >= 1
+    assert "ratios" not in report  # only with --engine
+
+
+def test_bench_poisson_rate_without_tokenizer(server: ServerThread, tmp_path: Path) -> None:
+    report = _bench(tmp_path, "--target", server.target, "--rate", "50", "--max-concurrency", "2")
+    (run,) = report["summary"]
+    assert run["load"] == "rate=50/s c<=2"
+    assert run["summary"]["completed"] == REQUESTS
+
+
+def test_bench_engine_prints_ratios(
+    server: ServerThread, tmp_path: Path, tiny_chat_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    report = _bench(
+        tmp_path, "--target", server.target, "--model-dir", str(tiny_chat_dir), "--engine",
+        "--concurrency", "1", "2", "--rounds", "1", "--prefix-tokens", "256",
+    )  # fmt: skip
+    _check_summaries(report, {"engine", "grpc"})
+    metrics = {ratio["metric"] for ratio in report["ratios"]}
+    assert "grpc tok/s / engine tok/s, c=2" in metrics
+    assert "grpc added TTFT p50 over engine, c=1" in metrics
+    assert "grpc batching kept (2/1 vs engine)" in metrics
+    assert "grpc ITL p99 / p50, c=2" in metrics
+    assert "grpc TTFT cached prefix / cold" in metrics
+    assert set(report["prefix_ttft_ms"]) == {"engine", "grpc"}
+    for ratio in report["ratios"]:
+        assert ratio["op"] in (">=", "<=") and ratio["met"] in (True, False)
+    printed = capsys.readouterr().out
+    assert "TTFT p50" in printed and "met" in printed
