@@ -153,6 +153,13 @@ def _bench(argv: Sequence[str]) -> int:
     return bench_main(argv)
 
 
+def _build_real_size_model(argv: Sequence[str]) -> int:
+    # Lazy for the same reason as _build_models (needs the `export` extra).
+    from service.model_builder.real_size import main as real_size_main
+
+    return real_size_main(list(argv))
+
+
 # subcommand -> (help, handler taking the remaining argv). The handlers parse
 # their own options so each subcommand's --help is complete.
 SUBCOMMANDS: dict[str, tuple[str, Callable[[Sequence[str]], int]]] = {
@@ -161,6 +168,10 @@ SUBCOMMANDS: dict[str, tuple[str, Callable[[Sequence[str]], int]]] = {
     "health": ("check a running service's gRPC health (exit 0 when SERVING)", _health),
     "bench": ("streaming load against a running service, optionally against the engine alone", _bench),
     "build-models": ("rebuild the bundled test models (needs the 'export' extra)", _build_models),
+    "build-real-size-model": (
+        "build a random-weight model shaped like a real one, for speed tests (needs the 'export' extra)",
+        _build_real_size_model,
+    ),
 }
 
 
