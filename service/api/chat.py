@@ -276,7 +276,8 @@ async def create_chat_completion(
         if prep.logprobs:
             out.logprobs.CopyFrom(_logprobs(prep.model, choice.token_ids, choice.logprobs))
     response.usage.CopyFrom(usage(len(prep.runs[0].prompt_ids), sum(len(c.token_ids) for c in choices)))
-    response.usage.completion_tokens_details.reasoning_tokens = reasoning_tokens(prep.model, parsers)
+    if reasoning := reasoning_tokens(prep.model, parsers):  # the details appear only when there is reasoning
+        response.usage.completion_tokens_details.reasoning_tokens = reasoning
     return response
 
 
@@ -324,5 +325,6 @@ async def stream_chat_completion(
     if prep.include_usage:
         last = chunk()
         last.usage.CopyFrom(usage(len(prep.runs[0].prompt_ids), deltas.completion_tokens))
-        last.usage.completion_tokens_details.reasoning_tokens = reasoning_tokens(prep.model, parsers.values())
+        if reasoning := reasoning_tokens(prep.model, parsers.values()):
+            last.usage.completion_tokens_details.reasoning_tokens = reasoning
         yield last
