@@ -88,7 +88,9 @@ def plot(path: Path, runs: Sequence[dict[str, Any]]) -> None:
         raise SystemExit("--plot needs matplotlib: pip install 'ovserve[bench]'") from error
     figure, (latency, throughput) = plt.subplots(1, 2, figsize=(11, 4))
     for backend in dict.fromkeys(run["backend"] for run in runs):
-        points = sorted((run["concurrency"], run["summary"]) for run in runs if run["backend"] == backend)
+        points = sorted(
+            ((run["concurrency"], run["summary"]) for run in runs if run["backend"] == backend), key=lambda p: p[0] or 0
+        )
         points = [(concurrency, summary) for concurrency, summary in points if concurrency is not None]
         if not points:
             continue
@@ -101,7 +103,11 @@ def plot(path: Path, runs: Sequence[dict[str, Any]]) -> None:
         throughput.plot(xs, [s["output_throughput"] for _, s in points], marker="o", label=backend)
     latency.set(xlabel="concurrent requests", ylabel="ms", title="latency", xscale="log", yscale="log")
     throughput.set(xlabel="concurrent requests", ylabel="output tokens/s", title="throughput", xscale="log")
+    measured = sorted({run["concurrency"] for run in runs if run["concurrency"] is not None})
     for axes in (latency, throughput):
+        # Ticks at the concurrencies measured, written plainly (log scale would print 2x10^0).
+        axes.set_xticks(measured, [str(value) for value in measured])
+        axes.minorticks_off()
         axes.legend(fontsize="small")
         axes.grid(True, which="both", alpha=0.3)
     figure.tight_layout()
