@@ -23,6 +23,7 @@ log = logging.getLogger("ovserve.access")
 request_id: contextvars.ContextVar[str] = contextvars.ContextVar("request_id", default="-")
 
 OPEN_SERVICES = ("/grpc.health.v1.Health/", "/grpc.reflection.")
+REQUEST_ID_KEY = "x-request-id"  # metadata the caller may send, echoed in the response's initial metadata
 MAX_REQUEST_ID = 128
 
 
@@ -35,7 +36,11 @@ class RequestIdFilter(logging.Filter):
 
 
 class CallPolicyInterceptor(grpc.aio.ServerInterceptor):
-    """Checks the API key, bounds concurrent calls (RESOURCE_EXHAUSTED beyond), logs each call with its request id."""
+    """Checks the API key, bounds concurrent calls (RESOURCE_EXHAUSTED beyond), logs each call with its request id.
+
+    The request id (the caller's x-request-id, or a new one) also goes back in the
+    response's initial metadata, so a caller can quote it.
+    """
 
     def __init__(self, api_keys: Sequence[str] = (), max_concurrent: int = 0) -> None:
         self._keys = [key.encode() for key in api_keys]
@@ -69,6 +74,7 @@ class CallPolicyInterceptor(grpc.aio.ServerInterceptor):
         async def guarded(request: Any, context: grpc.aio.ServicerContext) -> Any:
             started, status = self._enter(metadata), "OK"
             try:
+                await context.send_initial_metadata(((REQUEST_ID_KEY, request_id.get()),))
                 await self._admit(metadata, context)
                 self.in_flight += 1
                 try:
@@ -87,6 +93,7 @@ class CallPolicyInterceptor(grpc.aio.ServerInterceptor):
         async def guarded(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
             started, status, messages = self._enter(metadata), "OK", 0
             try:
+                await context.send_initial_metadata(((REQUEST_ID_KEY, request_id.get()),))
                 await self._admit(metadata, context)
                 self.in_flight += 1
                 try:
@@ -104,7 +111,7 @@ class CallPolicyInterceptor(grpc.aio.ServerInterceptor):
         return guarded
 
     def _enter(self, metadata: dict[str, Any]) -> float:
-        sent = str(metadata.get("x-request-id", ""))
+        sent = str(metadata.get(REQUEST_ID_KEY, ""))
         request_id.set(sent[:MAX_REQUEST_ID] if sent.isprintable() and sent else uuid.uuid4().hex)
         return time.monotonic()
 

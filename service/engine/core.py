@@ -19,7 +19,7 @@ import openvino as ov
 import openvino_genai as ov_genai
 
 from service.engine.detokenizer import Pending, SequenceText, detokenize_step
-from service.engine.types import EngineError, EngineStats, FinishReason, SequenceDelta, Update
+from service.engine.types import EngineError, EngineOverloaded, EngineStats, FinishReason, SequenceDelta, Update
 
 log = logging.getLogger(__name__)
 
@@ -208,7 +208,7 @@ class EngineCore:
                 if deltas:
                     outcomes.append((request_id, Update(list(deltas.values()))))
             elif status == ov_genai.GenerationStatus.IGNORED:
-                outcomes.append((request_id, EngineError("the engine dropped the request (out of KV cache)")))
+                outcomes.append((request_id, EngineOverloaded("the engine dropped the request: its KV cache is full")))
             else:
                 outcomes.append((request_id, Update(sorted(deltas.values(), key=lambda d: d.index), finished=True)))
         return outcomes

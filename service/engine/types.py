@@ -37,6 +37,10 @@ class EngineError(RuntimeError):
     """The engine failed the request (not the client's fault)."""
 
 
+class EngineOverloaded(EngineError):
+    """The engine had no room for the request (its KV cache is full); retrying later may succeed."""
+
+
 @dataclass(frozen=True)
 class EngineStats:
     """What an engine holds: for health, metrics and the tests that check nothing leaks."""

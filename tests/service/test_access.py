@@ -154,3 +154,39 @@ def test_usage_counts_match_the_tokenizer(chat, tiny_chat_dir) -> None:
     assert reply.usage.prompt_tokens == expected_prompt
     assert reply.usage.completion_tokens == len(reply.choices[0].logprobs.content)
     assert reply.usage.total_tokens == expected_prompt + reply.usage.completion_tokens
+
+
+def test_request_id_comes_back_in_the_initial_metadata(chat) -> None:
+    _, call = chat.CreateChatCompletion.with_call(chat_request(max_tokens=2), metadata=(("x-request-id", "req-7"),))
+    assert ("x-request-id", "req-7") in tuple(call.initial_metadata())
+    _, call = chat.CreateChatCompletion.with_call(chat_request(max_tokens=2))
+    generated = dict(call.initial_metadata())["x-request-id"]
+    assert len(generated) == 32 and generated != "req-7"
+    stream = chat.StreamChatCompletion(chat_request(True, max_tokens=2), metadata=(("x-request-id", "req-8"),))
+    assert ("x-request-id", "req-8") in tuple(stream.initial_metadata())
+    list(stream)
+
+
+@pytest.mark.parametrize(
+    ("error", "code"),
+    [("overloaded", grpc.StatusCode.RESOURCE_EXHAUSTED), ("failed", grpc.StatusCode.INTERNAL)],
+)
+def test_engine_errors_map_to_their_status(error, code) -> None:
+    """A request the engine had no KV cache room for is RESOURCE_EXHAUSTED (retry later), not INTERNAL."""
+    import asyncio
+
+    from service.engine import EngineError, EngineOverloaded
+    from service.servicers import _abort
+
+    class Context:
+        code = None
+
+        async def abort(self, status: grpc.StatusCode, message: str) -> None:
+            self.code = status
+            raise grpc.aio.AbortError
+
+    context = Context()
+    engine_error = EngineOverloaded("full") if error == "overloaded" else EngineError("broken")
+    with pytest.raises(grpc.aio.AbortError):
+        asyncio.run(_abort(context, engine_error))  # type: ignore[arg-type]
+    assert context.code == code
