@@ -74,7 +74,6 @@ class CallPolicyInterceptor(grpc.aio.ServerInterceptor):
         async def guarded(request: Any, context: grpc.aio.ServicerContext) -> Any:
             started, status = self._enter(metadata), "OK"
             try:
-                await context.send_initial_metadata(((REQUEST_ID_KEY, request_id.get()),))
                 await self._admit(metadata, context)
                 self.in_flight += 1
                 try:
@@ -93,7 +92,6 @@ class CallPolicyInterceptor(grpc.aio.ServerInterceptor):
         async def guarded(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
             started, status, messages = self._enter(metadata), "OK", 0
             try:
-                await context.send_initial_metadata(((REQUEST_ID_KEY, request_id.get()),))
                 await self._admit(metadata, context)
                 self.in_flight += 1
                 try:
@@ -116,6 +114,8 @@ class CallPolicyInterceptor(grpc.aio.ServerInterceptor):
         return time.monotonic()
 
     async def _admit(self, metadata: dict[str, Any], context: grpc.aio.ServicerContext) -> None:
+        """Echo the request id, then refuse the call if its key is wrong or the server is full."""
+        await context.send_initial_metadata(((REQUEST_ID_KEY, request_id.get()),))
         if self._keys and not self._authorized(str(metadata.get("authorization", ""))):
             await context.abort(
                 grpc.StatusCode.UNAUTHENTICATED, "missing or invalid API key (send authorization: Bearer <key>)"
