@@ -18,7 +18,7 @@ import numpy as np
 import openvino as ov
 import openvino_genai as ov_genai
 
-from service.engine.detokenizer import Pending, SequenceText, detokenize_step
+from service.engine.detokenizer import Pending, SequenceText, WindowDecoder, detokenize_step
 from service.engine.types import EngineError, EngineOverloaded, EngineStats, FinishReason, SequenceDelta, Update
 
 log = logging.getLogger(__name__)
@@ -82,10 +82,10 @@ class EngineCore:
     at a time and the others wait here, in order.
     """
 
-    def __init__(self, factory: PipelineFactory, tokenizer: ov_genai.Tokenizer, *, speculative: bool = False) -> None:
+    def __init__(self, factory: PipelineFactory, decode: WindowDecoder, *, speculative: bool = False) -> None:
         self._factory = factory
         self._pipeline = factory()
-        self._tokenizer = tokenizer
+        self._decode = decode
         self._speculative = speculative
         self._running: dict[int, _Running] = {}
         self._waiting: deque[tuple[Submission, ov_genai.GenerationConfig]] = deque()
@@ -198,7 +198,7 @@ class EngineCore:
                 del self._running[request_id]
                 self._close_sequences(state, deltas, status, pending)
             read.append((request_id, deltas, status))
-        detokenize_step(self._tokenizer, pending)
+        detokenize_step(self._decode, pending)
         for item in pending:
             item.delta.text = item.text
 

@@ -22,6 +22,7 @@ from typing import Any
 import openvino_genai as ov_genai
 
 from service.engine.core import Submission, wire_config
+from service.engine.detokenizer import window_decoder
 from service.engine.types import EngineError, EngineStats, Update
 from service.engine.worker import WorkerSpec
 
@@ -72,7 +73,11 @@ class Engine:
         log.info("loading model %r from %s", name, model_dir)
         if draft_dir is not None:
             log.info("loading draft model for %r from %s", name, draft_dir)
-        self.tokenizer = ov_genai.Tokenizer(str(model_dir))
+        # Prompts are encoded here, beside the event loop: one thread and no core
+        # pinning, or each encode's OpenVINO run contends with the engine
+        # process's pinned threads (measured: ~2x the CPU of a single thread).
+        self.tokenizer = ov_genai.Tokenizer(str(model_dir), INFERENCE_NUM_THREADS=1, ENABLE_CPU_PINNING=False)
+        self._decode = window_decoder(model_dir)
         self.default_config = _default_config(model_dir, self.tokenizer)
         self.max_model_len = _max_model_len(model_dir)
         spec = WorkerSpec(model_dir, draft_dir, settings.device, settings.scheduler(), prompt_lookup)
@@ -81,7 +86,7 @@ class Engine:
         if kind != "ready":
             self._process.wait(timeout=10)
             raise EngineError(f"model {name!r} failed to load: {detail}")
-        self._queues: dict[int, asyncio.Queue[Update | BaseException]] = {}
+        self._mailboxes: dict[int, _Mailbox] = {}
         self._stats: dict[int, asyncio.Future[EngineStats]] = {}
         self._ids = itertools.count()
         self._send_lock = threading.Lock()
@@ -122,7 +127,7 @@ class Engine:
 
     def decode(self, token_ids: list[int], *, skip_special_tokens: bool = True) -> str:
         """Text of ``token_ids``."""
-        return self.tokenizer.decode(token_ids, skip_special_tokens=skip_special_tokens)
+        return self._decode([token_ids], skip_special_tokens)[0]
 
     async def stats(self) -> EngineStats:
         """What the engine process holds now (running requests, KV cache use)."""
@@ -135,29 +140,31 @@ class Engine:
     async def generate(
         self, prompt_ids: list[int], config: ov_genai.GenerationConfig, *, skip_special_tokens: bool = True
     ) -> AsyncIterator[Update]:
-        """Yield the request's output, one coalesced Update per engine step, the last with finished=True.
+        """Yield the request's output as Updates, the last with finished=True.
 
-        Closing the generator early (the caller was cancelled or went away)
-        cancels the request in the engine, which frees its KV cache at the next
-        step. Raises EngineError if the engine fails the request.
+        An Update holds one engine step's output or, when the caller fell
+        behind, every step since it last asked, merged (see _Mailbox). Closing
+        the generator early (the caller was cancelled or went away) cancels the
+        request in the engine, which frees its KV cache at the next step. Raises EngineError if the engine fails the request.
         """
         if self._loop is None or self._closed:
             raise EngineError(f"engine for {self.name!r} is not running")
         request_id = next(self._ids)
-        queue: asyncio.Queue[Update | BaseException] = asyncio.Queue()
-        self._queues[request_id] = queue
+        mailbox = _Mailbox()
+        self._mailboxes[request_id] = mailbox
         finished = False
         try:
             self._send(("submit", Submission(request_id, prompt_ids, wire_config(config), skip_special_tokens)))
             while not finished:
-                item = await queue.get()
-                if isinstance(item, BaseException):
+                try:
+                    update = await mailbox.get()
+                except EngineError:
                     finished = True  # the engine has already let go of it
-                    raise item
-                finished = item.finished
-                yield item
+                    raise
+                finished = update.finished
+                yield update
         finally:
-            del self._queues[request_id]
+            del self._mailboxes[request_id]
             if not finished and not self._closed:
                 self._send(("cancel", request_id))
 
@@ -166,27 +173,38 @@ class Engine:
             self._connection.send(message)
 
     def _read(self) -> None:
-        """Reader thread: each message from the engine process goes to the event loop in one call."""
+        """Reader thread: hands the engine's messages to the event loop, all that are waiting in one call.
+
+        One wake-up of the loop per batch rather than per engine step: when the
+        loop is busy, the steps it missed arrive together and merge per request.
+        """
         assert self._loop is not None
-        while True:
+        gone = False
+        while not gone:
+            batch = []
             try:
-                message = self._connection.recv()
+                batch.append(self._connection.recv())
+                while self._connection.poll(0):
+                    batch.append(self._connection.recv())
             except (EOFError, OSError):
-                message = ("gone",)
+                batch.append(("gone",))
+                gone = True
             try:
-                self._loop.call_soon_threadsafe(self._dispatch, message)
+                self._loop.call_soon_threadsafe(self._dispatch_all, batch)
             except RuntimeError:  # the event loop is closed
                 return
-            if message[0] == "gone":
-                return
+
+    def _dispatch_all(self, batch: list[tuple[Any, ...]]) -> None:
+        for message in batch:
+            self._dispatch(message)
 
     def _dispatch(self, message: tuple[Any, ...]) -> None:
         kind = message[0]
         if kind == "outcomes":
             for request_id, outcome in message[1]:
-                queue = self._queues.get(request_id)
-                if queue is not None:
-                    queue.put_nowait(outcome)
+                mailbox = self._mailboxes.get(request_id)
+                if mailbox is not None:
+                    mailbox.put(outcome)
         elif kind == "stats":
             future = self._stats.pop(message[1], None)
             if future is not None and not future.done():
@@ -196,11 +214,46 @@ class Engine:
                 log.error("engine process of %r ended unexpectedly", self.name)
             self._closed = True
             error = EngineError(f"the engine of {self.name!r} stopped")
-            for queue in self._queues.values():
-                queue.put_nowait(error)
+            for mailbox in self._mailboxes.values():
+                mailbox.put(error)
             for future in self._stats.values():
                 if not future.done():
                     future.set_exception(error)
+
+
+class _Mailbox:
+    """One request's output not yet taken: updates merge as they arrive, so a reader takes all of it at once.
+
+    This is where a slow consumer's steps coalesce (vLLM's RequestOutputCollector
+    does the same): memory stays at one Update per request however far behind
+    the reader is, and it gets one message per turn instead of one per step.
+    """
+
+    def __init__(self) -> None:
+        self._update: Update | None = None
+        self._error: EngineError | None = None
+        self._ready = asyncio.Event()
+
+    def put(self, item: Update | EngineError) -> None:
+        """Hand over one step's output, or the error that ends the request."""
+        if isinstance(item, EngineError):
+            self._error = item
+        elif self._update is None:
+            self._update = item
+        else:
+            self._update.absorb(item)
+        self._ready.set()
+
+    async def get(self) -> Update:
+        """Everything that arrived since the last call (waits for something); output first, then the error."""
+        while self._update is None and self._error is None:
+            self._ready.clear()
+            await self._ready.wait()
+        update, self._update = self._update, None
+        if update is not None:
+            return update
+        assert self._error is not None
+        raise self._error
 
 
 def _start_worker(spec: WorkerSpec) -> tuple[subprocess.Popen[bytes], Connection]:

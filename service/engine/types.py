@@ -32,6 +32,21 @@ class Update:
     sequences: list[SequenceDelta]
     finished: bool = False  # the request is done; no more updates follow
 
+    def absorb(self, later: Update) -> None:
+        """Append a later step's output to this one, as if both steps had been one."""
+        by_index = {delta.index: delta for delta in self.sequences}
+        for delta in later.sequences:
+            earlier = by_index.get(delta.index)
+            if earlier is None:
+                by_index[delta.index] = delta
+                self.sequences.append(delta)
+                continue
+            earlier.token_ids += delta.token_ids
+            earlier.text += delta.text
+            earlier.logprobs += delta.logprobs
+            earlier.finish_reason = delta.finish_reason or earlier.finish_reason
+        self.finished = later.finished
+
 
 class EngineError(RuntimeError):
     """The engine failed the request (not the client's fault)."""

@@ -63,6 +63,7 @@ def _load(spec: WorkerSpec):
     import openvino_genai as ov_genai
 
     from service.engine.core import EngineCore
+    from service.engine.detokenizer import window_decoder
 
     scheduler = ov_genai.SchedulerConfig()
     for name, value in spec.scheduler.items():
@@ -72,7 +73,6 @@ def _load(spec: WorkerSpec):
         # step ("content_length <= prompt_ids.size() + ...") after a few requests.
         logging.info("prefix caching is off for a pipeline with a draft model")
         scheduler.enable_prefix_caching = False
-    tokenizer = ov_genai.Tokenizer(str(spec.model_dir))
 
     def pipeline() -> ov_genai.ContinuousBatchingPipeline:
         properties: dict[str, object] = {}
@@ -83,7 +83,7 @@ def _load(spec: WorkerSpec):
             properties["prompt_lookup"] = True
         return ov_genai.ContinuousBatchingPipeline(str(spec.model_dir), scheduler, spec.device, properties)
 
-    return EngineCore(pipeline, tokenizer, speculative=spec.draft_dir is not None)
+    return EngineCore(pipeline, window_decoder(spec.model_dir), speculative=spec.draft_dir is not None)
 
 
 def _serve(connection: Connection, core) -> None:
