@@ -145,7 +145,8 @@ class Engine:
         An Update holds one engine step's output or, when the caller fell
         behind, every step since it last asked, merged (see _Mailbox). Closing
         the generator early (the caller was cancelled or went away) cancels the
-        request in the engine, which frees its KV cache at the next step. Raises EngineError if the engine fails the request.
+        request in the engine, which frees its KV cache at the next step.
+        Raises EngineError if the engine fails the request.
         """
         if self._loop is None or self._closed:
             raise EngineError(f"engine for {self.name!r} is not running")
