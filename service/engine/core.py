@@ -4,11 +4,19 @@ No threads and no I/O: a runner calls ``add``/``cancel`` and, while ``busy``,
 ``step``, and ships what ``step`` returns. The engine process runs it (see
 worker.py): ``step()``, ``add_request`` and ``GenerationHandle.read`` hold the
 GIL, so the core lives where no event loop waits on that GIL.
+
+Output is read from the pipeline after every step but handed over (detokenised
+and shipped) only when a flush is due: a request's first tokens, a request's
+end, or ``flush_interval`` seconds since the last flush. On a fast model the
+per-step detokenise + pickle + send cost as much as a quarter of the step
+itself and woke the server for every step; on a model slower than one step per
+interval every step flushes, so nothing waits.
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -54,6 +62,9 @@ class _Running:
     indices: dict[int, int] = field(default_factory=dict)  # engine sequence id -> choice index
     texts: dict[int, SequenceText] = field(default_factory=dict)  # engine sequence id -> detokenizer state
     finished: set[int] = field(default_factory=set)  # engine sequence ids that ended
+    unsent: dict[int, SequenceDelta] = field(default_factory=dict)  # engine sequence id -> output since last flush
+    status: object = None  # the GenerationStatus it ended with; None while running
+    started: bool = False  # some text was flushed already (until then, new tokens flush at once)
 
     def sequence(self, sequence_id: int) -> tuple[int, SequenceText]:
         """Choice index and text state of an engine sequence (numbered in order of appearance)."""
@@ -82,7 +93,15 @@ class EngineCore:
     at a time and the others wait here, in order.
     """
 
-    def __init__(self, factory: PipelineFactory, decode: WindowDecoder, *, speculative: bool = False) -> None:
+    def __init__(
+        self,
+        factory: PipelineFactory,
+        decode: WindowDecoder,
+        *,
+        speculative: bool = False,
+        flush_interval: float = 0.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self._factory = factory
         self._pipeline = factory()
         self._decode = decode
@@ -90,6 +109,11 @@ class EngineCore:
         self._running: dict[int, _Running] = {}
         self._waiting: deque[tuple[Submission, ov_genai.GenerationConfig]] = deque()
         self._steps_owed = 0
+        self._flush_interval = flush_interval
+        self._clock = clock
+        self._flushed_at = clock()
+        self._urgent = False  # something must go out at this step: a first token or an end
+        self._unsent = False  # some output waits for the next flush
 
     @property
     def busy(self) -> bool:
@@ -144,7 +168,7 @@ class EngineCore:
             self._steps_owed = 2
 
     def step(self) -> list[Outcome]:
-        """One engine step; every request's new output, coalesced (one Update per request)."""
+        """One engine step; when a flush is due, every request's output since the last one (one Update each)."""
         self._steps_owed = max(0, self._steps_owed - 1)
         try:
             self._pipeline.step()
@@ -158,8 +182,14 @@ class EngineCore:
             self._steps_owed = 0
             self._pipeline = self._factory()
             return failed + self._admit()
-        outcomes = self._collect()
+        self._read()
+        outcomes = self._flush() if self._flush_due() else []
         return outcomes + self._admit() if self._waiting else outcomes
+
+    def _flush_due(self) -> bool:
+        if self._urgent:
+            return True
+        return self._unsent and self._clock() - self._flushed_at >= self._flush_interval
 
     def fail_all(self, error: EngineError) -> list[Outcome]:
         """Cancel every request, running or waiting, each getting ``error``."""
@@ -180,58 +210,71 @@ class EngineCore:
             cache_usage=metrics.cache_usage,
         )
 
-    def _collect(self) -> list[Outcome]:
-        """Read every request's new tokens, detokenise them all at once, and build the updates."""
-        read: list[tuple[int, dict[int, SequenceDelta], object]] = []
-        pending: list[_Pending] = []
-        for request_id, state in list(self._running.items()):
+    def _read(self) -> None:
+        """Take every request's new tokens from the pipeline into its unsent output; note the ones that ended."""
+        for state in self._running.values():
             status = state.handle.get_status()
-            deltas: dict[int, SequenceDelta] = {}
             if state.handle.can_read():
                 outputs = state.handle.read()
                 if state.keep_best is not None:
                     best = sorted(outputs.items(), key=lambda item: item[1].score, reverse=True)
                     outputs = dict(best[: state.keep_best])
                 for sequence_id, output in outputs.items():
-                    deltas[sequence_id] = self._delta(state, sequence_id, output, pending)
+                    self._add_output(state, sequence_id, output)
             if status != ov_genai.GenerationStatus.RUNNING:
+                state.status = status
+                self._urgent = True
+
+    def _add_output(self, state: _Running, sequence_id: int, output: ov_genai.GenerationOutput) -> None:
+        index, _ = state.sequence(sequence_id)
+        delta = state.unsent.setdefault(sequence_id, SequenceDelta(index))
+        token_ids = list(output.generated_ids)
+        delta.token_ids += token_ids
+        if state.want_logprobs:
+            delta.logprobs += output.generated_log_probs
+        delta.finish_reason = _FINISH_REASONS.get(output.finish_reason) or delta.finish_reason
+        if delta.finish_reason is not None:
+            state.finished.add(sequence_id)
+        if token_ids:
+            self._unsent = True
+            self._urgent = self._urgent or not state.started  # the first token goes out at once
+
+    def _flush(self) -> list[Outcome]:
+        """Detokenise all unsent output at once and build one Update per request; ended requests let go."""
+        self._urgent = self._unsent = False
+        self._flushed_at = self._clock()
+        ready: list[tuple[int, _Running, list[SequenceDelta]]] = []
+        pending: list[_Pending] = []
+        for request_id, state in list(self._running.items()):
+            deltas = state.unsent
+            state.unsent = {}
+            for sequence_id, delta in deltas.items():
+                text = state.texts[sequence_id]
+                pending.append(_Pending(text, delta.token_ids, final=delta.finish_reason is not None, delta=delta))
+            if state.status is not None:
                 del self._running[request_id]
-                self._close_sequences(state, deltas, status, pending)
-            read.append((request_id, deltas, status))
+                self._close_sequences(state, deltas, pending)
+            if deltas or state.status is not None:
+                ready.append((request_id, state, list(deltas.values())))
         detokenize_step(self._decode, pending)
         for item in pending:
             item.delta.text = item.text
+        for _, state, deltas in ready:  # held-back text (half a character) leaves the next token urgent
+            state.started = state.started or any(delta.text for delta in deltas)
 
         outcomes: list[Outcome] = []
-        for request_id, deltas, status in read:
-            if status == ov_genai.GenerationStatus.RUNNING:
-                if deltas:
-                    outcomes.append((request_id, Update(list(deltas.values()))))
-            elif status == ov_genai.GenerationStatus.IGNORED:
+        for request_id, state, deltas in ready:
+            if state.status is None:
+                outcomes.append((request_id, Update(deltas)))
+            elif state.status == ov_genai.GenerationStatus.IGNORED:
                 outcomes.append((request_id, EngineOverloaded("the engine dropped the request: its KV cache is full")))
             else:
-                outcomes.append((request_id, Update(sorted(deltas.values(), key=lambda d: d.index), finished=True)))
+                outcomes.append((request_id, Update(sorted(deltas, key=lambda d: d.index), finished=True)))
         return outcomes
 
-    def _delta(
-        self, state: _Running, sequence_id: int, output: ov_genai.GenerationOutput, pending: list[_Pending]
-    ) -> SequenceDelta:
-        index, text = state.sequence(sequence_id)
-        token_ids = list(output.generated_ids)
-        delta = SequenceDelta(index, token_ids)
-        if state.want_logprobs:
-            delta.logprobs = list(output.generated_log_probs)
-        delta.finish_reason = _FINISH_REASONS.get(output.finish_reason)
-        if delta.finish_reason is not None:
-            state.finished.add(sequence_id)
-        pending.append(_Pending(text, token_ids, final=delta.finish_reason is not None, delta=delta))
-        return delta
-
-    def _close_sequences(
-        self, state: _Running, deltas: dict[int, SequenceDelta], status: object, pending: list[_Pending]
-    ) -> None:
+    def _close_sequences(self, state: _Running, deltas: dict[int, SequenceDelta], pending: list[_Pending]) -> None:
         """The request ended: every sequence gets a finish reason and its held-back text."""
-        default = FinishReason.CANCELLED if status == ov_genai.GenerationStatus.CANCEL else FinishReason.STOP
+        default = FinishReason.CANCELLED if state.status == ov_genai.GenerationStatus.CANCEL else FinishReason.STOP
         waiting = {id(item.delta): item for item in pending}
         for sequence_id, index in state.indices.items():
             if sequence_id in state.finished:

@@ -39,9 +39,14 @@ class EngineSettings:
     max_num_batched_tokens: int = 2048  # tokens (prompt chunks + decodes) in one step
     dynamic_split_fuse: bool = True  # split long prompts across steps beside running decodes
     enable_prefix_caching: bool = True  # reuse KV blocks of a shared prompt prefix
+    # Shortest gap between two hand-overs of output by the engine process, in
+    # ms: the steps made meanwhile go out merged (a request's first token and
+    # its end never wait). A model slower than one step per interval is never
+    # held. 0 hands over every step.
+    stream_interval_ms: float = 5.0
 
     def scheduler(self) -> dict[str, object]:
-        """SchedulerConfig attributes."""
+        """SchedulerConfig attributes (the engine's; the stream interval is the server's)."""
         return {
             "cache_size": max(1, round(self.cache_size_gb)),
             "max_num_seqs": self.max_num_seqs,
@@ -80,7 +85,14 @@ class Engine:
         self._decode = window_decoder(model_dir)
         self.default_config = _default_config(model_dir, self.tokenizer)
         self.max_model_len = _max_model_len(model_dir)
-        spec = WorkerSpec(model_dir, draft_dir, settings.device, settings.scheduler(), prompt_lookup)
+        spec = WorkerSpec(
+            model_dir,
+            draft_dir,
+            settings.device,
+            settings.scheduler(),
+            prompt_lookup,
+            flush_interval=settings.stream_interval_ms / 1000,
+        )
         self._process, self._connection = _start_worker(spec)
         kind, detail = self._connection.recv()  # blocks until the pipeline is compiled
         if kind != "ready":
@@ -142,8 +154,9 @@ class Engine:
     ) -> AsyncIterator[Update]:
         """Yield the request's output as Updates, the last with finished=True.
 
-        An Update holds one engine step's output or, when the caller fell
-        behind, every step since it last asked, merged (see _Mailbox). Closing
+        An Update holds the steps since the engine process's last hand-over
+        (see EngineCore) or, when the caller fell behind, since it last asked
+        (see _Mailbox). Closing
         the generator early (the caller was cancelled or went away) cancels the
         request in the engine, which frees its KV cache at the next step.
         Raises EngineError if the engine fails the request.
@@ -225,9 +238,9 @@ class Engine:
 class _Mailbox:
     """One request's output not yet taken: updates merge as they arrive, so a reader takes all of it at once.
 
-    This is where a slow consumer's steps coalesce (vLLM's RequestOutputCollector
-    does the same): memory stays at one Update per request however far behind
-    the reader is, and it gets one message per turn instead of one per step.
+    A reader that fell behind thus gets one message per turn of its loop, not
+    one per hand-over (vLLM's RequestOutputCollector does the same), and memory
+    stays at one Update per request however far behind it is.
     """
 
     def __init__(self) -> None:
@@ -236,7 +249,7 @@ class _Mailbox:
         self._ready = asyncio.Event()
 
     def put(self, item: Update | EngineError) -> None:
-        """Hand over one step's output, or the error that ends the request."""
+        """Hand over output, or the error that ends the request."""
         if isinstance(item, EngineError):
             self._error = item
         elif self._update is None:

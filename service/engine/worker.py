@@ -9,7 +9,7 @@ of one pickled message per step.
 Protocol (tuples over a multiprocessing Connection):
   server -> engine: ("submit", Submission) | ("cancel", request_id) | ("stats", token) | ("stop",)
   engine -> server: ("ready", None) | ("failed", message) once at start, then
-                    ("outcomes", [(request_id, Update | EngineError), ...]) once per step,
+                    ("outcomes", [(request_id, Update | EngineError), ...]) at each flush (see EngineCore),
                     ("stats", token, EngineStats)
 """
 
@@ -35,6 +35,7 @@ class WorkerSpec:
     device: str
     scheduler: dict[str, object]  # SchedulerConfig attributes
     prompt_lookup: bool = False
+    flush_interval: float = 0.0  # seconds; see EngineCore
 
 
 def main() -> None:
@@ -83,7 +84,12 @@ def _load(spec: WorkerSpec):
             properties["prompt_lookup"] = True
         return ov_genai.ContinuousBatchingPipeline(str(spec.model_dir), scheduler, spec.device, properties)
 
-    return EngineCore(pipeline, window_decoder(spec.model_dir), speculative=spec.draft_dir is not None)
+    return EngineCore(
+        pipeline,
+        window_decoder(spec.model_dir),
+        speculative=spec.draft_dir is not None,
+        flush_interval=spec.flush_interval,
+    )
 
 
 def _serve(connection: Connection, core) -> None:

@@ -76,6 +76,20 @@ def test_no_models_bundled_models_take_the_scheduler_flags() -> None:
         assert spec.settings == EngineSettings(cache_size_gb=3.0, max_num_seqs=8, enable_prefix_caching=False)
 
 
+def test_stream_interval_from_flag_and_table(tmp_path: Path) -> None:
+    assert EngineSettings().stream_interval_ms == 5.0
+    for spec in configure("--stream-interval-ms", "0").models:
+        assert spec.settings.stream_interval_ms == 0.0
+    path = toml_file(tmp_path, "[scheduler]\nstream_interval_ms = 12.5\n")
+    assert {spec.settings.stream_interval_ms for spec in configure("--config", path).models} == {12.5}
+
+
+@pytest.mark.parametrize("value", ["-1", "nan"])
+def test_negative_stream_interval_is_refused(value: str) -> None:
+    with pytest.raises(ConfigError, match="stream_interval_ms must be 0 or more"):
+        configure("--stream-interval-ms", value)
+
+
 @needs_bundled
 def test_no_models_bundled_models_take_the_scheduler_table(tmp_path: Path) -> None:
     path = toml_file(tmp_path, "[server]\nport = 6000\n\n[scheduler]\nmax_num_seqs = 4\ncache_size_gb = 2\n")
