@@ -259,17 +259,16 @@ class EngineCore:
         detokenize_step(self._decode, pending)
         for item in pending:
             item.delta.text = item.text
-        for _, state, deltas in ready:  # held-back text (half a character) leaves the next token urgent
-            state.started = state.started or any(delta.text for delta in deltas)
-
         outcomes: list[Outcome] = []
-        for request_id, state, deltas in ready:
+        for request_id, state, flushed in ready:
+            # Held-back text (half a character) does not count: the next token stays urgent.
+            state.started = state.started or any(delta.text for delta in flushed)
             if state.status is None:
-                outcomes.append((request_id, Update(deltas)))
+                outcomes.append((request_id, Update(flushed)))
             elif state.status == ov_genai.GenerationStatus.IGNORED:
                 outcomes.append((request_id, EngineOverloaded("the engine dropped the request: its KV cache is full")))
             else:
-                outcomes.append((request_id, Update(sorted(deltas, key=lambda d: d.index), finished=True)))
+                outcomes.append((request_id, Update(sorted(flushed, key=lambda d: d.index), finished=True)))
         return outcomes
 
     def _close_sequences(self, state: _Running, deltas: dict[int, SequenceDelta], pending: list[_Pending]) -> None:
