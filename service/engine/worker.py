@@ -63,8 +63,8 @@ def main() -> None:
 def _load(spec: WorkerSpec):
     import openvino_genai as ov_genai
 
+    from service.engine.codec import TokenCodec
     from service.engine.core import EngineCore
-    from service.engine.detokenizer import window_decoder
 
     scheduler = ov_genai.SchedulerConfig()
     for name, value in spec.scheduler.items():
@@ -86,7 +86,7 @@ def _load(spec: WorkerSpec):
 
     return EngineCore(
         pipeline,
-        window_decoder(spec.model_dir),
+        TokenCodec(spec.model_dir).decode_windows,
         speculative=spec.draft_dir is not None,
         flush_interval=spec.flush_interval,
     )

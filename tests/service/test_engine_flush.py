@@ -8,8 +8,8 @@ import openvino_genai as ov_genai
 import pytest
 
 from service.engine import EngineSettings, Update
+from service.engine.codec import TokenCodec
 from service.engine.core import EngineCore, Submission, wire_config
-from service.engine.detokenizer import window_decoder
 
 MAX_TOKENS = 24
 
@@ -33,7 +33,7 @@ def pipeline_factory(tiny_chat_dir: Path):
 
 
 def _core(pipeline_factory, tiny_chat_dir: Path, interval: float, clock: FakeClock) -> EngineCore:
-    return EngineCore(pipeline_factory, window_decoder(tiny_chat_dir), flush_interval=interval, clock=clock)
+    return EngineCore(pipeline_factory, TokenCodec(tiny_chat_dir).decode_windows, flush_interval=interval, clock=clock)
 
 
 def _submit(core: EngineCore, request_id: int, tiny_chat_dir: Path, prompt: str = "Tell me about Paris") -> None:

@@ -1,4 +1,4 @@
-"""The engine's output path: detokenisation (tokenizers and openvino_genai agree) and per-request coalescing."""
+"""Tokens and text: the codec's two backends agree, detokenisation streams exactly, steps coalesce per request."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ import openvino_genai as ov_genai
 import pytest
 
 from service.engine import EngineError, FinishReason, SequenceDelta, Update
-from service.engine.detokenizer import Pending, SequenceText, _openvino_decoder, detokenize_step, window_decoder
+from service.engine.codec import TokenCodec
+from service.engine.detokenizer import Pending, SequenceText, detokenize_step
 from service.engine.engine import _Mailbox
 
 TEXTS = [
@@ -28,16 +29,39 @@ def tokenizer(tiny_chat_dir: Path) -> ov_genai.Tokenizer:
     return ov_genai.Tokenizer(str(tiny_chat_dir))
 
 
+@pytest.fixture(scope="module")
+def codecs(tiny_chat_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, TokenCodec]:
+    """The model's codec, and one on a copy without tokenizer.json (openvino_genai's tokenizer)."""
+    bare = tmp_path_factory.mktemp("model") / "tiny-chat"
+    shutil.copytree(tiny_chat_dir, bare)
+    (bare / "tokenizer.json").unlink()
+    found = {"fast": TokenCodec(tiny_chat_dir), "openvino": TokenCodec(bare)}
+    assert [codec.backend for codec in found.values()] == ["tokenizers", "openvino_genai"]
+    return found
+
+
 def _ids(tokenizer: ov_genai.Tokenizer, text: str) -> list[int]:
     return [int(t) for t in tokenizer.encode(text, add_special_tokens=False).input_ids.data[0]]
 
 
+@pytest.mark.parametrize("add_special_tokens", [True, False])
+def test_both_codecs_encode_as_openvino_genai(codecs, tokenizer, add_special_tokens: bool) -> None:
+    rng = random.Random(3)
+    alphabet = "abc XYZ 09 .,;!?-_'\"\n\t<>|{}[]éü東京😀"
+    texts = TEXTS + ["".join(rng.choice(alphabet) for _ in range(rng.randrange(0, 80))) for _ in range(300)]
+    for text in texts:
+        expected = [int(t) for t in tokenizer.encode(text, add_special_tokens=add_special_tokens).input_ids.data[0]]
+        for codec in codecs.values():
+            assert codec.encode(text, add_special_tokens=add_special_tokens) == expected, text
+
+
 @pytest.mark.parametrize("skip", [True, False])
-def test_tokenizers_decoder_matches_openvino_genai(tiny_chat_dir: Path, tokenizer, skip: bool) -> None:
-    fast, reference = window_decoder(tiny_chat_dir), _openvino_decoder(tokenizer)
+def test_both_codecs_decode_windows_alike(codecs, tokenizer, skip: bool) -> None:
     windows = [_ids(tokenizer, text) for text in TEXTS]
-    windows += [window[:cut] for window in windows for cut in (1, 3, len(window) // 2)]
-    assert fast(windows, skip) == reference(windows, skip)
+    windows += [window[:cut] for window in windows for cut in (1, 3, len(window) // 2)] + [[]]
+    fast = codecs["fast"].decode_windows(windows, skip)
+    assert fast == codecs["openvino"].decode_windows(windows, skip)
+    assert fast[0] == tokenizer.decode(windows[0], skip_special_tokens=skip)
 
 
 def _stream(decode, ids: list[int], rng: random.Random, skip: bool) -> str:
@@ -53,14 +77,9 @@ def _stream(decode, ids: list[int], rng: random.Random, skip: bool) -> str:
     return text
 
 
-@pytest.mark.parametrize("fallback", [False, True], ids=["tokenizers", "openvino_genai"])
-def test_streamed_text_equals_whole_decode(tiny_chat_dir: Path, tokenizer, tmp_path: Path, fallback: bool) -> None:
-    model_dir = tiny_chat_dir
-    if fallback:  # a model directory without tokenizer.json decodes with openvino_genai
-        model_dir = tmp_path / "model"
-        shutil.copytree(tiny_chat_dir, model_dir)
-        (model_dir / "tokenizer.json").unlink()
-    decode = window_decoder(model_dir)
+@pytest.mark.parametrize("backend", ["fast", "openvino"])
+def test_streamed_text_equals_whole_decode(codecs, tokenizer, backend: str) -> None:
+    decode = codecs[backend].decode_windows
     rng = random.Random(7)
     for text in TEXTS:
         ids = _ids(tokenizer, text)
@@ -70,10 +89,10 @@ def test_streamed_text_equals_whole_decode(tiny_chat_dir: Path, tokenizer, tmp_p
                 assert _stream(decode, ids, rng, skip) == whole
 
 
-def test_incomplete_character_waits_for_its_last_byte(tiny_chat_dir: Path, tokenizer) -> None:
+def test_incomplete_character_waits_for_its_last_byte(codecs, tokenizer) -> None:
     ids = _ids(tokenizer, "😀")
     assert len(ids) > 1  # a byte-level token per byte (or pair) of the emoji
-    sequence, decode = SequenceText(), window_decoder(tiny_chat_dir)
+    sequence, decode = SequenceText(), codecs["fast"].decode_windows
     first = Pending(sequence, ids[:1], final=False)
     detokenize_step(decode, [first])
     rest = Pending(sequence, ids[1:], final=False)
