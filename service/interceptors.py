@@ -7,6 +7,7 @@ have no key) and do not count against the bound.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import hmac
 import logging
@@ -95,9 +96,10 @@ class CallPolicyInterceptor(grpc.aio.ServerInterceptor):
                 await self._admit(metadata, context)
                 self.in_flight += 1
                 try:
-                    async for message in behavior(request, context):
-                        messages += 1
-                        yield message
+                    async with contextlib.aclosing(behavior(request, context)) as stream:
+                        async for message in stream:
+                            messages += 1
+                            yield message
                 finally:
                     self.in_flight -= 1
             except BaseException as error:

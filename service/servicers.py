@@ -8,9 +8,10 @@ details; anything unexpected is logged and becomes INTERNAL. CancelledError
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from typing import Any, TypeVar
 
 import grpc
@@ -62,14 +63,16 @@ def unary(method: Callable[..., Awaitable[Response]]) -> Callable[..., Awaitable
     return handler
 
 
-def streaming(method: Callable[..., AsyncIterator[Response]]) -> Callable[..., AsyncIterator[Response]]:
+def streaming(method: Callable[..., AsyncGenerator[Response, None]]) -> Callable[..., AsyncIterator[Response]]:
     """Map a server-streaming handler's errors to gRPC statuses (also mid-stream)."""
 
     @functools.wraps(method)
     async def handler(self: Any, request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Response]:
         try:
-            async for message in method(self, request, context):
-                yield message
+            # aclosing: a call that ends early closes the API's generator (and cancels its engine work) now.
+            async with contextlib.aclosing(method(self, request, context)) as messages:
+                async for message in messages:
+                    yield message
         except grpc.aio.AbortError:
             raise
         except Exception as error:

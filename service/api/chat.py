@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,8 +23,10 @@ from service.api.common import (
 from service.api.generation import Budget, build_generation_config, generation_violations
 from service.api.runs import DeltaStream, Run, collect_choices, fan_out
 from service.api.structured import structured_output_config
+from service.engine import SequenceDelta
 from service.errors import FieldViolation, InvalidArgument, quote
 from service.models import ModelRegistry, ServedModel
+from service.parsing import TurnParser
 
 # Request role -> the role the chat template sees. Templates written for
 # OpenAI's older roles know no "developer": it is a system message to them.
@@ -284,7 +286,7 @@ async def create_chat_completion(
 async def stream_chat_completion(
     models: ModelRegistry, request: chat_pb2.StreamChatCompletionRequest
 ) -> AsyncIterator[chat_pb2.StreamChatCompletionResponse]:
-    """ChatService.StreamChatCompletion: a role chunk, then one chunk per engine step, then usage."""
+    """ChatService.StreamChatCompletion: a role chunk, then a chunk per hand-over of output, then usage."""
     prep = prepare(models, request, streaming=True)
     completion_id, created = new_id("chatcmpl-"), now()
 
@@ -296,35 +298,48 @@ async def stream_chat_completion(
     first = chunk()
     for index in range(prep.n):
         first.choices.add(index=index, delta=chat_pb2.ChatCompletionDelta(role=common_pb2.ROLE_ASSISTANT, content=""))
-    yield first
-    deltas = DeltaStream(prep.model, prep.runs, skip_special_tokens=prep.skip_special_tokens, logprobs=prep.logprobs)
     raw = not prep.skip_special_tokens
     parsers = {index: output_parser(prep.model, prep.runs[0].prompt_ids, request, raw=raw) for index in range(prep.n)}
-    async for ready in deltas:
-        # Usually one chunk per step; a tool call's name and its arguments need two (name first).
-        chunks: list[chat_pb2.StreamChatCompletionResponse] = []
-        for index, delta in ready:
-            parser, ends = parsers[index], delta.finish_reason is not None
-            if parser is None:
-                parts = [chat_pb2.ChatCompletionDelta(content=delta.text)] if delta.text else []
-            else:
-                parts = stream_deltas(parser.feed(delta.text) + (parser.finish() if ends else []))
-            if not (parts or ends or (prep.logprobs and delta.token_ids)):
-                continue  # the parser holds this text back (a tag may be starting)
-            for position, part in enumerate(parts or [chat_pb2.ChatCompletionDelta()]):
-                if position == len(chunks):
-                    chunks.append(chunk())
-                choice = chunks[position].choices.add(index=index, delta=part)
-            if ends:
-                reason = FINISH_REASONS[delta.finish_reason]
-                choice.finish_reason = finish_reason(reason, parser.result if parser else None)
-            if prep.logprobs:
-                choice.logprobs.CopyFrom(_logprobs(prep.model, delta.token_ids, delta.logprobs))
-        for out in chunks:
-            yield out
+    # Submitted here, so the engine starts while the role chunk goes out.
+    deltas = DeltaStream(prep.model, prep.runs, skip_special_tokens=prep.skip_special_tokens, logprobs=prep.logprobs)
+    try:
+        yield first
+        async for ready in deltas:
+            for out in _delta_chunks(prep, parsers, ready, chunk):
+                yield out
+    finally:
+        deltas.close()
     if prep.include_usage:
         last = chunk()
         last.usage.CopyFrom(usage(len(prep.runs[0].prompt_ids), deltas.completion_tokens))
         if reasoning := reasoning_tokens(prep.model, parsers.values()):
             last.usage.completion_tokens_details.reasoning_tokens = reasoning
         yield last
+
+
+def _delta_chunks(
+    prep: PreparedChat,
+    parsers: dict[int, TurnParser | None],
+    ready: list[tuple[int, SequenceDelta]],
+    chunk: Callable[[], chat_pb2.StreamChatCompletionResponse],
+) -> list[chat_pb2.StreamChatCompletionResponse]:
+    """The chunks for one hand-over of deltas: usually one; a tool call's name and arguments need two (name first)."""
+    chunks: list[chat_pb2.StreamChatCompletionResponse] = []
+    for index, delta in ready:
+        parser, ends = parsers[index], delta.finish_reason is not None
+        if parser is None:
+            parts = [chat_pb2.ChatCompletionDelta(content=delta.text)] if delta.text else []
+        else:
+            parts = stream_deltas(parser.feed(delta.text) + (parser.finish() if ends else []))
+        if not (parts or ends or (prep.logprobs and delta.token_ids)):
+            continue  # the parser holds this text back (a tag may be starting)
+        for position, part in enumerate(parts or [chat_pb2.ChatCompletionDelta()]):
+            if position == len(chunks):
+                chunks.append(chunk())
+            choice = chunks[position].choices.add(index=index, delta=part)
+        if ends:
+            reason = FINISH_REASONS[delta.finish_reason]
+            choice.finish_reason = finish_reason(reason, parser.result if parser else None)
+        if prep.logprobs:
+            choice.logprobs.CopyFrom(_logprobs(prep.model, delta.token_ids, delta.logprobs))
+    return chunks

@@ -154,7 +154,7 @@ async def create_completion(
 async def stream_completion(
     models: ModelRegistry, request: completion_pb2.StreamCompletionRequest
 ) -> AsyncIterator[completion_pb2.StreamCompletionResponse]:
-    """CompletionService.StreamCompletion: one chunk per engine step with every choice's new text."""
+    """CompletionService.StreamCompletion: a chunk per hand-over of output with every choice's new text."""
     prep = prepare(models, request, streaming=True)
     completion_id, created = new_id("cmpl-"), now()
 
@@ -164,24 +164,29 @@ async def stream_completion(
         )
 
     offsets: dict[int, int] = {}  # choice index -> characters sent, for logprobs.text_offset
-    if any(prep.echoes):  # echo: the prompt opens each choice
-        first = chunk()
-        for position, echo in enumerate(prep.echoes):
-            for index in range(position * prep.n, (position + 1) * prep.n):
-                first.choices.add(index=index, text=echo)
-                offsets[index] = len(echo)
-        yield first
+    # Submitted here, so the engine starts while an echo chunk goes out.
     deltas = DeltaStream(prep.model, prep.runs, skip_special_tokens=prep.skip_special_tokens, logprobs=prep.logprobs)
-    async for ready in deltas:
-        out = chunk()
-        for index, delta in ready:
-            choice = out.choices.add(index=index, text=delta.text)
-            if delta.finish_reason is not None:
-                choice.finish_reason = FINISH_REASONS[delta.finish_reason]
-            if prep.logprobs:
-                choice.logprobs.CopyFrom(_logprobs(prep.model, delta.token_ids, delta.logprobs, offsets.get(index, 0)))
-            offsets[index] = offsets.get(index, 0) + len(delta.text)
-        yield out
+    try:
+        if any(prep.echoes):  # echo: the prompt opens each choice
+            first = chunk()
+            for position, echo in enumerate(prep.echoes):
+                for index in range(position * prep.n, (position + 1) * prep.n):
+                    first.choices.add(index=index, text=echo)
+                    offsets[index] = len(echo)
+            yield first
+        async for ready in deltas:
+            out = chunk()
+            for index, delta in ready:
+                choice = out.choices.add(index=index, text=delta.text)
+                if delta.finish_reason is not None:
+                    choice.finish_reason = FINISH_REASONS[delta.finish_reason]
+                if prep.logprobs:
+                    logprobs = _logprobs(prep.model, delta.token_ids, delta.logprobs, offsets.get(index, 0))
+                    choice.logprobs.CopyFrom(logprobs)
+                offsets[index] = offsets.get(index, 0) + len(delta.text)
+            yield out
+    finally:
+        deltas.close()
     if prep.include_usage:
         last = chunk()
         last.usage.CopyFrom(usage(prep.prompt_tokens, deltas.completion_tokens))

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import openvino_genai as ov_genai
 
 from service.api.generation import MAX_SEED
-from service.engine import FinishReason, SequenceDelta, Update
+from service.engine import FinishReason, Generation, SequenceDelta, Update
 from service.engine.core import config_kwargs
 from service.models import ServedModel
 
@@ -66,51 +66,75 @@ def fan_out(run: Run, n: int, model: ServedModel) -> list[Run]:
     ]
 
 
-async def stream_runs(
-    model: ServedModel, runs: list[Run], *, skip_special_tokens: bool
-) -> AsyncIterator[tuple[Run, Update]]:
-    """Every run's updates as they come, interleaved. Closing the iterator cancels the runs."""
-    if len(runs) == 1:  # the common case needs no tasks
-        async for update in model.engine.generate(
-            runs[0].prompt_ids, runs[0].config, skip_special_tokens=skip_special_tokens
-        ):
-            yield runs[0], update
-        return
+class RunStream:
+    """Every run of a request, submitted to the engine on construction; iterate (run, update) pairs as they come.
 
-    queue: asyncio.Queue[tuple[Run, Update | BaseException | None]] = asyncio.Queue()
+    Submitting at once lets the engine work while the caller sends its first
+    messages. close() (idempotent; iterating to the end or closing the
+    iterator also does it) cancels the runs still going: a caller must close
+    a RunStream it does not iterate to the end.
+    """
 
-    async def pump(run: Run) -> None:
+    def __init__(self, model: ServedModel, runs: list[Run], *, skip_special_tokens: bool) -> None:
+        self._runs = runs
+        self._generations: list[Generation] = []
         try:
-            async for update in model.engine.generate(
-                run.prompt_ids, run.config, skip_special_tokens=skip_special_tokens
-            ):
-                queue.put_nowait((run, update))
-        except Exception as error:
-            queue.put_nowait((run, error))
-        finally:
-            queue.put_nowait((run, None))
+            for run in runs:
+                generation = model.engine.submit(run.prompt_ids, run.config, skip_special_tokens=skip_special_tokens)
+                self._generations.append(generation)
+        except BaseException:
+            self.close()
+            raise
 
-    tasks = [asyncio.create_task(pump(run)) for run in runs]
-    try:
-        remaining = len(runs)
-        while remaining:
-            run, item = await queue.get()
-            if item is None:
-                remaining -= 1
-            elif isinstance(item, BaseException):
-                raise item
-            else:
-                yield run, item
-    finally:
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+    def close(self) -> None:
+        """Cancel what is still running."""
+        for generation in self._generations:
+            generation.close()
+
+    async def __aiter__(self) -> AsyncIterator[tuple[Run, Update]]:
+        try:
+            if len(self._runs) == 1:  # the common case needs no tasks
+                async for update in self._generations[0]:
+                    yield self._runs[0], update
+                return
+            async for pair in self._interleaved():
+                yield pair
+        finally:
+            self.close()
+
+    async def _interleaved(self) -> AsyncIterator[tuple[Run, Update]]:
+        queue: asyncio.Queue[tuple[Run, Update | BaseException | None]] = asyncio.Queue()
+
+        async def pump(run: Run, generation: Generation) -> None:
+            try:
+                async for update in generation:
+                    queue.put_nowait((run, update))
+            except Exception as error:
+                queue.put_nowait((run, error))
+            finally:
+                queue.put_nowait((run, None))
+
+        tasks = [asyncio.create_task(pump(run, gen)) for run, gen in zip(self._runs, self._generations, strict=True)]
+        try:
+            remaining = len(tasks)
+            while remaining:
+                run, item = await queue.get()
+                if item is None:
+                    remaining -= 1
+                elif isinstance(item, BaseException):
+                    raise item
+                else:
+                    yield run, item
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
 
 
 async def collect_choices(model: ServedModel, runs: list[Run], *, skip_special_tokens: bool) -> list[Choice]:
     """Run to the end and return every choice, in OpenAI order."""
     choices: dict[int, Choice] = {}
-    async for run, update in stream_runs(model, runs, skip_special_tokens=skip_special_tokens):
+    async for run, update in RunStream(model, runs, skip_special_tokens=skip_special_tokens):
         for delta in update.sequences:
             index = run.first_choice + delta.index
             choices.setdefault(index, Choice(index)).add(delta)
@@ -118,7 +142,10 @@ async def collect_choices(model: ServedModel, runs: list[Run], *, skip_special_t
 
 
 class DeltaStream:
-    """A streaming request's output: per engine step, the deltas worth sending, with their choice index.
+    """A streaming request's output: per hand-over, the deltas worth sending, with their choice index.
+
+    Its runs are submitted on construction: build it before sending anything,
+    and close it in a ``finally`` (see RunStream).
 
     Counts completion tokens as they pass (for the usage chunk), and leaves out
     deltas with nothing to show yet (text the detokenizer holds back), unless
@@ -126,9 +153,13 @@ class DeltaStream:
     """
 
     def __init__(self, model: ServedModel, runs: list[Run], *, skip_special_tokens: bool, logprobs: bool) -> None:
-        self._updates = stream_runs(model, runs, skip_special_tokens=skip_special_tokens)
+        self._updates = RunStream(model, runs, skip_special_tokens=skip_special_tokens)  # submitted now
         self._logprobs = logprobs
         self.completion_tokens = 0
+
+    def close(self) -> None:
+        """Cancel the runs still going (see RunStream)."""
+        self._updates.close()
 
     async def __aiter__(self) -> AsyncIterator[list[tuple[int, SequenceDelta]]]:
         async for run, update in self._updates:

@@ -3,7 +3,7 @@
 It knows token ids, text and GenerationConfig; it knows nothing of protobuf or HTTP.
 """
 
-from service.engine.engine import Engine, EngineSettings
+from service.engine.engine import Engine, EngineSettings, Generation
 from service.engine.types import EngineError, EngineOverloaded, EngineStats, FinishReason, SequenceDelta, Update
 
 __all__ = [
@@ -13,6 +13,7 @@ __all__ = [
     "EngineSettings",
     "EngineStats",
     "FinishReason",
+    "Generation",
     "SequenceDelta",
     "Update",
 ]

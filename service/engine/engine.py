@@ -13,7 +13,6 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -108,6 +107,11 @@ class Engine:
         log.info("model %r ready in %.1f s (max length %d tokens)", name, elapsed, self.max_model_len)
 
     @property
+    def in_flight(self) -> int:
+        """Requests submitted and not let go of yet (their Generation neither finished nor closed)."""
+        return len(self._mailboxes)
+
+    @property
     def has_draft_model(self) -> bool:
         """Whether speculative decoding is on for this model."""
         return self.draft_dir is not None
@@ -148,38 +152,31 @@ class Engine:
         self._send(("stats", token))
         return await future
 
-    async def generate(
+    def submit(
         self, prompt_ids: list[int], config: ov_genai.GenerationConfig, *, skip_special_tokens: bool = True
-    ) -> AsyncIterator[Update]:
-        """Yield the request's output as Updates, the last with finished=True.
+    ) -> Generation:
+        """Send a request to the engine now; iterate the Generation for its output, and close it when done.
 
-        An Update holds the steps since the engine process's last hand-over
-        (see EngineCore) or, when the caller fell behind, since it last asked
-        (see _Mailbox). Closing
-        the generator early (the caller was cancelled or went away) cancels the
-        request in the engine, which frees its KV cache at the next step.
-        Raises EngineError if the engine fails the request.
+        Submitting before the caller sends anything of its own (a role chunk,
+        the Responses API's first events) lets the engine start meanwhile.
         """
         if self._loop is None or self._closed:
             raise EngineError(f"engine for {self.name!r} is not running")
         request_id = next(self._ids)
         mailbox = _Mailbox()
         self._mailboxes[request_id] = mailbox
-        finished = False
         try:
             self._send(("submit", Submission(request_id, prompt_ids, wire_config(config), skip_special_tokens)))
-            while not finished:
-                try:
-                    update = await mailbox.get()
-                except EngineError:
-                    finished = True  # the engine has already let go of it
-                    raise
-                finished = update.finished
-                yield update
-        finally:
+        except BaseException:
             del self._mailboxes[request_id]
-            if not finished and not self._closed:
-                self._send(("cancel", request_id))
+            raise
+        return Generation(self, request_id, mailbox)
+
+    def _release(self, request_id: int, *, cancel: bool) -> None:
+        """Forget a request's mailbox; cancel it in the engine if it is still running there."""
+        del self._mailboxes[request_id]
+        if cancel and not self._closed:
+            self._send(("cancel", request_id))
 
     def _send(self, message: tuple[Any, ...]) -> None:
         with self._send_lock:
@@ -232,6 +229,45 @@ class Engine:
             for future in self._stats.values():
                 if not future.done():
                     future.set_exception(error)
+
+
+class Generation:
+    """One submitted request: async-iterate its Updates (the last has finished=True); close() lets go of it.
+
+    An Update holds the steps since the engine process's last hand-over (see
+    EngineCore) or, when the reader fell behind, since it last asked (see
+    _Mailbox). Closing before the end (the caller was cancelled or went away)
+    cancels the request in the engine, which frees its KV cache at the next
+    step. Iterating raises EngineError if the engine fails the request.
+    """
+
+    def __init__(self, engine: Engine, request_id: int, mailbox: _Mailbox) -> None:
+        self._engine, self._request_id, self._mailbox = engine, request_id, mailbox
+        self._finished = False  # the engine has let go of the request
+        self._closed = False
+
+    def __aiter__(self) -> Generation:
+        return self
+
+    async def __anext__(self) -> Update:
+        if self._finished:
+            raise StopAsyncIteration
+        try:
+            update = await self._mailbox.get()
+        except EngineError:
+            self._finished = True
+            self.close()
+            raise
+        if update.finished:
+            self._finished = True
+            self.close()
+        return update
+
+    def close(self) -> None:
+        """Let go of the request (idempotent); cancels it in the engine unless it has ended."""
+        if not self._closed:
+            self._closed = True
+            self._engine._release(self._request_id, cancel=not self._finished)
 
 
 class _Mailbox:

@@ -14,7 +14,7 @@ import contextlib
 import json
 import logging
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,7 +24,7 @@ from service.api.chat import json_object, logprob_violations, render_prompt
 from service.api.chat_output import output_parser, reasoning_tokens
 from service.api.common import new_id, now, streaming_violations
 from service.api.generation import Budget, build_generation_config, generation_violations
-from service.api.runs import Run, stream_runs
+from service.api.runs import Run, RunStream
 from service.api.structured import structured_output_config
 from service.engine import FinishReason
 from service.errors import FieldViolation, InvalidArgument, NotFound, ServiceError, quote
@@ -156,8 +156,10 @@ class ResponsesApi:
             async for event in run.log.follow():
                 yield event
             return
-        async for event in self._generate(prep, ResponseEvents(prep.response)):
-            yield event
+        # aclosing: a caller that leaves closes the generation now, not when it is garbage-collected.
+        async with contextlib.aclosing(self._generate(prep, ResponseEvents(prep.response))) as events:
+            async for event in events:
+                yield event
 
     # ---- stored responses ----
 
@@ -294,14 +296,20 @@ class ResponsesApi:
             background=background,
         )
 
-    async def _generate(self, prep: Prepared, events: ResponseEvents, *, queued: bool = False) -> AsyncIterator[Event]:
+    async def _generate(
+        self, prep: Prepared, events: ResponseEvents, *, queued: bool = False
+    ) -> AsyncGenerator[Event, None]:
         """The response's events from start to end; the stored copy is written at the end."""
-        for event in events.start(announce_created=not queued):
-            yield event
-        output_tokens, finish = 0, None
+        output_tokens, finish, started = 0, None, False
         parser = output_parser(prep.model, prep.run.prompt_ids, prep.request, raw=not prep.skip_special_tokens)
+        runs: RunStream | None = None
         try:
-            async for _, update in stream_runs(prep.model, [prep.run], skip_special_tokens=prep.skip_special_tokens):
+            # Submitted before the first events go out, so the engine starts meanwhile.
+            runs = RunStream(prep.model, [prep.run], skip_special_tokens=prep.skip_special_tokens)
+            for event in events.start(announce_created=not queued):
+                yield event
+            started = True
+            async for _, update in runs:
                 for delta in update.sequences:
                     output_tokens += len(delta.token_ids)
                     finish = delta.finish_reason or finish
@@ -312,7 +320,8 @@ class ResponsesApi:
                 yield event
         except (ServiceError, RuntimeError) as error:  # the engine failed: the stream still closes properly
             log.error("response %s failed: %s", events.response.id, error)
-            for event in events.fail("server_error", str(error)):
+            opening = [] if started else events.start(announce_created=not queued)
+            for event in opening + events.fail("server_error", str(error)):
                 yield event
         else:
             usage = objects_pb2.ResponseUsage(
@@ -324,6 +333,9 @@ class ResponsesApi:
             usage.output_tokens_details.reasoning_tokens = min(reasoning, output_tokens)
             for event in events.finish(truncated=finish == FinishReason.LENGTH, usage=usage):
                 yield event
+        finally:
+            if runs is not None:
+                runs.close()
         if prep.store:
             await self._store.put(_stored(prep, events.response))
 

@@ -15,7 +15,9 @@ import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from clients.v1 import chat_pb2, chat_pb2_grpc, model_pb2
+from clients.v1 import chat_pb2, chat_pb2_grpc, completion_pb2, model_pb2, response_pb2
+from service.api import chat as chat_api
+from service.api import completions as completions_api
 from service.models import ModelSpec
 from tests.conftest import TEST_SETTINGS, TINY_CHAT, TINY_CHAT_DRAFT, start_server
 from tests.rpc import failure, parse
@@ -91,12 +93,45 @@ def test_dropped_streams_leave_no_engine_requests(server, chat) -> None:
     for call in calls:
         call.cancel()
     deadline = time.monotonic() + 10
-    while not (stats := server.run(engine.stats())).idle and time.monotonic() < deadline:
+    while not ((stats := server.run(engine.stats())).idle and not engine.in_flight) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert stats.idle, stats  # no request left, no KV cache held
+    assert stats.idle and engine.in_flight == 0, (stats, engine.in_flight)  # no request left, no KV cache held
     response = chat.CreateChatCompletion(parse(chat_pb2.CreateChatCompletionRequest, {
         "model": "tiny-chat", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 4}))  # fmt: skip
     assert response.choices
+
+
+def test_streams_closed_at_their_first_message_let_go_of_the_engine_request(server) -> None:
+    """The engine request is submitted before the first message goes out; closing the stream right then cancels it.
+
+    Driven at the API level: through gRPC the close almost never lands in that
+    window, and a request submitted but never read would stay in flight for good.
+    """
+    registry, engine = server.server.registry, server.server.registry.get("tiny-chat").engine
+    long = {"model": "tiny-chat", "max_tokens": 1500, "ignore_eos": True, "temperature": 0}
+    chat = parse(chat_pb2.StreamChatCompletionRequest, {**long, "messages": [{"role": "user", "content": "A story"}]})
+    completion = parse(completion_pb2.StreamCompletionRequest, {**long, "prompt": "Once upon a time", "echo": True})
+    story = {"model": "tiny-chat", "input": "Tell me a story.", "max_output_tokens": 1500, "ignore_eos": True}
+    streams = [
+        lambda: chat_api.stream_chat_completion(registry, chat),
+        lambda: completions_api.stream_completion(registry, completion),
+        lambda: server.server.responses.stream(parse(response_pb2.StreamResponseRequest, story)),
+    ]
+
+    async def first_message_then_close(stream) -> tuple[object, int]:
+        first = await stream.__anext__()  # the role chunk, the echo, response.created
+        submitted = engine.in_flight
+        await stream.aclose()
+        return first, submitted
+
+    for make in streams:
+        first, submitted = server.run(first_message_then_close(make()))
+        assert first is not None and submitted == 1
+        assert engine.in_flight == 0
+    deadline = time.monotonic() + 10
+    while not (stats := server.run(engine.stats())).idle and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert stats.idle, stats
 
 
 def _buf_curl(target: str, *args: str) -> subprocess.CompletedProcess[str]:
