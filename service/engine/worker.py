@@ -47,9 +47,6 @@ def main() -> None:
     """
     # Ctrl-C reaches the whole process group; the server decides when the engine stops.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    import os as _os
-
-    _os.nice(int(_os.environ.get("NICE", "0")))
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s engine: %(message)s")
     connection = Connection(int(sys.argv[1]))
     spec: WorkerSpec = connection.recv()
