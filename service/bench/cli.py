@@ -53,7 +53,8 @@ def parser() -> argparse.ArgumentParser:
     engine.add_argument("--engine", action="store_true",
                         help="also load a bare ContinuousBatchingPipeline (--model-dir); print ratios")  # fmt: skip
     engine.add_argument("--rounds", type=int, default=1,
-                        help="alternating engine/service rounds; figures are medians (default 1)")  # fmt: skip
+                        help="alternating engine/service rounds; figures are medians over rounds, ratios "
+                             "medians of each round's own ratio (default 1)")  # fmt: skip
     engine.add_argument("--prefix-tokens", type=int, default=1024,
                         help="prompt length of the cached-prefix TTFT probe; 0 skips it (default 1024)")  # fmt: skip
     out = options.add_argument_group("output")

@@ -16,7 +16,7 @@ from service.bench.backends import Backend, GrpcBackend, HttpBackend, run_load
 from service.bench.load import BenchRequest, PromptSource, Schedule, cycle
 from service.bench.metrics import RequestResult, median_summary, summarize
 from service.bench.progress import ProgressBar
-from service.bench.targets import ratios
+from service.bench.targets import median_ratios, ratios
 
 
 @dataclass
@@ -86,9 +86,22 @@ class Bench:
         }
         report["config"]["prompts"] = len(config.prompts) if config.prompts else None  # the count, not the text
         if config.engine:
-            keyed = {(run["backend"], run["concurrency"]): run["summary"] for run in summaries}
             concurrencies = [] if config.rate is not None else config.concurrency
-            found = ratios(keyed, concurrencies, prefix, _is_real_size(config.model_dir)) if concurrencies else []
+            real_size = _is_real_size(config.model_dir)
+            per_round = [
+                ratios(
+                    {
+                        (run["backend"], run["concurrency"]): run["summary"]
+                        for run in runs
+                        if run["round"] == number + 1
+                    },
+                    concurrencies,
+                    prefix,
+                    real_size,
+                )
+                for number in range(config.rounds)
+            ]
+            found = median_ratios(per_round) if concurrencies else []
             report["prefix_ttft_ms"] = prefix
             report["ratios"] = [ratio.as_dict() for ratio in found]
         return report

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import operator
+import statistics
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -103,4 +104,19 @@ def ratios(
             found.append(
                 Ratio(f"{backend} TTFT cached prefix / cold", _div(probe["warm_ms"], probe["cold_ms"]), "<=", 0.3)
             )
+    return found
+
+
+def median_ratios(rounds: Sequence[list[Ratio]]) -> list[Ratio]:
+    """Each ratio's median over rounds, every round's ratio taken from its own runs.
+
+    Engine and service runs of a round run back to back, so pairing them
+    within the round cancels the slow drift of a shared machine that a ratio
+    of medians over all rounds would keep.
+    """
+    found: list[Ratio] = []
+    for position, first in enumerate(rounds[0]):
+        values = [ratio[position].value for ratio in rounds if not math.isnan(ratio[position].value)]
+        value = statistics.median(values) if values else math.nan
+        found.append(Ratio(first.metric, value, first.op, first.target, first.unit))
     return found

@@ -11,6 +11,7 @@ import pytest
 
 from service.bench.cli import main
 from service.bench.metrics import LATENCIES, STATS
+from service.bench.targets import Ratio, median_ratios
 from tests.bridge.conftest import RunningBridge
 from tests.bridge.conftest import bridge as bridge  # the REST fixture, shared with tests/bridge
 from tests.conftest import ServerThread
@@ -70,9 +71,10 @@ def test_bench_engine_prints_ratios(
 ) -> None:
     report = _bench(
         tmp_path, "--target", server.target, "--model-dir", str(tiny_chat_dir), "--engine",
-        "--concurrency", "1", "2", "--rounds", "1", "--prefix-tokens", "256",
+        "--concurrency", "1", "2", "--rounds", "2", "--prefix-tokens", "256",
     )  # fmt: skip
     _check_summaries(report, {"engine", "grpc"})
+    assert sorted({run["round"] for run in report["runs"]}) == [1, 2]
     metrics = {ratio["metric"] for ratio in report["ratios"]}
     assert "grpc tok/s / engine tok/s, c=2" in metrics
     assert "grpc added TTFT p50 over engine, c=1" in metrics
@@ -84,3 +86,15 @@ def test_bench_engine_prints_ratios(
         assert ratio["op"] in (">=", "<=") and ratio["met"] in (True, False)
     printed = capsys.readouterr().out
     assert "TTFT p50" in printed and "met" in printed
+
+
+def test_ratios_are_paired_within_rounds_then_the_median_taken() -> None:
+    rounds = [
+        [Ratio("grpc / engine", 0.90, ">=", 0.8), Ratio("ITL p99 / p50", math.nan, "<=", 3.0)],
+        [Ratio("grpc / engine", 0.70, ">=", 0.8), Ratio("ITL p99 / p50", 2.0, "<=", 3.0)],
+        [Ratio("grpc / engine", 0.95, ">=", 0.8), Ratio("ITL p99 / p50", 4.0, "<=", 3.0)],
+    ]
+    throughput, tail = median_ratios(rounds)
+    assert (throughput.metric, throughput.value, throughput.met) == ("grpc / engine", 0.90, True)
+    assert (tail.value, tail.met) == (3.0, True)  # a round that could not measure it is left out
+    assert math.isnan(median_ratios([[Ratio("x", math.nan, "<=", 1.0)]])[0].value)
