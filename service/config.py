@@ -97,7 +97,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     access.add_argument("--grace-seconds", type=float,
                         help="on SIGTERM, how long in-flight calls may finish (default 10)")  # fmt: skip
     scheduler = parser.add_argument_group("scheduler (every model)")
-    scheduler.add_argument("--cache-size-gb", type=float, help="KV cache size per model, GB (default 1)")
+    scheduler.add_argument("--cache-size-gb", type=float,
+                           help="KV cache size per model, GB (default: 1, at most 4096 blocks)")  # fmt: skip
+    scheduler.add_argument("--kv-cache-blocks", type=int, metavar="N",
+                           help="KV cache per model in 32-token blocks, instead of --cache-size-gb")  # fmt: skip
     scheduler.add_argument("--max-num-seqs", type=int, help="sequences batched per step (default 256)")
     scheduler.add_argument("--max-num-batched-tokens", type=int, help="tokens per step (default 2048)")
     scheduler.add_argument("--no-dynamic-split-fuse", action="store_true", help="do not split long prompts")
@@ -196,6 +199,7 @@ def _name_value(value: str) -> tuple[str, str]:
 def _scheduler_flags(args: argparse.Namespace) -> dict[str, Any]:
     values = {
         "cache_size_gb": args.cache_size_gb,
+        "kv_cache_blocks": args.kv_cache_blocks,
         "max_num_seqs": args.max_num_seqs,
         "max_num_batched_tokens": args.max_num_batched_tokens,
         "dynamic_split_fuse": False if args.no_dynamic_split_fuse else None,
@@ -210,7 +214,17 @@ def _settings(base: EngineSettings, overrides: dict[str, Any], where: str) -> En
     unknown = sorted(set(overrides) - known)
     if unknown:
         raise ConfigError(f"{where}: unknown scheduler settings {unknown}; known: {sorted(known)}")
+    if "cache_size_gb" in overrides:  # a size given here replaces a block count given before, and the other way round
+        base = dataclasses.replace(base, kv_cache_blocks=None)
+    if "kv_cache_blocks" in overrides:
+        base = dataclasses.replace(base, cache_size_gb=None)
     settings = dataclasses.replace(base, **overrides)
     if not settings.stream_interval_ms >= 0:
         raise ConfigError(f"{where}: stream_interval_ms must be 0 or more; got {settings.stream_interval_ms}")
+    if settings.cache_size_gb is not None and not settings.cache_size_gb > 0:
+        raise ConfigError(f"{where}: cache_size_gb must be more than 0; got {settings.cache_size_gb}")
+    if settings.kv_cache_blocks is not None and settings.kv_cache_blocks < 1:
+        raise ConfigError(f"{where}: kv_cache_blocks must be 1 or more; got {settings.kv_cache_blocks}")
+    if settings.cache_size_gb is not None and settings.kv_cache_blocks is not None:
+        raise ConfigError(f"{where}: give cache_size_gb or kv_cache_blocks, not both")
     return settings

@@ -20,7 +20,7 @@ from service.server import Server
 TINY_CHAT = BUNDLED_MODELS_DIR / BUNDLED_MODEL
 TINY_CHAT_DRAFT = BUNDLED_MODELS_DIR / BUNDLED_DRAFT
 # Small KV caches: several engines share the test machine.
-TEST_SETTINGS = EngineSettings(cache_size_gb=1, max_num_seqs=64)
+TEST_SETTINGS = EngineSettings(max_num_seqs=64)
 
 
 class ServerThread:

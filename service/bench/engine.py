@@ -33,7 +33,7 @@ class EngineRunner:
 
     def __init__(self, model_dir: Path, settings: EngineSettings, endpoint: str) -> None:
         scheduler = ov_genai.SchedulerConfig()
-        for attribute, value in settings.scheduler().items():
+        for attribute, value in settings.scheduler(model_dir).items():
             setattr(scheduler, attribute, value)
         self.pipeline = ov_genai.ContinuousBatchingPipeline(str(model_dir), scheduler, settings.device)
         self.tokenizer = self.pipeline.get_tokenizer()

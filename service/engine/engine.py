@@ -28,12 +28,25 @@ from service.engine.worker import WorkerSpec
 log = logging.getLogger(__name__)
 
 
+# The CPU plugin's KV cache: 32-token blocks of u8 keys and values (openvino 2026.4 defaults).
+KV_BLOCK_TOKENS = 32
+KV_BYTES_PER_VALUE = 1
+# Left to itself, the KV cache is 1 GB but at most this many blocks. openvino-genai 2026.4.1
+# gets slower with every cached prefix block it keeps: on the bundled tiny-chat (1 GB =
+# 65,536 blocks) a steady load fell from ~17,000 to ~2,000 tokens/s after ~30 s, once the
+# cache had filled with earlier prompts; with 4,096 blocks it held ~21,000 tokens/s, with
+# 8,192 it sagged to 8,000-15,000, and with prefix caching off it never fell. A real model's
+# 1 GB is a few thousand blocks anyway (Qwen2.5-0.5B: 5,461; Llama-3.2-1B: 2,048).
+AUTO_MAX_KV_BLOCKS = 4096
+
+
 @dataclass(frozen=True)
 class EngineSettings:
     """Scheduler and device settings of one pipeline (see openvino_genai.SchedulerConfig)."""
 
     device: str = "CPU"
-    cache_size_gb: float = 1.0  # KV cache size
+    cache_size_gb: float | None = None  # KV cache size; None: 1 GB, at most AUTO_MAX_KV_BLOCKS blocks
+    kv_cache_blocks: int | None = None  # the KV cache in blocks of KV_BLOCK_TOKENS tokens, instead of a size
     max_num_seqs: int = 256  # sequences batched in one step
     max_num_batched_tokens: int = 2048  # tokens (prompt chunks + decodes) in one step
     dynamic_split_fuse: bool = True  # split long prompts across steps beside running decodes
@@ -44,15 +57,37 @@ class EngineSettings:
     # held. 0 hands over every step.
     stream_interval_ms: float = 5.0
 
-    def scheduler(self) -> dict[str, object]:
-        """SchedulerConfig attributes (the engine's; the stream interval is the server's)."""
+    def scheduler(self, model_dir: Path) -> dict[str, object]:
+        """SchedulerConfig attributes for the model in ``model_dir`` (the stream interval is the server's)."""
+        blocks = self.kv_cache_blocks or kv_blocks(model_dir, self.cache_size_gb)
+        cache = {"cache_size": 0, "num_kv_blocks": blocks} if blocks else {"cache_size": 1}
         return {
-            "cache_size": max(1, round(self.cache_size_gb)),
+            **cache,
             "max_num_seqs": self.max_num_seqs,
             "max_num_batched_tokens": self.max_num_batched_tokens,
             "dynamic_split_fuse": self.dynamic_split_fuse,
             "enable_prefix_caching": self.enable_prefix_caching,
         }
+
+
+def kv_blocks(model_dir: Path, size_gb: float | None) -> int | None:
+    """KV blocks that fill ``size_gb`` for this model (None: 1 GB, at most AUTO_MAX_KV_BLOCKS).
+
+    None if config.json does not give the attention shape: the pipeline then
+    sizes a 1 GB cache itself.
+    """
+    try:
+        config = json.loads((model_dir / "config.json").read_text())
+        layers, heads = int(config["num_hidden_layers"]), int(config["num_attention_heads"])
+        kv_heads = int(config.get("num_key_value_heads") or heads)
+        head_dim = int(config.get("head_dim") or int(config["hidden_size"]) // heads)
+    except (OSError, ValueError, KeyError, TypeError, ZeroDivisionError):
+        return None
+    block_bytes = KV_BLOCK_TOKENS * layers * 2 * kv_heads * head_dim * KV_BYTES_PER_VALUE  # keys and values
+    if block_bytes <= 0:
+        return None
+    blocks = max(1, int((size_gb or 1.0) * 2**30 // block_bytes))
+    return blocks if size_gb is not None else min(blocks, AUTO_MAX_KV_BLOCKS)
 
 
 class Engine:
@@ -87,7 +122,7 @@ class Engine:
             model_dir,
             draft_dir,
             settings.device,
-            settings.scheduler(),
+            settings.scheduler(model_dir),
             prompt_lookup,
             flush_interval=settings.stream_interval_ms / 1000,
         )

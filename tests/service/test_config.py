@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import json
 from pathlib import Path
 
 import pytest
 
 from service.config import DEFAULT_GRPC_PORT, DEFAULT_HOST, ConfigError, ServeConfig, add_arguments, from_arguments
 from service.engine import EngineSettings
+from service.engine.engine import AUTO_MAX_KV_BLOCKS, kv_blocks
 from service.models import (
     BUNDLED_DRAFT,
     BUNDLED_MODEL,
@@ -315,3 +317,45 @@ def test_home_in_model_path_is_expanded(tmp_path: Path, monkeypatch: pytest.Monk
     model_dir(tmp_path, "mine")
     [spec] = configure("--model", "mine=~/mine").models
     assert spec.path == tmp_path / "mine"
+
+
+def _model_config(root: Path, name: str, **config: object) -> Path:
+    directory = root / name
+    directory.mkdir()
+    (directory / "config.json").write_text(json.dumps(config))
+    return directory
+
+
+def test_kv_cache_is_sized_in_blocks_from_the_models_attention_shape(tmp_path: Path) -> None:
+    tiny = TINY_CHAT
+    # tiny-chat: 2 layers x (keys + values) x 4 heads x 32 dims x 1 byte = 512 bytes a token, 16 KiB a block
+    assert EngineSettings().scheduler(tiny)["num_kv_blocks"] == AUTO_MAX_KV_BLOCKS  # 1 GB would be 65,536
+    assert EngineSettings(cache_size_gb=0.25).scheduler(tiny)["num_kv_blocks"] == 16384
+    assert EngineSettings(kv_cache_blocks=100).scheduler(tiny) | {"cache_size": 0} == EngineSettings(
+        kv_cache_blocks=100
+    ).scheduler(tiny)
+    qwen = _model_config(
+        tmp_path, "qwen", num_hidden_layers=24, num_attention_heads=14, num_key_value_heads=2, hidden_size=896
+    )
+    assert kv_blocks(qwen, None) == AUTO_MAX_KV_BLOCKS and kv_blocks(qwen, 1.0) == 5461
+    llama = _model_config(
+        tmp_path, "llama", num_hidden_layers=16, num_attention_heads=32, num_key_value_heads=8, head_dim=64
+    )
+    assert kv_blocks(llama, None) == 2048  # its 1 GB is under the cap
+    shapeless = _model_config(tmp_path, "shapeless", model_type="odd")
+    assert kv_blocks(shapeless, None) is None
+    assert EngineSettings().scheduler(shapeless)["cache_size"] == 1  # the pipeline sizes 1 GB itself
+
+
+def test_kv_cache_flags_and_their_errors(tmp_path: Path) -> None:
+    for spec in configure("--kv-cache-blocks", "512").models:
+        assert (spec.settings.kv_cache_blocks, spec.settings.cache_size_gb) == (512, None)
+    path = toml_file(tmp_path, "[scheduler]\ncache_size_gb = 2\n")
+    for spec in configure("--config", path, "--kv-cache-blocks", "512").models:  # the flag replaces the file's size
+        assert (spec.settings.kv_cache_blocks, spec.settings.cache_size_gb) == (512, None)
+    with pytest.raises(ConfigError, match="give cache_size_gb or kv_cache_blocks, not both"):
+        configure("--kv-cache-blocks", "512", "--cache-size-gb", "1")
+    with pytest.raises(ConfigError, match="kv_cache_blocks must be 1 or more"):
+        configure("--kv-cache-blocks", "0")
+    with pytest.raises(ConfigError, match="cache_size_gb must be more than 0"):
+        configure("--cache-size-gb", "-2")

@@ -27,7 +27,7 @@ class FakeClock:
 @pytest.fixture(scope="module")
 def pipeline_factory(tiny_chat_dir: Path):
     scheduler = ov_genai.SchedulerConfig()
-    for name, value in EngineSettings().scheduler().items():
+    for name, value in EngineSettings().scheduler(tiny_chat_dir).items():
         setattr(scheduler, name, value)
     return lambda: ov_genai.ContinuousBatchingPipeline(str(tiny_chat_dir), scheduler, "CPU")
 
