@@ -85,7 +85,7 @@ PipelineFactory = Callable[[], ov_genai.ContinuousBatchingPipeline]
 
 
 class EngineCore:
-    """Admits, cancels and steps requests on one pipeline; returns each step's output per request.
+    """Admits, cancels and steps requests on one pipeline; hands over output per request at each flush.
 
     ``speculative``: the pipeline has a draft model. openvino-genai 2026.4
     corrupts some outputs when several speculative requests share a batch

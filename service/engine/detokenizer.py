@@ -1,4 +1,4 @@
-"""Incremental detokenisation of every running sequence, once per step.
+"""Incremental detokenisation of every running sequence, all at once at each hand-over.
 
 Decoding token by token is wrong (a multi-byte character can span tokens; some
 tokenizers drop a word's leading space when it is decoded alone). So each

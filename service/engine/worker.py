@@ -4,7 +4,7 @@ Why a process (benchmarks/step_loop.py, measured on this kind of machine):
 ``step()`` holds the GIL, so in-process it stalls the gRPC/HTTP event loop for
 every step (p99 loop lateness 2-15 ms at 8-32 streams); in its own process the
 loop stayed under 1.3 ms and throughput at 32 streams was higher, for the price
-of one pickled message per step.
+of one pickled message per hand-over (see EngineCore).
 
 Protocol (tuples over a multiprocessing Connection):
   server -> engine: ("submit", Submission) | ("cancel", request_id) | ("stats", token) | ("stop",)
