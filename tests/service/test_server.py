@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -132,6 +133,28 @@ def test_streams_closed_at_their_first_message_let_go_of_the_engine_request(serv
     while not (stats := server.run(engine.stats())).idle and time.monotonic() < deadline:
         time.sleep(0.05)
     assert stats.idle, stats
+
+
+def test_stream_interval_reaches_the_engine_process() -> None:
+    """--stream-interval-ms end to end: 0 streams about a message per token, a long interval merges the middle."""
+    request = parse(chat_pb2.StreamChatCompletionRequest, {
+        "model": "tiny-chat", "messages": [{"role": "user", "content": "Tell me a story."}],
+        "max_tokens": 40, "ignore_eos": True, "temperature": 0})  # fmt: skip
+    texts, counts = [], []
+    for interval in (0.0, 60_000.0):
+        settings = dataclasses.replace(TEST_SETTINGS, stream_interval_ms=interval)
+        running = start_server([ModelSpec("tiny-chat", TINY_CHAT, settings=settings)])
+        try:
+            with grpc.insecure_channel(running.target) as channel:
+                chunks = list(chat_pb2_grpc.ChatServiceStub(channel).StreamChatCompletion(request))
+        finally:
+            running.stop()
+        content = [c.choices[0].delta.content for c in chunks if c.choices and c.choices[0].delta.content]
+        texts.append("".join(content))
+        counts.append(len(content))
+    assert counts[0] >= 20  # one step, one token, one message (a few held back half-characters aside)
+    assert counts[1] <= 2  # the first token at once, everything else with the end
+    assert texts[0] == texts[1]  # merging changes the messages, never the text
 
 
 def _buf_curl(target: str, *args: str) -> subprocess.CompletedProcess[str]:
