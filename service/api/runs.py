@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import openvino_genai as ov_genai
 
 from service.api.generation import MAX_SEED
-from service.engine import FinishReason, Generation, SequenceDelta, Update
+from service.engine import Generation, SequenceDelta, Update
 from service.engine.core import config_kwargs
 from service.models import ServedModel
 
@@ -26,24 +26,6 @@ class Run:
     prompt_ids: list[int]
     config: ov_genai.GenerationConfig
     first_choice: int  # OpenAI index of this run's first choice
-
-
-@dataclass
-class Choice:
-    """A finished choice, accumulated from its deltas."""
-
-    index: int
-    text: str = ""
-    token_ids: list[int] = field(default_factory=list)
-    logprobs: list[float] = field(default_factory=list)
-    finish_reason: FinishReason | None = None
-
-    def add(self, delta: SequenceDelta) -> None:
-        """Append one step's delta."""
-        self.text += delta.text
-        self.token_ids += delta.token_ids
-        self.logprobs += delta.logprobs
-        self.finish_reason = delta.finish_reason or self.finish_reason
 
 
 def fan_out(run: Run, n: int, model: ServedModel) -> list[Run]:
@@ -131,13 +113,13 @@ class RunStream:
             await asyncio.gather(*tasks, return_exceptions=True)
 
 
-async def collect_choices(model: ServedModel, runs: list[Run], *, skip_special_tokens: bool) -> list[Choice]:
-    """Run to the end and return every choice, in OpenAI order."""
-    choices: dict[int, Choice] = {}
+async def collect_choices(model: ServedModel, runs: list[Run], *, skip_special_tokens: bool) -> list[SequenceDelta]:
+    """Run to the end and return every choice whole (index = its OpenAI index), in OpenAI order."""
+    choices: dict[int, SequenceDelta] = {}
     async for run, update in RunStream(model, runs, skip_special_tokens=skip_special_tokens):
         for delta in update.sequences:
             index = run.first_choice + delta.index
-            choices.setdefault(index, Choice(index)).add(delta)
+            choices.setdefault(index, SequenceDelta(index)).extend(delta)
     return [choices[index] for index in sorted(choices)]
 
 

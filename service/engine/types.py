@@ -24,6 +24,13 @@ class SequenceDelta:
     logprobs: list[float] = field(default_factory=list)  # one per token id, when requested
     finish_reason: FinishReason | None = None
 
+    def extend(self, later: SequenceDelta) -> None:
+        """Append what the same sequence gained after this delta."""
+        self.token_ids += later.token_ids
+        self.text += later.text
+        self.logprobs += later.logprobs
+        self.finish_reason = later.finish_reason or self.finish_reason
+
 
 @dataclass
 class Update:
@@ -40,11 +47,8 @@ class Update:
             if earlier is None:
                 by_index[delta.index] = delta
                 self.sequences.append(delta)
-                continue
-            earlier.token_ids += delta.token_ids
-            earlier.text += delta.text
-            earlier.logprobs += delta.logprobs
-            earlier.finish_reason = delta.finish_reason or earlier.finish_reason
+            else:
+                earlier.extend(delta)
         self.finished = later.finished
 
 
