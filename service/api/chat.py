@@ -20,9 +20,9 @@ from service.api.common import (
     token_texts,
     usage,
 )
-from service.api.generation import Budget, build_generation_config, generation_violations
+from service.api.generation import Budget, build_sampling_params, generation_violations
 from service.api.runs import DeltaStream, Run, collect_choices, fan_out
-from service.api.structured import structured_output_config
+from service.api.structured import check_compiles, structured_output_config
 from service.engine import SequenceDelta
 from service.errors import FieldViolation, InvalidArgument, quote
 from service.models import ModelRegistry, ServedModel
@@ -50,7 +50,7 @@ class PreparedChat:
     include_usage: bool
 
 
-def prepare(models: ModelRegistry, request: Request, *, streaming: bool) -> PreparedChat:
+async def prepare(models: ModelRegistry, request: Request, *, streaming: bool) -> PreparedChat:
     """Validate ``request``, render its conversation with the chat template, build its engine run."""
     violations = streaming_violations(request, streaming=streaming, rpc="StreamChatCompletion")
     model = models.get(request.model)
@@ -58,29 +58,30 @@ def prepare(models: ModelRegistry, request: Request, *, streaming: bool) -> Prep
     tools = _tools(request, violations)
     context = _template_context(request, violations)
     thinking = bool(context.get("enable_thinking"))
-    structured = structured_output_config(request, violations, tools=tools, thinking=thinking)
+    constraint = structured_output_config(request, violations, tools=tools, thinking=thinking)
     violations += logprob_violations(request)
     if violations:  # report the sampling fields' problems too, in the same error
         violations += generation_violations(request, limits=model.limits, streaming=streaming)
     InvalidArgument.check(violations)
+    await check_compiles(model, constraint)
 
     prompt_ids = render_prompt(model, history, tools, context, field="messages")
 
     field = "max_completion_tokens" if request.HasField("max_completion_tokens") else "max_tokens"
     limit = getattr(request, field) if request.HasField(field) else None
-    config = build_generation_config(
+    params = build_sampling_params(
         request,
         defaults=model.defaults,
         limits=model.limits,
         budget=Budget(field, limit, len(prompt_ids), "messages"),
         streaming=streaming,
         logprobs=1 if request.logprobs else 0,
-        structured=structured,
+        constraint=constraint,
     )
     n = request.n if request.HasField("n") else 1
     return PreparedChat(
         model,
-        fan_out(Run(prompt_ids, config, first_choice=0), n, model),
+        fan_out(Run(prompt_ids, params, first_choice=0), n, model),
         n=n,
         logprobs=request.logprobs,
         skip_special_tokens=not request.HasField("skip_special_tokens") or request.skip_special_tokens,
@@ -213,9 +214,7 @@ def render_prompt(
 ) -> list[int]:
     """Token ids of the conversation rendered by the model's chat template, ready for the assistant's turn."""
     try:
-        prompt = model.engine.tokenizer.apply_chat_template(
-            history, add_generation_prompt=True, tools=tools or None, extra_context=context
-        )
+        prompt = model.engine.render_chat(history, tools, context)
     except Exception as error:  # the template itself refused (minja raises RuntimeError)
         raise InvalidArgument.of(field, f"the chat template could not render the conversation: {error}") from error
     return model.engine.encode(prompt, add_special_tokens=False)
@@ -257,7 +256,7 @@ async def create_chat_completion(
     models: ModelRegistry, request: chat_pb2.CreateChatCompletionRequest
 ) -> chat_pb2.CreateChatCompletionResponse:
     """ChatService.CreateChatCompletion: generate every choice to the end."""
-    prep = prepare(models, request, streaming=False)
+    prep = await prepare(models, request, streaming=False)
     choices = await collect_choices(prep.model, prep.runs, skip_special_tokens=prep.skip_special_tokens)
     response = chat_pb2.CreateChatCompletionResponse(
         id=new_id("chatcmpl-"), object="chat.completion", created=now(), model=prep.model.name
@@ -287,7 +286,7 @@ async def stream_chat_completion(
     models: ModelRegistry, request: chat_pb2.StreamChatCompletionRequest
 ) -> AsyncIterator[chat_pb2.StreamChatCompletionResponse]:
     """ChatService.StreamChatCompletion: a role chunk, then a chunk per hand-over of output, then usage."""
-    prep = prepare(models, request, streaming=True)
+    prep = await prepare(models, request, streaming=True)
     completion_id, created = new_id("chatcmpl-"), now()
 
     def chunk() -> chat_pb2.StreamChatCompletionResponse:

@@ -20,14 +20,24 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 import openvino as ov
 import openvino_genai as ov_genai
 
 from service.engine.detokenizer import Pending, SequenceText, WindowDecoder, detokenize_step
-from service.engine.types import EngineError, EngineOverloaded, EngineStats, FinishReason, SequenceDelta, Update
+from service.engine.generation_config import generation_config
+from service.engine.messages import Outcome
+from service.engine.sampling import SamplingParams
+from service.engine.types import (
+    EngineError,
+    EngineOverloaded,
+    EngineRejected,
+    EngineStats,
+    FinishReason,
+    SequenceDelta,
+    Update,
+)
 
 log = logging.getLogger(__name__)
 
@@ -38,8 +48,6 @@ _FINISH_REASONS = {
     ov_genai.GenerationFinishReason.TOOL_CALL: FinishReason.STOP,
 }
 
-Outcome = tuple[int, Update | EngineError]  # request id and what it gets
-
 
 @dataclass(frozen=True)
 class Submission:
@@ -47,7 +55,7 @@ class Submission:
 
     request_id: int
     prompt_ids: list[int]
-    config: dict[str, Any]  # GenerationConfig keyword arguments
+    params: SamplingParams
     skip_special_tokens: bool = True
 
 
@@ -123,14 +131,14 @@ class EngineCore:
     def add(self, submission: Submission) -> list[Outcome]:
         """Admit (or queue) a request; returns its failure if the engine refuses it."""
         try:
-            config = config_from_wire(submission.config)
+            config = generation_config(submission.params)
             config.validate()
             if self._speculative and not (config.num_assistant_tokens or config.assistant_confidence_threshold):
                 # Such a request would make every later step() fail (a draft model
                 # needs one of the two), so it never reaches the pipeline.
                 raise ValueError("a speculative pipeline needs num_assistant_tokens or assistant_confidence_threshold")
         except Exception as error:
-            return [(submission.request_id, EngineError(f"engine refused the request: {error}"))]
+            return [(submission.request_id, EngineRejected(f"invalid generation settings: {_engine_message(error)}"))]
         self._waiting.append((submission, config))
         return self._admit()
 
@@ -287,40 +295,7 @@ class EngineCore:
             delta.finish_reason = delta.finish_reason or default
 
 
-def config_kwargs(config: ov_genai.GenerationConfig) -> dict[str, Any]:
-    """The keyword arguments that rebuild ``config`` (only what differs from the defaults)."""
-    unset = ov_genai.GenerationConfig()
-    return {name: getattr(config, name) for name in _CONFIG_ATTRIBUTES if getattr(config, name) != getattr(unset, name)}
-
-
-_CONFIG_ATTRIBUTES = tuple(
-    name
-    for name in dir(ov_genai.GenerationConfig())
-    if not name.startswith(("_", "is_")) and not callable(getattr(ov_genai.GenerationConfig(), name))
-)
-
-# The StructuredOutputConfig attributes that cross into the engine process (all strings; the
-# service builds structural tags as XGrammar JSON for this reason, never as binding objects).
-_STRUCTURED_ATTRIBUTES = ("json_schema", "regex", "grammar", "structural_tags_config")
-
-
-def wire_config(config: ov_genai.GenerationConfig) -> dict[str, Any]:
-    """``config_kwargs`` that pickle: a StructuredOutputConfig (a binding object) travels as its string fields."""
-    kwargs = config_kwargs(config)
-    structured = kwargs.get("structured_output_config")
-    if structured is not None:
-        fields = {name: getattr(structured, name) for name in _STRUCTURED_ATTRIBUTES}
-        if structured.compound_grammar is not None or any(
-            not isinstance(value, str | None) for value in fields.values()
-        ):
-            raise TypeError("only string-valued structured output constraints can reach the engine process")
-        kwargs["structured_output_config"] = {name: value for name, value in fields.items() if value is not None}
-    return kwargs
-
-
-def config_from_wire(kwargs: dict[str, Any]) -> ov_genai.GenerationConfig:
-    """The GenerationConfig that ``wire_config`` described."""
-    structured = kwargs.get("structured_output_config")
-    if isinstance(structured, dict):
-        kwargs = {**kwargs, "structured_output_config": ov_genai.StructuredOutputConfig(**structured)}
-    return ov_genai.GenerationConfig(**kwargs)
+def _engine_message(error: Exception) -> str:
+    """openvino_genai's messages start with "Check '...' failed at <path>:<line>:"; keep the human part."""
+    text = str(error).strip()
+    return text.splitlines()[-1] if "\n" in text else text

@@ -21,8 +21,12 @@ from typing import Any
 import openvino_genai as ov_genai
 
 from service.engine.codec import TokenCodec
-from service.engine.core import Submission, wire_config
-from service.engine.types import EngineError, EngineStats, Update
+from service.engine.core import Submission
+from service.engine.generation_config import model_defaults
+from service.engine.grammar import GrammarChecker
+from service.engine.messages import Cancel, LoadFailed, Outcomes, QueryStats, Ready, StatsReport, Stop
+from service.engine.sampling import OutputConstraint, SamplingParams
+from service.engine.types import EngineError, EngineStats, EngineUnavailable, Update
 from service.engine.worker import WorkerSpec
 
 log = logging.getLogger(__name__)
@@ -56,6 +60,10 @@ class EngineSettings:
     # its end never wait). A model slower than one step per interval is never
     # held. 0 hands over every step.
     stream_interval_ms: float = 5.0
+    # Longest a request's output constraint (JSON schema, regex, grammar) may take to compile, in
+    # seconds: the engine compiles it again inside a step, stalling the model's other streams
+    # meanwhile, so a grammar slower than this is refused (400 naming the field).
+    grammar_timeout_s: float = 5.0
 
     def scheduler(self, model_dir: Path) -> dict[str, object]:
         """SchedulerConfig attributes for the model in ``model_dir`` (the stream interval is the server's)."""
@@ -114,10 +122,12 @@ class Engine:
             log.info("loading draft model for %r from %s", name, draft_dir)
         # Chat templates (and the template's text) come from openvino_genai's
         # Tokenizer; encoding and decoding go through the faster codec.
-        self.tokenizer = ov_genai.Tokenizer(str(model_dir), INFERENCE_NUM_THREADS=1, ENABLE_CPU_PINNING=False)
+        self._tokenizer = ov_genai.Tokenizer(str(model_dir), INFERENCE_NUM_THREADS=1, ENABLE_CPU_PINNING=False)
         self._codec = TokenCodec(model_dir)
-        self.default_config = _default_config(model_dir, self.tokenizer)
+        self.defaults = model_defaults(model_dir, self._tokenizer.get_eos_token_id())
         self.max_model_len = _max_model_len(model_dir)
+        self.vocab_size = _vocab_size(model_dir, self._tokenizer)
+        self._grammar = GrammarChecker(model_dir, timeout=settings.grammar_timeout_s)
         spec = WorkerSpec(
             model_dir,
             draft_dir,
@@ -127,9 +137,10 @@ class Engine:
             flush_interval=settings.stream_interval_ms / 1000,
         )
         self._process, self._connection = _start_worker(spec)
-        kind, detail = self._connection.recv()  # blocks until the pipeline is compiled
-        if kind != "ready":
+        answer = self._connection.recv()  # blocks until the pipeline is compiled
+        if not isinstance(answer, Ready):
             self._process.wait(timeout=10)
+            detail = answer.message if isinstance(answer, LoadFailed) else repr(answer)
             raise EngineError(f"model {name!r} failed to load: {detail}")
         self._mailboxes: dict[int, _Mailbox] = {}
         self._stats: dict[int, asyncio.Future[EngineStats]] = {}
@@ -151,6 +162,32 @@ class Engine:
         """Whether speculative decoding is on for this model."""
         return self.draft_dir is not None
 
+    @property
+    def chat_template(self) -> str:
+        """The model's chat template (Jinja text)."""
+        return str(self._tokenizer.chat_template)
+
+    def render_chat(
+        self, history: list[dict[str, Any]], tools: list[dict[str, Any]] | None, context: dict[str, Any]
+    ) -> str:
+        """The conversation rendered by the model's chat template, ready for the assistant's turn.
+
+        Raises whatever the template raises (minja: RuntimeError) when it refuses the conversation.
+        """
+        return str(
+            self._tokenizer.apply_chat_template(
+                history, add_generation_prompt=True, tools=tools or None, extra_context=context
+            )
+        )
+
+    async def check_constraint(self, constraint: OutputConstraint) -> str | None:
+        """Why this model's engine cannot run ``constraint`` (the grammar compiler's words), or None.
+
+        Compiles it with this model's tokenizer in a process of its own (see grammar.py): the event
+        loop and the engine's steps go on meanwhile.
+        """
+        return await self._grammar.check(constraint)
+
     def start(self) -> None:
         """Start delivering the engine's output to the running event loop."""
         self._loop = asyncio.get_running_loop()
@@ -162,8 +199,9 @@ class Engine:
         if self._closed:
             return
         self._closed = True
+        self._grammar.close()
         with contextlib.suppress(BrokenPipeError, OSError):
-            self._send(("stop",))
+            self._send(Stop())
         try:
             self._process.wait(timeout=10)
         except subprocess.TimeoutExpired:
@@ -184,24 +222,22 @@ class Engine:
         token = next(self._ids)
         future: asyncio.Future[EngineStats] = asyncio.get_running_loop().create_future()
         self._stats[token] = future
-        self._send(("stats", token))
+        self._send(QueryStats(token))
         return await future
 
-    def submit(
-        self, prompt_ids: list[int], config: ov_genai.GenerationConfig, *, skip_special_tokens: bool = True
-    ) -> Generation:
+    def submit(self, prompt_ids: list[int], params: SamplingParams, *, skip_special_tokens: bool = True) -> Generation:
         """Send a request to the engine now; iterate the Generation for its output, and close it when done.
 
         Submitting before the caller sends anything of its own (a role chunk,
         the Responses API's first events) lets the engine start meanwhile.
         """
         if self._loop is None or self._closed:
-            raise EngineError(f"engine for {self.name!r} is not running")
+            raise EngineUnavailable(f"engine for {self.name!r} is not running")
         request_id = next(self._ids)
         mailbox = _Mailbox()
         self._mailboxes[request_id] = mailbox
         try:
-            self._send(("submit", Submission(request_id, prompt_ids, wire_config(config), skip_special_tokens)))
+            self._send(Submission(request_id, prompt_ids, params, skip_special_tokens))
         except BaseException:
             del self._mailboxes[request_id]
             raise
@@ -211,9 +247,9 @@ class Engine:
         """Forget a request's mailbox; cancel it in the engine if it is still running there."""
         del self._mailboxes[request_id]
         if cancel and not self._closed:
-            self._send(("cancel", request_id))
+            self._send(Cancel(request_id))
 
-    def _send(self, message: tuple[Any, ...]) -> None:
+    def _send(self, message: object) -> None:
         with self._send_lock:
             self._connection.send(message)
 
@@ -226,44 +262,47 @@ class Engine:
         assert self._loop is not None
         gone = False
         while not gone:
-            batch = []
+            batch: list[object] = []
             try:
                 batch.append(self._connection.recv())
                 while self._connection.poll(0):
                     batch.append(self._connection.recv())
             except (EOFError, OSError):
-                batch.append(("gone",))
+                batch.append(_GONE)
                 gone = True
             try:
                 self._loop.call_soon_threadsafe(self._dispatch_all, batch)
             except RuntimeError:  # the event loop is closed
                 return
 
-    def _dispatch_all(self, batch: list[tuple[Any, ...]]) -> None:
+    def _dispatch_all(self, batch: list[object]) -> None:
         for message in batch:
             self._dispatch(message)
 
-    def _dispatch(self, message: tuple[Any, ...]) -> None:
-        kind = message[0]
-        if kind == "outcomes":
-            for request_id, outcome in message[1]:
-                mailbox = self._mailboxes.get(request_id)
-                if mailbox is not None:
-                    mailbox.put(outcome)
-        elif kind == "stats":
-            future = self._stats.pop(message[1], None)
-            if future is not None and not future.done():
-                future.set_result(message[2])
-        elif kind == "gone":
-            if not self._closed:
-                log.error("engine process of %r ended unexpectedly", self.name)
-            self._closed = True
-            error = EngineError(f"the engine of {self.name!r} stopped")
-            for mailbox in self._mailboxes.values():
-                mailbox.put(error)
-            for future in self._stats.values():
-                if not future.done():
-                    future.set_exception(error)
+    def _dispatch(self, message: object) -> None:
+        match message:
+            case Outcomes(items):
+                for request_id, outcome in items:
+                    mailbox = self._mailboxes.get(request_id)
+                    if mailbox is not None:
+                        mailbox.put(outcome)
+            case StatsReport(token, stats):
+                future = self._stats.pop(token, None)
+                if future is not None and not future.done():
+                    future.set_result(stats)
+            case _ if message is _GONE:
+                if not self._closed:
+                    log.error("engine process of %r ended unexpectedly", self.name)
+                self._closed = True
+                error = EngineUnavailable(f"the engine of {self.name!r} stopped")
+                for mailbox in self._mailboxes.values():
+                    mailbox.put(error)
+                for future in self._stats.values():
+                    if not future.done():
+                        future.set_exception(error)
+
+
+_GONE = object()  # the reader's own note: the engine process closed the pipe
 
 
 class Generation:
@@ -358,13 +397,12 @@ def _start_worker(spec: WorkerSpec) -> tuple[subprocess.Popen[bytes], Connection
     return process, connection
 
 
-def _default_config(model_dir: Path, tokenizer: ov_genai.Tokenizer) -> ov_genai.GenerationConfig:
-    """The model's generation_config.json, as the pipeline reads it."""
-    path = model_dir / "generation_config.json"
-    config = ov_genai.GenerationConfig(str(path)) if path.is_file() else ov_genai.GenerationConfig()
-    if config.eos_token_id == -1:
-        config.set_eos_token_id(tokenizer.get_eos_token_id())
-    return config
+def _vocab_size(model_dir: Path, tokenizer: ov_genai.Tokenizer) -> int:
+    """Token ids the model knows: config.json's vocab_size, else the tokenizer's vocabulary."""
+    config = json.loads((model_dir / "config.json").read_text())
+    if isinstance(config.get("vocab_size"), int):
+        return int(config["vocab_size"])
+    return len(tokenizer.get_vocab())
 
 
 def _max_model_len(model_dir: Path) -> int:

@@ -56,6 +56,14 @@ class EngineError(RuntimeError):
     """The engine failed the request (not the client's fault)."""
 
 
+class EngineRejected(EngineError):
+    """The engine cannot run the request's settings (a combination the API's rules did not foresee)."""
+
+
+class EngineUnavailable(EngineError):
+    """The engine's process is not running (stopped, or died); retrying later may succeed."""
+
+
 class EngineOverloaded(EngineError):
     """The engine had no room for the request (its KV cache is full); retrying later may succeed."""
 

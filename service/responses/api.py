@@ -23,9 +23,9 @@ from clients.v1 import response_pb2
 from service.api.chat import json_object, logprob_violations, render_prompt
 from service.api.chat_output import output_parser, reasoning_tokens
 from service.api.common import new_id, now, streaming_violations
-from service.api.generation import Budget, build_generation_config, generation_violations
+from service.api.generation import Budget, build_sampling_params, generation_violations
 from service.api.runs import Run, RunStream
-from service.api.structured import structured_output_config
+from service.api.structured import check_compiles, structured_output_config
 from service.engine import FinishReason
 from service.errors import FieldViolation, InvalidArgument, NotFound, ServiceError, quote
 from service.models import ModelRegistry, ServedModel
@@ -249,7 +249,7 @@ class ResponsesApi:
         violations += _option_violations(request)
         tools = [_tool(tool, f"tools[{i}]", violations) for i, tool in enumerate(request.tools)]
         context = _template_context(request, violations)
-        structured = structured_output_config(
+        constraint = structured_output_config(
             request, violations, tools=tools, thinking=bool(context.get("enable_thinking")),
             named_field="tool_choice", parameters_field="tools[{}].parameters",
         )  # fmt: skip
@@ -268,25 +268,26 @@ class ResponsesApi:
         if violations:  # report the sampling fields' problems too, in the same error
             violations += generation_violations(request, limits=model.limits, streaming=streaming)
         InvalidArgument.check(violations)
+        await check_compiles(model, constraint)
 
         instructions = [{"role": "system", "content": request.instructions}] if request.instructions else []
         history = previous + turn.messages
         limit = request.max_output_tokens if request.HasField("max_output_tokens") else None
         history, prompt_ids = _fit(model, instructions, history, tools, context, request, limit)
-        config = build_generation_config(
+        params = build_sampling_params(
             request,
             defaults=model.defaults,
             limits=model.limits,
             budget=Budget("max_output_tokens", limit, len(prompt_ids), "input"),
             streaming=streaming,
             logprobs=1 if request.logprobs else 0,
-            structured=structured,
+            constraint=constraint,
         )
         canonical = response_pb2.CreateResponseRequest()
         canonical.ParseFromString(request.SerializeToString())  # the twins are wire-identical
         return Prepared(
             model=model,
-            run=Run(prompt_ids, config, first_choice=0),
+            run=Run(prompt_ids, params, first_choice=0),
             skip_special_tokens=not request.HasField("skip_special_tokens") or request.skip_special_tokens,
             response=_new_response(canonical, model.name, store, background),
             request=canonical,

@@ -169,24 +169,31 @@ def test_request_id_comes_back_in_the_initial_metadata(chat) -> None:
 
 @pytest.mark.parametrize(
     ("error", "code"),
-    [("overloaded", grpc.StatusCode.RESOURCE_EXHAUSTED), ("failed", grpc.StatusCode.INTERNAL)],
+    [
+        ("overloaded", grpc.StatusCode.RESOURCE_EXHAUSTED),
+        ("failed", grpc.StatusCode.INTERNAL),
+        ("rejected", grpc.StatusCode.INVALID_ARGUMENT),
+        ("unavailable", grpc.StatusCode.UNAVAILABLE),
+    ],
 )
 def test_engine_errors_map_to_their_status(error, code) -> None:
     """A request the engine had no KV cache room for is RESOURCE_EXHAUSTED (retry later), not INTERNAL."""
     import asyncio
 
-    from service.engine import EngineError, EngineOverloaded
+    from service.api.runs import service_error
+    from service.engine import EngineError, EngineOverloaded, EngineRejected, EngineUnavailable
     from service.servicers import _abort
 
     class Context:
         code = None
 
-        async def abort(self, status: grpc.StatusCode, message: str) -> None:
-            self.code = status
+        async def abort_with_status(self, status: grpc.Status) -> None:
+            self.code = status.code
             raise grpc.aio.AbortError
 
     context = Context()
-    engine_error = EngineOverloaded("full") if error == "overloaded" else EngineError("broken")
+    kinds = {"overloaded": EngineOverloaded, "failed": EngineError, "rejected": EngineRejected}
+    engine_error = kinds.get(error, EngineUnavailable)("broken")
     with pytest.raises(grpc.aio.AbortError):
-        asyncio.run(_abort(context, engine_error))  # type: ignore[arg-type]
+        asyncio.run(_abort(context, service_error(engine_error)))  # type: ignore[arg-type]
     assert context.code == code

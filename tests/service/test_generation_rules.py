@@ -1,4 +1,8 @@
-"""build_generation_config without a server: request fields -> GenerationConfig, and the violations it names."""
+"""build_sampling_params without a server: request fields -> SamplingParams, and the violations it names.
+
+The assertions read the GenerationConfig the engine builds from those parameters
+(service.engine.generation_config), so they check the whole way to the engine.
+"""
 
 from __future__ import annotations
 
@@ -14,11 +18,12 @@ from service.api.generation import (
     MAX_STOP_STRINGS,
     RULES,
     Budget,
-    GenerationDefaults,
-    ModelLimits,
-    build_generation_config,
+    build_sampling_params,
 )
+from service.engine import SamplingParams
+from service.engine.generation_config import config_attribute, generation_config
 from service.errors import MAX_VIOLATIONS_IN_MESSAGE, InvalidArgument
+from service.models import ModelLimits
 from tests.rpc import parse
 
 ENGINE_DEFAULT = ov_genai.GenerationConfig()  # the binding's own defaults (top_k = SIZE_MAX means all tokens)
@@ -46,15 +51,16 @@ def build(
     logprobs: int = 0,
     request_class: type = chat_pb2.CreateChatCompletionRequest,
 ) -> ov_genai.GenerationConfig:
-    """The GenerationConfig for an OpenAI-style body (sampling fields only)."""
-    return build_generation_config(
+    """The engine's GenerationConfig for an OpenAI-style body (sampling fields only)."""
+    params = build_sampling_params(
         parse(request_class, body),
-        defaults=GenerationDefaults(defaults or {}),
+        defaults=SamplingParams(**(defaults or {})),
         limits=limits,
         budget=Budget("max_tokens", max_tokens, prompt_tokens, "messages"),
         streaming=streaming,
         logprobs=logprobs,
     )
+    return generation_config(params)
 
 
 def refused(body: dict[str, Any], **kwargs: Any) -> InvalidArgument:
@@ -258,8 +264,8 @@ def test_max_new_tokens(defaults: dict[str, Any], max_tokens: int | None, prompt
 def test_max_tokens_out_of_range_names_the_budget_field(max_tokens: int, prompt_tokens: int) -> None:
     request = parse(chat_pb2.CreateChatCompletionRequest, {})
     with pytest.raises(InvalidArgument) as caught:
-        build_generation_config(
-            request, defaults=GenerationDefaults({}), limits=PLAIN, streaming=False,
+        build_sampling_params(
+            request, defaults=SamplingParams(), limits=PLAIN, streaming=False,
             budget=Budget("max_completion_tokens", max_tokens, prompt_tokens, "messages"),
         )  # fmt: skip
     assert fields(caught.value) == ["max_completion_tokens"]
@@ -271,8 +277,8 @@ def test_max_tokens_out_of_range_names_the_budget_field(max_tokens: int, prompt_
 def test_prompt_that_fills_the_model_names_the_prompt_field(prompt_tokens: int, max_tokens: int | None) -> None:
     request = parse(completion_pb2.CreateCompletionRequest, {})
     with pytest.raises(InvalidArgument) as caught:
-        build_generation_config(
-            request, defaults=GenerationDefaults({}), limits=PLAIN, streaming=False,
+        build_sampling_params(
+            request, defaults=SamplingParams(), limits=PLAIN, streaming=False,
             budget=Budget("max_tokens", max_tokens, prompt_tokens, "prompts[3]"),
         )  # fmt: skip
     assert fields(caught.value) == ["prompts[3]"]
@@ -391,7 +397,7 @@ def test_rule_edges_outside(field: str, value: Any) -> None:
 )
 def test_rule_edges_inside(field: str, value: Any) -> None:
     config = build({field: value}, limits=_limits_for(field))
-    target = next(rule.target for rule in RULES if rule.field == field)
+    target = config_attribute(next(rule.target for rule in RULES if rule.field == field))
     if field == "top_k" and value == -1:
         assert config.top_k == ENGINE_DEFAULT.top_k
     elif isinstance(value, float):

@@ -1,12 +1,13 @@
 """JSON Schema -> compact EBNF: each keyword, refusals naming the keyword, and the grammars on tiny-chat.
 
 The grammars are compiled and sampled by the engine's own grammar compiler (the bundled model through
-``service.api.structured.grammar_error`` and a plain LLMPipeline); every sample must parse, validate
+the served model's grammar checker, service.engine.grammar, and a plain LLMPipeline); every sample must parse, validate
 and hold no whitespace other than one space after ':' or ','.
 """
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import json
 import re
@@ -17,7 +18,8 @@ import openvino_genai as ov_genai
 import pytest
 
 from service.api.json_grammar import MAX_INTEGER, SchemaError, integer_range, pattern_expression, schema_grammar
-from service.api.structured import grammar_error
+from service.engine import OutputConstraint
+from service.engine.grammar import GrammarChecker
 from service.models import BUNDLED_MODEL, BUNDLED_MODELS_DIR
 
 SCHEMAS: dict[str, Any] = {
@@ -116,6 +118,16 @@ REFUSED = [
     ({"type": "array", "minItems": 3, "maxItems": 2}, ("minItems",)),
     ({"type": "object", "properties": {"a": False}}, ("properties", "a")),
 ]
+
+
+@functools.cache
+def checker() -> GrammarChecker:
+    return GrammarChecker(BUNDLED_MODELS_DIR / BUNDLED_MODEL, timeout=60)
+
+
+def grammar_error(kind: str, value: str) -> str | None:
+    """What the engine's grammar checker says of a constraint (None: it compiles)."""
+    return asyncio.run(checker().check(OutputConstraint(kind, value, "schema")))
 
 
 @functools.cache
