@@ -61,9 +61,10 @@ class EngineSettings:
     # held. 0 hands over every step.
     stream_interval_ms: float = 5.0
     # Longest a request's output constraint (JSON schema, regex, grammar) may take to compile, in
-    # seconds: the engine compiles it again inside a step, stalling the model's other streams
-    # meanwhile, so a grammar slower than this is refused (400 naming the field).
-    grammar_timeout_s: float = 5.0
+    # seconds. openvino-genai compiles it again inside an engine step for every request that uses
+    # it, stalling the model's other streams meanwhile, so a grammar slower than this is refused
+    # (400 naming the field) rather than run.
+    grammar_timeout_s: float = 2.0
 
     def scheduler(self, model_dir: Path) -> dict[str, object]:
         """SchedulerConfig attributes for the model in ``model_dir`` (the stream interval is the server's)."""
