@@ -189,6 +189,11 @@ def _choice_rules(request: Any, settings: dict[str, Any], limits: ModelLimits) -
         for field, off in _BEAM_SEARCH_INCOMPATIBLE.items():
             if request.HasField(field) and getattr(request, field) != off:
                 violations.append(FieldViolation(field, f"not supported with beam search (best_of > 1); use {off}"))
+        if settings.get("stop_strings"):
+            # openvino-genai 2026.4.1's beam search with stop strings fails the engine step (taking
+            # every request in the batch with it) or ignores the stop: measured on tiny-chat.
+            field = "stop" if request.HasField("stop") else "stop_sequences"
+            violations.append(FieldViolation(field, "stop strings are not supported with beam search (best_of > 1)"))
         settings.update(do_sample=False, num_beams=best_of, num_return_sequences=n)
         settings.update({field: off for field, off in _BEAM_SEARCH_INCOMPATIBLE.items()})
         if request.HasField("diversity_penalty"):

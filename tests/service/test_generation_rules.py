@@ -567,3 +567,17 @@ def test_greedy_n_and_beam_search_on_a_model_with_a_draft_name_the_field(body: d
     assert fields(error) == [field]
     if field == "best_of":
         assert "model 'm' runs speculative decoding, which has no beam search" in error.message
+
+
+@pytest.mark.parametrize(
+    ("stop", "field"), [({"stop": "."}, "stop"), ({"stop_sequences": [".", "!"]}, "stop_sequences")]
+)
+@pytest.mark.parametrize("request_class", REQUEST_CLASSES, ids=lambda cls: cls.__name__)
+def test_beam_search_with_stop_strings_is_refused_naming_the_stop_field(
+    stop: dict[str, Any], field: str, request_class: type
+) -> None:
+    """The engine's beam search fails its whole step (every request in the batch) on a stop string."""
+    error = refused({"best_of": 3, **stop}, request_class=request_class)
+    assert fields(error) == [field]
+    assert "beam search" in error.message
+    assert build(stop, request_class=request_class).stop_strings  # without best_of the stop is kept
