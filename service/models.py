@@ -118,6 +118,11 @@ class ModelRegistry:
         """Every configured model is loaded."""
         self._ready = True
 
+    @property
+    def ready(self) -> bool:
+        """Whether every configured model is loaded."""
+        return self._ready
+
     def get(self, name: str, field_name: str = "model") -> ServedModel:
         """The served model called ``name``."""
         if not self._ready:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import Callable
 from typing import Any
@@ -43,6 +44,9 @@ class Server:
         self.responses = ResponsesApi(self.registry, self.store)
         self.port = 0
         self._expiry: asyncio.Task[None] | None = None
+        self._engines_down: set[str] = set()  # models whose engine is being replaced
+        self._health_updates: set[asyncio.Task[None]] = set()
+        self._stopping = False
 
     async def start(self) -> int:
         """Bind and start answering (health NOT_SERVING until the models load); return the port."""
@@ -72,6 +76,7 @@ class Server:
         for spec in self.config.models:
             model = await loop.run_in_executor(None, ServedModel.load, spec)
             model.engine.start()
+            model.engine.watch(functools.partial(self._engine_changed, model.name))
             self.registry.add(model)
         self.registry.mark_ready()
         failed = await self.responses.recover()
@@ -84,6 +89,7 @@ class Server:
 
     async def stop(self) -> None:
         """NOT_SERVING, let in-flight RPCs finish within the grace period, then stop the engines."""
+        self._stopping = True
         await self._set_health(health_pb2.HealthCheckResponse.NOT_SERVING)
         await self._server.stop(self.config.grace_seconds)
         if self._expiry is not None:
@@ -100,8 +106,23 @@ class Server:
             await asyncio.sleep(EXPIRY_INTERVAL_SECONDS)
 
     async def _set_health(self, status: int) -> None:
+        """The whole server's health ("" and every service), and each model's (by its name)."""
         for name in ("", *SERVED):
             await self.health.set(name, status)
+        for model in self.registry:
+            down = model.name in self._engines_down
+            await self.health.set(model.name, health_pb2.HealthCheckResponse.NOT_SERVING if down else status)
+
+    def _engine_changed(self, name: str, up: bool) -> None:
+        """An engine went down or came back: the server serves only while every engine does."""
+        (self._engines_down.discard if up else self._engines_down.add)(name)
+        if self._stopping or not self.registry.ready:  # load_models / stop set the health themselves
+            return
+        serving = not self._engines_down
+        status = health_pb2.HealthCheckResponse.SERVING if serving else health_pb2.HealthCheckResponse.NOT_SERVING
+        task = asyncio.get_running_loop().create_task(self._set_health(status))
+        self._health_updates.add(task)
+        task.add_done_callback(self._health_updates.discard)
 
 
 # The services this server implements, by full name (health and reflection list them):

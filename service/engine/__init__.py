@@ -4,7 +4,8 @@ It knows token ids, text and SamplingParams (its own request type; only the engi
 process builds openvino_genai's GenerationConfig from it); it knows nothing of protobuf or HTTP.
 """
 
-from service.engine.engine import Engine, EngineSettings, Generation
+from service.engine.engine import Engine, EngineSettings
+from service.engine.generation import Generation
 from service.engine.sampling import OutputConstraint, SamplingParams
 from service.engine.types import (
     EngineError,

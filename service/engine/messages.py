@@ -2,7 +2,9 @@
 
 server -> engine: a ``Submission`` (see core.py), ``Cancel``, ``QueryStats``, ``Stop``;
 engine -> server: ``Ready`` or ``LoadFailed`` once at start, then ``Outcomes`` at each
-flush of output (see EngineCore) and a ``StatsReport`` per ``QueryStats``.
+flush of output (see EngineCore), a ``StatsReport`` per ``QueryStats``, and ``Alive``
+when it has worked for HEARTBEAT_S without saying anything (the server's watchdog
+takes a busy engine that stays silent for long as wedged).
 """
 
 from __future__ import annotations
@@ -41,6 +43,14 @@ class LoadFailed:
     """The pipeline could not be built; the process ends."""
 
     message: str
+
+
+@dataclass(frozen=True)
+class Alive:
+    """Still stepping: nothing to hand over yet (a long prefill, say)."""
+
+
+HEARTBEAT_S = 1.0
 
 
 @dataclass(frozen=True)

@@ -15,12 +15,23 @@ import contextlib
 import logging
 import signal
 import sys
+import time
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
 
 from service.engine.core import EngineCore, Submission
-from service.engine.messages import Cancel, LoadFailed, Outcomes, QueryStats, Ready, StatsReport, Stop
+from service.engine.messages import (
+    HEARTBEAT_S,
+    Alive,
+    Cancel,
+    LoadFailed,
+    Outcomes,
+    QueryStats,
+    Ready,
+    StatsReport,
+    Stop,
+)
 from service.engine.types import EngineError
 
 
@@ -90,6 +101,7 @@ def _load(spec: WorkerSpec) -> EngineCore:
 
 
 def _serve(connection: Connection, core: EngineCore) -> None:
+    said = time.monotonic()  # when the server last heard from us
     while True:
         # Drain every waiting command without blocking while requests run;
         # block on the pipe (no spinning) when there is nothing to step.
@@ -112,3 +124,7 @@ def _serve(connection: Connection, core: EngineCore) -> None:
             outcomes = core.step()
             if outcomes:
                 connection.send(Outcomes(outcomes))
+                said = time.monotonic()
+            elif time.monotonic() - said >= HEARTBEAT_S:
+                connection.send(Alive())
+                said = time.monotonic()
