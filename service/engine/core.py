@@ -15,6 +15,7 @@ interval every step flushes, so nothing waits.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections import deque
@@ -64,9 +65,12 @@ class _Running:
     """State of one admitted request."""
 
     handle: ov_genai.GenerationHandle
-    skip_special_tokens: bool
+    submission: Submission
     want_logprobs: bool
     keep_best: int | None = None  # beam search: return only this many, best score first
+    single: bool = False  # one sequence, no beams: it can be resumed from its tokens on a new pipeline
+    generated: list[int] = field(default_factory=list)  # a single sequence's tokens so far
+    resumed: bool = False  # already resumed once after a failed step
     indices: dict[int, int] = field(default_factory=dict)  # engine sequence id -> choice index
     texts: dict[int, SequenceText] = field(default_factory=dict)  # engine sequence id -> detokenizer state
     finished: set[int] = field(default_factory=set)  # engine sequence ids that ended
@@ -78,7 +82,7 @@ class _Running:
         """Choice index and text state of an engine sequence (numbered in order of appearance)."""
         if sequence_id not in self.indices:
             self.indices[sequence_id] = len(self.indices)
-            self.texts[sequence_id] = SequenceText(self.skip_special_tokens)
+            self.texts[sequence_id] = SequenceText(self.submission.skip_special_tokens)
         return self.indices[sequence_id], self.texts[sequence_id]
 
 
@@ -154,10 +158,11 @@ class EngineCore:
                 continue
             self._running[submission.request_id] = _Running(
                 handle,
-                submission.skip_special_tokens,
+                submission,
                 want_logprobs=config.logprobs > 0,
                 # Beam search hands back every beam at the end; OpenAI wants the n best.
                 keep_best=config.num_return_sequences if config.num_beams > 1 else None,
+                single=config.num_beams == 1 and config.num_return_sequences == 1,
             )
         return failed
 
@@ -182,17 +187,46 @@ class EngineCore:
             self._pipeline.step()
         except Exception as error:
             # A request the pipeline cannot run makes every later step() fail too,
-            # and cancelling it does not help: fail the running requests, then
-            # start over with a fresh pipeline so the ones waiting still run.
+            # and cancelling it does not help: start over with a fresh pipeline,
+            # resume on it what can be resumed, and admit the ones waiting.
             log.exception("engine step failed; rebuilding the pipeline")
-            failed = [(request_id, EngineError(f"engine step failed: {error}")) for request_id in self._running]
-            self._running.clear()
             self._steps_owed = 0
             self._pipeline = self._factory()
-            return failed + self._admit()
+            return self._resume_after(error) + self._admit()
         self._read()
         outcomes = self._flush() if self._flush_due() else []
         return outcomes + self._admit() if self._waiting else outcomes
+
+    def _resume_after(self, error: Exception) -> list[Outcome]:
+        """Put the running requests on the new pipeline, from the tokens they have; fail the rest.
+
+        Which request made the step fail is not known, so each single-sequence
+        request gets one second chance: its prompt plus what it generated so
+        far, for the tokens it has left; its stream goes on without a break.
+        Beam search and n > 1 cannot be resumed that way, and a request that
+        was already resumed once (possibly the culprit) is failed.
+        """
+        failed: list[Outcome] = []
+        for request_id, state in list(self._running.items()):
+            params = state.submission.params
+            left = (params.max_new_tokens or 0) - len(state.generated) if params.max_new_tokens else None
+            if not state.single or state.resumed or (left is not None and left < 1):
+                del self._running[request_id]
+                failed.append((request_id, EngineError(f"engine step failed: {_engine_message(error)}")))
+                continue
+            resumed = dataclasses.replace(params, max_new_tokens=left)
+            prompt = [*state.submission.prompt_ids, *state.generated]
+            try:
+                tensor = ov.Tensor(np.array([prompt], dtype=np.int64))
+                state.handle = self._pipeline.add_request(request_id, tensor, generation_config(resumed))
+            except Exception as refused:
+                del self._running[request_id]
+                failed.append((request_id, EngineError(f"engine step failed: {_engine_message(refused)}")))
+                continue
+            state.resumed = True
+        if self._running:
+            log.warning("resumed %d requests on the rebuilt pipeline", len(self._running))
+        return failed
 
     def _flush_due(self) -> bool:
         if self._urgent:
@@ -234,9 +268,13 @@ class EngineCore:
                 self._urgent = True
 
     def _add_output(self, state: _Running, sequence_id: int, output: ov_genai.GenerationOutput) -> None:
+        if state.single and state.indices:  # a resumed request's sequence has a new id: it is the same one
+            sequence_id = next(iter(state.indices))
         index, _ = state.sequence(sequence_id)
         delta = state.unsent.setdefault(sequence_id, SequenceDelta(index))
         token_ids = list(output.generated_ids)
+        if state.single:
+            state.generated += token_ids
         delta.token_ids += token_ids
         if state.want_logprobs:
             delta.logprobs += output.generated_log_probs
