@@ -2,6 +2,12 @@
 
 Health checking and reflection stay open (load balancers and grpcurl users
 have no key) and do not count against the bound.
+
+Request bytes that protobuf cannot decode (corrupt, or nested past its
+100-level limit) are not grpc's UNKNOWN with decoder internals: the
+deserializer hands over an ``Undecodable`` note, and the call is refused with
+INVALID_ARGUMENT after the API-key check (a caller without a key learns
+nothing about the decoder).
 """
 
 from __future__ import annotations
@@ -14,9 +20,12 @@ import logging
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import grpc
+
+from service.errors import InvalidArgument, to_rpc_status
 
 log = logging.getLogger("ovserve.access")
 
@@ -34,6 +43,28 @@ class RequestIdFilter(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         record.request_id = request_id.get()
         return True
+
+
+@dataclass(frozen=True)
+class Undecodable:
+    """What the deserializer hands over for bytes that are not a valid request message."""
+
+    reason: str
+
+
+def tolerant(deserialize: Callable[[bytes], Any], message: str) -> Callable[[bytes], Any]:
+    """``deserialize``, returning an Undecodable instead of raising."""
+
+    def decode(data: bytes) -> Any:
+        try:
+            return deserialize(data)
+        except Exception as error:  # protobuf's DecodeError, and the RecursionError of deep nesting
+            text = str(error)
+            too_deep = isinstance(error, RecursionError) or "depth" in text.lower()
+            reason = "nested deeper than protobuf's limit of 100 levels" if too_deep else "malformed protobuf bytes"
+            return Undecodable(f"the request is not a valid {message}: {reason}")
+
+    return decode
 
 
 class CallPolicyInterceptor(grpc.aio.ServerInterceptor):
@@ -57,16 +88,17 @@ class CallPolicyInterceptor(grpc.aio.ServerInterceptor):
         if handler is None or details.method.startswith(OPEN_SERVICES):
             return handler
         metadata = dict(details.invocation_metadata or ())
+        deserialize = tolerant(handler.request_deserializer, _request_type(details.method))
         if handler.unary_unary is not None:
             return grpc.unary_unary_rpc_method_handler(
                 self._unary(handler.unary_unary, details.method, metadata),
-                request_deserializer=handler.request_deserializer,
+                request_deserializer=deserialize,
                 response_serializer=handler.response_serializer,
             )
         if handler.unary_stream is not None:
             return grpc.unary_stream_rpc_method_handler(
                 self._streaming(handler.unary_stream, details.method, metadata),
-                request_deserializer=handler.request_deserializer,
+                request_deserializer=deserialize,
                 response_serializer=handler.response_serializer,
             )
         return handler  # ovserve has no client-streaming RPCs
@@ -75,7 +107,7 @@ class CallPolicyInterceptor(grpc.aio.ServerInterceptor):
         async def guarded(request: Any, context: grpc.aio.ServicerContext) -> Any:
             started, status = self._enter(metadata), "OK"
             try:
-                await self._admit(metadata, context)
+                await self._admit(metadata, context, request)
                 self.in_flight += 1
                 try:
                     return await behavior(request, context)
@@ -93,7 +125,7 @@ class CallPolicyInterceptor(grpc.aio.ServerInterceptor):
         async def guarded(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
             started, status, messages = self._enter(metadata), "OK", 0
             try:
-                await self._admit(metadata, context)
+                await self._admit(metadata, context, request)
                 self.in_flight += 1
                 try:
                     async with contextlib.aclosing(behavior(request, context)) as stream:
@@ -115,13 +147,15 @@ class CallPolicyInterceptor(grpc.aio.ServerInterceptor):
         request_id.set(sent[:MAX_REQUEST_ID] if sent.isprintable() and sent else uuid.uuid4().hex)
         return time.monotonic()
 
-    async def _admit(self, metadata: dict[str, Any], context: grpc.aio.ServicerContext) -> None:
-        """Echo the request id, then refuse the call if its key is wrong or the server is full."""
+    async def _admit(self, metadata: dict[str, Any], context: grpc.aio.ServicerContext, request: Any) -> None:
+        """Echo the request id, then refuse the call if its key is wrong, its bytes undecodable or the server full."""
         await context.send_initial_metadata(((REQUEST_ID_KEY, request_id.get()),))
         if self._keys and not self._authorized(str(metadata.get("authorization", ""))):
             await context.abort(
                 grpc.StatusCode.UNAUTHENTICATED, "missing or invalid API key (send authorization: Bearer <key>)"
             )
+        if isinstance(request, Undecodable):
+            await context.abort_with_status(to_rpc_status(InvalidArgument(request.reason)))
         if self._max_concurrent and self.in_flight >= self._max_concurrent:
             await context.abort(
                 grpc.StatusCode.RESOURCE_EXHAUSTED,
@@ -135,6 +169,11 @@ class CallPolicyInterceptor(grpc.aio.ServerInterceptor):
         # compare_digest against every key: the time taken does not tell which prefix matched.
         matches = [hmac.compare_digest(key.strip().encode(), known) for known in self._keys]
         return any(matches)
+
+
+def _request_type(method: str) -> str:
+    """ "/ovserve.v1.ChatService/CreateChatCompletion" -> "CreateChatCompletionRequest"."""
+    return method.rsplit("/", 1)[-1] + "Request"
 
 
 def _status_of(error: BaseException, context: grpc.aio.ServicerContext) -> str:
