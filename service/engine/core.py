@@ -250,6 +250,7 @@ class EngineCore:
             engine_requests=metrics.requests,
             unfinished=self._pipeline.has_non_finished_requests(),
             cache_usage=metrics.cache_usage,
+            kv_cache_bytes=metrics.kv_cache_size_in_bytes,
         )
 
     def _read(self) -> None:
@@ -266,6 +267,9 @@ class EngineCore:
             if status != ov_genai.GenerationStatus.RUNNING:
                 state.status = status
                 self._urgent = True
+                # As after a cancel: the pipeline frees the blocks in its next step and reports it one
+                # later, so two more steps keep the stats true when no other request comes.
+                self._steps_owed = 2
 
     def _add_output(self, state: _Running, sequence_id: int, output: ov_genai.GenerationOutput) -> None:
         if state.single and state.indices:  # a resumed request's sequence has a new id: it is the same one

@@ -76,6 +76,7 @@ class EngineStats:
     engine_requests: int  # requests the pipeline reports (trails by one step)
     unfinished: bool  # the pipeline's has_non_finished_requests()
     cache_usage: float  # KV cache in use, percent
+    kv_cache_bytes: int = 0  # KV cache allocated so far (the pipeline grows it as it is used, up to its size)
 
     @property
     def idle(self) -> bool:
