@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -58,6 +59,9 @@ class Server:
             options=[
                 ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
                 ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
+                # grpc.aio sets SO_REUSEPORT by default: a second server on a taken port would bind
+                # silently and share its traffic. Off, binding a taken port fails.
+                ("grpc.so_reuseport", 0),
             ],
         )
         for add_to_server, servicer in SERVED.values():
@@ -88,10 +92,19 @@ class Server:
         log.info("serving %s", ", ".join(model.name for model in self.registry))
 
     async def stop(self) -> None:
-        """NOT_SERVING, let in-flight RPCs finish within the grace period, then stop the engines."""
+        """NOT_SERVING, let in-flight API calls finish within the grace period, then stop the engines.
+
+        New calls are refused at once. Open health Watch streams do not hold the exit: once the last
+        API call has ended (or the grace period is over) whatever is still open is cancelled.
+        """
         self._stopping = True
         await self._set_health(health_pb2.HealthCheckResponse.NOT_SERVING)
-        await self._server.stop(self.config.grace_seconds)
+        graceful = asyncio.create_task(self._server.stop(self.config.grace_seconds))
+        deadline = time.monotonic() + self.config.grace_seconds
+        while self.policy.in_flight and time.monotonic() < deadline and not graceful.done():
+            await asyncio.sleep(STOP_POLL_SECONDS)
+        await self._server.stop(0)  # cancels what is left open: health watches, reflection streams
+        await graceful
         if self._expiry is not None:
             self._expiry.cancel()
         await self.responses.close()
@@ -141,4 +154,5 @@ SERVED: dict[str, tuple[Callable[[Any, grpc.aio.Server], None], Callable[[Server
         model_pb2_grpc.add_ModelServiceServicer_to_server, lambda s: ModelServicer(s.registry)
     ),
 }  # fmt: skip
-EXPIRY_INTERVAL_SECONDS = 600.0  # how often stored responses past --response-max-age are deleted
+EXPIRY_INTERVAL_SECONDS = 600.0
+STOP_POLL_SECONDS = 0.05  # how often a stopping server looks whether its API calls have ended  # how often stored responses past --response-max-age are deleted
