@@ -154,5 +154,5 @@ SERVED: dict[str, tuple[Callable[[Any, grpc.aio.Server], None], Callable[[Server
         model_pb2_grpc.add_ModelServiceServicer_to_server, lambda s: ModelServicer(s.registry)
     ),
 }  # fmt: skip
-EXPIRY_INTERVAL_SECONDS = 600.0
-STOP_POLL_SECONDS = 0.05  # how often a stopping server looks whether its API calls have ended  # how often stored responses past --response-max-age are deleted
+EXPIRY_INTERVAL_SECONDS = 600.0  # how often stored responses past --response-max-age are deleted
+STOP_POLL_SECONDS = 0.05  # how often a stopping server looks whether its API calls have ended
