@@ -101,6 +101,7 @@ class Server:
         await self._set_health(health_pb2.HealthCheckResponse.NOT_SERVING)
         graceful = asyncio.create_task(self._server.stop(self.config.grace_seconds))
         deadline = time.monotonic() + self.config.grace_seconds
+        await asyncio.sleep(min(WATCHERS_NOTICE_SECONDS, self.config.grace_seconds))  # watchers hear NOT_SERVING
         while self.policy.in_flight and time.monotonic() < deadline and not graceful.done():
             await asyncio.sleep(STOP_POLL_SECONDS)
         await self._server.stop(0)  # cancels what is left open: health watches, reflection streams
@@ -156,3 +157,4 @@ SERVED: dict[str, tuple[Callable[[Any, grpc.aio.Server], None], Callable[[Server
 }  # fmt: skip
 EXPIRY_INTERVAL_SECONDS = 600.0  # how often stored responses past --response-max-age are deleted
 STOP_POLL_SECONDS = 0.05  # how often a stopping server looks whether its API calls have ended
+WATCHERS_NOTICE_SECONDS = 0.2  # time for health watchers to receive NOT_SERVING before their streams close

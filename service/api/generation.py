@@ -127,13 +127,13 @@ def _settings(
         # The engine's default seed is a constant: without this every unseeded
         # request would draw the same "random" sample.
         settings["seed"] = secrets.randbelow(MAX_SEED + 1)
-    violations += _stop_rules(request, settings, streaming)
+    violations += _stop_rules(request, settings)
     violations += _choice_rules(request, settings, limits)
     violations += _speculative_rules(request, settings, limits)
     return settings, violations
 
 
-def _stop_rules(request: Any, settings: dict[str, Any], streaming: bool) -> list[FieldViolation]:
+def _stop_rules(request: Any, settings: dict[str, Any]) -> list[FieldViolation]:
     violations = []
     if request.HasField("stop"):
         if len(request.stop_sequences):
@@ -152,12 +152,6 @@ def _stop_rules(request: Any, settings: dict[str, Any], streaming: bool) -> list
                 violations.append(FieldViolation(f"stop_sequences[{index}]", "a stop string must not be empty"))
     if any(stops):
         settings["stop_strings"] = {stop for stop in stops if stop}
-    # Streaming sends text before a stop string is complete, so the engine cannot
-    # take it back: when streaming the matched stop string is always included.
-    if streaming:
-        if request.HasField("include_stop_str_in_output") and not request.include_stop_str_in_output:
-            violations.append(FieldViolation("include_stop_str_in_output", "false is not supported when streaming"))
-        settings["include_stop_str_in_output"] = True
     return violations
 
 

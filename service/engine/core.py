@@ -30,6 +30,7 @@ from service.engine.detokenizer import Pending, SequenceText, WindowDecoder, det
 from service.engine.generation_config import generation_config
 from service.engine.messages import Outcome
 from service.engine.sampling import SamplingParams
+from service.engine.stops import StopText
 from service.engine.types import (
     EngineError,
     EngineOverloaded,
@@ -73,6 +74,7 @@ class _Running:
     resumed: bool = False  # already resumed once after a failed step
     indices: dict[int, int] = field(default_factory=dict)  # engine sequence id -> choice index
     texts: dict[int, SequenceText] = field(default_factory=dict)  # engine sequence id -> detokenizer state
+    stops: dict[int, StopText] = field(default_factory=dict)  # engine sequence id -> stop-string state
     finished: set[int] = field(default_factory=set)  # engine sequence ids that ended
     unsent: dict[int, SequenceDelta] = field(default_factory=dict)  # engine sequence id -> output since last flush
     status: object = None  # the GenerationStatus it ended with; None while running
@@ -83,14 +85,18 @@ class _Running:
         if sequence_id not in self.indices:
             self.indices[sequence_id] = len(self.indices)
             self.texts[sequence_id] = SequenceText(self.submission.skip_special_tokens)
+            params = self.submission.params
+            stops = tuple(sorted(params.stop_strings))
+            self.stops[sequence_id] = StopText(stops, keep=bool(params.include_stop_str_in_output))
         return self.indices[sequence_id], self.texts[sequence_id]
 
 
 @dataclass
 class _Pending(Pending):
-    """A Pending item that remembers which delta its text belongs to."""
+    """A Pending item that remembers which delta its text belongs to, and its stop strings."""
 
     delta: SequenceDelta = field(default_factory=lambda: SequenceDelta(0))
+    stop: StopText | None = None
 
 
 PipelineFactory = Callable[[], ov_genai.ContinuousBatchingPipeline]
@@ -136,6 +142,9 @@ class EngineCore:
         """Admit (or queue) a request; returns its failure if the engine refuses it."""
         try:
             config = generation_config(submission.params)
+            # The pipeline keeps stop strings in its output (streamed text cannot be taken back);
+            # StopText cuts them off, or keeps them, as the request asked (see stops.py).
+            config.include_stop_str_in_output = True
             config.validate()
             if self._speculative and not (config.num_assistant_tokens or config.assistant_confidence_threshold):
                 # Such a request would make every later step() fail (a draft model
@@ -299,8 +308,9 @@ class EngineCore:
             deltas = state.unsent
             state.unsent = {}
             for sequence_id, delta in deltas.items():
-                text = state.texts[sequence_id]
-                pending.append(_Pending(text, delta.token_ids, final=delta.finish_reason is not None, delta=delta))
+                text, stop = state.texts[sequence_id], state.stops[sequence_id]
+                final = delta.finish_reason is not None
+                pending.append(_Pending(text, delta.token_ids, final=final, delta=delta, stop=stop))
             if state.status is not None:
                 del self._running[request_id]
                 self._close_sequences(state, deltas, pending)
@@ -308,7 +318,7 @@ class EngineCore:
                 ready.append((request_id, state, list(deltas.values())))
         detokenize_step(self._decode, pending)
         for item in pending:
-            item.delta.text = item.text
+            item.delta.text = item.text if item.stop is None else item.stop.feed(item.text, item.final)
         outcomes: list[Outcome] = []
         for request_id, state, flushed in ready:
             # Held-back text (half a character) does not count: the next token stays urgent.
@@ -331,7 +341,8 @@ class EngineCore:
             delta = deltas.get(sequence_id)
             if delta is None:
                 delta = deltas[sequence_id] = SequenceDelta(index)
-                pending.append(_Pending(state.texts[sequence_id], [], final=True, delta=delta))
+                stop = state.stops[sequence_id]
+                pending.append(_Pending(state.texts[sequence_id], [], final=True, delta=delta, stop=stop))
             else:
                 waiting[id(delta)].final = True
             delta.finish_reason = delta.finish_reason or default

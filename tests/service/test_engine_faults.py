@@ -1,9 +1,10 @@
 """A step that fails costs only what cannot be resumed: the other requests go on, on a rebuilt pipeline.
 
-Real tiny-chat pipeline. The fault is a real one: openvino-genai 2026.4.1's
-beam search fails the step when a stop string is cut off the output (the API
-refuses that combination up front; the core is driven directly here to
-check what happens when an unforeseen request fails a step).
+Real tiny-chat pipeline; the step failures are injected (FailingSteps), as an
+unforeseen request would cause them. (The one such request known here,
+openvino-genai 2026.4.1's beam search with a stop string cut off the output,
+no longer fails: the engine keeps stop strings and cuts them itself, see
+service/engine/stops.py; the API still refuses best_of with stop.)
 """
 
 from __future__ import annotations
@@ -20,9 +21,7 @@ from service.engine.sampling import SamplingParams
 
 PROMPTS = ["Tell me about Paris", "Once upon a time", "The weather today", "A story about ships"]
 GREEDY = SamplingParams(max_new_tokens=48, ignore_eos=True, do_sample=False)
-BEAM_WITH_STOP = SamplingParams(
-    max_new_tokens=12, num_beams=3, num_return_sequences=1, do_sample=False, stop_strings=frozenset({"."})
-)
+BEAM = SamplingParams(max_new_tokens=24, num_beams=3, num_return_sequences=1, do_sample=False)
 
 
 @pytest.fixture(scope="module")
@@ -31,12 +30,15 @@ def codec(tiny_chat_dir: Path) -> TokenCodec:
 
 
 @pytest.fixture
-def core(tiny_chat_dir: Path, codec: TokenCodec) -> EngineCore:
+def failing_core(tiny_chat_dir: Path, codec: TokenCodec) -> EngineCore:
+    """A core on the real pipeline whose steps fail when FailingSteps says so."""
     scheduler = ov_genai.SchedulerConfig()
     for name, value in EngineSettings().scheduler(tiny_chat_dir).items():
         setattr(scheduler, name, value)
+    FailingSteps.left = 0
     return EngineCore(
-        lambda: ov_genai.ContinuousBatchingPipeline(str(tiny_chat_dir), scheduler, "CPU"), codec.decode_windows
+        lambda: FailingSteps(ov_genai.ContinuousBatchingPipeline(str(tiny_chat_dir), scheduler, "CPU")),  # type: ignore[arg-type,return-value]
+        codec.decode_windows,
     )
 
 
@@ -65,19 +67,17 @@ def run(core: EngineCore, submissions: list[Submission], fail_at: int | None = N
     return results
 
 
-def test_a_failing_request_fails_alone_and_the_others_finish_with_their_own_text(
-    core: EngineCore, codec: TokenCodec
-) -> None:
+def test_a_step_failure_fails_only_what_cannot_be_resumed(failing_core: EngineCore, codec: TokenCodec) -> None:
     ids = [codec.encode(prompt, add_special_tokens=True) for prompt in PROMPTS]
-    alone = run(core, [Submission(i, prompt, GREEDY) for i, prompt in enumerate(ids)])
+    alone = run(failing_core, [Submission(i, prompt, GREEDY) for i, prompt in enumerate(ids)])
     assert all(isinstance(text, str) and text for text in alone.values())
 
-    culprit = Submission(99, ids[1], BEAM_WITH_STOP)
-    together = run(core, [*(Submission(10 + i, prompt, GREEDY) for i, prompt in enumerate(ids)), culprit])
+    beams = Submission(99, ids[1], BEAM)
+    together = run(failing_core, [*(Submission(10 + i, p, GREEDY) for i, p in enumerate(ids)), beams], fail_at=10)
 
     assert isinstance(together.pop(99), EngineError)  # beam search cannot be resumed: it fails
     assert together == {10 + i: text for i, text in alone.items()}  # the others, as if nothing happened
-    assert core.stats().running == 0
+    assert failing_core.stats().running == 0
 
 
 class FailingSteps:
@@ -98,15 +98,9 @@ class FailingSteps:
         return getattr(self._pipeline, name)
 
 
-def test_a_request_resumed_once_is_failed_when_a_step_fails_again(tiny_chat_dir: Path, codec: TokenCodec) -> None:
+def test_a_request_resumed_once_is_failed_when_a_step_fails_again(failing_core: EngineCore, codec: TokenCodec) -> None:
     """A request that may be the culprit gets one more try, not a third (every step would fail forever)."""
-    scheduler = ov_genai.SchedulerConfig()
-    for name, value in EngineSettings().scheduler(tiny_chat_dir).items():
-        setattr(scheduler, name, value)
-    core = EngineCore(
-        lambda: FailingSteps(ov_genai.ContinuousBatchingPipeline(str(tiny_chat_dir), scheduler, "CPU")),  # type: ignore[arg-type,return-value]
-        codec.decode_windows,
-    )
+    core = failing_core
     ids = codec.encode(PROMPTS[0], add_special_tokens=True)
     alone = run(core, [Submission(1, ids, GREEDY)])[1]
 

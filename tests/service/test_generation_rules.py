@@ -219,17 +219,13 @@ def test_stop_strings(body: dict[str, Any], expected: set[str]) -> None:
         ({}, False, False),
         ({"include_stop_str_in_output": True}, False, True),
         ({"include_stop_str_in_output": False}, False, False),
-        ({}, True, True),  # forced when streaming: streamed text cannot be taken back
+        ({}, True, False),  # streaming too: the engine holds back what may start a stop string
         ({"include_stop_str_in_output": True}, True, True),
+        ({"include_stop_str_in_output": False}, True, False),
     ],
 )
 def test_include_stop_str_in_output(body: dict[str, Any], streaming: bool, included: bool) -> None:
     assert build({"stop": "x", **body}, streaming=streaming).include_stop_str_in_output is included
-
-
-def test_include_stop_str_false_when_streaming_is_refused() -> None:
-    error = refused({"include_stop_str_in_output": False}, streaming=True)
-    assert fields(error) == ["include_stop_str_in_output"]
 
 
 @pytest.mark.parametrize("logprobs", [0, 1])

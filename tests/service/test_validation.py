@@ -185,8 +185,6 @@ CASES: list[Bad] = [
     Bad("stream-on-create", "both", {"stream": True}, ("stream",), rpcs=("create",)),
     Bad("stream_options-on-create", "both", {"stream_options": {"include_usage": True}}, ("stream_options",),
         rpcs=("create",)),
-    Bad("include_stop_str-false-streaming", "both", {"include_stop_str_in_output": False},
-        ("include_stop_str_in_output",), rpcs=("stream",)),
     # --- structured outputs (more in test_structured.py)
     Bad("response_format-unknown-type", "both", {"response_format": {"type": "yaml"}}, ("response_format.type",)),
     Bad("guided_regex-unclosed", "both", {"guided_regex": "[a-z"}, ("guided_regex",)),
