@@ -20,10 +20,19 @@ from typing import Any
 
 from clients.v1 import response_object_pb2 as objects_pb2
 from clients.v1 import response_pb2
-from service.api.chat import json_object, logprob_violations, render_prompt
 from service.api.chat_output import output_parser, reasoning_tokens
 from service.api.common import new_id, now, streaming_violations
 from service.api.generation import Budget, build_sampling_params, generation_violations
+from service.api.prompting import (
+    REASONING_EFFORTS,
+    TOOL_CHOICES,
+    json_object,
+    logprob_violations,
+    render_prompt,
+    template_context,
+    template_tool,
+    unsupported,
+)
 from service.api.runs import Run, RunStream
 from service.api.structured import check_compiles, structured_output_config
 from service.engine import FinishReason
@@ -37,9 +46,7 @@ log = logging.getLogger(__name__)
 
 Request = response_pb2.CreateResponseRequest | response_pb2.StreamResponseRequest
 TRUNCATIONS = {"disabled", "auto"}
-REASONING_EFFORTS = {"none", "minimal", "low", "medium", "high"}
 REASONING_SUMMARIES = {"auto", "concise", "detailed"}
-TOOL_CHOICES = {"none", "auto", "required"}  # text.format, "required" and named: service.api.structured
 INCLUDABLE = {"message.output_text.logprobs", "reasoning.encrypted_content", "message.input_image.image_url"}
 PROGRESS_SECONDS = 0.5  # how often a background run's stored Response catches up with its text
 # Response fields that echo the request field of the same name (the contract keeps them alike).
@@ -248,7 +255,8 @@ class ResponsesApi:
         turn = input_turn(request, text_only_model=model.name, violations=violations)
         violations += _option_violations(request)
         tools = [_tool(tool, f"tools[{i}]", violations) for i, tool in enumerate(request.tools)]
-        context = _template_context(request, violations)
+        effort = request.reasoning.effort if request.reasoning.HasField("effort") else None
+        context = template_context(request, violations, effort=effort)
         constraint = structured_output_config(
             request, violations, tools=tools, thinking=bool(context.get("enable_thinking")),
             named_field="tool_choice", parameters_field="tools[{}].parameters",
@@ -380,7 +388,7 @@ def _option_violations(request: Request) -> list[FieldViolation]:
     ]
     for present, name, value, allowed in checks:
         if present and value not in allowed:
-            violations.append(FieldViolation(name, f"{quote(value)} is not supported; use one of {sorted(allowed)}"))
+            violations.append(unsupported(name, value, allowed))
     for index, value in enumerate(request.include):
         if value not in INCLUDABLE:
             violations.append(FieldViolation(f"include[{index}]", f"unknown value {quote(value)}"))
@@ -396,20 +404,7 @@ def _tool(tool: objects_pb2.ResponseTool, where: str, violations: list[FieldViol
     name = tool.name or tool.function.name
     if not name:
         violations.append(FieldViolation(f"{where}.name", "required"))
-    flat = json_object(tool, where, violations)
-    function = flat.get("function") or {k: flat[k] for k in ("name", "description", "parameters") if k in flat}
-    return {"type": "function", "function": function}
-
-
-def _template_context(request: Request, violations: list[FieldViolation]) -> dict[str, Any]:
-    context = (
-        json_object(request.chat_template_kwargs, "chat_template_kwargs", violations)
-        if request.HasField("chat_template_kwargs")
-        else {}
-    )
-    if request.reasoning.HasField("effort"):  # an explicit chat_template_kwargs.enable_thinking wins
-        context.setdefault("enable_thinking", request.reasoning.effort != "none")
-    return context
+    return template_tool(json_object(tool, where, violations))
 
 
 def _fit(
