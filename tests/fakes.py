@@ -195,6 +195,10 @@ class FakeEngine:
         """One token per character (its code point)."""
         return _tokens(text)
 
+    def min_tokens(self, characters: int) -> int:
+        """One token per character."""
+        return characters
+
     def decode(self, token_ids: list[int], *, skip_special_tokens: bool = True) -> str:
         """The characters of ``token_ids``."""
         return "".join(chr(token) for token in token_ids)

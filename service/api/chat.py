@@ -70,7 +70,7 @@ async def prepare(models: ModelRegistry, request: Request, *, streaming: bool) -
     InvalidArgument.check(violations)
     await check_compiles(model, constraint)
 
-    prompt_ids = render_prompt(model, history, tools, context, field="messages")
+    prompt_ids = await render_prompt(model, history, tools, context, field="messages")
 
     field = "max_completion_tokens" if request.HasField("max_completion_tokens") else "max_tokens"
     limit = getattr(request, field) if request.HasField(field) else None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
@@ -15,6 +16,7 @@ from service.api.common import (
     usage,
 )
 from service.api.generation import Budget, build_sampling_params, generation_violations
+from service.api.prompting import INLINE_PROMPT_CHARS, check_length
 from service.api.runs import DeltaStream, Run, collect_choices, fan_out
 from service.api.structured import check_compiles, structured_output_config
 from service.errors import FieldViolation, InvalidArgument
@@ -44,7 +46,11 @@ async def prepare(models: ModelRegistry, request: Request, *, streaming: bool) -
     """Validate ``request`` (INVALID_ARGUMENT / NOT_FOUND naming the field) and build its runs."""
     violations = streaming_violations(request, streaming=streaming, rpc="StreamCompletion")
     model = models.get(request.model)
-    prompts = _prompts(model, request, violations)
+    characters = len(request.prompt) + sum(len(prompt.text) for prompt in request.prompts)
+    if characters <= INLINE_PROMPT_CHARS:
+        prompts = _prompts(model, request, violations)
+    else:  # tokenising a large text takes milliseconds: not on the event loop
+        prompts = await asyncio.to_thread(_prompts, model, request, violations)
     constraint = structured_output_config(request, violations)
     if request.HasField("suffix") and request.suffix:
         violations.append(FieldViolation("suffix", "not supported: the engine does not fill in the middle"))
@@ -85,13 +91,24 @@ async def prepare(models: ModelRegistry, request: Request, *, streaming: bool) -
     )
 
 
+def _encode(model: ServedModel, text: str, field: str, violations: list[FieldViolation]) -> list[int] | None:
+    """The token ids of one prompt text, or None (and a violation) if it is surely too long to encode."""
+    try:
+        check_length(model, len(text), field)
+    except InvalidArgument as error:
+        violations += error.violations
+        return None
+    return model.engine.encode(text, add_special_tokens=True)
+
+
 def _prompts(model: ServedModel, request: Request, violations: list[FieldViolation]) -> list[tuple[list[int], str]]:
     """(token ids, text) of every prompt; appends what is wrong to ``violations``."""
     if request.prompt and len(request.prompts):
         violations.append(FieldViolation("prompts", "set either prompt or prompts, not both"))
         return []
     if request.prompt:
-        return [(model.engine.encode(request.prompt, add_special_tokens=True), request.prompt)]
+        ids = _encode(model, request.prompt, "prompt", violations)
+        return [] if ids is None else [(ids, request.prompt)]
     if not len(request.prompts):
         violations.append(FieldViolation("prompt", "required: a non-empty prompt"))
         return []
@@ -102,7 +119,9 @@ def _prompts(model: ServedModel, request: Request, violations: list[FieldViolati
     for position, prompt in enumerate(request.prompts):
         kind = prompt.WhichOneof("prompt")
         if kind == "text" and prompt.text:
-            prompts.append((model.engine.encode(prompt.text, add_special_tokens=True), prompt.text))
+            ids = _encode(model, prompt.text, f"prompts[{position}]", violations)
+            if ids is not None:
+                prompts.append((ids, prompt.text))
         elif kind == "token_ids" and len(prompt.token_ids.ids):
             ids = list(prompt.token_ids.ids)
             bad = next((i for i, token in enumerate(ids) if not 0 <= token < model.vocab_size), None)

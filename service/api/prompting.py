@@ -8,6 +8,7 @@ accept and the logprobs rules. Each API keeps only how its request names things.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterable
 from typing import Any
 
@@ -20,6 +21,9 @@ from service.models import ServedModel
 REASONING_EFFORTS = {"none", "minimal", "low", "medium", "high"}
 TOOL_CHOICES = {"none", "auto", "required"}  # "required" and a named tool: constrained decoding (structured.py)
 FUNCTION_KEYS = ("name", "description", "parameters")  # a flat (Responses) function tool's own keys
+# Prompts up to this many characters are rendered and tokenised on the event loop (well under a
+# millisecond); larger ones in a worker thread, so other streams keep their pace.
+INLINE_PROMPT_CHARS = 16_384
 
 
 def unsupported(field: str, value: str, allowed: Iterable[str]) -> FieldViolation:
@@ -52,7 +56,7 @@ def template_context(request: Any, violations: list[FieldViolation], *, effort: 
     return context
 
 
-def render_prompt(
+async def render_prompt(
     model: ServedModel,
     history: list[dict[str, Any]],
     tools: list[dict[str, Any]],
@@ -60,12 +64,41 @@ def render_prompt(
     *,
     field: str,
 ) -> list[int]:
-    """Token ids of the conversation rendered by the model's chat template, ready for the assistant's turn."""
+    """Token ids of the conversation rendered by the model's chat template, ready for the assistant's turn.
+
+    A conversation surely longer than the model allows is refused before any work (``check_length``);
+    a large one is rendered and tokenised in a worker thread, off the event loop.
+    """
+    text = sum(len(message["content"]) for message in history if isinstance(message.get("content"), str))
+    check_length(model, text, field)
+    if text <= INLINE_PROMPT_CHARS:
+        return _render(model, history, tools, context, field)
+    return await asyncio.to_thread(_render, model, history, tools, context, field)
+
+
+def _render(
+    model: ServedModel, history: list[dict[str, Any]], tools: list[dict[str, Any]], context: dict[str, Any], field: str
+) -> list[int]:
     try:
         prompt = model.engine.render_chat(history, tools, context)
     except Exception as error:  # the template itself refused (minja raises RuntimeError)
         raise InvalidArgument.of(field, f"the chat template could not render the conversation: {error}") from error
     return model.engine.encode(prompt, add_special_tokens=False)
+
+
+def check_length(model: ServedModel, characters: int, field: str) -> None:
+    """Refuse a prompt of this many characters if it must be longer than the model allows.
+
+    A lower bound from the length alone (see Engine.min_tokens): a megabyte of text is refused in
+    microseconds, not after seconds of templating and tokenising.
+    """
+    at_least = model.engine.min_tokens(characters)
+    if at_least > model.limits.max_model_len:
+        raise InvalidArgument.of(
+            field,
+            f"the prompt is at least {at_least} tokens; model {model.name!r} allows "
+            f"{model.limits.max_model_len} tokens in all, prompt and output",
+        )
 
 
 def json_object(message: Any, where: str, violations: list[FieldViolation]) -> dict[str, Any]:

@@ -234,6 +234,13 @@ class Engine:
         """Token ids of ``text``."""
         return self._codec.encode(text, add_special_tokens=add_special_tokens)
 
+    def min_tokens(self, characters: int) -> int:
+        """A lower bound on the tokens a text of this many characters encodes to (a length check before the work).
+
+        Characters / the longest token's characters, halved for normalisers that compose characters.
+        """
+        return characters // (2 * self._codec.max_token_chars)
+
     def decode(self, token_ids: list[int], *, skip_special_tokens: bool = True) -> str:
         """Text of ``token_ids``."""
         return self._codec.decode_windows([token_ids], skip_special_tokens)[0]

@@ -92,7 +92,7 @@ async def prepare(models: ModelRegistry, store: ResponseStore, request: Request,
     instructions = [{"role": "system", "content": request.instructions}] if request.instructions else []
     history = previous + turn.messages
     limit = request.max_output_tokens if request.HasField("max_output_tokens") else None
-    history, prompt_ids = _fit(model, instructions, history, tools, context, request, limit)
+    history, prompt_ids = await _fit(model, instructions, history, tools, context, request, limit)
     params = build_sampling_params(
         request,
         defaults=model.defaults,
@@ -147,7 +147,7 @@ def _tool(tool: objects_pb2.ResponseTool, where: str, violations: list[FieldViol
     return template_tool(json_object(tool, where, violations))
 
 
-def _fit(
+async def _fit(
     model: ServedModel,
     instructions: list[dict[str, Any]],
     history: list[dict[str, Any]],
@@ -159,9 +159,14 @@ def _fit(
     """Render the conversation; with truncation "auto", drop the oldest turns until it fits beside the output."""
     room = max_output_tokens or 1
     while True:
-        prompt_ids = render_prompt(model, instructions + history, tools, context, field="input")
-        fits = len(prompt_ids) + room <= model.limits.max_model_len
-        if fits or request.truncation != "auto" or len(history) <= 1:
+        truncate = request.truncation == "auto" and len(history) > 1
+        try:
+            prompt_ids = await render_prompt(model, instructions + history, tools, context, field="input")
+        except InvalidArgument:
+            if not truncate:  # too long before rendering, or the template refused it
+                raise
+            prompt_ids = None
+        if prompt_ids is not None and (len(prompt_ids) + room <= model.limits.max_model_len or not truncate):
             return history, prompt_ids
         history = _without_oldest_turn(history)
 
