@@ -26,6 +26,7 @@ from typing import Any
 import grpc
 
 from service.errors import InvalidArgument, to_rpc_status
+from service.tenancy import fingerprint, tenant
 
 log = logging.getLogger("ovserve.access")
 
@@ -163,11 +164,14 @@ class CallPolicyInterceptor(grpc.aio.ServerInterceptor):
             )
 
     def _authorized(self, header: str) -> bool:
+        """Whether the header holds a configured key; if so, the call acts as that key's tenant."""
         scheme, _, key = header.partition(" ")
         if scheme.lower() != "bearer":
             return False
         # compare_digest against every key: the time taken does not tell which prefix matched.
         matches = [hmac.compare_digest(key.strip().encode(), known) for known in self._keys]
+        if any(matches):
+            tenant.set(fingerprint(key.strip()))
         return any(matches)
 
 

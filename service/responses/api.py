@@ -23,6 +23,7 @@ from service.responses.events import Event, ResponseEvents
 from service.responses.preparation import prepare
 from service.responses.running import copy_response, generate
 from service.responses.store import ResponseStore, StoredResponse
+from service.tenancy import tenant
 
 
 class ResponsesApi:
@@ -81,20 +82,21 @@ class ResponsesApi:
 
     async def get(self, response_id: str) -> objects_pb2.Response:
         """The response as it stands (a running background response shows its progress)."""
+        stored = await self._stored(response_id)
         running = self._background.get(response_id)
         if running is not None:
             return copy_response(running.events.response)
-        return (await self._stored(response_id)).response
+        return stored.response
 
     async def resume(self, response_id: str, starting_after: int | None) -> AsyncIterator[Event]:
         """The events of a background response after ``starting_after``, then live ones until it ends."""
         after = -1 if starting_after is None else starting_after
+        stored = await self._stored(response_id)
         running = self._background.get(response_id)
         if running is not None:
             async for event in running.log.follow(after):
                 yield event
             return
-        stored = await self._stored(response_id)
         if not stored.response.background:
             raise InvalidArgument.of("response_id", "only background responses can be streamed again")
         for event in await self._store.events_after(response_id, after):
@@ -102,17 +104,18 @@ class ResponsesApi:
 
     async def delete(self, response_id: str) -> response_pb2.DeleteResponseResponse:
         """Forget a stored response (a running one is cancelled first)."""
+        await self._stored(response_id)  # another tenant's response is not there to delete
         await self._background.stop(response_id)
-        if not await self._store.delete(response_id):
+        if not await self._store.delete(response_id, owner=tenant.get()):
             raise NotFound(f"no response {quote(response_id)}", param="response_id")
         return response_pb2.DeleteResponseResponse(id=response_id, object="response.deleted", deleted=True)
 
     async def cancel(self, response_id: str) -> objects_pb2.Response:
         """Stop a background response; it ends ``cancelled`` (a finished one is returned as it is)."""
+        stored = await self._stored(response_id)
         stopped = await self._background.stop(response_id)
         if stopped is not None:
             return copy_response(stopped.events.response)
-        stored = await self._stored(response_id)
         if not stored.response.background:
             raise InvalidArgument.of("response_id", "only background responses can be cancelled")
         return stored.response
@@ -131,7 +134,9 @@ class ResponsesApi:
         InvalidArgument.check(violations)
         after = request.after if request.HasField("after") else None
         try:
-            page = await self._store.input_items(request.response_id, after=after, limit=limit, order=order)
+            page = await self._store.input_items(
+                request.response_id, after=after, limit=limit, order=order, owner=tenant.get()
+            )
         except KeyError:
             raise InvalidArgument.of("after", f"no input item {quote(after)} in this response") from None
         if page is None:
@@ -146,7 +151,7 @@ class ResponsesApi:
         )
 
     async def _stored(self, response_id: str) -> StoredResponse:
-        stored = await self._store.get(response_id) if response_id else None
+        stored = await self._store.get(response_id, owner=tenant.get()) if response_id else None
         if stored is None:
             raise NotFound(f"no response {quote(response_id)}", param="response_id")
         return stored

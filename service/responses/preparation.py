@@ -31,6 +31,7 @@ from service.errors import FieldViolation, InvalidArgument, NotFound, quote
 from service.models import ModelRegistry, ServedModel
 from service.responses.conversation import input_turn
 from service.responses.store import ResponseStore
+from service.tenancy import tenant
 
 Request = response_pb2.CreateResponseRequest | response_pb2.StreamResponseRequest
 TRUNCATIONS = {"disabled", "auto"}
@@ -57,6 +58,7 @@ class Prepared:
     history: list[dict[str, Any]]  # the conversation before this response's output, without instructions
     store: bool
     background: bool
+    owner: str = ""  # the tenant it is stored for (service/tenancy.py)
 
 
 async def prepare(models: ModelRegistry, store: ResponseStore, request: Request, *, streaming: bool) -> Prepared:
@@ -79,7 +81,7 @@ async def prepare(models: ModelRegistry, store: ResponseStore, request: Request,
         violations.append(FieldViolation("background", "a background response must be stored (store: true)"))
     previous: list[dict[str, Any]] = []
     if request.HasField("previous_response_id"):
-        stored = await store.get(request.previous_response_id)
+        stored = await store.get(request.previous_response_id, owner=tenant.get())
         if stored is None:
             message = f"no stored response {quote(request.previous_response_id)}"
             raise NotFound(message, param="previous_response_id")
@@ -114,6 +116,7 @@ async def prepare(models: ModelRegistry, store: ResponseStore, request: Request,
         history=history,
         store=keep,
         background=background,
+        owner=tenant.get(),
     )
 
 

@@ -89,7 +89,11 @@ def stored_response(prep: Prepared, response: objects_pb2.Response) -> StoredRes
         assistant["reasoning_content"] = reasoning
     conversation = [*prep.history, assistant]
     return StoredResponse(
-        response=copy_response(response), request=prep.request, input_items=prep.items, conversation=conversation
+        response=copy_response(response),
+        request=prep.request,
+        input_items=prep.items,
+        conversation=conversation,
+        owner=prep.owner,
     )
 
 
