@@ -17,6 +17,7 @@ import contextlib
 import contextvars
 import hmac
 import logging
+import re
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
@@ -26,6 +27,7 @@ from typing import Any
 import grpc
 
 from service.errors import InvalidArgument, to_rpc_status
+from service.limits import ConcurrencyLimit
 from service.tenancy import fingerprint, tenant
 
 log = logging.getLogger("ovserve.access")
@@ -34,6 +36,8 @@ log = logging.getLogger("ovserve.access")
 request_id: contextvars.ContextVar[str] = contextvars.ContextVar("request_id", default="-")
 
 OPEN_SERVICES = ("/grpc.health.v1.Health/", "/grpc.reflection.")
+# The RPCs that run the engine, and so count against --max-concurrent-requests.
+_GENERATES = re.compile(r"^/ovserve\.v1\.\w+/(Create|Stream)\w+$")
 REQUEST_ID_KEY = "x-request-id"  # metadata the caller may send, echoed in the response's initial metadata
 MAX_REQUEST_ID = 128
 
@@ -75,10 +79,10 @@ class CallPolicyInterceptor(grpc.aio.ServerInterceptor):
     response's initial metadata, so a caller can quote it.
     """
 
-    def __init__(self, api_keys: Sequence[str] = (), max_concurrent: int = 0) -> None:
+    def __init__(self, api_keys: Sequence[str] = (), limit: ConcurrencyLimit | None = None) -> None:
         self._keys = [key.encode() for key in api_keys]
-        self._max_concurrent = max_concurrent  # 0: unbounded
-        self.in_flight = 0
+        self._limit = limit or ConcurrencyLimit()  # shared with background responses
+        self.in_flight = 0  # API calls under way
 
     async def intercept_service(
         self,
@@ -108,12 +112,14 @@ class CallPolicyInterceptor(grpc.aio.ServerInterceptor):
         async def guarded(request: Any, context: grpc.aio.ServicerContext) -> Any:
             started, status = self._enter(metadata), "OK"
             try:
-                await self._admit(metadata, context, request)
+                counted = await self._admit(method, metadata, context, request)
                 self.in_flight += 1
                 try:
                     return await behavior(request, context)
                 finally:
                     self.in_flight -= 1
+                    if counted:
+                        self._limit.release()
             except BaseException as error:
                 status = _status_of(error, context)
                 raise
@@ -126,7 +132,7 @@ class CallPolicyInterceptor(grpc.aio.ServerInterceptor):
         async def guarded(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
             started, status, messages = self._enter(metadata), "OK", 0
             try:
-                await self._admit(metadata, context, request)
+                counted = await self._admit(method, metadata, context, request)
                 self.in_flight += 1
                 try:
                     async with contextlib.aclosing(behavior(request, context)) as stream:
@@ -135,6 +141,8 @@ class CallPolicyInterceptor(grpc.aio.ServerInterceptor):
                             yield message
                 finally:
                     self.in_flight -= 1
+                    if counted:
+                        self._limit.release()
             except BaseException as error:
                 status = _status_of(error, context)
                 raise
@@ -148,8 +156,15 @@ class CallPolicyInterceptor(grpc.aio.ServerInterceptor):
         request_id.set(sent[:MAX_REQUEST_ID] if sent.isprintable() and sent else uuid.uuid4().hex)
         return time.monotonic()
 
-    async def _admit(self, metadata: dict[str, Any], context: grpc.aio.ServicerContext, request: Any) -> None:
-        """Echo the request id, then refuse the call if its key is wrong, its bytes undecodable or the server full."""
+    async def _admit(
+        self, method: str, metadata: dict[str, Any], context: grpc.aio.ServicerContext, request: Any
+    ) -> bool:
+        """Echo the request id, then refuse the call if its key is wrong, its bytes undecodable or the server full.
+
+        Returns whether the call took a place of the concurrency bound (the caller gives it back). Only
+        calls that generate take one (reading, listing, cancelling or deleting stays possible under
+        load); a call that starts a background response takes none: the run waits for its own place.
+        """
         await context.send_initial_metadata(((REQUEST_ID_KEY, request_id.get()),))
         if self._keys and not self._authorized(str(metadata.get("authorization", ""))):
             await context.abort(
@@ -157,11 +172,14 @@ class CallPolicyInterceptor(grpc.aio.ServerInterceptor):
             )
         if isinstance(request, Undecodable):
             await context.abort_with_status(to_rpc_status(InvalidArgument(request.reason)))
-        if self._max_concurrent and self.in_flight >= self._max_concurrent:
+        if not _GENERATES.match(method) or getattr(request, "background", False) is True:
+            return False
+        if not self._limit.try_take():
             await context.abort(
                 grpc.StatusCode.RESOURCE_EXHAUSTED,
-                f"the server is handling its maximum of {self._max_concurrent} concurrent requests; retry later",
+                f"the server is handling its maximum of {self._limit.limit} concurrent requests; retry later",
             )
+        return True
 
     def _authorized(self, header: str) -> bool:
         """Whether the header holds a configured key; if so, the call acts as that key's tenant."""

@@ -25,6 +25,7 @@ from clients.v1 import (
 )
 from service.config import ServeConfig
 from service.interceptors import CallPolicyInterceptor
+from service.limits import ConcurrencyLimit
 from service.models import ModelRegistry, ServedModel
 from service.responses.api import ResponsesApi
 from service.responses.store import ResponseStore
@@ -42,7 +43,8 @@ class Server:
         self.config = config
         self.registry = ModelRegistry()
         self.store = ResponseStore(config.response_store, max_age_seconds=config.response_max_age_seconds)
-        self.responses = ResponsesApi(self.registry, self.store)
+        self.limit = ConcurrencyLimit(config.max_concurrent_requests)  # calls and background responses
+        self.responses = ResponsesApi(self.registry, self.store, self.limit)
         self.port = 0
         self._expiry: asyncio.Task[None] | None = None
         self._engines_down: set[str] = set()  # models whose engine is being replaced
@@ -53,7 +55,7 @@ class Server:
         """Bind and start answering (health NOT_SERVING until the models load); return the port."""
         # Built here, not in __init__: grpc.aio objects belong to the loop that creates them.
         self.health = health.aio.HealthServicer()
-        self.policy = CallPolicyInterceptor(self.config.api_keys, self.config.max_concurrent_requests)
+        self.policy = CallPolicyInterceptor(self.config.api_keys, self.limit)
         self._server = grpc.aio.server(
             interceptors=[self.policy],
             options=[

@@ -17,6 +17,7 @@ from collections.abc import AsyncIterator
 from clients.v1 import response_object_pb2 as objects_pb2
 from clients.v1 import response_pb2
 from service.errors import FieldViolation, InvalidArgument, NotFound, quote
+from service.limits import ConcurrencyLimit
 from service.models import ModelRegistry
 from service.responses.background import BackgroundRuns
 from service.responses.events import Event, ResponseEvents
@@ -29,10 +30,11 @@ from service.tenancy import tenant
 class ResponsesApi:
     """The Responses API over the served models and a response store."""
 
-    def __init__(self, models: ModelRegistry, store: ResponseStore) -> None:
+    def __init__(self, models: ModelRegistry, store: ResponseStore, limit: ConcurrencyLimit | None = None) -> None:
+        """``limit``: the server's concurrency bound, which background responses count against."""
         self._models = models
         self._store = store
-        self._background = BackgroundRuns(store)
+        self._background = BackgroundRuns(store, limit)
 
     async def recover(self) -> int:
         """After a restart: responses left queued or in progress can never finish; mark them failed."""

@@ -14,6 +14,8 @@ import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 
+from service.errors import ResourceExhausted
+from service.limits import ConcurrencyLimit
 from service.responses.events import Event, ResponseEvents
 from service.responses.preparation import Prepared
 from service.responses.running import copy_response, generate, stored_response
@@ -66,8 +68,9 @@ class BackgroundRun:
 class BackgroundRuns:
     """The background responses running now, by response id."""
 
-    def __init__(self, store: ResponseStore) -> None:
+    def __init__(self, store: ResponseStore, limit: ConcurrencyLimit | None = None) -> None:
         self._store = store
+        self._limit = limit or ConcurrencyLimit()  # a run holds a place of the server's bound while it generates
         self._runs: dict[str, BackgroundRun] = {}
 
     def get(self, response_id: str) -> BackgroundRun | None:
@@ -75,7 +78,11 @@ class BackgroundRuns:
         return self._runs.get(response_id)
 
     async def start(self, prep: Prepared) -> BackgroundRun:
-        """Store the response as ``queued`` and run it in a task of its own."""
+        """Store the response as ``queued`` and run it in a task of its own (once a place of the bound is free)."""
+        if self._limit.queue_full:
+            raise ResourceExhausted(
+                f"{self._limit.waiting} background responses are already waiting for the server; retry later"
+            )
         events = ResponseEvents(prep.response)
         run = BackgroundRun(events, EventLog())
         await run.log.extend(events.queued())
@@ -105,12 +112,13 @@ class BackgroundRuns:
         response_id = prep.response.id
         last_saved = time.monotonic()
         try:
-            async for event in generate(prep, run.events, self._store, queued=True):
-                await run.log.extend([event])
-                await self._store.append_events(response_id, [event])
-                if time.monotonic() - last_saved > PROGRESS_SECONDS:  # GET shows the text so far
-                    await self._store.update_response(copy_response(run.events.response))
-                    last_saved = time.monotonic()
+            async with self._limit.place():  # queued until then
+                async for event in generate(prep, run.events, self._store, queued=True):
+                    await run.log.extend([event])
+                    await self._store.append_events(response_id, [event])
+                    if time.monotonic() - last_saved > PROGRESS_SECONDS:  # GET shows the text so far
+                        await self._store.update_response(copy_response(run.events.response))
+                        last_saved = time.monotonic()
         except asyncio.CancelledError:
             run.events.cancel()
             with contextlib.suppress(Exception):

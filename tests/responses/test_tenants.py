@@ -97,3 +97,42 @@ def test_a_store_written_before_owners_keeps_its_responses_for_the_keyless(tmp_p
         assert asyncio.run(store.get("resp_old", owner="someone")) is None
     finally:
         store.close()
+
+
+def test_background_responses_count_against_the_concurrency_limit() -> None:
+    """With a limit of 2, background responses wait their turn (queued) instead of all running at once."""
+    import time
+
+    from service.limits import MAX_QUEUED_PER_PLACE
+
+    limit = 2
+    server = start_server([ModelSpec("tiny-chat", TINY_CHAT, settings=TEST_SETTINGS)], max_concurrent_requests=limit)
+    try:
+        with grpc.insecure_channel(server.target) as channel:
+            stub = response_pb2_grpc.ResponseServiceStub(channel)
+            body = {"model": "tiny-chat", "input": "Tell me a story.", "max_output_tokens": 300,
+                    "ignore_eos": True, "temperature": 0, "background": True}  # fmt: skip
+            accepted, refused = [], []
+            for _ in range(limit + limit * MAX_QUEUED_PER_PLACE + 3):
+                try:
+                    accepted.append(stub.CreateResponse(parse(response_pb2.CreateResponseRequest, body)).response.id)
+                except grpc.RpcError as error:
+                    refused.append(error.code())
+            # At most `limit` run at once; the rest wait, up to the queue's bound; beyond it: try later.
+            most_running, saw_waiting = 0, False
+            while True:
+                statuses = [stub.GetResponse(response_pb2.GetResponseRequest(response_id=i)).response.status
+                            for i in accepted]  # fmt: skip
+                running = statuses.count(2)  # in_progress
+                most_running = max(most_running, running)
+                saw_waiting = saw_waiting or (running == limit and 1 in statuses)  # full, and some queued
+                assert server.server.limit.in_use <= limit
+                if not {1, 2} & set(statuses):  # none queued or in progress: all ended
+                    assert set(statuses) == {4}  # incomplete: max_output_tokens, as asked
+                    break
+                time.sleep(0.02)
+        assert most_running <= limit and saw_waiting
+        assert len(accepted) >= limit + limit * MAX_QUEUED_PER_PLACE - 1
+        assert refused and set(refused) == {grpc.StatusCode.RESOURCE_EXHAUSTED}
+    finally:
+        server.stop()
