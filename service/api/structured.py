@@ -36,7 +36,14 @@ import jsonschema
 from google.protobuf import json_format
 
 from service.api.common import canonical
-from service.api.json_grammar import GrammarBuilder, SchemaError, literal, schema_grammar
+from service.api.grammar_limits import (
+    MAX_ALTERNATIVES,
+    MAX_CHOICE_BYTES,
+    MAX_PATTERN_LENGTH,
+    MAX_STRUCTURAL_TAG_BYTES,
+    MAX_STRUCTURES,
+)
+from service.api.json_grammar import GrammarBuilder, SchemaError, check_size, literal, schema_grammar
 from service.engine import OutputConstraint
 from service.errors import FieldViolation, InvalidArgument, quote
 from service.models import ServedModel
@@ -172,6 +179,10 @@ def _guided_regex(request: Any, violations: list[FieldViolation]) -> Guide | Non
     if not request.guided_regex:
         violations.append(FieldViolation("guided_regex", "must not be empty"))
         return None
+    if len(request.guided_regex) > MAX_PATTERN_LENGTH:
+        message = f"{len(request.guided_regex)} characters; at most {MAX_PATTERN_LENGTH} are accepted"
+        violations.append(FieldViolation("guided_regex", message))
+        return None
     return Guide("guided_regex", "regex", request.guided_regex)
 
 
@@ -179,6 +190,11 @@ def _guided_choice(request: Any, violations: list[FieldViolation]) -> Guide | No
     if not _present(request, "guided_choice"):
         return None
     choices = list(request.guided_choice)
+    size = sum(len(choice.encode()) for choice in choices)
+    if len(choices) > MAX_ALTERNATIVES or size > MAX_CHOICE_BYTES:
+        message = f"{len(choices)} choices of {size} bytes; at most {MAX_ALTERNATIVES} choices of {MAX_CHOICE_BYTES}"
+        violations.append(FieldViolation("guided_choice", message))
+        return None
     for index, choice in enumerate(choices):
         if not choice:
             violations.append(FieldViolation(f"guided_choice[{index}]", "a choice must not be empty"))
@@ -189,6 +205,16 @@ def _guided_choice(request: Any, violations: list[FieldViolation]) -> Guide | No
 
 def _structural_tag(fmt: Any, where: str, violations: list[FieldViolation]) -> Guide | None:
     """XGrammar's structural tag: the current ``format`` object, or the legacy structures + triggers."""
+    for name, size in (("format", fmt.format.ByteSize()), ("structures", sum(s.ByteSize() for s in fmt.structures))):
+        if size > MAX_STRUCTURAL_TAG_BYTES:  # protobuf's own size: known without reading the message
+            violations.append(
+                FieldViolation(f"{where}.{name}", f"{size} bytes; at most {MAX_STRUCTURAL_TAG_BYTES} are accepted")
+            )
+            return None
+    for name, count in (("structures", len(fmt.structures)), ("triggers", len(fmt.triggers))):
+        if count > MAX_STRUCTURES:
+            violations.append(FieldViolation(f"{where}.{name}", f"{count} {name}; at most {MAX_STRUCTURES}"))
+            return None
     if fmt.HasField("format"):
         if len(fmt.structures) or len(fmt.triggers):
             violations.append(FieldViolation(f"{where}.format", "set either format or structures/triggers, not both"))
@@ -325,6 +351,11 @@ def _schema(message: Any, name: str, field: str, violations: list[FieldViolation
 def _checked_schema(schema: Any, field: str, violations: list[FieldViolation]) -> dict[str, Any] | None:
     if not isinstance(schema, dict):
         violations.append(FieldViolation(field, "must be a JSON Schema object"))
+        return None
+    try:  # size and depth first: the meta-schema check costs ~1 ms per KiB
+        check_size(schema)
+    except SchemaError as error:
+        violations.append(FieldViolation(field + _path(error.path), error.message))
         return None
     schema = _integral(schema)
     # The schema's own $schema picks its draft; 2020-12 (what OpenAI documents) otherwise.
