@@ -29,7 +29,7 @@ from service.api.prompting import (
     unsupported,
 )
 from service.api.runs import DeltaStream, Run, collect_choices, fan_out
-from service.api.structured import check_compiles, structured_output_config
+from service.api.structured import check_compiles, output_constraint
 from service.engine import SequenceDelta
 from service.errors import FieldViolation, InvalidArgument, quote
 from service.models import ModelRegistry, ServedModel
@@ -63,7 +63,7 @@ async def prepare(models: ModelRegistry, request: Request, *, streaming: bool) -
     tools = _tools(request, violations)
     context = _template_context(request, violations)
     thinking = bool(context.get("enable_thinking"))
-    constraint = structured_output_config(request, violations, tools=tools, thinking=thinking)
+    constraint = await output_constraint(request, violations, tools=tools, thinking=thinking)
     violations += logprob_violations(request)
     if violations:  # report the sampling fields' problems too, in the same error
         violations += generation_violations(request, limits=model.limits, streaming=streaming)

@@ -18,7 +18,7 @@ from service.api.common import (
 from service.api.generation import Budget, build_sampling_params, generation_violations
 from service.api.prompting import INLINE_PROMPT_CHARS, check_length
 from service.api.runs import DeltaStream, Run, collect_choices, fan_out
-from service.api.structured import check_compiles, structured_output_config
+from service.api.structured import check_compiles, output_constraint
 from service.errors import FieldViolation, InvalidArgument
 from service.models import ModelRegistry, ServedModel
 
@@ -51,7 +51,7 @@ async def prepare(models: ModelRegistry, request: Request, *, streaming: bool) -
         prompts = _prompts(model, request, violations)
     else:  # tokenising a large text takes milliseconds: not on the event loop
         prompts = await asyncio.to_thread(_prompts, model, request, violations)
-    constraint = structured_output_config(request, violations)
+    constraint = await output_constraint(request, violations)
     if request.HasField("suffix") and request.suffix:
         violations.append(FieldViolation("suffix", "not supported: the engine does not fill in the middle"))
     logprobs = request.logprobs if request.HasField("logprobs") else 0

@@ -26,6 +26,7 @@ crosses into the engine process as plain data.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 from collections.abc import Sequence
@@ -112,6 +113,18 @@ def structured_output_config(
     if len(violations) > before or not guides:
         return None
     return guides[0].constraint()
+
+
+# Requests up to this size (serialized) have their constraints checked and built on the event loop
+# (a few milliseconds at most); larger ones in a worker thread, so other streams keep their pace.
+INLINE_REQUEST_BYTES = 16_384
+
+
+async def output_constraint(request: Any, violations: list[FieldViolation], **options: Any) -> OutputConstraint | None:
+    """``structured_output_config`` (same arguments), off the event loop when the request is large."""
+    if request.ByteSize() <= INLINE_REQUEST_BYTES:
+        return structured_output_config(request, violations, **options)
+    return await asyncio.to_thread(structured_output_config, request, violations, **options)
 
 
 # ---- request fields -> guides ----

@@ -26,7 +26,7 @@ from service.api.prompting import (
     unsupported,
 )
 from service.api.runs import Run
-from service.api.structured import check_compiles, structured_output_config
+from service.api.structured import check_compiles, output_constraint
 from service.errors import FieldViolation, InvalidArgument, NotFound, quote
 from service.models import ModelRegistry, ServedModel
 from service.responses.conversation import input_turn
@@ -70,7 +70,7 @@ async def prepare(models: ModelRegistry, store: ResponseStore, request: Request,
     tools = [_tool(tool, f"tools[{i}]", violations) for i, tool in enumerate(request.tools)]
     effort = request.reasoning.effort if request.reasoning.HasField("effort") else None
     context = template_context(request, violations, effort=effort)
-    constraint = structured_output_config(
+    constraint = await output_constraint(
         request, violations, tools=tools, thinking=bool(context.get("enable_thinking")),
         named_field="tool_choice", parameters_field="tools[{}].parameters",
     )  # fmt: skip
