@@ -5,10 +5,9 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass
 
-DEFAULT_HOST = "127.0.0.1"
-DEFAULT_REST_PORT = 8000
-DEFAULT_TARGET = "127.0.0.1:50051"
-MIB = 1024 * 1024
+from clients.defaults import DEFAULT_HOST, DEFAULT_REST_PORT, DEFAULT_TARGET, MIB
+
+__all__ = ["DEFAULT_HOST", "DEFAULT_REST_PORT", "DEFAULT_TARGET", "BridgeSettings", "add_arguments", "from_arguments"]
 
 
 @dataclass(frozen=True)

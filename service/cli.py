@@ -8,6 +8,8 @@ from collections.abc import Callable, Sequence
 from importlib import metadata
 from typing import TYPE_CHECKING
 
+from clients.defaults import DEFAULT_TARGET, LOOPBACK
+
 if TYPE_CHECKING:
     from rest_bridge.config import BridgeSettings
     from service.config import ServeConfig
@@ -85,7 +87,7 @@ async def _serve_with_bridge(serve_config: ServeConfig, bridge: tuple[str, int, 
 def _loopback_target(host: str, port: int) -> str:
     """host:port the bridge dials to reach a gRPC server listening on ``host`` (any-address -> loopback)."""
     if host in ("", "0.0.0.0", "::", "[::]"):
-        host = "127.0.0.1"
+        host = LOOPBACK
     elif ":" in host and not host.startswith("["):
         host = f"[{host}]"  # IPv6 literal
     return f"{host}:{port}"
@@ -122,7 +124,7 @@ def _health(argv: Sequence[str]) -> int:
     parser = argparse.ArgumentParser(
         prog="ovserve health", description="Exit 0 if the gRPC service reports SERVING (grpc.health.v1), else 1."
     )
-    parser.add_argument("--target", default="127.0.0.1:50051", help="HOST:PORT (default 127.0.0.1:50051)")
+    parser.add_argument("--target", default=DEFAULT_TARGET, help=f"HOST:PORT (default {DEFAULT_TARGET})")
     parser.add_argument("--service", default="", help="one service's status (default: the server's)")
     parser.add_argument("--timeout", type=float, default=5.0, help="seconds to wait (default 5)")
     args = parser.parse_args(argv)

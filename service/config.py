@@ -30,12 +30,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from clients.defaults import DEFAULT_GRPC_PORT, DEFAULT_HOST
 from service.engine import EngineSettings
 from service.models import ModelSpec, bundled_model_specs
 from service.parsing import parser_name_problem
 
-DEFAULT_HOST = "127.0.0.1"
-DEFAULT_GRPC_PORT = 50051
 DEFAULT_MAX_CONCURRENT = 512
 
 

@@ -11,6 +11,7 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
+from clients.defaults import MESSAGE_SIZE_OPTIONS
 from clients.v1 import (
     chat_pb2,
     chat_pb2_grpc,
@@ -29,8 +30,6 @@ from service.responses.store import ResponseStore
 from service.servicers import ChatServicer, CompletionServicer, ModelServicer, ResponseServicer
 
 log = logging.getLogger(__name__)
-
-MAX_MESSAGE_BYTES = 64 * 1024 * 1024  # long prompts and batch completions
 
 
 class Server:
@@ -51,10 +50,7 @@ class Server:
         self.policy = CallPolicyInterceptor(self.config.api_keys, self.config.max_concurrent_requests)
         self._server = grpc.aio.server(
             interceptors=[self.policy],
-            options=[
-                ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
-                ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
-            ],
+            options=list(MESSAGE_SIZE_OPTIONS),
         )
         for add_to_server, servicer in SERVED.values():
             add_to_server(servicer(self), self._server)
