@@ -14,8 +14,8 @@ from typing import Any
 
 import grpc
 import tornado.web
-from google.rpc import error_details_pb2
-from grpc_status import rpc_status
+
+from clients.errors import error_details
 
 INVALID_REQUEST = "invalid_request_error"
 
@@ -106,7 +106,7 @@ def from_rpc_error(error: grpc.aio.AioRpcError | grpc.RpcError) -> BridgeError:
     """The OpenAI error for a failed gRPC call, ``param`` from its google.rpc details."""
     code = error.code()
     status, error_type = STATUS_TABLE.get(code, (500, "server_error"))
-    field = _field_from_details(error)
+    field = error_details(error).first_field
     message = openai_text(error.details() or code.name.lower())
     error_code = None
     if code == grpc.StatusCode.NOT_FOUND and field == "model":
@@ -114,25 +114,3 @@ def from_rpc_error(error: grpc.aio.AioRpcError | grpc.RpcError) -> BridgeError:
     elif code == grpc.StatusCode.RESOURCE_EXHAUSTED:
         error_code = "rate_limit_exceeded"
     return BridgeError(status, message, type=error_type, param=openai_param(field), code=error_code)
-
-
-def _field_from_details(error: Any) -> str | None:
-    """The first BadRequest field violation, else ErrorInfo metadata ``param``, else None."""
-    try:
-        status = rpc_status.from_call(error)
-    except (ValueError, AttributeError, TypeError):  # details that disagree with the status: ignore them
-        return None
-    if status is None:
-        return None
-    param = None
-    for detail in status.details:
-        if detail.Is(error_details_pb2.BadRequest.DESCRIPTOR):
-            bad_request = error_details_pb2.BadRequest()
-            detail.Unpack(bad_request)
-            if bad_request.field_violations:
-                return bad_request.field_violations[0].field
-        elif detail.Is(error_details_pb2.ErrorInfo.DESCRIPTOR) and param is None:
-            info = error_details_pb2.ErrorInfo()
-            detail.Unpack(info)
-            param = info.metadata.get("param") or None
-    return param
