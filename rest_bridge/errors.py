@@ -4,18 +4,19 @@ Every error the bridge returns is OpenAI's envelope
 ``{"error": {"message", "type", "param", "code"}}`` with ``code`` a string or
 null. ``param`` names the offending request field in OpenAI's terms: the
 service reports proto paths (``stop_sequences[1]``, ``prompts[0]``), which the
-bridge maps back to the name the client sent (``stop``, ``prompt``).
+bridge maps back to the name the client sent (``stop``, ``prompt``) with
+``clients.polymorphic``, the table that also drives the way in.
 """
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import grpc
 import tornado.web
 
 from clients.errors import error_details
+from clients.polymorphic import openai_param, openai_text
 
 INVALID_REQUEST = "invalid_request_error"
 
@@ -41,39 +42,6 @@ STATUS_TABLE: dict[grpc.StatusCode, tuple[int, str]] = {
 
 # HTTP reason phrases tornado does not know (nginx's 499).
 REASONS = {499: "Client Closed Request"}
-
-# Proto paths of the typed alternatives -> the OpenAI JSON path the client wrote (applied in order).
-_OPENAI_PATHS: list[tuple[re.Pattern[str], str]] = [
-    (re.compile(r"\bprompts(\[\d+\])\.token_ids\.ids(\[\d+\])"), r"prompt\1\2"),
-    (re.compile(r"\bprompts(\[\d+\])\.(?:text|token_ids)\b"), r"prompt\1"),
-    (re.compile(r"\bprompts\b"), "prompt"),
-    (re.compile(r"\bstop_sequences\b"), "stop"),
-    (re.compile(r"\bcontent_parts\b"), "content"),
-    (re.compile(r"\bnamed_tool_choice\b"), "tool_choice"),
-    (re.compile(r"\binput_items\b"), "input"),  # Responses API
-    (re.compile(r"\boutput_parts\b"), "output"),
-]
-# param: a typed alternative collapses to the OpenAI field itself.
-_PARAM_NAMES = {"stop_sequences": "stop", "prompts": "prompt", "named_tool_choice": "tool_choice"}
-
-
-def openai_text(text: str) -> str:
-    """``text`` with proto field paths rewritten to the OpenAI JSON paths the client sent."""
-    for pattern, replacement in _OPENAI_PATHS:
-        text = pattern.sub(replacement, text)
-    return text
-
-
-def openai_param(field: str | None) -> str | None:
-    """OpenAI's ``param`` for a proto field path: ``stop_sequences[2]`` -> ``stop``."""
-    if not field:
-        return None
-    head = re.match(r"[a-z_]+", field)
-    if head and head.group(0) in _PARAM_NAMES:
-        return _PARAM_NAMES[head.group(0)]
-    if head and head.group(0) == "input_items":  # Responses input: the full path, as OpenAI names it
-        return openai_text(field)
-    return re.sub(r"^(messages\[\d+\])\.content_parts\b.*", r"\1.content", field)
 
 
 class BridgeError(tornado.web.HTTPError):
