@@ -12,10 +12,10 @@ from service.bench import report
 from service.bench.load import read_prompts
 from service.bench.runner import Bench, BenchConfig
 
-EPILOG = """examples:
+EPILOG = f"""examples:
   ovserve bench --concurrency 1 8 --requests 64 --output-tokens 128
   ovserve bench --backend grpc http --model-dir MODEL --engine --concurrency 1 8 --rounds 3 --json out.json
-  ovserve bench --backend http --url http://127.0.0.1:8000 --rate 4 --max-concurrency 16 --prompts prompts.jsonl
+  ovserve bench --backend http --url {DEFAULT_REST_URL} --rate 4 --max-concurrency 16 --prompts prompts.jsonl
 """
 
 
