@@ -20,7 +20,8 @@ from clients.polymorphic import openai_param, openai_text
 
 INVALID_REQUEST = "invalid_request_error"
 
-# gRPC status -> (HTTP status, OpenAI error type); DESIGN.md "Error mapping".
+# gRPC status -> (HTTP status, OpenAI error type): the HTTP status google/rpc/code.proto gives each code (499
+# for CANCELLED, nginx's "client closed request"), and the error type OpenAI's API returns with that status.
 STATUS_TABLE: dict[grpc.StatusCode, tuple[int, str]] = {
     grpc.StatusCode.INVALID_ARGUMENT: (400, INVALID_REQUEST),
     grpc.StatusCode.FAILED_PRECONDITION: (400, INVALID_REQUEST),
