@@ -172,7 +172,11 @@ def from_arguments(args: argparse.Namespace) -> ServeConfig:
             if problem:
                 raise ConfigError(f"model {spec.name!r}: {problem}")
     # [server] values, then the flags over them; API keys add up from the file, the flags and the key file.
-    values = {name: value_type(ServeConfig, name)(server[name]) for name in SERVER_KEYS if name in server}
+    values = {
+        name: value_type(ServeConfig, name)(server[name])
+        for name in SERVER_KEYS
+        if name in server and name != "api_keys"
+    }
     values.update(given(args, ServeConfig))
     keys = [*server.get("api_keys", []), *(args.api_keys or [])]
     if args.api_key_file:
