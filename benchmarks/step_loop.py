@@ -1,4 +1,4 @@
-"""Step-loop design benchmark for the ovserve engine (issue 3).
+"""Step-loop design benchmark for the ovserve engine: which thread or process should loop ``step()``.
 
 What it measures, side by side in one run, on the same prompts and the same
 greedy config (ignore_eos=True, fixed max_new_tokens, so every request makes

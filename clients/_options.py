@@ -6,7 +6,6 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-DEFAULT_TARGET = "127.0.0.1:50051"
 # gRPC caps a retry policy's maxAttempts at 5 (larger values are treated as 5).
 MAX_ATTEMPTS = 5
 

@@ -1,11 +1,12 @@
 """Request building shared by the sync and asyncio clients: Python values in OpenAI's shapes -> proto requests.
 
-OpenAI's polymorphic fields become the proto's simple or typed form, as the
-REST bridge does: ``stop`` (string or list) -> ``stop`` / ``stop_sequences``,
-message ``content`` (string or parts) -> ``content`` / ``content_parts``,
-``prompt`` (string, strings, token ids, token-id lists) -> ``prompt`` /
-``prompts``, ``tool_choice`` (string or object) -> ``tool_choice`` /
-``named_tool_choice``.
+OpenAI's polymorphic fields become the proto's simple or typed form through
+the table the REST bridge uses too (``clients.polymorphic``): ``stop``
+(string or list) -> ``stop`` / ``stop_sequences``, message ``content`` (string
+or parts) -> ``content`` / ``content_parts``, ``prompt`` (string, strings,
+token ids, token-id lists) -> ``prompt`` / ``prompts``, ``tool_choice``
+(string or object) -> ``tool_choice`` / ``named_tool_choice``. A value in
+neither form raises ``polymorphic.FormError`` (a TypeError and a ValueError).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any, TypeAlias, TypeVar
 from google.protobuf import json_format
 from google.protobuf.message import Message
 
+from clients import polymorphic
 from clients.v1 import chat_pb2
 
 Request = TypeVar("Request", bound=Message)
@@ -40,11 +42,7 @@ def chat_request(
 def completion_request(message_class: type[Request], model: str, prompt: Prompt, params: Mapping[str, Any]) -> Request:
     """A Create/StreamCompletionRequest; raises TypeError for unknown params or a prompt of the wrong shape."""
     request = _with_params(message_class, model, params)
-    if isinstance(prompt, str):
-        request.prompt = prompt  # type: ignore[attr-defined]
-    else:
-        _parse({"prompts": _prompts(prompt)}, request, "prompt")
-    return request
+    return _parse(polymorphic.normalise({"prompt": prompt}, message_class.DESCRIPTOR), request, "prompt")
 
 
 def _with_params(message_class: type[Request], model: str, params: Mapping[str, Any]) -> Request:
@@ -53,10 +51,7 @@ def _with_params(message_class: type[Request], model: str, params: Mapping[str, 
     if unknown:
         raise TypeError(f"unknown parameter(s) for {message_class.DESCRIPTOR.name}: {', '.join(unknown)}")
     body = {name: _plain(value) for name, value in params.items() if value is not None}
-    if isinstance(body.get("stop"), list | tuple):
-        body["stop_sequences"] = body.pop("stop")
-    if isinstance(body.get("tool_choice"), dict):
-        body["named_tool_choice"] = body.pop("tool_choice")
+    polymorphic.normalise(body, message_class.DESCRIPTOR)
     request = message_class(model=model)
     _parse(body, request, "parameters")
     return request
@@ -68,24 +63,8 @@ def _chat_message(message: ChatMessageLike, index: int) -> chat_pb2.ChatMessage:
     if not isinstance(message, Mapping):
         raise TypeError(f"messages[{index}]: expected a dict or a ChatMessage, got {type(message).__name__}")
     body = {key: _plain(value) for key, value in message.items() if value is not None}
-    if isinstance(body.get("content"), list | tuple):
-        body["content_parts"] = body.pop("content")
+    polymorphic.normalise(body, chat_pb2.ChatMessage.DESCRIPTOR, f"messages[{index}]")
     return _parse(body, chat_pb2.ChatMessage(), f"messages[{index}]")
-
-
-def _prompts(prompt: Sequence[Any]) -> list[dict[str, Any]]:
-    """OpenAI's list forms of ``prompt`` as proto Prompt JSON: one Prompt per string or token-id list."""
-    if all(isinstance(item, str) for item in prompt):
-        return [{"text": item} for item in prompt]
-    if all(_is_token(item) for item in prompt):
-        return [{"token_ids": {"ids": list(prompt)}}]
-    if all(isinstance(item, Sequence) and not isinstance(item, str) and all(map(_is_token, item)) for item in prompt):
-        return [{"token_ids": {"ids": list(item)}} for item in prompt]
-    raise TypeError("prompt must be a string, a list of strings, a list of token ids or a list of token-id lists")
-
-
-def _is_token(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def _plain(value: Any) -> Any:

@@ -21,8 +21,9 @@ from typing import Any, Self
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from clients._options import DEFAULT_TARGET, ChannelOptions, call_metadata, channel_options
+from clients._options import ChannelOptions, call_metadata, channel_options
 from clients._requests import ChatMessageLike, Prompt, chat_request, completion_request
+from clients.defaults import DEFAULT_TARGET
 from clients.v1 import chat_pb2, chat_pb2_grpc, completion_pb2, completion_pb2_grpc, model_pb2, model_pb2_grpc
 
 __all__ = ["AsyncOvserveClient", "OvserveClient"]

@@ -4,7 +4,8 @@ The clients let ``grpc.RpcError`` (``grpc.aio.AioRpcError`` for the asyncio
 client) propagate; these helpers read the rich status the server attaches:
 ``google.rpc.BadRequest`` names each bad field, ``google.rpc.ErrorInfo``
 carries the OpenAI ``param``. Both error kinds keep the status in their
-trailing metadata, so one decoder serves both.
+trailing metadata, so one decoder serves both. It is the only decoder of
+those details in ovserve: the REST bridge and the tests read errors through it.
 """
 
 from __future__ import annotations
@@ -19,19 +20,41 @@ from grpc_status import rpc_status
 def _status(error: grpc.RpcError) -> status_pb2.Status | None:
     try:
         return rpc_status.from_call(error)  # type: ignore[arg-type]
-    except (AttributeError, ValueError):  # not a call error, or details inconsistent with the status
+    except (AttributeError, ValueError, TypeError):  # not a call error, or details inconsistent with the status
         return None
+
+
+@dataclass(frozen=True)
+class ErrorDetails:
+    """The google.rpc details of a failed call that ovserve sends."""
+
+    fields: list[tuple[str, str]] = field(default_factory=list)  # BadRequest: (field path, description), in order
+    param: str | None = None  # ErrorInfo metadata "param": the one field the error is about
+
+    @property
+    def first_field(self) -> str | None:
+        """The field the error names first: the first field violation, else the ErrorInfo param."""
+        return self.fields[0][0] if self.fields else self.param
+
+
+def error_details(error: grpc.RpcError) -> ErrorDetails:
+    """Decode the BadRequest and ErrorInfo details of ``error``; empty when it carries none (or unreadable ones)."""
+    status = _status(error)
+    fields: list[tuple[str, str]] = []
+    param = None
+    for detail in status.details if status else []:
+        bad_request = error_details_pb2.BadRequest()
+        info = error_details_pb2.ErrorInfo()
+        if detail.Unpack(bad_request):
+            fields += [(violation.field, violation.description) for violation in bad_request.field_violations]
+        elif detail.Unpack(info) and param is None:
+            param = info.metadata.get("param") or None
+    return ErrorDetails(fields, param)
 
 
 def field_violations(error: grpc.RpcError) -> list[tuple[str, str]]:
     """The ``(field, description)`` pairs of the error's google.rpc.BadRequest; empty when it has none."""
-    status = _status(error)
-    violations: list[tuple[str, str]] = []
-    for detail in status.details if status else []:
-        bad_request = error_details_pb2.BadRequest()
-        if detail.Unpack(bad_request):
-            violations += [(violation.field, violation.description) for violation in bad_request.field_violations]
-    return violations
+    return error_details(error).fields
 
 
 @dataclass
@@ -53,11 +76,6 @@ class OvserveError(Exception):
     @classmethod
     def from_rpc_error(cls, error: grpc.RpcError) -> OvserveError:
         """Decode a ``grpc.RpcError`` or ``grpc.aio.AioRpcError``."""
-        param = None
-        status = _status(error)
-        for detail in status.details if status else []:
-            info = error_details_pb2.ErrorInfo()
-            if detail.Unpack(info):
-                param = info.metadata.get("param")
+        details = error_details(error)
         code: grpc.StatusCode = error.code()  # type: ignore[attr-defined]
-        return cls(code, error.details() or "", field_violations(error), param)  # type: ignore[attr-defined]
+        return cls(code, error.details() or "", details.fields, details.param)  # type: ignore[attr-defined]

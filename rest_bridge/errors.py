@@ -4,22 +4,24 @@ Every error the bridge returns is OpenAI's envelope
 ``{"error": {"message", "type", "param", "code"}}`` with ``code`` a string or
 null. ``param`` names the offending request field in OpenAI's terms: the
 service reports proto paths (``stop_sequences[1]``, ``prompts[0]``), which the
-bridge maps back to the name the client sent (``stop``, ``prompt``).
+bridge maps back to the name the client sent (``stop``, ``prompt``) with
+``clients.polymorphic``, the table that also drives the way in.
 """
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import grpc
 import tornado.web
-from google.rpc import error_details_pb2
-from grpc_status import rpc_status
+
+from clients.errors import error_details
+from clients.polymorphic import openai_param, openai_text
 
 INVALID_REQUEST = "invalid_request_error"
 
-# gRPC status -> (HTTP status, OpenAI error type); DESIGN.md "Error mapping".
+# gRPC status -> (HTTP status, OpenAI error type): the HTTP status google/rpc/code.proto gives each code (499
+# for CANCELLED, nginx's "client closed request"), and the error type OpenAI's API returns with that status.
 STATUS_TABLE: dict[grpc.StatusCode, tuple[int, str]] = {
     grpc.StatusCode.INVALID_ARGUMENT: (400, INVALID_REQUEST),
     grpc.StatusCode.FAILED_PRECONDITION: (400, INVALID_REQUEST),
@@ -41,39 +43,6 @@ STATUS_TABLE: dict[grpc.StatusCode, tuple[int, str]] = {
 
 # HTTP reason phrases tornado does not know (nginx's 499).
 REASONS = {499: "Client Closed Request"}
-
-# Proto paths of the typed alternatives -> the OpenAI JSON path the client wrote (applied in order).
-_OPENAI_PATHS: list[tuple[re.Pattern[str], str]] = [
-    (re.compile(r"\bprompts(\[\d+\])\.token_ids\.ids(\[\d+\])"), r"prompt\1\2"),
-    (re.compile(r"\bprompts(\[\d+\])\.(?:text|token_ids)\b"), r"prompt\1"),
-    (re.compile(r"\bprompts\b"), "prompt"),
-    (re.compile(r"\bstop_sequences\b"), "stop"),
-    (re.compile(r"\bcontent_parts\b"), "content"),
-    (re.compile(r"\bnamed_tool_choice\b"), "tool_choice"),
-    (re.compile(r"\binput_items\b"), "input"),  # Responses API
-    (re.compile(r"\boutput_parts\b"), "output"),
-]
-# param: a typed alternative collapses to the OpenAI field itself.
-_PARAM_NAMES = {"stop_sequences": "stop", "prompts": "prompt", "named_tool_choice": "tool_choice"}
-
-
-def openai_text(text: str) -> str:
-    """``text`` with proto field paths rewritten to the OpenAI JSON paths the client sent."""
-    for pattern, replacement in _OPENAI_PATHS:
-        text = pattern.sub(replacement, text)
-    return text
-
-
-def openai_param(field: str | None) -> str | None:
-    """OpenAI's ``param`` for a proto field path: ``stop_sequences[2]`` -> ``stop``."""
-    if not field:
-        return None
-    head = re.match(r"[a-z_]+", field)
-    if head and head.group(0) in _PARAM_NAMES:
-        return _PARAM_NAMES[head.group(0)]
-    if head and head.group(0) == "input_items":  # Responses input: the full path, as OpenAI names it
-        return openai_text(field)
-    return re.sub(r"^(messages\[\d+\])\.content_parts\b.*", r"\1.content", field)
 
 
 class BridgeError(tornado.web.HTTPError):
@@ -106,7 +75,7 @@ def from_rpc_error(error: grpc.aio.AioRpcError | grpc.RpcError) -> BridgeError:
     """The OpenAI error for a failed gRPC call, ``param`` from its google.rpc details."""
     code = error.code()
     status, error_type = STATUS_TABLE.get(code, (500, "server_error"))
-    field = _field_from_details(error)
+    field = error_details(error).first_field
     message = openai_text(error.details() or code.name.lower())
     error_code = None
     if code == grpc.StatusCode.NOT_FOUND and field == "model":
@@ -114,25 +83,3 @@ def from_rpc_error(error: grpc.aio.AioRpcError | grpc.RpcError) -> BridgeError:
     elif code == grpc.StatusCode.RESOURCE_EXHAUSTED:
         error_code = "rate_limit_exceeded"
     return BridgeError(status, message, type=error_type, param=openai_param(field), code=error_code)
-
-
-def _field_from_details(error: Any) -> str | None:
-    """The first BadRequest field violation, else ErrorInfo metadata ``param``, else None."""
-    try:
-        status = rpc_status.from_call(error)
-    except (ValueError, AttributeError, TypeError):  # details that disagree with the status: ignore them
-        return None
-    if status is None:
-        return None
-    param = None
-    for detail in status.details:
-        if detail.Is(error_details_pb2.BadRequest.DESCRIPTOR):
-            bad_request = error_details_pb2.BadRequest()
-            detail.Unpack(bad_request)
-            if bad_request.field_violations:
-                return bad_request.field_violations[0].field
-        elif detail.Is(error_details_pb2.ErrorInfo.DESCRIPTOR) and param is None:
-            info = error_details_pb2.ErrorInfo()
-            detail.Unpack(info)
-            param = info.metadata.get("param") or None
-    return param

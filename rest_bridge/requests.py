@@ -6,7 +6,8 @@ Three steps, each refusing bad input with a 400 that names the field:
 2. ``normalise_*``: OpenAI's polymorphic fields move to the proto's typed
    alternatives (``stop`` list -> ``stop_sequences``, ``content`` parts ->
    ``content_parts``, ``prompt`` lists -> ``prompts``, ``tool_choice`` object ->
-   ``named_tool_choice``); JSON nulls mean "not given".
+   ``named_tool_choice``), as ``clients.polymorphic`` tables them; JSON nulls
+   mean "not given".
 3. ``check_fields``: every key is a field of the target message and every value
    has the field's JSON type, so ``json_format.ParseDict`` cannot fail and each
    refusal names the exact path (``messages[2].role``), in OpenAI's terms.
@@ -25,13 +26,12 @@ from google.protobuf import json_format
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import Message
 
+from clients import polymorphic
+from clients.polymorphic import TYPED_ALTERNATIVES, FormError, PolymorphicField, is_token, json_type
 from clients.v1 import chat_pb2, completion_pb2
 from rest_bridge.errors import BridgeError, openai_param, openai_text
 
 JSON_MEDIA_TYPES = {"application/json"}
-
-# Typed alternatives the bridge fills from OpenAI JSON; a client writes the OpenAI name.
-TYPED_ALTERNATIVES = {"stop_sequences", "prompts", "named_tool_choice", "content_parts"}
 
 # OpenAI request fields ovserve does not serve: refused by name with a clearer message than "unrecognized".
 UNSUPPORTED = {
@@ -82,7 +82,7 @@ def parse_json_body(body: bytes, content_type: str | None, max_depth: int) -> di
     except (UnicodeDecodeError, ValueError) as error:
         raise bad_request(None, f"the body is not valid JSON: {error}") from None
     if not isinstance(value, dict):
-        raise bad_request(None, f"the body must be a JSON object, got {_json_type(value)}")
+        raise bad_request(None, f"the body must be a JSON object, got {json_type(value)}")
     if _depth(value) > max_depth:
         raise bad_request(None, f"the JSON body nests deeper than {max_depth} levels")
     return value
@@ -106,12 +106,25 @@ def _without_nulls(body: dict[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in body.items() if value is not None}
 
 
-def _normalise_stop(body: dict[str, Any]) -> None:
-    stop = body.get("stop")
-    if isinstance(stop, list):
-        if not all(isinstance(item, str) for item in stop):
-            raise bad_request("stop", "stop must be a string or a list of strings")
-        body["stop_sequences"] = body.pop("stop")
+def normalise_forms(body: dict[str, Any], descriptor: Descriptor, where: str = "") -> dict[str, Any]:
+    """``body`` (JSON of ``descriptor`` at OpenAI path ``where``) with its polymorphic fields in the proto's form.
+
+    A typed alternative's own name in ``body`` is refused: a client writes the OpenAI name.
+    """
+    for field in polymorphic.fields_of(descriptor):
+        if field.proto in body:
+            path = f"{where}.{field.proto}" if where else field.proto
+            raise bad_request(path, f"{path}: unknown field")
+        normalise_field(field, body, where)
+    return body
+
+
+def normalise_field(field: PolymorphicField, body: dict[str, Any], where: str = "") -> None:
+    """One polymorphic field of ``body`` in the proto's form; a 400 names it when it is in neither form."""
+    try:
+        field.normalise(body, where)
+    except FormError as error:
+        raise bad_request(error.param, error.message) from None
 
 
 def _normalise_guided_json(body: dict[str, Any]) -> None:
@@ -125,58 +138,23 @@ def _normalise_guided_json(body: dict[str, Any]) -> None:
 
 def normalise_chat(body: dict[str, Any]) -> dict[str, Any]:
     """The OpenAI chat body in proto JSON form (a new dict; ``body`` is not changed)."""
-    body = _without_nulls(body)
-    _normalise_stop(body)
+    body = normalise_forms(_without_nulls(body), chat_pb2.CreateChatCompletionRequest.DESCRIPTOR)
     _normalise_guided_json(body)
-    if isinstance(body.get("tool_choice"), dict):
-        body["named_tool_choice"] = body.pop("tool_choice")
     if isinstance(body.get("messages"), list):
         body["messages"] = [
-            _normalise_message(message, f"messages[{i}]") if isinstance(message, dict) else message
+            normalise_forms(_without_nulls(message), chat_pb2.ChatMessage.DESCRIPTOR, f"messages[{i}]")
+            if isinstance(message, dict)
+            else message
             for i, message in enumerate(body["messages"])
         ]
     return body
 
 
-def _normalise_message(message: dict[str, Any], where: str) -> dict[str, Any]:
-    message = _without_nulls(message)
-    if "content_parts" in message:  # the proto's name, not OpenAI's: a client writes content
-        raise bad_request(f"{where}.content_parts", f"{where}.content_parts: unknown field")
-    content = message.get("content")
-    if isinstance(content, list):
-        message["content_parts"] = message.pop("content")
-    elif "content" in message and not isinstance(content, str):
-        raise bad_request(f"{where}.content", f"{where}.content must be a string or a list of content parts")
-    return message
-
-
 def normalise_completion(body: dict[str, Any]) -> dict[str, Any]:
     """The OpenAI completions body in proto JSON form (a new dict; ``body`` is not changed)."""
-    body = _without_nulls(body)
-    _normalise_stop(body)
+    body = normalise_forms(_without_nulls(body), completion_pb2.CreateCompletionRequest.DESCRIPTOR)
     _normalise_guided_json(body)
-    prompt = body.get("prompt")
-    if isinstance(prompt, list):
-        body.pop("prompt")
-        body["prompts"] = _prompts(prompt)
     return body
-
-
-def _is_token(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _prompts(prompt: list[Any]) -> list[dict[str, Any]]:
-    """OpenAI's list forms of ``prompt`` as proto Prompt JSON."""
-    if all(isinstance(item, str) for item in prompt):
-        return [{"text": item} for item in prompt]
-    if all(_is_token(item) for item in prompt):
-        return [{"token_ids": {"ids": prompt}}]
-    if all(isinstance(item, list) and all(_is_token(token) for token in item) for item in prompt):
-        return [{"token_ids": {"ids": item}} for item in prompt]
-    raise bad_request(
-        "prompt", "prompt must be a string, a list of strings, a list of token ids or a list of token-id lists"
-    )
 
 
 # ---- 3. field and type checks ----
@@ -240,7 +218,7 @@ def _check_single(value: Any, field: FieldDescriptor, where: str) -> None:
         if isinstance(value, bool) or not isinstance(value, int | float):
             _wrong(value, "a number", where)
     elif kind in _INT_RANGES:
-        if not _is_token(value):
+        if not is_token(value):
             _wrong(value, "an integer", where)
         low, high = _INT_RANGES[kind]
         if not low <= value <= high:
@@ -254,19 +232,7 @@ def _expect(value: Any, kind: type, name: str, where: str) -> None:
 
 
 def _wrong(value: Any, expected: str, where: str) -> None:
-    raise bad_request(openai_param(where), f"{openai_text(where)}: expected {expected}, got {_json_type(value)}")
-
-
-def _json_type(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int | float):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    return "an array" if isinstance(value, list) else "an object"
+    raise bad_request(openai_param(where), f"{openai_text(where)}: expected {expected}, got {json_type(value)}")
 
 
 # ---- translation ----
@@ -282,7 +248,7 @@ def _translate(
     proto_json = normalise(body)
     stream = proto_json.get("stream", False)
     if not isinstance(stream, bool):
-        raise bad_request("stream", f"stream: expected a boolean, got {_json_type(stream)}")
+        raise bad_request("stream", f"stream: expected a boolean, got {json_type(stream)}")
     message_class = streaming if stream else unary
     check_fields(proto_json, message_class.DESCRIPTOR)
     try:

@@ -3,10 +3,10 @@
 The same three steps as ``requests`` (body, normalisation, field checks), for
 the Responses body, plus the query strings of the ``/responses/{id}`` routes.
 Normalisation moves OpenAI's polymorphic fields to the proto's typed
-alternatives: ``input`` list -> ``input_items``, a message's ``content`` list
--> ``content_parts``, a function_call_output's ``output`` list ->
-``output_parts``, ``stop`` list -> ``stop_sequences``, ``tool_choice`` object
--> ``named_tool_choice``. An item without ``type`` but with a ``role`` is a
+alternatives, as ``clients.polymorphic`` tables them: ``input`` list ->
+``input_items``, a message's ``content`` list -> ``content_parts``, a
+function_call_output's ``output`` list -> ``output_parts``, ``stop`` list ->
+``stop_sequences``, ``tool_choice`` object -> ``named_tool_choice``. An item without ``type`` but with a ``role`` is a
 message, as in OpenAI. Unknown item and part types are refused here, by path
 (``input[2].type``), because which fields an item may carry depends on them.
 """
@@ -17,13 +17,10 @@ from typing import Any
 
 from google.protobuf import json_format
 
+from clients.polymorphic import BY_OPENAI_NAME, TYPED_ALTERNATIVES, PolymorphicField, json_type
 from clients.v1 import response_pb2
 from rest_bridge.errors import openai_text
-from rest_bridge.requests import _json_type, _normalise_stop, _without_nulls, bad_request, check_fields
-
-# Proto fields a client does not write: the bridge fills them from the OpenAI name.
-TYPED_ALTERNATIVES = {"input_items", "stop_sequences", "named_tool_choice"}
-ITEM_TYPED_ALTERNATIVES = {"content_parts", "output_parts"}
+from rest_bridge.requests import _without_nulls, bad_request, check_fields, normalise_field, normalise_forms
 
 # OpenAI fields ovserve's Responses API does not serve, refused by name with a reason.
 UNSUPPORTED = {
@@ -67,72 +64,58 @@ def check_arguments(body: dict[str, Any]) -> None:
 
 def normalise(body: dict[str, Any]) -> dict[str, Any]:
     """The OpenAI Responses body in proto JSON form (a new dict; ``body`` is not changed)."""
-    body = _without_nulls(body)
-    _normalise_stop(body)
-    if isinstance(body.get("tool_choice"), dict):
-        body["named_tool_choice"] = body.pop("tool_choice")
-    if "input" in body:
-        given = body["input"]
-        if isinstance(given, list):
-            body.pop("input")
-            body["input_items"] = [_item(item, f"input[{i}]") for i, item in enumerate(given)]
-        elif not isinstance(given, str):
-            raise bad_request("input", f"input must be a string or a list of input items, got {_json_type(given)}")
+    body = normalise_forms(_without_nulls(body), response_pb2.CreateResponseRequest.DESCRIPTOR)
+    if "input_items" in body:
+        body["input_items"] = [_item(item, f"input[{i}]") for i, item in enumerate(body["input_items"])]
     return body
 
 
 def _item(item: Any, where: str) -> dict[str, Any]:
     """One OpenAI input item as proto InputItem JSON."""
     if not isinstance(item, dict):
-        raise bad_request(where, f"{where} must be an input item object, got {_json_type(item)}")
+        raise bad_request(where, f"{where} must be an input item object, got {json_type(item)}")
     item = _without_nulls(item)
-    proto_names = ITEM_TYPED_ALTERNATIVES & item.keys()  # a client writes OpenAI's names, not the proto's
-    if proto_names:
-        key = min(proto_names)
-        raise bad_request(f"{where}.{key}", f"{where}.{key}: unknown field")
+    for name in sorted(TYPED_ALTERNATIVES & item.keys()):  # a client writes OpenAI's names, not the proto's
+        raise bad_request(f"{where}.{name}", f"{where}.{name}: unknown field")
     kind = item.get("type")
     if kind is None:
         if "role" not in item:
             raise bad_request(f"{where}.type", f"{where}: an input item needs a type (or a role, for a message)")
         kind = item["type"] = "message"
     if kind not in ITEM_TYPES:
-        shown = repr(kind) if isinstance(kind, str) else _json_type(kind)
+        shown = repr(kind) if isinstance(kind, str) else json_type(kind)
         raise bad_request(
             f"{where}.type", f"{where}.type: unknown input item type {shown}; expected one of {', '.join(ITEM_TYPES)}"
         )
     if kind == "message":
-        _parts_or_text(item, "content", "content_parts", MESSAGE_PARTS, where)
+        _parts_or_text(item, BY_OPENAI_NAME["content"], MESSAGE_PARTS, where)
     elif kind == "function_call_output":
-        _parts_or_text(item, "output", "output_parts", OUTPUT_PARTS, where)
-    elif kind == "reasoning":
+        _parts_or_text(item, BY_OPENAI_NAME["output"], OUTPUT_PARTS, where)
+    elif kind == "reasoning":  # a reasoning item's content is always a list of parts
+        content = BY_OPENAI_NAME["content"]
         if "content" in item:
-            item["content_parts"] = _parts(item.pop("content"), REASONING_CONTENT_PARTS, f"{where}.content")
+            item[content.proto] = _parts(item.pop("content"), REASONING_CONTENT_PARTS, f"{where}.content")
         if "summary" in item:
             item["summary"] = _parts(item["summary"], SUMMARY_PARTS, f"{where}.summary")
     return item
 
 
-def _parts_or_text(item: dict[str, Any], name: str, parts_name: str, kinds: tuple[str, ...], where: str) -> None:
-    """OpenAI's ``name``: a string stays, a list of parts moves to ``parts_name``."""
-    if name not in item or isinstance(item[name], str):
-        return
-    if not isinstance(item[name], list):
-        raise bad_request(
-            f"{where}.{name}",
-            f"{where}.{name} must be a string or a list of content parts, got {_json_type(item[name])}",
-        )
-    item[parts_name] = _parts(item.pop(name), kinds, f"{where}.{name}")
+def _parts_or_text(item: dict[str, Any], field: PolymorphicField, kinds: tuple[str, ...], where: str) -> None:
+    """The item's polymorphic ``field``: a string stays, a list of parts (of ``kinds``) moves to its alternative."""
+    normalise_field(field, item, where)
+    if field.proto in item:
+        _parts(item[field.proto], kinds, field.path(where))
 
 
 def _parts(parts: Any, kinds: tuple[str, ...], where: str) -> list[Any]:
     if not isinstance(parts, list):
-        raise bad_request(where, f"{where} must be a list of content parts, got {_json_type(parts)}")
+        raise bad_request(where, f"{where} must be a list of content parts, got {json_type(parts)}")
     for i, part in enumerate(parts):
         if not isinstance(part, dict):
-            raise bad_request(f"{where}[{i}]", f"{where}[{i}] must be a content part object, got {_json_type(part)}")
+            raise bad_request(f"{where}[{i}]", f"{where}[{i}] must be a content part object, got {json_type(part)}")
         kind = part.get("type")
         if kind not in kinds:
-            shown = "missing" if kind is None else repr(kind) if isinstance(kind, str) else _json_type(kind)
+            shown = "missing" if kind is None else repr(kind) if isinstance(kind, str) else json_type(kind)
             raise bad_request(
                 f"{where}[{i}].type", f"{where}[{i}].type: {shown} is not a part type here; expected {', '.join(kinds)}"
             )
@@ -147,7 +130,7 @@ def create_request(
     proto_json = normalise(body)
     stream = proto_json.get("stream", False)
     if not isinstance(stream, bool):
-        raise bad_request("stream", f"stream: expected a boolean, got {_json_type(stream)}")
+        raise bad_request("stream", f"stream: expected a boolean, got {json_type(stream)}")
     message_class = response_pb2.StreamResponseRequest if stream else response_pb2.CreateResponseRequest
     check_fields(proto_json, message_class.DESCRIPTOR)
     try:

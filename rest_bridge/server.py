@@ -10,15 +10,15 @@ import grpc
 import tornado.httpserver
 import tornado.netutil
 
+from clients.defaults import DEFAULT_HOST, DEFAULT_REST_PORT, MESSAGE_SIZE_OPTIONS, MIB
 from rest_bridge.app import make_app
-from rest_bridge.config import DEFAULT_HOST, DEFAULT_REST_PORT, MIB, BridgeSettings
+from rest_bridge.config import BridgeSettings
 
 log = logging.getLogger(__name__)
 
 # Bodies between max_body_bytes and this are read and dropped so the client gets its 413;
 # beyond it tornado cuts the connection.
 DISCARD_MARGIN = 64 * MIB
-MAX_MESSAGE_BYTES = 64 * MIB  # as the gRPC server: long prompts and batch completions
 
 
 class Bridge:
@@ -42,10 +42,7 @@ class Bridge:
         """Open the channel, bind and start answering; return the port (useful with port 0)."""
         self._channel = grpc.aio.insecure_channel(
             self.target,
-            options=[
-                ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
-                ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
-            ],
+            options=list(MESSAGE_SIZE_OPTIONS),
         )
         app = make_app(self._channel, self.settings)
         self._http = tornado.httpserver.HTTPServer(

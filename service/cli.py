@@ -1,4 +1,8 @@
-"""The ``ovserve`` command line."""
+"""The ``ovserve`` command line: one subcommand per entry of SUBCOMMANDS, each parsing its own options.
+
+``serve`` and ``bridge`` live in ``service.composition``, the one module that
+puts the server and the REST bridge together.
+"""
 
 from __future__ import annotations
 
@@ -6,113 +10,21 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 from importlib import metadata
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from rest_bridge.config import BridgeSettings
-    from service.config import ServeConfig
+from clients.defaults import DEFAULT_TARGET
 
 
 def _serve(argv: Sequence[str]) -> int:
-    import asyncio
+    # The composition root imports both the server and the bridge; loaded only for the subcommands that need it.
+    from service.composition import serve_main
 
-    from rest_bridge import config as rest_config
-    from service import config, logs
-
-    parser = argparse.ArgumentParser(
-        prog="ovserve serve", description="Serve models over gRPC, and over OpenAI-compatible REST."
-    )
-    config.add_arguments(parser)
-    rest = parser.add_argument_group("REST bridge (OpenAI JSON and SSE on /v3 and /v1)")
-    rest.add_argument("--no-rest", action="store_true", help="serve gRPC only")
-    rest.add_argument("--rest-host", default=rest_config.DEFAULT_HOST,
-                      help=f"REST address (default {rest_config.DEFAULT_HOST})")  # fmt: skip
-    rest.add_argument("--rest-port", type=int, default=rest_config.DEFAULT_REST_PORT,
-                      help=f"REST port (default {rest_config.DEFAULT_REST_PORT}; 0 picks a free one)")  # fmt: skip
-    rest_config.add_arguments(rest, prefix="rest-")
-    parser.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING or ERROR (default INFO)")
-    args = parser.parse_args(argv)
-    logs.configure(args.log_level)
-    try:
-        serve_config = config.from_arguments(args)
-    except (config.ConfigError, OSError) as error:
-        parser.error(str(error))
-    bridge = None if args.no_rest else (args.rest_host, args.rest_port, rest_config.from_arguments(args, "rest-"))
-    asyncio.run(_serve_with_bridge(serve_config, bridge))
-    return 0
-
-
-async def _serve_with_bridge(serve_config: ServeConfig, bridge: tuple[str, int, BridgeSettings] | None) -> None:
-    """The gRPC server and, unless ``bridge`` is None, the REST bridge on the same event loop, until a signal.
-
-    The bridge starts listening as soon as gRPC does (its /health is 503 while
-    the models load), talking to the local gRPC port over a grpc.aio channel,
-    so it runs exactly as it would in front of a remote service.
-    """
-    import asyncio
-    import logging
-    import signal
-
-    from rest_bridge.server import Bridge
-    from service.server import Server
-
-    server = Server(serve_config)
-    await server.start()
-    rest = None
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
-    try:
-        if bridge is not None:
-            host, port, settings = bridge
-            rest = Bridge(_loopback_target(serve_config.host, server.port), host, port, settings)
-            await rest.start()
-        loading = asyncio.create_task(server.load_models())
-        await asyncio.wait([loading, asyncio.create_task(stop.wait())], return_when=asyncio.FIRST_COMPLETED)
-        if loading.done():
-            loading.result()  # a model that failed to load ends the server
-            await stop.wait()
-    finally:
-        logging.getLogger("service.server").info("shutting down")
-        if rest is not None:
-            await rest.stop_listening()
-        await server.stop()  # in-flight RPCs, REST ones included, finish within the grace period
-        if rest is not None:
-            await rest.stop()
-
-
-def _loopback_target(host: str, port: int) -> str:
-    """host:port the bridge dials to reach a gRPC server listening on ``host`` (any-address -> loopback)."""
-    if host in ("", "0.0.0.0", "::", "[::]"):
-        host = "127.0.0.1"
-    elif ":" in host and not host.startswith("["):
-        host = f"[{host}]"  # IPv6 literal
-    return f"{host}:{port}"
+    return serve_main(argv)
 
 
 def _bridge(argv: Sequence[str]) -> int:
-    import asyncio
+    from service.composition import bridge_main
 
-    from rest_bridge import config as rest_config
-    from rest_bridge.server import serve_bridge
-    from service import logs
-
-    parser = argparse.ArgumentParser(
-        prog="ovserve bridge", description="Serve OpenAI-compatible REST in front of a remote ovserve gRPC service."
-    )
-    parser.add_argument("--target", default=rest_config.DEFAULT_TARGET,
-                        help=f"HOST:PORT of the gRPC service (default {rest_config.DEFAULT_TARGET})")  # fmt: skip
-    parser.add_argument("--host", default=rest_config.DEFAULT_HOST,
-                        help=f"address to listen on (default {rest_config.DEFAULT_HOST})")  # fmt: skip
-    parser.add_argument("--port", type=int, default=rest_config.DEFAULT_REST_PORT,
-                        help=f"REST port (default {rest_config.DEFAULT_REST_PORT}; 0 picks a free one)")  # fmt: skip
-    rest_config.add_arguments(parser)
-    parser.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING or ERROR (default INFO)")
-    args = parser.parse_args(argv)
-    logs.configure(args.log_level)
-    asyncio.run(serve_bridge(args.target, args.host, args.port, rest_config.from_arguments(args)))
-    return 0
+    return bridge_main(argv)
 
 
 def _health(argv: Sequence[str]) -> int:
@@ -122,7 +34,7 @@ def _health(argv: Sequence[str]) -> int:
     parser = argparse.ArgumentParser(
         prog="ovserve health", description="Exit 0 if the gRPC service reports SERVING (grpc.health.v1), else 1."
     )
-    parser.add_argument("--target", default="127.0.0.1:50051", help="HOST:PORT (default 127.0.0.1:50051)")
+    parser.add_argument("--target", default=DEFAULT_TARGET, help=f"HOST:PORT (default {DEFAULT_TARGET})")
     parser.add_argument("--service", default="", help="one service's status (default: the server's)")
     parser.add_argument("--timeout", type=float, default=5.0, help="seconds to wait (default 5)")
     args = parser.parse_args(argv)

@@ -30,27 +30,62 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from clients.defaults import DEFAULT_GRPC_PORT, DEFAULT_HOST
+from clients.flags import add_flags, given, value_type, with_default
 from service.engine import EngineSettings
 from service.models import ModelSpec, bundled_model_specs
 from service.parsing import parser_name_problem
 
-DEFAULT_HOST = "127.0.0.1"
-DEFAULT_GRPC_PORT = 50051
 DEFAULT_MAX_CONCURRENT = 512
 
 
 @dataclass(frozen=True)
 class ServeConfig:
-    """Everything ``ovserve serve`` needs."""
+    """Everything ``ovserve serve`` needs; a field with help metadata is also a flag and a ``[server]`` key."""
 
-    host: str = DEFAULT_HOST
-    port: int = DEFAULT_GRPC_PORT
+    host: str = field(default=DEFAULT_HOST, metadata={"help": "gRPC address to listen on"})
+    port: int = field(default=DEFAULT_GRPC_PORT, metadata={"help": "gRPC port; 0 picks a free one and logs it"})
     models: list[ModelSpec] = field(default_factory=list)
-    grace_seconds: float = 10.0  # how long in-flight RPCs may finish on shutdown
-    api_keys: tuple[str, ...] = ()  # if any: calls need "authorization: Bearer <key>" (health, reflection open)
-    max_concurrent_requests: int = DEFAULT_MAX_CONCURRENT  # beyond: RESOURCE_EXHAUSTED; 0 = unbounded
-    response_store: Path | None = None  # SQLite file of stored responses; None: in memory
-    response_max_age_seconds: float | None = None  # stored responses older than this are deleted
+    grace_seconds: float = field(
+        default=10.0,
+        metadata={
+            "help": "on SIGTERM or Ctrl-C: health turns NOT_SERVING, new calls are refused, in-flight ones get "
+            "this many seconds"
+        },
+    )
+    api_keys: tuple[str, ...] = field(
+        default=(),
+        metadata={
+            "help": "require 'authorization: Bearer KEY' metadata on API calls (repeatable; the bridge forwards "
+            "the HTTP header); health and reflection stay open",
+            "flag": "api-key",
+            "metavar": "KEY",
+        },
+    )
+    max_concurrent_requests: int = field(
+        default=DEFAULT_MAX_CONCURRENT,
+        metadata={"help": "calls served at once; more get RESOURCE_EXHAUSTED (HTTP 429); 0: no bound"},
+    )
+    response_store: Path | None = field(
+        default=None,
+        metadata={
+            "help": "SQLite file of stored responses, kept across restarts (WAL; several processes may share it)",
+            "metavar": "FILE",
+            "default_text": "in memory",
+        },
+    )
+    response_max_age_seconds: float | None = field(
+        default=None,
+        metadata={
+            "help": "delete stored responses older than this",
+            "flag": "response-max-age",
+            "default_text": "keep",
+        },
+    )
+
+
+# The [server] keys of the TOML file: ServeConfig's fields but the models (those are [[models]]).
+SERVER_KEYS = tuple(f.name for f in dataclasses.fields(ServeConfig) if f.name != "models")
 
 
 class ConfigError(ValueError):
@@ -58,56 +93,33 @@ class ConfigError(ValueError):
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The ``serve`` flags."""
-    parser.add_argument("--config", type=Path, help="TOML file with [server], [scheduler] and [[models]] tables")
-    parser.add_argument("--host", help=f"address to listen on (default {DEFAULT_HOST})")
-    parser.add_argument("--port", type=int, help=f"gRPC port (default {DEFAULT_GRPC_PORT}; 0 picks a free one)")
+    """The ``serve`` flags: ServeConfig's and EngineSettings' fields, and the models to serve."""
+    tables = "TOML file with [server], [scheduler] and [[models]] tables; flags win over it"
+    parser.add_argument("--config", type=Path, metavar="FILE", help=with_default(tables, "none"))
+    add_flags(parser, ServeConfig, only=("host", "port"))
     parser.add_argument(
         "--model", action="append", default=[], metavar="NAME=PATH",
-        help="serve the OpenVINO model in PATH as NAME (repeatable; default: the bundled tiny-chat)",
+        help=with_default("serve the OpenVINO model in PATH as NAME (repeatable)", "the bundled tiny-chat"),
     )  # fmt: skip
-    parser.add_argument(
-        "--draft-model", action="append", default=[], metavar="NAME=PATH",
-        help="use the model in PATH as the speculative-decoding draft of model NAME",
-    )  # fmt: skip
+    parser.add_argument("--draft-model", action="append", default=[], metavar="NAME=PATH",
+                        help="use the model in PATH as the speculative-decoding draft of model NAME")  # fmt: skip
     parser.add_argument("--prompt-lookup", action="append", default=[], metavar="NAME",
                         help="serve model NAME with prompt lookup decoding")  # fmt: skip
     parser.add_argument("--tool-parser", action="append", default=[], metavar="NAME=PARSER",
-                        help="tool-call parser of model NAME: hermes, llama3_json, pythonic, mistral or none "
-                             "(default: recognised from the chat template)")  # fmt: skip
+                        help=with_default("tool-call parser of model NAME: hermes, llama3_json, pythonic, mistral "
+                                          "or none", "recognised from the chat template"))  # fmt: skip
     parser.add_argument("--reasoning-parser", action="append", default=[], metavar="NAME=PARSER",
-                        help="reasoning parser of model NAME: think or none (default: think if the chat "
-                             "template writes <think>)")  # fmt: skip
+                        help=with_default("reasoning parser of model NAME: think or none",
+                                          "think if the chat template writes <think>"))  # fmt: skip
     access = parser.add_argument_group("access")
-    access.add_argument("--api-key", action="append", default=[], metavar="KEY",
-                        help="require 'authorization: Bearer KEY' on API calls (repeatable)")  # fmt: skip
+    add_flags(access, ServeConfig, only=("api_keys",))
     access.add_argument("--api-key-file", type=Path, metavar="FILE",
                         help="API keys, one per line (keeps them out of the process list)")  # fmt: skip
-    access.add_argument(
-        "--max-concurrent-requests",
-        type=int,
-        metavar="N",
-        help=f"calls served at once (default {DEFAULT_MAX_CONCURRENT}); more get RESOURCE_EXHAUSTED",
+    add_flags(access, ServeConfig, only=("max_concurrent_requests", "grace_seconds"))
+    add_flags(
+        parser.add_argument_group("Responses API"), ServeConfig, only=("response_store", "response_max_age_seconds")
     )
-    store = parser.add_argument_group("Responses API")
-    store.add_argument("--response-store", type=Path, metavar="FILE",
-                       help="SQLite file that keeps stored responses across restarts (default: in memory)")  # fmt: skip
-    store.add_argument("--response-max-age", type=float, metavar="SECONDS",
-                       help="delete stored responses older than this (default: keep)")  # fmt: skip
-    access.add_argument("--grace-seconds", type=float,
-                        help="on SIGTERM, how long in-flight calls may finish (default 10)")  # fmt: skip
-    scheduler = parser.add_argument_group("scheduler (every model)")
-    scheduler.add_argument("--cache-size-gb", type=float,
-                           help="KV cache size per model, GB (default: 1, at most 4096 blocks)")  # fmt: skip
-    scheduler.add_argument("--kv-cache-blocks", type=int, metavar="N",
-                           help="KV cache per model in 32-token blocks, instead of --cache-size-gb")  # fmt: skip
-    scheduler.add_argument("--max-num-seqs", type=int, help="sequences batched per step (default 256)")
-    scheduler.add_argument("--max-num-batched-tokens", type=int, help="tokens per step (default 2048)")
-    scheduler.add_argument("--no-dynamic-split-fuse", action="store_true", help="do not split long prompts")
-    scheduler.add_argument("--no-prefix-caching", action="store_true", help="do not reuse KV blocks of shared prefixes")
-    scheduler.add_argument("--stream-interval-ms", type=float, metavar="MS",
-                           help="shortest gap between two streamed messages of a request; faster output is merged "
-                                "(default 5; 0 sends every engine step)")  # fmt: skip
+    add_flags(parser.add_argument_group("scheduler (every model)"), EngineSettings)
 
 
 def from_arguments(args: argparse.Namespace) -> ServeConfig:
@@ -115,7 +127,7 @@ def from_arguments(args: argparse.Namespace) -> ServeConfig:
     data: dict[str, Any] = tomllib.loads(args.config.read_text()) if args.config else {}
     server = data.get("server", {})
     base = _settings(EngineSettings(), data.get("scheduler", {}), "[scheduler]")
-    base = _settings(base, _scheduler_flags(args), "flags")
+    base = _settings(base, given(args, EngineSettings), "flags")
 
     specs: dict[str, ModelSpec] = {}
     for position, entry in enumerate(data.get("models", [])):
@@ -159,27 +171,21 @@ def from_arguments(args: argparse.Namespace) -> ServeConfig:
             problem = None if chosen is None else parser_name_problem(kind, chosen)
             if problem:
                 raise ConfigError(f"model {spec.name!r}: {problem}")
-    keys = [*server.get("api_keys", []), *args.api_key]
+    # [server] values, then the flags over them; API keys add up from the file, the flags and the key file.
+    values = {
+        name: value_type(ServeConfig, name)(server[name])
+        for name in SERVER_KEYS
+        if name in server and name != "api_keys"
+    }
+    values.update(given(args, ServeConfig))
+    keys = [*server.get("api_keys", []), *(args.api_keys or [])]
     if args.api_key_file:
         keys += [line.strip() for line in args.api_key_file.read_text().splitlines() if line.strip()]
-    limit = _first(args.max_concurrent_requests, server.get("max_concurrent_requests"), DEFAULT_MAX_CONCURRENT)
+    values["api_keys"] = tuple(keys)
+    limit = values.get("max_concurrent_requests", DEFAULT_MAX_CONCURRENT)
     if limit < 0:
         raise ConfigError(f"--max-concurrent-requests must be 0 (no bound) or more; got {limit}")
-    return ServeConfig(
-        host=args.host or server.get("host", DEFAULT_HOST),
-        port=_first(args.port, server.get("port"), DEFAULT_GRPC_PORT),
-        models=models,
-        grace_seconds=float(_first(args.grace_seconds, server.get("grace_seconds"), ServeConfig.grace_seconds)),
-        api_keys=tuple(keys),
-        max_concurrent_requests=int(limit),
-        response_store=args.response_store or (Path(server["response_store"]) if "response_store" in server else None),
-        response_max_age_seconds=_first(args.response_max_age, server.get("response_max_age_seconds")),
-    )
-
-
-def _first(*values: Any) -> Any:
-    """The first value that is set (flags win over the file, the file over the default)."""
-    return next((value for value in values if value is not None), None)
+    return ServeConfig(models=models, **values)
 
 
 def _name_path(value: str) -> tuple[str, Path]:
@@ -194,19 +200,6 @@ def _name_value(value: str) -> tuple[str, str]:
     if not sep or not name or not setting:
         raise ConfigError(f"expected NAME=VALUE, got {value!r}")
     return name, setting
-
-
-def _scheduler_flags(args: argparse.Namespace) -> dict[str, Any]:
-    values = {
-        "cache_size_gb": args.cache_size_gb,
-        "kv_cache_blocks": args.kv_cache_blocks,
-        "max_num_seqs": args.max_num_seqs,
-        "max_num_batched_tokens": args.max_num_batched_tokens,
-        "dynamic_split_fuse": False if args.no_dynamic_split_fuse else None,
-        "enable_prefix_caching": False if args.no_prefix_caching else None,
-        "stream_interval_ms": args.stream_interval_ms,
-    }
-    return {key: value for key, value in values.items() if value is not None}
 
 
 def _settings(base: EngineSettings, overrides: dict[str, Any], where: str) -> EngineSettings:

@@ -13,6 +13,7 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
+from clients.defaults import MESSAGE_SIZE_OPTIONS
 from clients.v1 import (
     chat_pb2,
     chat_pb2_grpc,
@@ -32,8 +33,6 @@ from service.responses.store import ResponseStore
 from service.servicers import ChatServicer, CompletionServicer, ModelServicer, ResponseServicer
 
 log = logging.getLogger(__name__)
-
-MAX_MESSAGE_BYTES = 64 * 1024 * 1024  # long prompts and batch completions
 
 
 class Server:
@@ -59,8 +58,7 @@ class Server:
         self._server = grpc.aio.server(
             interceptors=[self.policy],
             options=[
-                ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
-                ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
+                *MESSAGE_SIZE_OPTIONS,
                 # grpc.aio sets SO_REUSEPORT by default: a second server on a taken port would bind
                 # silently and share its traffic. Off, binding a taken port fails.
                 ("grpc.so_reuseport", 0),

@@ -8,8 +8,9 @@ from typing import Any, TypeVar
 import grpc
 from google.protobuf import json_format
 from google.protobuf.message import Message
-from google.rpc import error_details_pb2
-from grpc_status import rpc_status
+
+from clients.errors import error_details
+from service.errors import ServiceError, to_rpc_status
 
 M = TypeVar("M", bound=Message)
 
@@ -30,17 +31,22 @@ class Failure:
 
 
 def failure(error: grpc.RpcError) -> Failure:
-    """Decode the google.rpc details of a failed call."""
-    status = rpc_status.from_call(error)
-    fields: list[str] = []
-    param = None
-    for detail in status.details if status else []:
-        if detail.Is(error_details_pb2.BadRequest.DESCRIPTOR):
-            bad_request = error_details_pb2.BadRequest()
-            detail.Unpack(bad_request)
-            fields += [violation.field for violation in bad_request.field_violations]
-        elif detail.Is(error_details_pb2.ErrorInfo.DESCRIPTOR):
-            info = error_details_pb2.ErrorInfo()
-            detail.Unpack(info)
-            param = info.metadata.get("param")
-    return Failure(error.code(), error.details() or "", fields, param)
+    """Decode the google.rpc details of a failed call (through the clients' decoder, the one ovserve ships)."""
+    details = error_details(error)
+    return Failure(error.code(), error.details() or "", [name for name, _ in details.fields], details.param)
+
+
+class ServiceRpcError(grpc.RpcError):
+    """A failed call as a client sees it when the server raised ``error`` (encoded by the server's own code)."""
+
+    def __init__(self, error: ServiceError) -> None:
+        self.status = to_rpc_status(error)
+
+    def code(self) -> grpc.StatusCode:
+        return self.status.code
+
+    def details(self) -> str:
+        return self.status.details
+
+    def trailing_metadata(self) -> tuple[tuple[str, bytes], ...]:
+        return tuple(self.status.trailing_metadata)

@@ -17,7 +17,7 @@ import clients.v1
 
 ROOT = Path(__file__).resolve().parents[1]
 
-# service -> {rpc: server-streaming?}: the whole v1 API (issue 2).
+# service -> {rpc: server-streaming?}: the whole v1 API; a unary and a streaming RPC for each generation API.
 EXPECTED_RPCS = {
     "ovserve.v1.CompletionService": {"CreateCompletion": False, "StreamCompletion": True},
     "ovserve.v1.ChatService": {"CreateChatCompletion": False, "StreamChatCompletion": True},
@@ -50,7 +50,8 @@ SAMPLING_FIELDS = {
     "assistant_confidence_threshold", "max_ngram_size", "logprobs", "top_logprobs", "echo",
 }  # fmt: skip
 
-# Parameters every completions and chat request must carry (issue 2, "common").
+# Parameters every completions and chat request must carry: the sampling fields they share, plus the
+# request-level ones (model, stream, stop and its typed alternative, stream_options, user, metadata).
 COMMON_FIELDS = SAMPLING_FIELDS - {"max_completion_tokens", "max_output_tokens", "top_logprobs", "echo"} | {
     "model", "stream", "stop", "stop_sequences", "stream_options", "user", "metadata",
 }  # fmt: skip

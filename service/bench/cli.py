@@ -7,14 +7,15 @@ import asyncio
 from collections.abc import Sequence
 from pathlib import Path
 
+from clients.defaults import DEFAULT_REST_URL, DEFAULT_TARGET
 from service.bench import report
 from service.bench.load import read_prompts
 from service.bench.runner import Bench, BenchConfig
 
-EPILOG = """examples:
+EPILOG = f"""examples:
   ovserve bench --concurrency 1 8 --requests 64 --output-tokens 128
   ovserve bench --backend grpc http --model-dir MODEL --engine --concurrency 1 8 --rounds 3 --json out.json
-  ovserve bench --backend http --url http://127.0.0.1:8000 --rate 4 --max-concurrency 16 --prompts prompts.jsonl
+  ovserve bench --backend http --url {DEFAULT_REST_URL} --rate 4 --max-concurrency 16 --prompts prompts.jsonl
 """
 
 
@@ -29,8 +30,8 @@ def parser() -> argparse.ArgumentParser:
     where = options.add_argument_group("service")
     where.add_argument("--backend", nargs="+", choices=["grpc", "http"], default=["grpc"],
                        help="grpc, http or both (default grpc)")  # fmt: skip
-    where.add_argument("--target", default="127.0.0.1:50051", help="gRPC HOST:PORT (default 127.0.0.1:50051)")
-    where.add_argument("--url", default="http://127.0.0.1:8000", help="REST base URL (default http://127.0.0.1:8000)")
+    where.add_argument("--target", default=DEFAULT_TARGET, help=f"gRPC HOST:PORT (default {DEFAULT_TARGET})")
+    where.add_argument("--url", default=DEFAULT_REST_URL, help=f"REST base URL (default {DEFAULT_REST_URL})")
     where.add_argument("--endpoint", choices=["chat", "completions"], default="chat",
                        help="chat completions or completions (default chat)")  # fmt: skip
     where.add_argument("--model", help="served model name (default: the first the server lists)")

@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from clients.defaults import DEFAULT_REST_URL, DEFAULT_TARGET
 from service.bench.backends import Backend, GrpcBackend, HttpBackend, run_load
 from service.bench.load import BenchRequest, PromptSource, Schedule, cycle
 from service.bench.metrics import RequestResult, median_summary, summarize
@@ -24,8 +25,8 @@ class BenchConfig:
     """Everything a bench run needs; the CLI fills it from its options."""
 
     backends: list[str] = field(default_factory=lambda: ["grpc"])
-    target: str = "127.0.0.1:50051"
-    url: str = "http://127.0.0.1:8000"
+    target: str = DEFAULT_TARGET
+    url: str = DEFAULT_REST_URL
     endpoint: str = "chat"
     model: str | None = None  # served name; None: the first model the server lists
     model_dir: Path | None = None

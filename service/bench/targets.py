@@ -1,4 +1,4 @@
-"""The issue's targets (service against engine, REST against gRPC), measured from one bench run's summaries.
+"""Target ratios (service against engine, REST against gRPC; the README's table), from one bench run's summaries.
 
 Each ratio is printed beside its target with met / not met; nothing here
 asserts: a shared machine's figures are for people to read.
@@ -59,9 +59,9 @@ def ratios(
     prefix_ttft: Mapping[str, Mapping[str, float]],
     real_size: bool,
 ) -> list[Ratio]:
-    """Every ratio the issue lists that this run's data allows.
+    """Every target ratio (the README's benchmark table) that this run's data allows.
 
-    ``high`` is 8 when it was run (the issue's figure), else the largest
+    ``high`` is 8 when it was run (the concurrency the targets are set at), else the largest
     concurrency; ``prefix_ttft`` maps a backend to its cold and warm TTFT (ms).
     """
     services = [backend for backend in ("grpc", "http") if any(key[0] == backend for key in summaries)]

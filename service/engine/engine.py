@@ -10,7 +10,7 @@ import json
 import logging
 import time
 from collections.abc import Callable, Coroutine
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -50,26 +50,60 @@ class EngineSettings:
     """Scheduler and device settings of one pipeline (see openvino_genai.SchedulerConfig)."""
 
     device: str = "CPU"
-    cache_size_gb: float | None = None  # KV cache size; None: 1 GB, at most AUTO_MAX_KV_BLOCKS blocks
-    kv_cache_blocks: int | None = None  # the KV cache in blocks of KV_BLOCK_TOKENS tokens, instead of a size
-    max_num_seqs: int = 256  # sequences batched in one step
-    max_num_batched_tokens: int = 2048  # tokens (prompt chunks + decodes) in one step
-    dynamic_split_fuse: bool = True  # split long prompts across steps beside running decodes
-    enable_prefix_caching: bool = True  # reuse KV blocks of a shared prompt prefix
+    cache_size_gb: float | None = field(
+        default=None,
+        metadata={"help": "KV cache per model, GB", "default_text": f"1, at most {AUTO_MAX_KV_BLOCKS:,} blocks"},
+    )  # KV cache size; None: 1 GB, at most AUTO_MAX_KV_BLOCKS blocks
+    kv_cache_blocks: int | None = field(
+        default=None,
+        metadata={"help": f"KV cache per model in {KV_BLOCK_TOKENS}-token blocks, instead of a size"},
+    )  # the KV cache in blocks of KV_BLOCK_TOKENS tokens, instead of a size
+    max_num_seqs: int = field(
+        default=256, metadata={"help": "sequences batched per step"}
+    )  # sequences batched in one step
+    max_num_batched_tokens: int = field(
+        default=2048, metadata={"help": "tokens per step"}
+    )  # tokens (prompt chunks + decodes) in one step
+    dynamic_split_fuse: bool = field(
+        default=True,
+        metadata={
+            "help": "turn off splitting long prompts across steps beside running decodes",
+            "flag": "no-dynamic-split-fuse",
+        },
+    )  # split long prompts across steps beside running decodes
+    enable_prefix_caching: bool = field(
+        default=True,
+        metadata={"help": "turn off reusing the KV blocks of a shared prompt prefix", "flag": "no-prefix-caching"},
+    )  # reuse KV blocks of a shared prompt prefix
     # Shortest gap between two hand-overs of output by the engine process, in
     # ms: the steps made meanwhile go out merged (a request's first token and
     # its end never wait). A model slower than one step per interval is never
     # held. 0 hands over every step.
-    stream_interval_ms: float = 5.0
-    # Longest a request's output constraint (JSON schema, regex, grammar) may take to compile, in
-    # seconds. openvino-genai compiles it again inside an engine step for every request that uses
-    # it, stalling the model's other streams meanwhile, so a grammar slower than this is refused
-    # (400 naming the field) rather than run.
-    grammar_timeout_s: float = 2.0
-    # Longest the engine process may say nothing while requests wait on it, in seconds, before it
-    # is taken for wedged, killed and replaced. It reports at least once a second while it works
-    # (a step longer than this, e.g. a huge prefill on a slow device, needs a larger value).
-    stall_timeout_s: float = 60.0
+    stream_interval_ms: float = field(
+        default=5.0,
+        metadata={
+            "help": "shortest gap between two hand-overs of streamed output; steps made meanwhile go out as one "
+            "message (a first token and an end never wait; a model slower than this per step never waits); "
+            "0 sends every step"
+        },
+    )
+    # openvino-genai compiles a request's grammar again inside an engine step for every request that
+    # uses it, stalling the model's other streams meanwhile: a grammar slower than this is refused.
+    grammar_timeout_s: float = field(
+        default=2.0,
+        metadata={
+            "help": "longest a request's output constraint (JSON schema, regex, grammar) may take to compile, in "
+            "seconds; slower ones are refused (400 naming the field)"
+        },
+    )
+    # The engine process reports at least once a second while it works (messages.HEARTBEAT_S).
+    stall_timeout_s: float = field(
+        default=60.0,
+        metadata={
+            "help": "seconds an engine process may say nothing while requests wait on it before it is taken for "
+            "wedged, killed and replaced (raise it for a step longer than this, e.g. a huge prefill on a slow device)"
+        },
+    )
 
     def scheduler(self, model_dir: Path) -> dict[str, object]:
         """SchedulerConfig attributes for the model in ``model_dir`` (the stream interval is the server's)."""

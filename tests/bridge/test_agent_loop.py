@@ -1,4 +1,4 @@
-"""The agent loops the tools issue is done by: the official openai client against ovserve with tiny-chat."""
+"""Agent loops with tool calls, end to end: the official openai client against ovserve with tiny-chat."""
 
 from __future__ import annotations
 

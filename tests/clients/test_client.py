@@ -11,8 +11,11 @@ import pytest
 
 from clients import AsyncOvserveClient, OvserveClient, OvserveError, field_violations
 from clients._requests import chat_request, completion_request
+from clients.errors import error_details
 from clients.v1 import chat_pb2, completion_pb2, model_pb2
+from service.errors import FieldViolation, InvalidArgument, NotFound
 from tests.conftest import ServerThread, start_server
+from tests.rpc import ServiceRpcError
 
 MODEL = "tiny-chat"
 HELLO = [{"role": "user", "content": "Hello! How are you?"}]
@@ -332,3 +335,21 @@ def test_real_server_accepts_the_clients_api_key() -> None:
             assert client.health() == "SERVING"  # health stays open
     finally:
         keyed.stop()
+
+
+# ---- decoding google.rpc details (no server: the server's encoder, then the clients' decoder) ----
+
+
+def test_error_details_decode_what_the_server_encodes() -> None:
+    violations = [FieldViolation("stop_sequences[1]", "too long"), FieldViolation("top_p", "must be in (0, 1]")]
+    with pytest.raises(InvalidArgument) as raised:
+        InvalidArgument.check(violations)
+    details = error_details(ServiceRpcError(raised.value))
+    assert details.fields == [("stop_sequences[1]", "too long"), ("top_p", "must be in (0, 1]")]
+    assert details.param == "stop_sequences[1]" and details.first_field == "stop_sequences[1]"
+    unknown = error_details(ServiceRpcError(NotFound("no model 'x'", param="model")))
+    assert (unknown.fields, unknown.param, unknown.first_field) == ([], "model", "model")
+    error = OvserveError.from_rpc_error(ServiceRpcError(NotFound("no model 'x'", param="model")))
+    assert (error.code, error.message, error.param) == (grpc.StatusCode.NOT_FOUND, "no model 'x'", "model")
+    bare = error_details(ServiceRpcError(NotFound("gone")))
+    assert (bare.fields, bare.param, bare.first_field) == ([], None, None)

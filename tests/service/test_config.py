@@ -358,3 +358,35 @@ def test_kv_cache_flags_and_their_errors(tmp_path: Path) -> None:
         configure("--kv-cache-blocks", "0")
     with pytest.raises(ConfigError, match="cache_size_gb must be more than 0"):
         configure("--cache-size-gb", "-2")
+
+
+def test_server_table_and_flags_merge_field_by_field(tmp_path: Path) -> None:
+    one = model_dir(tmp_path, "one")
+    keys = tmp_path / "keys.txt"
+    keys.write_text("sk-file-2\n\n")
+    path = toml_file(
+        tmp_path,
+        f"""
+[server]
+grace_seconds = 3
+api_keys = ["sk-toml"]
+response_store = "{tmp_path / "store.db"}"
+max_concurrent_requests = 7
+
+[[models]]
+name = "one"
+path = "{one}"
+""",
+    )
+    config = configure("--config", path, "--api-key", "sk-flag", "--api-key-file", keys, "--response-max-age", "60",
+                       "--max-concurrent-requests", "0")  # fmt: skip
+    assert config.grace_seconds == 3.0 and isinstance(config.grace_seconds, float)
+    assert config.api_keys == ("sk-toml", "sk-flag", "sk-file-2")  # keys add up; every other value is replaced
+    assert config.response_store == tmp_path / "store.db"
+    assert config.response_max_age_seconds == 60.0
+    assert config.max_concurrent_requests == 0  # the flag's 0 (no bound) wins over the file's 7
+    defaults = configure("--model", f"one={one}")
+    assert (defaults.grace_seconds, defaults.api_keys, defaults.response_store) == (10.0, (), None)
+    assert defaults.max_concurrent_requests == 512 and defaults.response_max_age_seconds is None
+    with pytest.raises(ConfigError, match="--max-concurrent-requests must be 0"):
+        configure("--model", f"one={one}", "--max-concurrent-requests", "-1")

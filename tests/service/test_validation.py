@@ -111,7 +111,7 @@ class Bad:
     fields: tuple[str, ...]
     rpcs: tuple[str, ...] = ("create", "stream")
     code: grpc.StatusCode = INVALID
-    xfail: str | None = None  # a known service bug, reported to the lead
+    xfail: str | None = None  # a known service bug: the reason says what the service does instead
 
 
 # The draft-model fields are range-checked on the model that has a draft (on tiny-chat they are refused outright).

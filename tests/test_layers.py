@@ -1,0 +1,108 @@
+"""The package layout is the architecture: which package may import which, and where shared values live.
+
+Read from the source (ast), not by importing: a lazy import inside a function counts as much as one at the top.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("service", "rest_bridge", "clients")
+COMPOSITION_ROOT = "service.composition"  # the one module that puts the server and the bridge together
+
+
+def modules() -> dict[str, Path]:
+    """Every Python module of the three packages, by dotted name."""
+    found = {}
+    for package in PACKAGES:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            parts = path.relative_to(ROOT).with_suffix("").parts
+            found[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return found
+
+
+def imported_packages(name: str, path: Path) -> set[str]:
+    """The top-level packages ``name`` imports anywhere in its source (relative imports stay in its package)."""
+    packages = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        if isinstance(node, ast.Import):
+            packages |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            packages.add(name.split(".")[0] if node.level else (node.module or "").split(".")[0])
+    return packages
+
+
+IMPORTS = {name: imported_packages(name, path) for name, path in modules().items()}
+
+
+def test_the_walk_sees_the_packages_and_their_imports() -> None:
+    assert {"service.cli", "service.composition", "rest_bridge.app", "clients.client"} <= set(IMPORTS)
+    assert {"service", "rest_bridge", "clients"} <= IMPORTS[COMPOSITION_ROOT]
+    assert "clients" in IMPORTS["rest_bridge.requests"] and "clients" in IMPORTS["clients.client"]  # relative too
+
+
+def test_only_the_composition_root_imports_both_service_and_rest_bridge() -> None:
+    both = sorted(name for name, packages in IMPORTS.items() if {"service", "rest_bridge"} <= packages)
+    assert both == [COMPOSITION_ROOT]
+
+
+def test_rest_bridge_never_imports_service() -> None:
+    assert (
+        sorted(name for name, packages in IMPORTS.items() if name.startswith("rest_bridge") and "service" in packages)
+        == []
+    )
+
+
+def test_clients_import_neither_service_nor_rest_bridge() -> None:
+    offenders = sorted(
+        name
+        for name, packages in IMPORTS.items()
+        if name.startswith("clients") and packages & {"service", "rest_bridge"}
+    )
+    assert offenders == []
+
+
+# Values written once, in clients/defaults.py: one of them written as code elsewhere is a second copy
+# (docstrings may show them: usage examples are documentation).
+SHARED_NUMBERS = {50051, 8000, 1024 * 1024}
+SHARED_TEXT = re.compile(r"127\.0\.0\.1|max_(?:send|receive)_message_length")
+
+
+def _docstrings(tree: ast.AST) -> set[int]:
+    """ids of the docstring constants of a module, its classes and functions."""
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef) and node.body:
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
+                found.add(id(first.value))
+    return found
+
+
+def _shared_value(node: ast.AST) -> bool:
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):  # 1024 * 1024
+        sides = (node.left, node.right)
+        return all(isinstance(side, ast.Constant) and side.value == 1024 for side in sides)
+    if not isinstance(node, ast.Constant) or isinstance(node.value, bool):
+        return False
+    if isinstance(node.value, int):
+        return node.value in SHARED_NUMBERS
+    return isinstance(node.value, str) and bool(SHARED_TEXT.search(node.value))
+
+
+def test_shared_values_are_written_only_in_clients_defaults() -> None:
+    copies = []
+    for name, path in modules().items():
+        if name == "clients.defaults" or name.startswith("clients.v1"):
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+        skip = _docstrings(tree)
+        copies += [
+            f"{path.relative_to(ROOT)}:{node.lineno}"
+            for node in ast.walk(tree)
+            if id(node) not in skip and _shared_value(node)
+        ]
+    assert copies == []
