@@ -89,9 +89,10 @@ def test_megabyte_prompts_are_refused_at_once_and_health_keeps_answering(server,
         f"health check idle {idle * 1000:.2f} ms, meanwhile: median {statistics.median(during) * 1000:.2f} ms, "
         f"max {worst * 1000:.1f} ms ({len(during)} checks)"
     )
-    # Receiving and parsing megabytes of protobuf takes the server milliseconds per request; nothing more.
+    # Receiving and parsing megabytes of protobuf takes the server milliseconds per request (tens for the
+    # 16 MiB ones); nothing waits for the requests themselves (before: health waited 8.9 s of a 9.1 s refusal).
     assert statistics.median(during) <= 5 * idle
-    assert worst <= max(50 * idle, took / 10)
+    assert worst <= max(50 * idle, took / 4)
 
 
 def test_a_long_prompt_under_the_bound_is_tokenised_off_the_loop_and_refused_by_its_count(channel, chat) -> None:
