@@ -249,8 +249,10 @@ class ResponsesApi:
         violations += _option_violations(request)
         tools = [_tool(tool, f"tools[{i}]", violations) for i, tool in enumerate(request.tools)]
         context = _template_context(request, violations)
+        output = model.output_format
         structured = structured_output_config(
             request, violations, tools=tools, thinking=bool(context.get("enable_thinking")),
+            markup=output.call_markup, think=output.think_markup,
             named_field="tool_choice", parameters_field="tools[{}].parameters",
         )  # fmt: skip
         violations += logprob_violations(request)
