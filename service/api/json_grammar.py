@@ -29,10 +29,6 @@ What the output looks like, for the subset of JSON Schema agents use:
 
 Anything else that constrains the value (``multipleOf``, ``patternProperties``, ``uniqueItems``, ...)
 raises :class:`SchemaError` naming the keyword: ovserve refuses what it cannot enforce.
-
-A :class:`Dialect` says how values are written: JSON, or ``PYTHON`` for pythonic tool calls, whose
-arguments are Python keyword arguments read back with ``ast.literal_eval`` (``True`` / ``False`` /
-``None``, no ``\\/`` escape, the root object as ``city="Paris", days=3``).
 """
 
 from __future__ import annotations
@@ -150,7 +146,12 @@ def python_literal(value: Any) -> str:
 
 @dataclass(frozen=True)
 class Dialect:
-    """How a grammar writes values: booleans and null, string escapes, constants, and the root object."""
+    """How a grammar writes values: booleans and null, string escapes, constants, and the root object.
+
+    ``JSON`` by default; ``PYTHON`` for pythonic tool calls, whose arguments are Python keyword
+    arguments read back with ``ast.literal_eval`` (``True`` / ``False`` / ``None``, no ``\\/``
+    escape, the root object as ``city="Paris", days=3``).
+    """
 
     true: str  # EBNF expressions
     false: str
@@ -180,8 +181,8 @@ def schema_grammar(schema: Any) -> str:
 class GrammarBuilder:
     """Collects rules for one grammar; several schemas may share it (one per tool, say)."""
 
-    def __init__(self, dialect: Dialect = JSON) -> None:
-        self.dialect = dialect  # how values are written (JSON unless told)
+    def __init__(self, dialect: str = "json") -> None:
+        self.dialect = DIALECTS[dialect]  # how values are written, by name (CallMarkup.arguments)
         self._rules: dict[str, str] = {}
         self._base: set[str] = set()
         self._refs: dict[tuple[int, str], str] = {}

@@ -42,7 +42,7 @@ import openvino_genai as ov_genai
 from google.protobuf import json_format
 
 from service.api.common import canonical
-from service.api.json_grammar import DIALECTS, GrammarBuilder, SchemaError, literal, schema_grammar
+from service.api.json_grammar import GrammarBuilder, SchemaError, literal, schema_grammar
 from service.errors import FieldViolation, quote
 from service.models import BUNDLED_MODEL, BUNDLED_MODELS_DIR
 from service.parsing.markup import HERMES, THINK, CallMarkup, ThinkMarkup
@@ -255,7 +255,7 @@ def _tool_calls(
         violations.append(FieldViolation("tool_choice", '"required" needs at least one tool'))
         return None
     # One EBNF grammar: a call is one of the tools' begin + compact arguments + end.
-    grammar = GrammarBuilder(DIALECTS[markup.arguments])
+    grammar = GrammarBuilder(markup.arguments)
     calls = []
     for index, tool in indexed:
         function = tool.get("function", {})

@@ -17,7 +17,7 @@ import openvino_genai as ov_genai
 import pytest
 
 from clients.v1 import chat_pb2
-from service.api.json_grammar import PYTHON, GrammarBuilder, SchemaError, python_literal
+from service.api.json_grammar import GrammarBuilder, SchemaError, python_literal
 from service.api.structured import MAX_PARALLEL_CALLS, structured_output_config
 from service.errors import FieldViolation
 from service.models import BUNDLED_MODEL, BUNDLED_MODELS_DIR
@@ -218,7 +218,7 @@ def test_keyword_arguments_refuse_what_a_call_cannot_spell() -> None:
     ]
     for schema, path in refused:
         with pytest.raises(SchemaError) as raised:
-            GrammarBuilder(PYTHON).add(schema)
+            GrammarBuilder("python").add(schema)
         assert raised.value.path == path, raised.value.message
 
 
