@@ -107,6 +107,19 @@ class Unavailable(ServiceError):
     reason: str = "UNAVAILABLE"
 
 
+@dataclass
+class ResourceExhausted(ServiceError):
+    """No room for the request now (concurrency limit, full KV cache); retrying later may succeed."""
+
+    code: grpc.StatusCode = grpc.StatusCode.RESOURCE_EXHAUSTED
+    reason: str = "RESOURCE_EXHAUSTED"
+
+
+@dataclass
+class Internal(ServiceError):
+    """The service failed the request; not the client's fault."""
+
+
 def to_rpc_status(error: ServiceError) -> grpc.Status:
     """The grpc.Status (code, message, packed google.rpc details) for ``error``."""
     packed = []

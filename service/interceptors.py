@@ -2,6 +2,12 @@
 
 Health checking and reflection stay open (load balancers and grpcurl users
 have no key) and do not count against the bound.
+
+Request bytes that protobuf cannot decode (corrupt, or nested past its
+100-level limit) are not grpc's UNKNOWN with decoder internals: the
+deserializer hands over an ``Undecodable`` note, and the call is refused with
+INVALID_ARGUMENT after the API-key check (a caller without a key learns
+nothing about the decoder).
 """
 
 from __future__ import annotations
@@ -11,12 +17,18 @@ import contextlib
 import contextvars
 import hmac
 import logging
+import re
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import grpc
+
+from service.errors import InvalidArgument, to_rpc_status
+from service.limits import ConcurrencyLimit
+from service.tenancy import fingerprint, tenant
 
 log = logging.getLogger("ovserve.access")
 
@@ -24,6 +36,8 @@ log = logging.getLogger("ovserve.access")
 request_id: contextvars.ContextVar[str] = contextvars.ContextVar("request_id", default="-")
 
 OPEN_SERVICES = ("/grpc.health.v1.Health/", "/grpc.reflection.")
+# The RPCs that run the engine, and so count against --max-concurrent-requests.
+_GENERATES = re.compile(r"^/ovserve\.v1\.\w+/(Create|Stream)\w+$")
 REQUEST_ID_KEY = "x-request-id"  # metadata the caller may send, echoed in the response's initial metadata
 MAX_REQUEST_ID = 128
 
@@ -36,6 +50,28 @@ class RequestIdFilter(logging.Filter):
         return True
 
 
+@dataclass(frozen=True)
+class Undecodable:
+    """What the deserializer hands over for bytes that are not a valid request message."""
+
+    reason: str
+
+
+def tolerant(deserialize: Callable[[bytes], Any], message: str) -> Callable[[bytes], Any]:
+    """``deserialize``, returning an Undecodable instead of raising."""
+
+    def decode(data: bytes) -> Any:
+        try:
+            return deserialize(data)
+        except Exception as error:  # protobuf's DecodeError, and the RecursionError of deep nesting
+            text = str(error)
+            too_deep = isinstance(error, RecursionError) or "depth" in text.lower()
+            reason = "nested deeper than protobuf's limit of 100 levels" if too_deep else "malformed protobuf bytes"
+            return Undecodable(f"the request is not a valid {message}: {reason}")
+
+    return decode
+
+
 class CallPolicyInterceptor(grpc.aio.ServerInterceptor):
     """Checks the API key, bounds concurrent calls (RESOURCE_EXHAUSTED beyond), logs each call with its request id.
 
@@ -43,10 +79,10 @@ class CallPolicyInterceptor(grpc.aio.ServerInterceptor):
     response's initial metadata, so a caller can quote it.
     """
 
-    def __init__(self, api_keys: Sequence[str] = (), max_concurrent: int = 0) -> None:
+    def __init__(self, api_keys: Sequence[str] = (), limit: ConcurrencyLimit | None = None) -> None:
         self._keys = [key.encode() for key in api_keys]
-        self._max_concurrent = max_concurrent  # 0: unbounded
-        self.in_flight = 0
+        self._limit = limit or ConcurrencyLimit()  # shared with background responses
+        self.in_flight = 0  # API calls under way
 
     async def intercept_service(
         self,
@@ -57,16 +93,17 @@ class CallPolicyInterceptor(grpc.aio.ServerInterceptor):
         if handler is None or details.method.startswith(OPEN_SERVICES):
             return handler
         metadata = dict(details.invocation_metadata or ())
+        deserialize = tolerant(handler.request_deserializer, _request_type(details.method))
         if handler.unary_unary is not None:
             return grpc.unary_unary_rpc_method_handler(
                 self._unary(handler.unary_unary, details.method, metadata),
-                request_deserializer=handler.request_deserializer,
+                request_deserializer=deserialize,
                 response_serializer=handler.response_serializer,
             )
         if handler.unary_stream is not None:
             return grpc.unary_stream_rpc_method_handler(
                 self._streaming(handler.unary_stream, details.method, metadata),
-                request_deserializer=handler.request_deserializer,
+                request_deserializer=deserialize,
                 response_serializer=handler.response_serializer,
             )
         return handler  # ovserve has no client-streaming RPCs
@@ -75,12 +112,14 @@ class CallPolicyInterceptor(grpc.aio.ServerInterceptor):
         async def guarded(request: Any, context: grpc.aio.ServicerContext) -> Any:
             started, status = self._enter(metadata), "OK"
             try:
-                await self._admit(metadata, context)
+                counted = await self._admit(method, metadata, context, request)
                 self.in_flight += 1
                 try:
                     return await behavior(request, context)
                 finally:
                     self.in_flight -= 1
+                    if counted:
+                        self._limit.release()
             except BaseException as error:
                 status = _status_of(error, context)
                 raise
@@ -93,7 +132,7 @@ class CallPolicyInterceptor(grpc.aio.ServerInterceptor):
         async def guarded(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
             started, status, messages = self._enter(metadata), "OK", 0
             try:
-                await self._admit(metadata, context)
+                counted = await self._admit(method, metadata, context, request)
                 self.in_flight += 1
                 try:
                     async with contextlib.aclosing(behavior(request, context)) as stream:
@@ -102,6 +141,8 @@ class CallPolicyInterceptor(grpc.aio.ServerInterceptor):
                             yield message
                 finally:
                     self.in_flight -= 1
+                    if counted:
+                        self._limit.release()
             except BaseException as error:
                 status = _status_of(error, context)
                 raise
@@ -115,26 +156,46 @@ class CallPolicyInterceptor(grpc.aio.ServerInterceptor):
         request_id.set(sent[:MAX_REQUEST_ID] if sent.isprintable() and sent else uuid.uuid4().hex)
         return time.monotonic()
 
-    async def _admit(self, metadata: dict[str, Any], context: grpc.aio.ServicerContext) -> None:
-        """Echo the request id, then refuse the call if its key is wrong or the server is full."""
+    async def _admit(
+        self, method: str, metadata: dict[str, Any], context: grpc.aio.ServicerContext, request: Any
+    ) -> bool:
+        """Echo the request id, then refuse the call if its key is wrong, its bytes undecodable or the server full.
+
+        Returns whether the call took a place of the concurrency bound (the caller gives it back). Only
+        calls that generate take one (reading, listing, cancelling or deleting stays possible under
+        load); a call that starts a background response takes none: the run waits for its own place.
+        """
         await context.send_initial_metadata(((REQUEST_ID_KEY, request_id.get()),))
         if self._keys and not self._authorized(str(metadata.get("authorization", ""))):
             await context.abort(
                 grpc.StatusCode.UNAUTHENTICATED, "missing or invalid API key (send authorization: Bearer <key>)"
             )
-        if self._max_concurrent and self.in_flight >= self._max_concurrent:
+        if isinstance(request, Undecodable):
+            await context.abort_with_status(to_rpc_status(InvalidArgument(request.reason)))
+        if not _GENERATES.match(method) or getattr(request, "background", False) is True:
+            return False
+        if not self._limit.try_take():
             await context.abort(
                 grpc.StatusCode.RESOURCE_EXHAUSTED,
-                f"the server is handling its maximum of {self._max_concurrent} concurrent requests; retry later",
+                f"the server is handling its maximum of {self._limit.limit} concurrent requests; retry later",
             )
+        return True
 
     def _authorized(self, header: str) -> bool:
+        """Whether the header holds a configured key; if so, the call acts as that key's tenant."""
         scheme, _, key = header.partition(" ")
         if scheme.lower() != "bearer":
             return False
         # compare_digest against every key: the time taken does not tell which prefix matched.
         matches = [hmac.compare_digest(key.strip().encode(), known) for known in self._keys]
+        if any(matches):
+            tenant.set(fingerprint(key.strip()))
         return any(matches)
+
+
+def _request_type(method: str) -> str:
+    """ "/ovserve.v1.ChatService/CreateChatCompletion" -> "CreateChatCompletionRequest"."""
+    return method.rsplit("/", 1)[-1] + "Request"
 
 
 def _status_of(error: BaseException, context: grpc.aio.ServicerContext) -> str:

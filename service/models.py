@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from service.api.generation import GenerationDefaults, ModelLimits
-from service.engine import Engine, EngineSettings
+from service.engine import Engine, EngineSettings, SamplingParams
 from service.errors import InvalidArgument, NotFound, Unavailable, quote
 from service.parsing import OutputFormat
 
@@ -49,6 +47,21 @@ def bundled_model_specs(settings: EngineSettings | None = None) -> list[ModelSpe
     ]
 
 
+@dataclass(frozen=True)
+class ModelLimits:
+    """What a served model allows, for the checks that depend on it."""
+
+    name: str
+    max_model_len: int
+    has_draft_model: bool = False
+    prompt_lookup: bool = False
+
+    @property
+    def assisted(self) -> bool:
+        """Speculative or prompt-lookup decoding: one sequence per request, no beam search."""
+        return self.has_draft_model or self.prompt_lookup
+
+
 @dataclass
 class ServedModel:
     """A loaded model, ready for requests."""
@@ -56,7 +69,7 @@ class ServedModel:
     spec: ModelSpec
     engine: Engine
     limits: ModelLimits
-    defaults: GenerationDefaults
+    defaults: SamplingParams  # what its generation_config.json sets
     vocab_size: int
     created: int = field(default_factory=lambda: int(time.time()))
     owned_by: str = "ovserve"
@@ -76,10 +89,8 @@ class ServedModel:
         limits = ModelLimits(
             spec.name, engine.max_model_len, has_draft_model=engine.has_draft_model, prompt_lookup=spec.prompt_lookup
         )
-        vocab_size = int(json.loads((spec.path / "config.json").read_text())["vocab_size"])
-        output_format = OutputFormat.choose(spec.tool_parser, spec.reasoning_parser, engine.tokenizer.chat_template)
-        defaults = GenerationDefaults.from_config(engine.default_config)
-        return cls(spec, engine, limits, defaults, vocab_size, output_format=output_format)
+        output_format = OutputFormat.choose(spec.tool_parser, spec.reasoning_parser, engine.chat_template)
+        return cls(spec, engine, limits, engine.defaults, engine.vocab_size, output_format=output_format)
 
 
 class ModelRegistry:
@@ -106,6 +117,11 @@ class ModelRegistry:
     def mark_ready(self) -> None:
         """Every configured model is loaded."""
         self._ready = True
+
+    @property
+    def ready(self) -> bool:
+        """Whether every configured model is loaded."""
+        return self._ready
 
     def get(self, name: str, field_name: str = "model") -> ServedModel:
         """The served model called ``name``."""

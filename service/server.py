@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -23,6 +25,7 @@ from clients.v1 import (
 )
 from service.config import ServeConfig
 from service.interceptors import CallPolicyInterceptor
+from service.limits import ConcurrencyLimit
 from service.models import ModelRegistry, ServedModel
 from service.responses.api import ResponsesApi
 from service.responses.store import ResponseStore
@@ -40,20 +43,27 @@ class Server:
         self.config = config
         self.registry = ModelRegistry()
         self.store = ResponseStore(config.response_store, max_age_seconds=config.response_max_age_seconds)
-        self.responses = ResponsesApi(self.registry, self.store)
+        self.limit = ConcurrencyLimit(config.max_concurrent_requests)  # calls and background responses
+        self.responses = ResponsesApi(self.registry, self.store, self.limit)
         self.port = 0
         self._expiry: asyncio.Task[None] | None = None
+        self._engines_down: set[str] = set()  # models whose engine is being replaced
+        self._health_updates: set[asyncio.Task[None]] = set()
+        self._stopping = False
 
     async def start(self) -> int:
         """Bind and start answering (health NOT_SERVING until the models load); return the port."""
         # Built here, not in __init__: grpc.aio objects belong to the loop that creates them.
         self.health = health.aio.HealthServicer()
-        self.policy = CallPolicyInterceptor(self.config.api_keys, self.config.max_concurrent_requests)
+        self.policy = CallPolicyInterceptor(self.config.api_keys, self.limit)
         self._server = grpc.aio.server(
             interceptors=[self.policy],
             options=[
                 ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
                 ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
+                # grpc.aio sets SO_REUSEPORT by default: a second server on a taken port would bind
+                # silently and share its traffic. Off, binding a taken port fails.
+                ("grpc.so_reuseport", 0),
             ],
         )
         for add_to_server, servicer in SERVED.values():
@@ -72,6 +82,7 @@ class Server:
         for spec in self.config.models:
             model = await loop.run_in_executor(None, ServedModel.load, spec)
             model.engine.start()
+            model.engine.watch(functools.partial(self._engine_changed, model.name))
             self.registry.add(model)
         self.registry.mark_ready()
         failed = await self.responses.recover()
@@ -83,9 +94,20 @@ class Server:
         log.info("serving %s", ", ".join(model.name for model in self.registry))
 
     async def stop(self) -> None:
-        """NOT_SERVING, let in-flight RPCs finish within the grace period, then stop the engines."""
+        """NOT_SERVING, let in-flight API calls finish within the grace period, then stop the engines.
+
+        New calls are refused at once. Open health Watch streams do not hold the exit: once the last
+        API call has ended (or the grace period is over) whatever is still open is cancelled.
+        """
+        self._stopping = True
         await self._set_health(health_pb2.HealthCheckResponse.NOT_SERVING)
-        await self._server.stop(self.config.grace_seconds)
+        graceful = asyncio.create_task(self._server.stop(self.config.grace_seconds))
+        deadline = time.monotonic() + self.config.grace_seconds
+        await asyncio.sleep(min(WATCHERS_NOTICE_SECONDS, self.config.grace_seconds))  # watchers hear NOT_SERVING
+        while self.policy.in_flight and time.monotonic() < deadline and not graceful.done():
+            await asyncio.sleep(STOP_POLL_SECONDS)
+        await self._server.stop(0)  # cancels what is left open: health watches, reflection streams
+        await graceful
         if self._expiry is not None:
             self._expiry.cancel()
         await self.responses.close()
@@ -100,8 +122,23 @@ class Server:
             await asyncio.sleep(EXPIRY_INTERVAL_SECONDS)
 
     async def _set_health(self, status: int) -> None:
+        """The whole server's health ("" and every service), and each model's (by its name)."""
         for name in ("", *SERVED):
             await self.health.set(name, status)
+        for model in self.registry:
+            down = model.name in self._engines_down
+            await self.health.set(model.name, health_pb2.HealthCheckResponse.NOT_SERVING if down else status)
+
+    def _engine_changed(self, name: str, up: bool) -> None:
+        """An engine went down or came back: the server serves only while every engine does."""
+        (self._engines_down.discard if up else self._engines_down.add)(name)
+        if self._stopping or not self.registry.ready:  # load_models / stop set the health themselves
+            return
+        serving = not self._engines_down
+        status = health_pb2.HealthCheckResponse.SERVING if serving else health_pb2.HealthCheckResponse.NOT_SERVING
+        task = asyncio.get_running_loop().create_task(self._set_health(status))
+        self._health_updates.add(task)
+        task.add_done_callback(self._health_updates.discard)
 
 
 # The services this server implements, by full name (health and reflection list them):
@@ -121,3 +158,5 @@ SERVED: dict[str, tuple[Callable[[Any, grpc.aio.Server], None], Callable[[Server
     ),
 }  # fmt: skip
 EXPIRY_INTERVAL_SECONDS = 600.0  # how often stored responses past --response-max-age are deleted
+STOP_POLL_SECONDS = 0.05  # how often a stopping server looks whether its API calls have ended
+WATCHERS_NOTICE_SECONDS = 0.2  # time for health watchers to receive NOT_SERVING before their streams close

@@ -27,7 +27,6 @@ from clients.v1 import (
     response_pb2_grpc,
 )
 from service.api import chat, completions, models
-from service.engine import EngineError, EngineOverloaded
 from service.errors import ServiceError, to_rpc_status
 from service.models import ModelRegistry
 from service.responses.api import ResponsesApi
@@ -38,11 +37,9 @@ Response = TypeVar("Response")
 
 async def _abort(context: grpc.aio.ServicerContext, error: Exception) -> None:
     if isinstance(error, ServiceError):
+        if error.code == grpc.StatusCode.INTERNAL:
+            log.error("request failed: %s", error)
         await context.abort_with_status(to_rpc_status(error))
-    if isinstance(error, EngineError):
-        log.error("engine error: %s", error)
-        code = grpc.StatusCode.RESOURCE_EXHAUSTED if isinstance(error, EngineOverloaded) else grpc.StatusCode.INTERNAL
-        await context.abort(code, str(error))
     log.exception("unexpected error")
     await context.abort(grpc.StatusCode.INTERNAL, f"internal error: {type(error).__name__}")
 

@@ -7,22 +7,29 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from google.protobuf import json_format
-
 from clients.v1 import chat_pb2, common_pb2
 from service.api.chat_output import fill_message, finish_reason, output_parser, reasoning_tokens, stream_deltas
 from service.api.common import (
     FINISH_REASONS,
-    canonical,
     new_id,
     now,
     streaming_violations,
     token_texts,
     usage,
 )
-from service.api.generation import Budget, build_generation_config, generation_violations
+from service.api.generation import Budget, build_sampling_params, generation_violations
+from service.api.prompting import (
+    REASONING_EFFORTS,
+    TOOL_CHOICES,
+    json_object,
+    logprob_violations,
+    render_prompt,
+    template_context,
+    template_tool,
+    unsupported,
+)
 from service.api.runs import DeltaStream, Run, collect_choices, fan_out
-from service.api.structured import structured_output_config
+from service.api.structured import check_compiles, structured_output_config
 from service.engine import SequenceDelta
 from service.errors import FieldViolation, InvalidArgument, quote
 from service.models import ModelRegistry, ServedModel
@@ -31,8 +38,6 @@ from service.parsing import TurnParser
 # Request role -> the role the chat template sees. Templates written for
 # OpenAI's older roles know no "developer": it is a system message to them.
 TEMPLATE_ROLES = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant", "tool": "tool"}
-REASONING_EFFORTS = {"none", "minimal", "low", "medium", "high"}
-TOOL_CHOICES = {"none", "auto", "required"}  # "required" and named_tool_choice: constrained decoding (structured.py)
 MAX_TOOLS = 128
 
 Request = chat_pb2.CreateChatCompletionRequest | chat_pb2.StreamChatCompletionRequest
@@ -50,7 +55,7 @@ class PreparedChat:
     include_usage: bool
 
 
-def prepare(models: ModelRegistry, request: Request, *, streaming: bool) -> PreparedChat:
+async def prepare(models: ModelRegistry, request: Request, *, streaming: bool) -> PreparedChat:
     """Validate ``request``, render its conversation with the chat template, build its engine run."""
     violations = streaming_violations(request, streaming=streaming, rpc="StreamChatCompletion")
     model = models.get(request.model)
@@ -59,31 +64,32 @@ def prepare(models: ModelRegistry, request: Request, *, streaming: bool) -> Prep
     context = _template_context(request, violations)
     thinking = bool(context.get("enable_thinking"))
     output = model.output_format
-    structured = structured_output_config(
+    constraint = structured_output_config(
         request, violations, tools=tools, thinking=thinking, markup=output.call_markup, think=output.think_markup
     )
     violations += logprob_violations(request)
     if violations:  # report the sampling fields' problems too, in the same error
         violations += generation_violations(request, limits=model.limits, streaming=streaming)
     InvalidArgument.check(violations)
+    await check_compiles(model, constraint)
 
-    prompt_ids = render_prompt(model, history, tools, context, field="messages")
+    prompt_ids = await render_prompt(model, history, tools, context, field="messages")
 
     field = "max_completion_tokens" if request.HasField("max_completion_tokens") else "max_tokens"
     limit = getattr(request, field) if request.HasField(field) else None
-    config = build_generation_config(
+    params = build_sampling_params(
         request,
         defaults=model.defaults,
         limits=model.limits,
         budget=Budget(field, limit, len(prompt_ids), "messages"),
         streaming=streaming,
         logprobs=1 if request.logprobs else 0,
-        structured=structured,
+        constraint=constraint,
     )
     n = request.n if request.HasField("n") else 1
     return PreparedChat(
         model,
-        fan_out(Run(prompt_ids, config, first_choice=0), n, model),
+        fan_out(Run(prompt_ids, params, first_choice=0), n, model),
         n=n,
         logprobs=request.logprobs,
         skip_special_tokens=not request.HasField("skip_special_tokens") or request.skip_special_tokens,
@@ -170,11 +176,7 @@ def _tool_call(call: common_pb2.ToolCall, where: str, violations: list[FieldViol
 
 def _tools(request: Request, violations: list[FieldViolation]) -> list[dict[str, Any]]:
     if request.HasField("tool_choice") and request.tool_choice not in TOOL_CHOICES:
-        violations.append(
-            FieldViolation(
-                "tool_choice", f"unknown value {quote(request.tool_choice)}; use one of {sorted(TOOL_CHOICES)}"
-            )
-        )
+        violations.append(unsupported("tool_choice", request.tool_choice, TOOL_CHOICES))
     if len(request.tools) > MAX_TOOLS:
         violations.append(FieldViolation("tools", f"at most {MAX_TOOLS} tools; got {len(request.tools)}"))
     tools = []
@@ -185,68 +187,17 @@ def _tools(request: Request, violations: list[FieldViolation]) -> list[dict[str,
             )
         if not tool.function.name:
             violations.append(FieldViolation(f"tools[{i}].function.name", "required"))
-        tools.append(json_object(tool, f"tools[{i}]", violations))
+        tools.append(template_tool(json_object(tool, f"tools[{i}]", violations)))
     if request.HasField("tool_choice") and request.tool_choice == "none":
         return []  # the model is not told about tools it may not call
     return tools
 
 
 def _template_context(request: Request, violations: list[FieldViolation]) -> dict[str, Any]:
-    context = (
-        json_object(request.chat_template_kwargs, "chat_template_kwargs", violations)
-        if request.HasField("chat_template_kwargs")
-        else {}
-    )
-    if request.HasField("reasoning_effort"):
-        if request.reasoning_effort not in REASONING_EFFORTS:
-            expected = ", ".join(sorted(REASONING_EFFORTS))
-            violations.append(FieldViolation("reasoning_effort", f"must be one of {expected}"))
-        # An explicit chat_template_kwargs.enable_thinking wins.
-        context.setdefault("enable_thinking", request.reasoning_effort != "none")
-    return context
-
-
-def render_prompt(
-    model: ServedModel,
-    history: list[dict[str, Any]],
-    tools: list[dict[str, Any]],
-    context: dict[str, Any],
-    *,
-    field: str,
-) -> list[int]:
-    """Token ids of the conversation rendered by the model's chat template, ready for the assistant's turn."""
-    try:
-        prompt = model.engine.tokenizer.apply_chat_template(
-            history, add_generation_prompt=True, tools=tools or None, extra_context=context
-        )
-    except Exception as error:  # the template itself refused (minja raises RuntimeError)
-        raise InvalidArgument.of(field, f"the chat template could not render the conversation: {error}") from error
-    return model.engine.encode(prompt, add_special_tokens=False)
-
-
-def json_object(message: Any, where: str, violations: list[FieldViolation]) -> dict[str, Any]:
-    """A message holding google.protobuf.Struct values as plain JSON, keys in canonical order.
-
-    NaN and Infinity are not JSON: they are a violation at ``where``.
-    """
-    try:
-        return canonical(json_format.MessageToDict(message, preserving_proto_field_name=True))
-    except (ValueError, json_format.Error) as error:  # nested Structs raise json_format's own error
-        violations.append(FieldViolation(where, f"must be valid JSON: {error}"))
-        return {}
-
-
-def logprob_violations(request: Any) -> list[FieldViolation]:
-    """The logprobs / top_logprobs rules (chat and Responses share them)."""
-    if not request.HasField("top_logprobs"):
-        return []
-    if not request.logprobs:
-        return [FieldViolation("top_logprobs", "requires logprobs to be true")]
-    if request.top_logprobs != 0:
-        return [
-            FieldViolation("top_logprobs", "only 0 is supported: the engine scores the chosen token, not alternatives")
-        ]
-    return []
+    effort = request.reasoning_effort if request.HasField("reasoning_effort") else None
+    if effort is not None and effort not in REASONING_EFFORTS:
+        violations.append(unsupported("reasoning_effort", effort, REASONING_EFFORTS))
+    return template_context(request, violations, effort=effort)
 
 
 def _logprobs(model: ServedModel, token_ids: list[int], logprobs: list[float]) -> chat_pb2.ChatLogprobs:
@@ -260,7 +211,7 @@ async def create_chat_completion(
     models: ModelRegistry, request: chat_pb2.CreateChatCompletionRequest
 ) -> chat_pb2.CreateChatCompletionResponse:
     """ChatService.CreateChatCompletion: generate every choice to the end."""
-    prep = prepare(models, request, streaming=False)
+    prep = await prepare(models, request, streaming=False)
     choices = await collect_choices(prep.model, prep.runs, skip_special_tokens=prep.skip_special_tokens)
     response = chat_pb2.CreateChatCompletionResponse(
         id=new_id("chatcmpl-"), object="chat.completion", created=now(), model=prep.model.name
@@ -290,7 +241,7 @@ async def stream_chat_completion(
     models: ModelRegistry, request: chat_pb2.StreamChatCompletionRequest
 ) -> AsyncIterator[chat_pb2.StreamChatCompletionResponse]:
     """ChatService.StreamChatCompletion: a role chunk, then a chunk per hand-over of output, then usage."""
-    prep = prepare(models, request, streaming=True)
+    prep = await prepare(models, request, streaming=True)
     completion_id, created = new_id("chatcmpl-"), now()
 
     def chunk() -> chat_pb2.StreamChatCompletionResponse:

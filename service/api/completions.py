@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
@@ -14,9 +15,10 @@ from service.api.common import (
     token_texts,
     usage,
 )
-from service.api.generation import Budget, build_generation_config, generation_violations
+from service.api.generation import Budget, build_sampling_params, generation_violations
+from service.api.prompting import INLINE_PROMPT_CHARS, check_length
 from service.api.runs import DeltaStream, Run, collect_choices, fan_out
-from service.api.structured import structured_output_config
+from service.api.structured import check_compiles, structured_output_config
 from service.errors import FieldViolation, InvalidArgument
 from service.models import ModelRegistry, ServedModel
 
@@ -40,12 +42,16 @@ class PreparedCompletion:
     include_usage: bool
 
 
-def prepare(models: ModelRegistry, request: Request, *, streaming: bool) -> PreparedCompletion:
+async def prepare(models: ModelRegistry, request: Request, *, streaming: bool) -> PreparedCompletion:
     """Validate ``request`` (INVALID_ARGUMENT / NOT_FOUND naming the field) and build its runs."""
     violations = streaming_violations(request, streaming=streaming, rpc="StreamCompletion")
     model = models.get(request.model)
-    prompts = _prompts(model, request, violations)
-    structured = structured_output_config(request, violations)
+    characters = len(request.prompt) + sum(len(prompt.text) for prompt in request.prompts)
+    if characters <= INLINE_PROMPT_CHARS:
+        prompts = _prompts(model, request, violations)
+    else:  # tokenising a large text takes milliseconds: not on the event loop
+        prompts = await asyncio.to_thread(_prompts, model, request, violations)
+    constraint = structured_output_config(request, violations)
     if request.HasField("suffix") and request.suffix:
         violations.append(FieldViolation("suffix", "not supported: the engine does not fill in the middle"))
     logprobs = request.logprobs if request.HasField("logprobs") else 0
@@ -59,6 +65,7 @@ def prepare(models: ModelRegistry, request: Request, *, streaming: bool) -> Prep
     if violations:  # report the sampling fields' problems too, in the same error
         violations += generation_violations(request, limits=model.limits, streaming=streaming)
     InvalidArgument.check(violations)
+    await check_compiles(model, constraint)
 
     n = request.n if request.HasField("n") else 1
     max_tokens = request.max_tokens if request.HasField("max_tokens") else None
@@ -67,11 +74,11 @@ def prepare(models: ModelRegistry, request: Request, *, streaming: bool) -> Prep
         budget = Budget(
             "max_tokens", max_tokens, len(prompt_ids), "prompt" if request.prompt else f"prompts[{position}]"
         )
-        config = build_generation_config(
+        params = build_sampling_params(
             request, defaults=model.defaults, limits=model.limits, budget=budget, streaming=streaming,
-            logprobs=logprobs, structured=structured,
+            logprobs=logprobs, constraint=constraint,
         )  # fmt: skip
-        runs += fan_out(Run(prompt_ids, config, first_choice=position * n), n, model)
+        runs += fan_out(Run(prompt_ids, params, first_choice=position * n), n, model)
     return PreparedCompletion(
         model,
         runs,
@@ -84,13 +91,24 @@ def prepare(models: ModelRegistry, request: Request, *, streaming: bool) -> Prep
     )
 
 
+def _encode(model: ServedModel, text: str, field: str, violations: list[FieldViolation]) -> list[int] | None:
+    """The token ids of one prompt text, or None (and a violation) if it is surely too long to encode."""
+    try:
+        check_length(model, len(text), field)
+    except InvalidArgument as error:
+        violations += error.violations
+        return None
+    return model.engine.encode(text, add_special_tokens=True)
+
+
 def _prompts(model: ServedModel, request: Request, violations: list[FieldViolation]) -> list[tuple[list[int], str]]:
     """(token ids, text) of every prompt; appends what is wrong to ``violations``."""
     if request.prompt and len(request.prompts):
         violations.append(FieldViolation("prompts", "set either prompt or prompts, not both"))
         return []
     if request.prompt:
-        return [(model.engine.encode(request.prompt, add_special_tokens=True), request.prompt)]
+        ids = _encode(model, request.prompt, "prompt", violations)
+        return [] if ids is None else [(ids, request.prompt)]
     if not len(request.prompts):
         violations.append(FieldViolation("prompt", "required: a non-empty prompt"))
         return []
@@ -101,7 +119,9 @@ def _prompts(model: ServedModel, request: Request, violations: list[FieldViolati
     for position, prompt in enumerate(request.prompts):
         kind = prompt.WhichOneof("prompt")
         if kind == "text" and prompt.text:
-            prompts.append((model.engine.encode(prompt.text, add_special_tokens=True), prompt.text))
+            ids = _encode(model, prompt.text, f"prompts[{position}]", violations)
+            if ids is not None:
+                prompts.append((ids, prompt.text))
         elif kind == "token_ids" and len(prompt.token_ids.ids):
             ids = list(prompt.token_ids.ids)
             bad = next((i for i, token in enumerate(ids) if not 0 <= token < model.vocab_size), None)
@@ -135,7 +155,7 @@ async def create_completion(
     models: ModelRegistry, request: completion_pb2.CreateCompletionRequest
 ) -> completion_pb2.CreateCompletionResponse:
     """CompletionService.CreateCompletion: generate every choice to the end."""
-    prep = prepare(models, request, streaming=False)
+    prep = await prepare(models, request, streaming=False)
     choices = await collect_choices(prep.model, prep.runs, skip_special_tokens=prep.skip_special_tokens)
     response = completion_pb2.CreateCompletionResponse(
         id=new_id("cmpl-"), object="text_completion", created=now(), model=prep.model.name
@@ -155,7 +175,7 @@ async def stream_completion(
     models: ModelRegistry, request: completion_pb2.StreamCompletionRequest
 ) -> AsyncIterator[completion_pb2.StreamCompletionResponse]:
     """CompletionService.StreamCompletion: a chunk per hand-over of output with every choice's new text."""
-    prep = prepare(models, request, streaming=True)
+    prep = await prepare(models, request, streaming=True)
     completion_id, created = new_id("cmpl-"), now()
 
     def chunk() -> completion_pb2.StreamCompletionResponse:

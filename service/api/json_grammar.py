@@ -29,18 +29,33 @@ What the output looks like, for the subset of JSON Schema agents use:
 
 Anything else that constrains the value (``multipleOf``, ``patternProperties``, ``uniqueItems``, ...)
 raises :class:`SchemaError` naming the keyword: ovserve refuses what it cannot enforce.
+
+The grammar grows linearly with the schema: every part of a schema is written once (a part used
+twice becomes a rule), and an object's optional members are a chain of rules rather than every
+possible rest of the list. A schema past one of ``service.api.grammar_limits`` (size, nesting,
+properties, alternatives, repetition bounds, pattern length, grammar size) raises
+:class:`SchemaError` naming where.
 """
 
 from __future__ import annotations
 
 import json
 import math
-import re
-import re._parser as sre  # the stdlib's own regex parser: patterns are translated from its parse tree
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from keyword import iskeyword
 from typing import Any
+
+from service.api.grammar_limits import (
+    MAX_ALTERNATIVES,
+    MAX_GRAMMAR_BYTES,
+    MAX_OBJECT_PROPERTIES,
+    MAX_REPEAT,
+    MAX_SCHEMA_BYTES,
+    MAX_SCHEMA_DEPTH,
+    MAX_TOTAL_PROPERTIES,
+)
+from service.api.regex_grammar import PatternError, regex_expression
 
 MAX_DIGITS = 15  # integer digits, fraction digits: enough for any real value, bounded for tiny models
 MAX_INTEGER = 10**MAX_DIGITS - 1
@@ -185,10 +200,17 @@ class GrammarBuilder:
         self.dialect = DIALECTS[dialect]  # how values are written, by name (CallMarkup.arguments)
         self._rules: dict[str, str] = {}
         self._base: set[str] = set()
-        self._refs: dict[tuple[int, str], str] = {}
+        self._refs: dict[tuple[int, int], str] = {}
+        self.size = 0  # characters of rule text so far (MAX_GRAMMAR_BYTES)
+        self.properties = 0  # declared properties so far, all schemas (MAX_TOTAL_PROPERTIES)
 
     def add(self, schema: Any) -> str:
-        """A rule name for the JSON values ``schema`` (a whole document, for its ``$ref``s) allows."""
+        """A rule name for the JSON values ``schema`` (a whole document, for its ``$ref``s) allows.
+
+        Raises :class:`SchemaError` for what cannot be enforced and for a schema past a limit; the
+        size and depth limits are checked first, before anything else reads the schema.
+        """
+        check_size(schema)
         return self.rule("schema", _Document(self, schema).value(schema, ()))
 
     def ebnf(self, root: str) -> str:
@@ -209,10 +231,10 @@ class GrammarBuilder:
     def rule(self, hint: str, body: str) -> str:
         """A new rule with this body; its name."""
         name = f"{hint}_{len(self._rules)}"
-        self._rules[name] = body
+        self.define(name, body)
         return name
 
-    def reserve(self, key: tuple[int, str]) -> tuple[str, bool]:
+    def reserve(self, key: tuple[int, int]) -> tuple[str, bool]:
         """The rule name for a ``$ref`` target, and whether it is new (so its body is still to write)."""
         if key in self._refs:
             return self._refs[key], False
@@ -221,7 +243,12 @@ class GrammarBuilder:
         return name, True
 
     def define(self, name: str, body: str) -> None:
+        """Set a rule's body; refuses (naming the whole schema) a grammar past MAX_GRAMMAR_BYTES."""
         self._rules[name] = body
+        self.size += len(name) + len(body) + 6  # as ebnf() writes it: "name ::= body\n"
+        if self.size > MAX_GRAMMAR_BYTES:
+            message = f"its grammar is too large: at most {MAX_GRAMMAR_BYTES} characters of grammar are accepted"
+            raise SchemaError((), message)
 
 
 class _Document:
@@ -273,27 +300,30 @@ class _Document:
             raise SchemaError(path, f"{key} must be a non-empty list")
         if key == "allOf" and len(target) > 1:
             raise SchemaError(path, "allOf with more than one schema is not supported in structured outputs")
+        _check_count(len(target), MAX_ALTERNATIVES, "alternatives", path)
         return " | ".join(self.value(sub, (*path, index)) for index, sub in enumerate(target))
 
     def _ref(self, ref: Any, path: tuple[str | int, ...]) -> str:
         if not isinstance(ref, str) or not ref.startswith("#"):
             raise SchemaError(path, "only local references (#/$defs/...) are supported")
-        name, new = self.grammar.reserve((id(self.root), ref))
+        target: Any = self.root
+        for part in filter(None, ref[1:].split("/")):
+            part = part.replace("~1", "/").replace("~0", "~")
+            if isinstance(target, dict) and part in target:
+                target = target[part]
+            elif isinstance(target, list) and part.isdigit() and int(part) < len(target):
+                target = target[int(part)]
+            else:
+                raise SchemaError(path, f"{ref} does not resolve in this schema")
+        # Keyed by the target, not the spelling: "#/$defs/a" and "#/$defs//a" share one rule.
+        name, new = self.grammar.reserve((id(self.root), id(target)))
         if new:
-            target: Any = self.root
-            for part in filter(None, ref[1:].split("/")):
-                part = part.replace("~1", "/").replace("~0", "~")
-                if isinstance(target, dict) and part in target:
-                    target = target[part]
-                elif isinstance(target, list) and part.isdigit() and int(part) < len(target):
-                    target = target[int(part)]
-                else:
-                    raise SchemaError(path, f"{ref} does not resolve in this schema")
             self.grammar.define(name, self.value(target, path))
         return name
 
     def _enum(self, schema: dict[str, Any], path: tuple[str | int, ...]) -> str:
         values = [schema["const"]] if "const" in schema else list(schema["enum"])
+        _check_count(len(values), MAX_ALTERNATIVES, "values", (*path, "enum" if "enum" in schema else "const"))
         if "const" in schema and "enum" in schema:
             values = [value for value in values if value in schema["enum"]]
         if "type" in schema:
@@ -334,13 +364,18 @@ class _Document:
             if not isinstance(extra, dict) or extra == {}:
                 return self._base("object")
             self.grammar.base("key", "sep")  # undeclared keys are free-form: bounded like FREE_FORM
-            pair = f'key ":" sep {self.value(extra, (*path, "additionalProperties"))}'
+            pair = self.grammar.rule("pair", f'key ":" sep {self.value(extra, (*path, "additionalProperties"))}')
             return f'"{{" ({pair} ("," sep {pair}){{0,{FREE_MEMBERS - 1}}})? "}}"'
+        _check_count(len(properties), MAX_OBJECT_PROPERTIES, "properties", (*path, "properties"))
+        self.grammar.properties += len(properties)
+        if self.grammar.properties > MAX_TOTAL_PROPERTIES:
+            message = f"too many properties: at most {MAX_TOTAL_PROPERTIES} in all objects together are accepted"
+            raise SchemaError((*path, "properties"), message)
         self.grammar.base("sep")
-        pairs = [  # one rule per member: _members may write a member more than once
+        pairs = [  # one rule per member: _members refers to a member from two places
             (self._member(name, sub, path), name in required) for name, sub in properties.items()
         ]
-        return f'"{{" {_members(pairs)} "}}"'
+        return f'"{{" {_members(self.grammar, pairs)} "}}"'
 
     def _member(self, name: str, schema: Any, path: tuple[str | int, ...]) -> str:
         value = self.value(schema, (*path, "properties", name))
@@ -384,7 +419,7 @@ class _Document:
             )
             for name, sub in properties.items()
         ]
-        return _members(pairs)
+        return _members(self.grammar, pairs)
 
     def _array(self, schema: dict[str, Any], path: tuple[str | int, ...]) -> str:
         items = schema.get("items", True)
@@ -393,6 +428,7 @@ class _Document:
         else:
             prefix, rest, rest_key = schema.get("prefixItems", []), items, "items"
         low, high = schema.get("minItems", 0), schema.get("maxItems")
+        _check_repeat(schema, ("minItems", "maxItems"), path)
         prefix_key = "items" if isinstance(items, list) else "prefixItems"
         if high is not None:
             prefix = prefix[:high]
@@ -409,6 +445,8 @@ class _Document:
         parts = [" ".join(['"["', *[f'"," sep {e}' if i else e for i, e in enumerate(elements)]])]
         if more_high != 0:
             item = self.value(rest, (*path, rest_key))
+            if not _is_name(item):  # written twice below: once as a rule
+                item = self.grammar.rule("item", item)
             if elements:
                 parts.append(_repeat(f'("," sep {item})', more_low, more_high))
             else:
@@ -418,6 +456,7 @@ class _Document:
 
     def _string(self, schema: dict[str, Any], path: tuple[str | int, ...]) -> str:
         low, high = schema.get("minLength", 0), schema.get("maxLength")
+        _check_repeat(schema, ("minLength", "maxLength"), path)
         if "pattern" in schema:
             if "minLength" in schema or "maxLength" in schema:
                 raise SchemaError((*path, "pattern"), "pattern with minLength/maxLength is not supported")
@@ -471,18 +510,65 @@ def _is_type(value: Any, kind: str) -> bool:
     return kind in checks and bool(checks[kind](value))
 
 
-def _members(pairs: list[tuple[str, bool]]) -> str:
-    """Object members in order: required ones always, optional ones maybe, commas only between."""
+def _members(grammar: GrammarBuilder, pairs: list[tuple[str, bool]]) -> str:
+    """Object members in order: required ones always, optional ones maybe, commas only between.
 
-    def rest(start: int) -> str:
-        return " ".join(f'"," sep {pair}' if required else f'("," sep {pair})?' for pair, required in pairs[start:])
+    Linear in the number of members: the first member written is one of the optional ones before the
+    first required member, or that one; what may follow member i is the chain ``rest_{i+1}`` (member
+    i+1 with its comma, maybe if optional, then ``rest_{i+2}``), a rule where two places refer to it.
+    """
+    first_required = next((index for index, (_, required) in enumerate(pairs) if required), len(pairs))
+    rests = [""] * (len(pairs) + 1)  # rests[i]: what may follow member i - 1
+    for index in range(len(pairs) - 1, 0, -1):
+        pair, required = pairs[index]
+        link = f'"," sep {pair}' if required else f'("," sep {pair})?'
+        rest = f"{link} {rests[index + 1]}".strip()
+        # rests[i] is also the tail of the alternative starting with member i - 1, up to the first required
+        rests[index] = grammar.rule("rest", rest) if index <= first_required + 1 else rest
+    alternatives = [f"{pair} {rests[index + 1]}".strip() for index, (pair, _) in enumerate(pairs[: first_required + 1])]
+    return "(" + " | ".join(alternatives) + ")" + ("" if first_required < len(pairs) else "?")
 
-    alternatives = []
-    for index, (pair, required) in enumerate(pairs):
-        alternatives.append(f"{pair} {rest(index + 1)}".strip())
-        if required:  # the first required member comes first or after optional ones before it
-            return "(" + " | ".join(alternatives) + ")"
-    return "(" + " | ".join(alternatives) + ")?"
+
+def _check_count(count: int, limit: int, what: str, path: tuple[str | int, ...]) -> None:
+    if count > limit:
+        raise SchemaError(path, f"{count} {what}; at most {limit} are accepted")
+
+
+def _check_repeat(schema: dict[str, Any], keys: tuple[str, ...], path: tuple[str | int, ...]) -> None:
+    """Bounds the grammar writes as a repetition stay within MAX_REPEAT."""
+    for key in keys:
+        bound = schema.get(key)
+        if isinstance(bound, int) and bound > MAX_REPEAT:
+            raise SchemaError((*path, key), f"{bound}; at most {MAX_REPEAT} is accepted")
+
+
+def _is_name(expression: str) -> bool:
+    """Whether an expression is a rule name (in parentheses or not): cheap to write more than once."""
+    return expression.strip("()").isidentifier()
+
+
+def check_size(schema: Any) -> None:
+    """Refuse a schema past MAX_SCHEMA_BYTES of compact JSON (escapes aside) or MAX_SCHEMA_DEPTH of nesting.
+
+    One walk with its own stack (so no depth can overflow Python's) that stops where a limit is
+    crossed: a schema of megabytes is refused after reading MAX_SCHEMA_BYTES of it.
+    """
+    size = 0
+    stack: list[tuple[Any, tuple[str | int, ...]]] = [(schema, ())]
+    while stack:
+        value, path = stack.pop()
+        if isinstance(value, dict | list):
+            if len(path) >= MAX_SCHEMA_DEPTH:
+                raise SchemaError(path, f"nested too deep: at most {MAX_SCHEMA_DEPTH} levels of JSON are accepted")
+            items = list(value.items()) if isinstance(value, dict) else list(enumerate(value))
+            size += 1 + len(items)  # brackets, commas and colons
+            for key, item in items:
+                size += len(key.encode()) + 2 if isinstance(key, str) else 0
+                stack.append((item, (*path, key)))
+        else:
+            size += len(value.encode()) + 2 if isinstance(value, str) else len(str(value))
+        if size > MAX_SCHEMA_BYTES:
+            raise SchemaError((), f"too large: at most {MAX_SCHEMA_BYTES} bytes of JSON are accepted")
 
 
 def _repeat(expression: str, low: int, high: int | None) -> str:
@@ -561,107 +647,16 @@ def _same_length(low: str, high: str) -> list[str]:
 
 # ---- patterns ----
 
-# What a JSON string may hold unescaped; everything a pattern matches is written in that alphabet.
-_SAFE = '^"\\\\\\x00-\\x1f'
-_CATEGORIES = {"CATEGORY_DIGIT": [(48, 57)], "CATEGORY_WORD": [(48, 57), (65, 90), (97, 122), (95, 95)],
-               "CATEGORY_SPACE": [(32, 32)]}  # fmt: skip
-
 
 def pattern_expression(pattern: Any, path: tuple[str | int, ...] = ()) -> str:
     """An EBNF expression for the JSON string *contents* that fully match ``pattern``.
 
-    JSON Schema patterns are unanchored searches; writing a full match is a valid subset. Classes are
-    narrowed to what JSON writes unescaped (no quotes, backslashes or control characters).
+    JSON Schema patterns are unanchored searches; writing a full match is a valid subset. The subset
+    and its translation are ``service.api.regex_grammar``'s; what it refuses is refused at ``path``.
     """
     if not isinstance(pattern, str):
         raise SchemaError(path, "pattern must be a string")
     try:
-        parsed = sre.parse(pattern)
-    except re.error as error:
-        raise SchemaError(path, f"not a valid regular expression: {error}") from error
-    if parsed.state.flags & (re.IGNORECASE | re.MULTILINE | re.DOTALL | re.VERBOSE):
-        raise SchemaError(path, "regex flags are not supported in patterns")
-    return _sequence(list(parsed), path) or '""'
-
-
-def _sequence(items: list[Any], path: tuple[str | int, ...]) -> str:
-    parts = []
-    for index, (op, arg) in enumerate(items):
-        name = str(op)
-        if name == "AT":
-            at = str(arg)
-            if (index == 0 and at in ("AT_BEGINNING", "AT_BEGINNING_STRING")) or (
-                index == len(items) - 1 and at in ("AT_END", "AT_END_STRING")
-            ):
-                continue
-            raise SchemaError(path, "anchors are supported only at the start and end of a pattern")
-        parts.append(_item(name, arg, path))
-    return " ".join(part for part in parts if part)
-
-
-def _item(name: str, arg: Any, path: tuple[str | int, ...]) -> str:
-    if name == "LITERAL":
-        return literal(json.dumps(chr(arg), ensure_ascii=False)[1:-1])
-    if name == "NOT_LITERAL":
-        return f"[{_SAFE}{_class_char(arg)}]"
-    if name == "ANY":
-        return f"[{_SAFE}]"
-    if name == "IN":
-        return _class(arg, path)
-    if name in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"):
-        low, high, sub = arg
-        body = _sequence(list(sub), path)
-        return _repeat(f"({body})", low, None if high == sre.MAXREPEAT else high) if body else ""
-    if name == "SUBPATTERN":
-        _group, add_flags, del_flags, sub = arg
-        if add_flags or del_flags:
-            raise SchemaError(path, "inline regex flags are not supported in patterns")
-        return f"({_sequence(list(sub), path) or literal('')})"
-    if name == "BRANCH":
-        return "(" + " | ".join(_sequence(list(b), path) or literal("") for b in arg[1]) + ")"
-    raise SchemaError(path, f"the regex construct {name} is not supported in patterns")
-
-
-def _class(items: list[Any], path: tuple[str | int, ...]) -> str:
-    negate = bool(items) and str(items[0][0]) == "NEGATE"
-    ranges: list[tuple[int, int]] = []
-    for op, arg in items[1:] if negate else items:
-        name = str(op)
-        if name == "LITERAL":
-            ranges.append((arg, arg))
-        elif name == "RANGE":
-            ranges.append(arg)
-        elif name == "CATEGORY" and str(arg) in _CATEGORIES and not negate:
-            ranges += _CATEGORIES[str(arg)]
-        else:
-            raise SchemaError(path, f"the class item {name} {arg} is not supported in patterns")
-    if negate:
-        return f"[{_SAFE}{''.join(_class_range(r) for r in ranges)}]"
-    safe = [piece for r in ranges for piece in _json_safe(r)]
-    if not safe:
-        raise SchemaError(path, "a character class holds only characters JSON must escape")
-    return f"[{''.join(_class_range(r) for r in safe)}]"
-
-
-def _json_safe(span: tuple[int, int]) -> Iterator[tuple[int, int]]:
-    """The part of a code point range JSON writes unescaped (no controls, '"' or '\\')."""
-    low, high = max(span[0], 0x20), span[1]
-    for cut in (0x22, 0x5C):
-        if low <= cut <= high:
-            if low < cut:
-                yield (low, cut - 1)
-            low = cut + 1
-    if low <= high:
-        yield (low, high)
-
-
-def _class_range(span: tuple[int, int]) -> str:
-    low, high = span
-    return _class_char(low) if low == high else f"{_class_char(low)}-{_class_char(high)}"
-
-
-def _class_char(code: int) -> str:
-    char = chr(code)
-    if char.isascii() and char.isalnum():
-        return char
-    return f"\\u{code:04x}" if code <= 0xFFFF else char
+        return regex_expression(pattern)
+    except PatternError as error:
+        raise SchemaError(path, str(error)) from error

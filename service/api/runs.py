@@ -8,15 +8,37 @@ after those of the runs before it, as OpenAI numbers them.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
-import openvino_genai as ov_genai
-
 from service.api.generation import MAX_SEED
-from service.engine import Generation, SequenceDelta, Update
-from service.engine.core import config_kwargs
+from service.engine import (
+    EngineError,
+    EngineOverloaded,
+    EngineRejected,
+    EngineUnavailable,
+    Generation,
+    SamplingParams,
+    SequenceDelta,
+    Update,
+)
+from service.errors import Internal, InvalidArgument, ResourceExhausted, ServiceError, Unavailable
 from service.models import ServedModel
+
+# The engine's failures -> the service's errors, most specific first: servicers know only ServiceError.
+ENGINE_ERRORS: tuple[tuple[type[EngineError], type[ServiceError]], ...] = (
+    (EngineRejected, InvalidArgument),  # settings the engine cannot run
+    (EngineOverloaded, ResourceExhausted),  # its KV cache is full
+    (EngineUnavailable, Unavailable),  # its process is not running
+    (EngineError, Internal),
+)
+
+
+def service_error(error: EngineError) -> ServiceError:
+    """The ServiceError that reports ``error`` to the client."""
+    kind = next(service for engine, service in ENGINE_ERRORS if isinstance(error, engine))
+    return kind(str(error))
 
 
 @dataclass(frozen=True)
@@ -24,7 +46,7 @@ class Run:
     """One prompt of a request, ready for the engine."""
 
     prompt_ids: list[int]
-    config: ov_genai.GenerationConfig
+    params: SamplingParams
     first_choice: int  # OpenAI index of this run's first choice
 
 
@@ -36,12 +58,11 @@ def fan_out(run: Run, n: int, model: ServedModel) -> list[Run]:
     """
     if n == 1 or not model.limits.assisted:
         return [run]
-    settings = config_kwargs(run.config)
-    seed = run.config.rng_seed
+    seed = run.params.seed or 0
     return [
         Run(
             run.prompt_ids,
-            ov_genai.GenerationConfig(**{**settings, "rng_seed": (seed + i) % (MAX_SEED + 1)}),
+            dataclasses.replace(run.params, seed=(seed + i) % (MAX_SEED + 1)),
             first_choice=run.first_choice + i,
         )
         for i in range(n)
@@ -62,8 +83,11 @@ class RunStream:
         self._generations: list[Generation] = []
         try:
             for run in runs:
-                generation = model.engine.submit(run.prompt_ids, run.config, skip_special_tokens=skip_special_tokens)
+                generation = model.engine.submit(run.prompt_ids, run.params, skip_special_tokens=skip_special_tokens)
                 self._generations.append(generation)
+        except EngineError as error:
+            self.close()
+            raise service_error(error) from error
         except BaseException:
             self.close()
             raise
@@ -81,6 +105,8 @@ class RunStream:
                 return
             async for pair in self._interleaved():
                 yield pair
+        except EngineError as error:
+            raise service_error(error) from error
         finally:
             self.close()
 

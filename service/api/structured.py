@@ -1,4 +1,4 @@
-"""Structured outputs: a request's output constraints -> ``openvino_genai.StructuredOutputConfig``.
+"""Structured outputs: a request's output constraints -> the engine's ``OutputConstraint``.
 
 The constraints a request may set (at most one of them):
 
@@ -13,38 +13,41 @@ The constraints a request may set (at most one of them):
 Every schema is checked against the JSON Schema meta-schema (``jsonschema``), then turned into a
 compact EBNF grammar by ``service.api.json_grammar`` (not handed to the engine as a schema: XGrammar's
 own JSON grammars allow unbounded whitespace, and small models pad with it until max_tokens); what
-the converter cannot enforce is refused naming the keyword. Every grammar is then compiled once by the
-grammar compiler the engine itself uses (XGrammar inside openvino_genai) before the request is
-queued. That check matters: a grammar the engine cannot compile fails the whole engine step, and with
-it every request in the batch. Most grammars now come from our own generator, so what it still catches
-is a generator bug, a user's guided_regex or structural tag, or a grammar too large for the compiler;
-the remaining risk is a grammar that compiles here but fails later in the engine (none known).
-OVMS silently turns guidance off on invalid input; ovserve refuses the request with INVALID_ARGUMENT
-naming the field.
+the converter cannot enforce is refused naming the keyword. Before the request is queued, the served
+model's engine compiles the constraint with the model's own tokenizer, off the event loop and off
+its steps (``check_compiles``; see service/engine/grammar.py): a grammar the engine cannot compile
+would fail the whole engine step, and with it every request in the batch. Most grammars come from
+our own generator, so what the check still catches is a generator bug, a user's guided_regex or
+structural tag, or a grammar too large or too slow for the compiler. OVMS silently turns guidance
+off on invalid input; ovserve refuses the request with INVALID_ARGUMENT naming the field.
 
-Every constraint is expressed with string-valued fields only (regex, EBNF, or an XGrammar
-structural-tag JSON document), so the config crosses into the engine process as plain data (see
-``service.engine.core.wire_config``).
+Every constraint is a string (regex, EBNF, or an XGrammar structural-tag JSON document), so it
+crosses into the engine process as plain data.
 """
 
 from __future__ import annotations
 
-import functools
 import json
 import re
-import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import jsonschema
-import openvino_genai as ov_genai
 from google.protobuf import json_format
 
 from service.api.common import canonical
-from service.api.json_grammar import GrammarBuilder, SchemaError, literal, schema_grammar
-from service.errors import FieldViolation, quote
-from service.models import BUNDLED_MODEL, BUNDLED_MODELS_DIR
+from service.api.grammar_limits import (
+    MAX_ALTERNATIVES,
+    MAX_CHOICE_BYTES,
+    MAX_PATTERN_LENGTH,
+    MAX_STRUCTURAL_TAG_BYTES,
+    MAX_STRUCTURES,
+)
+from service.api.json_grammar import GrammarBuilder, SchemaError, check_size, literal, schema_grammar
+from service.engine import OutputConstraint
+from service.errors import FieldViolation, InvalidArgument, quote
+from service.models import ServedModel
 from service.parsing.markup import HERMES, THINK, CallMarkup, ThinkMarkup
 
 FORMAT_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")  # OpenAI's rule for json_schema.name
@@ -55,15 +58,16 @@ AFTER_THINK = "\n\n"  # what chat templates write between the reasoning block an
 
 @dataclass(frozen=True)
 class Guide:
-    """One output constraint: the request field that asked for it and the config attribute that holds it."""
+    """One output constraint: the request field that asked for it, and its grammar."""
 
     field: str  # e.g. "response_format", "guided_regex", "tool_choice"
     kind: str  # regex | grammar | structural_tags_config
     value: str
+    blame: str = ""  # the field named if the grammar engine refuses it (default: field)
 
-    def config(self) -> ov_genai.StructuredOutputConfig:
+    def constraint(self) -> OutputConstraint:
         """The engine's form of this constraint."""
-        return ov_genai.StructuredOutputConfig(**{self.kind: self.value})
+        return OutputConstraint(self.kind, self.value, self.blame or self.field)
 
 
 def structured_output_config(
@@ -76,8 +80,10 @@ def structured_output_config(
     think: ThinkMarkup | None = None,
     named_field: str = "named_tool_choice",
     parameters_field: str = "tools[{}].function.parameters",
-) -> ov_genai.StructuredOutputConfig | None:
+) -> OutputConstraint | None:
     """The request's output constraint for the engine, or None; appends what is wrong to ``violations``.
+
+    Whether the served model's grammar compiler takes it is checked later (``check_compiles``).
 
     ``tools``: the request's tools in the chat template's form ({"type": "function", "function": {...}});
     ``thinking``: the chat template lets the model open a reasoning block first (forced tool calls
@@ -107,12 +113,7 @@ def structured_output_config(
         )
     if len(violations) > before or not guides:
         return None
-    guide = guides[0]
-    error = grammar_error(guide.kind, guide.value)
-    if error is not None:
-        violations.append(FieldViolation(guide.field, f"the grammar engine refused it: {error}"))
-        return None
-    return guide.config()
+    return guides[0].constraint()
 
 
 # ---- request fields -> guides ----
@@ -180,6 +181,10 @@ def _guided_regex(request: Any, violations: list[FieldViolation]) -> Guide | Non
     if not request.guided_regex:
         violations.append(FieldViolation("guided_regex", "must not be empty"))
         return None
+    if len(request.guided_regex) > MAX_PATTERN_LENGTH:
+        message = f"{len(request.guided_regex)} characters; at most {MAX_PATTERN_LENGTH} are accepted"
+        violations.append(FieldViolation("guided_regex", message))
+        return None
     return Guide("guided_regex", "regex", request.guided_regex)
 
 
@@ -187,6 +192,11 @@ def _guided_choice(request: Any, violations: list[FieldViolation]) -> Guide | No
     if not _present(request, "guided_choice"):
         return None
     choices = list(request.guided_choice)
+    size = sum(len(choice.encode()) for choice in choices)
+    if len(choices) > MAX_ALTERNATIVES or size > MAX_CHOICE_BYTES:
+        message = f"{len(choices)} choices of {size} bytes; at most {MAX_ALTERNATIVES} choices of {MAX_CHOICE_BYTES}"
+        violations.append(FieldViolation("guided_choice", message))
+        return None
     for index, choice in enumerate(choices):
         if not choice:
             violations.append(FieldViolation(f"guided_choice[{index}]", "a choice must not be empty"))
@@ -197,6 +207,16 @@ def _guided_choice(request: Any, violations: list[FieldViolation]) -> Guide | No
 
 def _structural_tag(fmt: Any, where: str, violations: list[FieldViolation]) -> Guide | None:
     """XGrammar's structural tag: the current ``format`` object, or the legacy structures + triggers."""
+    for name, size in (("format", fmt.format.ByteSize()), ("structures", sum(s.ByteSize() for s in fmt.structures))):
+        if size > MAX_STRUCTURAL_TAG_BYTES:  # protobuf's own size: known without reading the message
+            violations.append(
+                FieldViolation(f"{where}.{name}", f"{size} bytes; at most {MAX_STRUCTURAL_TAG_BYTES} are accepted")
+            )
+            return None
+    for name, count in (("structures", len(fmt.structures)), ("triggers", len(fmt.triggers))):
+        if count > MAX_STRUCTURES:
+            violations.append(FieldViolation(f"{where}.{name}", f"{count} {name}; at most {MAX_STRUCTURES}"))
+            return None
     if fmt.HasField("format"):
         if len(fmt.structures) or len(fmt.triggers):
             violations.append(FieldViolation(f"{where}.format", "set either format or structures/triggers, not both"))
@@ -314,11 +334,7 @@ def _schema_guide(
     if grammar is None:
         return None
     # Blame the schema itself for what the grammar engine refuses (the guide names the constraint).
-    error = grammar_error("grammar", grammar)
-    if error is not None:
-        violations.append(FieldViolation(field, f"the grammar engine refused it: {error}"))
-        return None
-    return Guide(guide_field, "grammar", grammar)
+    return Guide(guide_field, "grammar", grammar, blame=field)
 
 
 def _grammar(schema: dict[str, Any], field: str, violations: list[FieldViolation]) -> str | None:
@@ -347,6 +363,11 @@ def _schema(message: Any, name: str, field: str, violations: list[FieldViolation
 def _checked_schema(schema: Any, field: str, violations: list[FieldViolation]) -> dict[str, Any] | None:
     if not isinstance(schema, dict):
         violations.append(FieldViolation(field, "must be a JSON Schema object"))
+        return None
+    try:  # size and depth first: the meta-schema check costs ~1 ms per KiB
+        check_size(schema)
+    except SchemaError as error:
+        violations.append(FieldViolation(field + _path(error.path), error.message))
         return None
     schema = _integral(schema)
     # The schema's own $schema picks its draft; 2020-12 (what OpenAI documents) otherwise.
@@ -383,30 +404,15 @@ def _integral(value: Any) -> Any:
 
 # ---- the grammar engine's verdict ----
 
-_CHECK_LOCK = threading.Lock()
-_ENGINE_NOISE = re.compile(r"^\[[\d:]+\] \S+:\d+: |Check failed: \(.*?\) is false: ")
 
+async def check_compiles(model: ServedModel, constraint: OutputConstraint | None) -> None:
+    """Refuse ``constraint`` (INVALID_ARGUMENT naming its field) if ``model``'s grammar compiler cannot run it.
 
-@functools.cache
-def _checker() -> ov_genai.LLMPipeline:
-    # The bundled 2 MB model: the grammar compiler needs a tokenizer, and a pipeline is the only way
-    # the binding lets us reach the compiler. A JSON schema, regex or EBNF compiles the same way
-    # whatever the vocabulary; it is the grammar, not the tokens, that fails.
-    return ov_genai.LLMPipeline(str(BUNDLED_MODELS_DIR / BUNDLED_MODEL), "CPU")
-
-
-@functools.lru_cache(maxsize=512)
-def grammar_error(kind: str, value: str) -> str | None:
-    """What XGrammar says is wrong with a constraint (``kind``: a StructuredOutputConfig attribute), or None.
-
-    Compiles it by generating one token on the bundled model (a few milliseconds); results are
-    cached, since clients send the same schema again and again.
+    The compile runs in the engine's grammar checker, with the model's own tokenizer, off the event loop
+    (see service/engine/grammar.py); verdicts are cached by grammar text.
     """
-    config = ov_genai.GenerationConfig(max_new_tokens=1, structured_output_config=Guide("", kind, value).config())
-    with _CHECK_LOCK:  # one pipeline, one generate at a time
-        try:
-            _checker().generate("a", config)
-        except RuntimeError as error:
-            lines = [line for line in str(error).strip().splitlines() if line.strip()]
-            return _ENGINE_NOISE.sub("", lines[-1] if lines else str(error)).strip()
-    return None
+    if constraint is None:
+        return
+    error = await model.engine.check_constraint(constraint)
+    if error is not None:
+        raise InvalidArgument.of(constraint.field, f"the grammar engine refused it: {error}")

@@ -15,6 +15,7 @@ the bytes. A model directory without tokenizer.json uses openvino_genai.
 
 from __future__ import annotations
 
+import functools
 import logging
 from pathlib import Path
 from typing import Any
@@ -44,6 +45,21 @@ class TokenCodec:
             if self._fast is not None
             else ov_genai.Tokenizer(str(model_dir), INFERENCE_NUM_THREADS=1, ENABLE_CPU_PINNING=False)
         )
+
+    @functools.cached_property
+    def max_token_chars(self) -> int:
+        """An upper bound on the characters one token stands for: its longest vocabulary entry.
+
+        Byte-level and SentencePiece vocabularies write a token with at least as many
+        characters as it decodes to, so a text of N characters is at least
+        N / max_token_chars tokens (before normalisation; callers allow a margin).
+        """
+        if self._fast is not None:
+            vocab = self._fast.get_vocab(with_added_tokens=True)
+        else:
+            assert self._openvino is not None
+            vocab = self._openvino.get_vocab()
+        return max((len(token) for token in vocab), default=1) or 1
 
     @property
     def backend(self) -> str:

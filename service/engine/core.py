@@ -15,19 +15,31 @@ interval every step flushes, so nothing waits.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 import openvino as ov
 import openvino_genai as ov_genai
 
 from service.engine.detokenizer import Pending, SequenceText, WindowDecoder, detokenize_step
-from service.engine.types import EngineError, EngineOverloaded, EngineStats, FinishReason, SequenceDelta, Update
+from service.engine.generation_config import generation_config
+from service.engine.messages import Outcome
+from service.engine.sampling import SamplingParams
+from service.engine.stops import StopText
+from service.engine.types import (
+    EngineError,
+    EngineOverloaded,
+    EngineRejected,
+    EngineStats,
+    FinishReason,
+    SequenceDelta,
+    Update,
+)
 
 log = logging.getLogger(__name__)
 
@@ -38,8 +50,6 @@ _FINISH_REASONS = {
     ov_genai.GenerationFinishReason.TOOL_CALL: FinishReason.STOP,
 }
 
-Outcome = tuple[int, Update | EngineError]  # request id and what it gets
-
 
 @dataclass(frozen=True)
 class Submission:
@@ -47,7 +57,7 @@ class Submission:
 
     request_id: int
     prompt_ids: list[int]
-    config: dict[str, Any]  # GenerationConfig keyword arguments
+    params: SamplingParams
     skip_special_tokens: bool = True
 
 
@@ -56,11 +66,15 @@ class _Running:
     """State of one admitted request."""
 
     handle: ov_genai.GenerationHandle
-    skip_special_tokens: bool
+    submission: Submission
     want_logprobs: bool
     keep_best: int | None = None  # beam search: return only this many, best score first
+    single: bool = False  # one sequence, no beams: it can be resumed from its tokens on a new pipeline
+    generated: list[int] = field(default_factory=list)  # a single sequence's tokens so far
+    resumed: bool = False  # already resumed once after a failed step
     indices: dict[int, int] = field(default_factory=dict)  # engine sequence id -> choice index
     texts: dict[int, SequenceText] = field(default_factory=dict)  # engine sequence id -> detokenizer state
+    stops: dict[int, StopText] = field(default_factory=dict)  # engine sequence id -> stop-string state
     finished: set[int] = field(default_factory=set)  # engine sequence ids that ended
     unsent: dict[int, SequenceDelta] = field(default_factory=dict)  # engine sequence id -> output since last flush
     status: object = None  # the GenerationStatus it ended with; None while running
@@ -70,15 +84,19 @@ class _Running:
         """Choice index and text state of an engine sequence (numbered in order of appearance)."""
         if sequence_id not in self.indices:
             self.indices[sequence_id] = len(self.indices)
-            self.texts[sequence_id] = SequenceText(self.skip_special_tokens)
+            self.texts[sequence_id] = SequenceText(self.submission.skip_special_tokens)
+            params = self.submission.params
+            stops = tuple(sorted(params.stop_strings))
+            self.stops[sequence_id] = StopText(stops, keep=bool(params.include_stop_str_in_output))
         return self.indices[sequence_id], self.texts[sequence_id]
 
 
 @dataclass
 class _Pending(Pending):
-    """A Pending item that remembers which delta its text belongs to."""
+    """A Pending item that remembers which delta its text belongs to, and its stop strings."""
 
     delta: SequenceDelta = field(default_factory=lambda: SequenceDelta(0))
+    stop: StopText | None = None
 
 
 PipelineFactory = Callable[[], ov_genai.ContinuousBatchingPipeline]
@@ -123,14 +141,17 @@ class EngineCore:
     def add(self, submission: Submission) -> list[Outcome]:
         """Admit (or queue) a request; returns its failure if the engine refuses it."""
         try:
-            config = config_from_wire(submission.config)
+            config = generation_config(submission.params)
+            # The pipeline keeps stop strings in its output (streamed text cannot be taken back);
+            # StopText cuts them off, or keeps them, as the request asked (see stops.py).
+            config.include_stop_str_in_output = True
             config.validate()
             if self._speculative and not (config.num_assistant_tokens or config.assistant_confidence_threshold):
                 # Such a request would make every later step() fail (a draft model
                 # needs one of the two), so it never reaches the pipeline.
                 raise ValueError("a speculative pipeline needs num_assistant_tokens or assistant_confidence_threshold")
         except Exception as error:
-            return [(submission.request_id, EngineError(f"engine refused the request: {error}"))]
+            return [(submission.request_id, EngineRejected(f"invalid generation settings: {_engine_message(error)}"))]
         self._waiting.append((submission, config))
         return self._admit()
 
@@ -146,10 +167,11 @@ class EngineCore:
                 continue
             self._running[submission.request_id] = _Running(
                 handle,
-                submission.skip_special_tokens,
+                submission,
                 want_logprobs=config.logprobs > 0,
                 # Beam search hands back every beam at the end; OpenAI wants the n best.
                 keep_best=config.num_return_sequences if config.num_beams > 1 else None,
+                single=config.num_beams == 1 and config.num_return_sequences == 1,
             )
         return failed
 
@@ -174,17 +196,46 @@ class EngineCore:
             self._pipeline.step()
         except Exception as error:
             # A request the pipeline cannot run makes every later step() fail too,
-            # and cancelling it does not help: fail the running requests, then
-            # start over with a fresh pipeline so the ones waiting still run.
+            # and cancelling it does not help: start over with a fresh pipeline,
+            # resume on it what can be resumed, and admit the ones waiting.
             log.exception("engine step failed; rebuilding the pipeline")
-            failed = [(request_id, EngineError(f"engine step failed: {error}")) for request_id in self._running]
-            self._running.clear()
             self._steps_owed = 0
             self._pipeline = self._factory()
-            return failed + self._admit()
+            return self._resume_after(error) + self._admit()
         self._read()
         outcomes = self._flush() if self._flush_due() else []
         return outcomes + self._admit() if self._waiting else outcomes
+
+    def _resume_after(self, error: Exception) -> list[Outcome]:
+        """Put the running requests on the new pipeline, from the tokens they have; fail the rest.
+
+        Which request made the step fail is not known, so each single-sequence
+        request gets one second chance: its prompt plus what it generated so
+        far, for the tokens it has left; its stream goes on without a break.
+        Beam search and n > 1 cannot be resumed that way, and a request that
+        was already resumed once (possibly the culprit) is failed.
+        """
+        failed: list[Outcome] = []
+        for request_id, state in list(self._running.items()):
+            params = state.submission.params
+            left = (params.max_new_tokens or 0) - len(state.generated) if params.max_new_tokens else None
+            if not state.single or state.resumed or (left is not None and left < 1):
+                del self._running[request_id]
+                failed.append((request_id, EngineError(f"engine step failed: {_engine_message(error)}")))
+                continue
+            resumed = dataclasses.replace(params, max_new_tokens=left)
+            prompt = [*state.submission.prompt_ids, *state.generated]
+            try:
+                tensor = ov.Tensor(np.array([prompt], dtype=np.int64))
+                state.handle = self._pipeline.add_request(request_id, tensor, generation_config(resumed))
+            except Exception as refused:
+                del self._running[request_id]
+                failed.append((request_id, EngineError(f"engine step failed: {_engine_message(refused)}")))
+                continue
+            state.resumed = True
+        if self._running:
+            log.warning("resumed %d requests on the rebuilt pipeline", len(self._running))
+        return failed
 
     def _flush_due(self) -> bool:
         if self._urgent:
@@ -208,6 +259,7 @@ class EngineCore:
             engine_requests=metrics.requests,
             unfinished=self._pipeline.has_non_finished_requests(),
             cache_usage=metrics.cache_usage,
+            kv_cache_bytes=metrics.kv_cache_size_in_bytes,
         )
 
     def _read(self) -> None:
@@ -224,11 +276,18 @@ class EngineCore:
             if status != ov_genai.GenerationStatus.RUNNING:
                 state.status = status
                 self._urgent = True
+                # As after a cancel: the pipeline frees the blocks in its next step and reports it one
+                # later, so two more steps keep the stats true when no other request comes.
+                self._steps_owed = 2
 
     def _add_output(self, state: _Running, sequence_id: int, output: ov_genai.GenerationOutput) -> None:
+        if state.single and state.indices:  # a resumed request's sequence has a new id: it is the same one
+            sequence_id = next(iter(state.indices))
         index, _ = state.sequence(sequence_id)
         delta = state.unsent.setdefault(sequence_id, SequenceDelta(index))
         token_ids = list(output.generated_ids)
+        if state.single:
+            state.generated += token_ids
         delta.token_ids += token_ids
         if state.want_logprobs:
             delta.logprobs += output.generated_log_probs
@@ -249,8 +308,9 @@ class EngineCore:
             deltas = state.unsent
             state.unsent = {}
             for sequence_id, delta in deltas.items():
-                text = state.texts[sequence_id]
-                pending.append(_Pending(text, delta.token_ids, final=delta.finish_reason is not None, delta=delta))
+                text, stop = state.texts[sequence_id], state.stops[sequence_id]
+                final = delta.finish_reason is not None
+                pending.append(_Pending(text, delta.token_ids, final=final, delta=delta, stop=stop))
             if state.status is not None:
                 del self._running[request_id]
                 self._close_sequences(state, deltas, pending)
@@ -258,7 +318,7 @@ class EngineCore:
                 ready.append((request_id, state, list(deltas.values())))
         detokenize_step(self._decode, pending)
         for item in pending:
-            item.delta.text = item.text
+            item.delta.text = item.text if item.stop is None else item.stop.feed(item.text, item.final)
         outcomes: list[Outcome] = []
         for request_id, state, flushed in ready:
             # Held-back text (half a character) does not count: the next token stays urgent.
@@ -281,46 +341,14 @@ class EngineCore:
             delta = deltas.get(sequence_id)
             if delta is None:
                 delta = deltas[sequence_id] = SequenceDelta(index)
-                pending.append(_Pending(state.texts[sequence_id], [], final=True, delta=delta))
+                stop = state.stops[sequence_id]
+                pending.append(_Pending(state.texts[sequence_id], [], final=True, delta=delta, stop=stop))
             else:
                 waiting[id(delta)].final = True
             delta.finish_reason = delta.finish_reason or default
 
 
-def config_kwargs(config: ov_genai.GenerationConfig) -> dict[str, Any]:
-    """The keyword arguments that rebuild ``config`` (only what differs from the defaults)."""
-    unset = ov_genai.GenerationConfig()
-    return {name: getattr(config, name) for name in _CONFIG_ATTRIBUTES if getattr(config, name) != getattr(unset, name)}
-
-
-_CONFIG_ATTRIBUTES = tuple(
-    name
-    for name in dir(ov_genai.GenerationConfig())
-    if not name.startswith(("_", "is_")) and not callable(getattr(ov_genai.GenerationConfig(), name))
-)
-
-# The StructuredOutputConfig attributes that cross into the engine process (all strings; the
-# service builds structural tags as XGrammar JSON for this reason, never as binding objects).
-_STRUCTURED_ATTRIBUTES = ("json_schema", "regex", "grammar", "structural_tags_config")
-
-
-def wire_config(config: ov_genai.GenerationConfig) -> dict[str, Any]:
-    """``config_kwargs`` that pickle: a StructuredOutputConfig (a binding object) travels as its string fields."""
-    kwargs = config_kwargs(config)
-    structured = kwargs.get("structured_output_config")
-    if structured is not None:
-        fields = {name: getattr(structured, name) for name in _STRUCTURED_ATTRIBUTES}
-        if structured.compound_grammar is not None or any(
-            not isinstance(value, str | None) for value in fields.values()
-        ):
-            raise TypeError("only string-valued structured output constraints can reach the engine process")
-        kwargs["structured_output_config"] = {name: value for name, value in fields.items() if value is not None}
-    return kwargs
-
-
-def config_from_wire(kwargs: dict[str, Any]) -> ov_genai.GenerationConfig:
-    """The GenerationConfig that ``wire_config`` described."""
-    structured = kwargs.get("structured_output_config")
-    if isinstance(structured, dict):
-        kwargs = {**kwargs, "structured_output_config": ov_genai.StructuredOutputConfig(**structured)}
-    return ov_genai.GenerationConfig(**kwargs)
+def _engine_message(error: Exception) -> str:
+    """openvino_genai's messages start with "Check '...' failed at <path>:<line>:"; keep the human part."""
+    text = str(error).strip()
+    return text.splitlines()[-1] if "\n" in text else text

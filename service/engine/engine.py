@@ -1,28 +1,30 @@
-"""Engine: a served model's engine process, its tokenizer, and an async generator per request."""
+"""Engine: a served model's engine process (supervised), its tokenizer, and a Generation per request."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import itertools
 import json
 import logging
-import os
-import socket
-import subprocess
-import sys
-import threading
 import time
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
-from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
 import openvino_genai as ov_genai
 
 from service.engine.codec import TokenCodec
-from service.engine.core import Submission, wire_config
-from service.engine.types import EngineError, EngineStats, Update
+from service.engine.core import Submission
+from service.engine.generation import Generation, Mailbox
+from service.engine.generation_config import model_defaults
+from service.engine.grammar import GrammarChecker
+from service.engine.messages import Cancel, Outcomes, QueryStats, StatsReport
+from service.engine.process import GONE, EngineProcess
+from service.engine.sampling import OutputConstraint, SamplingParams
+from service.engine.types import EngineError, EngineStats, EngineUnavailable
 from service.engine.worker import WorkerSpec
 
 log = logging.getLogger(__name__)
@@ -38,6 +40,9 @@ KV_BYTES_PER_VALUE = 1
 # 8,192 it sagged to 8,000-15,000, and with prefix caching off it never fell. A real model's
 # 1 GB is a few thousand blocks anyway (Qwen2.5-0.5B: 5,461; Llama-3.2-1B: 2,048).
 AUTO_MAX_KV_BLOCKS = 4096
+# Pauses between attempts to start a dead engine's replacement: the first, and the longest.
+RESTART_FIRST_PAUSE_S = 1.0
+RESTART_MAX_PAUSE_S = 30.0
 
 
 @dataclass(frozen=True)
@@ -56,6 +61,15 @@ class EngineSettings:
     # its end never wait). A model slower than one step per interval is never
     # held. 0 hands over every step.
     stream_interval_ms: float = 5.0
+    # Longest a request's output constraint (JSON schema, regex, grammar) may take to compile, in
+    # seconds. openvino-genai compiles it again inside an engine step for every request that uses
+    # it, stalling the model's other streams meanwhile, so a grammar slower than this is refused
+    # (400 naming the field) rather than run.
+    grammar_timeout_s: float = 2.0
+    # Longest the engine process may say nothing while requests wait on it, in seconds, before it
+    # is taken for wedged, killed and replaced. It reports at least once a second while it works
+    # (a step longer than this, e.g. a huge prefill on a slow device, needs a larger value).
+    stall_timeout_s: float = 60.0
 
     def scheduler(self, model_dir: Path) -> dict[str, object]:
         """SchedulerConfig attributes for the model in ``model_dir`` (the stream interval is the server's)."""
@@ -95,6 +109,13 @@ class Engine:
 
     The tokenizer lives here too (chat templates, prompt encoding, logprob
     tokens); the engine process detokenises the output.
+
+    The engine supervises its process: if it dies, or makes no progress for
+    ``stall_timeout_s`` while requests wait on it (it is then killed), the
+    requests it held fail with EngineUnavailable, a new process is started
+    (again and again, with growing pauses, until one loads), and meanwhile
+    ``submit`` raises EngineUnavailable. Listeners given to ``watch`` hear
+    when it goes down and comes back.
     """
 
     def __init__(
@@ -108,17 +129,20 @@ class Engine:
         self.name = name
         self.model_dir = model_dir
         self.draft_dir = draft_dir
+        self.settings = settings
         started = time.monotonic()
         log.info("loading model %r from %s", name, model_dir)
         if draft_dir is not None:
             log.info("loading draft model for %r from %s", name, draft_dir)
         # Chat templates (and the template's text) come from openvino_genai's
         # Tokenizer; encoding and decoding go through the faster codec.
-        self.tokenizer = ov_genai.Tokenizer(str(model_dir), INFERENCE_NUM_THREADS=1, ENABLE_CPU_PINNING=False)
+        self._tokenizer = ov_genai.Tokenizer(str(model_dir), INFERENCE_NUM_THREADS=1, ENABLE_CPU_PINNING=False)
         self._codec = TokenCodec(model_dir)
-        self.default_config = _default_config(model_dir, self.tokenizer)
+        self.defaults = model_defaults(model_dir, self._tokenizer.get_eos_token_id())
         self.max_model_len = _max_model_len(model_dir)
-        spec = WorkerSpec(
+        self.vocab_size = _vocab_size(model_dir, self._tokenizer)
+        self._grammar = GrammarChecker(model_dir, timeout=settings.grammar_timeout_s)
+        self._spec = WorkerSpec(
             model_dir,
             draft_dir,
             settings.device,
@@ -126,18 +150,15 @@ class Engine:
             prompt_lookup,
             flush_interval=settings.stream_interval_ms / 1000,
         )
-        self._process, self._connection = _start_worker(spec)
-        kind, detail = self._connection.recv()  # blocks until the pipeline is compiled
-        if kind != "ready":
-            self._process.wait(timeout=10)
-            raise EngineError(f"model {name!r} failed to load: {detail}")
-        self._mailboxes: dict[int, _Mailbox] = {}
+        self._process: EngineProcess | None = EngineProcess(self._spec, name)
+        self._mailboxes: dict[int, Mailbox] = {}
         self._stats: dict[int, asyncio.Future[EngineStats]] = {}
         self._ids = itertools.count()
-        self._send_lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._reader: threading.Thread | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._listeners: list[Callable[[bool], None]] = []
         self._closed = False
+        self.restarts = 0  # engine processes replaced after dying or stalling
         elapsed = time.monotonic() - started
         log.info("model %r ready in %.1f s (max length %d tokens)", name, elapsed, self.max_model_len)
 
@@ -151,29 +172,74 @@ class Engine:
         """Whether speculative decoding is on for this model."""
         return self.draft_dir is not None
 
+    @property
+    def up(self) -> bool:
+        """Whether an engine process is running and taking requests."""
+        return self._process is not None and not self._closed
+
+    @property
+    def pid(self) -> int | None:
+        """The engine process's id, while one runs."""
+        return self._process.pid if self._process is not None else None
+
+    @property
+    def chat_template(self) -> str:
+        """The model's chat template (Jinja text)."""
+        return str(self._tokenizer.chat_template)
+
+    def render_chat(
+        self, history: list[dict[str, Any]], tools: list[dict[str, Any]] | None, context: dict[str, Any]
+    ) -> str:
+        """The conversation rendered by the model's chat template, ready for the assistant's turn.
+
+        Raises whatever the template raises (minja: RuntimeError) when it refuses the conversation.
+        """
+        return str(
+            self._tokenizer.apply_chat_template(
+                history, add_generation_prompt=True, tools=tools or None, extra_context=context
+            )
+        )
+
+    async def check_constraint(self, constraint: OutputConstraint) -> str | None:
+        """Why this model's engine cannot run ``constraint`` (the grammar compiler's words), or None.
+
+        Compiles it with this model's tokenizer in a process of its own (see grammar.py): the event
+        loop and the engine's steps go on meanwhile.
+        """
+        return await self._grammar.check(constraint)
+
+    def watch(self, listener: Callable[[bool], None]) -> None:
+        """Call ``listener(up)`` on the event loop whenever the engine goes down or comes back."""
+        self._listeners.append(listener)
+
     def start(self) -> None:
-        """Start delivering the engine's output to the running event loop."""
+        """Start delivering the engine's output to the running event loop, and watching the process."""
         self._loop = asyncio.get_running_loop()
-        self._reader = threading.Thread(target=self._read, name=f"engine-reader-{self.name}", daemon=True)
-        self._reader.start()
+        assert self._process is not None
+        self._process.start_reading(self._loop, self._dispatch_all)
+        self._spawn_task(self._watch_progress())
 
     def close(self) -> None:
         """Cancel every request and end the engine process."""
         if self._closed:
             return
         self._closed = True
-        with contextlib.suppress(BrokenPipeError, OSError):
-            self._send(("stop",))
-        try:
-            self._process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self._process.kill()
-            self._process.wait()
-        self._connection.close()
+        for task in self._tasks:
+            task.cancel()
+        self._grammar.close()
+        if self._process is not None:
+            self._process.stop()
 
     def encode(self, text: str, *, add_special_tokens: bool) -> list[int]:
         """Token ids of ``text``."""
         return self._codec.encode(text, add_special_tokens=add_special_tokens)
+
+    def min_tokens(self, characters: int) -> int:
+        """A lower bound on the tokens a text of this many characters encodes to (a length check before the work).
+
+        Characters / the longest token's characters, halved for normalisers that compose characters.
+        """
+        return characters // (2 * self._codec.max_token_chars)
 
     def decode(self, token_ids: list[int], *, skip_special_tokens: bool = True) -> str:
         """Text of ``token_ids``."""
@@ -184,187 +250,137 @@ class Engine:
         token = next(self._ids)
         future: asyncio.Future[EngineStats] = asyncio.get_running_loop().create_future()
         self._stats[token] = future
-        self._send(("stats", token))
+        self._send(QueryStats(token))
         return await future
 
-    def submit(
-        self, prompt_ids: list[int], config: ov_genai.GenerationConfig, *, skip_special_tokens: bool = True
-    ) -> Generation:
+    def submit(self, prompt_ids: list[int], params: SamplingParams, *, skip_special_tokens: bool = True) -> Generation:
         """Send a request to the engine now; iterate the Generation for its output, and close it when done.
 
         Submitting before the caller sends anything of its own (a role chunk,
         the Responses API's first events) lets the engine start meanwhile.
         """
-        if self._loop is None or self._closed:
-            raise EngineError(f"engine for {self.name!r} is not running")
+        if self._loop is None or not self.up:
+            state = "is restarting" if self._loop is not None and not self._closed else "is not running"
+            raise EngineUnavailable(f"the engine of {self.name!r} {state}; retry shortly")
         request_id = next(self._ids)
-        mailbox = _Mailbox()
+        mailbox = Mailbox()
         self._mailboxes[request_id] = mailbox
         try:
-            self._send(("submit", Submission(request_id, prompt_ids, wire_config(config), skip_special_tokens)))
+            self._send(Submission(request_id, prompt_ids, params, skip_special_tokens))
         except BaseException:
             del self._mailboxes[request_id]
             raise
-        return Generation(self, request_id, mailbox)
+        return Generation(mailbox, functools.partial(self._release, request_id))
 
-    def _release(self, request_id: int, *, cancel: bool) -> None:
+    def _release(self, request_id: int, cancel: bool) -> None:
         """Forget a request's mailbox; cancel it in the engine if it is still running there."""
         del self._mailboxes[request_id]
-        if cancel and not self._closed:
-            self._send(("cancel", request_id))
+        if cancel and self.up:
+            with contextlib.suppress(OSError):  # the process just died: nothing left to cancel
+                self._send(Cancel(request_id))
 
-    def _send(self, message: tuple[Any, ...]) -> None:
-        with self._send_lock:
-            self._connection.send(message)
+    def _send(self, message: object) -> None:
+        if self._process is None:
+            raise EngineUnavailable(f"the engine of {self.name!r} is restarting; retry shortly")
+        self._process.send(message)
 
-    def _read(self) -> None:
-        """Reader thread: hands the engine's messages to the event loop, all that are waiting in one call.
-
-        One wake-up of the loop per batch rather than per engine step: when the
-        loop is busy, the steps it missed arrive together and merge per request.
-        """
-        assert self._loop is not None
-        gone = False
-        while not gone:
-            batch = []
-            try:
-                batch.append(self._connection.recv())
-                while self._connection.poll(0):
-                    batch.append(self._connection.recv())
-            except (EOFError, OSError):
-                batch.append(("gone",))
-                gone = True
-            try:
-                self._loop.call_soon_threadsafe(self._dispatch_all, batch)
-            except RuntimeError:  # the event loop is closed
-                return
-
-    def _dispatch_all(self, batch: list[tuple[Any, ...]]) -> None:
+    def _dispatch_all(self, batch: list[object]) -> None:
         for message in batch:
             self._dispatch(message)
 
-    def _dispatch(self, message: tuple[Any, ...]) -> None:
-        kind = message[0]
-        if kind == "outcomes":
-            for request_id, outcome in message[1]:
-                mailbox = self._mailboxes.get(request_id)
-                if mailbox is not None:
-                    mailbox.put(outcome)
-        elif kind == "stats":
-            future = self._stats.pop(message[1], None)
-            if future is not None and not future.done():
-                future.set_result(message[2])
-        elif kind == "gone":
-            if not self._closed:
-                log.error("engine process of %r ended unexpectedly", self.name)
-            self._closed = True
-            error = EngineError(f"the engine of {self.name!r} stopped")
-            for mailbox in self._mailboxes.values():
-                mailbox.put(error)
-            for future in self._stats.values():
-                if not future.done():
-                    future.set_exception(error)
+    def _dispatch(self, message: object) -> None:
+        match message:
+            case Outcomes(items):
+                for request_id, outcome in items:
+                    mailbox = self._mailboxes.get(request_id)
+                    if mailbox is not None:
+                        mailbox.put(outcome)
+            case StatsReport(token, stats):
+                future = self._stats.pop(token, None)
+                if future is not None and not future.done():
+                    future.set_result(stats)
+            case _ if message is GONE:
+                self._lost()
 
-
-class Generation:
-    """One submitted request: async-iterate its Updates (the last has finished=True); close() lets go of it.
-
-    An Update holds the steps since the engine process's last hand-over (see
-    EngineCore) or, when the reader fell behind, since it last asked (see
-    _Mailbox). Closing before the end (the caller was cancelled or went away)
-    cancels the request in the engine, which frees its KV cache at the next
-    step. Iterating raises EngineError if the engine fails the request.
-    """
-
-    def __init__(self, engine: Engine, request_id: int, mailbox: _Mailbox) -> None:
-        self._engine, self._request_id, self._mailbox = engine, request_id, mailbox
-        self._finished = False  # the engine has let go of the request
-        self._closed = False
-
-    def __aiter__(self) -> Generation:
-        return self
-
-    async def __anext__(self) -> Update:
-        if self._finished:
-            raise StopAsyncIteration
-        try:
-            update = await self._mailbox.get()
-        except EngineError:
-            self._finished = True
-            self.close()
-            raise
-        if update.finished:
-            self._finished = True
-            self.close()
-        return update
-
-    def close(self) -> None:
-        """Let go of the request (idempotent); cancels it in the engine unless it has ended."""
+    def _lost(self) -> None:
+        """The engine process ended: fail what it held; unless we are closing, start another."""
+        self._process = None
         if not self._closed:
-            self._closed = True
-            self._engine._release(self._request_id, cancel=not self._finished)
+            log.error("the engine process of %r ended unexpectedly; restarting it", self.name)
+            self._notify(up=False)
+            self._spawn_task(self._restart())
+        error = EngineUnavailable(f"the engine of {self.name!r} stopped; retry shortly")
+        for mailbox in self._mailboxes.values():
+            if not mailbox.ended:
+                mailbox.put(error)
+        for future in self._stats.values():
+            if not future.done():
+                future.set_exception(error)
+        self._stats.clear()
+
+    async def _restart(self) -> None:
+        """Start engine processes until one loads, pausing longer after each failure."""
+        assert self._loop is not None
+        pause = RESTART_FIRST_PAUSE_S
+        while not self._closed:
+            started = time.monotonic()
+            try:
+                process = await self._loop.run_in_executor(None, EngineProcess, self._spec, self.name)
+            except EngineError as error:
+                log.error("restarting the engine of %r failed: %s; trying again in %.0f s", self.name, error, pause)
+                await asyncio.sleep(pause)
+                pause = min(pause * 2, RESTART_MAX_PAUSE_S)
+                continue
+            if self._closed:
+                process.stop()
+                return
+            self._process = process
+            process.start_reading(self._loop, self._dispatch_all)
+            self.restarts += 1
+            log.warning(
+                "the engine of %r is back after %.1f s (restart %d)",
+                self.name,
+                time.monotonic() - started,
+                self.restarts,
+            )
+            self._notify(up=True)
+            return
+
+    async def _watch_progress(self) -> None:
+        """Kill an engine process that says nothing for stall_timeout_s while requests wait on it."""
+        timeout = self.settings.stall_timeout_s
+        while not self._closed:
+            await asyncio.sleep(max(timeout / 4, 0.1))
+            process = self._process
+            waiting = sum(not mailbox.ended for mailbox in self._mailboxes.values())
+            if process is None or not waiting or time.monotonic() - process.last_heard < timeout:
+                continue
+            log.error(
+                "the engine of %r made no progress for %.0f s with %d requests waiting; killing it",
+                self.name, timeout, waiting,
+            )  # fmt: skip
+            await asyncio.to_thread(process.kill)  # its reader then hands over GONE: see _lost
+
+    def _notify(self, *, up: bool) -> None:
+        for listener in self._listeners:
+            try:
+                listener(up)
+            except Exception:
+                log.exception("an engine state listener failed")
+
+    def _spawn_task(self, coroutine: Coroutine[Any, Any, None]) -> None:
+        assert self._loop is not None
+        task = self._loop.create_task(coroutine)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
 
 
-class _Mailbox:
-    """One request's output not yet taken: updates merge as they arrive, so a reader takes all of it at once.
-
-    A reader that fell behind thus gets one message per turn of its loop, not
-    one per hand-over (vLLM's RequestOutputCollector does the same), and memory
-    stays at one Update per request however far behind it is.
-    """
-
-    def __init__(self) -> None:
-        self._update: Update | None = None
-        self._error: EngineError | None = None
-        self._ready = asyncio.Event()
-
-    def put(self, item: Update | EngineError) -> None:
-        """Hand over output, or the error that ends the request."""
-        if isinstance(item, EngineError):
-            self._error = item
-        elif self._update is None:
-            self._update = item
-        else:
-            self._update.absorb(item)
-        self._ready.set()
-
-    async def get(self) -> Update:
-        """Everything that arrived since the last call (waits for something); output first, then the error."""
-        while self._update is None and self._error is None:
-            self._ready.clear()
-            await self._ready.wait()
-        update, self._update = self._update, None
-        if update is not None:
-            return update
-        assert self._error is not None
-        raise self._error
-
-
-def _start_worker(spec: WorkerSpec) -> tuple[subprocess.Popen[bytes], Connection]:
-    """Start the engine process, hand it its spec, return it and our end of the pipe."""
-    ours, theirs = socket.socketpair()
-    # The engine process must import this very package, wherever it came from.
-    package_root = str(Path(__file__).resolve().parents[2])
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([package_root, os.environ.get("PYTHONPATH", "")])}
-    process = subprocess.Popen(
-        [sys.executable, "-m", "service.engine", str(theirs.fileno())],
-        pass_fds=[theirs.fileno()],
-        stdin=subprocess.DEVNULL,
-        env=env,
-    )
-    theirs.close()
-    connection = Connection(ours.detach())
-    connection.send(spec)
-    return process, connection
-
-
-def _default_config(model_dir: Path, tokenizer: ov_genai.Tokenizer) -> ov_genai.GenerationConfig:
-    """The model's generation_config.json, as the pipeline reads it."""
-    path = model_dir / "generation_config.json"
-    config = ov_genai.GenerationConfig(str(path)) if path.is_file() else ov_genai.GenerationConfig()
-    if config.eos_token_id == -1:
-        config.set_eos_token_id(tokenizer.get_eos_token_id())
-    return config
+def _vocab_size(model_dir: Path, tokenizer: ov_genai.Tokenizer) -> int:
+    """Token ids the model knows: config.json's vocab_size, else the tokenizer's vocabulary."""
+    config = json.loads((model_dir / "config.json").read_text())
+    if isinstance(config.get("vocab_size"), int):
+        return int(config["vocab_size"])
+    return len(tokenizer.get_vocab())
 
 
 def _max_model_len(model_dir: Path) -> int:

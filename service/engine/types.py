@@ -56,6 +56,14 @@ class EngineError(RuntimeError):
     """The engine failed the request (not the client's fault)."""
 
 
+class EngineRejected(EngineError):
+    """The engine cannot run the request's settings (a combination the API's rules did not foresee)."""
+
+
+class EngineUnavailable(EngineError):
+    """The engine's process is not running (stopped, or died); retrying later may succeed."""
+
+
 class EngineOverloaded(EngineError):
     """The engine had no room for the request (its KV cache is full); retrying later may succeed."""
 
@@ -68,6 +76,7 @@ class EngineStats:
     engine_requests: int  # requests the pipeline reports (trails by one step)
     unfinished: bool  # the pipeline's has_non_finished_requests()
     cache_usage: float  # KV cache in use, percent
+    kv_cache_bytes: int = 0  # KV cache allocated so far (the pipeline grows it as it is used, up to its size)
 
     @property
     def idle(self) -> bool:

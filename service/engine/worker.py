@@ -6,11 +6,7 @@ every step (p99 loop lateness 2-15 ms at 8-32 streams); in its own process the
 loop stayed under 1.3 ms and throughput at 32 streams was higher, for the price
 of one pickled message per hand-over (see EngineCore).
 
-Protocol (tuples over a multiprocessing Connection):
-  server -> engine: ("submit", Submission) | ("cancel", request_id) | ("stats", token) | ("stop",)
-  engine -> server: ("ready", None) | ("failed", message) once at start, then
-                    ("outcomes", [(request_id, Update | EngineError), ...]) at each flush (see EngineCore),
-                    ("stats", token, EngineStats)
+Messages: see messages.py (one record type each).
 """
 
 from __future__ import annotations
@@ -19,10 +15,23 @@ import contextlib
 import logging
 import signal
 import sys
+import time
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
 
+from service.engine.core import EngineCore, Submission
+from service.engine.messages import (
+    HEARTBEAT_S,
+    Alive,
+    Cancel,
+    LoadFailed,
+    Outcomes,
+    QueryStats,
+    Ready,
+    StatsReport,
+    Stop,
+)
 from service.engine.types import EngineError
 
 
@@ -53,18 +62,17 @@ def main() -> None:
     try:
         core = _load(spec)
     except Exception as error:
-        connection.send(("failed", f"{type(error).__name__}: {error}"))
+        connection.send(LoadFailed(f"{type(error).__name__}: {error}"))
         return
-    connection.send(("ready", None))
+    connection.send(Ready())
     with contextlib.suppress(EOFError, BrokenPipeError):  # the server is gone: nothing left to serve
         _serve(connection, core)
 
 
-def _load(spec: WorkerSpec):
+def _load(spec: WorkerSpec) -> EngineCore:
     import openvino_genai as ov_genai
 
     from service.engine.codec import TokenCodec
-    from service.engine.core import EngineCore
 
     scheduler = ov_genai.SchedulerConfig()
     for name, value in spec.scheduler.items():
@@ -92,26 +100,31 @@ def _load(spec: WorkerSpec):
     )
 
 
-def _serve(connection: Connection, core) -> None:
+def _serve(connection: Connection, core: EngineCore) -> None:
+    said = time.monotonic()  # when the server last heard from us
     while True:
         # Drain every waiting command without blocking while requests run;
         # block on the pipe (no spinning) when there is nothing to step.
         timeout: float | None = 0.0 if core.busy else None
         while connection.poll(timeout):
-            command, *args = connection.recv()
-            if command == "submit":
-                failed = core.add(args[0])
-                if failed:
-                    connection.send(("outcomes", failed))
-            elif command == "cancel":
-                core.cancel(args[0])
-            elif command == "stats":
-                connection.send(("stats", args[0], core.stats()))
-            elif command == "stop":
-                connection.send(("outcomes", core.fail_all(EngineError("the engine is shutting down"))))
-                return
+            match connection.recv():
+                case Submission() as submission:
+                    failed = core.add(submission)
+                    if failed:
+                        connection.send(Outcomes(failed))
+                case Cancel(request_id):
+                    core.cancel(request_id)
+                case QueryStats(token):
+                    connection.send(StatsReport(token, core.stats()))
+                case Stop():
+                    connection.send(Outcomes(core.fail_all(EngineError("the engine is shutting down"))))
+                    return
             timeout = 0.0
         if core.busy:
             outcomes = core.step()
             if outcomes:
-                connection.send(("outcomes", outcomes))
+                connection.send(Outcomes(outcomes))
+                said = time.monotonic()
+            elif time.monotonic() - said >= HEARTBEAT_S:
+                connection.send(Alive())
+                said = time.monotonic()

@@ -26,7 +26,7 @@ from typing import Any, TypeVar
 from clients.v1 import response_events_pb2, response_object_pb2, response_pb2
 
 #: Bumped whenever the tables change; a file written by a newer ovserve is refused rather than misread.
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: responses.owner
 
 #: How long a statement waits for another process's write lock before giving up.
 BUSY_TIMEOUT_SECONDS = 5.0
@@ -38,7 +38,8 @@ CREATE TABLE IF NOT EXISTS responses (
     status INTEGER NOT NULL,       -- Response.status, for unfinished() after a restart
     response BLOB NOT NULL,        -- response_object_pb2.Response
     request BLOB NOT NULL,         -- response_pb2.CreateResponseRequest
-    conversation TEXT NOT NULL     -- JSON list of chat-template messages, this response's output included
+    conversation TEXT NOT NULL,    -- JSON list of chat-template messages, this response's output included
+    owner TEXT NOT NULL DEFAULT '' -- the tenant that created it (service/tenancy.py), '' without API keys
 );
 CREATE INDEX IF NOT EXISTS responses_by_created_at ON responses (created_at);
 CREATE INDEX IF NOT EXISTS responses_unfinished ON responses (status) WHERE status IN (1, 2);
@@ -83,6 +84,8 @@ class StoredResponse:
     #: The resolved chat history including this response's output, as JSON-serialisable chat-template dicts,
     #: so a follow-up with previous_response_id rebuilds the history in one read.
     conversation: list[dict[str, Any]]
+    #: The tenant that created it (service/tenancy.py): only it finds the response again.
+    owner: str = ""
 
 
 class ResponseStore:
@@ -123,6 +126,8 @@ class ResponseStore:
                 for statement in _SCHEMA.split(";"):
                     if statement.strip():
                         conn.execute(statement)
+                if version == 1:  # written before responses had owners: they belong to the keyless tenant
+                    conn.execute("ALTER TABLE responses ADD COLUMN owner TEXT NOT NULL DEFAULT ''")
                 conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
         except BaseException:
             conn.close()
@@ -147,6 +152,7 @@ class ResponseStore:
             stored.response.SerializeToString(),
             stored.request.SerializeToString(),
             json.dumps(stored.conversation, ensure_ascii=False),
+            stored.owner,
         )
         items = [(response_id, i, item.id, item.SerializeToString()) for i, item in enumerate(stored.input_items)]
 
@@ -154,10 +160,10 @@ class ResponseStore:
             with _transaction(conn):
                 # An upsert, not INSERT OR REPLACE: the row is updated in place, nothing else is touched.
                 conn.execute(
-                    "INSERT INTO responses (id, created_at, status, response, request, conversation)"
-                    " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET created_at = excluded.created_at,"
+                    "INSERT INTO responses (id, created_at, status, response, request, conversation, owner)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET created_at = excluded.created_at,"
                     " status = excluded.status, response = excluded.response, request = excluded.request,"
-                    " conversation = excluded.conversation",
+                    " conversation = excluded.conversation, owner = excluded.owner",
                     row,
                 )
                 conn.execute("DELETE FROM input_items WHERE response_id = ?", (response_id,))
@@ -174,13 +180,15 @@ class ResponseStore:
 
         await self._run(work)
 
-    async def get(self, response_id: str) -> StoredResponse | None:
-        """The stored response, or None if there is none with this id."""
+    async def get(self, response_id: str, owner: str | None = None) -> StoredResponse | None:
+        """The stored response, or None if there is none with this id (of this ``owner``, unless None)."""
 
         def work(conn: sqlite3.Connection) -> StoredResponse | None:
             with _transaction(conn, write=False):  # one snapshot for both reads
                 found = conn.execute(
-                    "SELECT response, request, conversation FROM responses WHERE id = ?", (response_id,)
+                    "SELECT response, request, conversation, owner FROM responses WHERE id = ?"
+                    " AND (? IS NULL OR owner = ?)",
+                    (response_id, owner, owner),
                 ).fetchone()
                 if found is None:
                     return None
@@ -192,15 +200,18 @@ class ResponseStore:
                 request=response_pb2.CreateResponseRequest.FromString(found[1]),
                 input_items=[response_object_pb2.InputItem.FromString(blob) for (blob,) in items],
                 conversation=json.loads(found[2]),
+                owner=found[3],
             )
 
         return await self._run(work)
 
-    async def delete(self, response_id: str) -> bool:
-        """Delete a response with its input items and events; False if there was none."""
+    async def delete(self, response_id: str, owner: str | None = None) -> bool:
+        """Delete a response with its input items and events; False if there was none (of this ``owner``)."""
 
         def work(conn: sqlite3.Connection) -> bool:
             with _transaction(conn):
+                if not _owned(conn, response_id, owner):
+                    return False
                 conn.execute("DELETE FROM events WHERE response_id = ?", (response_id,))
                 conn.execute("DELETE FROM input_items WHERE response_id = ?", (response_id,))
                 return conn.execute("DELETE FROM responses WHERE id = ?", (response_id,)).rowcount > 0
@@ -208,9 +219,17 @@ class ResponseStore:
         return await self._run(work)
 
     async def input_items(
-        self, response_id: str, *, after: str | None = None, limit: int = 20, order: str = "desc"
+        self,
+        response_id: str,
+        *,
+        after: str | None = None,
+        limit: int = 20,
+        order: str = "desc",
+        owner: str | None = None,
     ) -> tuple[list[response_object_pb2.InputItem], bool] | None:
         """One page of a response's input items and whether more follow; None if the response is unknown.
+
+        With ``owner``, a response of another tenant is unknown too.
 
         ``order`` is "asc" (input order) or "desc" (newest first); ``after`` is the id of the last item of the
         previous page (exclusive). An ``after`` that names no item of this response raises KeyError.
@@ -228,7 +247,7 @@ class ResponseStore:
 
         def work(conn: sqlite3.Connection) -> tuple[list[response_object_pb2.InputItem], bool] | None:
             with _transaction(conn, write=False):
-                if conn.execute("SELECT 1 FROM responses WHERE id = ?", (response_id,)).fetchone() is None:
+                if not _owned(conn, response_id, owner):
                     return None
                 if after is None:
                     start = -1 if order == "asc" else 2**62
@@ -304,6 +323,14 @@ class ResponseStore:
         self._closed = True
         self._executor.submit(self._conn.close).result()
         self._executor.shutdown(wait=True)
+
+
+def _owned(conn: sqlite3.Connection, response_id: str, owner: str | None) -> bool:
+    """Whether the response exists (and belongs to ``owner``, unless None)."""
+    found = conn.execute(
+        "SELECT 1 FROM responses WHERE id = ? AND (? IS NULL OR owner = ?)", (response_id, owner, owner)
+    ).fetchone()
+    return found is not None
 
 
 def _enable_wal(conn: sqlite3.Connection) -> None:

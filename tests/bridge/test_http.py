@@ -123,6 +123,9 @@ def test_health_is_503_when_the_backend_is_unreachable(bridge: RunningBridge) ->
 
 DEEP = {"chat_template_kwargs": json.loads('{"a":' * 70 + "1" + "}" * 70)}
 JSON = {"Content-Type": "application/json"}
+# 1.2 MB of tool parameters: refused by the service's schema size limit (service.api.grammar_limits).
+HUGE_TOOL = {"type": "function", "function": {"name": "huge", "parameters": {"type": "object", "properties": {
+    f"p{i}": {"type": "string", "description": "x" * 200} for i in range(5000)}}}}  # fmt: skip
 
 # (id, method, path, body, extra headers, status, param, code)
 BAD_INPUTS: list[tuple[str, str, str, Any, dict[str, str], int, str | None, str | None]] = [
@@ -168,6 +171,11 @@ BAD_INPUTS: list[tuple[str, str, str, Any, dict[str, str], int, str | None, str 
     ("model-missing", "POST", CHAT, {"messages": HI}, {}, 400, "model", None),
     ("model-unknown", "POST", CHAT, chat_body(model="gpt-4"), {}, 404, "model", "model_not_found"),
     ("stop-empty-string-in-list", "POST", CHAT, chat_body(stop=["ok", ""]), {}, 400, "stop", None),
+    ("tool-schema-1mb", "POST", CHAT, chat_body(tools=[HUGE_TOOL], tool_choice="required"), {}, 400,
+     "tools[0].function.parameters", None),
+    ("schema-too-many-properties", "POST", CHAT, chat_body(response_format={"type": "json_schema", "json_schema": {
+        "name": "x", "schema": {"type": "object", "properties": {f"p{i}": {} for i in range(5000)}}}}), {}, 400,
+     "response_format.json_schema.schema.properties", None),
     ("image-part-text-model", "POST", CHAT,
      chat_body(messages=[{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "data:,"}}]}]),
      {}, 400, "messages[0].content", None),

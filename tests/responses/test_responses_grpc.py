@@ -317,7 +317,11 @@ def test_engine_failure_mid_stream_ends_with_response_failed() -> None:
         assert kinds[-1] == "failed" and kinds.count("failed") == 1
         failed = rest[-1].failed.response
         assert failed.status == STATUS.RESPONSE_STATUS_FAILED and failed.error.code == "server_error"
-        assert [e.WhichOneof("event") for e in after] == ["created", "in_progress", "failed"]
-        assert "not running" in after[-1].failed.response.error.message
+        # (The engine is being replaced meanwhile; a request that lands after it is back runs normally.)
+        if after[-1].WhichOneof("event") == "failed":
+            assert [e.WhichOneof("event") for e in after] == ["created", "in_progress", "failed"]
+            assert "restarting" in after[-1].failed.response.error.message
+        else:
+            assert after[-1].WhichOneof("event") == "completed"
     finally:
         running.stop()

@@ -116,6 +116,39 @@ def test_shutdown_lets_in_flight_streams_finish_and_refuses_new_calls() -> None:
         running.stop()
 
 
+def test_an_open_health_watch_does_not_hold_the_exit() -> None:
+    """With no API call running, stopping takes moments even with a long grace and a watcher connected."""
+    import threading
+    import time
+
+    from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+    running = start_server(TINY, grace_seconds=30.0)
+    try:
+        with grpc.insecure_channel(running.target) as channel:
+            watch = health_pb2_grpc.HealthStub(channel).Watch(health_pb2.HealthCheckRequest(service=""))
+            assert next(watch).status == health_pb2.HealthCheckResponse.SERVING
+            seen: list[int] = []
+            reader = threading.Thread(target=lambda: seen.extend(m.status for m in _until_error(watch)))
+            reader.start()
+            started = time.monotonic()
+            running.run(running.server.stop())
+            took = time.monotonic() - started
+            reader.join(timeout=10)
+        assert took < running.server.config.grace_seconds / 3, took  # not held for the grace period
+        assert seen and seen[0] == health_pb2.HealthCheckResponse.NOT_SERVING  # the watcher was told
+        assert not reader.is_alive()  # and its stream ended
+    finally:
+        running.stop()
+
+
+def _until_error(stream):  # type: ignore[no-untyped-def]
+    try:
+        yield from stream
+    except grpc.RpcError:
+        return
+
+
 def test_each_call_is_logged_with_its_request_id(chat, caplog) -> None:
     caplog.handler.addFilter(RequestIdFilter())
     with caplog.at_level(logging.INFO, logger="ovserve.access"):
@@ -169,24 +202,47 @@ def test_request_id_comes_back_in_the_initial_metadata(chat) -> None:
 
 @pytest.mark.parametrize(
     ("error", "code"),
-    [("overloaded", grpc.StatusCode.RESOURCE_EXHAUSTED), ("failed", grpc.StatusCode.INTERNAL)],
+    [
+        ("overloaded", grpc.StatusCode.RESOURCE_EXHAUSTED),
+        ("failed", grpc.StatusCode.INTERNAL),
+        ("rejected", grpc.StatusCode.INVALID_ARGUMENT),
+        ("unavailable", grpc.StatusCode.UNAVAILABLE),
+    ],
 )
 def test_engine_errors_map_to_their_status(error, code) -> None:
     """A request the engine had no KV cache room for is RESOURCE_EXHAUSTED (retry later), not INTERNAL."""
     import asyncio
 
-    from service.engine import EngineError, EngineOverloaded
+    from service.api.runs import service_error
+    from service.engine import EngineError, EngineOverloaded, EngineRejected, EngineUnavailable
     from service.servicers import _abort
 
     class Context:
         code = None
 
-        async def abort(self, status: grpc.StatusCode, message: str) -> None:
-            self.code = status
+        async def abort_with_status(self, status: grpc.Status) -> None:
+            self.code = status.code
             raise grpc.aio.AbortError
 
     context = Context()
-    engine_error = EngineOverloaded("full") if error == "overloaded" else EngineError("broken")
+    kinds = {"overloaded": EngineOverloaded, "failed": EngineError, "rejected": EngineRejected}
+    engine_error = kinds.get(error, EngineUnavailable)("broken")
     with pytest.raises(grpc.aio.AbortError):
-        asyncio.run(_abort(context, engine_error))  # type: ignore[arg-type]
+        asyncio.run(_abort(context, service_error(engine_error)))  # type: ignore[arg-type]
     assert context.code == code
+
+
+def test_a_taken_port_is_an_error_not_a_shared_port() -> None:
+    """grpc.aio would bind a taken port with SO_REUSEPORT and share its traffic; ovserve refuses to start."""
+    import asyncio
+
+    from service.config import ServeConfig
+    from service.server import Server
+
+    running = start_server(TINY)
+    try:
+        second = Server(ServeConfig(host="127.0.0.1", port=running.server.port, models=TINY))
+        with pytest.raises(RuntimeError, match="bind"):
+            asyncio.run(second.start())
+    finally:
+        running.stop()

@@ -19,6 +19,7 @@ import pytest
 from clients.v1 import chat_pb2
 from service.api.json_grammar import GrammarBuilder, SchemaError, python_literal
 from service.api.structured import MAX_PARALLEL_CALLS, structured_output_config
+from service.engine.generation_config import structured_output_config as engine_form
 from service.errors import FieldViolation
 from service.models import BUNDLED_MODEL, BUNDLED_MODELS_DIR
 from service.parsing import REASONING_PARSERS, TOOL_PARSERS, OutputFormat, ParsedTurn
@@ -77,7 +78,7 @@ def forced_config(
         request, violations, tools=tools, thinking=thinking, markup=fmt.call_markup, think=fmt.think_markup
     )
     assert config is not None and not violations, violations
-    return config
+    return engine_form(config)
 
 
 def generate(config: ov_genai.StructuredOutputConfig, seed: int, thinking: bool = False) -> str:

@@ -112,13 +112,14 @@ def test_stop_string_cuts_the_output(chat, pipeline) -> None:
         chat_request(temperature=0, max_tokens=48, stop=word, include_stop_str_in_output=True)
     )
     assert cut.choices[0].finish_reason == common_pb2.FINISH_REASON_STOP
-    assert word not in cut.choices[0].message.content
-    # The engine cuts on token boundaries, so "kept" ends within a token of the stop string.
-    assert word in kept.choices[0].message.content
-    assert full.startswith(kept.choices[0].message.content)
-    assert len(cut.choices[0].message.content) < len(kept.choices[0].message.content)
-    streamed = list(chat.StreamChatCompletion(chat_request(True, temperature=0, max_tokens=48, stop=word)))
-    assert joined(streamed) == kept.choices[0].message.content  # streaming keeps the stop string
+    # Cut exactly at the first stop string (not on a token boundary), which "kept" ends with.
+    assert cut.choices[0].message.content == full[: full.index(word)]
+    assert kept.choices[0].message.content == full[: full.index(word)] + word
+    for include in (False, True):  # streamed text is the unary text: nothing of the stop string leaks
+        streamed = chat.StreamChatCompletion(
+            chat_request(True, temperature=0, max_tokens=48, stop=word, include_stop_str_in_output=include)
+        )
+        assert joined(list(streamed)) == (kept if include else cut).choices[0].message.content
 
 
 def test_same_seed_same_output(chat) -> None:

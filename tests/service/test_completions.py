@@ -114,3 +114,24 @@ def test_stop_string(completions, direct) -> None:
     assert stop not in response.choices[0].text
     assert full.startswith(response.choices[0].text)
     assert response.choices[0].finish_reason == common_pb2.FINISH_REASON_STOP
+
+
+@pytest.mark.parametrize("stops", [["."], [".", "!"], [",", "a ", "."], ["e"]])
+@pytest.mark.parametrize("include", [False, True])
+def test_stop_strings_cut_at_the_first_one_unary_and_streamed_alike(
+    completions, direct, stops: list[str], include: bool
+) -> None:
+    """One choice always (even when the very first token holds the stop string), cut exactly at the stop."""
+    expected = direct_greedy(direct, PROMPT, 40)
+    first = min((expected.find(stop), -len(stop), stop) for stop in stops if stop in expected)
+    position, stop = first[0], first[2]
+    cut = expected[:position] + (stop if include else "")
+    fields = {"max_tokens": 40, "stop_sequences": stops, "include_stop_str_in_output": include}
+    unary = completions.CreateCompletion(completion_request(**fields))
+    streamed = list(completions.StreamCompletion(completion_request(True, **fields)))
+    assert [choice.text for choice in unary.choices] == [cut]
+    assert unary.choices[0].finish_reason == common_pb2.FINISH_REASON_STOP
+    assert texts(streamed) == {0: cut}
+    assert [c.finish_reason for chunk in streamed for c in chunk.choices if c.finish_reason] == [
+        common_pb2.FINISH_REASON_STOP
+    ]

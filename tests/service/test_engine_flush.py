@@ -9,7 +9,8 @@ import pytest
 
 from service.engine import EngineSettings, Update
 from service.engine.codec import TokenCodec
-from service.engine.core import EngineCore, Submission, wire_config
+from service.engine.core import EngineCore, Submission
+from service.engine.sampling import SamplingParams
 
 MAX_TOKENS = 24
 
@@ -39,8 +40,8 @@ def _core(pipeline_factory, tiny_chat_dir: Path, interval: float, clock: FakeClo
 def _submit(core: EngineCore, request_id: int, tiny_chat_dir: Path, prompt: str = "Tell me about Paris") -> None:
     tokenizer = ov_genai.Tokenizer(str(tiny_chat_dir))
     ids = [int(t) for t in tokenizer.encode(prompt, add_special_tokens=False).input_ids.data[0]]
-    config = ov_genai.GenerationConfig(max_new_tokens=MAX_TOKENS, ignore_eos=True, do_sample=False)
-    assert core.add(Submission(request_id, ids, wire_config(config))) == []
+    params = SamplingParams(max_new_tokens=MAX_TOKENS, ignore_eos=True, do_sample=False)
+    assert core.add(Submission(request_id, ids, params)) == []
 
 
 def _run(core: EngineCore, clock: FakeClock, tick: float) -> list[list[tuple[int, Update]]]:

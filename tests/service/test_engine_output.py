@@ -13,7 +13,7 @@ import pytest
 from service.engine import EngineError, FinishReason, SequenceDelta, Update
 from service.engine.codec import TokenCodec
 from service.engine.detokenizer import Pending, SequenceText, detokenize_step
-from service.engine.engine import _Mailbox
+from service.engine.generation import Mailbox as _Mailbox
 
 TEXTS = [
     "The capital of France is Paris.",

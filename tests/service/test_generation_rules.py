@@ -1,4 +1,8 @@
-"""build_generation_config without a server: request fields -> GenerationConfig, and the violations it names."""
+"""build_sampling_params without a server: request fields -> SamplingParams, and the violations it names.
+
+The assertions read the GenerationConfig the engine builds from those parameters
+(service.engine.generation_config), so they check the whole way to the engine.
+"""
 
 from __future__ import annotations
 
@@ -14,11 +18,12 @@ from service.api.generation import (
     MAX_STOP_STRINGS,
     RULES,
     Budget,
-    GenerationDefaults,
-    ModelLimits,
-    build_generation_config,
+    build_sampling_params,
 )
+from service.engine import SamplingParams
+from service.engine.generation_config import config_attribute, generation_config
 from service.errors import MAX_VIOLATIONS_IN_MESSAGE, InvalidArgument
+from service.models import ModelLimits
 from tests.rpc import parse
 
 ENGINE_DEFAULT = ov_genai.GenerationConfig()  # the binding's own defaults (top_k = SIZE_MAX means all tokens)
@@ -46,15 +51,16 @@ def build(
     logprobs: int = 0,
     request_class: type = chat_pb2.CreateChatCompletionRequest,
 ) -> ov_genai.GenerationConfig:
-    """The GenerationConfig for an OpenAI-style body (sampling fields only)."""
-    return build_generation_config(
+    """The engine's GenerationConfig for an OpenAI-style body (sampling fields only)."""
+    params = build_sampling_params(
         parse(request_class, body),
-        defaults=GenerationDefaults(defaults or {}),
+        defaults=SamplingParams(**(defaults or {})),
         limits=limits,
         budget=Budget("max_tokens", max_tokens, prompt_tokens, "messages"),
         streaming=streaming,
         logprobs=logprobs,
     )
+    return generation_config(params)
 
 
 def refused(body: dict[str, Any], **kwargs: Any) -> InvalidArgument:
@@ -213,17 +219,13 @@ def test_stop_strings(body: dict[str, Any], expected: set[str]) -> None:
         ({}, False, False),
         ({"include_stop_str_in_output": True}, False, True),
         ({"include_stop_str_in_output": False}, False, False),
-        ({}, True, True),  # forced when streaming: streamed text cannot be taken back
+        ({}, True, False),  # streaming too: the engine holds back what may start a stop string
         ({"include_stop_str_in_output": True}, True, True),
+        ({"include_stop_str_in_output": False}, True, False),
     ],
 )
 def test_include_stop_str_in_output(body: dict[str, Any], streaming: bool, included: bool) -> None:
     assert build({"stop": "x", **body}, streaming=streaming).include_stop_str_in_output is included
-
-
-def test_include_stop_str_false_when_streaming_is_refused() -> None:
-    error = refused({"include_stop_str_in_output": False}, streaming=True)
-    assert fields(error) == ["include_stop_str_in_output"]
 
 
 @pytest.mark.parametrize("logprobs", [0, 1])
@@ -258,8 +260,8 @@ def test_max_new_tokens(defaults: dict[str, Any], max_tokens: int | None, prompt
 def test_max_tokens_out_of_range_names_the_budget_field(max_tokens: int, prompt_tokens: int) -> None:
     request = parse(chat_pb2.CreateChatCompletionRequest, {})
     with pytest.raises(InvalidArgument) as caught:
-        build_generation_config(
-            request, defaults=GenerationDefaults({}), limits=PLAIN, streaming=False,
+        build_sampling_params(
+            request, defaults=SamplingParams(), limits=PLAIN, streaming=False,
             budget=Budget("max_completion_tokens", max_tokens, prompt_tokens, "messages"),
         )  # fmt: skip
     assert fields(caught.value) == ["max_completion_tokens"]
@@ -271,8 +273,8 @@ def test_max_tokens_out_of_range_names_the_budget_field(max_tokens: int, prompt_
 def test_prompt_that_fills_the_model_names_the_prompt_field(prompt_tokens: int, max_tokens: int | None) -> None:
     request = parse(completion_pb2.CreateCompletionRequest, {})
     with pytest.raises(InvalidArgument) as caught:
-        build_generation_config(
-            request, defaults=GenerationDefaults({}), limits=PLAIN, streaming=False,
+        build_sampling_params(
+            request, defaults=SamplingParams(), limits=PLAIN, streaming=False,
             budget=Budget("max_tokens", max_tokens, prompt_tokens, "prompts[3]"),
         )  # fmt: skip
     assert fields(caught.value) == ["prompts[3]"]
@@ -391,7 +393,7 @@ def test_rule_edges_outside(field: str, value: Any) -> None:
 )
 def test_rule_edges_inside(field: str, value: Any) -> None:
     config = build({field: value}, limits=_limits_for(field))
-    target = next(rule.target for rule in RULES if rule.field == field)
+    target = config_attribute(next(rule.target for rule in RULES if rule.field == field))
     if field == "top_k" and value == -1:
         assert config.top_k == ENGINE_DEFAULT.top_k
     elif isinstance(value, float):
@@ -561,3 +563,17 @@ def test_greedy_n_and_beam_search_on_a_model_with_a_draft_name_the_field(body: d
     assert fields(error) == [field]
     if field == "best_of":
         assert "model 'm' runs speculative decoding, which has no beam search" in error.message
+
+
+@pytest.mark.parametrize(
+    ("stop", "field"), [({"stop": "."}, "stop"), ({"stop_sequences": [".", "!"]}, "stop_sequences")]
+)
+@pytest.mark.parametrize("request_class", REQUEST_CLASSES, ids=lambda cls: cls.__name__)
+def test_beam_search_with_stop_strings_is_refused_naming_the_stop_field(
+    stop: dict[str, Any], field: str, request_class: type
+) -> None:
+    """The engine's beam search fails its whole step (every request in the batch) on a stop string."""
+    error = refused({"best_of": 3, **stop}, request_class=request_class)
+    assert fields(error) == [field]
+    assert "beam search" in error.message
+    assert build(stop, request_class=request_class).stop_strings  # without best_of the stop is kept

@@ -1,13 +1,15 @@
 """JSON Schema -> compact EBNF: each keyword, refusals naming the keyword, and the grammars on tiny-chat.
 
 The grammars are compiled and sampled by the engine's own grammar compiler (the bundled model through
-``service.api.structured.grammar_error`` and a plain LLMPipeline); every sample must parse, validate
+the served model's grammar checker, service.engine.grammar, and a plain LLMPipeline); every sample must parse, validate
 and hold no whitespace other than one space after ':' or ','.
 """
 
 from __future__ import annotations
 
+import asyncio
 import functools
+import itertools
 import json
 import re
 from typing import Any
@@ -16,9 +18,26 @@ import jsonschema
 import openvino_genai as ov_genai
 import pytest
 
-from service.api.json_grammar import MAX_INTEGER, SchemaError, integer_range, pattern_expression, schema_grammar
-from service.api.structured import grammar_error
+from service.api.grammar_limits import (
+    MAX_ALTERNATIVES,
+    MAX_OBJECT_PROPERTIES,
+    MAX_PATTERN_LENGTH,
+    MAX_REPEAT,
+    MAX_SCHEMA_BYTES,
+    MAX_SCHEMA_DEPTH,
+)
+from service.api.json_grammar import (
+    MAX_INTEGER,
+    SchemaError,
+    check_size,
+    integer_range,
+    pattern_expression,
+    schema_grammar,
+)
+from service.engine import OutputConstraint
+from service.engine.grammar import GrammarChecker
 from service.models import BUNDLED_MODEL, BUNDLED_MODELS_DIR
+from tests.service.ebnf import to_regex
 
 SCHEMAS: dict[str, Any] = {
     "any": {},
@@ -119,6 +138,16 @@ REFUSED = [
 
 
 @functools.cache
+def checker() -> GrammarChecker:
+    return GrammarChecker(BUNDLED_MODELS_DIR / BUNDLED_MODEL, timeout=60)
+
+
+def grammar_error(kind: str, value: str) -> str | None:
+    """What the engine's grammar checker says of a constraint (None: it compiles)."""
+    return asyncio.run(checker().check(OutputConstraint(kind, value, "schema")))
+
+
+@functools.cache
 def pipeline() -> ov_genai.LLMPipeline:
     return ov_genai.LLMPipeline(str(BUNDLED_MODELS_DIR / BUNDLED_MODEL), "CPU")
 
@@ -190,3 +219,115 @@ def test_pattern_classes_leave_out_what_json_escapes() -> None:
     assert pattern_expression("^x$") == '"x"'
     with pytest.raises(SchemaError):
         pattern_expression('["\\\\]')
+
+
+# ---- size: linear in the schema, and bounded ----
+
+
+def optional_strings(n: int) -> dict[str, Any]:
+    return {"type": "object", "properties": {f"p{i}": {"type": "string"} for i in range(n)}}
+
+
+def nested(n: int, wrap: Any) -> Any:
+    schema: Any = {"type": "integer"}
+    for _ in range(n):
+        schema = wrap(schema)
+    return schema
+
+
+GROWTH = {  # shapes that grew quadratically or exponentially before, by size parameter n
+    "optional-properties": optional_strings,
+    "required-after-optional": lambda n: {**optional_strings(n), "required": [f"p{n - 1}"]},
+    "nested-objects": lambda n: nested(n, lambda s: {"type": "object", "properties": {"a": s, "b": {}}}),
+    "nested-anyof": lambda n: nested(n, lambda s: {"anyOf": [s, {"type": "null"}, {"type": "string"}]}),
+    "nested-arrays": lambda n: nested(n, lambda s: {"type": "array", "items": s, "maxItems": 3}),
+    "nested-maps": lambda n: nested(n, lambda s: {"type": "object", "additionalProperties": s}),
+    "ref-spellings": lambda n: {
+        "type": "array",
+        "prefixItems": [{"$ref": "#/$defs/big" + "/" * i} for i in range(n)],
+        "$defs": {"big": optional_strings(n)},
+    },
+}
+
+
+@pytest.mark.parametrize("shape", GROWTH)
+def test_grammar_grows_linearly(shape: str) -> None:
+    build = GROWTH[shape]
+    small, large = len(schema_grammar(build(5))), len(schema_grammar(build(10)))
+    assert large < 2.2 * small, (small, large)
+
+
+def test_1000_optional_properties_stay_small() -> None:
+    assert len(schema_grammar(optional_strings(1000))) < 120_000  # was 11 MB
+
+
+def test_optional_members_accept_exactly_ordered_subsets_with_the_required_ones() -> None:
+    names = ["a", "b", "c", "d", "e"]
+    for required in ([], ["c"], ["a"], ["e"], ["b", "d"], names):
+        schema = {"type": "object", "properties": {n: {"type": "null"} for n in names}, "required": required}
+        grammar = schema_grammar(schema)
+        regex = re.compile(to_regex(grammar))
+        for size in range(len(names) + 1):
+            for keys in itertools.permutations(names, size):
+                text = json.dumps(dict.fromkeys(keys), separators=(", ", ": "))
+                valid = list(keys) == sorted(keys) and set(required) <= set(keys)
+                assert bool(regex.fullmatch(text)) == valid, (required, text)
+        assert grammar_error("grammar", grammar) is None
+
+
+LIMITED = [  # (schema, the path refused): one case per limit
+    ({"type": "object", "properties": {"d": {"description": "x" * MAX_SCHEMA_BYTES}}}, ()),
+    (nested(MAX_SCHEMA_DEPTH, lambda s: {"type": "array", "items": s}), ("items",) * MAX_SCHEMA_DEPTH),
+    (optional_strings(MAX_OBJECT_PROPERTIES + 1), ("properties",)),
+    (
+        {"type": "array", "prefixItems": [optional_strings(MAX_OBJECT_PROPERTIES)] * 3},
+        ("prefixItems", 2, "properties"),
+    ),
+    ({"enum": list(range(MAX_ALTERNATIVES + 1))}, ("enum",)),
+    ({"anyOf": [{"const": i} for i in range(MAX_ALTERNATIVES + 1)]}, ("anyOf",)),
+    ({"type": "string", "maxLength": MAX_REPEAT + 1}, ("maxLength",)),
+    ({"type": "array", "minItems": MAX_REPEAT + 1}, ("minItems",)),
+    ({"type": "string", "pattern": "a" * (MAX_PATTERN_LENGTH + 1)}, ("pattern",)),
+    ({"type": "string", "pattern": "(a{100}){100}"}, ("pattern",)),
+    # Wide integer ranges: 76 characters of schema, 1,687 of grammar each (linear, with a large factor).
+    (
+        {
+            "type": "array",
+            "prefixItems": [{"type": "integer", "minimum": -123456789012345, "maximum": 987654321098765}] * 200,
+        },
+        (),
+    ),
+]
+
+
+@pytest.mark.parametrize(("schema", "path"), LIMITED, ids=[str(path[:3]) for _, path in LIMITED])
+def test_limits_are_refused_naming_where(schema: Any, path: tuple[Any, ...]) -> None:
+    with pytest.raises(SchemaError) as raised:
+        schema_grammar(schema)
+    assert raised.value.path == path, raised.value.message
+    assert "at most" in raised.value.message
+
+
+def test_limits_are_inclusive() -> None:
+    """At each limit, still accepted (and the deepest schema does not overflow Python's recursion)."""
+    schema_grammar(nested(MAX_SCHEMA_DEPTH - 1, lambda s: {"type": "array", "items": s}))
+    schema_grammar(optional_strings(MAX_OBJECT_PROPERTIES))
+    schema_grammar({"enum": list(range(MAX_ALTERNATIVES))})
+    schema_grammar({"type": "string", "maxLength": MAX_REPEAT, "minLength": MAX_REPEAT})
+    schema_grammar({"type": "string", "pattern": "a" * MAX_PATTERN_LENGTH})
+
+
+def test_a_megabyte_schema_is_refused_before_it_is_read_through() -> None:
+    """The size walk stops at the limit: its position in a huge list shows it did not read on."""
+    visited: list[int] = []
+
+    class Counting(dict):  # a property schema that records when the walk reads it
+        def items(self):  # type: ignore[override]
+            visited.append(1)
+            return super().items()
+
+    properties = {f"p{i}": Counting(type="string", description="x" * 200) for i in range(5000)}
+    with pytest.raises(SchemaError) as raised:
+        check_size({"type": "object", "properties": properties})
+    assert raised.value.path == ()
+    assert len(visited) < 5000 * MAX_SCHEMA_BYTES // (1 << 20)  # about the first MAX_SCHEMA_BYTES of ~1.2 MB

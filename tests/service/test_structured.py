@@ -15,6 +15,16 @@ import jsonschema
 import pytest
 
 from clients.v1 import chat_pb2, completion_pb2, response_pb2, response_pb2_grpc
+from service.api.grammar_limits import (
+    MAX_ALTERNATIVES,
+    MAX_CHOICE_BYTES,
+    MAX_OBJECT_PROPERTIES,
+    MAX_PATTERN_LENGTH,
+    MAX_REPEAT,
+    MAX_SCHEMA_BYTES,
+    MAX_SCHEMA_DEPTH,
+    MAX_STRUCTURES,
+)
 from tests.rpc import failure, parse
 
 MAX_TOKENS = 400  # room for the JSON to close: the grammars allow no padding, so it always does
@@ -151,6 +161,15 @@ TOOLS: list[dict[str, Any]] = [
     },
 ]
 PARAMETERS = {tool["function"]["name"]: tool["function"]["parameters"] for tool in TOOLS}
+# 1.2 MB of tool parameters (5,000 described properties), as an outside check sent: refused by size.
+HUGE_PARAMETERS = {
+    "type": "object",
+    "properties": {f"p{i}": {"type": "string", "description": "x" * 200} for i in range(5000)},
+}
+HUGE_TOOL = {"type": "function", "function": {"name": "huge", "parameters": HUGE_PARAMETERS}}
+DEEP: dict[str, Any] = {}  # arrays of arrays, one level past MAX_SCHEMA_DEPTH
+for _ in range(MAX_SCHEMA_DEPTH):
+    DEEP = {"type": "array", "items": DEEP}
 
 
 @pytest.fixture
@@ -315,6 +334,26 @@ BAD_CHAT = [
     ({"tools": TOOLS, "tool_choice": "required", "response_format": {"type": "json_object"}}, "tool_choice"),
     ({"tools": [{"type": "function", "function": {"name": "f", "parameters": {"type": "objekt"}}}],
       "tool_choice": "required"}, "tools[0].function.parameters.type"),
+    # Past a limit (service.api.grammar_limits): refused naming the field, before any grammar is built.
+    ({"tools": [HUGE_TOOL], "tool_choice": "required"}, "tools[0].function.parameters"),
+    ({"tools": [*TOOLS, HUGE_TOOL], "named_tool_choice": {"type": "function", "function": {"name": "huge"}}},
+     "tools[3].function.parameters"),
+    ({"response_format": json_schema_format("x", {"type": "object", "description": "x" * MAX_SCHEMA_BYTES})},
+     "response_format.json_schema.schema"),
+    ({"response_format": json_schema_format("x", {"type": "object", "properties": {
+        f"p{i}": {"type": "boolean"} for i in range(MAX_OBJECT_PROPERTIES + 1)}})},
+     "response_format.json_schema.schema.properties"),
+    ({"guided_json": {"enum": list(range(MAX_ALTERNATIVES + 1))}}, "guided_json.enum"),
+    ({"guided_json": {"type": "string", "maxLength": MAX_REPEAT + 1}}, "guided_json.maxLength"),
+    ({"guided_json": {"type": "object", "properties": {"a": {"type": "string", "pattern": "a" * 2000}}}},
+     "guided_json.properties.a.pattern"),
+    ({"guided_json": DEEP}, "guided_json" + ".items" * MAX_SCHEMA_DEPTH),
+    ({"guided_regex": "a" * (MAX_PATTERN_LENGTH + 1)}, "guided_regex"),
+    ({"guided_choice": [f"choice {i}" for i in range(MAX_ALTERNATIVES + 1)]}, "guided_choice"),
+    ({"guided_choice": ["x" * (MAX_CHOICE_BYTES // 2), "y" * (MAX_CHOICE_BYTES // 2 + 1)]}, "guided_choice"),
+    ({"response_format": {"type": "structural_tag", "triggers": ["<a>"],
+      "structures": [{"begin": "<a>", "schema": {"type": "object"}, "end": "</a>"}] * (MAX_STRUCTURES + 1)}},
+     "response_format.structures"),
 ]  # fmt: skip
 
 
@@ -325,6 +364,28 @@ def test_invalid_constraints_are_refused_naming_the_field(chat, body: dict[str, 
     result = failure(raised.value)
     assert result.code == grpc.StatusCode.INVALID_ARGUMENT
     assert result.fields == [field], result.message
+
+
+def test_limits_on_responses(responses) -> None:
+    huge = {"format": {"type": "json_schema", "name": "x", "schema": HUGE_PARAMETERS}}
+    with pytest.raises(grpc.RpcError) as raised:
+        responses.CreateResponse(response_request(text=huge))
+    result = failure(raised.value)
+    assert (result.code, result.fields) == (grpc.StatusCode.INVALID_ARGUMENT, ["text.format.schema"])
+    assert f"at most {MAX_SCHEMA_BYTES} bytes" in result.message
+    tool = {"type": "function", "name": "huge", "parameters": HUGE_PARAMETERS}
+    with pytest.raises(grpc.RpcError) as raised:
+        responses.CreateResponse(response_request(tools=[tool], tool_choice="required"))
+    assert failure(raised.value).fields == ["tools[0].parameters"]
+
+
+def test_1000_optional_properties_complete_with_valid_json(chat) -> None:
+    """Within MAX_OBJECT_PROPERTIES: the linear grammar (114 KB) compiles, and the engine writes valid JSON."""
+    schema = {"type": "object", "properties": {f"field_{i}": {"type": "boolean"} for i in range(1000)}}
+    request = chat_request(response_format=json_schema_format("wide", schema), temperature=0, max_tokens=1000)
+    choice = chat.CreateChatCompletion(request).choices[0]
+    jsonschema.validate(json.loads(choice.message.content), schema)
+    assert choice.finish_reason == 1  # stop: the object closed
 
 
 def test_invalid_constraints_on_completions_and_responses(completions, responses) -> None:

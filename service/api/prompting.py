@@ -1,0 +1,126 @@
+"""What chat completions and the Responses API share on the way to the engine: the chat template's prompt.
+
+Both end in the model's chat template: tools in the template's form, a template
+context (``chat_template_kwargs``, with the reasoning effort as ``enable_thinking``),
+the conversation rendered and tokenised. They also share the option sets both
+accept and the logprobs rules. Each API keeps only how its request names things.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable
+from typing import Any
+
+from google.protobuf import json_format
+
+from service.api.common import canonical
+from service.errors import FieldViolation, InvalidArgument, quote
+from service.models import ServedModel
+
+REASONING_EFFORTS = {"none", "minimal", "low", "medium", "high"}
+TOOL_CHOICES = {"none", "auto", "required"}  # "required" and a named tool: constrained decoding (structured.py)
+FUNCTION_KEYS = ("name", "description", "parameters")  # a flat (Responses) function tool's own keys
+# Prompts up to this many characters are rendered and tokenised on the event loop (well under a
+# millisecond); larger ones in a worker thread, so other streams keep their pace.
+INLINE_PROMPT_CHARS = 16_384
+
+
+def unsupported(field: str, value: str, allowed: Iterable[str]) -> FieldViolation:
+    """The violation for a value outside an option's set, listing the set."""
+    return FieldViolation(field, f"{quote(value)} is not supported; use one of {sorted(allowed)}")
+
+
+def template_tool(definition: dict[str, Any]) -> dict[str, Any]:
+    """A function tool as the chat template wants it: ``{"type": "function", "function": {...}}``.
+
+    ``definition`` is chat's nested form (``function`` holds the definition) or
+    the Responses API's flat one (name, description and parameters beside ``type``).
+    """
+    function = definition.get("function") or {key: definition[key] for key in FUNCTION_KEYS if key in definition}
+    return {"type": "function", "function": function}
+
+
+def template_context(request: Any, violations: list[FieldViolation], *, effort: str | None) -> dict[str, Any]:
+    """``chat_template_kwargs``, with ``enable_thinking`` set from the reasoning ``effort`` (None: not asked).
+
+    An explicit ``chat_template_kwargs.enable_thinking`` wins over the effort.
+    """
+    context = (
+        json_object(request.chat_template_kwargs, "chat_template_kwargs", violations)
+        if request.HasField("chat_template_kwargs")
+        else {}
+    )
+    if effort is not None:
+        context.setdefault("enable_thinking", effort != "none")
+    return context
+
+
+async def render_prompt(
+    model: ServedModel,
+    history: list[dict[str, Any]],
+    tools: list[dict[str, Any]],
+    context: dict[str, Any],
+    *,
+    field: str,
+) -> list[int]:
+    """Token ids of the conversation rendered by the model's chat template, ready for the assistant's turn.
+
+    A conversation surely longer than the model allows is refused before any work (``check_length``);
+    a large one is rendered and tokenised in a worker thread, off the event loop.
+    """
+    text = sum(len(message["content"]) for message in history if isinstance(message.get("content"), str))
+    check_length(model, text, field)
+    if text <= INLINE_PROMPT_CHARS:
+        return _render(model, history, tools, context, field)
+    return await asyncio.to_thread(_render, model, history, tools, context, field)
+
+
+def _render(
+    model: ServedModel, history: list[dict[str, Any]], tools: list[dict[str, Any]], context: dict[str, Any], field: str
+) -> list[int]:
+    try:
+        prompt = model.engine.render_chat(history, tools, context)
+    except Exception as error:  # the template itself refused (minja raises RuntimeError)
+        raise InvalidArgument.of(field, f"the chat template could not render the conversation: {error}") from error
+    return model.engine.encode(prompt, add_special_tokens=False)
+
+
+def check_length(model: ServedModel, characters: int, field: str) -> None:
+    """Refuse a prompt of this many characters if it must be longer than the model allows.
+
+    A lower bound from the length alone (see Engine.min_tokens): a megabyte of text is refused in
+    microseconds, not after seconds of templating and tokenising.
+    """
+    at_least = model.engine.min_tokens(characters)
+    if at_least > model.limits.max_model_len:
+        raise InvalidArgument.of(
+            field,
+            f"the prompt is at least {at_least} tokens; model {model.name!r} allows "
+            f"{model.limits.max_model_len} tokens in all, prompt and output",
+        )
+
+
+def json_object(message: Any, where: str, violations: list[FieldViolation]) -> dict[str, Any]:
+    """A message holding google.protobuf.Struct values as plain JSON, keys in canonical order.
+
+    NaN and Infinity are not JSON: they are a violation at ``where``.
+    """
+    try:
+        return canonical(json_format.MessageToDict(message, preserving_proto_field_name=True))
+    except (ValueError, json_format.Error) as error:  # nested Structs raise json_format's own error
+        violations.append(FieldViolation(where, f"must be valid JSON: {error}"))
+        return {}
+
+
+def logprob_violations(request: Any) -> list[FieldViolation]:
+    """The logprobs / top_logprobs rules (chat and Responses share them)."""
+    if not request.HasField("top_logprobs"):
+        return []
+    if not request.logprobs:
+        return [FieldViolation("top_logprobs", "requires logprobs to be true")]
+    if request.top_logprobs != 0:
+        return [
+            FieldViolation("top_logprobs", "only 0 is supported: the engine scores the chosen token, not alternatives")
+        ]
+    return []

@@ -1,0 +1,108 @@
+"""EngineProcess: the engine's child process, the pipe to it, and the thread that reads it.
+
+Started with subprocess (not multiprocessing's spawn, which would re-run the
+parent's ``__main__``) as ``python -m service.engine FD``; the first message on
+the pipe is its WorkerSpec, the first answer Ready or LoadFailed (see worker.py
+and messages.py).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from multiprocessing.connection import Connection
+from pathlib import Path
+
+from service.engine.messages import LoadFailed, Ready, Stop
+from service.engine.types import EngineError
+from service.engine.worker import WorkerSpec
+
+GONE = object()  # what the reader hands over when the pipe closes: the process ended
+
+
+class EngineProcess:
+    """A loaded engine process; ``start_reading`` hands its messages to an event loop, in batches."""
+
+    def __init__(self, spec: WorkerSpec, name: str) -> None:
+        """Start the process and wait (blocking) until its pipeline is compiled; EngineError if it fails."""
+        self.name = name
+        ours, theirs = socket.socketpair()
+        # The engine process must import this very package, wherever it came from.
+        package_root = str(Path(__file__).resolve().parents[2])
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join([package_root, os.environ.get("PYTHONPATH", "")])}
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "service.engine", str(theirs.fileno())],
+            pass_fds=[theirs.fileno()],
+            stdin=subprocess.DEVNULL,
+            env=env,
+        )
+        theirs.close()
+        self._connection = Connection(ours.detach())
+        self._send_lock = threading.Lock()
+        self.last_heard = time.monotonic()  # when it last said anything (the supervisor's watchdog reads it)
+        try:
+            self._connection.send(spec)
+            answer = self._connection.recv()  # blocks until the pipeline is compiled
+        except (EOFError, OSError) as error:
+            answer = LoadFailed(f"the engine process ended while loading ({error or type(error).__name__})")
+        if not isinstance(answer, Ready):
+            self.kill()
+            detail = answer.message if isinstance(answer, LoadFailed) else repr(answer)
+            raise EngineError(f"model {name!r} failed to load: {detail}")
+
+    @property
+    def pid(self) -> int:
+        """The process id."""
+        return self.process.pid
+
+    def start_reading(self, loop: asyncio.AbstractEventLoop, dispatch: Callable[[list[object]], None]) -> None:
+        """Hand every message to ``dispatch`` on ``loop``, all that are waiting in one call; GONE last."""
+        threading.Thread(
+            target=self._read, args=(loop, dispatch), name=f"engine-reader-{self.name}", daemon=True
+        ).start()
+
+    def send(self, message: object) -> None:
+        """Send a message (thread-safe); OSError if the process is gone."""
+        with self._send_lock:
+            self._connection.send(message)
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Ask the process to fail what runs and end; kill it if it does not within ``timeout`` s."""
+        with contextlib.suppress(BrokenPipeError, OSError):
+            self.send(Stop())
+        try:
+            self.process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.kill()
+        self._connection.close()
+
+    def kill(self) -> None:
+        """End the process at once (its reader then hands over GONE)."""
+        self.process.kill()
+        self.process.wait()
+
+    def _read(self, loop: asyncio.AbstractEventLoop, dispatch: Callable[[list[object]], None]) -> None:
+        # One wake-up of the loop per batch rather than per engine step: when the
+        # loop is busy, the steps it missed arrive together and merge per request.
+        gone = False
+        while not gone:
+            batch: list[object] = []
+            try:
+                batch.append(self._connection.recv())
+                while self._connection.poll(0):
+                    batch.append(self._connection.recv())
+            except (EOFError, OSError):
+                batch.append(GONE)
+                gone = True
+            self.last_heard = time.monotonic()
+            try:
+                loop.call_soon_threadsafe(dispatch, batch)
+            except RuntimeError:  # the event loop is closed
+                return

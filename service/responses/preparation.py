@@ -1,0 +1,212 @@
+"""A Responses request -> a Prepared response: validated, its history resolved, rendered to fit, ready to run.
+
+The history is the stored conversation of ``previous_response_id`` followed by
+this turn's input; ``instructions`` are never stored with it (each request sends
+its own). With ``truncation: "auto"`` the oldest turns are dropped until the
+prompt leaves room for the output.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from clients.v1 import response_object_pb2 as objects_pb2
+from clients.v1 import response_pb2
+from service.api.common import new_id, now, streaming_violations
+from service.api.generation import Budget, build_sampling_params, generation_violations
+from service.api.prompting import (
+    REASONING_EFFORTS,
+    TOOL_CHOICES,
+    json_object,
+    logprob_violations,
+    render_prompt,
+    template_context,
+    template_tool,
+    unsupported,
+)
+from service.api.runs import Run
+from service.api.structured import check_compiles, structured_output_config
+from service.errors import FieldViolation, InvalidArgument, NotFound, quote
+from service.models import ModelRegistry, ServedModel
+from service.responses.conversation import input_turn
+from service.responses.store import ResponseStore
+from service.tenancy import tenant
+
+Request = response_pb2.CreateResponseRequest | response_pb2.StreamResponseRequest
+TRUNCATIONS = {"disabled", "auto"}
+REASONING_SUMMARIES = {"auto", "concise", "detailed"}
+INCLUDABLE = {"message.output_text.logprobs", "reasoning.encrypted_content", "message.input_image.image_url"}
+# Response fields that echo the request field of the same name (the contract keeps them alike).
+ECHOED = [
+    f.name
+    for f in objects_pb2.Response.DESCRIPTOR.fields
+    if f.name in response_pb2.CreateResponseRequest.DESCRIPTOR.fields_by_name and f.name != "model"
+]
+
+
+@dataclass
+class Prepared:
+    """A validated Responses request, rendered and ready for the engine."""
+
+    model: ServedModel
+    run: Run
+    skip_special_tokens: bool
+    response: objects_pb2.Response  # the Response as it starts (echoed fields set)
+    request: response_pb2.CreateResponseRequest
+    items: list[objects_pb2.InputItem]
+    history: list[dict[str, Any]]  # the conversation before this response's output, without instructions
+    store: bool
+    background: bool
+    owner: str = ""  # the tenant it is stored for (service/tenancy.py)
+
+
+async def prepare(models: ModelRegistry, store: ResponseStore, request: Request, *, streaming: bool) -> Prepared:
+    """Validate ``request`` (INVALID_ARGUMENT / NOT_FOUND naming the field), resolve its history, build its run."""
+    violations = streaming_violations(request, streaming=streaming, rpc="StreamResponse")
+    model = models.get(request.model)
+    turn = input_turn(request, text_only_model=model.name, violations=violations)
+    violations += _option_violations(request)
+    tools = [_tool(tool, f"tools[{i}]", violations) for i, tool in enumerate(request.tools)]
+    effort = request.reasoning.effort if request.reasoning.HasField("effort") else None
+    context = template_context(request, violations, effort=effort)
+    output = model.output_format
+    constraint = structured_output_config(
+        request, violations, tools=tools, thinking=bool(context.get("enable_thinking")),
+        markup=output.call_markup, think=output.think_markup,
+        named_field="tool_choice", parameters_field="tools[{}].parameters",
+    )  # fmt: skip
+    violations += logprob_violations(request)
+    keep = not request.HasField("store") or request.store
+    background = request.HasField("background") and request.background
+    if background and not keep:
+        violations.append(FieldViolation("background", "a background response must be stored (store: true)"))
+    previous: list[dict[str, Any]] = []
+    if request.HasField("previous_response_id"):
+        stored = await store.get(request.previous_response_id, owner=tenant.get())
+        if stored is None:
+            message = f"no stored response {quote(request.previous_response_id)}"
+            raise NotFound(message, param="previous_response_id")
+        previous = stored.conversation
+    if violations:  # report the sampling fields' problems too, in the same error
+        violations += generation_violations(request, limits=model.limits, streaming=streaming)
+    InvalidArgument.check(violations)
+    await check_compiles(model, constraint)
+
+    instructions = [{"role": "system", "content": request.instructions}] if request.instructions else []
+    history = previous + turn.messages
+    limit = request.max_output_tokens if request.HasField("max_output_tokens") else None
+    history, prompt_ids = await _fit(model, instructions, history, tools, context, request, limit)
+    params = build_sampling_params(
+        request,
+        defaults=model.defaults,
+        limits=model.limits,
+        budget=Budget("max_output_tokens", limit, len(prompt_ids), "input"),
+        streaming=streaming,
+        logprobs=1 if request.logprobs else 0,
+        constraint=constraint,
+    )
+    canonical = response_pb2.CreateResponseRequest()
+    canonical.ParseFromString(request.SerializeToString())  # the twins are wire-identical
+    return Prepared(
+        model=model,
+        run=Run(prompt_ids, params, first_choice=0),
+        skip_special_tokens=not request.HasField("skip_special_tokens") or request.skip_special_tokens,
+        response=_new_response(canonical, model.name, keep, background),
+        request=canonical,
+        items=turn.items,
+        history=history,
+        store=keep,
+        background=background,
+        owner=tenant.get(),
+    )
+
+
+def _option_violations(request: Request) -> list[FieldViolation]:
+    """The Responses-only options: truncation, text.format, reasoning, tool_choice, include, n."""
+    violations = []
+    checks: list[tuple[bool, str, str, set[str]]] = [
+        (request.HasField("truncation"), "truncation", request.truncation, TRUNCATIONS),
+        (request.reasoning.HasField("effort"), "reasoning.effort", request.reasoning.effort, REASONING_EFFORTS),
+        (request.reasoning.HasField("summary"), "reasoning.summary", request.reasoning.summary, REASONING_SUMMARIES),
+        (request.HasField("tool_choice"), "tool_choice", request.tool_choice, TOOL_CHOICES),
+    ]
+    for present, name, value, allowed in checks:
+        if present and value not in allowed:
+            violations.append(unsupported(name, value, allowed))
+    for index, value in enumerate(request.include):
+        if value not in INCLUDABLE:
+            violations.append(FieldViolation(f"include[{index}]", f"unknown value {quote(value)}"))
+    if request.HasField("n") and request.n != 1:
+        violations.append(FieldViolation("n", "a response has one output; use chat completions for several choices"))
+    return violations
+
+
+def _tool(tool: objects_pb2.ResponseTool, where: str, violations: list[FieldViolation]) -> dict[str, Any]:
+    """A flat Responses function tool as the chat template wants it."""
+    if tool.type != "function":
+        violations.append(FieldViolation(f"{where}.type", f"unknown tool type {quote(tool.type)}; expected function"))
+    name = tool.name or tool.function.name
+    if not name:
+        violations.append(FieldViolation(f"{where}.name", "required"))
+    return template_tool(json_object(tool, where, violations))
+
+
+async def _fit(
+    model: ServedModel,
+    instructions: list[dict[str, Any]],
+    history: list[dict[str, Any]],
+    tools: list[dict[str, Any]],
+    context: dict[str, Any],
+    request: Request,
+    max_output_tokens: int | None,
+) -> tuple[list[dict[str, Any]], list[int]]:
+    """Render the conversation; with truncation "auto", drop the oldest turns until it fits beside the output."""
+    room = max_output_tokens or 1
+    while True:
+        truncate = request.truncation == "auto" and len(history) > 1
+        try:
+            prompt_ids = await render_prompt(model, instructions + history, tools, context, field="input")
+        except InvalidArgument:
+            if not truncate:  # too long before rendering, or the template refused it
+                raise
+            prompt_ids = None
+        if prompt_ids is not None and (len(prompt_ids) + room <= model.limits.max_model_len or not truncate):
+            return history, prompt_ids
+        history = _without_oldest_turn(history)
+
+
+def _without_oldest_turn(history: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """History less its first message and what answers it (tool results must not lose their call)."""
+    rest = history[1:]
+    while len(rest) > 1 and rest[0]["role"] in ("tool", "assistant"):
+        rest = rest[1:]
+    return rest
+
+
+def _new_response(
+    request: response_pb2.CreateResponseRequest, model: str, store: bool, background: bool
+) -> objects_pb2.Response:
+    response = objects_pb2.Response(
+        id=new_id("resp_"), object="response", created_at=now(), model=model,
+        status=objects_pb2.RESPONSE_STATUS_IN_PROGRESS,
+    )  # fmt: skip
+    for name in ECHOED:
+        source, target = getattr(request, name), getattr(response, name)
+        descriptor = request.DESCRIPTOR.fields_by_name[name]
+        if descriptor.message_type is not None and descriptor.message_type.GetOptions().map_entry:
+            target.update(source)
+        elif descriptor.is_repeated:
+            target.extend(source)
+        elif descriptor.message_type is not None:
+            if request.HasField(name):
+                target.CopyFrom(source)
+        elif not descriptor.has_presence or request.HasField(name):
+            setattr(response, name, source)
+    # Echo the values in force, not only those sent (as OpenAI does).
+    response.store, response.background = store, background
+    for name, default in (("temperature", 1.0), ("top_p", 1.0), ("truncation", "disabled")):
+        if not request.HasField(name):
+            setattr(response, name, default)
+    response.parallel_tool_calls = not request.HasField("parallel_tool_calls") or request.parallel_tool_calls
+    return response

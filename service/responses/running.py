@@ -1,0 +1,109 @@
+"""Running a Prepared response: the engine's output becomes its events; the stored copy is written at the end.
+
+One async generator (``generate``) produces a response's events from start to
+end; a unary call keeps only the final Response, a streaming call forwards
+every event, and a background run (background.py) logs them. An engine failure
+still ends the stream properly, with ``response.failed``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import AsyncGenerator
+from typing import Any
+
+from clients.v1 import response_object_pb2 as objects_pb2
+from service.api.chat_output import output_parser, reasoning_tokens
+from service.api.runs import RunStream
+from service.engine import FinishReason
+from service.errors import ServiceError
+from service.responses.events import Event, ResponseEvents
+from service.responses.preparation import Prepared
+from service.responses.store import ResponseStore, StoredResponse
+
+log = logging.getLogger(__name__)
+
+
+async def generate(
+    prep: Prepared, events: ResponseEvents, store: ResponseStore, *, queued: bool = False
+) -> AsyncGenerator[Event, None]:
+    """The response's events from start to end (``queued``: its created event went out already)."""
+    output_tokens, finish, started = 0, None, False
+    parser = output_parser(prep.model, prep.run.prompt_ids, prep.request, raw=not prep.skip_special_tokens)
+    runs: RunStream | None = None
+    try:
+        # Submitted before the first events go out, so the engine starts meanwhile.
+        runs = RunStream(prep.model, [prep.run], skip_special_tokens=prep.skip_special_tokens)
+        for event in events.start(announce_created=not queued):
+            yield event
+        started = True
+        async for _, update in runs:
+            for delta in update.sequences:
+                output_tokens += len(delta.token_ids)
+                finish = delta.finish_reason or finish
+                output = events.text(delta.text) if parser is None else events.apply(parser.feed(delta.text))
+                for event in output:
+                    yield event
+        for event in events.apply(parser.finish()) if parser is not None else []:
+            yield event
+    except (ServiceError, RuntimeError) as error:  # the engine failed: the stream still closes properly
+        log.error("response %s failed: %s", events.response.id, error)
+        opening = [] if started else events.start(announce_created=not queued)
+        for event in opening + events.fail("server_error", str(error)):
+            yield event
+    else:
+        usage = objects_pb2.ResponseUsage(
+            input_tokens=len(prep.run.prompt_ids),
+            output_tokens=output_tokens,
+            total_tokens=len(prep.run.prompt_ids) + output_tokens,
+        )
+        reasoning = reasoning_tokens(prep.model, [parser])
+        usage.output_tokens_details.reasoning_tokens = min(reasoning, output_tokens)
+        for event in events.finish(truncated=finish == FinishReason.LENGTH, usage=usage):
+            yield event
+    finally:
+        if runs is not None:
+            runs.close()
+    if prep.store:
+        await store.put(stored_response(prep, events.response))
+
+
+def stored_response(prep: Prepared, response: objects_pb2.Response) -> StoredResponse:
+    """What the store keeps of a response: it, its request and input items, and the conversation it ends."""
+    reply = "".join(
+        part.output_text.text for item in response.output if item.HasField("message") for part in item.message.content
+    )
+    assistant: dict[str, Any] = {"role": "assistant", "content": reply}
+    # Calls and reasoning stay in the conversation, so function_call_output items of the next turn have their call.
+    calls = [item.function_call for item in response.output if item.HasField("function_call")]
+    if calls:
+        assistant["tool_calls"] = [
+            {"id": c.call_id, "type": "function", "function": {"name": c.name, "arguments": _arguments(c.arguments)}}
+            for c in calls
+        ]
+    reasoning = "".join(
+        part.text for item in response.output if item.HasField("reasoning") for part in item.reasoning.summary
+    )
+    if reasoning:
+        assistant["reasoning_content"] = reasoning
+    conversation = [*prep.history, assistant]
+    return StoredResponse(
+        response=copy_response(response),
+        request=prep.request,
+        input_items=prep.items,
+        conversation=conversation,
+        owner=prep.owner,
+    )
+
+
+def _arguments(text: str) -> Any:
+    """A call's arguments as the chat template renders them: an object (the parser made them valid JSON)."""
+    return json.loads(text or "{}")
+
+
+def copy_response(response: objects_pb2.Response) -> objects_pb2.Response:
+    """A snapshot of ``response`` (a running response goes on changing its own)."""
+    copy = objects_pb2.Response()
+    copy.CopyFrom(response)
+    return copy
