@@ -63,7 +63,10 @@ async def prepare(models: ModelRegistry, request: Request, *, streaming: bool) -
     tools = _tools(request, violations)
     context = _template_context(request, violations)
     thinking = bool(context.get("enable_thinking"))
-    constraint = await output_constraint(request, violations, tools=tools, thinking=thinking)
+    output = model.output_format
+    constraint = await output_constraint(
+        request, violations, tools=tools, thinking=thinking, markup=output.call_markup, think=output.think_markup
+    )
     violations += logprob_violations(request)
     if violations:  # report the sampling fields' problems too, in the same error
         violations += generation_violations(request, limits=model.limits, streaming=streaming)

@@ -41,6 +41,9 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from keyword import iskeyword
 from typing import Any
 
 from service.api.grammar_limits import (
@@ -81,12 +84,13 @@ TYPE_KEYWORDS = {
 GENERAL_KEYWORDS = frozenset({"type", "enum", "const", "anyOf", "oneOf", "allOf", "$ref", "nullable"})
 KNOWN = ANNOTATIONS | GENERAL_KEYWORDS | frozenset().union(*TYPE_KEYWORDS.values())
 
+UNICODE_ESCAPE = '"u" ([0-9a-cA-CefEF] hex{3} | [dD] [0-7] hex{2})'
 # The shared rules, written once per grammar when used. Strings exclude control characters and
 # lone surrogate escapes (a \\uD800 would count as one character here and none in Python).
 BASE_RULES = {
     "sep": '" "?',
     "char": r'[^"\\\x00-\x1f] | "\\" escape',
-    "escape": r'["\\/bfnrt] | "u" ([0-9a-cA-CefEF] hex{3} | [dD] [0-7] hex{2})',
+    "escape": r'["\\/bfnrt] | ' + UNICODE_ESCAPE,
     "hex": "[0-9a-fA-F]",
     "string": r'"\"" char* "\""',
     "integer": f'"-"? ("0" | [1-9] [0-9]{{0,{MAX_DIGITS - 1}}})',
@@ -134,9 +138,53 @@ def literal(text: str) -> str:
     return json.dumps(text, ensure_ascii=False)
 
 
+def json_text(value: Any) -> str:
+    """The compact JSON text of ``value``."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
 def json_literal(value: Any) -> str:
     """An EBNF literal for the compact JSON text of ``value``."""
-    return literal(json.dumps(value, ensure_ascii=False, separators=(",", ":")))
+    return literal(json_text(value))
+
+
+def python_literal(value: Any) -> str:
+    """The compact Python literal of a JSON value (``True``, ``None``, ``{"a":[1]}``), as ast.literal_eval reads it."""
+    if value is None or isinstance(value, bool):
+        return repr(value)
+    if isinstance(value, dict):
+        return "{" + ",".join(f"{python_literal(key)}:{python_literal(item)}" for key, item in value.items()) + "}"
+    if isinstance(value, list):
+        return "[" + ",".join(python_literal(item) for item in value) + "]"
+    return json.dumps(value, ensure_ascii=False)  # strings and numbers: JSON's spelling is Python's
+
+
+@dataclass(frozen=True)
+class Dialect:
+    """How a grammar writes values: booleans and null, string escapes, constants, and the root object.
+
+    ``JSON`` by default; ``PYTHON`` for pythonic tool calls, whose arguments are Python keyword
+    arguments read back with ``ast.literal_eval`` (``True`` / ``False`` / ``None``, no ``\\/``
+    escape, the root object as ``city="Paris", days=3``).
+    """
+
+    true: str  # EBNF expressions
+    false: str
+    null: str
+    rules: Mapping[str, str]  # shared rules written differently from BASE_RULES
+    text: Callable[[Any], str]  # the compact text of a constant (enum, const)
+    keywords: bool = False  # the root object is written as keyword arguments, city="Paris", days=3
+
+
+JSON = Dialect('"true"', '"false"', '"null"', {}, json_text)
+PYTHON = Dialect(
+    '"True"', '"False"', '"None"',
+    # "\/" is JSON's escape of "/" but not Python's (it would read back as two characters).
+    {"escape": r'["\\bfnrt] | ' + UNICODE_ESCAPE, "scalar": 'text | number | "True" | "False" | "None"'},
+    python_literal,
+    keywords=True,
+)  # fmt: skip
+DIALECTS = {"json": JSON, "python": PYTHON}  # by the names CallMarkup.arguments uses
 
 
 def schema_grammar(schema: Any) -> str:
@@ -148,7 +196,8 @@ def schema_grammar(schema: Any) -> str:
 class GrammarBuilder:
     """Collects rules for one grammar; several schemas may share it (one per tool, say)."""
 
-    def __init__(self) -> None:
+    def __init__(self, dialect: str = "json") -> None:
+        self.dialect = DIALECTS[dialect]  # how values are written, by name (CallMarkup.arguments)
         self._rules: dict[str, str] = {}
         self._base: set[str] = set()
         self._refs: dict[tuple[int, int], str] = {}
@@ -168,7 +217,8 @@ class GrammarBuilder:
         """The grammar text, with ``root`` (an EBNF expression) as its start."""
         lines = [f"root ::= {root}"]
         lines += [f"{name} ::= {body}" for name, body in self._rules.items()]
-        lines += [f"{name} ::= {BASE_RULES[name]}" for name in BASE_RULES if name in self._base]
+        rules = {**BASE_RULES, **self.dialect.rules}
+        lines += [f"{name} ::= {rules[name]}" for name in BASE_RULES if name in self._base]
         return "\n".join(lines) + "\n"
 
     def base(self, *names: str) -> None:
@@ -210,6 +260,8 @@ class _Document:
 
     def value(self, schema: Any, path: tuple[str | int, ...]) -> str:
         """The EBNF expression for the values ``schema`` allows."""
+        if not path and self.grammar.dialect.keywords:
+            return self._keywords(schema)
         if schema is True or schema == {}:
             return self._base("value")
         if schema is False:
@@ -223,7 +275,7 @@ class _Document:
             raise SchemaError((*path, "uniqueItems"), "uniqueItems is not supported in structured outputs")
         expression = self._constrained(schema, path)
         if schema.get("nullable") is True:
-            expression = f'{expression} | "null"'
+            expression = f"{expression} | {self.grammar.dialect.null}"
         return f"({expression})"
 
     def _constrained(self, schema: dict[str, Any], path: tuple[str | int, ...]) -> str:
@@ -281,8 +333,8 @@ class _Document:
             values = [value for value in values if value is not None]
         if not values and schema.get("nullable") is not True:
             raise SchemaError((*path, "enum" if "enum" in schema else "const"), "no value satisfies the schema")
-        alternatives = dict.fromkeys(json_literal(value) for value in values)
-        return " | ".join(alternatives) if alternatives else '"null"'
+        alternatives = dict.fromkeys(literal(self.grammar.dialect.text(value)) for value in values)
+        return " | ".join(alternatives) if alternatives else self.grammar.dialect.null
 
     def _typed(self, schema: dict[str, Any], kind: Any, path: tuple[str | int, ...]) -> str:
         build = {
@@ -290,9 +342,9 @@ class _Document:
             "integer": self._integer, "number": self._number,
         }  # fmt: skip
         if kind == "boolean":
-            return '"true" | "false"'
+            return f"{self.grammar.dialect.true} | {self.grammar.dialect.false}"
         if kind == "null":
-            return '"null"'
+            return self.grammar.dialect.null
         if kind not in build:
             raise SchemaError((*path, "type"), f"unknown type {kind!r}")
         return f"({build[kind](schema, path)})"
@@ -328,6 +380,46 @@ class _Document:
     def _member(self, name: str, schema: Any, path: tuple[str | int, ...]) -> str:
         value = self.value(schema, (*path, "properties", name))
         return self.grammar.rule("member", f'{json_literal(name)} ":" sep {value}')
+
+    def _keywords(self, schema: Any) -> str:
+        """The root object as Python keyword arguments, ``city="Paris", days=3`` (pythonic tool calls).
+
+        Members follow the rules of ``_object``; names must be identifiers, since a call cannot spell
+        another. Undeclared names are free-form identifiers (a Python keyword among them does not parse,
+        and the call is then read as text).
+        """
+        allowed = ANNOTATIONS | TYPE_KEYWORDS["object"] | {"type"}
+        if not isinstance(schema, dict) or schema.get("type", "object") != "object":
+            raise SchemaError(("type",) if isinstance(schema, dict) else (), "keyword arguments need an object schema")
+        for name in schema:
+            if name not in allowed:
+                raise SchemaError((name,), f"{name} is not supported at the top of keyword arguments")
+        properties = dict(schema.get("properties", {}))
+        required = list(schema.get("required", []))
+        extra = schema.get("additionalProperties", True)
+        for name in required:
+            if name not in properties:
+                if extra is False:
+                    raise SchemaError(("required",), f"{name!r} is required but additionalProperties is false")
+                properties[name] = extra if isinstance(extra, dict) else {}
+        for name in properties:
+            if not name.isidentifier() or iskeyword(name):
+                raise SchemaError(("properties", name), f"{name!r} cannot be a Python keyword argument")
+        self.grammar.base("sep")
+        if not properties:
+            if extra is False:
+                return '""'
+            value = self.value(extra if isinstance(extra, dict) else {}, ("additionalProperties",))
+            pair = self.grammar.rule("keyword", f'[a-zA-Z_] [a-zA-Z0-9_]{{0,{FREE_KEY_LENGTH - 1}}} "=" {value}')
+            return f'({pair} ("," sep {pair}){{0,{FREE_MEMBERS - 1}}})?'
+        pairs = [
+            (
+                self.grammar.rule("keyword", f'{literal(name)} "=" {self.value(sub, ("properties", name))}'),
+                name in required,
+            )
+            for name, sub in properties.items()
+        ]
+        return _members(self.grammar, pairs)
 
     def _array(self, schema: dict[str, Any], path: tuple[str | int, ...]) -> str:
         items = schema.get("items", True)

@@ -6,8 +6,9 @@ The constraints a request may set (at most one of them):
 - ``guided_json`` / ``guided_regex`` / ``guided_choice`` (chat, completions; vLLM's names);
 - ``text.format`` (Responses): text | json_object | json_schema;
 - ``tool_choice`` "required" or a named function (chat, Responses): the model must write tool calls in
-  the Hermes/Qwen form ``<tool_call>\\n{"name": ..., "arguments": {...}}\\n</tool_call>`` with arguments
-  valid against the tool's ``parameters``.
+  the markup its tool parser reads (``service.parsing.markup``; the Hermes/Qwen form
+  ``<tool_call>\\n{"name": ..., "arguments": {...}}\\n</tool_call>`` for a model without one) with
+  arguments valid against the tool's ``parameters``.
 
 Every schema is checked against the JSON Schema meta-schema (``jsonschema``), then turned into a
 compact EBNF grammar by ``service.api.json_grammar`` (not handed to the engine as a schema: XGrammar's
@@ -48,16 +49,12 @@ from service.api.json_grammar import GrammarBuilder, SchemaError, check_size, li
 from service.engine import OutputConstraint
 from service.errors import FieldViolation, InvalidArgument, quote
 from service.models import ServedModel
+from service.parsing.markup import HERMES, THINK, CallMarkup, ThinkMarkup
 
 FORMAT_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")  # OpenAI's rule for json_schema.name
 JSON_OBJECT = schema_grammar({"type": "object"})  # json_object: any JSON object
-# The Hermes/Qwen tool-call form (what the bundled tiny-chat and Qwen models write); the opening tag
-# is the trigger, and the arguments are the tool's parameters schema.
-TOOL_CALL_BEGIN = '<tool_call>\n{{"name": {name}, "arguments": '
-TOOL_CALL_END = "}\n</tool_call>"
-TOOL_CALL_SEPARATOR = "\n"
 MAX_PARALLEL_CALLS = 8  # "required" with parallel calls: a bound, so a small model cannot call forever
-THINK_BEGIN, THINK_END = "<think>", "</think>\n\n"
+AFTER_THINK = "\n\n"  # what chat templates write between the reasoning block and the reply
 
 
 @dataclass(frozen=True)
@@ -80,6 +77,8 @@ def structured_output_config(
     *,
     tools: Sequence[dict[str, Any]] = (),
     thinking: bool = False,
+    markup: CallMarkup | None = None,
+    think: ThinkMarkup | None = None,
     named_field: str = "named_tool_choice",
     parameters_field: str = "tools[{}].function.parameters",
 ) -> OutputConstraint | None:
@@ -88,11 +87,14 @@ def structured_output_config(
     Whether the served model's grammar compiler takes it is checked later (``check_compiles``).
 
     ``tools``: the request's tools in the chat template's form ({"type": "function", "function": {...}});
-    ``thinking``: the chat template lets the model open a ``<think>`` block first (forced tool calls
-    may follow one); ``named_field`` / ``parameters_field``: how this request type names the named tool
-    choice and a tool's parameters in errors.
+    ``thinking``: the chat template lets the model open a reasoning block first (forced tool calls
+    may follow one); ``markup`` / ``think``: the served model's tool-call and reasoning markup
+    (``OutputFormat.call_markup`` / ``think_markup``; None: Hermes ``<tool_call>`` and ``<think>``);
+    ``named_field`` / ``parameters_field``: how this request type names the named tool choice and a
+    tool's parameters in errors.
     """
     before = len(violations)
+    block = (think or THINK) if thinking else None  # the reasoning block a forced call may follow
     guides = [
         guide
         for guide in (
@@ -101,7 +103,7 @@ def structured_output_config(
             _guided_json(request, violations),
             _guided_regex(request, violations),
             _guided_choice(request, violations),
-            _tool_calls(request, violations, tools, thinking, named_field, parameters_field),
+            _tool_calls(request, violations, tools, markup or HERMES, block, named_field, parameters_field),
         )
         if guide is not None
     ]
@@ -253,11 +255,15 @@ def _tool_calls(
     request: Any,
     violations: list[FieldViolation],
     tools: Sequence[dict[str, Any]],
-    thinking: bool,
+    markup: CallMarkup,
+    think: ThinkMarkup | None,
     named_field: str,
     parameters_field: str,
 ) -> Guide | None:
-    """tool_choice "required" (one call or more) or named (exactly that call), as a structural tag."""
+    """tool_choice "required" (one call or more) or named (exactly that call), in the model's markup.
+
+    ``think``: the reasoning block the model may write first, None when the template gives it none.
+    """
     required = _present(request, "tool_choice") and request.tool_choice == "required"
     named = _present(request, "named_tool_choice")
     if not (required or named):
@@ -282,11 +288,16 @@ def _tool_calls(
         violations.append(FieldViolation("tool_choice", '"required" needs at least one tool'))
         return None
     # One EBNF grammar: a call is one of the tools' begin + compact arguments + end.
-    grammar = GrammarBuilder()
+    grammar = GrammarBuilder(markup.arguments)
     calls = []
     for index, tool in indexed:
         function = tool.get("function", {})
         field = parameters_field.format(index)
+        name = function.get("name", "")
+        problem = markup.name_problem(name)
+        if problem is not None:  # the name's field sits beside the parameters' in both request types
+            violations.append(FieldViolation(field.rpartition(".")[0] + ".name", problem))
+            continue
         parameters = function.get("parameters") or {"type": "object"}
         schema = _checked_schema(parameters, field, violations)
         if schema is None:
@@ -296,22 +307,23 @@ def _tool_calls(
         except SchemaError as error:
             violations.append(FieldViolation(field + _path(error.path), error.message))
             continue
-        begin = TOOL_CALL_BEGIN.format(name=json.dumps(function.get("name", ""), ensure_ascii=False))
-        calls.append(f"{literal(begin)} {arguments} {literal(TOOL_CALL_END)}")
+        calls.append(f"{literal(markup.begin(name))} {arguments} {literal(markup.call_end)}")
     if not calls:
         return None
     call = grammar.rule("call", " | ".join(calls))
     parallel = not _present(request, "parallel_tool_calls") or request.parallel_tool_calls
-    more = f"({literal(TOOL_CALL_SEPARATOR)} {call}){{0,{MAX_PARALLEL_CALLS - 1}}}"
-    root = call if named or not parallel else f"{call} {more}"
+    more = f"({literal(markup.separator)} {call}){{0,{MAX_PARALLEL_CALLS - 1}}}"
+    listed = call if named or not parallel else f"{call} {more}"
+    opening, closing = (literal(text) if text else "" for text in (markup.opening, markup.closing))  # "[" ... "]"
+    root = f"{opening} {listed} {closing}".strip()
     field = named_field if named else "tool_choice"
-    if not thinking:
+    if think is None:
         return Guide(field, "grammar", grammar.ebnf(root))
-    # The template leaves the <think> block to the model: let it reason first (free text until the
+    # The template leaves the reasoning block to the model: let it reason first (free text until the
     # end tag is what a structural tag says simply and EBNF does not).
-    think = {"type": "tag", "begin": THINK_BEGIN, "content": {"type": "any_text"}, "end": THINK_END}
+    block = {"type": "tag", "begin": think.begin, "content": {"type": "any_text"}, "end": think.end + AFTER_THINK}
     calls_format = {"type": "grammar", "grammar": grammar.ebnf(root)}
-    body = {"type": "sequence", "elements": [think, calls_format]}
+    body = {"type": "sequence", "elements": [block, calls_format]}
     return Guide(field, "structural_tags_config", json.dumps({"type": "structural_tag", "format": body}))
 
 

@@ -3,9 +3,12 @@
 ``OutputFormat`` (per model) makes a ``TurnParser`` (per turn); fed text
 deltas, it hands back ``Piece``s (reasoning text, content text, tool call
 started / arguments / finished) and, at the end, the whole ``ParsedTurn``.
+Each format also declares its markup as data (``CallMarkup``, ``ThinkMarkup``),
+which the grammar of a forced tool call writes.
 """
 
-from service.parsing.formats import REASONING_PARSERS, TOOL_PARSERS, OutputFormat, parser_name_problem
+from service.parsing.formats import REASONING_PARSERS, TOOL_PARSERS, OutputFormat, ToolFormat, parser_name_problem
+from service.parsing.markup import CallMarkup, ThinkMarkup
 from service.parsing.pieces import (
     ContentDelta,
     ParsedCall,
@@ -21,15 +24,18 @@ from service.parsing.turn import TurnParser
 __all__ = [
     "REASONING_PARSERS",
     "TOOL_PARSERS",
+    "CallMarkup",
     "ContentDelta",
     "OutputFormat",
     "ParsedCall",
     "ParsedTurn",
     "Piece",
     "ReasoningDelta",
+    "ThinkMarkup",
     "ToolCallArguments",
     "ToolCallFinished",
     "ToolCallStarted",
+    "ToolFormat",
     "TurnParser",
     "parser_name_problem",
 ]

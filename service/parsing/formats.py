@@ -6,21 +6,35 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from service.parsing import calls
+from service.parsing.markup import HERMES, LLAMA3_JSON, MISTRAL, PYTHONIC, THINK, CallMarkup, ThinkMarkup
 from service.parsing.reasoning import ThinkSplitter
 from service.parsing.tools import TaggedCallParser, TrailingCallParser
 from service.parsing.turn import ToolParser, TurnParser
 
-# --tool-parser names (with vLLM's aliases) -> a new parser for one turn.
-TOOL_PARSERS: dict[str, Callable[[], ToolParser]] = {
-    "hermes": lambda: TaggedCallParser(calls.hermes_call),
-    "qwen": lambda: TaggedCallParser(calls.hermes_call),
-    "llama3_json": lambda: TrailingCallParser(calls.llama3_json_calls, (calls.PYTHON_TAG, "{")),
-    "pythonic": lambda: TrailingCallParser(calls.pythonic_calls, (calls.PYTHON_TAG, "[")),
-    "mistral": lambda: TrailingCallParser(calls.mistral_calls, ("[{",), (calls.MISTRAL_TAG,)),
+
+@dataclass(frozen=True)
+class ToolFormat:
+    """One tool-call format: a new parser for each turn, and the markup that parser reads."""
+
+    parser: Callable[[], ToolParser]
+    markup: CallMarkup
+
+
+_HERMES = ToolFormat(lambda: TaggedCallParser(calls.hermes_call), HERMES)
+_PYTHONIC = ToolFormat(lambda: TrailingCallParser(calls.pythonic_calls, (calls.PYTHON_TAG, "[")), PYTHONIC)
+# --tool-parser names (with vLLM's aliases) -> the format.
+TOOL_PARSERS: dict[str, ToolFormat] = {
+    "hermes": _HERMES,
+    "qwen": _HERMES,
+    "llama3_json": ToolFormat(
+        lambda: TrailingCallParser(calls.llama3_json_calls, (calls.PYTHON_TAG, "{")), LLAMA3_JSON
+    ),
+    "pythonic": _PYTHONIC,
+    "llama3_pythonic": _PYTHONIC,
+    "mistral": ToolFormat(lambda: TrailingCallParser(calls.mistral_calls, ("[{",), (calls.MISTRAL_TAG,)), MISTRAL),
 }
-TOOL_PARSERS["llama3_pythonic"] = TOOL_PARSERS["pythonic"]
-# --reasoning-parser names: every family known here writes <think>...</think>.
-REASONING_PARSERS = {"think", "qwen3", "deepseek_r1"}
+# --reasoning-parser names -> their block's delimiters: every family known here writes <think>...</think>.
+REASONING_PARSERS: dict[str, ThinkMarkup] = {"think": THINK, "qwen3": THINK, "deepseek_r1": THINK}
 NONE = "none"  # either flag: no parsing of that kind
 
 # A chat template that writes this markup -> the tool parser it needs (first match wins).
@@ -45,9 +59,19 @@ class OutputFormat:
         """The configured parsers, or those the chat template's markup calls for."""
         if tool_parser is None:
             tool_parser = next((name for markup, name in TEMPLATE_TOOL_MARKUP if markup in chat_template), None)
-        if reasoning_parser is None and "<think>" in chat_template:
+        if reasoning_parser is None and THINK.begin in chat_template:
             reasoning_parser = "think"
         return cls(None if tool_parser == NONE else tool_parser, None if reasoning_parser == NONE else reasoning_parser)
+
+    @property
+    def call_markup(self) -> CallMarkup | None:
+        """How this model writes tool calls; None when its output is not parsed for them."""
+        return None if self.tool_parser is None else TOOL_PARSERS[self.tool_parser].markup
+
+    @property
+    def think_markup(self) -> ThinkMarkup | None:
+        """The delimiters of this model's reasoning block; None when its output is not parsed for one."""
+        return None if self.reasoning_parser is None else REASONING_PARSERS[self.reasoning_parser]
 
     def parser(self, *, prompt_tail: str = "", tools: bool = True, max_calls: int | None = None) -> TurnParser:
         """A parser for one turn.
@@ -58,9 +82,10 @@ class OutputFormat:
         left as text, as vLLM does); ``max_calls``: 1 for parallel_tool_calls false.
         """
         reasoning = None
-        if self.reasoning_parser is not None:
-            reasoning = ThinkSplitter(opened=prompt_tail.rfind("<think>") > prompt_tail.rfind("</think>"))
-        tool = TOOL_PARSERS[self.tool_parser]() if tools and self.tool_parser is not None else None
+        if (think := self.think_markup) is not None:
+            opened = prompt_tail.rfind(think.begin) > prompt_tail.rfind(think.end)
+            reasoning = ThinkSplitter(opened=opened, open_tag=think.begin, close_tag=think.end)
+        tool = TOOL_PARSERS[self.tool_parser].parser() if tools and self.tool_parser is not None else None
         return TurnParser(reasoning, tool, max_calls)
 
 

@@ -70,8 +70,10 @@ async def prepare(models: ModelRegistry, store: ResponseStore, request: Request,
     tools = [_tool(tool, f"tools[{i}]", violations) for i, tool in enumerate(request.tools)]
     effort = request.reasoning.effort if request.reasoning.HasField("effort") else None
     context = template_context(request, violations, effort=effort)
+    output = model.output_format
     constraint = await output_constraint(
         request, violations, tools=tools, thinking=bool(context.get("enable_thinking")),
+        markup=output.call_markup, think=output.think_markup,
         named_field="tool_choice", parameters_field="tools[{}].parameters",
     )  # fmt: skip
     violations += logprob_violations(request)
