@@ -1,6 +1,6 @@
 """JSON Schema -> a compact XGrammar EBNF grammar (what ``StructuredOutputConfig(grammar=...)`` reads).
 
-Why not hand the schema to the engine: openvino_genai's JSON-schema grammars (XGrammar inside) allow
+Why not hand the schema to the engine: the engine's own JSON-schema grammars (XGrammar inside) allow
 any amount of whitespace between JSON tokens, with no option to limit it, and small models then pad
 with newlines until max_tokens, so the JSON never closes. The grammars built here allow one optional
 space after ``:`` and ``,`` and nowhere else: that is how models write JSON (Python's ``json.dumps``
