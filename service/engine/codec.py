@@ -7,7 +7,7 @@ an executor thread that competes with the engine's threads; ~0.13 ms alone).
 The Hugging Face ``tokenizers`` library, reading the model's tokenizer.json
 (the tokenizer that openvino-tokenizers converted), decodes a short window in
 ~1 us and encodes in the calling thread (~0.3 ms in the same spot). The two
-agree token for token (tests/service/test_engine_output.py; 3,000 random texts
+agree token for token (tests/service/engine/test_engine_output.py; 3,000 random texts
 each on Qwen2.5-, Llama-3.2-shaped and the bundled tokenizer when measured),
 except that a window of invalid UTF-8 decodes to U+FFFD where OpenVINO drops
 the bytes. A model directory without tokenizer.json uses openvino_genai.

@@ -1,6 +1,6 @@
 """Our translation of JSON Schema patterns into EBNF, checked against Python's own ``re.fullmatch``.
 
-The translated expression is turned back into a Python regex (``tests.service.ebnf``) and both run on
+The translated expression is turned back into a Python regex (``tests.service.api.ebnf``) and both run on
 every short string over an alphabet that exercises the pattern: they must agree on every string JSON
 writes unescaped, and the translation may never accept what Python rejects. What lies outside the
 documented subset is refused, saying what.
@@ -16,7 +16,7 @@ import pytest
 
 from service.api.grammar_limits import MAX_PATTERN_LENGTH, MAX_PATTERN_REPEAT
 from service.api.regex_grammar import PatternError, regex_expression
-from tests.service.ebnf import to_regex
+from tests.service.api.ebnf import to_regex
 
 # Patterns in the subset, with the alphabet their candidate strings are made of.
 TRANSLATED = [

@@ -70,7 +70,7 @@ print(json.dumps(outcomes))
 
 def test_megabyte_prompts_are_refused_at_once_and_health_keeps_answering(server, channel) -> None:
     idle = statistics.median(health_latencies(channel, until=lambda: True, least=50))
-    root = str(Path(__file__).resolve().parents[2])
+    root = str(Path(__file__).resolve().parents[3])
     started = time.monotonic()
     sender = subprocess.Popen([sys.executable, "-c", SENDER, server.target], cwd=root, stdout=subprocess.PIPE)
     during = health_latencies(channel, until=lambda: sender.poll() is not None)

@@ -37,7 +37,7 @@ from service.api.json_grammar import (
 from service.engine import OutputConstraint
 from service.engine.grammar import GrammarChecker
 from service.models import BUNDLED_MODEL, BUNDLED_MODELS_DIR
-from tests.service.ebnf import to_regex
+from tests.service.api.ebnf import to_regex
 
 SCHEMAS: dict[str, Any] = {
     "any": {},

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from service.api.common import canonical
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 # What a server process does with a request's tools and template kwargs before rendering the prompt.
 PROBE = """
