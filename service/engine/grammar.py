@@ -17,15 +17,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
-import socket
 import subprocess
-import sys
 import threading
 from collections import OrderedDict
 from multiprocessing.connection import Connection
 from pathlib import Path
 
+from service.engine.process import start_child
 from service.engine.sampling import OutputConstraint
 
 log = logging.getLogger(__name__)
@@ -107,17 +105,7 @@ class GrammarChecker:
     def _started(self) -> Connection:
         if self._connection is not None:
             return self._connection
-        ours, theirs = socket.socketpair()
-        package_root = str(Path(__file__).resolve().parents[2])  # the child imports this very package
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join([package_root, os.environ.get("PYTHONPATH", "")])}
-        self._process = subprocess.Popen(
-            [sys.executable, "-m", "service.engine.grammar_worker", str(theirs.fileno())],
-            pass_fds=[theirs.fileno()],
-            stdin=subprocess.DEVNULL,
-            env=env,
-        )
-        theirs.close()
-        connection = Connection(ours.detach())
+        self._process, connection = start_child("service.engine.grammar_worker")
         connection.send(self._model_dir)
         if not connection.poll(STARTUP_TIMEOUT):
             raise _StartupError("no answer")

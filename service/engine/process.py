@@ -27,24 +27,29 @@ from service.engine.worker import WorkerSpec
 GONE = object()  # what the reader hands over when the pipe closes: the process ended
 
 
+def start_child(module: str) -> tuple[subprocess.Popen[bytes], Connection]:
+    """Start ``python -m module FD`` with FD its end of a socketpair; the process and our end of the pipe."""
+    ours, theirs = socket.socketpair()
+    # The child must import this very package, wherever it came from.
+    package_root = str(Path(__file__).resolve().parents[2])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([package_root, os.environ.get("PYTHONPATH", "")])}
+    process = subprocess.Popen(
+        [sys.executable, "-m", module, str(theirs.fileno())],
+        pass_fds=[theirs.fileno()],
+        stdin=subprocess.DEVNULL,
+        env=env,
+    )
+    theirs.close()
+    return process, Connection(ours.detach())
+
+
 class EngineProcess:
     """A loaded engine process; ``start_reading`` hands its messages to an event loop, in batches."""
 
     def __init__(self, spec: WorkerSpec, name: str) -> None:
         """Start the process and wait (blocking) until its pipeline is compiled; EngineError if it fails."""
         self.name = name
-        ours, theirs = socket.socketpair()
-        # The engine process must import this very package, wherever it came from.
-        package_root = str(Path(__file__).resolve().parents[2])
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join([package_root, os.environ.get("PYTHONPATH", "")])}
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "service.engine", str(theirs.fileno())],
-            pass_fds=[theirs.fileno()],
-            stdin=subprocess.DEVNULL,
-            env=env,
-        )
-        theirs.close()
-        self._connection = Connection(ours.detach())
+        self.process, self._connection = start_child("service.engine")
         self._send_lock = threading.Lock()
         self.last_heard = time.monotonic()  # when it last said anything (the supervisor's watchdog reads it)
         try:

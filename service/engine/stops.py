@@ -12,6 +12,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+# Plain text scanning, shared with the tool-call parsers (which hold back tags the same way).
+from service.parsing.text import find_first, partial_tag_length
+
 
 @dataclass
 class StopText:
@@ -27,33 +30,12 @@ class StopText:
         if self.stopped:
             return ""
         text, self.held = self.held + text, ""
-        position, stop = _first(text, self.stops)
+        position, stop = find_first(text, self.stops)
         if stop:
             self.stopped = True
             return text[: position + (len(stop) if self.keep else 0)]
         if final:
             return text
-        hold = _partial(text, self.stops)
+        hold = partial_tag_length(text, self.stops)
         self.held = text[len(text) - hold :]
         return text[: len(text) - hold]
-
-
-def _first(text: str, stops: tuple[str, ...]) -> tuple[int, str]:
-    """Where the earliest stop string starts in ``text`` (the longest one if several start there)."""
-    best, found = len(text), ""
-    for stop in stops:
-        position = text.find(stop)
-        if position >= 0 and (position < best or (position == best and len(stop) > len(found))):
-            best, found = position, stop
-    return best, found
-
-
-def _partial(text: str, stops: tuple[str, ...]) -> int:
-    """Length of the longest end of ``text`` that is the beginning of a stop string (not all of one)."""
-    longest = 0
-    for stop in stops:
-        for length in range(min(len(stop) - 1, len(text)), longest, -1):
-            if text.endswith(stop[:length]):
-                longest = length
-                break
-    return longest
