@@ -193,6 +193,7 @@ class Engine:
         self._listeners: list[Callable[[bool], None]] = []
         self._closed = False
         self.restarts = 0  # engine processes replaced after dying or stalling
+        self.handovers = 0  # Outcomes messages received from the engine process (see --stream-interval-ms)
         elapsed = time.monotonic() - started
         log.info("model %r ready in %.1f s (max length %d tokens)", name, elapsed, self.max_model_len)
 
@@ -325,6 +326,7 @@ class Engine:
     def _dispatch(self, message: object) -> None:
         match message:
             case Outcomes(items):
+                self.handovers += 1
                 for request_id, outcome in items:
                     mailbox = self._mailboxes.get(request_id)
                     if mailbox is not None:

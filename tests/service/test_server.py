@@ -140,20 +140,23 @@ def test_stream_interval_reaches_the_engine_process() -> None:
     request = parse(chat_pb2.StreamChatCompletionRequest, {
         "model": "tiny-chat", "messages": [{"role": "user", "content": "Tell me a story."}],
         "max_tokens": 40, "ignore_eos": True, "temperature": 0})  # fmt: skip
-    texts, counts = [], []
+    texts, handovers = [], []
     for interval in (0.0, 60_000.0):
         settings = dataclasses.replace(TEST_SETTINGS, stream_interval_ms=interval)
         running = start_server([ModelSpec("tiny-chat", TINY_CHAT, settings=settings)])
         try:
+            engine = running.server.registry.get("tiny-chat").engine
             with grpc.insecure_channel(running.target) as channel:
                 chunks = list(chat_pb2_grpc.ChatServiceStub(channel).StreamChatCompletion(request))
+            handovers.append(engine.handovers)  # what the engine process sent, whatever the client's pace
         finally:
             running.stop()
         content = [c.choices[0].delta.content for c in chunks if c.choices and c.choices[0].delta.content]
         texts.append("".join(content))
-        counts.append(len(content))
-    assert counts[0] >= 20  # one step, one token, one message (a few held back half-characters aside)
-    assert counts[1] <= 2  # the first token at once, everything else with the end
+    # Counted where the engine process hands over, not in the client's chunks: a slow reader gets merged
+    # chunks (by design), so the client's count depends on the machine's load; the engine's does not.
+    assert handovers[0] >= 40  # one step, one token, one hand-over
+    assert handovers[1] <= 2  # the first token at once, everything else with the end
     assert texts[0] == texts[1]  # merging changes the messages, never the text
 
 
