@@ -84,11 +84,12 @@ class ResponsesApi:
 
     async def get(self, response_id: str) -> objects_pb2.Response:
         """The response as it stands (a running background response shows its progress)."""
-        stored = await self._stored(response_id)
+        await self._stored(response_id)  # the caller's own (another tenant's is not found)
         running = self._background.get(response_id)
         if running is not None:
             return copy_response(running.events.response)
-        return stored.response
+        # Read again: a run that ended since the first read has written its final state.
+        return (await self._stored(response_id)).response
 
     async def resume(self, response_id: str, starting_after: int | None) -> AsyncIterator[Event]:
         """The events of a background response after ``starting_after``, then live ones until it ends."""
@@ -120,7 +121,7 @@ class ResponsesApi:
             return copy_response(stopped.events.response)
         if not stored.response.background:
             raise InvalidArgument.of("response_id", "only background responses can be cancelled")
-        return stored.response
+        return (await self._stored(response_id)).response  # read again: it may have ended meanwhile
 
     async def input_items(
         self, request: response_pb2.ListResponseInputItemsRequest
