@@ -57,14 +57,18 @@ class ServeConfig:
         default=(),
         metadata={
             "help": "require 'authorization: Bearer KEY' metadata on API calls (repeatable; the bridge forwards "
-            "the HTTP header); health and reflection stay open",
+            "the HTTP header); health and reflection stay open; stored responses belong to the key that "
+            "created them (another key gets 404)",
             "flag": "api-key",
             "metavar": "KEY",
         },
     )
     max_concurrent_requests: int = field(
         default=DEFAULT_MAX_CONCURRENT,
-        metadata={"help": "calls served at once; more get RESOURCE_EXHAUSTED (HTTP 429); 0: no bound"},
+        metadata={
+            "help": "generating calls and background responses served at once; more calls get RESOURCE_EXHAUSTED "
+            "(HTTP 429), more background responses wait queued (up to 4 per place); 0: no bound"
+        },
     )
     response_store: Path | None = field(
         default=None,
