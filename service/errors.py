@@ -8,10 +8,11 @@ bridge can fill OpenAI's ``param``.
 
 from __future__ import annotations
 
+import datetime
 from dataclasses import dataclass, field
 
 import grpc
-from google.protobuf import any_pb2
+from google.protobuf import any_pb2, duration_pb2
 from google.rpc import code_pb2, error_details_pb2, status_pb2
 from grpc_status import rpc_status
 
@@ -22,6 +23,9 @@ ERROR_DOMAIN = "ovserve"
 MAX_VIOLATIONS = 20
 MAX_VIOLATIONS_IN_MESSAGE = 3
 MAX_QUOTED = 64
+# What UNAVAILABLE and RESOURCE_EXHAUSTED tell a client to wait before retrying (google.rpc.RetryInfo;
+# the bridge turns it into Retry-After): an engine restarts, a place frees, in about this long.
+RETRY_AFTER_SECONDS = 1.0
 
 
 def quote(value: object) -> str:
@@ -46,6 +50,7 @@ class ServiceError(Exception):
     code: grpc.StatusCode = grpc.StatusCode.INTERNAL
     reason: str = "INTERNAL"
     param: str | None = None
+    retry_after: float | None = None  # seconds: a google.rpc.RetryInfo (HTTP Retry-After) when set
 
     def __str__(self) -> str:
         return self.message
@@ -53,7 +58,14 @@ class ServiceError(Exception):
     def details(self) -> list[object]:
         """google.rpc detail messages for this error."""
         metadata = {"param": self.param} if self.param else {}
-        return [error_details_pb2.ErrorInfo(reason=self.reason, domain=ERROR_DOMAIN, metadata=metadata)]
+        details: list[object] = [
+            error_details_pb2.ErrorInfo(reason=self.reason, domain=ERROR_DOMAIN, metadata=metadata)
+        ]
+        if self.retry_after is not None:
+            delay = duration_pb2.Duration()
+            delay.FromTimedelta(datetime.timedelta(seconds=self.retry_after))
+            details.append(error_details_pb2.RetryInfo(retry_delay=delay))
+        return details
 
 
 @dataclass
@@ -105,6 +117,7 @@ class Unavailable(ServiceError):
 
     code: grpc.StatusCode = grpc.StatusCode.UNAVAILABLE
     reason: str = "UNAVAILABLE"
+    retry_after: float | None = RETRY_AFTER_SECONDS
 
 
 @dataclass
@@ -113,6 +126,7 @@ class ResourceExhausted(ServiceError):
 
     code: grpc.StatusCode = grpc.StatusCode.RESOURCE_EXHAUSTED
     reason: str = "RESOURCE_EXHAUSTED"
+    retry_after: float | None = RETRY_AFTER_SECONDS
 
 
 @dataclass

@@ -26,7 +26,7 @@ from typing import Any
 
 import grpc
 
-from service.errors import InvalidArgument, to_rpc_status
+from service.errors import InvalidArgument, ResourceExhausted, to_rpc_status
 from service.limits import ConcurrencyLimit
 from service.tenancy import fingerprint, tenant
 
@@ -175,10 +175,10 @@ class CallPolicyInterceptor(grpc.aio.ServerInterceptor):
         if not _GENERATES.match(method) or getattr(request, "background", False) is True:
             return False
         if not self._limit.try_take():
-            await context.abort(
-                grpc.StatusCode.RESOURCE_EXHAUSTED,
-                f"the server is handling its maximum of {self._limit.limit} concurrent requests; retry later",
+            full = ResourceExhausted(
+                f"the server is handling its maximum of {self._limit.limit} concurrent requests; retry later"
             )
+            await context.abort_with_status(to_rpc_status(full))
         return True
 
     def _authorized(self, header: str) -> bool:

@@ -246,3 +246,24 @@ def test_a_taken_port_is_an_error_not_a_shared_port() -> None:
             asyncio.run(second.start())
     finally:
         running.stop()
+
+
+def test_retriable_refusals_say_when_to_retry() -> None:
+    """UNAVAILABLE and RESOURCE_EXHAUSTED carry a google.rpc.RetryInfo (the bridge's Retry-After); others do not."""
+    from google.rpc import error_details_pb2, status_pb2
+
+    from service.errors import InvalidArgument, ResourceExhausted, ServiceError, Unavailable, to_rpc_status
+
+    def retry_delay(error: ServiceError) -> float | None:
+        key, packed = to_rpc_status(error).trailing_metadata[0]
+        assert key == "grpc-status-details-bin"
+        for detail in status_pb2.Status.FromString(packed).details:
+            if detail.Is(error_details_pb2.RetryInfo.DESCRIPTOR):
+                info = error_details_pb2.RetryInfo()
+                detail.Unpack(info)
+                return float(info.retry_delay.ToTimedelta().total_seconds())
+        return None
+
+    assert retry_delay(Unavailable("restarting")) == 1.0
+    assert retry_delay(ResourceExhausted("full")) == 1.0
+    assert retry_delay(InvalidArgument.of("top_p", "bad")) is None
