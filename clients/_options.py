@@ -6,6 +6,8 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from clients.defaults import MESSAGE_SIZE_OPTIONS
+
 # gRPC caps a retry policy's maxAttempts at 5 (larger values are treated as 5).
 MAX_ATTEMPTS = 5
 
@@ -30,10 +32,12 @@ def retry_service_config(retries: int, initial_backoff: float = 0.1, max_backoff
 
 
 def channel_options(retries: int, extra: ChannelOptions = ()) -> list[tuple[str, Any]]:
-    """Channel options: the retry policy (when ``retries`` > 0) and the caller's own, which replace ours."""
+    """Channel options: the server's message size limit, the retry policy (when ``retries`` > 0) and the
+    caller's own, which replace ours."""
     if retries < 0:
         raise ValueError(f"retries must be >= 0, got {retries}")
-    options: list[tuple[str, Any]] = [("grpc.enable_retries", int(retries > 0))]
+    # The server's message limit, both ways: gRPC's default 4 MiB would refuse a large batch reply.
+    options: list[tuple[str, Any]] = [*MESSAGE_SIZE_OPTIONS, ("grpc.enable_retries", int(retries > 0))]
     if retries:
         options.append(("grpc.service_config", retry_service_config(retries)))
     overridden = {name for name, _ in extra}
