@@ -353,3 +353,14 @@ def test_error_details_decode_what_the_server_encodes() -> None:
     assert (error.code, error.message, error.param) == (grpc.StatusCode.NOT_FOUND, "no model 'x'", "model")
     bare = error_details(ServiceRpcError(NotFound("gone")))
     assert (bare.fields, bare.param, bare.first_field) == ([], None, None)
+
+
+def test_client_channels_take_the_servers_message_size() -> None:
+    """gRPC's default 4 MiB receive limit would refuse a large batch reply the server may send (64 MiB)."""
+    from clients._options import channel_options
+    from clients.defaults import MAX_MESSAGE_BYTES
+
+    options = dict(channel_options(2))
+    assert options["grpc.max_receive_message_length"] == MAX_MESSAGE_BYTES > 4 * 1024 * 1024
+    assert options["grpc.max_send_message_length"] == MAX_MESSAGE_BYTES
+    assert dict(channel_options(0, [("grpc.max_receive_message_length", 1)]))["grpc.max_receive_message_length"] == 1

@@ -63,14 +63,3 @@ def test_help_and_the_table_show_the_fields_defaults() -> None:
     assert "hidden" not in table and "--help" not in table
     assert split_default("gap (ms) between sends (default 5)") == ("gap (ms) between sends", "5")
     assert split_default("no default here") == ("no default here", "")
-
-
-def test_client_channels_take_the_servers_message_size() -> None:
-    """gRPC's default 4 MiB receive limit would refuse a large batch reply the server may send (64 MiB)."""
-    from clients._options import channel_options
-    from clients.defaults import MAX_MESSAGE_BYTES
-
-    options = dict(channel_options(2))
-    assert options["grpc.max_receive_message_length"] == MAX_MESSAGE_BYTES > 4 * 1024 * 1024
-    assert options["grpc.max_send_message_length"] == MAX_MESSAGE_BYTES
-    assert dict(channel_options(0, [("grpc.max_receive_message_length", 1)]))["grpc.max_receive_message_length"] == 1
