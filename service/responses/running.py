@@ -48,6 +48,10 @@ async def generate(
         for event in events.apply(parser.finish()) if parser is not None else []:
             yield event
     except (ServiceError, RuntimeError) as error:  # the engine failed: the stream still closes properly
+        if not started and not queued and isinstance(error, ServiceError) and error.retry_after is not None:
+            # Nothing ran and nothing went out: the caller should retry (429 / 503; OpenAI's clients do
+            # it on their own), not get a stored failure.
+            raise
         log.error("response %s failed: %s", events.response.id, error)
         opening = [] if started else events.start(announce_created=not queued)
         for event in opening + events.fail("server_error", str(error)):

@@ -309,19 +309,20 @@ def test_engine_failure_mid_stream_ends_with_response_failed() -> None:
             first = [next(events).event for _ in range(4)]
             os.kill(engine._process.pid, signal.SIGKILL)  # the engine dies mid-generation
             rest = [m.event for m in events]
-            # A response asked for after the engine died: the request cannot even be submitted,
-            # and the stream still opens and closes in order.
-            after = [m.event for m in stub.StreamResponse(parse(response_pb2.StreamResponseRequest, {
-                **GREEDY, "input": "Hello again."}))]  # fmt: skip
+            # A response asked for after the engine died: while it is being replaced the request
+            # cannot even be submitted, and the caller is told to retry (UNAVAILABLE, nothing stored).
+            after: list = []
+            try:
+                after = [m.event for m in stub.StreamResponse(parse(response_pb2.StreamResponseRequest, {
+                    **GREEDY, "input": "Hello again."}))]  # fmt: skip
+            except grpc.RpcError as refused:
+                assert refused.code() == grpc.StatusCode.UNAVAILABLE
+                assert "restarting" in (refused.details() or "")
         kinds = [e.WhichOneof("event") for e in first + rest]
         assert kinds[-1] == "failed" and kinds.count("failed") == 1
         failed = rest[-1].failed.response
         assert failed.status == STATUS.RESPONSE_STATUS_FAILED and failed.error.code == "server_error"
-        # (The engine is being replaced meanwhile; a request that lands after it is back runs normally.)
-        if after[-1].WhichOneof("event") == "failed":
-            assert [e.WhichOneof("event") for e in after] == ["created", "in_progress", "failed"]
-            assert "restarting" in after[-1].failed.response.error.message
-        else:
-            assert after[-1].WhichOneof("event") == "completed"
+        # (A request that lands after the engine is back runs normally.)
+        assert not after or after[-1].WhichOneof("event") == "completed"
     finally:
         running.stop()

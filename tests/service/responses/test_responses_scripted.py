@@ -79,23 +79,36 @@ def test_a_stream_that_fails_midway_ends_with_response_failed(error: EngineError
     assert engine.in_flight == 0
 
 
-@pytest.mark.parametrize("error", [EngineOverloaded("no room"), EngineUnavailable("stopped")])
-def test_an_engine_that_refuses_the_request_fails_the_response(error: EngineError) -> None:
+@pytest.mark.parametrize(
+    ("error", "code"),
+    [
+        (EngineOverloaded("no room"), grpc.StatusCode.RESOURCE_EXHAUSTED),
+        (EngineUnavailable("stopped"), grpc.StatusCode.UNAVAILABLE),
+    ],
+)
+def test_an_engine_that_refuses_a_retriable_request_gets_a_retriable_status(
+    error: EngineError, code: grpc.StatusCode
+) -> None:
+    """Nothing ran and nothing went out: the caller is told to retry (429 / 503), no failed response is stored."""
     engine = FakeEngine()
     engine.script(Script(refuse=error), Script(refuse=error))
     events: list[Event] = []
+    codes: list[grpc.StatusCode] = []
 
     async def body(responses: response_pb2_grpc.ResponseServiceStub) -> None:
-        async for message in responses.StreamResponse(stream_request()):
-            events.append(message.event)
-        request = response_pb2.CreateResponseRequest(model="fake", input="Hi")
-        unary = await responses.CreateResponse(request)
-        assert unary.response.status == objects_pb2.RESPONSE_STATUS_FAILED
-        assert unary.response.error.message == str(error)
+        try:
+            async for message in responses.StreamResponse(stream_request()):
+                events.append(message.event)
+        except grpc.aio.AioRpcError as refused:
+            codes.append(refused.code())
+        try:
+            await responses.CreateResponse(response_pb2.CreateResponseRequest(model="fake", input="Hi"))
+        except grpc.aio.AioRpcError as refused:
+            codes.append(refused.code())
 
     served(engine, body)
-    assert kinds(events) == ["created", "in_progress", "failed"]
-    assert_numbered(events)
+    assert codes == [code, code]
+    assert events == []
     assert not engine.generations
 
 
