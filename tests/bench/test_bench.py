@@ -12,9 +12,9 @@ import pytest
 from service.bench.cli import main
 from service.bench.metrics import LATENCIES, STATS
 from service.bench.targets import Ratio, median_ratios
-from tests.bridge.conftest import RunningBridge
-from tests.bridge.conftest import bridge as bridge  # the REST fixture, shared with tests/bridge
 from tests.conftest import ServerThread
+from tests.rest_bridge.conftest import RunningBridge
+from tests.rest_bridge.conftest import bridge as bridge  # the REST fixture, shared with tests/rest_bridge
 
 REQUESTS, OUTPUT_TOKENS = 4, 16
 

@@ -22,8 +22,8 @@ from clients.polymorphic import BY_PROTO_NAME
 from clients.v1 import chat_pb2_grpc, completion_pb2_grpc, response_pb2_grpc
 from rest_bridge.server import Bridge
 from service.errors import InvalidArgument, to_rpc_status
-from tests.bridge.conftest import http_request
 from tests.conftest import ServerThread
+from tests.rest_bridge.conftest import http_request
 
 USER = [{"role": "user", "content": "hi"}]
 

@@ -11,8 +11,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from tests.bridge.conftest import http_request
 from tests.conftest import ServerThread
+from tests.rest_bridge.conftest import http_request
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -20,8 +20,8 @@ import pytest
 from clients.v1 import chat_pb2, chat_pb2_grpc, common_pb2
 from rest_bridge.config import BridgeSettings
 from rest_bridge.server import Bridge
-from tests.bridge.conftest import http_request
 from tests.conftest import ServerThread
+from tests.rest_bridge.conftest import http_request
 
 CHAT = "/v3/chat/completions"
 

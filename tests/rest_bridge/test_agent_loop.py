@@ -7,7 +7,7 @@ import json
 import jsonschema
 import openai
 
-from tests.bridge.test_tools_openai import SYSTEM, TOOLS
+from tests.rest_bridge.test_tools_openai import SYSTEM, TOOLS
 
 RESPONSES_TOOLS = [{"type": "function", **tool["function"]} for tool in TOOLS]
 

@@ -9,8 +9,8 @@ import pydantic
 import pytest
 from openai.types.responses import ResponseStreamEvent
 
-from tests.bridge.conftest import RunningBridge, http_request
-from tests.bridge.test_disconnect import engine_stats, open_stream, wait_idle
+from tests.rest_bridge.conftest import RunningBridge, http_request
+from tests.rest_bridge.test_disconnect import engine_stats, open_stream, wait_idle
 
 EVENT = pydantic.TypeAdapter(ResponseStreamEvent)
 HI = {"model": "tiny-chat", "input": "Hello!", "max_output_tokens": 8, "temperature": 0}

@@ -7,7 +7,7 @@ import socket
 import time
 from typing import Any
 
-from tests.bridge.conftest import RunningBridge, http_request
+from tests.rest_bridge.conftest import RunningBridge, http_request
 
 CHAT_STREAM = {
     "model": "tiny-chat", "messages": [{"role": "user", "content": "Tell me a story."}],

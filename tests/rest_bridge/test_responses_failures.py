@@ -20,8 +20,8 @@ from openai.types.responses import ResponseStreamEvent
 from clients.v1 import response_events_pb2, response_object_pb2, response_pb2, response_pb2_grpc
 from rest_bridge.config import BridgeSettings
 from rest_bridge.server import Bridge
-from tests.bridge.conftest import http_request
 from tests.conftest import ServerThread
+from tests.rest_bridge.conftest import http_request
 
 EVENT = pydantic.TypeAdapter(ResponseStreamEvent)
 ev = response_events_pb2

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tests.bridge.conftest import RunningBridge, http_request
+from tests.rest_bridge.conftest import RunningBridge, http_request
 
 CHAT = "/v3/chat/completions"
 COMPLETIONS = "/v3/completions"
