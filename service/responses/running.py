@@ -47,14 +47,19 @@ async def generate(
                     yield event
         for event in events.apply(parser.finish()) if parser is not None else []:
             yield event
-    except (ServiceError, RuntimeError) as error:  # the engine failed: the stream still closes properly
+    except Exception as error:  # the stream still closes properly, and the stored copy says it failed
         if not started and not queued and isinstance(error, ServiceError) and error.retry_after is not None:
             # Nothing ran and nothing went out: the caller should retry (429 / 503; OpenAI's clients do
             # it on their own), not get a stored failure.
             raise
-        log.error("response %s failed: %s", events.response.id, error)
+        if isinstance(error, ServiceError):  # the engine refused or failed: its message is for the caller
+            log.error("response %s failed: %s", events.response.id, error)
+            message = str(error)
+        else:  # a bug of ours: logged with its traceback, never shown to the caller
+            log.exception("response %s failed", events.response.id)
+            message = "internal error"
         opening = [] if started else events.start(announce_created=not queued)
-        for event in opening + events.fail("server_error", str(error)):
+        for event in opening + events.fail("server_error", message):
             yield event
     else:
         usage = objects_pb2.ResponseUsage(

@@ -19,6 +19,7 @@ from clients.v1 import response_object_pb2 as objects_pb2
 from clients.v1 import response_pb2, response_pb2_grpc
 from service.engine import EngineError, EngineOverloaded, EngineUnavailable
 from service.models import ModelRegistry
+from service.responses import running
 from service.responses.api import ResponsesApi
 from service.responses.events import Event
 from service.responses.store import ResponseStore
@@ -208,3 +209,31 @@ def test_a_background_response_that_fails_resumes_to_response_failed() -> None:
     assert kinds(events) == ["in_progress", "output_item_added", "content_part_added", "output_text_delta", "failed"]
     assert [event.sequence_number for event in events] == list(range(2, 2 + len(events)))
     assert events[-1].failed.response.error.message == "the pipeline failed"
+
+
+def test_a_bug_in_the_server_ends_the_stream_with_a_generic_failure(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Not an engine failure: the caller gets response.failed without our internals, the log gets the traceback."""
+
+    class BrokenParser:
+        def feed(self, text: str) -> list[Any]:
+            raise ValueError("a bug: internal detail")
+
+        def finish(self) -> list[Any]:
+            return []
+
+    monkeypatch.setattr(running, "output_parser", lambda *args, **kwargs: BrokenParser())
+    engine = FakeEngine()
+    engine.script(text("Hel", "lo"))
+    events: list[Event] = []
+
+    async def body(responses: response_pb2_grpc.ResponseServiceStub) -> None:
+        async for message in responses.StreamResponse(stream_request()):
+            events.append(message.event)
+
+    served(engine, body)
+    failed = events[-1].failed.response
+    assert (failed.error.code, failed.error.message) == ("server_error", "internal error")
+    assert any(record.exc_info and "internal detail" in str(record.exc_info[1]) for record in caplog.records)
+    assert engine.in_flight == 0
