@@ -30,6 +30,7 @@ class ErrorDetails:
 
     fields: list[tuple[str, str]] = field(default_factory=list)  # BadRequest: (field path, description), in order
     param: str | None = None  # ErrorInfo metadata "param": the one field the error is about
+    retry_after: float | None = None  # RetryInfo: seconds to wait before trying again
 
     @property
     def first_field(self) -> str | None:
@@ -41,15 +42,18 @@ def error_details(error: grpc.RpcError) -> ErrorDetails:
     """Decode the BadRequest and ErrorInfo details of ``error``; empty when it carries none (or unreadable ones)."""
     status = _status(error)
     fields: list[tuple[str, str]] = []
-    param = None
+    param = retry_after = None
     for detail in status.details if status else []:
         bad_request = error_details_pb2.BadRequest()
         info = error_details_pb2.ErrorInfo()
+        retry = error_details_pb2.RetryInfo()
         if detail.Unpack(bad_request):
             fields += [(violation.field, violation.description) for violation in bad_request.field_violations]
         elif detail.Unpack(info) and param is None:
             param = info.metadata.get("param") or None
-    return ErrorDetails(fields, param)
+        elif detail.Unpack(retry):
+            retry_after = retry.retry_delay.ToTimedelta().total_seconds()
+    return ErrorDetails(fields, param, retry_after)
 
 
 def field_violations(error: grpc.RpcError) -> list[tuple[str, str]]:

@@ -30,7 +30,10 @@ class BridgeSettings:
         default=10 * MIB,
         metadata={"help": "largest accepted request body, bytes; larger gets 413", "default_text": "10 MiB"},
     )
-    max_json_depth: int = 64  # deeper nesting gets 400 (a JSON bomb costs recursion, not just bytes)
+    # Deeper nesting gets 400 naming the field. Below what protobuf's 100-level decoder takes: a JSON object
+    # inside a google.protobuf.Struct costs 3 message levels, so a body 35 deep can fail to decode in the
+    # service (tests/rest_bridge/test_json_values.py checks this bound against the decoder).
+    max_json_depth: int = 32
     deadline_seconds: float = field(default=600.0, metadata={"help": "deadline of every gRPC call, seconds"})
     health_timeout_seconds: float = 5.0  # GET /health's gRPC health check
 

@@ -10,6 +10,7 @@ bridge maps back to the name the client sent (``stop``, ``prompt``) with
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import grpc
@@ -56,12 +57,14 @@ class BridgeError(tornado.web.HTTPError):
         type: str = INVALID_REQUEST,  # OpenAI's field name
         param: str | None = None,
         code: str | None = None,
+        retry_after: float | None = None,
     ) -> None:
         super().__init__(status, reason=REASONS.get(status))
         self.message = message
         self.type = type
         self.param = param
         self.code = code
+        self.retry_after = retry_after  # seconds, from the service's google.rpc.RetryInfo
 
     def envelope(self) -> dict[str, Any]:
         """OpenAI's error body."""
@@ -75,11 +78,22 @@ def from_rpc_error(error: grpc.aio.AioRpcError | grpc.RpcError) -> BridgeError:
     """The OpenAI error for a failed gRPC call, ``param`` from its google.rpc details."""
     code = error.code()
     status, error_type = STATUS_TABLE.get(code, (500, "server_error"))
-    field = error_details(error).first_field
+    details = error_details(error)
+    field = details.first_field
     message = openai_text(error.details() or code.name.lower())
     error_code = None
     if code == grpc.StatusCode.NOT_FOUND and field == "model":
         error_code = "model_not_found"  # OpenAI's code for an unknown model
     elif code == grpc.StatusCode.RESOURCE_EXHAUSTED:
         error_code = "rate_limit_exceeded"
-    return BridgeError(status, message, type=error_type, param=openai_param(field), code=error_code)
+    return BridgeError(
+        status, message, type=error_type, param=openai_param(field), code=error_code, retry_after=details.retry_after
+    )
+
+
+def encode_json(payload: dict[str, Any]) -> bytes:
+    """A JSON body as UTF-8; text that UTF-8 cannot carry (a lone surrogate echoed back) is escaped instead."""
+    try:
+        return json.dumps(payload, ensure_ascii=False).encode()
+    except UnicodeEncodeError:
+        return json.dumps(payload).encode()

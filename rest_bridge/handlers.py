@@ -12,13 +12,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-import json
 import logging
+import math
 import re
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import grpc
 import tornado.web
@@ -29,9 +29,12 @@ from tornado.iostream import StreamClosedError
 from clients.v1 import chat_pb2_grpc, completion_pb2_grpc, model_pb2, model_pb2_grpc, response_pb2_grpc
 from rest_bridge import requests, responses, sse
 from rest_bridge.config import BridgeSettings
-from rest_bridge.errors import BridgeError, from_rpc_error
+from rest_bridge.errors import BridgeError, encode_json, from_rpc_error
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
+INLINE_BODY_BYTES = 64 * 1024  # larger bodies are parsed and translated off the event loop
+RETRIABLE = {429, 503}  # statuses answered with Retry-After
 _REQUEST_ID = re.compile(r"[\x21-\x7e]{1,128}")  # what a gRPC metadata value and a log line can carry
 
 
@@ -90,6 +93,22 @@ class BridgeHandler(tornado.web.RequestHandler):
         """Keyword arguments of every stub call: deadline and metadata."""
         return {"timeout": self.settings_.deadline_seconds, "metadata": self.metadata()}
 
+    async def check_key(self) -> None:
+        """Raise the service's 401 if it refuses the caller's key; the key itself is known only to the service.
+
+        Called before answering a refusal of the bridge's own (bad body, too
+        large), so a caller without a valid key learns nothing about the API
+        from its refusals. One cheap authenticated call, and only on that path.
+        """
+        try:
+            await self.backend.models.ListModels(
+                model_pb2.ListModelsRequest(), timeout=self.settings_.health_timeout_seconds, metadata=self.metadata()
+            )
+        except grpc.aio.AioRpcError as error:
+            if error.code() == grpc.StatusCode.UNAUTHENTICATED:
+                raise from_rpc_error(error) from None
+            # Any other failure says nothing about the key: the refusal stands.
+
     def on_connection_close(self) -> None:
         # The client left: stop generating for it now (the engine frees the request and its KV cache).
         self.client_gone = True
@@ -100,7 +119,7 @@ class BridgeHandler(tornado.web.RequestHandler):
         """Finish with a JSON body."""
         self.set_status(status)
         self.set_header("Content-Type", "application/json")
-        self.finish(json.dumps(payload, ensure_ascii=False).encode())
+        self.finish(encode_json(payload))
 
     def write_error(self, status_code: int, **kwargs: Any) -> None:
         """Every error as OpenAI's envelope, also tornado's own (405, malformed requests) and unexpected ones."""
@@ -113,8 +132,10 @@ class BridgeHandler(tornado.web.RequestHandler):
                     error.message = f"method {self.request.method} is not allowed on {self.request.path}"
             else:  # a bug; tornado has logged it with the traceback
                 error = BridgeError(500, "internal error in the REST bridge", type="server_error")
+        if status_code in RETRIABLE:  # OpenAI's clients wait this long before they retry
+            self.set_header("Retry-After", str(max(1, math.ceil(error.retry_after or 1))))
         self.set_header("Content-Type", "application/json")
-        self.finish(json.dumps(error.envelope(), ensure_ascii=False).encode())
+        self.finish(encode_json(error.envelope()))
 
     async def unary(self, method: Any, request: Message) -> Any:
         """Call a unary RPC; a gRPC error becomes a BridgeError, a vanished client ends the handler quietly."""
@@ -231,21 +252,36 @@ class JsonBodyHandler(BridgeHandler):
         else:
             self._chunks.append(chunk)
 
-    def json_body(self) -> dict[str, Any]:
-        """The request body as a JSON object (413, 415 or 400 otherwise)."""
-        if self._too_large:
-            limit = self.settings_.max_body_bytes
-            raise BridgeError(413, f"the request body is larger than {limit} bytes", code="request_too_large")
-        return requests.parse_json_body(
-            b"".join(self._chunks), self.request.headers.get("Content-Type"), self.settings_.max_json_depth
-        )
+    async def translated(self, translate: Callable[[dict[str, Any]], T]) -> T:
+        """The JSON body, parsed and passed through ``translate`` (413, 415 or 400 otherwise).
+
+        A large body is parsed and translated in a worker thread, so other
+        requests and their streams go on meanwhile. A refusal is only answered
+        once the caller's key is known to be good: 401 comes before 400.
+        """
+        try:
+            if self._too_large:
+                limit = self.settings_.max_body_bytes
+                raise BridgeError(413, f"the request body is larger than {limit} bytes", code="request_too_large")
+            if self._size <= INLINE_BODY_BYTES:
+                return self._translate(translate)
+            return await asyncio.to_thread(self._translate, translate)
+        except BridgeError:
+            await self.check_key()
+            raise
+
+    def _translate(self, translate: Callable[[dict[str, Any]], T]) -> T:
+        body = b"".join(self._chunks)
+        self._chunks = []  # the parsed body is all that is kept from here on
+        content_type = self.request.headers.get("Content-Type")
+        return translate(requests.parse_json_body(body, content_type, self.settings_.max_json_depth))
 
 
 class ChatCompletionsHandler(JsonBodyHandler):
     """POST /v3/chat/completions."""
 
     async def post(self) -> None:
-        request, stream = requests.chat_request(self.json_body())
+        request, stream = await self.translated(requests.chat_request)
         if stream:
             include_usage = request.stream_options.include_usage
             call = self.backend.chat.StreamChatCompletion(request, **self.grpc_options())
@@ -259,7 +295,7 @@ class CompletionsHandler(JsonBodyHandler):
     """POST /v3/completions."""
 
     async def post(self) -> None:
-        request, stream = requests.completion_request(self.json_body())
+        request, stream = await self.translated(requests.completion_request)
         if stream:
             include_usage = request.stream_options.include_usage
             call = self.backend.completions.StreamCompletion(request, **self.grpc_options())

@@ -2,7 +2,8 @@
 
 Three steps, each refusing bad input with a 400 that names the field:
 
-1. ``parse_json_body``: content type, JSON syntax, a top-level object, bounded nesting.
+1. ``parse_json_body``: content type, JSON syntax, a top-level object, and values the service can take
+   (``json_values``: bounded nesting, finite numbers, no lone surrogates).
 2. ``normalise_*``: OpenAI's polymorphic fields move to the proto's typed
    alternatives (``stop`` list -> ``stop_sequences``, ``content`` parts ->
    ``content_parts``, ``prompt`` lists -> ``prompts``, ``tool_choice`` object ->
@@ -30,6 +31,7 @@ from clients import polymorphic
 from clients.polymorphic import TYPED_ALTERNATIVES, FormError, PolymorphicField, is_token, json_type
 from clients.v1 import chat_pb2, completion_pb2
 from rest_bridge.errors import BridgeError, openai_param, openai_text
+from rest_bridge.json_values import JsonValueError, check_values
 
 JSON_MEDIA_TYPES = {"application/json"}
 
@@ -83,20 +85,11 @@ def parse_json_body(body: bytes, content_type: str | None, max_depth: int) -> di
         raise bad_request(None, f"the body is not valid JSON: {error}") from None
     if not isinstance(value, dict):
         raise bad_request(None, f"the body must be a JSON object, got {json_type(value)}")
-    if _depth(value) > max_depth:
-        raise bad_request(None, f"the JSON body nests deeper than {max_depth} levels")
+    try:
+        check_values(value, max_depth)
+    except JsonValueError as error:
+        raise bad_request(error.param, error.message) from None
     return value
-
-
-def _depth(value: Any) -> int:
-    """Nesting depth of a JSON value (a scalar is 0, ``{}`` is 1); iterative, so deep input cannot recurse."""
-    deepest, stack = 0, [(value, 1)]
-    while stack:
-        node, level = stack.pop()
-        children = node.values() if isinstance(node, dict) else node
-        deepest = max(deepest, level)
-        stack.extend((child, level + 1) for child in children if isinstance(child, dict | list))
-    return deepest
 
 
 # ---- 2. normalisation ----

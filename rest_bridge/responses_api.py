@@ -80,7 +80,7 @@ class ResponsesHandler(JsonBodyHandler, ResponseEventsHandler):
     """POST /v3/responses: CreateResponse, or StreamResponse as SSE with ``"stream": true``."""
 
     async def post(self) -> None:
-        request, stream = responses_requests.create_request(self.json_body())
+        request, stream = await self.translated(responses_requests.create_request)
         if stream:
             await self.relay_events(self.backend.responses.StreamResponse(request, **self.grpc_options()))
         else:

@@ -7,12 +7,12 @@ import logging
 import signal
 
 import grpc
-import tornado.httpserver
 import tornado.netutil
 
 from clients.defaults import DEFAULT_HOST, DEFAULT_REST_PORT, MESSAGE_SIZE_OPTIONS, MIB
 from rest_bridge.app import make_app
 from rest_bridge.config import BridgeSettings
+from rest_bridge.http_guard import GuardedHTTPServer
 
 log = logging.getLogger(__name__)
 
@@ -36,7 +36,7 @@ class Bridge:
         self.port = port
         self.settings = settings or BridgeSettings()
         self._channel: grpc.aio.Channel | None = None
-        self._http: tornado.httpserver.HTTPServer | None = None
+        self._http: GuardedHTTPServer | None = None
 
     async def start(self) -> int:
         """Open the channel, bind and start answering; return the port (useful with port 0)."""
@@ -45,7 +45,7 @@ class Bridge:
             options=list(MESSAGE_SIZE_OPTIONS),
         )
         app = make_app(self._channel, self.settings)
-        self._http = tornado.httpserver.HTTPServer(
+        self._http = GuardedHTTPServer(
             app, max_body_size=self.settings.max_body_bytes + DISCARD_MARGIN, idle_connection_timeout=300
         )
         sockets = tornado.netutil.bind_sockets(self.port, self.host)

@@ -121,6 +121,21 @@ def test_health_is_503_when_the_backend_is_unreachable(bridge: RunningBridge) ->
         bridge.server.run(lost.stop())
 
 
+def nested(levels: int) -> dict[str, Any]:
+    """``{"a": {"a": ... 1}}``, ``levels`` objects deep."""
+    value: Any = 1
+    for _ in range(levels):
+        value = {"a": value}
+    return value
+
+
+def raw_chat(extra: str) -> bytes:
+    """A chat body with ``extra`` written as raw JSON text (for what json.dumps will not write)."""
+    return (
+        '{"model": "tiny-chat", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 2, ' + extra + "}"
+    ).encode()
+
+
 DEEP = {"chat_template_kwargs": json.loads('{"a":' * 70 + "1" + "}" * 70)}
 JSON = {"Content-Type": "application/json"}
 # 1.2 MB of tool parameters: refused by the service's schema size limit (service.api.grammar_limits).
@@ -134,7 +149,30 @@ BAD_INPUTS: list[tuple[str, str, str, Any, dict[str, str], int, str | None, str 
     ("array-body", "POST", CHAT, b"[1, 2]", JSON, 400, None, None),
     ("string-body", "POST", CHAT, b'"hi"', JSON, 400, None, None),
     ("empty-body", "POST", CHAT, b"", JSON, 400, None, None),
-    ("too-deep", "POST", CHAT, chat_body(**DEEP), {}, 400, None, None),
+    ("too-deep", "POST", CHAT, chat_body(**DEEP), {}, 400, "chat_template_kwargs" + ".a" * 31, None),
+    # deep enough to fail protobuf's decoder in the service (35 levels there): the bridge names the field first
+    ("deep-tool-schema", "POST", CHAT, chat_body(tools=[{"type": "function", "function": {"name": "f",
+     "parameters": nested(40)}}]), {}, 400, "tools[0].function.parameters" + ".a" * 28, None),
+    ("deep-list", "POST", CHAT, chat_body(chat_template_kwargs={"x": json.loads("[" * 40 + "]" * 40)}), {}, 400,
+     "chat_template_kwargs.x" + "[0]" * 30, None),
+    ("deep-guided-json", "POST", COMPLETIONS, completion_body(guided_json=nested(45)), {}, 400,
+     "guided_json" + ".a" * 31, None),
+    ("nan", "POST", CHAT, raw_chat('"temperature": NaN'), JSON, 400, "temperature", None),
+    ("infinity", "POST", CHAT, raw_chat('"top_p": Infinity'), JSON, 400, "top_p", None),
+    ("minus-infinity", "POST", CHAT, raw_chat('"presence_penalty": -Infinity'), JSON, 400, "presence_penalty", None),
+    ("overflowing-number", "POST", CHAT, raw_chat('"temperature": 1e309'), JSON, 400, "temperature", None),
+    ("nan-in-schema", "POST", CHAT, raw_chat('"response_format": {"type": "json_schema", "json_schema": '
+     '{"name": "x", "schema": {"type": "number", "maximum": NaN}}}'), JSON, 400,
+     "response_format.json_schema.schema.maximum", None),
+    ("surrogate-in-unknown-key", "POST", CHAT, raw_chat('"k\\ud800": 1'), JSON, 400, "k\\ud800", None),
+    ("surrogate-in-content", "POST", CHAT, b'{"model": "tiny-chat", "messages": [{"role": "user", '
+     b'"content": "a\\udc00b"}]}', JSON, 400, "messages[0].content", None),
+    ("surrogate-in-prompt", "POST", COMPLETIONS, b'{"model": "tiny-chat", "prompt": "\\ud800"}', JSON, 400,
+     "prompt", None),
+    ("surrogate-in-responses-input", "POST", "/v3/responses", b'{"model": "tiny-chat", "input": "\\ud800"}', JSON,
+     400, "input", None),
+    ("nan-in-responses", "POST", "/v3/responses", b'{"model": "tiny-chat", "input": "hi", "temperature": NaN}',
+     JSON, 400, "temperature", None),
     ("very-deep", "POST", CHAT, b"[" * 100_000 + b"]" * 100_000, JSON, 400, None, None),
     ("text-plain", "POST", CHAT, b"{}", {"Content-Type": "text/plain"}, 415, None, "unsupported_media_type"),
     ("form-encoded", "POST", COMPLETIONS, b"a=b", {"Content-Type": "application/x-www-form-urlencoded"}, 415,
