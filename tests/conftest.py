@@ -115,3 +115,16 @@ def models(channel: grpc.Channel) -> model_pb2_grpc.ModelServiceStub:
 def tiny_chat_dir() -> Path:
     """Directory of the bundled tiny-chat model."""
     return TINY_CHAT
+
+
+# Lines the standing fuzz suites report (inputs tried per face, statuses): printed at the end of every run,
+# so CI's log shows them whatever pytest's capture does with the tests' own output.
+FUZZ_REPORT: list[str] = []
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """Print the fuzz suites' figures after the test summary."""
+    if FUZZ_REPORT:
+        terminalreporter.section("fuzz suites")
+        for line in FUZZ_REPORT:
+            terminalreporter.write_line(line)

@@ -28,7 +28,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from service.models import ModelSpec
 from service.server import SERVED
-from tests.conftest import TEST_SETTINGS, TINY_CHAT, ServerThread, start_server
+from tests.conftest import FUZZ_REPORT, TEST_SETTINGS, TINY_CHAT, ServerThread, start_server
 
 MESSAGES_PER_RPC = 150
 SEED = 20261122
@@ -154,8 +154,8 @@ def test_generated_messages_never_get_unknown_or_internal(running: ServerThread)
                 tried[path] = tried.get(path, 0) + 1
                 codes[code.name] = codes.get(code.name, 0) + 1
         health = health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(), timeout=10)
-    print(
-        f"\ngRPC fuzz: {sum(tried.values())} messages over {len(tried)} RPCs in {time.monotonic() - started:.1f} s; "
+    FUZZ_REPORT.append(
+        f"gRPC fuzz: {sum(tried.values())} messages over {len(tried)} RPCs in {time.monotonic() - started:.1f} s; "
         f"statuses {codes}"
     )
     assert health.status == health_pb2.HealthCheckResponse.SERVING
