@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
+import socket
 
 import grpc
 import tornado.netutil
@@ -37,9 +38,17 @@ class Bridge:
         self.settings = settings or BridgeSettings()
         self._channel: grpc.aio.Channel | None = None
         self._http: GuardedHTTPServer | None = None
+        self._sockets: list[socket.socket] = []
+
+    def bind(self) -> int:
+        """Take the port now (before anything slower starts); return it. OSError if it is taken."""
+        if not self._sockets:
+            self._sockets = tornado.netutil.bind_sockets(self.port, self.host)
+            self.port = self._sockets[0].getsockname()[1]
+        return self.port
 
     async def start(self) -> int:
-        """Open the channel, bind and start answering; return the port (useful with port 0)."""
+        """Open the channel, bind (unless bound) and start answering; return the port (useful with port 0)."""
         self._channel = grpc.aio.insecure_channel(
             self.target,
             options=list(MESSAGE_SIZE_OPTIONS),
@@ -48,9 +57,8 @@ class Bridge:
         self._http = GuardedHTTPServer(
             app, max_body_size=self.settings.max_body_bytes + DISCARD_MARGIN, idle_connection_timeout=300
         )
-        sockets = tornado.netutil.bind_sockets(self.port, self.host)
-        self._http.add_sockets(sockets)
-        self.port = sockets[0].getsockname()[1]
+        self.bind()
+        self._http.add_sockets(self._sockets)
         log.info("REST listening on %s:%d (gRPC target %s)", self.host, self.port, self.target)
         return self.port
 
@@ -68,9 +76,8 @@ class Bridge:
             await self._channel.close()
 
 
-async def serve_bridge(target: str, host: str, port: int, settings: BridgeSettings | None = None) -> None:
-    """Run the bridge alone (``ovserve bridge``) until SIGINT or SIGTERM."""
-    bridge = Bridge(target, host, port, settings)
+async def serve_bridge(bridge: Bridge) -> None:
+    """Run ``bridge`` alone (``ovserve bridge``) until SIGINT or SIGTERM."""
     await bridge.start()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

@@ -13,6 +13,7 @@ import argparse
 import asyncio
 import logging
 import signal
+import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -20,7 +21,7 @@ from clients.defaults import LOOPBACK
 from clients.flags import add_flags, with_default
 from rest_bridge import config as bridge_config
 from rest_bridge.server import Bridge, serve_bridge
-from service import logs
+from service import logs, startup
 
 if TYPE_CHECKING:
     from service.config import ServeConfig
@@ -64,7 +65,11 @@ def serve_main(argv: Sequence[str]) -> int:
     if not args.no_rest:
         address = bridge_config.address_from_arguments(args, "rest-")
         bridge = (address.host, address.port, bridge_config.from_arguments(args, "rest-"))
-    asyncio.run(serve_with_bridge(serve_config, bridge))
+    try:
+        asyncio.run(serve_with_bridge(serve_config, bridge))
+    except startup.StartupError as error:
+        print(f"ovserve serve: {error}", file=sys.stderr)
+        return 1
     return 0
 
 
@@ -79,17 +84,26 @@ async def serve_with_bridge(
     """
     from service.server import Server  # loads OpenVINO: see serve_parser
 
-    server = Server(serve_config)
-    await server.start()
+    # Everything that can refuse to start is tried before anything listens or loads.
+    server = startup.opening_store(serve_config.response_store, lambda: Server(serve_config))
     rest = None
+    if bridge is not None:
+        host, port, settings = bridge
+        rest = Bridge("", host, port, settings)  # its gRPC target is known once gRPC listens
+        bind_rest(rest)
+    startup.check_port_free(serve_config.host, serve_config.port, "gRPC")
+    try:
+        await server.start()
+    except RuntimeError as error:  # grpc.aio's bind failure, if the port was taken after the check
+        where = f"{serve_config.host}:{serve_config.port}"
+        raise startup.StartupError(f"cannot listen on {where} (gRPC): {str(error).split(';')[0]}") from None
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     try:
-        if bridge is not None:
-            host, port, settings = bridge
-            rest = Bridge(loopback_target(serve_config.host, server.port), host, port, settings)
+        if rest is not None:
+            rest.target = loopback_target(serve_config.host, server.port)
             await rest.start()
         loading = asyncio.create_task(server.load_models())
         await asyncio.wait([loading, asyncio.create_task(stop.wait())], return_when=asyncio.FIRST_COMPLETED)
@@ -130,5 +144,19 @@ def bridge_main(argv: Sequence[str]) -> int:
     args = bridge_parser().parse_args(argv)
     logs.configure(args.log_level)
     address = bridge_config.address_from_arguments(args)
-    asyncio.run(serve_bridge(address.target, address.host, address.port, bridge_config.from_arguments(args)))
+    bridge = Bridge(address.target, address.host, address.port, bridge_config.from_arguments(args))
+    try:
+        bind_rest(bridge)
+    except startup.StartupError as error:
+        print(f"ovserve bridge: {error}", file=sys.stderr)
+        return 1
+    asyncio.run(serve_bridge(bridge))
     return 0
+
+
+def bind_rest(bridge: Bridge) -> None:
+    """Take the bridge's port now; a taken one is a StartupError."""
+    try:
+        bridge.bind()
+    except OSError as error:
+        raise startup.listen_failure(bridge.host, bridge.port, "REST", error) from None

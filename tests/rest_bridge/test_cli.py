@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -68,3 +69,54 @@ def test_bridge_alone_in_front_of_a_remote_service(server: ServerThread) -> None
         assert reply.status == 200 and reply.body.endswith(b"data: [DONE]\n\n")
         process.send_signal(signal.SIGTERM)
         assert process.wait(timeout=30) == 0
+
+
+@contextmanager
+def taken_port() -> Iterator[int]:
+    """A port some other program listens on."""
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        yield holder.getsockname()[1]
+
+
+def failed_start(*args: str) -> str:
+    """Run ``ovserve ARGS`` expecting it to refuse to start: exit code 1; return its stderr."""
+    with ovserve(*args) as process:
+        _, stderr = process.communicate(timeout=120)
+        assert process.returncode == 1, stderr
+    return stderr
+
+
+def assert_one_line(stderr: str, *words: str) -> None:
+    """One line naming the cause, no traceback, and nothing started before it."""
+    assert "Traceback" not in stderr and "listening" not in stderr, stderr
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, stderr
+    assert all(word in lines[0] for word in words), stderr
+
+
+def test_serve_with_the_rest_port_taken_is_one_line_and_exit_1() -> None:
+    with taken_port() as port:
+        stderr = failed_start("serve", "--port", "0", "--rest-port", str(port))
+    assert_one_line(stderr, "ovserve serve:", f"127.0.0.1:{port}", "REST", "in use")
+
+
+def test_serve_with_the_grpc_port_taken_is_one_line_and_exit_1() -> None:
+    with taken_port() as port:
+        stderr = failed_start("serve", "--port", str(port), "--rest-port", "0")
+    assert_one_line(stderr, "ovserve serve:", f"127.0.0.1:{port}", "gRPC", "in use")
+
+
+def test_bridge_with_its_port_taken_is_one_line_and_exit_1(server: ServerThread) -> None:
+    with taken_port() as port:
+        stderr = failed_start("bridge", "--target", server.target, "--port", str(port))
+    assert_one_line(stderr, "ovserve bridge:", f"127.0.0.1:{port}", "REST", "in use")
+
+
+def test_a_store_that_cannot_be_used_is_one_line_and_exit_1(tmp_path: Path) -> None:
+    not_a_database = tmp_path / "notes.txt"
+    not_a_database.write_text("these are my notes, not a database\n" * 100)
+    for store in (not_a_database, tmp_path, tmp_path / "missing" / "store.db"):
+        stderr = failed_start("serve", "--port", "0", "--rest-port", "0", "--response-store", str(store))
+        assert_one_line(stderr, "ovserve serve:", "response store", str(store))
