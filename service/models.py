@@ -135,6 +135,11 @@ class ModelRegistry:
             raise NotFound(f"model {quote(name)} is not served here (served: {served})", param=field_name)
         return model
 
+    def end_requests(self, reason: str) -> None:
+        """End every open request of every model with a retriable UNAVAILABLE saying ``reason``."""
+        for model in self:
+            model.engine.end_requests(reason)
+
     def close(self) -> None:
         """Stop every engine, cancelling what runs."""
         for model in self:

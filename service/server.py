@@ -99,11 +99,16 @@ class Server:
         """
         self._stopping = True
         await self._set_health(health_pb2.HealthCheckResponse.NOT_SERVING)
-        graceful = asyncio.create_task(self._server.stop(self.config.grace_seconds))
+        # gRPC's own grace outlasts ours by ENDING_SECONDS: what still runs at our deadline is ended by us,
+        # with a status that says why, before grpc.aio would cancel it ("Cancelling all calls").
+        graceful = asyncio.create_task(self._server.stop(self.config.grace_seconds + ENDING_SECONDS))
         deadline = time.monotonic() + self.config.grace_seconds
         await asyncio.sleep(min(WATCHERS_NOTICE_SECONDS, self.config.grace_seconds))  # watchers hear NOT_SERVING
-        while self.policy.in_flight and time.monotonic() < deadline and not graceful.done():
-            await asyncio.sleep(STOP_POLL_SECONDS)
+        await self._wait_for_calls(deadline, graceful)
+        if self.policy.in_flight:
+            log.warning("%d calls still running after the grace period: ending them", self.policy.in_flight)
+            self.registry.end_requests("the server is shutting down; retry shortly")
+            await self._wait_for_calls(time.monotonic() + ENDING_SECONDS, graceful)
         await self._server.stop(0)  # cancels what is left open: health watches, reflection streams
         await graceful
         if self._expiry is not None:
@@ -111,6 +116,11 @@ class Server:
         await self.responses.close()
         self.registry.close()
         self.store.close()
+
+    async def _wait_for_calls(self, deadline: float, graceful: asyncio.Task[None]) -> None:
+        """Until no API call runs, or ``deadline``."""
+        while self.policy.in_flight and time.monotonic() < deadline and not graceful.done():
+            await asyncio.sleep(STOP_POLL_SECONDS)
 
     async def _expire_responses(self) -> None:
         while True:
@@ -158,3 +168,4 @@ SERVED: dict[str, tuple[Callable[[Any, grpc.aio.Server], None], Callable[[Server
 EXPIRY_INTERVAL_SECONDS = 600.0  # how often stored responses past --response-max-age are deleted
 STOP_POLL_SECONDS = 0.05  # how often a stopping server looks whether its API calls have ended
 WATCHERS_NOTICE_SECONDS = 0.2  # time for health watchers to receive NOT_SERVING before their streams close
+ENDING_SECONDS = 1.0  # time for calls still running at the end of the grace period to end with UNAVAILABLE

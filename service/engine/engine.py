@@ -265,6 +265,17 @@ class Engine:
         if self._process is not None:
             self._process.stop()
 
+    def end_requests(self, reason: str) -> None:
+        """End every open request with EngineUnavailable(``reason``): its caller gets a retriable error now.
+
+        For a shutdown past its grace period: the streams still running end
+        with a status that says why, instead of a connection cut under them.
+        """
+        error = EngineUnavailable(reason)
+        for mailbox in self._mailboxes.values():
+            if not mailbox.ended:
+                mailbox.put(error)
+
     def encode(self, text: str, *, add_special_tokens: bool) -> list[int]:
         """Token ids of ``text``."""
         return self._codec.encode(text, add_special_tokens=add_special_tokens)

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
 import socket
 import subprocess
 import sys
+import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from tests.conftest import ServerThread
 from tests.rest_bridge.conftest import http_request
@@ -120,3 +124,51 @@ def test_a_store_that_cannot_be_used_is_one_line_and_exit_1(tmp_path: Path) -> N
     for store in (not_a_database, tmp_path, tmp_path / "missing" / "store.db"):
         stderr = failed_start("serve", "--port", "0", "--rest-port", "0", "--response-store", str(store))
         assert_one_line(stderr, "ovserve serve:", "response store", str(store))
+
+
+LONG_REQUESTS = {  # each runs far longer than the grace period
+    "chat": ("/v3/chat/completions", {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 1900}),
+    "completions": ("/v3/completions", {"prompt": "Once", "max_tokens": 1900}),
+    "responses": ("/v3/responses", {"input": "hi", "max_output_tokens": 1900}),
+}
+
+
+def test_requests_past_the_grace_period_end_with_an_error_that_says_why() -> None:
+    """SIGTERM with streams and unary calls running longer than --grace-seconds: each gets an answer."""
+    with ovserve("serve", "--port", "0", "--rest-port", "0", "--grace-seconds", "1") as process:
+        lines: list[str] = []
+        port = int(read_until(process, r"REST listening on 127\.0\.0\.1:(\d+)", lines).group(1))
+        read_until(process, r"serving tiny-chat", lines)
+        replies: dict[str, Any] = {}
+
+        def call(name: str, path: str, body: dict[str, Any]) -> None:
+            replies[name] = http_request(port, "POST", path, {"model": "tiny-chat", "ignore_eos": True, **body})
+
+        threads = [
+            threading.Thread(target=call, args=(f"{name}-{mode}", path, {**body, "stream": mode == "stream"}))
+            for name, (path, body) in LONG_REQUESTS.items()
+            for mode in ("stream", "unary")
+        ]
+        for thread in threads:
+            thread.start()
+        time.sleep(1.0)  # every request is running (not a timing assertion: a late one is refused the same way)
+        process.send_signal(signal.SIGTERM)
+        for thread in threads:
+            thread.join(timeout=60)
+        assert process.wait(timeout=60) == 0
+    for name in ("chat-stream", "completions-stream"):
+        reply = replies[name]
+        assert reply.status == 200
+        *_, last_event, done = reply.events()
+        assert done == "[DONE]", name
+        assert json.loads(last_event)["error"]["message"] == "the server is shutting down; retry shortly", name
+    events = replies["responses-stream"].body.decode().split("\n\n")
+    failed = [json.loads(e.split("data: ", 1)[1]) for e in events if e.startswith("event: response.failed")]
+    assert failed and failed[0]["response"]["error"]["message"] == "the server is shutting down; retry shortly"
+    for name in ("chat-unary", "completions-unary"):
+        reply = replies[name]
+        assert reply.status == 503 and reply.headers["Retry-After"] == "1", name
+        assert reply.json()["error"]["message"] == "the server is shutting down; retry shortly"
+    responses_unary = replies["responses-unary"].json()  # a foreground response that began: stored as failed
+    assert responses_unary["status"] == "failed"
+    assert "shutting down" in responses_unary["error"]["message"]
