@@ -177,6 +177,9 @@ def _tool_call(call: common_pb2.ToolCall, where: str, violations: list[FieldViol
 def _tools(request: Request, violations: list[FieldViolation]) -> list[dict[str, Any]]:
     if request.HasField("tool_choice") and request.tool_choice not in TOOL_CHOICES:
         violations.append(unsupported("tool_choice", request.tool_choice, TOOL_CHOICES))
+    elif request.HasField("tool_choice") and request.tool_choice != "required" and not request.tools:
+        # ("required" without tools is refused where calls are forced: structured.forced_calls)
+        violations.append(FieldViolation("tool_choice", "only allowed when tools are given (as OpenAI answers)"))
     if len(request.tools) > MAX_TOOLS:
         violations.append(FieldViolation("tools", f"at most {MAX_TOOLS} tools; got {len(request.tools)}"))
     tools = []

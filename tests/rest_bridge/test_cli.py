@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import re
@@ -10,14 +11,13 @@ import socket
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from tests.conftest import ServerThread
-from tests.rest_bridge.conftest import http_request
+from tests.rest_bridge.conftest import Reply, http_request
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -126,6 +126,7 @@ def test_a_store_that_cannot_be_used_is_one_line_and_exit_1(tmp_path: Path) -> N
         assert_one_line(stderr, "ovserve serve:", "response store", str(store))
 
 
+SHUTDOWN_MESSAGE = "the server is shutting down; retry shortly"
 LONG_REQUESTS = {  # each runs far longer than the grace period
     "chat": ("/v3/chat/completions", {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 1900}),
     "completions": ("/v3/completions", {"prompt": "Once", "max_tokens": 1900}),
@@ -133,25 +134,45 @@ LONG_REQUESTS = {  # each runs far longer than the grace period
 }
 
 
+def stream_reply(port: int, path: str, body: dict[str, Any], started: threading.Event) -> Reply:
+    """A streamed POST, read line by line; ``started`` is set at its first event."""
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    try:
+        connection.request("POST", path, json.dumps(body), {"Content-Type": "application/json"})
+        response = connection.getresponse()
+        data = b""
+        while line := response.readline():
+            data += line
+            started.set()
+        return Reply(response.status, response.headers, data)
+    finally:
+        connection.close()
+
+
 def test_requests_past_the_grace_period_end_with_an_error_that_says_why() -> None:
     """SIGTERM with streams and unary calls running longer than --grace-seconds: each gets an answer."""
-    with ovserve("serve", "--port", "0", "--rest-port", "0", "--grace-seconds", "1") as process:
+    with ovserve("serve", "--port", "0", "--rest-port", "0", "--grace-seconds", "0.2") as process:
         lines: list[str] = []
         port = int(read_until(process, r"REST listening on 127\.0\.0\.1:(\d+)", lines).group(1))
         read_until(process, r"serving tiny-chat", lines)
-        replies: dict[str, Any] = {}
+        replies: dict[str, Reply] = {}
+        started = {name: threading.Event() for name in LONG_REQUESTS}
 
-        def call(name: str, path: str, body: dict[str, Any]) -> None:
-            replies[name] = http_request(port, "POST", path, {"model": "tiny-chat", "ignore_eos": True, **body})
+        def call(name: str, stream: bool) -> None:
+            path, body = LONG_REQUESTS[name]
+            body = {"model": "tiny-chat", "ignore_eos": True, "stream": stream, **body}
+            if stream:
+                replies[f"{name}-stream"] = stream_reply(port, path, body, started[name])
+            else:
+                replies[f"{name}-unary"] = http_request(port, "POST", path, body)
 
         threads = [
-            threading.Thread(target=call, args=(f"{name}-{mode}", path, {**body, "stream": mode == "stream"}))
-            for name, (path, body) in LONG_REQUESTS.items()
-            for mode in ("stream", "unary")
+            threading.Thread(target=call, args=(name, stream)) for name in LONG_REQUESTS for stream in (True, False)
         ]
         for thread in threads:
             thread.start()
-        time.sleep(1.0)  # every request is running (not a timing assertion: a late one is refused the same way)
+        for event in started.values():  # every stream runs (each takes seconds; the grace is 0.2 s)
+            assert event.wait(timeout=60)
         process.send_signal(signal.SIGTERM)
         for thread in threads:
             thread.join(timeout=60)
@@ -161,14 +182,17 @@ def test_requests_past_the_grace_period_end_with_an_error_that_says_why() -> Non
         assert reply.status == 200
         *_, last_event, done = reply.events()
         assert done == "[DONE]", name
-        assert json.loads(last_event)["error"]["message"] == "the server is shutting down; retry shortly", name
+        assert json.loads(last_event)["error"]["message"] == SHUTDOWN_MESSAGE, name
     events = replies["responses-stream"].body.decode().split("\n\n")
     failed = [json.loads(e.split("data: ", 1)[1]) for e in events if e.startswith("event: response.failed")]
-    assert failed and failed[0]["response"]["error"]["message"] == "the server is shutting down; retry shortly"
+    assert failed and failed[0]["response"]["error"]["message"] == SHUTDOWN_MESSAGE
     for name in ("chat-unary", "completions-unary"):
         reply = replies[name]
         assert reply.status == 503 and reply.headers["Retry-After"] == "1", name
-        assert reply.json()["error"]["message"] == "the server is shutting down; retry shortly"
-    responses_unary = replies["responses-unary"].json()  # a foreground response that began: stored as failed
-    assert responses_unary["status"] == "failed"
-    assert "shutting down" in responses_unary["error"]["message"]
+        assert reply.json()["error"]["message"] == SHUTDOWN_MESSAGE
+    responses_unary = replies["responses-unary"]
+    if responses_unary.status == 200:  # a foreground response that began: stored as failed
+        assert responses_unary.json()["status"] == "failed"
+        assert responses_unary.json()["error"]["message"] == SHUTDOWN_MESSAGE
+    else:  # it had not begun: retriable, as the others
+        assert responses_unary.status == 503 and responses_unary.json()["error"]["message"] == SHUTDOWN_MESSAGE

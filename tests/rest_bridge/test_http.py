@@ -217,6 +217,8 @@ BAD_INPUTS: list[tuple[str, str, str, Any, dict[str, str], int, str | None, str 
     ("image-part-text-model", "POST", CHAT,
      chat_body(messages=[{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "data:,"}}]}]),
      {}, 400, "messages[0].content", None),
+    ("tool-choice-auto-without-tools", "POST", CHAT, chat_body(tool_choice="auto"), {}, 400, "tool_choice", None),
+    ("tool-choice-none-without-tools", "POST", CHAT, chat_body(tool_choice="none"), {}, 400, "tool_choice", None),
     ("named-tool-choice", "POST", CHAT, chat_body(tool_choice={"type": "function", "function": {"name": "f"}}), {},
      400, "tool_choice", None),
     ("stream-options-without-stream", "POST", CHAT, chat_body(stream_options={"include_usage": True}), {}, 400,

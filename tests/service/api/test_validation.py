@@ -262,6 +262,7 @@ CASES: list[Bad] = [
     # --- chat tools, reasoning, logprobs
     Bad("tool_choice-required", "chat", {"tool_choice": "required"}, ("tool_choice",)),
     Bad("tool_choice-unknown", "chat", {"tool_choice": "sometimes"}, ("tool_choice",)),
+    Bad("tool_choice-without-tools", "chat", {"tool_choice": "auto"}, ("tool_choice",)),
     Bad("named_tool_choice", "chat", {"named_tool_choice": {"type": "function", "function": {"name": "f"}}},
         ("named_tool_choice",)),
     Bad("tool-unknown-type", "chat", {"tools": [{"type": "retrieval", "function": {"name": "f"}}]},
@@ -388,7 +389,7 @@ GOOD: list[tuple[str, str, dict[str, Any]]] = [
     ("text-content-parts", "chat", {"messages": [{"role": "user", "content_parts": [{"type": "text", "text": "hi"}]}]}),
     ("logprobs+top_logprobs=0", "chat", {"logprobs": True, "top_logprobs": 0}),
     ("tool_choice=none", "chat", {"tool_choice": "none", "tools": [{"type": "function", "function": {"name": "f"}}]}),
-    ("tool_choice=auto", "chat", {"tool_choice": "auto"}),
+    ("tool_choice=auto", "chat", {"tool_choice": "auto", "tools": [{"type": "function", "function": {"name": "f"}}]}),
     ("reasoning_effort=none", "chat", {"reasoning_effort": "none"}),
     ("reasoning_effort=high", "chat", {"reasoning_effort": "high"}),
     ("completion-logprobs=1", "completion", {"logprobs": 1}),
