@@ -16,7 +16,7 @@ import logging
 import signal
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from pathlib import Path
 
@@ -45,6 +45,7 @@ class WorkerSpec:
     scheduler: dict[str, object]  # SchedulerConfig attributes
     prompt_lookup: bool = False
     flush_interval: float = 0.0  # seconds; see EngineCore
+    properties: dict[str, object] = field(default_factory=dict)  # device properties (EngineSettings.properties)
 
 
 def main() -> None:
@@ -84,7 +85,7 @@ def _load(spec: WorkerSpec) -> EngineCore:
         scheduler.enable_prefix_caching = False
 
     def pipeline() -> ov_genai.ContinuousBatchingPipeline:
-        properties: dict[str, object] = {}
+        properties: dict[str, object] = dict(spec.properties)
         if spec.draft_dir is not None:
             # A fresh draft each time: a pipeline transforms the draft's graph in place.
             properties["draft_model"] = ov_genai.draft_model(str(spec.draft_dir), spec.device)

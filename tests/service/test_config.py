@@ -390,3 +390,8 @@ path = "{one}"
     assert defaults.max_concurrent_requests == 512 and defaults.response_max_age_seconds is None
     with pytest.raises(ConfigError, match="--max-concurrent-requests must be 0"):
         configure("--model", f"one={one}", "--max-concurrent-requests", "-1")
+
+
+def test_a_negative_cpu_runtime_cache_is_refused() -> None:
+    with pytest.raises(ConfigError, match="cpu_runtime_cache must be 0 or more"):
+        configure("--cpu-runtime-cache", "-1")
