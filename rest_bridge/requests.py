@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from google.protobuf import json_format
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
@@ -34,6 +34,7 @@ from rest_bridge.errors import BridgeError, openai_param, openai_text
 from rest_bridge.json_values import JsonValueError, check_values
 
 JSON_MEDIA_TYPES = {"application/json"}
+M = TypeVar("M", bound=Message)
 
 # OpenAI request fields ovserve does not serve: refused by name with a clearer message than "unrecognized".
 UNSUPPORTED = {
@@ -242,12 +243,71 @@ def _translate(
     stream = proto_json.get("stream", False)
     if not isinstance(stream, bool):
         raise bad_request("stream", f"stream: expected a boolean, got {json_type(stream)}")
-    message_class = streaming if stream else unary
+    return to_message(proto_json, streaming if stream else unary), stream
+
+
+def to_message(proto_json: dict[str, Any], message_class: type[M]) -> M:
+    """``message_class`` from its proto JSON, every field and type checked first (400s name the field)."""
     check_fields(proto_json, message_class.DESCRIPTOR)
+    lifted = lift_long_strings(proto_json, message_class.DESCRIPTOR)
     try:
-        return json_format.ParseDict(proto_json, message_class()), stream
+        message = json_format.ParseDict(proto_json, message_class())
     except json_format.ParseError as error:  # a case check_fields does not cover: still a 400
         raise bad_request(None, openai_text(str(error))) from None
+    for path, text in lifted:
+        set_at(message, path, text)
+    return message
+
+
+# ---- long strings ----
+# json_format checks every string for lone surrogates with a regex that holds the GIL: ~135 ms for a 5 MB
+# prompt, during which the event loop stands still although the translation runs in a worker thread.
+# parse_json_body has checked every string already (json_values), so long ones are set on the message
+# directly (protobuf checks UTF-8 in C) and json_format sees a placeholder.
+LONG_STRING = 64 * 1024
+Path = tuple[str | int, ...]
+
+
+def lift_long_strings(proto_json: dict[str, Any], descriptor: Descriptor, path: Path = ()) -> list[tuple[Path, str]]:
+    """Replace the long strings of ``proto_json``'s string fields by "" and return them with their paths."""
+    lifted: list[tuple[Path, str]] = []
+    for key, value in proto_json.items():
+        field = descriptor.fields_by_name.get(key)
+        if field is None or value is None:
+            continue
+        items = list(enumerate(value)) if field.is_repeated and isinstance(value, list) else [(None, value)]
+        for index, item in items:
+            where = (*path, key) if index is None else (*path, key, index)
+            if field.type == FieldDescriptor.TYPE_STRING and isinstance(item, str) and len(item) > LONG_STRING:
+                lifted.append((where, item))
+                if index is None:
+                    proto_json[key] = ""
+                else:
+                    value[index] = ""
+            elif _is_plain_message(field) and isinstance(item, dict):
+                lifted += lift_long_strings(item, field.message_type, where)
+    return lifted
+
+
+def _is_plain_message(field: FieldDescriptor) -> bool:
+    """A message field whose JSON is an object of its fields (not a map, Struct, Value or ListValue)."""
+    return (
+        field.type == FieldDescriptor.TYPE_MESSAGE
+        and not field.message_type.GetOptions().map_entry
+        and not field.message_type.full_name.startswith("google.protobuf.")
+    )
+
+
+def set_at(message: Message, path: Path, text: str) -> None:
+    """Set the string field (or repeated string item) at ``path`` of ``message`` to ``text``."""
+    *parents, last = path
+    target: Any = message
+    for step in parents:
+        target = target[step] if isinstance(step, int) else getattr(target, step)
+    if isinstance(last, int):
+        target[last] = text
+    else:
+        setattr(target, last, text)
 
 
 def chat_request(body: dict[str, Any]) -> tuple[chat_pb2.CreateChatCompletionRequest, bool]:

@@ -15,12 +15,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from google.protobuf import json_format
-
 from clients.polymorphic import BY_OPENAI_NAME, TYPED_ALTERNATIVES, PolymorphicField, json_type
 from clients.v1 import response_pb2
-from rest_bridge.errors import openai_text
-from rest_bridge.requests import _without_nulls, bad_request, check_fields, normalise_field, normalise_forms
+from rest_bridge.requests import _without_nulls, bad_request, normalise_field, normalise_forms, to_message
 
 # OpenAI fields ovserve's Responses API does not serve, refused by name with a reason.
 UNSUPPORTED = {
@@ -131,12 +128,9 @@ def create_request(
     stream = proto_json.get("stream", False)
     if not isinstance(stream, bool):
         raise bad_request("stream", f"stream: expected a boolean, got {json_type(stream)}")
-    message_class = response_pb2.StreamResponseRequest if stream else response_pb2.CreateResponseRequest
-    check_fields(proto_json, message_class.DESCRIPTOR)
-    try:
-        return json_format.ParseDict(proto_json, message_class()), stream
-    except json_format.ParseError as error:  # a case check_fields does not cover: still a 400
-        raise bad_request(None, openai_text(str(error))) from None
+    if stream:
+        return to_message(proto_json, response_pb2.StreamResponseRequest), True
+    return to_message(proto_json, response_pb2.CreateResponseRequest), False
 
 
 # ---- query strings of /responses/{id}, /responses/{id}/input_items ----
