@@ -220,7 +220,17 @@ class ChunkFraming:
         self._to_json = to_json
 
     def event(self, message: Any) -> bytes:
-        return sse.event(self._to_json(message))
+        payload = self._to_json(message)
+        choices = payload["choices"]
+        if len(choices) <= 1:
+            return sse.event(payload)
+        # OpenAI sends one choice per chunk, and clients that read choices[0] would lose the others;
+        # the service coalesces the choices of one engine hand-over into one message.
+        last = len(choices) - 1
+        return b"".join(
+            sse.event({**payload, "choices": [choice], **({"usage": None} if "usage" in payload and i < last else {})})
+            for i, choice in enumerate(choices)
+        )
 
     def failure(self, error: BridgeError) -> bytes:
         return sse.event(error.envelope())

@@ -187,3 +187,33 @@ def test_async_client_concurrent_streams(async_client: openai.AsyncOpenAI) -> No
 
     texts = asyncio.run(scenario())
     assert len(set(texts)) == 1 and texts[0]
+
+
+@pytest.mark.parametrize("api", ["chat", "completions"])
+def test_n_choices_stream_one_choice_per_chunk(client: openai.OpenAI, api: str) -> None:
+    """As OpenAI streams them: clients that read choices[0] of each chunk see every choice."""
+    fields = {"model": MODEL, "n": 3, "temperature": 0.9, "seed": 5, "max_tokens": 12, "stream": True,
+              "stream_options": {"include_usage": True}}  # fmt: skip
+    if api == "chat":
+        chunks = list(client.chat.completions.create(messages=STORY, **fields))
+        unary = client.chat.completions.create(messages=STORY, **{**fields, "stream": False, "stream_options": None})
+        texts = {c.index: c.message.content for c in unary.choices}
+    else:
+        chunks = list(client.completions.create(prompt="Once upon a time", **fields))
+        unary = client.completions.create(
+            prompt="Once upon a time", **{**fields, "stream": False, "stream_options": None}
+        )
+        texts = {c.index: c.text for c in unary.choices}
+    *content, usage_chunk = chunks
+    assert all(len(chunk.choices) == 1 for chunk in content)
+    assert usage_chunk.choices == [] and usage_chunk.usage is not None
+    assert unary.usage is not None and usage_chunk.usage.completion_tokens == unary.usage.completion_tokens
+    assert all(chunk.usage is None for chunk in content)
+    streamed: dict[int, str] = {}
+    for chunk in content:
+        (choice,) = chunk.choices
+        piece = choice.delta.content if api == "chat" else choice.text
+        streamed[choice.index] = streamed.get(choice.index, "") + (piece or "")
+    assert streamed == texts and sorted(streamed) == [0, 1, 2]
+    finished = [chunk.choices[0].index for chunk in content if chunk.choices[0].finish_reason]
+    assert sorted(finished) == [0, 1, 2]
