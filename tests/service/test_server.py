@@ -167,17 +167,22 @@ def _buf_curl(target: str, *args: str) -> subprocess.CompletedProcess[str]:
     )  # fmt: skip
 
 
-def test_reflection_lists_and_calls_every_service_with_buf_curl(server) -> None:
+@pytest.mark.parametrize("protocol", ["grpc-v1", "grpc-v1alpha"])
+def test_reflection_lists_and_calls_every_service_with_buf_curl(server, protocol: str) -> None:
     assert BUF.exists(), "run `npm install` first (the README's test command does)"
     base = f"http://{server.target}"
-    listed = _buf_curl(server.target, "--list-methods", base)
+    listed = _buf_curl(server.target, "--reflect-protocol", protocol, "--list-methods", base)
     assert listed.returncode == 0, listed.stderr
     for method in ("ovserve.v1.ChatService/CreateChatCompletion", "ovserve.v1.ChatService/StreamChatCompletion",
                    "ovserve.v1.CompletionService/CreateCompletion", "ovserve.v1.ModelService/ListModels",
-                   "grpc.health.v1.Health/Check"):  # fmt: skip
+                   "grpc.health.v1.Health/Check", "grpc.reflection.v1.ServerReflection/ServerReflectionInfo",
+                   "grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo"):  # fmt: skip
         assert method in listed.stdout
     body = {"model": "tiny-chat", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 5}
-    called = _buf_curl(server.target, "-d", json.dumps(body), f"{base}/ovserve.v1.ChatService/CreateChatCompletion")
+    called = _buf_curl(
+        server.target, "--reflect-protocol", protocol, "-d", json.dumps(body),
+        f"{base}/ovserve.v1.ChatService/CreateChatCompletion",
+    )  # fmt: skip
     assert called.returncode == 0, called.stderr
     reply = json.loads(called.stdout)
     assert reply["object"] == "chat.completion" and reply["choices"][0]["message"]["role"] == "ROLE_ASSISTANT"
