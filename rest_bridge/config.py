@@ -35,6 +35,16 @@ class BridgeSettings:
     # service (tests/rest_bridge/test_json_values.py checks this bound against the decoder).
     max_json_depth: int = 32
     deadline_seconds: float = field(default=600.0, metadata={"help": "deadline of every gRPC call, seconds"})
+    cors_origins: tuple[str, ...] = field(
+        default=(),
+        metadata={
+            "help": "let web pages from this origin (scheme://host[:port], or * for any) call the API "
+            "(repeatable; CORS is off without it)",
+            "flag": "cors-origin",
+            "metavar": "ORIGIN",
+            "default_text": "none",
+        },
+    )
     health_timeout_seconds: float = 5.0  # GET /health's gRPC health check
 
 

@@ -28,7 +28,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from tornado.iostream import StreamClosedError
 
 from clients.v1 import chat_pb2_grpc, completion_pb2_grpc, model_pb2, model_pb2_grpc, response_pb2_grpc
-from rest_bridge import requests, responses, sse
+from rest_bridge import cors, requests, responses, sse
 from rest_bridge.config import BridgeSettings
 from rest_bridge.errors import BridgeError, encode_json, from_rpc_error
 
@@ -75,6 +75,7 @@ class BridgeHandler(tornado.web.RequestHandler):
         self.settings_ = settings
         self.call: Any = None  # the gRPC call in flight, cancelled if the client leaves
         self.client_gone = False
+        self._set_cors_headers()
 
     @functools.cached_property
     def request_id(self) -> str:
@@ -83,8 +84,30 @@ class BridgeHandler(tornado.web.RequestHandler):
         return sent if _REQUEST_ID.fullmatch(sent) else uuid.uuid4().hex
 
     def set_default_headers(self) -> None:
-        # Also runs again when an error response clears the headers, so the id is on every response.
+        # Also runs again when an error response clears the headers, so the id (and CORS) is on every response.
         self.set_header("x-request-id", self.request_id)
+        if hasattr(self, "settings_"):  # the first call comes before initialize()
+            self._set_cors_headers()
+
+    def _set_cors_headers(self) -> None:
+        origin = cors.allowed_origin(self.request.headers.get("Origin"), self.settings_.cors_origins)
+        if origin is not None:
+            self.set_header("Access-Control-Allow-Origin", origin)
+            self.set_header("Access-Control-Expose-Headers", cors.EXPOSED)
+        if self.settings_.cors_origins:
+            self.set_header("Vary", "Origin")
+
+    def options(self, *args: str) -> None:
+        """A browser's CORS preflight: 204 for an allowed origin; without CORS configured, 405 as before."""
+        if not self.settings_.cors_origins:
+            raise tornado.web.HTTPError(405)
+        origin = self.request.headers.get("Origin")
+        if cors.allowed_origin(origin, self.settings_.cors_origins) is None:
+            raise BridgeError(403, f"origin {origin!r} is not allowed here")
+        for name, value in cors.preflight_headers(self.request.headers.get("Access-Control-Request-Headers")).items():
+            self.set_header(name, value)
+        self.set_status(204)
+        self.finish()
 
     def metadata(self) -> tuple[tuple[str, str], ...]:
         """gRPC metadata for the call: the request id, and the client's Authorization if it sent one."""
