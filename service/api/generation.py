@@ -193,10 +193,15 @@ def _choice_rules(request: Any, settings: dict[str, Any], limits: ModelLimits) -
         if request.HasField("diversity_penalty"):
             settings["num_beam_groups"] = best_of  # diverse (group) beam search: one beam per group
     elif n > 1:
-        if not settings.get("do_sample"):
+        if not settings.get("do_sample") and request.HasField("temperature"):
             violations.append(
                 FieldViolation("n", "n > 1 needs sampling (temperature > 0) or beam search (best_of >= n)")
             )
+        elif not settings.get("do_sample"):
+            # The model decodes greedily by default, but n choices at default settings sample, as OpenAI's
+            # do (temperature 1 unless the model's generation_config.json names one).
+            settings["do_sample"] = True
+            settings.setdefault("seed", secrets.randbelow(MAX_SEED + 1))
         # An assisted pipeline generates one sequence per request: the API
         # layer runs n requests instead (see runs.fan_out).
         if not limits.assisted:

@@ -27,6 +27,7 @@ from service.api.prompting import (
 )
 from service.api.runs import Run
 from service.api.structured import check_compiles, output_constraint
+from service.engine import SamplingParams
 from service.errors import FieldViolation, InvalidArgument, NotFound, quote
 from service.models import ModelRegistry, ServedModel
 from service.responses.conversation import input_turn
@@ -112,7 +113,7 @@ async def prepare(models: ModelRegistry, store: ResponseStore, request: Request,
         model=model,
         run=Run(prompt_ids, params, first_choice=0),
         skip_special_tokens=not request.HasField("skip_special_tokens") or request.skip_special_tokens,
-        response=_new_response(canonical, model.name, keep, background),
+        response=_new_response(canonical, model.name, keep, background, params),
         request=canonical,
         items=turn.items,
         history=history,
@@ -185,7 +186,7 @@ def _without_oldest_turn(history: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _new_response(
-    request: response_pb2.CreateResponseRequest, model: str, store: bool, background: bool
+    request: response_pb2.CreateResponseRequest, model: str, store: bool, background: bool, params: SamplingParams
 ) -> objects_pb2.Response:
     response = objects_pb2.Response(
         id=new_id("resp_"), object="response", created_at=now(), model=model,
@@ -205,8 +206,13 @@ def _new_response(
             setattr(response, name, source)
     # Echo the values in force, not only those sent (as OpenAI does).
     response.store, response.background = store, background
-    for name, default in (("temperature", 1.0), ("top_p", 1.0), ("truncation", "disabled")):
-        if not request.HasField(name):
-            setattr(response, name, default)
+    if not request.HasField("truncation"):
+        response.truncation = "disabled"
+    # Values not sent are the sampling actually used: the model's generation_config.json (greedy for some
+    # models: then temperature 0), else the engine's defaults (OpenAI's: 1 and 1).
+    if not request.HasField("temperature"):
+        response.temperature = (1.0 if params.temperature is None else params.temperature) if params.do_sample else 0.0
+    if not request.HasField("top_p"):
+        response.top_p = 1.0 if params.top_p is None else params.top_p
     response.parallel_tool_calls = not request.HasField("parallel_tool_calls") or request.parallel_tool_calls
     return response

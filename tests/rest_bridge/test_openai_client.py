@@ -217,3 +217,15 @@ def test_n_choices_stream_one_choice_per_chunk(client: openai.OpenAI, api: str) 
     assert streamed == texts and sorted(streamed) == [0, 1, 2]
     finished = [chunk.choices[0].index for chunk in content if chunk.choices[0].finish_reason]
     assert sorted(finished) == [0, 1, 2]
+
+
+def test_n_at_default_settings_gives_n_sampled_choices(client: openai.OpenAI) -> None:
+    """tiny-chat decodes greedily by default, but n > 1 with no temperature samples, as OpenAI's default does."""
+    chat = client.chat.completions.create(model=MODEL, messages=STORY, n=3, max_tokens=16, seed=3)
+    assert [choice.index for choice in chat.choices] == [0, 1, 2]
+    assert len({choice.message.content for choice in chat.choices}) > 1  # sampled, not three greedy copies
+    completion = client.completions.create(model=MODEL, prompt="Once upon a time", n=2, max_tokens=8, seed=3)
+    assert len(completion.choices) == 2
+    with pytest.raises(openai.BadRequestError) as refused:  # greedy asked for: two choices would be the same
+        client.chat.completions.create(model=MODEL, messages=STORY, n=2, temperature=0, max_tokens=4)
+    assert refused.value.body["param"] == "n"  # type: ignore[index]

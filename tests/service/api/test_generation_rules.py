@@ -410,8 +410,7 @@ def test_rule_edges_inside(field: str, value: Any) -> None:
         ({"n": 0}, PLAIN, ["n"]),
         ({"n": -5}, PLAIN, ["n"]),
         ({"n": 17, "temperature": 1}, PLAIN, ["n"]),
-        ({"n": 2}, PLAIN, ["n"]),  # greedy cannot give two different choices
-        ({"n": 2, "temperature": 0}, PLAIN, ["n"]),
+        ({"n": 2, "temperature": 0}, PLAIN, ["n"]),  # greedy asked for cannot give two different choices
         ({"best_of": 0}, PLAIN, ["best_of"]),
         ({"best_of": 17}, PLAIN, ["best_of"]),
         ({"n": 3, "best_of": 2}, PLAIN, ["best_of"]),
@@ -437,7 +436,6 @@ def test_rule_edges_inside(field: str, value: Any) -> None:
         # A draft model: no beam search; n > 1 still needs sampling.
         ({"best_of": 2}, DRAFT, ["best_of"]),
         ({"n": 2, "best_of": 2}, DRAFT, ["best_of"]),
-        ({"n": 2}, DRAFT, ["n"]),
         ({"n": 2, "temperature": 0}, DRAFT, ["n"]),
         ({"best_of": 2, "diversity_penalty": 1.0}, DRAFT, ["best_of"]),
         ({"top_k": 0, "num_assistant_tokens": 2, "max_ngram_size": 2}, PLAIN,
@@ -548,13 +546,23 @@ def test_n_with_sampling_on_a_model_with_a_draft_is_one_sequence_per_run(n: int,
     assert config.num_assistant_tokens == DEFAULT_NUM_ASSISTANT_TOKENS
 
 
+@pytest.mark.parametrize("limits", [PLAIN, DRAFT], ids=["plain", "draft"])
+def test_n_at_default_settings_samples_as_openai_does(limits: ModelLimits) -> None:
+    """A greedy model (no temperature sent) still gives n different choices: OpenAI's default samples."""
+    config = build({"n": 2}, limits=limits)
+    assert config.do_sample is True and config.temperature == 1.0  # OpenAI's default temperature
+    assert build({"n": 2}, limits=limits).rng_seed != config.rng_seed  # unseeded: a fresh seed each time
+    assert build({"n": 2}, defaults={"temperature": 0.7}, limits=limits).temperature == pytest.approx(0.7)
+    assert build({"n": 1}, limits=limits).do_sample is False  # one choice: the model's default (greedy here)
+
+
 def test_n_with_sampling_without_a_draft_is_parallel_sampling_in_one_run() -> None:
     assert build({"n": 4, "temperature": 1.0}, limits=PLAIN).num_return_sequences == 4
 
 
 @pytest.mark.parametrize(
     ("body", "field"),
-    [({"n": 2}, "n"), ({"n": 2, "temperature": 0}, "n"), ({"n": 2, "best_of": 2}, "best_of"),
+    [({"n": 2, "temperature": 0}, "n"), ({"n": 2, "best_of": 2}, "best_of"),
      ({"best_of": 3}, "best_of"), ({"best_of": 16, "n": 16}, "best_of")],
     ids=str,
 )  # fmt: skip

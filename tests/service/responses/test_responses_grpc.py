@@ -326,3 +326,13 @@ def test_engine_failure_mid_stream_ends_with_response_failed() -> None:
         assert not after or after[-1].WhichOneof("event") == "completed"
     finally:
         running.stop()
+
+
+def test_the_sampling_in_force_is_echoed_when_not_sent(responses) -> None:
+    """tiny-chat's generation_config.json decodes greedily: a response that sends no temperature says 0, not 1."""
+    body = {"model": "tiny-chat", "input": "Hi!", "max_output_tokens": 2}
+    greedy = responses.CreateResponse(parse(response_pb2.CreateResponseRequest, body)).response
+    assert (greedy.temperature, greedy.top_p) == (0.0, 1.0)
+    sampled_body = {**body, "top_k": 5, "seed": 1, "temperature": 0.7}
+    sampled = responses.CreateResponse(parse(response_pb2.CreateResponseRequest, sampled_body)).response
+    assert sampled.temperature == pytest.approx(0.7) and sampled.top_p == 1.0
