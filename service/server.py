@@ -11,7 +11,6 @@ from typing import Any
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
-from grpc_reflection.v1alpha import reflection
 
 from clients.defaults import MESSAGE_SIZE_OPTIONS
 from clients.v1 import (
@@ -28,6 +27,7 @@ from service.config import ServeConfig
 from service.interceptors import CallPolicyInterceptor
 from service.limits import ConcurrencyLimit
 from service.models import ModelRegistry, ServedModel
+from service.reflection import enable_server_reflection
 from service.responses.api import ResponsesApi
 from service.responses.store import ResponseStore
 from service.servicers import ChatServicer, CompletionServicer, ModelServicer, ResponseServicer
@@ -67,7 +67,7 @@ class Server:
         for add_to_server, servicer in SERVED.values():
             add_to_server(servicer(self), self._server)
         health_pb2_grpc.add_HealthServicer_to_server(self.health, self._server)
-        reflection.enable_server_reflection([*SERVED, health.SERVICE_NAME, reflection.SERVICE_NAME], self._server)
+        enable_server_reflection([*SERVED, health.SERVICE_NAME], self._server)
         await self._set_health(health_pb2.HealthCheckResponse.NOT_SERVING)
         self.port = self._server.add_insecure_port(f"{self.config.host}:{self.config.port}")
         await self._server.start()
