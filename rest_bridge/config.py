@@ -33,6 +33,14 @@ class BridgeSettings:
     max_json_depth: int = 64  # deeper nesting gets 400 (a JSON bomb costs recursion, not just bytes)
     deadline_seconds: float = field(default=600.0, metadata={"help": "deadline of every gRPC call, seconds"})
     health_timeout_seconds: float = 5.0  # GET /health's gRPC health check
+    cors_origins: tuple[str, ...] = field(
+        default=(),
+        metadata={
+            "help": "a web origin browsers may call the bridge from (repeatable; * for any); none: CORS off",
+            "flag": "cors-origin",
+            "metavar": "ORIGIN",
+        },
+    )
 
 
 def add_arguments(parser: Parser, prefix: str = "") -> None:

@@ -27,7 +27,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from tornado.iostream import StreamClosedError
 
 from clients.v1 import chat_pb2_grpc, completion_pb2_grpc, model_pb2, model_pb2_grpc, response_pb2_grpc
-from rest_bridge import requests, responses, sse
+from rest_bridge import cors, requests, responses, sse
 from rest_bridge.config import BridgeSettings
 from rest_bridge.errors import BridgeError, from_rpc_error
 
@@ -68,6 +68,7 @@ class BridgeHandler(tornado.web.RequestHandler):
         self.settings_ = settings
         self.call: Any = None  # the gRPC call in flight, cancelled if the client leaves
         self.client_gone = False
+        self.set_default_headers()  # again, now that the settings (CORS origins) are known
 
     @functools.cached_property
     def request_id(self) -> str:
@@ -78,6 +79,12 @@ class BridgeHandler(tornado.web.RequestHandler):
     def set_default_headers(self) -> None:
         # Also runs again when an error response clears the headers, so the id is on every response.
         self.set_header("x-request-id", self.request_id)
+        if hasattr(self, "settings_"):  # tornado's constructor calls this before initialize()
+            cors.add_headers(self, self.settings_.cors_origins)
+
+    def options(self, *args: str) -> None:
+        """A browser's CORS preflight (405 unless --cors-origin is given)."""
+        cors.answer_preflight(self, self.settings_.cors_origins)
 
     def metadata(self) -> tuple[tuple[str, str], ...]:
         """gRPC metadata for the call: the request id, and the client's Authorization if it sent one."""
