@@ -35,7 +35,7 @@ JSON_MEDIA_TYPES = {"application/json"}
 
 # OpenAI request fields ovserve does not serve: refused by name with a clearer message than "unrecognized".
 UNSUPPORTED = {
-    "logit_bias", "functions", "function_call", "modalities", "audio", "prediction", "service_tier", "store",
+    "logit_bias", "functions", "function_call", "modalities", "audio", "prediction", "service_tier",
     "web_search_options", "verbosity", "prompt_cache_key", "safety_identifier",
 }  # fmt: skip
 

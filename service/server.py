@@ -23,6 +23,8 @@ from clients.v1 import (
     response_pb2,
     response_pb2_grpc,
 )
+from service.api.stored_chat import StoredChatCompletions
+from service.chat_store import ChatCompletionStore
 from service.config import ServeConfig
 from service.interceptors import CallPolicyInterceptor
 from service.limits import ConcurrencyLimit
@@ -44,6 +46,7 @@ class Server:
         self.store = ResponseStore(config.response_store, max_age_seconds=config.response_max_age_seconds)
         self.limit = ConcurrencyLimit(config.max_concurrent_requests)  # calls and background responses
         self.responses = ResponsesApi(self.registry, self.store, self.limit)
+        self.stored_chat = StoredChatCompletions(ChatCompletionStore(self.store))
         self.port = 0
         self._expiry: asyncio.Task[None] | None = None
         self._engines_down: set[str] = set()  # models whose engine is being replaced
@@ -146,7 +149,7 @@ SERVED: dict[str, tuple[Callable[[Any, grpc.aio.Server], None], Callable[[Server
         completion_pb2_grpc.add_CompletionServiceServicer_to_server, lambda s: CompletionServicer(s.registry)
     ),
     chat_pb2.DESCRIPTOR.services_by_name["ChatService"].full_name: (
-        chat_pb2_grpc.add_ChatServiceServicer_to_server, lambda s: ChatServicer(s.registry)
+        chat_pb2_grpc.add_ChatServiceServicer_to_server, lambda s: ChatServicer(s.registry, s.stored_chat)
     ),
     response_pb2.DESCRIPTOR.services_by_name["ResponseService"].full_name: (
         response_pb2_grpc.add_ResponseServiceServicer_to_server, lambda s: ResponseServicer(s.responses)

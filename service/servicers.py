@@ -27,6 +27,7 @@ from clients.v1 import (
     response_pb2_grpc,
 )
 from service.api import chat, completions, models
+from service.api.stored_chat import StoredChatCompletions
 from service.errors import ServiceError, to_rpc_status
 from service.models import ModelRegistry
 from service.responses.api import ResponsesApi
@@ -97,17 +98,41 @@ class CompletionServicer(completion_pb2_grpc.CompletionServiceServicer):
 class ChatServicer(chat_pb2_grpc.ChatServiceServicer):
     """ovserve.v1.ChatService."""
 
-    def __init__(self, registry: ModelRegistry) -> None:
+    def __init__(self, registry: ModelRegistry, stored: StoredChatCompletions) -> None:
         self._models = registry
+        self._stored = stored
 
     @unary
     async def CreateChatCompletion(self, request: chat_pb2.CreateChatCompletionRequest, context: Any) -> Any:
-        return await chat.create_chat_completion(self._models, request)
+        return await self._stored.create(request, lambda: chat.create_chat_completion(self._models, request))
 
     @streaming
     async def StreamChatCompletion(self, request: chat_pb2.StreamChatCompletionRequest, context: Any) -> Any:
-        async for chunk in chat.stream_chat_completion(self._models, request):
+        generate = functools.partial(chat.stream_chat_completion, self._models)
+        async for chunk in self._stored.stream(request, generate):
             yield chunk
+
+    @unary
+    async def GetChatCompletion(self, request: chat_pb2.GetChatCompletionRequest, context: Any) -> Any:
+        return await self._stored.get(request)
+
+    @unary
+    async def ListChatCompletions(self, request: chat_pb2.ListChatCompletionsRequest, context: Any) -> Any:
+        return await self._stored.list_completions(request)
+
+    @unary
+    async def ListChatCompletionMessages(
+        self, request: chat_pb2.ListChatCompletionMessagesRequest, context: Any
+    ) -> Any:
+        return await self._stored.messages(request)
+
+    @unary
+    async def UpdateChatCompletion(self, request: chat_pb2.UpdateChatCompletionRequest, context: Any) -> Any:
+        return await self._stored.update(request)
+
+    @unary
+    async def DeleteChatCompletion(self, request: chat_pb2.DeleteChatCompletionRequest, context: Any) -> Any:
+        return await self._stored.delete(request)
 
 
 class ModelServicer(model_pb2_grpc.ModelServiceServicer):
