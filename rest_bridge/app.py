@@ -18,6 +18,7 @@ from rest_bridge.handlers import (
 )
 from rest_bridge.responses_api import ROUTES as RESPONSES_ROUTES
 from rest_bridge.stored_chat import ROUTES as STORED_CHAT_ROUTES
+from rest_bridge.tokenizer import ROUTES as TOKENIZER_ROUTES
 
 # /v3 is OVMS's prefix; /v1 is OpenAI's, so clients configured for OpenAI's default path work too.
 PREFIXES = ("/v3", "/v1")
@@ -27,6 +28,7 @@ ROUTES: list[tuple[str, type[tornado.web.RequestHandler]]] = [
     ("/models", ModelsHandler),
     ("/models/(.+)", ModelHandler),  # model ids may contain "/"
     *RESPONSES_ROUTES,
+    *TOKENIZER_ROUTES,
 ]
 
 

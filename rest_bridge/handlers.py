@@ -26,7 +26,14 @@ from google.protobuf.message import Message
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from tornado.iostream import StreamClosedError
 
-from clients.v1 import chat_pb2_grpc, completion_pb2_grpc, model_pb2, model_pb2_grpc, response_pb2_grpc
+from clients.v1 import (
+    chat_pb2_grpc,
+    completion_pb2_grpc,
+    model_pb2,
+    model_pb2_grpc,
+    response_pb2_grpc,
+    tokenizer_pb2_grpc,
+)
 from rest_bridge import cors, requests, responses, sse
 from rest_bridge.config import BridgeSettings
 from rest_bridge.errors import BridgeError, from_rpc_error
@@ -44,6 +51,7 @@ class Backend:
     models: model_pb2_grpc.ModelServiceStub
     health: health_pb2_grpc.HealthStub
     responses: response_pb2_grpc.ResponseServiceStub
+    tokenizer: tokenizer_pb2_grpc.TokenizerServiceStub
 
     @classmethod
     def on(cls, channel: grpc.aio.Channel) -> Backend:
@@ -54,6 +62,7 @@ class Backend:
             model_pb2_grpc.ModelServiceStub(channel),
             health_pb2_grpc.HealthStub(channel),
             response_pb2_grpc.ResponseServiceStub(channel),
+            tokenizer_pb2_grpc.TokenizerServiceStub(channel),
         )
 
 

@@ -22,6 +22,8 @@ from clients.v1 import (
     model_pb2_grpc,
     response_pb2,
     response_pb2_grpc,
+    tokenizer_pb2,
+    tokenizer_pb2_grpc,
 )
 from service.api.stored_chat import StoredChatCompletions
 from service.chat_store import ChatCompletionStore
@@ -32,7 +34,7 @@ from service.models import ModelRegistry, ServedModel
 from service.reflection import enable_server_reflection
 from service.responses.api import ResponsesApi
 from service.responses.store import ResponseStore
-from service.servicers import ChatServicer, CompletionServicer, ModelServicer, ResponseServicer
+from service.servicers import ChatServicer, CompletionServicer, ModelServicer, ResponseServicer, TokenizerServicer
 
 log = logging.getLogger(__name__)
 
@@ -156,6 +158,9 @@ SERVED: dict[str, tuple[Callable[[Any, grpc.aio.Server], None], Callable[[Server
     ),
     model_pb2.DESCRIPTOR.services_by_name["ModelService"].full_name: (
         model_pb2_grpc.add_ModelServiceServicer_to_server, lambda s: ModelServicer(s.registry)
+    ),
+    tokenizer_pb2.DESCRIPTOR.services_by_name["TokenizerService"].full_name: (
+        tokenizer_pb2_grpc.add_TokenizerServiceServicer_to_server, lambda s: TokenizerServicer(s.registry)
     ),
 }  # fmt: skip
 EXPIRY_INTERVAL_SECONDS = 600.0  # how often stored responses past --response-max-age are deleted

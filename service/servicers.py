@@ -25,8 +25,10 @@ from clients.v1 import (
     model_pb2_grpc,
     response_pb2,
     response_pb2_grpc,
+    tokenizer_pb2,
+    tokenizer_pb2_grpc,
 )
-from service.api import chat, completions, models
+from service.api import chat, completions, models, tokenizer
 from service.api.stored_chat import StoredChatCompletions
 from service.errors import ServiceError, to_rpc_status
 from service.models import ModelRegistry
@@ -148,6 +150,21 @@ class ModelServicer(model_pb2_grpc.ModelServiceServicer):
     @unary
     async def GetModel(self, request: model_pb2.GetModelRequest, context: Any) -> Any:
         return models.get_model(self._models, request)
+
+
+class TokenizerServicer(tokenizer_pb2_grpc.TokenizerServiceServicer):
+    """ovserve.v1.TokenizerService."""
+
+    def __init__(self, registry: ModelRegistry) -> None:
+        self._models = registry
+
+    @unary
+    async def Tokenize(self, request: tokenizer_pb2.TokenizeRequest, context: Any) -> Any:
+        return await tokenizer.tokenize(self._models, request)
+
+    @unary
+    async def Detokenize(self, request: tokenizer_pb2.DetokenizeRequest, context: Any) -> Any:
+        return await tokenizer.detokenize(self._models, request)
 
 
 class ResponseServicer(response_pb2_grpc.ResponseServiceServicer):

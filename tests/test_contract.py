@@ -39,6 +39,7 @@ EXPECTED_RPCS = {
         "ResumeResponseStream": True,
     },
     "ovserve.v1.ModelService": {"ListModels": False, "GetModel": False},
+    "ovserve.v1.TokenizerService": {"Tokenize": False, "Detokenize": False},
 }
 
 # Unary and streaming twins must take field-identical requests: the service
