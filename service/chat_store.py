@@ -118,13 +118,16 @@ class ChatCompletionStore:
         ``after`` names the last completion of the previous page; one that is not the owner's raises KeyError.
         """
         compare, direction = (">", "ASC") if order == "asc" else ("<", "DESC")
-        # Fixed SQL text; the metadata filter is one bound JSON path and value per pair.
-        filters = "".join(" AND json_extract(metadata, ?) IS ?" for _ in metadata)
+        # Fixed SQL text; the metadata filter binds each key and value (json_each compares keys exactly,
+        # whatever characters they hold, where a JSON path would need quoting).
+        filters = "".join(
+            " AND EXISTS (SELECT 1 FROM json_each(metadata) WHERE key = ? AND value = ?)" for _ in metadata
+        )
         sql = (
             "SELECT completion FROM chat_completions WHERE owner = ? AND (? IS NULL OR model = ?)"
             f" AND seq {compare} ?{filters} ORDER BY seq {direction} LIMIT ?"
         )
-        pairs = [value for key, wanted in metadata.items() for value in (_json_path(key), wanted)]
+        pairs = [value for pair in metadata.items() for value in pair]
 
         def work(conn: sqlite3.Connection) -> list[bytes]:
             with transaction(conn, write=False):
@@ -173,8 +176,3 @@ class ChatCompletionStore:
             return None
         page = [(position, chat_pb2.ChatMessage.FromString(blob)) for position, blob in rows[:limit]]
         return page, len(rows) > limit
-
-
-def _json_path(key: str) -> str:
-    """The JSON path of one metadata key, quoted so that dots and brackets in keys are plain characters."""
-    return "$." + json.dumps(key)

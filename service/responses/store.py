@@ -313,7 +313,8 @@ class ResponseStore:
 
     async def expire(self, now: float | None = None) -> int:
         """Delete responses created more than max_age_seconds before ``now`` (default: the clock), with their
-        items and events; returns how many. Does nothing when the store has no max age."""
+        items and events, and stored chat completions as old with their messages; returns how many responses.
+        Does nothing when the store has no max age."""
         if self.max_age_seconds is None:
             return 0
         cutoff = (time.time() if now is None else now) - self.max_age_seconds
@@ -323,6 +324,11 @@ class ResponseStore:
                 old = "SELECT id FROM responses WHERE created_at < :cutoff"
                 conn.execute(f"DELETE FROM events WHERE response_id IN ({old})", {"cutoff": cutoff})
                 conn.execute(f"DELETE FROM input_items WHERE response_id IN ({old})", {"cutoff": cutoff})
+                old_chats = "SELECT id FROM chat_completions WHERE created_at < :cutoff"
+                conn.execute(
+                    f"DELETE FROM chat_completion_messages WHERE completion_id IN ({old_chats})", {"cutoff": cutoff}
+                )
+                conn.execute("DELETE FROM chat_completions WHERE created_at < ?", (cutoff,))
                 return conn.execute("DELETE FROM responses WHERE created_at < ?", (cutoff,)).rowcount
 
         return await self.run(work)
