@@ -75,9 +75,9 @@ class StoredChatCompletions:
         self, request: chat_pb2.CreateChatCompletionRequest, generate: Callable[[], Awaitable[Completion]]
     ) -> Completion:
         """``generate()``'s completion, stored first when the request says ``store: true``."""
-        InvalidArgument.check(metadata_violations(request.metadata))  # bounded whether stored or not
-        if not request.store:
+        if not request.store:  # unstored metadata is only logged: OpenAI's bounds apply to what is kept
             return await generate()
+        InvalidArgument.check(metadata_violations(request.metadata))
         completion = await generate()
         completion.metadata.update(request.metadata)
         await self._store.put(completion, list(request.messages), tenant.get())
@@ -93,12 +93,12 @@ class StoredChatCompletions:
         The stored completion needs token counts, so usage is asked for and, if the client did not ask, its
         chunk is kept from the client.
         """
-        InvalidArgument.check(metadata_violations(request.metadata))  # bounded whether stored or not
         if not request.store:
             async with contextlib.aclosing(cast(AsyncGenerator[Chunk, None], generate(request))) as chunks:
                 async for chunk in chunks:
                     yield chunk
             return
+        InvalidArgument.check(metadata_violations(request.metadata))
         wants_usage = request.stream_options.include_usage
         counted = chat_pb2.StreamChatCompletionRequest()
         counted.CopyFrom(request)
