@@ -10,7 +10,6 @@ import tornado.web
 from rest_bridge.config import BridgeSettings
 from rest_bridge.handlers import (
     Backend,
-    ChatCompletionsHandler,
     CompletionsHandler,
     HealthHandler,
     ModelHandler,
@@ -18,15 +17,18 @@ from rest_bridge.handlers import (
     NotFoundHandler,
 )
 from rest_bridge.responses_api import ROUTES as RESPONSES_ROUTES
+from rest_bridge.stored_chat import ROUTES as STORED_CHAT_ROUTES
+from rest_bridge.tokenizer import ROUTES as TOKENIZER_ROUTES
 
 # /v3 is OVMS's prefix; /v1 is OpenAI's, so clients configured for OpenAI's default path work too.
 PREFIXES = ("/v3", "/v1")
 ROUTES: list[tuple[str, type[tornado.web.RequestHandler]]] = [
-    ("/chat/completions", ChatCompletionsHandler),
+    *STORED_CHAT_ROUTES,  # POST /chat/completions (create) with the stored-completion routes
     ("/completions", CompletionsHandler),
     ("/models", ModelsHandler),
     ("/models/(.+)", ModelHandler),  # model ids may contain "/"
     *RESPONSES_ROUTES,
+    *TOKENIZER_ROUTES,
 ]
 
 

@@ -27,7 +27,14 @@ from google.protobuf.message import Message
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from tornado.iostream import StreamClosedError
 
-from clients.v1 import chat_pb2_grpc, completion_pb2_grpc, model_pb2, model_pb2_grpc, response_pb2_grpc
+from clients.v1 import (
+    chat_pb2_grpc,
+    completion_pb2_grpc,
+    model_pb2,
+    model_pb2_grpc,
+    response_pb2_grpc,
+    tokenizer_pb2_grpc,
+)
 from rest_bridge import cors, requests, responses, sse
 from rest_bridge.config import BridgeSettings
 from rest_bridge.errors import BridgeError, encode_json, from_rpc_error
@@ -51,6 +58,7 @@ class Backend:
     models: model_pb2_grpc.ModelServiceStub
     health: health_pb2_grpc.HealthStub
     responses: response_pb2_grpc.ResponseServiceStub
+    tokenizer: tokenizer_pb2_grpc.TokenizerServiceStub
 
     @classmethod
     def on(cls, channel: grpc.aio.Channel) -> Backend:
@@ -61,6 +69,7 @@ class Backend:
             model_pb2_grpc.ModelServiceStub(channel),
             health_pb2_grpc.HealthStub(channel),
             response_pb2_grpc.ResponseServiceStub(channel),
+            tokenizer_pb2_grpc.TokenizerServiceStub(channel),
         )
 
 
@@ -75,7 +84,7 @@ class BridgeHandler(tornado.web.RequestHandler):
         self.settings_ = settings
         self.call: Any = None  # the gRPC call in flight, cancelled if the client leaves
         self.client_gone = False
-        self._set_cors_headers()
+        self.set_default_headers()  # again, now that the settings (CORS origins) are known
 
     @functools.cached_property
     def request_id(self) -> str:
@@ -86,28 +95,12 @@ class BridgeHandler(tornado.web.RequestHandler):
     def set_default_headers(self) -> None:
         # Also runs again when an error response clears the headers, so the id (and CORS) is on every response.
         self.set_header("x-request-id", self.request_id)
-        if hasattr(self, "settings_"):  # the first call comes before initialize()
-            self._set_cors_headers()
-
-    def _set_cors_headers(self) -> None:
-        origin = cors.allowed_origin(self.request.headers.get("Origin"), self.settings_.cors_origins)
-        if origin is not None:
-            self.set_header("Access-Control-Allow-Origin", origin)
-            self.set_header("Access-Control-Expose-Headers", cors.EXPOSED)
-        if self.settings_.cors_origins:
-            self.set_header("Vary", "Origin")
+        if hasattr(self, "settings_"):  # tornado's constructor calls this before initialize()
+            cors.add_headers(self, self.settings_.cors_origins)
 
     def options(self, *args: str) -> None:
-        """A browser's CORS preflight: 204 for an allowed origin; without CORS configured, 405 as before."""
-        if not self.settings_.cors_origins:
-            raise tornado.web.HTTPError(405)
-        origin = self.request.headers.get("Origin")
-        if cors.allowed_origin(origin, self.settings_.cors_origins) is None:
-            raise BridgeError(403, f"origin {origin!r} is not allowed here")
-        for name, value in cors.preflight_headers(self.request.headers.get("Access-Control-Request-Headers")).items():
-            self.set_header(name, value)
-        self.set_status(204)
-        self.finish()
+        """A browser's CORS preflight (405 unless --cors-origin is given)."""
+        cors.answer_preflight(self, self.settings_.cors_origins)
 
     def metadata(self) -> tuple[tuple[str, str], ...]:
         """gRPC metadata for the call: the request id, and the client's Authorization if it sent one."""

@@ -38,7 +38,7 @@ M = TypeVar("M", bound=Message)
 
 # OpenAI request fields ovserve does not serve: refused by name with a clearer message than "unrecognized".
 UNSUPPORTED = {
-    "logit_bias", "functions", "function_call", "modalities", "audio", "prediction", "service_tier", "store",
+    "logit_bias", "functions", "function_call", "modalities", "audio", "prediction", "service_tier",
     "web_search_options", "verbosity", "prompt_cache_key", "safety_identifier",
 }  # fmt: skip
 

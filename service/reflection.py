@@ -1,73 +1,63 @@
-"""gRPC server reflection in both protocols: ``grpc.reflection.v1`` and the older ``v1alpha``.
+"""gRPC server reflection, both the v1 service and the older v1alpha one.
 
-grpcio-reflection serves only v1alpha, while current tools ask for v1 first
-(``buf curl --reflect-protocol grpc-v1``, grpcurl). The two protocols are the
-same messages under another package name, so the v1 service is v1alpha's
-servicer behind v1's name: v1's file descriptor is v1alpha's with the package
-renamed, added to the default pool so that v1 can describe itself too.
+grpcio-reflection ships only ``grpc.reflection.v1alpha``; newer tools (``buf curl --reflect-protocol grpc-v1``,
+recent grpcurl) ask ``grpc.reflection.v1`` first. The two protocols are the same messages under another
+package name, so one servicer answers both: the v1 service is registered with the v1alpha message classes
+(the bytes on the wire are identical), and a v1 copy of the descriptor goes into the pool so that reflection
+can describe the v1 service too.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable
 
 import grpc
 from google.protobuf import descriptor_pb2, descriptor_pool
-from google.protobuf.descriptor import FileDescriptor
-from google.protobuf.message_factory import GetMessageClass
-from grpc_reflection.v1alpha import reflection
-from grpc_reflection.v1alpha import reflection_pb2 as v1alpha_pb2
+from grpc_reflection.v1alpha import reflection, reflection_pb2, reflection_pb2_grpc
 
-V1_PACKAGE = "grpc.reflection.v1"
-V1_SERVICE = f"{V1_PACKAGE}.ServerReflection"
-V1_FILE = "grpc/reflection/v1/reflection.proto"
-SERVICE_NAMES = (V1_SERVICE, reflection.SERVICE_NAME)
+_V1ALPHA = "grpc.reflection.v1alpha"
+_V1 = "grpc.reflection.v1"
+#: The v1 service's full name, for the list that reflection and health report.
+V1_SERVICE_NAME = f"{_V1}.ServerReflection"
+V1ALPHA_SERVICE_NAME: str = reflection.SERVICE_NAME
 
 
-def _v1_file() -> descriptor_pb2.FileDescriptorProto:
-    """v1alpha's reflection.proto as v1's: same messages and numbers, the v1 package and path."""
-    proto = descriptor_pb2.FileDescriptorProto()
-    v1alpha_pb2.DESCRIPTOR.CopyToProto(proto)
-    old, new = f".{proto.package}.", f".{V1_PACKAGE}."
-    proto.name, proto.package = V1_FILE, V1_PACKAGE
-    for message in proto.message_type:
-        for field in message.field:
-            if field.type_name:
-                field.type_name = field.type_name.replace(old, new)
-    for method in proto.service[0].method:
-        method.input_type = method.input_type.replace(old, new)
-        method.output_type = method.output_type.replace(old, new)
-    return proto
-
-
-def _v1_descriptor() -> FileDescriptor:
-    """v1's file in the default pool (added on first use), where reflection finds it like any other."""
-    pool = descriptor_pool.Default()
+def _register_v1_descriptor(pool: descriptor_pool.DescriptorPool) -> None:
+    """Add ``grpc/reflection/v1/reflection.proto`` to ``pool``, copied from the v1alpha file (idempotent)."""
     try:
-        return pool.FindFileByName(V1_FILE)
+        pool.FindServiceByName(V1_SERVICE_NAME)
+        return
     except KeyError:
-        pool.Add(_v1_file())
-        return pool.FindFileByName(V1_FILE)
+        pass
+    file = descriptor_pb2.FileDescriptorProto()
+    reflection_pb2.DESCRIPTOR.CopyToProto(file)
+    file.name = "grpc/reflection/v1/reflection.proto"
+    file.package = _V1
+    file.options.Clear()  # the v1alpha file's language options name v1alpha packages
+    old, new = f".{_V1ALPHA}.", f".{_V1}."
+    for message in file.message_type:
+        for field in message.field:
+            if field.HasField("type_name"):  # scalar fields have none; assigning "" would set one
+                field.type_name = field.type_name.replace(old, new)
+    for service in file.service:
+        for method in service.method:
+            method.input_type = method.input_type.replace(old, new)
+            method.output_type = method.output_type.replace(old, new)
+    pool.Add(file)
 
 
-def enable_reflection(service_names: Sequence[str], server: grpc.aio.Server) -> None:
-    """Serve reflection of ``service_names`` (and of reflection itself) in the v1 and v1alpha protocols."""
-    names = [*service_names, *SERVICE_NAMES]
-    reflection.enable_server_reflection(names, server)
-    servicer = reflection.aio.ReflectionServicer(names)
-    v1 = _v1_descriptor().services_by_name["ServerReflection"]
-    request = GetMessageClass(v1.methods_by_name["ServerReflectionInfo"].input_type)
-    response = GetMessageClass(v1.methods_by_name["ServerReflectionInfo"].output_type)
-
-    async def info(requests, context):  # type: ignore[no-untyped-def]
-        # The same bytes mean the same thing in both packages: v1alpha's servicer answers.
-        alpha = (v1alpha_pb2.ServerReflectionRequest.FromString(r.SerializeToString()) async for r in requests)
-        async for reply in servicer.ServerReflectionInfo(alpha, context):
-            yield response.FromString(reply.SerializeToString())
-
-    handler = grpc.stream_stream_rpc_method_handler(
-        info, request_deserializer=request.FromString, response_serializer=response.SerializeToString
+def enable_server_reflection(service_names: Iterable[str], server: grpc.aio.Server) -> None:
+    """Serve reflection v1 and v1alpha on ``server``, listing ``service_names`` and both reflection services."""
+    pool = descriptor_pool.Default()
+    _register_v1_descriptor(pool)
+    names = [*service_names, V1_SERVICE_NAME, V1ALPHA_SERVICE_NAME]
+    servicer = reflection.aio.ReflectionServicer(names, pool=pool)
+    reflection_pb2_grpc.add_ServerReflectionServicer_to_server(servicer, server)
+    method = grpc.stream_stream_rpc_method_handler(
+        servicer.ServerReflectionInfo,
+        request_deserializer=reflection_pb2.ServerReflectionRequest.FromString,
+        response_serializer=reflection_pb2.ServerReflectionResponse.SerializeToString,
     )
     server.add_generic_rpc_handlers(
-        (grpc.method_handlers_generic_handler(V1_SERVICE, {"ServerReflectionInfo": handler}),)
+        (grpc.method_handlers_generic_handler(V1_SERVICE_NAME, {"ServerReflectionInfo": method}),)
     )

@@ -22,15 +22,19 @@ from clients.v1 import (
     model_pb2_grpc,
     response_pb2,
     response_pb2_grpc,
+    tokenizer_pb2,
+    tokenizer_pb2_grpc,
 )
+from service.api.stored_chat import StoredChatCompletions
+from service.chat_store import ChatCompletionStore
 from service.config import ServeConfig
 from service.interceptors import CallPolicyInterceptor
 from service.limits import ConcurrencyLimit
 from service.models import ModelRegistry, ServedModel
-from service.reflection import enable_reflection
+from service.reflection import enable_server_reflection
 from service.responses.api import ResponsesApi
 from service.responses.store import ResponseStore
-from service.servicers import ChatServicer, CompletionServicer, ModelServicer, ResponseServicer
+from service.servicers import ChatServicer, CompletionServicer, ModelServicer, ResponseServicer, TokenizerServicer
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +48,7 @@ class Server:
         self.store = ResponseStore(config.response_store, max_age_seconds=config.response_max_age_seconds)
         self.limit = ConcurrencyLimit(config.max_concurrent_requests)  # calls and background responses
         self.responses = ResponsesApi(self.registry, self.store, self.limit)
+        self.stored_chat = StoredChatCompletions(ChatCompletionStore(self.store))
         self.port = 0
         self._expiry: asyncio.Task[None] | None = None
         self._engines_down: set[str] = set()  # models whose engine is being replaced
@@ -67,7 +72,7 @@ class Server:
         for add_to_server, servicer in SERVED.values():
             add_to_server(servicer(self), self._server)
         health_pb2_grpc.add_HealthServicer_to_server(self.health, self._server)
-        enable_reflection([*SERVED, health.SERVICE_NAME], self._server)
+        enable_server_reflection([*SERVED, health.SERVICE_NAME], self._server)
         await self._set_health(health_pb2.HealthCheckResponse.NOT_SERVING)
         self.port = self._server.add_insecure_port(f"{self.config.host}:{self.config.port}")
         await self._server.start()
@@ -156,13 +161,16 @@ SERVED: dict[str, tuple[Callable[[Any, grpc.aio.Server], None], Callable[[Server
         completion_pb2_grpc.add_CompletionServiceServicer_to_server, lambda s: CompletionServicer(s.registry)
     ),
     chat_pb2.DESCRIPTOR.services_by_name["ChatService"].full_name: (
-        chat_pb2_grpc.add_ChatServiceServicer_to_server, lambda s: ChatServicer(s.registry)
+        chat_pb2_grpc.add_ChatServiceServicer_to_server, lambda s: ChatServicer(s.registry, s.stored_chat)
     ),
     response_pb2.DESCRIPTOR.services_by_name["ResponseService"].full_name: (
         response_pb2_grpc.add_ResponseServiceServicer_to_server, lambda s: ResponseServicer(s.responses)
     ),
     model_pb2.DESCRIPTOR.services_by_name["ModelService"].full_name: (
         model_pb2_grpc.add_ModelServiceServicer_to_server, lambda s: ModelServicer(s.registry)
+    ),
+    tokenizer_pb2.DESCRIPTOR.services_by_name["TokenizerService"].full_name: (
+        tokenizer_pb2_grpc.add_TokenizerServiceServicer_to_server, lambda s: TokenizerServicer(s.registry)
     ),
 }  # fmt: skip
 EXPIRY_INTERVAL_SECONDS = 600.0  # how often stored responses past --response-max-age are deleted

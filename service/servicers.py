@@ -25,8 +25,11 @@ from clients.v1 import (
     model_pb2_grpc,
     response_pb2,
     response_pb2_grpc,
+    tokenizer_pb2,
+    tokenizer_pb2_grpc,
 )
-from service.api import chat, completions, models
+from service.api import chat, completions, models, tokenizer
+from service.api.stored_chat import StoredChatCompletions
 from service.errors import ServiceError, to_rpc_status
 from service.models import ModelRegistry
 from service.responses.api import ResponsesApi
@@ -97,17 +100,41 @@ class CompletionServicer(completion_pb2_grpc.CompletionServiceServicer):
 class ChatServicer(chat_pb2_grpc.ChatServiceServicer):
     """ovserve.v1.ChatService."""
 
-    def __init__(self, registry: ModelRegistry) -> None:
+    def __init__(self, registry: ModelRegistry, stored: StoredChatCompletions) -> None:
         self._models = registry
+        self._stored = stored
 
     @unary
     async def CreateChatCompletion(self, request: chat_pb2.CreateChatCompletionRequest, context: Any) -> Any:
-        return await chat.create_chat_completion(self._models, request)
+        return await self._stored.create(request, lambda: chat.create_chat_completion(self._models, request))
 
     @streaming
     async def StreamChatCompletion(self, request: chat_pb2.StreamChatCompletionRequest, context: Any) -> Any:
-        async for chunk in chat.stream_chat_completion(self._models, request):
+        generate = functools.partial(chat.stream_chat_completion, self._models)
+        async for chunk in self._stored.stream(request, generate):
             yield chunk
+
+    @unary
+    async def GetChatCompletion(self, request: chat_pb2.GetChatCompletionRequest, context: Any) -> Any:
+        return await self._stored.get(request)
+
+    @unary
+    async def ListChatCompletions(self, request: chat_pb2.ListChatCompletionsRequest, context: Any) -> Any:
+        return await self._stored.list_completions(request)
+
+    @unary
+    async def ListChatCompletionMessages(
+        self, request: chat_pb2.ListChatCompletionMessagesRequest, context: Any
+    ) -> Any:
+        return await self._stored.messages(request)
+
+    @unary
+    async def UpdateChatCompletion(self, request: chat_pb2.UpdateChatCompletionRequest, context: Any) -> Any:
+        return await self._stored.update(request)
+
+    @unary
+    async def DeleteChatCompletion(self, request: chat_pb2.DeleteChatCompletionRequest, context: Any) -> Any:
+        return await self._stored.delete(request)
 
 
 class ModelServicer(model_pb2_grpc.ModelServiceServicer):
@@ -123,6 +150,21 @@ class ModelServicer(model_pb2_grpc.ModelServiceServicer):
     @unary
     async def GetModel(self, request: model_pb2.GetModelRequest, context: Any) -> Any:
         return models.get_model(self._models, request)
+
+
+class TokenizerServicer(tokenizer_pb2_grpc.TokenizerServiceServicer):
+    """ovserve.v1.TokenizerService."""
+
+    def __init__(self, registry: ModelRegistry) -> None:
+        self._models = registry
+
+    @unary
+    async def Tokenize(self, request: tokenizer_pb2.TokenizeRequest, context: Any) -> Any:
+        return await tokenizer.tokenize(self._models, request)
+
+    @unary
+    async def Detokenize(self, request: tokenizer_pb2.DetokenizeRequest, context: Any) -> Any:
+        return await tokenizer.detokenize(self._models, request)
 
 
 class ResponseServicer(response_pb2_grpc.ResponseServiceServicer):

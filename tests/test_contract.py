@@ -20,7 +20,15 @@ ROOT = Path(__file__).resolve().parents[1]
 # service -> {rpc: server-streaming?}: the whole v1 API; a unary and a streaming RPC for each generation API.
 EXPECTED_RPCS = {
     "ovserve.v1.CompletionService": {"CreateCompletion": False, "StreamCompletion": True},
-    "ovserve.v1.ChatService": {"CreateChatCompletion": False, "StreamChatCompletion": True},
+    "ovserve.v1.ChatService": {
+        "CreateChatCompletion": False,
+        "StreamChatCompletion": True,
+        "GetChatCompletion": False,
+        "ListChatCompletions": False,
+        "ListChatCompletionMessages": False,
+        "UpdateChatCompletion": False,
+        "DeleteChatCompletion": False,
+    },
     "ovserve.v1.ResponseService": {
         "CreateResponse": False,
         "StreamResponse": True,
@@ -31,6 +39,7 @@ EXPECTED_RPCS = {
         "ResumeResponseStream": True,
     },
     "ovserve.v1.ModelService": {"ListModels": False, "GetModel": False},
+    "ovserve.v1.TokenizerService": {"Tokenize": False, "Detokenize": False},
 }
 
 # Unary and streaming twins must take field-identical requests: the service

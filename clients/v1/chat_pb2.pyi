@@ -10,7 +10,7 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class CreateChatCompletionRequest(_message.Message):
-    __slots__ = ("model", "messages", "stream", "stream_options", "max_tokens", "max_completion_tokens", "stop", "stop_sequences", "ignore_eos", "include_stop_str_in_output", "skip_special_tokens", "temperature", "top_p", "top_k", "min_p", "repetition_penalty", "frequency_penalty", "presence_penalty", "seed", "n", "best_of", "length_penalty", "diversity_penalty", "num_assistant_tokens", "assistant_confidence_threshold", "max_ngram_size", "logprobs", "top_logprobs", "tools", "tool_choice", "named_tool_choice", "parallel_tool_calls", "response_format", "guided_json", "guided_regex", "guided_choice", "chat_template_kwargs", "reasoning_effort", "user", "metadata")
+    __slots__ = ("model", "messages", "stream", "stream_options", "max_tokens", "max_completion_tokens", "stop", "stop_sequences", "ignore_eos", "include_stop_str_in_output", "skip_special_tokens", "temperature", "top_p", "top_k", "min_p", "repetition_penalty", "frequency_penalty", "presence_penalty", "seed", "n", "best_of", "length_penalty", "diversity_penalty", "num_assistant_tokens", "assistant_confidence_threshold", "max_ngram_size", "logprobs", "top_logprobs", "tools", "tool_choice", "named_tool_choice", "parallel_tool_calls", "response_format", "guided_json", "guided_regex", "guided_choice", "chat_template_kwargs", "reasoning_effort", "user", "metadata", "store")
     class MetadataEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -58,6 +58,7 @@ class CreateChatCompletionRequest(_message.Message):
     REASONING_EFFORT_FIELD_NUMBER: _ClassVar[int]
     USER_FIELD_NUMBER: _ClassVar[int]
     METADATA_FIELD_NUMBER: _ClassVar[int]
+    STORE_FIELD_NUMBER: _ClassVar[int]
     model: str
     messages: _containers.RepeatedCompositeFieldContainer[ChatMessage]
     stream: bool
@@ -98,10 +99,11 @@ class CreateChatCompletionRequest(_message.Message):
     reasoning_effort: str
     user: str
     metadata: _containers.ScalarMap[str, str]
-    def __init__(self, model: _Optional[str] = ..., messages: _Optional[_Iterable[_Union[ChatMessage, _Mapping]]] = ..., stream: _Optional[bool] = ..., stream_options: _Optional[_Union[_common_pb2.StreamOptions, _Mapping]] = ..., max_tokens: _Optional[int] = ..., max_completion_tokens: _Optional[int] = ..., stop: _Optional[str] = ..., stop_sequences: _Optional[_Iterable[str]] = ..., ignore_eos: _Optional[bool] = ..., include_stop_str_in_output: _Optional[bool] = ..., skip_special_tokens: _Optional[bool] = ..., temperature: _Optional[float] = ..., top_p: _Optional[float] = ..., top_k: _Optional[int] = ..., min_p: _Optional[float] = ..., repetition_penalty: _Optional[float] = ..., frequency_penalty: _Optional[float] = ..., presence_penalty: _Optional[float] = ..., seed: _Optional[int] = ..., n: _Optional[int] = ..., best_of: _Optional[int] = ..., length_penalty: _Optional[float] = ..., diversity_penalty: _Optional[float] = ..., num_assistant_tokens: _Optional[int] = ..., assistant_confidence_threshold: _Optional[float] = ..., max_ngram_size: _Optional[int] = ..., logprobs: _Optional[bool] = ..., top_logprobs: _Optional[int] = ..., tools: _Optional[_Iterable[_Union[ChatTool, _Mapping]]] = ..., tool_choice: _Optional[str] = ..., named_tool_choice: _Optional[_Union[ChatNamedToolChoice, _Mapping]] = ..., parallel_tool_calls: _Optional[bool] = ..., response_format: _Optional[_Union[_common_pb2.ResponseFormat, _Mapping]] = ..., guided_json: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., guided_regex: _Optional[str] = ..., guided_choice: _Optional[_Iterable[str]] = ..., chat_template_kwargs: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., reasoning_effort: _Optional[str] = ..., user: _Optional[str] = ..., metadata: _Optional[_Mapping[str, str]] = ...) -> None: ...
+    store: bool
+    def __init__(self, model: _Optional[str] = ..., messages: _Optional[_Iterable[_Union[ChatMessage, _Mapping]]] = ..., stream: _Optional[bool] = ..., stream_options: _Optional[_Union[_common_pb2.StreamOptions, _Mapping]] = ..., max_tokens: _Optional[int] = ..., max_completion_tokens: _Optional[int] = ..., stop: _Optional[str] = ..., stop_sequences: _Optional[_Iterable[str]] = ..., ignore_eos: _Optional[bool] = ..., include_stop_str_in_output: _Optional[bool] = ..., skip_special_tokens: _Optional[bool] = ..., temperature: _Optional[float] = ..., top_p: _Optional[float] = ..., top_k: _Optional[int] = ..., min_p: _Optional[float] = ..., repetition_penalty: _Optional[float] = ..., frequency_penalty: _Optional[float] = ..., presence_penalty: _Optional[float] = ..., seed: _Optional[int] = ..., n: _Optional[int] = ..., best_of: _Optional[int] = ..., length_penalty: _Optional[float] = ..., diversity_penalty: _Optional[float] = ..., num_assistant_tokens: _Optional[int] = ..., assistant_confidence_threshold: _Optional[float] = ..., max_ngram_size: _Optional[int] = ..., logprobs: _Optional[bool] = ..., top_logprobs: _Optional[int] = ..., tools: _Optional[_Iterable[_Union[ChatTool, _Mapping]]] = ..., tool_choice: _Optional[str] = ..., named_tool_choice: _Optional[_Union[ChatNamedToolChoice, _Mapping]] = ..., parallel_tool_calls: _Optional[bool] = ..., response_format: _Optional[_Union[_common_pb2.ResponseFormat, _Mapping]] = ..., guided_json: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., guided_regex: _Optional[str] = ..., guided_choice: _Optional[_Iterable[str]] = ..., chat_template_kwargs: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., reasoning_effort: _Optional[str] = ..., user: _Optional[str] = ..., metadata: _Optional[_Mapping[str, str]] = ..., store: _Optional[bool] = ...) -> None: ...
 
 class StreamChatCompletionRequest(_message.Message):
-    __slots__ = ("model", "messages", "stream", "stream_options", "max_tokens", "max_completion_tokens", "stop", "stop_sequences", "ignore_eos", "include_stop_str_in_output", "skip_special_tokens", "temperature", "top_p", "top_k", "min_p", "repetition_penalty", "frequency_penalty", "presence_penalty", "seed", "n", "best_of", "length_penalty", "diversity_penalty", "num_assistant_tokens", "assistant_confidence_threshold", "max_ngram_size", "logprobs", "top_logprobs", "tools", "tool_choice", "named_tool_choice", "parallel_tool_calls", "response_format", "guided_json", "guided_regex", "guided_choice", "chat_template_kwargs", "reasoning_effort", "user", "metadata")
+    __slots__ = ("model", "messages", "stream", "stream_options", "max_tokens", "max_completion_tokens", "stop", "stop_sequences", "ignore_eos", "include_stop_str_in_output", "skip_special_tokens", "temperature", "top_p", "top_k", "min_p", "repetition_penalty", "frequency_penalty", "presence_penalty", "seed", "n", "best_of", "length_penalty", "diversity_penalty", "num_assistant_tokens", "assistant_confidence_threshold", "max_ngram_size", "logprobs", "top_logprobs", "tools", "tool_choice", "named_tool_choice", "parallel_tool_calls", "response_format", "guided_json", "guided_regex", "guided_choice", "chat_template_kwargs", "reasoning_effort", "user", "metadata", "store")
     class MetadataEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -149,6 +151,7 @@ class StreamChatCompletionRequest(_message.Message):
     REASONING_EFFORT_FIELD_NUMBER: _ClassVar[int]
     USER_FIELD_NUMBER: _ClassVar[int]
     METADATA_FIELD_NUMBER: _ClassVar[int]
+    STORE_FIELD_NUMBER: _ClassVar[int]
     model: str
     messages: _containers.RepeatedCompositeFieldContainer[ChatMessage]
     stream: bool
@@ -189,7 +192,8 @@ class StreamChatCompletionRequest(_message.Message):
     reasoning_effort: str
     user: str
     metadata: _containers.ScalarMap[str, str]
-    def __init__(self, model: _Optional[str] = ..., messages: _Optional[_Iterable[_Union[ChatMessage, _Mapping]]] = ..., stream: _Optional[bool] = ..., stream_options: _Optional[_Union[_common_pb2.StreamOptions, _Mapping]] = ..., max_tokens: _Optional[int] = ..., max_completion_tokens: _Optional[int] = ..., stop: _Optional[str] = ..., stop_sequences: _Optional[_Iterable[str]] = ..., ignore_eos: _Optional[bool] = ..., include_stop_str_in_output: _Optional[bool] = ..., skip_special_tokens: _Optional[bool] = ..., temperature: _Optional[float] = ..., top_p: _Optional[float] = ..., top_k: _Optional[int] = ..., min_p: _Optional[float] = ..., repetition_penalty: _Optional[float] = ..., frequency_penalty: _Optional[float] = ..., presence_penalty: _Optional[float] = ..., seed: _Optional[int] = ..., n: _Optional[int] = ..., best_of: _Optional[int] = ..., length_penalty: _Optional[float] = ..., diversity_penalty: _Optional[float] = ..., num_assistant_tokens: _Optional[int] = ..., assistant_confidence_threshold: _Optional[float] = ..., max_ngram_size: _Optional[int] = ..., logprobs: _Optional[bool] = ..., top_logprobs: _Optional[int] = ..., tools: _Optional[_Iterable[_Union[ChatTool, _Mapping]]] = ..., tool_choice: _Optional[str] = ..., named_tool_choice: _Optional[_Union[ChatNamedToolChoice, _Mapping]] = ..., parallel_tool_calls: _Optional[bool] = ..., response_format: _Optional[_Union[_common_pb2.ResponseFormat, _Mapping]] = ..., guided_json: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., guided_regex: _Optional[str] = ..., guided_choice: _Optional[_Iterable[str]] = ..., chat_template_kwargs: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., reasoning_effort: _Optional[str] = ..., user: _Optional[str] = ..., metadata: _Optional[_Mapping[str, str]] = ...) -> None: ...
+    store: bool
+    def __init__(self, model: _Optional[str] = ..., messages: _Optional[_Iterable[_Union[ChatMessage, _Mapping]]] = ..., stream: _Optional[bool] = ..., stream_options: _Optional[_Union[_common_pb2.StreamOptions, _Mapping]] = ..., max_tokens: _Optional[int] = ..., max_completion_tokens: _Optional[int] = ..., stop: _Optional[str] = ..., stop_sequences: _Optional[_Iterable[str]] = ..., ignore_eos: _Optional[bool] = ..., include_stop_str_in_output: _Optional[bool] = ..., skip_special_tokens: _Optional[bool] = ..., temperature: _Optional[float] = ..., top_p: _Optional[float] = ..., top_k: _Optional[int] = ..., min_p: _Optional[float] = ..., repetition_penalty: _Optional[float] = ..., frequency_penalty: _Optional[float] = ..., presence_penalty: _Optional[float] = ..., seed: _Optional[int] = ..., n: _Optional[int] = ..., best_of: _Optional[int] = ..., length_penalty: _Optional[float] = ..., diversity_penalty: _Optional[float] = ..., num_assistant_tokens: _Optional[int] = ..., assistant_confidence_threshold: _Optional[float] = ..., max_ngram_size: _Optional[int] = ..., logprobs: _Optional[bool] = ..., top_logprobs: _Optional[int] = ..., tools: _Optional[_Iterable[_Union[ChatTool, _Mapping]]] = ..., tool_choice: _Optional[str] = ..., named_tool_choice: _Optional[_Union[ChatNamedToolChoice, _Mapping]] = ..., parallel_tool_calls: _Optional[bool] = ..., response_format: _Optional[_Union[_common_pb2.ResponseFormat, _Mapping]] = ..., guided_json: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., guided_regex: _Optional[str] = ..., guided_choice: _Optional[_Iterable[str]] = ..., chat_template_kwargs: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., reasoning_effort: _Optional[str] = ..., user: _Optional[str] = ..., metadata: _Optional[_Mapping[str, str]] = ..., store: _Optional[bool] = ...) -> None: ...
 
 class ChatMessage(_message.Message):
     __slots__ = ("role", "content", "content_parts", "name", "tool_calls", "tool_call_id", "reasoning_content")
@@ -244,7 +248,14 @@ class ChatNamedToolChoice(_message.Message):
     def __init__(self, type: _Optional[str] = ..., function: _Optional[_Union[_common_pb2.FunctionName, _Mapping]] = ...) -> None: ...
 
 class CreateChatCompletionResponse(_message.Message):
-    __slots__ = ("id", "object", "created", "model", "choices", "usage", "system_fingerprint")
+    __slots__ = ("id", "object", "created", "model", "choices", "usage", "system_fingerprint", "metadata")
+    class MetadataEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
     ID_FIELD_NUMBER: _ClassVar[int]
     OBJECT_FIELD_NUMBER: _ClassVar[int]
     CREATED_FIELD_NUMBER: _ClassVar[int]
@@ -252,6 +263,7 @@ class CreateChatCompletionResponse(_message.Message):
     CHOICES_FIELD_NUMBER: _ClassVar[int]
     USAGE_FIELD_NUMBER: _ClassVar[int]
     SYSTEM_FINGERPRINT_FIELD_NUMBER: _ClassVar[int]
+    METADATA_FIELD_NUMBER: _ClassVar[int]
     id: str
     object: str
     created: int
@@ -259,7 +271,8 @@ class CreateChatCompletionResponse(_message.Message):
     choices: _containers.RepeatedCompositeFieldContainer[ChatCompletionChoice]
     usage: _common_pb2.Usage
     system_fingerprint: str
-    def __init__(self, id: _Optional[str] = ..., object: _Optional[str] = ..., created: _Optional[int] = ..., model: _Optional[str] = ..., choices: _Optional[_Iterable[_Union[ChatCompletionChoice, _Mapping]]] = ..., usage: _Optional[_Union[_common_pb2.Usage, _Mapping]] = ..., system_fingerprint: _Optional[str] = ...) -> None: ...
+    metadata: _containers.ScalarMap[str, str]
+    def __init__(self, id: _Optional[str] = ..., object: _Optional[str] = ..., created: _Optional[int] = ..., model: _Optional[str] = ..., choices: _Optional[_Iterable[_Union[ChatCompletionChoice, _Mapping]]] = ..., usage: _Optional[_Union[_common_pb2.Usage, _Mapping]] = ..., system_fingerprint: _Optional[str] = ..., metadata: _Optional[_Mapping[str, str]] = ...) -> None: ...
 
 class ChatCompletionChoice(_message.Message):
     __slots__ = ("index", "message", "logprobs", "finish_reason")
@@ -350,3 +363,121 @@ class ToolCallDelta(_message.Message):
     type: str
     function: _common_pb2.FunctionCall
     def __init__(self, index: _Optional[int] = ..., id: _Optional[str] = ..., type: _Optional[str] = ..., function: _Optional[_Union[_common_pb2.FunctionCall, _Mapping]] = ...) -> None: ...
+
+class GetChatCompletionRequest(_message.Message):
+    __slots__ = ("completion_id",)
+    COMPLETION_ID_FIELD_NUMBER: _ClassVar[int]
+    completion_id: str
+    def __init__(self, completion_id: _Optional[str] = ...) -> None: ...
+
+class GetChatCompletionResponse(_message.Message):
+    __slots__ = ("completion",)
+    COMPLETION_FIELD_NUMBER: _ClassVar[int]
+    completion: CreateChatCompletionResponse
+    def __init__(self, completion: _Optional[_Union[CreateChatCompletionResponse, _Mapping]] = ...) -> None: ...
+
+class ListChatCompletionsRequest(_message.Message):
+    __slots__ = ("model", "metadata", "after", "limit", "order")
+    class MetadataEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    MODEL_FIELD_NUMBER: _ClassVar[int]
+    METADATA_FIELD_NUMBER: _ClassVar[int]
+    AFTER_FIELD_NUMBER: _ClassVar[int]
+    LIMIT_FIELD_NUMBER: _ClassVar[int]
+    ORDER_FIELD_NUMBER: _ClassVar[int]
+    model: str
+    metadata: _containers.ScalarMap[str, str]
+    after: str
+    limit: int
+    order: str
+    def __init__(self, model: _Optional[str] = ..., metadata: _Optional[_Mapping[str, str]] = ..., after: _Optional[str] = ..., limit: _Optional[int] = ..., order: _Optional[str] = ...) -> None: ...
+
+class ListChatCompletionsResponse(_message.Message):
+    __slots__ = ("object", "data", "first_id", "last_id", "has_more")
+    OBJECT_FIELD_NUMBER: _ClassVar[int]
+    DATA_FIELD_NUMBER: _ClassVar[int]
+    FIRST_ID_FIELD_NUMBER: _ClassVar[int]
+    LAST_ID_FIELD_NUMBER: _ClassVar[int]
+    HAS_MORE_FIELD_NUMBER: _ClassVar[int]
+    object: str
+    data: _containers.RepeatedCompositeFieldContainer[CreateChatCompletionResponse]
+    first_id: str
+    last_id: str
+    has_more: bool
+    def __init__(self, object: _Optional[str] = ..., data: _Optional[_Iterable[_Union[CreateChatCompletionResponse, _Mapping]]] = ..., first_id: _Optional[str] = ..., last_id: _Optional[str] = ..., has_more: _Optional[bool] = ...) -> None: ...
+
+class ListChatCompletionMessagesRequest(_message.Message):
+    __slots__ = ("completion_id", "after", "limit", "order")
+    COMPLETION_ID_FIELD_NUMBER: _ClassVar[int]
+    AFTER_FIELD_NUMBER: _ClassVar[int]
+    LIMIT_FIELD_NUMBER: _ClassVar[int]
+    ORDER_FIELD_NUMBER: _ClassVar[int]
+    completion_id: str
+    after: str
+    limit: int
+    order: str
+    def __init__(self, completion_id: _Optional[str] = ..., after: _Optional[str] = ..., limit: _Optional[int] = ..., order: _Optional[str] = ...) -> None: ...
+
+class StoredChatMessage(_message.Message):
+    __slots__ = ("id", "message")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    id: str
+    message: ChatMessage
+    def __init__(self, id: _Optional[str] = ..., message: _Optional[_Union[ChatMessage, _Mapping]] = ...) -> None: ...
+
+class ListChatCompletionMessagesResponse(_message.Message):
+    __slots__ = ("object", "data", "first_id", "last_id", "has_more")
+    OBJECT_FIELD_NUMBER: _ClassVar[int]
+    DATA_FIELD_NUMBER: _ClassVar[int]
+    FIRST_ID_FIELD_NUMBER: _ClassVar[int]
+    LAST_ID_FIELD_NUMBER: _ClassVar[int]
+    HAS_MORE_FIELD_NUMBER: _ClassVar[int]
+    object: str
+    data: _containers.RepeatedCompositeFieldContainer[StoredChatMessage]
+    first_id: str
+    last_id: str
+    has_more: bool
+    def __init__(self, object: _Optional[str] = ..., data: _Optional[_Iterable[_Union[StoredChatMessage, _Mapping]]] = ..., first_id: _Optional[str] = ..., last_id: _Optional[str] = ..., has_more: _Optional[bool] = ...) -> None: ...
+
+class UpdateChatCompletionRequest(_message.Message):
+    __slots__ = ("completion_id", "metadata")
+    class MetadataEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    COMPLETION_ID_FIELD_NUMBER: _ClassVar[int]
+    METADATA_FIELD_NUMBER: _ClassVar[int]
+    completion_id: str
+    metadata: _containers.ScalarMap[str, str]
+    def __init__(self, completion_id: _Optional[str] = ..., metadata: _Optional[_Mapping[str, str]] = ...) -> None: ...
+
+class UpdateChatCompletionResponse(_message.Message):
+    __slots__ = ("completion",)
+    COMPLETION_FIELD_NUMBER: _ClassVar[int]
+    completion: CreateChatCompletionResponse
+    def __init__(self, completion: _Optional[_Union[CreateChatCompletionResponse, _Mapping]] = ...) -> None: ...
+
+class DeleteChatCompletionRequest(_message.Message):
+    __slots__ = ("completion_id",)
+    COMPLETION_ID_FIELD_NUMBER: _ClassVar[int]
+    completion_id: str
+    def __init__(self, completion_id: _Optional[str] = ...) -> None: ...
+
+class DeleteChatCompletionResponse(_message.Message):
+    __slots__ = ("id", "object", "deleted")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    OBJECT_FIELD_NUMBER: _ClassVar[int]
+    DELETED_FIELD_NUMBER: _ClassVar[int]
+    id: str
+    object: str
+    deleted: bool
+    def __init__(self, id: _Optional[str] = ..., object: _Optional[str] = ..., deleted: _Optional[bool] = ...) -> None: ...

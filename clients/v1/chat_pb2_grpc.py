@@ -46,6 +46,31 @@ class ChatServiceStub:
                 request_serializer=ovserve_dot_v1_dot_chat__pb2.StreamChatCompletionRequest.SerializeToString,
                 response_deserializer=ovserve_dot_v1_dot_chat__pb2.StreamChatCompletionResponse.FromString,
                 _registered_method=True)
+        self.GetChatCompletion = channel.unary_unary(
+                '/ovserve.v1.ChatService/GetChatCompletion',
+                request_serializer=ovserve_dot_v1_dot_chat__pb2.GetChatCompletionRequest.SerializeToString,
+                response_deserializer=ovserve_dot_v1_dot_chat__pb2.GetChatCompletionResponse.FromString,
+                _registered_method=True)
+        self.ListChatCompletions = channel.unary_unary(
+                '/ovserve.v1.ChatService/ListChatCompletions',
+                request_serializer=ovserve_dot_v1_dot_chat__pb2.ListChatCompletionsRequest.SerializeToString,
+                response_deserializer=ovserve_dot_v1_dot_chat__pb2.ListChatCompletionsResponse.FromString,
+                _registered_method=True)
+        self.ListChatCompletionMessages = channel.unary_unary(
+                '/ovserve.v1.ChatService/ListChatCompletionMessages',
+                request_serializer=ovserve_dot_v1_dot_chat__pb2.ListChatCompletionMessagesRequest.SerializeToString,
+                response_deserializer=ovserve_dot_v1_dot_chat__pb2.ListChatCompletionMessagesResponse.FromString,
+                _registered_method=True)
+        self.UpdateChatCompletion = channel.unary_unary(
+                '/ovserve.v1.ChatService/UpdateChatCompletion',
+                request_serializer=ovserve_dot_v1_dot_chat__pb2.UpdateChatCompletionRequest.SerializeToString,
+                response_deserializer=ovserve_dot_v1_dot_chat__pb2.UpdateChatCompletionResponse.FromString,
+                _registered_method=True)
+        self.DeleteChatCompletion = channel.unary_unary(
+                '/ovserve.v1.ChatService/DeleteChatCompletion',
+                request_serializer=ovserve_dot_v1_dot_chat__pb2.DeleteChatCompletionRequest.SerializeToString,
+                response_deserializer=ovserve_dot_v1_dot_chat__pb2.DeleteChatCompletionResponse.FromString,
+                _registered_method=True)
 
 
 class ChatServiceServicer:
@@ -75,6 +100,46 @@ class ChatServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def GetChatCompletion(self, request, context):
+        """A stored chat completion (one created with store: true); OpenAI's
+        GET /chat/completions/{completion_id}. NOT_FOUND for another API key's.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListChatCompletions(self, request, context):
+        """Stored chat completions of the caller's API key, a page at a time;
+        OpenAI's GET /chat/completions.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListChatCompletionMessages(self, request, context):
+        """The request messages of a stored chat completion, a page at a time;
+        OpenAI's GET /chat/completions/{completion_id}/messages.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def UpdateChatCompletion(self, request, context):
+        """Replace the metadata of a stored chat completion; OpenAI's
+        POST /chat/completions/{completion_id}.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DeleteChatCompletion(self, request, context):
+        """Delete a stored chat completion; OpenAI's
+        DELETE /chat/completions/{completion_id}.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ChatServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -87,6 +152,31 @@ def add_ChatServiceServicer_to_server(servicer, server):
                     servicer.StreamChatCompletion,
                     request_deserializer=ovserve_dot_v1_dot_chat__pb2.StreamChatCompletionRequest.FromString,
                     response_serializer=ovserve_dot_v1_dot_chat__pb2.StreamChatCompletionResponse.SerializeToString,
+            ),
+            'GetChatCompletion': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetChatCompletion,
+                    request_deserializer=ovserve_dot_v1_dot_chat__pb2.GetChatCompletionRequest.FromString,
+                    response_serializer=ovserve_dot_v1_dot_chat__pb2.GetChatCompletionResponse.SerializeToString,
+            ),
+            'ListChatCompletions': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListChatCompletions,
+                    request_deserializer=ovserve_dot_v1_dot_chat__pb2.ListChatCompletionsRequest.FromString,
+                    response_serializer=ovserve_dot_v1_dot_chat__pb2.ListChatCompletionsResponse.SerializeToString,
+            ),
+            'ListChatCompletionMessages': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListChatCompletionMessages,
+                    request_deserializer=ovserve_dot_v1_dot_chat__pb2.ListChatCompletionMessagesRequest.FromString,
+                    response_serializer=ovserve_dot_v1_dot_chat__pb2.ListChatCompletionMessagesResponse.SerializeToString,
+            ),
+            'UpdateChatCompletion': grpc.unary_unary_rpc_method_handler(
+                    servicer.UpdateChatCompletion,
+                    request_deserializer=ovserve_dot_v1_dot_chat__pb2.UpdateChatCompletionRequest.FromString,
+                    response_serializer=ovserve_dot_v1_dot_chat__pb2.UpdateChatCompletionResponse.SerializeToString,
+            ),
+            'DeleteChatCompletion': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeleteChatCompletion,
+                    request_deserializer=ovserve_dot_v1_dot_chat__pb2.DeleteChatCompletionRequest.FromString,
+                    response_serializer=ovserve_dot_v1_dot_chat__pb2.DeleteChatCompletionResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -145,6 +235,141 @@ class ChatService:
             '/ovserve.v1.ChatService/StreamChatCompletion',
             ovserve_dot_v1_dot_chat__pb2.StreamChatCompletionRequest.SerializeToString,
             ovserve_dot_v1_dot_chat__pb2.StreamChatCompletionResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetChatCompletion(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/ovserve.v1.ChatService/GetChatCompletion',
+            ovserve_dot_v1_dot_chat__pb2.GetChatCompletionRequest.SerializeToString,
+            ovserve_dot_v1_dot_chat__pb2.GetChatCompletionResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListChatCompletions(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/ovserve.v1.ChatService/ListChatCompletions',
+            ovserve_dot_v1_dot_chat__pb2.ListChatCompletionsRequest.SerializeToString,
+            ovserve_dot_v1_dot_chat__pb2.ListChatCompletionsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListChatCompletionMessages(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/ovserve.v1.ChatService/ListChatCompletionMessages',
+            ovserve_dot_v1_dot_chat__pb2.ListChatCompletionMessagesRequest.SerializeToString,
+            ovserve_dot_v1_dot_chat__pb2.ListChatCompletionMessagesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def UpdateChatCompletion(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/ovserve.v1.ChatService/UpdateChatCompletion',
+            ovserve_dot_v1_dot_chat__pb2.UpdateChatCompletionRequest.SerializeToString,
+            ovserve_dot_v1_dot_chat__pb2.UpdateChatCompletionResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DeleteChatCompletion(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/ovserve.v1.ChatService/DeleteChatCompletion',
+            ovserve_dot_v1_dot_chat__pb2.DeleteChatCompletionRequest.SerializeToString,
+            ovserve_dot_v1_dot_chat__pb2.DeleteChatCompletionResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -242,15 +242,21 @@ class Engine:
         return str(self._tokenizer.chat_template)
 
     def render_chat(
-        self, history: list[dict[str, Any]], tools: list[dict[str, Any]] | None, context: dict[str, Any]
+        self,
+        history: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None,
+        context: dict[str, Any],
+        *,
+        add_generation_prompt: bool = True,
     ) -> str:
-        """The conversation rendered by the model's chat template, ready for the assistant's turn.
+        """The conversation rendered by the model's chat template, ready for the assistant's turn (unless not
+        ``add_generation_prompt``: then it ends with the last message, as the tokenize endpoint may ask).
 
         Raises whatever the template raises (minja: RuntimeError) when it refuses the conversation.
         """
         return str(
             self._tokenizer.apply_chat_template(
-                history, add_generation_prompt=True, tools=tools or None, extra_context=context
+                history, add_generation_prompt=add_generation_prompt, tools=tools or None, extra_context=context
             )
         )
 

@@ -26,7 +26,7 @@ from typing import Any, TypeVar
 from clients.v1 import response_events_pb2, response_object_pb2, response_pb2
 
 #: Bumped whenever the tables change; a file written by a newer ovserve is refused rather than misread.
-SCHEMA_VERSION = 2  # 2: responses.owner
+SCHEMA_VERSION = 3  # 2: responses.owner; 3: stored chat completions (service/chat_store.py)
 
 #: How long a statement waits for another process's write lock before giving up.
 BUSY_TIMEOUT_SECONDS = 5.0
@@ -58,6 +58,24 @@ CREATE TABLE IF NOT EXISTS events (
     sequence_number INTEGER NOT NULL,
     event BLOB NOT NULL,           -- response_events_pb2.ResponseStreamEvent
     PRIMARY KEY (response_id, sequence_number)
+) WITHOUT ROWID;
+
+CREATE TABLE IF NOT EXISTS chat_completions (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT, -- insertion order, what pagination walks
+    id TEXT NOT NULL UNIQUE,
+    created_at INTEGER NOT NULL,
+    model TEXT NOT NULL,
+    owner TEXT NOT NULL,           -- the tenant that created it (service/tenancy.py)
+    metadata TEXT NOT NULL,        -- JSON object of strings, what the metadata filter reads
+    completion BLOB NOT NULL       -- chat_pb2.CreateChatCompletionResponse
+);
+CREATE INDEX IF NOT EXISTS chat_completions_by_owner ON chat_completions (owner, seq);
+
+CREATE TABLE IF NOT EXISTS chat_completion_messages (
+    completion_id TEXT NOT NULL,
+    position INTEGER NOT NULL,
+    message BLOB NOT NULL,         -- chat_pb2.ChatMessage as sent
+    PRIMARY KEY (completion_id, position)
 ) WITHOUT ROWID;
 """
 
@@ -116,7 +134,7 @@ class ResponseStore:
                 _enable_wal(conn)
                 # NORMAL sync is safe under WAL (a crash may lose the last commit, never corrupt the file).
                 conn.execute("PRAGMA synchronous=NORMAL")
-            with _transaction(conn):
+            with transaction(conn):
                 version = conn.execute("PRAGMA user_version").fetchone()[0]
                 if version > SCHEMA_VERSION:
                     raise StoreSchemaError(
@@ -134,8 +152,10 @@ class ResponseStore:
             raise
         return conn
 
-    async def _run(self, work: Callable[[sqlite3.Connection], _T]) -> _T:
-        """Run ``work(connection)`` on the store's thread. A cancelled caller does not cut a transaction short."""
+    async def run(self, work: Callable[[sqlite3.Connection], _T]) -> _T:
+        """Run ``work(connection)`` on the store's thread. A cancelled caller does not cut a transaction short.
+
+        Public for the other stores that share this file (service/chat_store.py)."""
         if self._closed:
             raise RuntimeError("response store is closed")
         return await asyncio.get_running_loop().run_in_executor(self._executor, work, self._conn)
@@ -157,7 +177,7 @@ class ResponseStore:
         items = [(response_id, i, item.id, item.SerializeToString()) for i, item in enumerate(stored.input_items)]
 
         def work(conn: sqlite3.Connection) -> None:
-            with _transaction(conn):
+            with transaction(conn):
                 # An upsert, not INSERT OR REPLACE: the row is updated in place, nothing else is touched.
                 conn.execute(
                     "INSERT INTO responses (id, created_at, status, response, request, conversation, owner)"
@@ -169,7 +189,7 @@ class ResponseStore:
                 conn.execute("DELETE FROM input_items WHERE response_id = ?", (response_id,))
                 conn.executemany("INSERT INTO input_items VALUES (?, ?, ?, ?)", items)
 
-        await self._run(work)
+        await self.run(work)
 
     async def update_response(self, response: response_object_pb2.Response) -> None:
         """Replace only the Response of a stored response (a background run's progress); no-op if unknown."""
@@ -178,13 +198,13 @@ class ResponseStore:
         def work(conn: sqlite3.Connection) -> None:
             conn.execute("UPDATE responses SET created_at = ?, status = ?, response = ? WHERE id = ?", row)
 
-        await self._run(work)
+        await self.run(work)
 
     async def get(self, response_id: str, owner: str | None = None) -> StoredResponse | None:
         """The stored response, or None if there is none with this id (of this ``owner``, unless None)."""
 
         def work(conn: sqlite3.Connection) -> StoredResponse | None:
-            with _transaction(conn, write=False):  # one snapshot for both reads
+            with transaction(conn, write=False):  # one snapshot for both reads
                 found = conn.execute(
                     "SELECT response, request, conversation, owner FROM responses WHERE id = ?"
                     " AND (? IS NULL OR owner = ?)",
@@ -203,20 +223,20 @@ class ResponseStore:
                 owner=found[3],
             )
 
-        return await self._run(work)
+        return await self.run(work)
 
     async def delete(self, response_id: str, owner: str | None = None) -> bool:
         """Delete a response with its input items and events; False if there was none (of this ``owner``)."""
 
         def work(conn: sqlite3.Connection) -> bool:
-            with _transaction(conn):
+            with transaction(conn):
                 if not _owned(conn, response_id, owner):
                     return False
                 conn.execute("DELETE FROM events WHERE response_id = ?", (response_id,))
                 conn.execute("DELETE FROM input_items WHERE response_id = ?", (response_id,))
                 return conn.execute("DELETE FROM responses WHERE id = ?", (response_id,)).rowcount > 0
 
-        return await self._run(work)
+        return await self.run(work)
 
     async def input_items(
         self,
@@ -246,7 +266,7 @@ class ResponseStore:
         )
 
         def work(conn: sqlite3.Connection) -> tuple[list[response_object_pb2.InputItem], bool] | None:
-            with _transaction(conn, write=False):
+            with transaction(conn, write=False):
                 if not _owned(conn, response_id, owner):
                     return None
                 if after is None:
@@ -263,7 +283,7 @@ class ResponseStore:
             items = [response_object_pb2.InputItem.FromString(blob) for (blob,) in rows[:limit]]
             return items, len(rows) > limit
 
-        return await self._run(work)
+        return await self.run(work)
 
     async def append_events(self, response_id: str, events: Sequence[response_events_pb2.ResponseStreamEvent]) -> None:
         """Store stream events of a response; an event with an already-stored sequence number replaces it."""
@@ -272,10 +292,10 @@ class ResponseStore:
             return
 
         def work(conn: sqlite3.Connection) -> None:
-            with _transaction(conn):
+            with transaction(conn):
                 conn.executemany("INSERT OR REPLACE INTO events VALUES (?, ?, ?)", rows)
 
-        await self._run(work)
+        await self.run(work)
 
     async def events_after(
         self, response_id: str, sequence_number: int
@@ -289,23 +309,29 @@ class ResponseStore:
             ).fetchall()
             return [blob for (blob,) in rows]
 
-        return [response_events_pb2.ResponseStreamEvent.FromString(blob) for blob in await self._run(work)]
+        return [response_events_pb2.ResponseStreamEvent.FromString(blob) for blob in await self.run(work)]
 
     async def expire(self, now: float | None = None) -> int:
         """Delete responses created more than max_age_seconds before ``now`` (default: the clock), with their
-        items and events; returns how many. Does nothing when the store has no max age."""
+        items and events, and stored chat completions as old with their messages; returns how many responses.
+        Does nothing when the store has no max age."""
         if self.max_age_seconds is None:
             return 0
         cutoff = (time.time() if now is None else now) - self.max_age_seconds
 
         def work(conn: sqlite3.Connection) -> int:
-            with _transaction(conn):
+            with transaction(conn):
                 old = "SELECT id FROM responses WHERE created_at < :cutoff"
                 conn.execute(f"DELETE FROM events WHERE response_id IN ({old})", {"cutoff": cutoff})
                 conn.execute(f"DELETE FROM input_items WHERE response_id IN ({old})", {"cutoff": cutoff})
+                old_chats = "SELECT id FROM chat_completions WHERE created_at < :cutoff"
+                conn.execute(
+                    f"DELETE FROM chat_completion_messages WHERE completion_id IN ({old_chats})", {"cutoff": cutoff}
+                )
+                conn.execute("DELETE FROM chat_completions WHERE created_at < ?", (cutoff,))
                 return conn.execute("DELETE FROM responses WHERE created_at < ?", (cutoff,)).rowcount
 
-        return await self._run(work)
+        return await self.run(work)
 
     async def unfinished(self) -> list[str]:
         """Ids of responses still queued or in progress: after a restart nothing runs them any more."""
@@ -314,7 +340,7 @@ class ResponseStore:
             rows = conn.execute("SELECT id FROM responses WHERE status IN (?, ?) ORDER BY id", _UNFINISHED)
             return [response_id for (response_id,) in rows.fetchall()]
 
-        return await self._run(work)
+        return await self.run(work)
 
     def close(self) -> None:
         """Wait for pending statements, then close the connection. Safe to call twice."""
@@ -355,7 +381,7 @@ def _enable_wal(conn: sqlite3.Connection) -> None:
 
 
 @contextmanager
-def _transaction(conn: sqlite3.Connection, *, write: bool = True) -> Iterator[None]:
+def transaction(conn: sqlite3.Connection, *, write: bool = True) -> Iterator[None]:
     """One short transaction. Writes take the write lock at BEGIN: a deferred transaction that later needs it
     can fail with "database is locked" at once, whereas BEGIN IMMEDIATE waits out the busy timeout."""
     conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")

@@ -37,6 +37,9 @@ SEEDS: dict[str, dict[str, Any]] = {  # a valid body per POST route; every key i
                       "temperature": 0, "instructions": "Be brief.", "store": False, "stream": False,
                       "tools": [{"type": "function", "name": "f", "parameters": {"type": "object"}}],
                       "text": {"format": {"type": "text"}}},
+    "/v3/tokenize": {"model": "tiny-chat", "prompt": "Once", "add_special_tokens": True, "return_token_strs": True},
+    "/v3/detokenize": {"model": "tiny-chat", "tokens": [1, 2, 3]},
+    "/v3/chat/completions/chatcmpl-nope": {"metadata": {"team": "x"}},
 }  # fmt: skip
 LENGTHS = {"max_tokens", "max_output_tokens"}  # kept tiny whatever is drawn, so valid inputs end fast
 
@@ -109,6 +112,9 @@ def get_paths(rng: random.Random) -> str:
             f"/v3/responses/{ident}/input_items?{query}",
             f"/v3/models/{ident}",
             f"/v3/models?{query}",
+            f"/v3/chat/completions?{query}",
+            f"/v3/chat/completions/{ident}?{query}",
+            f"/v3/chat/completions/{ident}/messages?{query}",
         ]
     )
 

@@ -191,6 +191,25 @@ def test_reflection_lists_and_calls_every_service_with_buf_curl(server, protocol
     assert bad.returncode != 0 and "invalid_argument" in bad.stderr.lower() and "top_p" in bad.stderr
 
 
+@pytest.mark.parametrize("protocol", ["grpc-v1", "grpc-v1alpha"])
+def test_reflection_v1_and_v1alpha_both_list_and_describe(server, protocol: str) -> None:
+    base = f"http://{server.target}"
+    listed = _buf_curl(server.target, "--reflect-protocol", protocol, "--list-services", base)
+    assert listed.returncode == 0, listed.stderr
+    services = set(listed.stdout.split())
+    assert {"grpc.reflection.v1.ServerReflection", "grpc.reflection.v1alpha.ServerReflection"} <= services
+    methods = _buf_curl(server.target, "--reflect-protocol", protocol, "--list-methods", base)
+    assert methods.returncode == 0, methods.stderr
+    for method in ("grpc.reflection.v1.ServerReflection/ServerReflectionInfo", "ovserve.v1.TokenizerService/Tokenize",
+                   "ovserve.v1.ChatService/ListChatCompletions"):  # fmt: skip
+        assert method in methods.stdout
+    body = {"model": "tiny-chat", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 3}
+    called = _buf_curl(server.target, "--reflect-protocol", protocol, "-d", json.dumps(body),
+                       f"{base}/ovserve.v1.ChatService/CreateChatCompletion")  # fmt: skip
+    assert called.returncode == 0, called.stderr
+    assert json.loads(called.stdout)["object"] == "chat.completion"
+
+
 def test_ovserve_serve_cli_serves_the_bundled_model_and_stops_on_sigterm(tmp_path) -> None:
     process = subprocess.Popen(
         [sys.executable, "-m", "service.cli", "serve", "--port", "0", "--no-rest", "--cache-size-gb", "1"],

@@ -1,0 +1,93 @@
+"""TokenizerService semantics: a prompt or a conversation to token ids, token ids back to text.
+
+What vLLM, SGLang and OVMS serve as /tokenize and /detokenize. A conversation is checked and rendered exactly as
+chat completions render it. Large inputs are tokenised or decoded in a worker thread, so the event loop keeps
+serving other streams; a prompt longer than MAX_TOKENIZE_CHARS or a token list longer than
+MAX_DETOKENIZE_TOKENS is refused before any work.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from clients.v1 import tokenizer_pb2
+from service.api.chat import _history as chat_history  # the same roles, contents and checks as chat
+from service.api.common import token_texts
+from service.api.prompting import INLINE_PROMPT_CHARS, template_context
+from service.errors import FieldViolation, InvalidArgument
+from service.models import ModelRegistry, ServedModel
+
+#: Longest text (prompt, or all message contents together) tokenised, characters (4 MiB of ASCII).
+MAX_TOKENIZE_CHARS = 4 * 1024 * 1024
+#: Most token ids decoded in one call.
+MAX_DETOKENIZE_TOKENS = 1_000_000
+#: Token lists up to this long are decoded on the event loop; longer ones in a worker thread.
+INLINE_DECODE_TOKENS = 4096
+
+
+async def tokenize(models: ModelRegistry, request: tokenizer_pb2.TokenizeRequest) -> tokenizer_pb2.TokenizeResponse:
+    """TokenizerService.Tokenize."""
+    model = models.get(request.model)
+    violations: list[FieldViolation] = []
+    has_prompt, has_messages = request.HasField("prompt"), len(request.messages) > 0
+    if has_prompt == has_messages:
+        violations.append(FieldViolation("prompt", "give exactly one of prompt and messages"))
+    if has_prompt and len(request.prompt) > MAX_TOKENIZE_CHARS:
+        violations.append(FieldViolation("prompt", f"at most {MAX_TOKENIZE_CHARS} characters"))
+    history: list[dict[str, Any]] = []
+    context: dict[str, Any] = {}
+    if has_messages:
+        history = chat_history(model, request, violations)  # type: ignore[arg-type]
+        context = template_context(request, violations, effort=None)
+        size = sum(len(m["content"]) for m in history if isinstance(m.get("content"), str))
+        if size > MAX_TOKENIZE_CHARS:
+            violations.append(FieldViolation("messages", f"at most {MAX_TOKENIZE_CHARS} characters in all"))
+    InvalidArgument.check(violations)
+
+    add_special = request.add_special_tokens if request.HasField("add_special_tokens") else has_prompt
+    generation_prompt = not request.HasField("add_generation_prompt") or request.add_generation_prompt
+
+    def work() -> tuple[list[int], list[str]]:
+        if has_prompt:
+            text = request.prompt
+        else:
+            try:
+                text = model.engine.render_chat(history, None, context, add_generation_prompt=generation_prompt)
+            except Exception as error:  # the template itself refused (minja raises RuntimeError)
+                raise InvalidArgument.of("messages", f"the chat template could not render them: {error}") from error
+        ids = model.engine.encode(text, add_special_tokens=add_special)
+        return ids, token_texts(model, ids) if request.return_token_strs else []
+
+    size = len(request.prompt) if has_prompt else sum(len(m.get("content") or "") for m in history)
+    ids, texts = work() if size <= INLINE_PROMPT_CHARS else await asyncio.to_thread(work)
+    return tokenizer_pb2.TokenizeResponse(
+        tokens=ids, count=len(ids), max_model_len=model.limits.max_model_len, token_strs=texts
+    )
+
+
+async def detokenize(
+    models: ModelRegistry, request: tokenizer_pb2.DetokenizeRequest
+) -> tokenizer_pb2.DetokenizeResponse:
+    """TokenizerService.Detokenize: the text of the ids, special tokens included (as vLLM's)."""
+    model = models.get(request.model)
+    ids = list(request.tokens)
+    InvalidArgument.check(_token_violations(model, ids))
+    if len(ids) <= INLINE_DECODE_TOKENS:
+        text = model.engine.decode(ids, skip_special_tokens=False)
+    else:
+        text = await asyncio.to_thread(model.engine.decode, ids, skip_special_tokens=False)
+    return tokenizer_pb2.DetokenizeResponse(prompt=text)
+
+
+def _token_violations(model: ServedModel, ids: list[int]) -> list[FieldViolation]:
+    if len(ids) > MAX_DETOKENIZE_TOKENS:
+        return [FieldViolation("tokens", f"at most {MAX_DETOKENIZE_TOKENS} tokens; got {len(ids)}")]
+    if not ids or (min(ids) >= 0 and max(ids) < model.vocab_size):  # min/max in C: fast for long lists
+        return []
+    position, token = next((i, t) for i, t in enumerate(ids) if not 0 <= t < model.vocab_size)
+    return [
+        FieldViolation(
+            f"tokens[{position}]", f"{token} is not a token id of {model.name!r} (0 to {model.vocab_size - 1})"
+        )
+    ]
