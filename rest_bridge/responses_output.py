@@ -227,7 +227,7 @@ def response_format(entry: common_pb2.ResponseFormat) -> dict[str, Any]:
 # vLLM/OVMS extensions echoed beside OpenAI's fields, only when the request set them.
 _EXTENSIONS = (
     "ignore_eos", "include_stop_str_in_output", "skip_special_tokens", "top_k", "min_p", "repetition_penalty",
-    "frequency_penalty", "presence_penalty", "seed", "n", "best_of", "length_penalty", "diversity_penalty",
+    "seed", "n", "best_of", "length_penalty", "diversity_penalty",
     "num_assistant_tokens", "assistant_confidence_threshold", "max_ngram_size", "logprobs",
 )  # fmt: skip
 
@@ -264,6 +264,13 @@ def response(entry: ro.Response) -> dict[str, Any]:
         "tools": [tool(item) for item in entry.tools],
         "top_logprobs": _optional(entry, "top_logprobs"),
         "top_p": _optional(entry, "top_p"),
+        "presence_penalty": _optional(entry, "presence_penalty"),
+        "frequency_penalty": _optional(entry, "frequency_penalty"),
+        # Not request fields here yet: what a response that did not set them says.
+        "service_tier": "default",
+        "max_tool_calls": None,
+        "safety_identifier": None,
+        "prompt_cache_key": None,
         "truncation": _optional(entry, "truncation"),
         "usage": usage(entry.usage) if entry.HasField("usage") else None,
         "user": entry.user or None,

@@ -214,5 +214,10 @@ def _new_response(
         response.temperature = (1.0 if params.temperature is None else params.temperature) if params.do_sample else 0.0
     if not request.HasField("top_p"):
         response.top_p = 1.0 if params.top_p is None else params.top_p
+    for name in ("presence_penalty", "frequency_penalty"):
+        if not request.HasField(name):
+            setattr(response, name, getattr(params, name) or 0.0)
+    if not request.HasField("top_logprobs"):
+        response.top_logprobs = 0
     response.parallel_tool_calls = not request.HasField("parallel_tool_calls") or request.parallel_tool_calls
     return response

@@ -1,0 +1,5 @@
+export type OpenApiRenderCtx = {
+  depth: number;
+  refStack: string[];
+  maxDepth: number;
+};
