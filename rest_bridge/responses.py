@@ -98,15 +98,21 @@ def chat_completion(response: chat_pb2.CreateChatCompletionResponse) -> dict[str
             "logprobs": chat_logprobs(choice.logprobs) if choice.HasField("logprobs") else None,
             "finish_reason": FINISH_REASONS[choice.finish_reason],
         })  # fmt: skip
-    return {
+    return fingerprinted({
         "id": response.id,
         "object": "chat.completion",
         "created": response.created,
         "model": response.model,
         "choices": choices,
         "usage": usage(response.usage),
-        "system_fingerprint": response.system_fingerprint or None,
-    }
+    }, response.system_fingerprint)  # fmt: skip
+
+
+def fingerprinted(out: dict[str, Any], fingerprint: str) -> dict[str, Any]:
+    """``out`` with ``system_fingerprint`` if there is one: OpenAI's schema has it a string when present."""
+    if fingerprint:
+        out["system_fingerprint"] = fingerprint
+    return out
 
 
 def _delta(delta: chat_pb2.ChatCompletionDelta) -> dict[str, Any]:
@@ -143,7 +149,6 @@ def chat_chunk(chunk: chat_pb2.StreamChatCompletionResponse, include_usage: bool
         "object": "chat.completion.chunk",
         "created": chunk.created,
         "model": chunk.model,
-        "system_fingerprint": chunk.system_fingerprint or None,
         "choices": [
             {
                 "index": choice.index,
@@ -158,7 +163,7 @@ def chat_chunk(chunk: chat_pb2.StreamChatCompletionResponse, include_usage: bool
         out["usage"] = usage(chunk.usage)
     elif include_usage:
         out["usage"] = None
-    return out
+    return fingerprinted(out, chunk.system_fingerprint)
 
 
 # ---- completions ----
@@ -192,15 +197,14 @@ def _completion_choices(choices: Any) -> list[dict[str, Any]]:
 
 def completion(response: completion_pb2.CreateCompletionResponse) -> dict[str, Any]:
     """OpenAI's ``text_completion`` object."""
-    return {
+    return fingerprinted({
         "id": response.id,
         "object": "text_completion",
         "created": response.created,
         "model": response.model,
         "choices": _completion_choices(response.choices),
         "usage": usage(response.usage),
-        "system_fingerprint": response.system_fingerprint or None,
-    }
+    }, response.system_fingerprint)  # fmt: skip
 
 
 def completion_chunk(chunk: completion_pb2.StreamCompletionResponse, include_usage: bool) -> dict[str, Any]:
@@ -210,14 +214,13 @@ def completion_chunk(chunk: completion_pb2.StreamCompletionResponse, include_usa
         "object": "text_completion",
         "created": chunk.created,
         "model": chunk.model,
-        "system_fingerprint": chunk.system_fingerprint or None,
         "choices": _completion_choices(chunk.choices),
     }
     if chunk.HasField("usage"):
         out["usage"] = usage(chunk.usage)
     elif include_usage:
         out["usage"] = None
-    return out
+    return fingerprinted(out, chunk.system_fingerprint)
 
 
 # ---- models ----

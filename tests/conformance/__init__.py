@@ -1,0 +1,60 @@
+"""OpenAI's OpenAPI document (vendored, MIT: LICENSE beside it) as JSON Schema validators for the tests.
+
+The document says "openapi: 3.1.0" but marks nullable values the OpenAPI 3.0
+way (``"nullable": true`` beside ``type``, enum or ``$ref``), a keyword JSON
+Schema ignores. ``nullable_as_json_schema`` gives each such schema its meaning:
+``anyOf`` the schema and ``null``. Nothing else is changed.
+"""
+
+from __future__ import annotations
+
+import functools
+import gzip
+import json
+from pathlib import Path
+from typing import Any
+
+from jsonschema import Draft202012Validator
+from referencing import Registry, Resource
+from referencing.jsonschema import DRAFT202012
+
+DOCUMENT = Path(__file__).resolve().parent / "openai-openapi.json.gz"
+URI = "urn:openai-openapi"
+
+
+@functools.cache
+def document() -> dict[str, Any]:
+    """The OpenAPI document, its schemas as JSON Schema 2020-12 (nullable made explicit)."""
+    with gzip.open(DOCUMENT) as opened:
+        return nullable_as_json_schema(json.load(opened))  # type: ignore[no-any-return]
+
+
+def nullable_as_json_schema(node: Any) -> Any:
+    """``node`` with every ``{..., "nullable": true}`` schema turned into ``{"anyOf": [{...}, {"type": "null"}]}``."""
+    if isinstance(node, list):
+        return [nullable_as_json_schema(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    converted = {key: nullable_as_json_schema(value) for key, value in node.items()}
+    if converted.pop("nullable", False) is True:
+        keep = {
+            key: converted.pop(key) for key in ("description", "title", "default", "deprecated") if key in converted
+        }
+        return {**keep, "anyOf": [converted, {"type": "null"}]}
+    return converted
+
+
+@functools.cache
+def validator(component: str) -> Draft202012Validator:
+    """A validator for ``#/components/schemas/<component>``, its $refs resolved within the document."""
+    resource = Resource.from_contents(document(), default_specification=DRAFT202012)
+    registry: Registry = Registry().with_resource(URI, resource)
+    return Draft202012Validator({"$ref": f"{URI}#/components/schemas/{component}"}, registry=registry)
+
+
+def violations(component: str, instance: Any) -> list[str]:
+    """Where ``instance`` breaks the spec's ``component`` schema, one line each (empty: it conforms)."""
+    return [
+        f"{'/'.join(map(str, error.absolute_path)) or '(root)'}: {error.message[:300]}"
+        for error in validator(component).iter_errors(instance)
+    ]
