@@ -35,7 +35,7 @@ from clients.v1 import (
     response_pb2_grpc,
     tokenizer_pb2_grpc,
 )
-from rest_bridge import cors, requests, responses, sse
+from rest_bridge import cors, legacy_functions, requests, responses, sse
 from rest_bridge.config import BridgeSettings
 from rest_bridge.errors import BridgeError, encode_json, from_rpc_error
 
@@ -307,18 +307,27 @@ class JsonBodyHandler(BridgeHandler):
         return translate(requests.parse_json_body(body, content_type, self.settings_.max_json_depth))
 
 
+def _same(payload: dict[str, Any]) -> dict[str, Any]:
+    return payload
+
+
 class ChatCompletionsHandler(JsonBodyHandler):
     """POST /v3/chat/completions."""
 
     async def post(self) -> None:
-        request, stream = await self.translated(requests.chat_request)
+        request, stream, legacy = await self.translated(
+            lambda body: (*requests.chat_request(body), requests.uses_functions(body))
+        )
+        # A request in the deprecated functions form gets its reply in that form too.
+        as_chunk = legacy_functions.chunk if legacy else _same
+        as_reply = legacy_functions.reply if legacy else _same
         if stream:
             include_usage = request.stream_options.include_usage
             call = self.backend.chat.StreamChatCompletion(request, **self.grpc_options())
-            await self.relay(call, ChunkFraming(lambda chunk: responses.chat_chunk(chunk, include_usage)))
+            await self.relay(call, ChunkFraming(lambda chunk: as_chunk(responses.chat_chunk(chunk, include_usage))))
         else:
             response = await self.unary(self.backend.chat.CreateChatCompletion, request)
-            self.write_json(responses.chat_completion(response))
+            self.write_json(as_reply(responses.chat_completion(response)))
 
 
 class CompletionsHandler(JsonBodyHandler):

@@ -30,17 +30,12 @@ from google.protobuf.message import Message
 from clients import polymorphic
 from clients.polymorphic import TYPED_ALTERNATIVES, FormError, PolymorphicField, is_token, json_type
 from clients.v1 import chat_pb2, completion_pb2
+from rest_bridge import legacy_functions, openai_parameters
 from rest_bridge.errors import BridgeError, openai_param, openai_text
 from rest_bridge.json_values import JsonValueError, check_values
 
 JSON_MEDIA_TYPES = {"application/json"}
 M = TypeVar("M", bound=Message)
-
-# OpenAI request fields ovserve does not serve: refused by name with a clearer message than "unrecognized".
-UNSUPPORTED = {
-    "logit_bias", "functions", "function_call", "modalities", "audio", "prediction", "service_tier",
-    "web_search_options", "verbosity", "prompt_cache_key", "safety_identifier",
-}  # fmt: skip
 
 _WELL_KNOWN_JSON = {  # well-known messages whose JSON form is not an object of fields
     "google.protobuf.Struct": dict,
@@ -158,8 +153,6 @@ def check_arguments(body: dict[str, Any], descriptor: Descriptor) -> None:
     """Refuse top-level keys of the OpenAI body that are not request arguments (before normalisation)."""
     for key in body:
         if key not in descriptor.fields_by_name or key in TYPED_ALTERNATIVES:
-            if key in UNSUPPORTED:
-                raise bad_request(key, f"{key} is not supported by this server")
             raise bad_request(key, f"Unrecognized request argument supplied: {key}")
 
 
@@ -237,7 +230,11 @@ def _translate(
     normalise: Callable[[dict[str, Any]], dict[str, Any]],
     unary: type[Message],
     streaming: type[Message],
+    parameters: dict[str, openai_parameters.Parameter],
 ) -> tuple[Message, bool]:
+    body = dict(body)  # OpenAI parameters without a contract field are taken out (or refused) first
+    if openai_parameters.take(body, parameters, bad_request):
+        body = legacy_functions.to_tools(body, bad_request)
     check_arguments(body, unary.DESCRIPTOR)  # the unary and streaming requests have the same fields
     proto_json = normalise(body)
     stream = proto_json.get("stream", False)
@@ -310,15 +307,28 @@ def set_at(message: Message, path: Path, text: str) -> None:
         setattr(target, last, text)
 
 
+def uses_functions(body: dict[str, Any]) -> bool:
+    """Whether a chat body uses the deprecated functions form (then the reply speaks it too)."""
+    return "functions" in body or "function_call" in body
+
+
 def chat_request(body: dict[str, Any]) -> tuple[chat_pb2.CreateChatCompletionRequest, bool]:
     """The chat request for an OpenAI body, and whether it streams (then it is a StreamChatCompletionRequest)."""
     return _translate(  # type: ignore[return-value]
-        body, normalise_chat, chat_pb2.CreateChatCompletionRequest, chat_pb2.StreamChatCompletionRequest
+        body,
+        normalise_chat,
+        chat_pb2.CreateChatCompletionRequest,
+        chat_pb2.StreamChatCompletionRequest,
+        openai_parameters.CHAT,
     )
 
 
 def completion_request(body: dict[str, Any]) -> tuple[completion_pb2.CreateCompletionRequest, bool]:
     """The completions request for an OpenAI body, and whether it streams (then a StreamCompletionRequest)."""
     return _translate(  # type: ignore[return-value]
-        body, normalise_completion, completion_pb2.CreateCompletionRequest, completion_pb2.StreamCompletionRequest
+        body,
+        normalise_completion,
+        completion_pb2.CreateCompletionRequest,
+        completion_pb2.StreamCompletionRequest,
+        openai_parameters.COMPLETIONS,
     )

@@ -58,3 +58,22 @@ def violations(component: str, instance: Any) -> list[str]:
         f"{'/'.join(map(str, error.absolute_path)) or '(root)'}: {error.message[:300]}"
         for error in validator(component).iter_errors(instance)
     ]
+
+
+REQUEST_SCHEMAS = {"chat": "CreateChatCompletionRequest", "completions": "CreateCompletionRequest"}
+
+
+def request_parameters(api: str) -> list[str]:
+    """The top-level parameters of OpenAI's request for ``api`` ("chat" or "completions"), allOf parts included."""
+    schemas = document()["components"]["schemas"]
+
+    def properties(name: str) -> dict[str, Any]:
+        node = schemas[name]
+        found: dict[str, Any] = {}
+        for part in node.get("allOf", [node]):
+            if "$ref" in part:
+                found.update(properties(part["$ref"].rsplit("/", 1)[1]))
+            found.update(part.get("properties", {}))
+        return found
+
+    return sorted(properties(REQUEST_SCHEMAS[api]))

@@ -1,0 +1,142 @@
+"""OpenAI request parameters that have no field in the ovserve contract: what the bridge does with each.
+
+Every parameter of OpenAI's chat and completions requests is either a field of
+the contract (honoured by the service: see the README's table), or listed here:
+accepted with no effect (a hint or label that changes nothing a local model
+does; the bridge drops it), mapped (the deprecated ``functions`` /
+``function_call``, translated to tools), or refused with a 400 that says why
+this server cannot do it. ``tests/rest_bridge/test_openai_parameters.py`` checks
+that this table and the contract cover every parameter of OpenAI's OpenAPI
+document, exercises each entry, and keeps the README's table in step
+(``tools/readme_flags.py`` writes it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+ACCEPTED, MAPPED, REFUSED = "accepted, no effect", "mapped", "refused"
+Check = Callable[[Any], str | None]  # a value's refusal reason, or None when the value is fine
+
+
+def _empty(what: str) -> Check:
+    """Only an empty value (or null) is fine: anything else asks for ``what``, which is not served."""
+    return lambda value: None if value in (None, {}, [], "") else f"{what} is not served here"
+
+
+def _text_only(value: Any) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        return "expected a list of strings"
+    other = sorted(set(value) - {"text"})
+    return f"only text output is served here, not {', '.join(other)}" if other else None
+
+
+def _string(value: Any) -> str | None:
+    return None if value is None or isinstance(value, str) else "expected a string"
+
+
+def _object(value: Any) -> str | None:
+    return None if value is None or isinstance(value, dict) else "expected an object"
+
+
+@dataclass(frozen=True)
+class Parameter:
+    """What happens to an OpenAI parameter the contract has no field for."""
+
+    status: str
+    why: str
+    check: Check = _object  # a refusal reason for a value, None when the value is taken
+
+
+CHAT: dict[str, Parameter] = {
+    "service_tier": Parameter(ACCEPTED, 'one tier here; the reply says "default"', _string),
+    "prompt_cache_key": Parameter(ACCEPTED, "prefix caching is automatic for every request", _string),
+    "prompt_cache_retention": Parameter(ACCEPTED, "cached prefixes live as long as the KV cache keeps them", _string),
+    "prompt_cache_options": Parameter(ACCEPTED, "prefix caching is automatic for every request"),
+    "safety_identifier": Parameter(ACCEPTED, "a label for OpenAI's abuse detection; nothing reads it here", _string),
+    "verbosity": Parameter(ACCEPTED, "a hint the served models were not trained on; use max_tokens", _string),
+    "prediction": Parameter(ACCEPTED, "a latency hint (predicted output); the output is the same without it"),
+    "modalities": Parameter(ACCEPTED, "text is the only output; audio is refused", _text_only),
+    "audio": Parameter(REFUSED, "audio output is not served (text models only)", _empty("audio output")),
+    "logit_bias": Parameter(REFUSED, "the engine has no per-token logit bias; {} is accepted", _empty("logit_bias")),
+    "moderation": Parameter(REFUSED, "no moderation model runs here", _empty("moderation")),
+    "web_search_options": Parameter(REFUSED, "no web search tool here", _empty("web search")),
+    "functions": Parameter(MAPPED, "deprecated: become tools; calls come back as function_call", lambda _: None),
+    "function_call": Parameter(MAPPED, "deprecated: becomes tool_choice", lambda _: None),
+}
+COMPLETIONS: dict[str, Parameter] = {
+    "logit_bias": CHAT["logit_bias"],
+}
+# Contract fields that are honoured only in part: what the rest is answered with (400 naming the field).
+PARTLY: dict[str, str] = {
+    "suffix": "refused unless empty: the engine does not fill in the middle",
+    "top_logprobs": "0 only: the engine computes the chosen token's logprob, not alternatives",
+    "logprobs": "completions: 0 or 1 (the chosen token's logprob); echo with logprobs refused (prompt not scored)",
+    "best_of": "beam search; refused with stop strings, sampling or a speculative-decoding model",
+    "n": "samples at default settings; refused with temperature 0 (the choices would be the same)",
+    "tools": "function tools; custom tools are refused (no free-form tool calls here)",
+    "tool_choice": "none, auto, required, or a named function; allowed_tools is refused",
+    "user": "logged with the request, no other effect",
+}
+# Nested parameters the contract has no field for (accepted, no effect), by parent.
+NESTED: dict[str, dict[str, Parameter]] = {
+    "stream_options": {
+        "include_obfuscation": Parameter(
+            ACCEPTED,
+            "pads streamed events against length side channels on OpenAI's network; no padding is sent",
+            lambda value: None if value is None or isinstance(value, bool) else "expected a boolean",
+        ),
+    },
+}
+
+
+def take(body: dict[str, Any], table: dict[str, Parameter], refuse: Callable[[str, str], Exception]) -> bool:
+    """Drop the table's accepted parameters from ``body`` (checking their values); raise ``refuse(param, message)``
+    for a refused one. Returns whether the deprecated functions form was used (the reply then uses it too)."""
+    for name in [key for key in body if key in table]:
+        parameter = table[name]
+        problem = parameter.check(body[name])
+        if problem is not None:
+            raise refuse(name, f"{name}: {problem}")
+        if parameter.status != MAPPED:
+            del body[name]
+    for parent, nested in NESTED.items():
+        value = body.get(parent)
+        if isinstance(value, dict):
+            for name in [key for key in value if key in nested]:
+                problem = nested[name].check(value[name])
+                if problem is not None:
+                    raise refuse(f"{parent}.{name}", f"{parent}.{name}: {problem}")
+                value = {key: item for key, item in value.items() if key != name}
+            body[parent] = value
+    return "functions" in body or "function_call" in body
+
+
+def markdown_table(spec_parameters: dict[str, list[str]], contract: dict[str, set[str]]) -> str:
+    """README's table: every OpenAI parameter of each API (``spec_parameters``), and what this server does.
+
+    ``contract``: per API, the request fields of the contract (honoured by the service).
+    """
+    tables = {"chat": CHAT, "completions": COMPLETIONS}
+    names = sorted({name for names in spec_parameters.values() for name in names})
+    rows = ["| parameter | chat | completions | here |", "|---|---|---|---|"]
+    for name in names:
+        cells, why = [], ""
+        for api in ("chat", "completions"):
+            if name not in spec_parameters[api]:
+                cells.append("")
+            elif name in tables[api]:
+                cells.append(tables[api][name].status)
+                why = tables[api][name].why
+            else:
+                cells.append("honoured" if name in contract[api] else "missing")
+                why = why or PARTLY.get(name, "")
+        rows.append(f"| `{name}` | {cells[0]} | {cells[1]} | {why} |")
+    for parent, nested in NESTED.items():
+        for name, parameter in nested.items():
+            rows.append(f"| `{parent}.{name}` | {parameter.status} | {parameter.status} | {parameter.why} |")
+    return "\n".join(rows) + "\n"
