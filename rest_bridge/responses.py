@@ -175,10 +175,8 @@ def completion_logprobs(value: completion_pb2.CompletionLogprobs) -> dict[str, A
         "tokens": list(value.tokens),
         # NaN marks an echoed first prompt token without a logprob: OpenAI's null.
         "token_logprobs": [None if math.isnan(logprob) else logprob for logprob in value.token_logprobs],
-        "top_logprobs": [
-            dict(sorted(top.logprobs.items(), key=lambda item: -item[1])) if top.logprobs else None
-            for top in value.top_logprobs
-        ],
+        # {} where no alternatives were asked for (logprobs 0): the schema's items are objects, never null.
+        "top_logprobs": [dict(sorted(top.logprobs.items(), key=lambda item: -item[1])) for top in value.top_logprobs],
         "text_offset": list(value.text_offset),
     }
 

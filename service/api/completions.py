@@ -37,7 +37,8 @@ class PreparedCompletion:
     n: int
     echoes: list[str]  # per prompt: the text that opens each of its choices (echo), or ""
     prompt_tokens: int
-    logprobs: bool
+    logprobs: bool  # the chosen tokens' logprobs are returned (asked for with any logprobs, 0 included)
+    top_logprobs: int  # alternatives asked for per position (0 or 1: the chosen token itself)
     skip_special_tokens: bool
     include_usage: bool
 
@@ -54,13 +55,15 @@ async def prepare(models: ModelRegistry, request: Request, *, streaming: bool) -
     constraint = await output_constraint(request, violations)
     if request.HasField("suffix") and request.suffix:
         violations.append(FieldViolation("suffix", "not supported: the engine does not fill in the middle"))
-    logprobs = request.logprobs if request.HasField("logprobs") else 0
+    # Any logprobs, 0 included, returns the chosen tokens' logprobs: OpenAI's API always returns those.
+    wanted = request.HasField("logprobs")
+    logprobs = request.logprobs if wanted else 0
     if not 0 <= logprobs <= MAX_LOGPROBS:
         violations.append(
             FieldViolation("logprobs", f"must be 0 or 1 (the chosen token's log probability); got {logprobs}")
         )
     echo = request.HasField("echo") and request.echo
-    if echo and logprobs:
+    if echo and wanted:
         violations.append(FieldViolation("echo", "echo with logprobs is not supported: prompt tokens are not scored"))
     if violations:  # report the sampling fields' problems too, in the same error
         violations += generation_violations(request, limits=model.limits, streaming=streaming)
@@ -76,7 +79,7 @@ async def prepare(models: ModelRegistry, request: Request, *, streaming: bool) -
         )
         params = build_sampling_params(
             request, defaults=model.defaults, limits=model.limits, budget=budget, streaming=streaming,
-            logprobs=logprobs, constraint=constraint,
+            logprobs=1 if wanted else 0, constraint=constraint,
         )  # fmt: skip
         runs += fan_out(Run(prompt_ids, params, first_choice=position * n), n, model)
     return PreparedCompletion(
@@ -85,7 +88,8 @@ async def prepare(models: ModelRegistry, request: Request, *, streaming: bool) -
         n,
         echoes=[text if echo else "" for _, text in prompts],
         prompt_tokens=sum(len(ids) for ids, _ in prompts),
-        logprobs=logprobs > 0,
+        logprobs=wanted,
+        top_logprobs=logprobs,
         skip_special_tokens=not request.HasField("skip_special_tokens") or request.skip_special_tokens,
         include_usage=streaming and request.stream_options.include_usage,
     )
@@ -140,12 +144,14 @@ def _prompts(model: ServedModel, request: Request, violations: list[FieldViolati
 
 
 def _logprobs(
-    model: ServedModel, token_ids: list[int], logprobs: list[float], offset: int
+    model: ServedModel, token_ids: list[int], logprobs: list[float], offset: int, top: int
 ) -> completion_pb2.CompletionLogprobs:
     tokens = token_texts(model, token_ids)
     result = completion_pb2.CompletionLogprobs(tokens=tokens, token_logprobs=logprobs)
     for token, logprob in zip(tokens, logprobs, strict=True):
-        result.top_logprobs.add().logprobs[token] = logprob
+        alternatives = result.top_logprobs.add()
+        if top:  # the one alternative the engine computes: the chosen token
+            alternatives.logprobs[token] = logprob
         result.text_offset.append(offset)
         offset += len(token)
     return result
@@ -166,7 +172,9 @@ async def create_completion(
             index=choice.index, text=echo + choice.text, finish_reason=FINISH_REASONS[choice.finish_reason]
         )
         if prep.logprobs:
-            out.logprobs.CopyFrom(_logprobs(prep.model, choice.token_ids, choice.logprobs, len(echo)))
+            out.logprobs.CopyFrom(
+                _logprobs(prep.model, choice.token_ids, choice.logprobs, len(echo), prep.top_logprobs)
+            )
     response.usage.CopyFrom(usage(prep.prompt_tokens, sum(len(c.token_ids) for c in choices)))
     return response
 
@@ -201,7 +209,9 @@ async def stream_completion(
                 if delta.finish_reason is not None:
                     choice.finish_reason = FINISH_REASONS[delta.finish_reason]
                 if prep.logprobs:
-                    logprobs = _logprobs(prep.model, delta.token_ids, delta.logprobs, offsets.get(index, 0))
+                    logprobs = _logprobs(
+                        prep.model, delta.token_ids, delta.logprobs, offsets.get(index, 0), prep.top_logprobs
+                    )
                     choice.logprobs.CopyFrom(logprobs)
                 offsets[index] = offsets.get(index, 0) + len(delta.text)
             yield out

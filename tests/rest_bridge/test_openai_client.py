@@ -229,3 +229,24 @@ def test_n_at_default_settings_gives_n_sampled_choices(client: openai.OpenAI) ->
     with pytest.raises(openai.BadRequestError) as refused:  # greedy asked for: two choices would be the same
         client.chat.completions.create(model=MODEL, messages=STORY, n=2, temperature=0, max_tokens=4)
     assert refused.value.body["param"] == "n"  # type: ignore[index]
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_completions_logprobs_0_still_returns_the_chosen_tokens_logprobs(client: openai.OpenAI, stream: bool) -> None:
+    """OpenAI's API always returns the sampled token's logprob; logprobs=0 asks for no alternatives beside it."""
+    fields = {"model": MODEL, "prompt": "Once upon a time", "temperature": 0, "max_tokens": 5, "logprobs": 0,
+              "extra_body": {"ignore_eos": True}}  # fmt: skip
+    if stream:
+        chunks = [c for c in client.completions.create(stream=True, **fields) if c.choices]
+        parts = [c.choices[0].logprobs for c in chunks if c.choices[0].logprobs is not None]
+        token_logprobs = [value for part in parts for value in part.token_logprobs or []]
+        tops = [top for part in parts for top in part.top_logprobs or []]
+    else:
+        logprobs = client.completions.create(**fields).choices[0].logprobs
+        assert logprobs is not None
+        token_logprobs, tops = list(logprobs.token_logprobs or []), list(logprobs.top_logprobs or [])
+    assert len(token_logprobs) == 5 and all(value <= 0 for value in token_logprobs)
+    assert tops == [{}] * 5  # no alternatives asked for
+    with_one = client.completions.create(**{**fields, "logprobs": 1}).choices[0].logprobs
+    assert with_one is not None and with_one.token_logprobs == token_logprobs  # the same tokens, greedy
+    assert all(len(top) == 1 for top in with_one.top_logprobs or [])

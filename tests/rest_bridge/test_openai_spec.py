@@ -54,6 +54,7 @@ COMPLETION_CASES: dict[str, dict[str, Any]] = {
     "n-2": {"n": 2, "temperature": 0.9, "seed": 4},
     "echo": {"echo": True},
     "logprobs": {"logprobs": 1},
+    "logprobs-0": {"logprobs": 0},
     "stop": {"stop": "."},
     "best-of": {"best_of": 2, "n": 1},
 }
