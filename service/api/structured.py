@@ -65,6 +65,8 @@ class Guide:
     kind: str  # regex | grammar | structural_tags_config
     value: str
     blame: str = ""  # the field named if the grammar engine refuses it (default: field)
+    schema: dict[str, Any] | None = None  # a JSON answer's schema (json_object, json_schema, guided_json)
+    forced_calls: bool = False  # tool_choice "required" or named: the reply is tool calls
 
     def constraint(self) -> OutputConstraint:
         """The engine's form of this constraint."""
@@ -107,6 +109,15 @@ def structured_output_config(
         )
         if guide is not None
     ]
+    calls = [guide for guide in guides if guide.forced_calls]
+    answers = [guide for guide in guides if not guide.forced_calls]
+    if calls and answers:
+        # A forced call is this turn's reply; the answer's format shapes a later turn's (after the results).
+        guides = calls
+    elif len(answers) == 1 and _offers_tools(request, tools):
+        # Tools the model may call, and a format its answer must follow: either is a valid reply.
+        combined = _calls_or_answer(request, violations, tools, markup or HERMES, block, answers[0], parameters_field)
+        guides = [combined] if combined is not None else []
     if len(guides) > 1:
         first, second = guides[0], guides[1]
         violations.append(
@@ -115,6 +126,11 @@ def structured_output_config(
     if len(violations) > before or not guides:
         return None
     return guides[0].constraint()
+
+
+def _offers_tools(request: Any, tools: Sequence[dict[str, Any]]) -> bool:
+    """Whether the model may call a tool of its own choosing (tools given, tool_choice auto or unset)."""
+    return bool(tools) and (not _present(request, "tool_choice") or request.tool_choice == "auto")
 
 
 # Requests up to this size (serialized) have their constraints checked and built on the event loop
@@ -146,7 +162,7 @@ def _response_format(request: Any, violations: list[FieldViolation]) -> Guide | 
     if fmt.type in ("", "text"):
         return None
     if fmt.type == "json_object":
-        return Guide(where, "grammar", JSON_OBJECT)
+        return Guide(where, "grammar", JSON_OBJECT, schema={"type": "object"})
     if fmt.type == "json_schema":
         if not fmt.HasField("json_schema"):
             violations.append(FieldViolation(f"{where}.json_schema", "required when type is json_schema"))
@@ -172,7 +188,7 @@ def _text_format(request: Any, violations: list[FieldViolation]) -> Guide | None
     if fmt.type in ("", "text"):
         return None
     if fmt.type == "json_object":
-        return Guide(where, "grammar", JSON_OBJECT)
+        return Guide(where, "grammar", JSON_OBJECT, schema={"type": "object"})
     if fmt.type == "json_schema":
         _check_name(fmt.name, f"{where}.name", violations)
         return _schema_guide(fmt, "schema", f"{where}.schema", where, violations)
@@ -287,8 +303,27 @@ def _tool_calls(
     elif not indexed:
         violations.append(FieldViolation("tool_choice", '"required" needs at least one tool'))
         return None
-    # One EBNF grammar: a call is one of the tools' begin + compact arguments + end.
     grammar = GrammarBuilder(markup.arguments)
+    listed = _calls(request, violations, grammar, indexed, markup, parameters_field, one=named)
+    if listed is None:
+        return None
+    return _guide(named_field if named else "tool_choice", grammar.ebnf(listed), think, forced_calls=True)
+
+
+def _calls(
+    request: Any,
+    violations: list[FieldViolation],
+    grammar: GrammarBuilder,
+    indexed: Sequence[tuple[int, dict[str, Any]]],
+    markup: CallMarkup,
+    parameters_field: str,
+    *,
+    one: bool,
+) -> str | None:
+    """The rule text of the tool calls a reply may hold (``one``: exactly one), in the model's markup.
+
+    A call is one of the tools' begin + compact arguments + end, in one EBNF grammar.
+    """
     calls = []
     for index, tool in indexed:
         function = tool.get("function", {})
@@ -313,18 +348,52 @@ def _tool_calls(
     call = grammar.rule("call", " | ".join(calls))
     parallel = not _present(request, "parallel_tool_calls") or request.parallel_tool_calls
     more = f"({literal(markup.separator)} {call}){{0,{MAX_PARALLEL_CALLS - 1}}}"
-    listed = call if named or not parallel else f"{call} {more}"
+    listed = call if one or not parallel else f"{call} {more}"
     opening, closing = (literal(text) if text else "" for text in (markup.opening, markup.closing))  # "[" ... "]"
-    root = f"{opening} {listed} {closing}".strip()
-    field = named_field if named else "tool_choice"
+    return f"{opening} {listed} {closing}".strip()
+
+
+def _calls_or_answer(
+    request: Any,
+    violations: list[FieldViolation],
+    tools: Sequence[dict[str, Any]],
+    markup: CallMarkup,
+    think: ThinkMarkup | None,
+    answer: Guide,
+    parameters_field: str,
+) -> Guide | None:
+    """Tool calls (arguments valid for their tool) or an answer valid for ``answer``'s schema, in one grammar."""
+    if answer.schema is None:
+        violations.append(
+            FieldViolation(answer.field, "with tools only a JSON answer (json_object, json_schema) can be combined")
+        )
+        return None
+    if markup.arguments != "json":
+        violations.append(
+            FieldViolation(answer.field, "a JSON answer beside tools needs a model whose tool calls are JSON")
+        )
+        return None
+    grammar = GrammarBuilder(markup.arguments)
+    calls = _calls(request, violations, grammar, list(enumerate(tools)), markup, parameters_field, one=False)
+    try:
+        reply = grammar.add(answer.schema)
+    except SchemaError as error:  # checked alone already; a combined grammar may pass a limit
+        violations.append(FieldViolation((answer.blame or answer.field) + _path(error.path), error.message))
+        return None
+    if calls is None:
+        return None
+    return _guide(answer.field, grammar.ebnf(f"({calls}) | {reply}"), think, blame=answer.blame)
+
+
+def _guide(field: str, ebnf: str, think: ThinkMarkup | None, *, forced_calls: bool = False, blame: str = "") -> Guide:
+    """A grammar guide; with ``think``, the reasoning block the template leaves to the model may come first."""
     if think is None:
-        return Guide(field, "grammar", grammar.ebnf(root))
-    # The template leaves the reasoning block to the model: let it reason first (free text until the
-    # end tag is what a structural tag says simply and EBNF does not).
+        return Guide(field, "grammar", ebnf, blame=blame, forced_calls=forced_calls)
+    # Free text until the end tag is what a structural tag says simply and EBNF does not.
     block = {"type": "tag", "begin": think.begin, "content": {"type": "any_text"}, "end": think.end + AFTER_THINK}
-    calls_format = {"type": "grammar", "grammar": grammar.ebnf(root)}
-    body = {"type": "sequence", "elements": [block, calls_format]}
-    return Guide(field, "structural_tags_config", json.dumps({"type": "structural_tag", "format": body}))
+    body = {"type": "sequence", "elements": [block, {"type": "grammar", "grammar": ebnf}]}
+    document = json.dumps({"type": "structural_tag", "format": body})
+    return Guide(field, "structural_tags_config", document, blame=blame, forced_calls=forced_calls)
 
 
 def _tag(begin: str, grammar: str, end: str) -> dict[str, Any]:
@@ -347,7 +416,7 @@ def _schema_guide(
     if grammar is None:
         return None
     # Blame the schema itself for what the grammar engine refuses (the guide names the constraint).
-    return Guide(guide_field, "grammar", grammar, blame=field)
+    return Guide(guide_field, "grammar", grammar, blame=field, schema=schema)
 
 
 def _grammar(schema: dict[str, Any], field: str, violations: list[FieldViolation]) -> str | None:

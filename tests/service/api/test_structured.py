@@ -331,7 +331,9 @@ BAD_CHAT = [
     ({"guided_regex": "a+", "guided_choice": ["a"]}, "guided_choice"),
     ({"tool_choice": "required"}, "tool_choice"),  # no tools
     ({"tools": TOOLS, "named_tool_choice": {"type": "function", "function": {"name": "nope"}}}, "named_tool_choice"),
-    ({"tools": TOOLS, "tool_choice": "required", "response_format": {"type": "json_object"}}, "tool_choice"),
+    ({"tools": TOOLS, "response_format": {"type": "json_schema", "json_schema": {"name": "x", "schema": {
+        "type": "array", "uniqueItems": True}}}}, "response_format.json_schema.schema.uniqueItems"),
+    ({"tools": TOOLS, "guided_regex": "[a-z]+"}, "guided_regex"),  # with tools, only a JSON answer combines
     ({"tools": [{"type": "function", "function": {"name": "f", "parameters": {"type": "objekt"}}}],
       "tool_choice": "required"}, "tools[0].function.parameters.type"),
     # Past a limit (service.api.grammar_limits): refused naming the field, before any grammar is built.
