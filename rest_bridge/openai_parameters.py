@@ -79,7 +79,10 @@ PARTLY: dict[str, str] = {
     "best_of": "beam search; refused with stop strings, sampling or a speculative-decoding model",
     "n": "samples at default settings; refused with temperature 0 (the choices would be the same)",
     "tools": "function tools; custom tools are refused (no free-form tool calls here)",
-    "tool_choice": "none, auto, required, or a named function; allowed_tools is refused",
+    "tool_choice": (
+        "none, auto, required, a named function, or allowed_tools (mode auto needs a model whose calls open "
+        "with a tag, such as `<tool_call>`; required works with every model)"
+    ),
     "user": "logged with the request, no other effect",
 }
 # Nested parameters the contract has no field for (accepted, no effect), by parent.

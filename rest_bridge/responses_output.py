@@ -161,9 +161,12 @@ def tool(entry: ro.ResponseTool) -> dict[str, Any]:
 
 
 def tool_choice(response: ro.Response) -> Any:
-    """``tool_choice``: the string form, or {"type":"function","name":...}."""
+    """``tool_choice``: the string form, {"type":"function","name":...} or {"type":"allowed_tools",...}."""
     if response.HasField("named_tool_choice"):
         named = response.named_tool_choice
+        if named.type == "allowed_tools":
+            tools = [{"type": tool.type or "function", "name": tool.name or tool.function.name} for tool in named.tools]
+            return {"type": "allowed_tools", "mode": named.mode, "tools": tools}
         return {"type": named.type or "function", "name": named.name or named.function.name}
     return response.tool_choice if response.HasField("tool_choice") else "auto"
 

@@ -240,12 +240,22 @@ class ChatTool(_message.Message):
     def __init__(self, type: _Optional[str] = ..., function: _Optional[_Union[_common_pb2.FunctionDefinition, _Mapping]] = ...) -> None: ...
 
 class ChatNamedToolChoice(_message.Message):
-    __slots__ = ("type", "function")
+    __slots__ = ("type", "function", "allowed_tools")
     TYPE_FIELD_NUMBER: _ClassVar[int]
     FUNCTION_FIELD_NUMBER: _ClassVar[int]
+    ALLOWED_TOOLS_FIELD_NUMBER: _ClassVar[int]
     type: str
     function: _common_pb2.FunctionName
-    def __init__(self, type: _Optional[str] = ..., function: _Optional[_Union[_common_pb2.FunctionName, _Mapping]] = ...) -> None: ...
+    allowed_tools: ChatAllowedTools
+    def __init__(self, type: _Optional[str] = ..., function: _Optional[_Union[_common_pb2.FunctionName, _Mapping]] = ..., allowed_tools: _Optional[_Union[ChatAllowedTools, _Mapping]] = ...) -> None: ...
+
+class ChatAllowedTools(_message.Message):
+    __slots__ = ("mode", "tools")
+    MODE_FIELD_NUMBER: _ClassVar[int]
+    TOOLS_FIELD_NUMBER: _ClassVar[int]
+    mode: str
+    tools: _containers.RepeatedCompositeFieldContainer[ChatNamedToolChoice]
+    def __init__(self, mode: _Optional[str] = ..., tools: _Optional[_Iterable[_Union[ChatNamedToolChoice, _Mapping]]] = ...) -> None: ...
 
 class CreateChatCompletionResponse(_message.Message):
     __slots__ = ("id", "object", "created", "model", "choices", "usage", "system_fingerprint", "metadata")

@@ -342,14 +342,18 @@ class ResponseTool(_message.Message):
     def __init__(self, type: _Optional[str] = ..., name: _Optional[str] = ..., description: _Optional[str] = ..., parameters: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., strict: _Optional[bool] = ..., function: _Optional[_Union[_common_pb2.FunctionDefinition, _Mapping]] = ...) -> None: ...
 
 class ResponseNamedToolChoice(_message.Message):
-    __slots__ = ("type", "name", "function")
+    __slots__ = ("type", "name", "function", "mode", "tools")
     TYPE_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     FUNCTION_FIELD_NUMBER: _ClassVar[int]
+    MODE_FIELD_NUMBER: _ClassVar[int]
+    TOOLS_FIELD_NUMBER: _ClassVar[int]
     type: str
     name: str
     function: _common_pb2.FunctionName
-    def __init__(self, type: _Optional[str] = ..., name: _Optional[str] = ..., function: _Optional[_Union[_common_pb2.FunctionName, _Mapping]] = ...) -> None: ...
+    mode: str
+    tools: _containers.RepeatedCompositeFieldContainer[ResponseNamedToolChoice]
+    def __init__(self, type: _Optional[str] = ..., name: _Optional[str] = ..., function: _Optional[_Union[_common_pb2.FunctionName, _Mapping]] = ..., mode: _Optional[str] = ..., tools: _Optional[_Iterable[_Union[ResponseNamedToolChoice, _Mapping]]] = ...) -> None: ...
 
 class ResponseTextConfig(_message.Message):
     __slots__ = ("format",)

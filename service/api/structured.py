@@ -66,7 +66,6 @@ class Guide:
     value: str
     blame: str = ""  # the field named if the grammar engine refuses it (default: field)
     schema: dict[str, Any] | None = None  # a JSON answer's schema (json_object, json_schema, guided_json)
-    forced_calls: bool = False  # tool_choice "required" or named: the reply is tool calls
 
     def constraint(self) -> OutputConstraint:
         """The engine's form of this constraint."""
@@ -97,6 +96,8 @@ def structured_output_config(
     """
     before = len(violations)
     block = (think or THINK) if thinking else None  # the reasoning block a forced call may follow
+    calling = markup or HERMES
+    choice = _tool_choice(request, violations, tools, named_field)
     guides = [
         guide
         for guide in (
@@ -105,19 +106,20 @@ def structured_output_config(
             _guided_json(request, violations),
             _guided_regex(request, violations),
             _guided_choice(request, violations),
-            _tool_calls(request, violations, tools, markup or HERMES, block, named_field, parameters_field),
         )
         if guide is not None
     ]
-    calls = [guide for guide in guides if guide.forced_calls]
-    answers = [guide for guide in guides if not guide.forced_calls]
-    if calls and answers:
-        # A forced call is this turn's reply; the answer's format shapes a later turn's (after the results).
-        guides = calls
-    elif len(answers) == 1 and _offers_tools(request, tools):
+    if choice is not None and choice.mode == "required":
+        # A forced call is this turn's reply; an answer's format shapes a later turn's (after the results).
+        forced = _forced_calls(request, violations, choice, calling, block, parameters_field)
+        guides = [forced] if forced is not None else []
+    elif choice is not None and choice.mode == "auto" and len(guides) == 1:
         # Tools the model may call, and a format its answer must follow: either is a valid reply.
-        combined = _calls_or_answer(request, violations, tools, markup or HERMES, block, answers[0], parameters_field)
+        combined = _calls_or_answer(request, violations, choice, calling, block, guides[0], parameters_field)
         guides = [combined] if combined is not None else []
+    elif choice is not None and choice.mode == "auto" and choice.restricted and not guides:
+        allowed = _allowed_calls(violations, choice, calling, block, parameters_field)
+        guides = [allowed] if allowed is not None else []
     if len(guides) > 1:
         first, second = guides[0], guides[1]
         violations.append(
@@ -128,9 +130,92 @@ def structured_output_config(
     return guides[0].constraint()
 
 
-def _offers_tools(request: Any, tools: Sequence[dict[str, Any]]) -> bool:
-    """Whether the model may call a tool of its own choosing (tools given, tool_choice auto or unset)."""
-    return bool(tools) and (not _present(request, "tool_choice") or request.tool_choice == "auto")
+@dataclass(frozen=True)
+class ToolChoice:
+    """What the request lets the model do with its tools, when it may call any."""
+
+    mode: str  # "auto": call some of ``callable`` or answer; "required": call at least one
+    callable: Sequence[tuple[int, dict[str, Any]]]  # (index in tools, tool) the model may call
+    field: str  # the request field that chose: tool_choice, or the object form's name
+    one: bool = False  # a named function: exactly one call
+    restricted: bool = False  # allowed_tools: only some of the tools may be called
+
+
+def _tool_choice(
+    request: Any, violations: list[FieldViolation], tools: Sequence[dict[str, Any]], named_field: str
+) -> ToolChoice | None:
+    """The request's tool choice (string or object form); None when no tool may be called."""
+    indexed = list(enumerate(tools))
+    if not _present(request, "named_tool_choice"):
+        mode = request.tool_choice if _present(request, "tool_choice") else "auto"
+        if mode == "required" and not indexed:
+            violations.append(FieldViolation("tool_choice", '"required" needs at least one tool'))
+            return None
+        return ToolChoice(mode, indexed, "tool_choice") if indexed and mode in ("auto", "required") else None
+    if _present(request, "tool_choice"):
+        violations.append(FieldViolation(named_field, "set either the string or the object form of tool_choice"))
+        return None
+    choice = request.named_tool_choice
+    if choice.type == "allowed_tools":
+        return _allowed_tools(violations, choice, indexed, named_field)
+    if choice.type not in ("", "function"):
+        violations.append(
+            FieldViolation(
+                f"{named_field}.type", f"unknown type {quote(choice.type)}; expected function or allowed_tools"
+            )
+        )
+        return None
+    named = _tools_named(violations, [(named_field, _choice_name(choice))], indexed)
+    return ToolChoice("required", named[:1], named_field, one=True) if named else None
+
+
+def _allowed_tools(
+    violations: list[FieldViolation], choice: Any, indexed: list[tuple[int, dict[str, Any]]], named_field: str
+) -> ToolChoice | None:
+    """tool_choice {"type": "allowed_tools", ...}: chat nests mode and tools in allowed_tools, Responses does not."""
+    nested = "allowed_tools" in choice.DESCRIPTOR.fields_by_name
+    where = f"{named_field}.allowed_tools" if nested else named_field
+    if nested and not choice.HasField("allowed_tools"):
+        violations.append(FieldViolation(where, "required when type is allowed_tools"))
+        return None
+    allowed = choice.allowed_tools if nested else choice
+    before = len(violations)
+    if allowed.mode not in ("auto", "required"):
+        violations.append(FieldViolation(f"{where}.mode", f"{quote(allowed.mode)} is not one of auto, required"))
+    if not allowed.tools:
+        violations.append(FieldViolation(f"{where}.tools", "at least one tool is required"))
+    for number, tool in enumerate(allowed.tools):
+        if tool.type not in ("", "function"):
+            violations.append(FieldViolation(f"{where}.tools[{number}].type", "only function tools can be allowed"))
+    names = [(f"{where}.tools[{number}]", _choice_name(tool)) for number, tool in enumerate(allowed.tools)]
+    callable_ = _tools_named(violations, names, indexed)
+    if len(violations) > before:
+        return None
+    return ToolChoice(allowed.mode, callable_, where, restricted=True)
+
+
+def _tool_name(tool: dict[str, Any]) -> str:
+    """A tool's function name, in the chat template's form ("" when it has none: validation names that)."""
+    return str(tool.get("function", {}).get("name", ""))
+
+
+def _choice_name(choice: Any) -> str:
+    """The function a tool_choice object names: flat (Responses) or nested (chat) form."""
+    return getattr(choice, "name", "") or choice.function.name
+
+
+def _tools_named(
+    violations: list[FieldViolation], names: Sequence[tuple[str, str]], indexed: list[tuple[int, dict[str, Any]]]
+) -> list[tuple[int, dict[str, Any]]]:
+    """The tools of ``names`` ((field, name) pairs), in request order; a name with no tool is a violation."""
+    by_name = {_tool_name(tool): (index, tool) for index, tool in reversed(indexed)}
+    found = []
+    for field, name in names:
+        if name not in by_name:
+            violations.append(FieldViolation(field, f"no tool named {quote(name)} in tools"))
+        elif by_name[name] not in found:
+            found.append(by_name[name])
+    return sorted(found, key=lambda pair: pair[0])
 
 
 # Requests up to this size (serialized) have their constraints checked and built on the event loop
@@ -267,47 +352,56 @@ def _structural_tag(fmt: Any, where: str, violations: list[FieldViolation]) -> G
     return Guide(where, "structural_tags_config", json.dumps({"type": "structural_tag", "format": body}))
 
 
-def _tool_calls(
+def _forced_calls(
     request: Any,
     violations: list[FieldViolation],
-    tools: Sequence[dict[str, Any]],
+    choice: ToolChoice,
     markup: CallMarkup,
     think: ThinkMarkup | None,
-    named_field: str,
     parameters_field: str,
 ) -> Guide | None:
     """tool_choice "required" (one call or more) or named (exactly that call), in the model's markup.
 
     ``think``: the reasoning block the model may write first, None when the template gives it none.
     """
-    required = _present(request, "tool_choice") and request.tool_choice == "required"
-    named = _present(request, "named_tool_choice")
-    if not (required or named):
-        return None
-    if named and _present(request, "tool_choice"):
-        violations.append(FieldViolation(named_field, "set either the string or the object form of tool_choice"))
-        return None
-    indexed = list(enumerate(tools))
-    if named:
-        choice = request.named_tool_choice
-        name = getattr(choice, "name", "") or choice.function.name
-        if choice.type not in ("", "function"):
-            violations.append(
-                FieldViolation(f"{named_field}.type", f"unknown type {quote(choice.type)}; expected function")
-            )
-        indexed = [(i, tool) for i, tool in indexed if tool.get("function", {}).get("name") == name]
-        if not indexed:
-            violations.append(FieldViolation(named_field, f"no tool named {quote(name)} in tools"))
-            return None
-        indexed = indexed[:1]
-    elif not indexed:
-        violations.append(FieldViolation("tool_choice", '"required" needs at least one tool'))
-        return None
     grammar = GrammarBuilder(markup.arguments)
-    listed = _calls(request, violations, grammar, indexed, markup, parameters_field, one=named)
+    listed = _calls(request, violations, grammar, choice.callable, markup, parameters_field, one=choice.one)
     if listed is None:
         return None
-    return _guide(named_field if named else "tool_choice", grammar.ebnf(listed), think, forced_calls=True)
+    return _guide(choice.field, {"type": "grammar", "grammar": grammar.ebnf(listed)}, think)
+
+
+def _allowed_calls(
+    violations: list[FieldViolation],
+    choice: ToolChoice,
+    markup: CallMarkup,
+    think: ThinkMarkup | None,
+    parameters_field: str,
+) -> Guide | None:
+    """allowed_tools with mode auto: free text, and any call the model opens is one of the allowed tools.
+
+    An XGrammar triggered tag per allowed tool, on the markup's opening tag: only a markup whose calls
+    open with a tag of their own (Hermes ``<tool_call>``) can be told apart from free text this way.
+    """
+    if not markup.tag:
+        violations.append(
+            FieldViolation(
+                f"{choice.field}.mode",
+                '"auto" needs a model whose tool calls open with a tag (such as <tool_call>); '
+                'this model writes them without one: use "required"',
+            )
+        )
+        return None
+    tags = []
+    for index, tool in choice.callable:
+        grammar = GrammarBuilder(markup.arguments)
+        arguments = _arguments(violations, grammar, index, tool, markup, parameters_field)
+        if arguments is not None:
+            name = _tool_name(tool)
+            tags.append(_tag(markup.begin(name), grammar.ebnf(arguments), markup.call_end))
+    if len(tags) < len(choice.callable):
+        return None
+    return _guide(choice.field, {"type": "triggered_tags", "triggers": [markup.tag], "tags": tags}, think)
 
 
 def _calls(
@@ -326,23 +420,10 @@ def _calls(
     """
     calls = []
     for index, tool in indexed:
-        function = tool.get("function", {})
-        field = parameters_field.format(index)
-        name = function.get("name", "")
-        problem = markup.name_problem(name)
-        if problem is not None:  # the name's field sits beside the parameters' in both request types
-            violations.append(FieldViolation(field.rpartition(".")[0] + ".name", problem))
-            continue
-        parameters = function.get("parameters") or {"type": "object"}
-        schema = _checked_schema(parameters, field, violations)
-        if schema is None:
-            continue
-        try:
-            arguments = grammar.add(schema)
-        except SchemaError as error:
-            violations.append(FieldViolation(field + _path(error.path), error.message))
-            continue
-        calls.append(f"{literal(markup.begin(name))} {arguments} {literal(markup.call_end)}")
+        arguments = _arguments(violations, grammar, index, tool, markup, parameters_field)
+        if arguments is not None:
+            name = _tool_name(tool)
+            calls.append(f"{literal(markup.begin(name))} {arguments} {literal(markup.call_end)}")
     if not calls:
         return None
     call = grammar.rule("call", " | ".join(calls))
@@ -353,10 +434,35 @@ def _calls(
     return f"{opening} {listed} {closing}".strip()
 
 
+def _arguments(
+    violations: list[FieldViolation],
+    grammar: GrammarBuilder,
+    index: int,
+    tool: dict[str, Any],
+    markup: CallMarkup,
+    parameters_field: str,
+) -> str | None:
+    """The rule of a tool's arguments in ``grammar``; None (and a violation) when it cannot be written."""
+    function = tool.get("function", {})
+    field = parameters_field.format(index)
+    problem = markup.name_problem(_tool_name(tool))
+    if problem is not None:  # the name's field sits beside the parameters' in both request types
+        violations.append(FieldViolation(field.rpartition(".")[0] + ".name", problem))
+        return None
+    schema = _checked_schema(function.get("parameters") or {"type": "object"}, field, violations)
+    if schema is None:
+        return None
+    try:
+        return grammar.add(schema)
+    except SchemaError as error:
+        violations.append(FieldViolation(field + _path(error.path), error.message))
+        return None
+
+
 def _calls_or_answer(
     request: Any,
     violations: list[FieldViolation],
-    tools: Sequence[dict[str, Any]],
+    choice: ToolChoice,
     markup: CallMarkup,
     think: ThinkMarkup | None,
     answer: Guide,
@@ -374,7 +480,7 @@ def _calls_or_answer(
         )
         return None
     grammar = GrammarBuilder(markup.arguments)
-    calls = _calls(request, violations, grammar, list(enumerate(tools)), markup, parameters_field, one=False)
+    calls = _calls(request, violations, grammar, choice.callable, markup, parameters_field, one=False)
     try:
         reply = grammar.add(answer.schema)
     except SchemaError as error:  # checked alone already; a combined grammar may pass a limit
@@ -382,18 +488,21 @@ def _calls_or_answer(
         return None
     if calls is None:
         return None
-    return _guide(answer.field, grammar.ebnf(f"({calls}) | {reply}"), think, blame=answer.blame)
+    ebnf = grammar.ebnf(f"({calls}) | {reply}")
+    return _guide(answer.field, {"type": "grammar", "grammar": ebnf}, think, blame=answer.blame)
 
 
-def _guide(field: str, ebnf: str, think: ThinkMarkup | None, *, forced_calls: bool = False, blame: str = "") -> Guide:
-    """A grammar guide; with ``think``, the reasoning block the template leaves to the model may come first."""
-    if think is None:
-        return Guide(field, "grammar", ebnf, blame=blame, forced_calls=forced_calls)
-    # Free text until the end tag is what a structural tag says simply and EBNF does not.
-    block = {"type": "tag", "begin": think.begin, "content": {"type": "any_text"}, "end": think.end + AFTER_THINK}
-    body = {"type": "sequence", "elements": [block, {"type": "grammar", "grammar": ebnf}]}
+def _guide(field: str, body: dict[str, Any], think: ThinkMarkup | None, *, blame: str = "") -> Guide:
+    """A guide of one structural-tag format (a plain grammar when it is one and nothing comes first);
+    with ``think``, the reasoning block the template leaves to the model may come first."""
+    if think is None and body["type"] == "grammar":
+        return Guide(field, "grammar", body["grammar"], blame=blame)
+    if think is not None:
+        # Free text until the end tag is what a structural tag says simply and EBNF does not.
+        block = {"type": "tag", "begin": think.begin, "content": {"type": "any_text"}, "end": think.end + AFTER_THINK}
+        body = {"type": "sequence", "elements": [block, body]}
     document = json.dumps({"type": "structural_tag", "format": body})
-    return Guide(field, "structural_tags_config", document, blame=blame, forced_calls=forced_calls)
+    return Guide(field, "structural_tags_config", document, blame=blame)
 
 
 def _tag(begin: str, grammar: str, end: str) -> dict[str, Any]:

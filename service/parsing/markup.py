@@ -36,6 +36,7 @@ class CallMarkup:
     separator: str  # between two calls
     closing: str  # after the last call
     arguments: str = "json"  # a key of NAME_FORMS
+    tag: str = ""  # the tag every call opens with, when calls are tagged blocks amid free text
 
     def begin(self, name: str) -> str:
         """The text that opens a call of function ``name``, up to its arguments."""
@@ -57,7 +58,7 @@ class ThinkMarkup:
 
 
 # The markup of each family, as its decoder in service.parsing.calls reads it.
-HERMES = CallMarkup("", '<tool_call>\n{"name": {name}, "arguments": ', "}\n</tool_call>", "\n", "")
+HERMES = CallMarkup("", '<tool_call>\n{"name": {name}, "arguments": ', "}\n</tool_call>", "\n", "", tag="<tool_call>")
 LLAMA3_JSON = CallMarkup("", '{"name": {name}, "parameters": ', "}", "; ", "")
 PYTHONIC = CallMarkup("[", "{name}(", ")", ", ", "]", arguments="python")
 MISTRAL = CallMarkup("[", '{"name": {name}, "arguments": ', "}", ", ", "]")

@@ -41,6 +41,9 @@ CHAT_CASES: dict[str, dict[str, Any]] = {
     "tools-required": {"tools": [TOOL], "tool_choice": "required"},
     "tools-named": {"tools": [TOOL], "tool_choice": {"type": "function", "function": {"name": "get_weather"}}},
     "tools-none": {"tools": [TOOL], "tool_choice": "none"},
+    "tools-allowed": {"tools": [TOOL], "tool_choice": {"type": "allowed_tools", "allowed_tools": {
+        "mode": "auto", "tools": [{"type": "function", "function": {"name": "get_weather"}}]}}},
+    "tools-and-schema": {"tools": [TOOL], "response_format": {"type": "json_object"}, "temperature": 1.0, "seed": 5},
     "json-object": {"response_format": {"type": "json_object"}},
     "json-schema": {"response_format": {"type": "json_schema", "json_schema": {"name": "person", "schema": SCHEMA,
                                                                               "strict": True}}},

@@ -120,3 +120,24 @@ def test_the_grammar_offers_both_a_call_and_the_answer() -> None:
     none = parse(chat_pb2.CreateChatCompletionRequest, {**body, "tool_choice": "none"})
     only_answer = structured_output_config(none, [], tools=template_tools)
     assert only_answer is not None and "<tool_call>" not in only_answer.value
+
+
+THINKING = {"chat_template_kwargs": {"enable_thinking": True}}
+
+
+@pytest.mark.parametrize("tool_choice", ["auto", "required"])
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_a_reasoning_model_thinks_first_then_calls_or_answers(
+    client: openai.OpenAI, tool_choice: str, seed: int
+) -> None:
+    """With thinking on, the reasoning block comes first and stays free; the constraint starts after it."""
+    reply = client.chat.completions.create(
+        model=MODEL, messages=ASK, tools=TOOLS, response_format=FINAL_OUTPUT, tool_choice=tool_choice,
+        temperature=1.0, seed=seed, max_tokens=400, extra_body=THINKING,
+    )  # fmt: skip
+    message = reply.choices[0].message
+    reasoning = (message.model_extra or {}).get("reasoning_content")
+    assert reasoning and "<think>" not in reasoning and "</think>" not in reasoning
+    kind = check_reply(message)
+    assert kind == "call" or tool_choice == "auto"
+    assert reply.choices[0].finish_reason == ("tool_calls" if kind == "call" else "stop")
