@@ -42,6 +42,15 @@ STATUS_TABLE: dict[grpc.StatusCode, tuple[int, str]] = {
     grpc.StatusCode.DEADLINE_EXCEEDED: (504, "timeout_error"),
 }
 
+# (gRPC status, the field it names, or None for any) -> (HTTP status, OpenAI's error code), where OpenAI
+# answers with a code of its own: an unknown model; an unknown previous response, which OpenAI calls a bad
+# request (400) rather than a missing resource; a rate limit.
+ERROR_CODES: dict[tuple[grpc.StatusCode, str | None], tuple[int, str]] = {
+    (grpc.StatusCode.NOT_FOUND, "model"): (404, "model_not_found"),
+    (grpc.StatusCode.NOT_FOUND, "previous_response_id"): (400, "previous_response_not_found"),
+    (grpc.StatusCode.RESOURCE_EXHAUSTED, None): (429, "rate_limit_exceeded"),
+}
+
 # HTTP reason phrases tornado does not know (nginx's 499).
 REASONS = {499: "Client Closed Request"}
 
@@ -81,11 +90,7 @@ def from_rpc_error(error: grpc.aio.AioRpcError | grpc.RpcError) -> BridgeError:
     details = error_details(error)
     field = details.first_field
     message = openai_text(error.details() or code.name.lower())
-    error_code = None
-    if code == grpc.StatusCode.NOT_FOUND and field == "model":
-        error_code = "model_not_found"  # OpenAI's code for an unknown model
-    elif code == grpc.StatusCode.RESOURCE_EXHAUSTED:
-        error_code = "rate_limit_exceeded"
+    status, error_code = ERROR_CODES.get((code, field), ERROR_CODES.get((code, None), (status, None)))
     return BridgeError(
         status, message, type=error_type, param=openai_param(field), code=error_code, retry_after=details.retry_after
     )

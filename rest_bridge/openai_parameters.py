@@ -1,6 +1,6 @@
 """OpenAI request parameters that have no field in the ovserve contract: what the bridge does with each.
 
-Every parameter of OpenAI's chat and completions requests is either a field of
+Every parameter of OpenAI's chat, completions and Responses requests is either a field of
 the contract (honoured by the service: see the README's table), or listed here:
 accepted with no effect (a hint or label that changes nothing a local model
 does; the bridge drops it), mapped (the deprecated ``functions`` /
@@ -71,6 +71,35 @@ CHAT: dict[str, Parameter] = {
 COMPLETIONS: dict[str, Parameter] = {
     "logit_bias": CHAT["logit_bias"],
 }
+
+
+def _stream_options(value: Any) -> str | None:
+    """The Responses API's stream_options: only include_obfuscation, a boolean."""
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        return "expected an object"
+    unknown = sorted(set(value) - {"include_obfuscation"})
+    if unknown:
+        return f"unknown field {unknown[0]}"
+    return NESTED["stream_options"]["include_obfuscation"].check(value.get("include_obfuscation"))
+
+
+RESPONSES: dict[str, Parameter] = {
+    "prompt_cache_options": CHAT["prompt_cache_options"],
+    "stream_options": Parameter(
+        ACCEPTED, "include_obfuscation: streamed events are not padded (no network side channel to hide)",
+        _stream_options,
+    ),
+    "prompt": Parameter(REFUSED, "stored prompt templates are not served here; send instructions", _empty("prompt")),
+    "context_management": Parameter(
+        REFUSED, "the context is not compacted server-side; use truncation auto", _empty("context management")
+    ),
+    "moderation": CHAT["moderation"],
+    "conversation": Parameter(
+        REFUSED, "conversations are not stored here yet; chain with previous_response_id", _empty("conversation")
+    ),
+}  # fmt: skip
 # Contract fields that are honoured only in part: what the rest is answered with (400 naming the field).
 PARTLY: dict[str, str] = {
     "suffix": "refused unless empty: the engine does not fill in the middle",
@@ -119,27 +148,30 @@ def take(body: dict[str, Any], table: dict[str, Parameter], refuse: Callable[[st
     return "functions" in body or "function_call" in body
 
 
+TABLES = {"chat": CHAT, "completions": COMPLETIONS, "responses": RESPONSES}
+
+
 def markdown_table(spec_parameters: dict[str, list[str]], contract: dict[str, set[str]]) -> str:
     """README's table: every OpenAI parameter of each API (``spec_parameters``), and what this server does.
 
     ``contract``: per API, the request fields of the contract (honoured by the service).
     """
-    tables = {"chat": CHAT, "completions": COMPLETIONS}
     names = sorted({name for names in spec_parameters.values() for name in names})
-    rows = ["| parameter | chat | completions | here |", "|---|---|---|---|"]
+    rows = ["| parameter | chat | completions | responses | here |", "|---|---|---|---|---|"]
     for name in names:
         cells, why = [], ""
-        for api in ("chat", "completions"):
+        for api, tables_api in TABLES.items():
             if name not in spec_parameters[api]:
                 cells.append("")
-            elif name in tables[api]:
-                cells.append(tables[api][name].status)
-                why = tables[api][name].why
+            elif name in tables_api:
+                cells.append(tables_api[name].status)
+                why = why or tables_api[name].why
             else:
                 cells.append("honoured" if name in contract[api] else "missing")
                 why = why or PARTLY.get(name, "")
-        rows.append(f"| `{name}` | {cells[0]} | {cells[1]} | {why} |")
+        rows.append(f"| `{name}` | {' | '.join(cells)} | {why} |")
     for parent, nested in NESTED.items():
         for name, parameter in nested.items():
-            rows.append(f"| `{parent}.{name}` | {parameter.status} | {parameter.status} | {parameter.why} |")
+            cells = [parameter.status] * len(TABLES)
+            rows.append(f"| `{parent}.{name}` | {' | '.join(cells)} | {parameter.why} |")
     return "\n".join(rows) + "\n"

@@ -172,9 +172,10 @@ def tool_choice(response: ro.Response) -> Any:
 
 
 def text_config(response: ro.Response) -> dict[str, Any]:
-    """``text``: {"format": {...}}, {"type":"text"} when unset."""
+    """``text``: {"format": {...}, "verbosity": ...}, format {"type":"text"} when unset."""
+    verbosity = {"verbosity": response.text.verbosity} if response.text.HasField("verbosity") else {}
     if not response.text.HasField("format"):
-        return {"format": {"type": "text"}}
+        return {"format": {"type": "text"}, **verbosity}
     given = response.text.format
     out: dict[str, Any] = {"type": given.type or "text"}
     if given.type == "json_schema":
@@ -183,7 +184,7 @@ def text_config(response: ro.Response) -> dict[str, Any]:
         if given.HasField("description"):
             out["description"] = given.description
         out["strict"] = given.strict if given.HasField("strict") else None
-    return {"format": out}
+    return {"format": out, **verbosity}
 
 
 def usage(entry: ro.ResponseUsage) -> dict[str, Any]:
@@ -269,11 +270,11 @@ def response(entry: ro.Response) -> dict[str, Any]:
         "top_p": _optional(entry, "top_p"),
         "presence_penalty": _optional(entry, "presence_penalty"),
         "frequency_penalty": _optional(entry, "frequency_penalty"),
-        # Not request fields here yet: what a response that did not set them says.
-        "service_tier": "default",
-        "max_tool_calls": None,
-        "safety_identifier": None,
-        "prompt_cache_key": None,
+        "service_tier": entry.service_tier or "default",
+        "max_tool_calls": _optional(entry, "max_tool_calls"),
+        "prompt_cache_retention": _optional(entry, "prompt_cache_retention"),
+        "safety_identifier": _optional(entry, "safety_identifier"),
+        "prompt_cache_key": _optional(entry, "prompt_cache_key"),
         "truncation": _optional(entry, "truncation"),
         "usage": usage(entry.usage) if entry.HasField("usage") else None,
         "user": entry.user or None,
@@ -329,7 +330,8 @@ def input_item(item: ro.InputItem) -> dict[str, Any]:
             content = [{"type": "output_text", "text": item.content, "annotations": [], "logprobs": []}]
         else:
             content = [{"type": "input_text", "text": item.content}]
-        return {"id": item.id, "type": kind, "role": item.role, "status": status, "content": content}
+        phase = {"phase": item.phase} if item.phase else {}
+        return {"id": item.id, "type": kind, "role": item.role, "status": status, "content": content, **phase}
     if kind == "function_call":
         return {
             "id": item.id, "type": kind, "call_id": item.call_id, "name": item.name,
@@ -466,7 +468,10 @@ EVENTS: dict[str, tuple[str, Callable[[Any], dict[str, Any]]]] = {
     "reasoning_text_delta": ("response.reasoning_text.delta", _content_field("delta")),
     "reasoning_text_done": ("response.reasoning_text.done", _content_field("text")),
     "function_call_arguments_delta": ("response.function_call_arguments.delta", _arguments_field("delta")),
-    "function_call_arguments_done": ("response.function_call_arguments.done", _arguments_field("arguments")),
+    "function_call_arguments_done": (
+        "response.function_call_arguments.done",
+        lambda event: {**_arguments_field("arguments")(event), "name": event.name},
+    ),
     "completed": ("response.completed", _lifecycle),
     "incomplete": ("response.incomplete", _lifecycle),
     "failed": ("response.failed", _lifecycle),

@@ -17,23 +17,18 @@ from typing import Any
 
 from clients.polymorphic import BY_OPENAI_NAME, TYPED_ALTERNATIVES, PolymorphicField, json_type
 from clients.v1 import response_pb2
+from rest_bridge import openai_parameters
 from rest_bridge.requests import _without_nulls, bad_request, normalise_field, normalise_forms, to_message
 
-# OpenAI fields ovserve's Responses API does not serve, refused by name with a reason.
+# Fields of other OpenAI APIs that clients send here by mistake, refused with the Responses field to use.
+# (The Responses API's own parameters without a contract field are in openai_parameters.RESPONSES.)
 UNSUPPORTED = {
-    "stream_options": "stream_options is not supported by the Responses API: usage is always in "
-    "the response.completed event",
     "messages": "messages is not a Responses API field: send the conversation as input",
     "max_tokens": "max_tokens is not a Responses API field: use max_output_tokens",
-    "conversation": "conversation is not supported by this server: chain responses with previous_response_id",
     **{
-        name: f"{name} is not supported by this server"
-        for name in (
-            "prompt", "max_tool_calls", "service_tier", "prompt_cache_key", "prompt_cache_retention",
-            "safety_identifier", "context_management", "modalities", "audio", "logit_bias",
-        )
+        name: f"{name} is not a Responses API field (nor served here)" for name in ("modalities", "audio", "logit_bias")
     },
-}  # fmt: skip
+}
 
 ITEM_TYPES = ("message", "function_call", "function_call_output", "reasoning", "item_reference")
 # Content part types each item field accepts (OpenAI's; the service checks the rest of the values).
@@ -123,6 +118,8 @@ def create_request(
     body: dict[str, Any],
 ) -> tuple[response_pb2.CreateResponseRequest | response_pb2.StreamResponseRequest, bool]:
     """The request for an OpenAI Responses body, and whether it streams (then a StreamResponseRequest)."""
+    body = dict(body)  # OpenAI parameters without a contract field are taken out (or refused) first
+    openai_parameters.take(body, openai_parameters.RESPONSES, bad_request)
     check_arguments(body)
     proto_json = normalise(body)
     stream = proto_json.get("stream", False)

@@ -253,14 +253,16 @@ class ResponseFunctionCallArgumentsDeltaEvent(_message.Message):
     def __init__(self, item_id: _Optional[str] = ..., output_index: _Optional[int] = ..., delta: _Optional[str] = ...) -> None: ...
 
 class ResponseFunctionCallArgumentsDoneEvent(_message.Message):
-    __slots__ = ("item_id", "output_index", "arguments")
+    __slots__ = ("item_id", "output_index", "arguments", "name")
     ITEM_ID_FIELD_NUMBER: _ClassVar[int]
     OUTPUT_INDEX_FIELD_NUMBER: _ClassVar[int]
     ARGUMENTS_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
     item_id: str
     output_index: int
     arguments: str
-    def __init__(self, item_id: _Optional[str] = ..., output_index: _Optional[int] = ..., arguments: _Optional[str] = ...) -> None: ...
+    name: str
+    def __init__(self, item_id: _Optional[str] = ..., output_index: _Optional[int] = ..., arguments: _Optional[str] = ..., name: _Optional[str] = ...) -> None: ...
 
 class ResponseCompletedEvent(_message.Message):
     __slots__ = ("response",)

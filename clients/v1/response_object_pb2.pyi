@@ -47,7 +47,7 @@ INCOMPLETE_REASON_MAX_OUTPUT_TOKENS: IncompleteReason
 INCOMPLETE_REASON_CONTENT_FILTER: IncompleteReason
 
 class Response(_message.Message):
-    __slots__ = ("id", "object", "created_at", "completed_at", "status", "model", "output", "usage", "error", "incomplete_details", "instructions", "previous_response_id", "store", "background", "max_output_tokens", "stop", "stop_sequences", "ignore_eos", "include_stop_str_in_output", "skip_special_tokens", "truncation", "temperature", "top_p", "top_k", "min_p", "repetition_penalty", "frequency_penalty", "presence_penalty", "seed", "n", "best_of", "length_penalty", "diversity_penalty", "num_assistant_tokens", "assistant_confidence_threshold", "max_ngram_size", "logprobs", "top_logprobs", "tools", "tool_choice", "named_tool_choice", "parallel_tool_calls", "text", "response_format", "reasoning", "chat_template_kwargs", "user", "metadata")
+    __slots__ = ("id", "object", "created_at", "completed_at", "status", "model", "output", "usage", "error", "incomplete_details", "instructions", "previous_response_id", "store", "background", "max_output_tokens", "stop", "stop_sequences", "ignore_eos", "include_stop_str_in_output", "skip_special_tokens", "truncation", "temperature", "top_p", "top_k", "min_p", "repetition_penalty", "frequency_penalty", "presence_penalty", "seed", "n", "best_of", "length_penalty", "diversity_penalty", "num_assistant_tokens", "assistant_confidence_threshold", "max_ngram_size", "logprobs", "top_logprobs", "tools", "tool_choice", "named_tool_choice", "parallel_tool_calls", "text", "response_format", "reasoning", "chat_template_kwargs", "user", "metadata", "max_tool_calls", "prompt_cache_key", "prompt_cache_retention", "safety_identifier", "service_tier")
     class MetadataEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -103,6 +103,11 @@ class Response(_message.Message):
     CHAT_TEMPLATE_KWARGS_FIELD_NUMBER: _ClassVar[int]
     USER_FIELD_NUMBER: _ClassVar[int]
     METADATA_FIELD_NUMBER: _ClassVar[int]
+    MAX_TOOL_CALLS_FIELD_NUMBER: _ClassVar[int]
+    PROMPT_CACHE_KEY_FIELD_NUMBER: _ClassVar[int]
+    PROMPT_CACHE_RETENTION_FIELD_NUMBER: _ClassVar[int]
+    SAFETY_IDENTIFIER_FIELD_NUMBER: _ClassVar[int]
+    SERVICE_TIER_FIELD_NUMBER: _ClassVar[int]
     id: str
     object: str
     created_at: int
@@ -151,7 +156,12 @@ class Response(_message.Message):
     chat_template_kwargs: _struct_pb2.Struct
     user: str
     metadata: _containers.ScalarMap[str, str]
-    def __init__(self, id: _Optional[str] = ..., object: _Optional[str] = ..., created_at: _Optional[int] = ..., completed_at: _Optional[int] = ..., status: _Optional[_Union[ResponseStatus, str]] = ..., model: _Optional[str] = ..., output: _Optional[_Iterable[_Union[OutputItem, _Mapping]]] = ..., usage: _Optional[_Union[ResponseUsage, _Mapping]] = ..., error: _Optional[_Union[ResponseError, _Mapping]] = ..., incomplete_details: _Optional[_Union[IncompleteDetails, _Mapping]] = ..., instructions: _Optional[str] = ..., previous_response_id: _Optional[str] = ..., store: _Optional[bool] = ..., background: _Optional[bool] = ..., max_output_tokens: _Optional[int] = ..., stop: _Optional[str] = ..., stop_sequences: _Optional[_Iterable[str]] = ..., ignore_eos: _Optional[bool] = ..., include_stop_str_in_output: _Optional[bool] = ..., skip_special_tokens: _Optional[bool] = ..., truncation: _Optional[str] = ..., temperature: _Optional[float] = ..., top_p: _Optional[float] = ..., top_k: _Optional[int] = ..., min_p: _Optional[float] = ..., repetition_penalty: _Optional[float] = ..., frequency_penalty: _Optional[float] = ..., presence_penalty: _Optional[float] = ..., seed: _Optional[int] = ..., n: _Optional[int] = ..., best_of: _Optional[int] = ..., length_penalty: _Optional[float] = ..., diversity_penalty: _Optional[float] = ..., num_assistant_tokens: _Optional[int] = ..., assistant_confidence_threshold: _Optional[float] = ..., max_ngram_size: _Optional[int] = ..., logprobs: _Optional[bool] = ..., top_logprobs: _Optional[int] = ..., tools: _Optional[_Iterable[_Union[ResponseTool, _Mapping]]] = ..., tool_choice: _Optional[str] = ..., named_tool_choice: _Optional[_Union[ResponseNamedToolChoice, _Mapping]] = ..., parallel_tool_calls: _Optional[bool] = ..., text: _Optional[_Union[ResponseTextConfig, _Mapping]] = ..., response_format: _Optional[_Union[_common_pb2.ResponseFormat, _Mapping]] = ..., reasoning: _Optional[_Union[ReasoningConfig, _Mapping]] = ..., chat_template_kwargs: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., user: _Optional[str] = ..., metadata: _Optional[_Mapping[str, str]] = ...) -> None: ...
+    max_tool_calls: int
+    prompt_cache_key: str
+    prompt_cache_retention: str
+    safety_identifier: str
+    service_tier: str
+    def __init__(self, id: _Optional[str] = ..., object: _Optional[str] = ..., created_at: _Optional[int] = ..., completed_at: _Optional[int] = ..., status: _Optional[_Union[ResponseStatus, str]] = ..., model: _Optional[str] = ..., output: _Optional[_Iterable[_Union[OutputItem, _Mapping]]] = ..., usage: _Optional[_Union[ResponseUsage, _Mapping]] = ..., error: _Optional[_Union[ResponseError, _Mapping]] = ..., incomplete_details: _Optional[_Union[IncompleteDetails, _Mapping]] = ..., instructions: _Optional[str] = ..., previous_response_id: _Optional[str] = ..., store: _Optional[bool] = ..., background: _Optional[bool] = ..., max_output_tokens: _Optional[int] = ..., stop: _Optional[str] = ..., stop_sequences: _Optional[_Iterable[str]] = ..., ignore_eos: _Optional[bool] = ..., include_stop_str_in_output: _Optional[bool] = ..., skip_special_tokens: _Optional[bool] = ..., truncation: _Optional[str] = ..., temperature: _Optional[float] = ..., top_p: _Optional[float] = ..., top_k: _Optional[int] = ..., min_p: _Optional[float] = ..., repetition_penalty: _Optional[float] = ..., frequency_penalty: _Optional[float] = ..., presence_penalty: _Optional[float] = ..., seed: _Optional[int] = ..., n: _Optional[int] = ..., best_of: _Optional[int] = ..., length_penalty: _Optional[float] = ..., diversity_penalty: _Optional[float] = ..., num_assistant_tokens: _Optional[int] = ..., assistant_confidence_threshold: _Optional[float] = ..., max_ngram_size: _Optional[int] = ..., logprobs: _Optional[bool] = ..., top_logprobs: _Optional[int] = ..., tools: _Optional[_Iterable[_Union[ResponseTool, _Mapping]]] = ..., tool_choice: _Optional[str] = ..., named_tool_choice: _Optional[_Union[ResponseNamedToolChoice, _Mapping]] = ..., parallel_tool_calls: _Optional[bool] = ..., text: _Optional[_Union[ResponseTextConfig, _Mapping]] = ..., response_format: _Optional[_Union[_common_pb2.ResponseFormat, _Mapping]] = ..., reasoning: _Optional[_Union[ReasoningConfig, _Mapping]] = ..., chat_template_kwargs: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., user: _Optional[str] = ..., metadata: _Optional[_Mapping[str, str]] = ..., max_tool_calls: _Optional[int] = ..., prompt_cache_key: _Optional[str] = ..., prompt_cache_retention: _Optional[str] = ..., safety_identifier: _Optional[str] = ..., service_tier: _Optional[str] = ...) -> None: ...
 
 class ResponseUsage(_message.Message):
     __slots__ = ("input_tokens", "input_tokens_details", "output_tokens", "output_tokens_details", "total_tokens")
@@ -280,7 +290,7 @@ class ReasoningText(_message.Message):
     def __init__(self, text: _Optional[str] = ...) -> None: ...
 
 class InputItem(_message.Message):
-    __slots__ = ("type", "id", "role", "content", "content_parts", "status", "call_id", "name", "arguments", "output", "output_parts", "summary")
+    __slots__ = ("type", "id", "role", "content", "content_parts", "status", "call_id", "name", "arguments", "output", "output_parts", "summary", "phase")
     TYPE_FIELD_NUMBER: _ClassVar[int]
     ID_FIELD_NUMBER: _ClassVar[int]
     ROLE_FIELD_NUMBER: _ClassVar[int]
@@ -293,6 +303,7 @@ class InputItem(_message.Message):
     OUTPUT_FIELD_NUMBER: _ClassVar[int]
     OUTPUT_PARTS_FIELD_NUMBER: _ClassVar[int]
     SUMMARY_FIELD_NUMBER: _ClassVar[int]
+    PHASE_FIELD_NUMBER: _ClassVar[int]
     type: str
     id: str
     role: str
@@ -305,7 +316,8 @@ class InputItem(_message.Message):
     output: str
     output_parts: _containers.RepeatedCompositeFieldContainer[InputContentPart]
     summary: _containers.RepeatedCompositeFieldContainer[InputContentPart]
-    def __init__(self, type: _Optional[str] = ..., id: _Optional[str] = ..., role: _Optional[str] = ..., content: _Optional[str] = ..., content_parts: _Optional[_Iterable[_Union[InputContentPart, _Mapping]]] = ..., status: _Optional[str] = ..., call_id: _Optional[str] = ..., name: _Optional[str] = ..., arguments: _Optional[str] = ..., output: _Optional[str] = ..., output_parts: _Optional[_Iterable[_Union[InputContentPart, _Mapping]]] = ..., summary: _Optional[_Iterable[_Union[InputContentPart, _Mapping]]] = ...) -> None: ...
+    phase: str
+    def __init__(self, type: _Optional[str] = ..., id: _Optional[str] = ..., role: _Optional[str] = ..., content: _Optional[str] = ..., content_parts: _Optional[_Iterable[_Union[InputContentPart, _Mapping]]] = ..., status: _Optional[str] = ..., call_id: _Optional[str] = ..., name: _Optional[str] = ..., arguments: _Optional[str] = ..., output: _Optional[str] = ..., output_parts: _Optional[_Iterable[_Union[InputContentPart, _Mapping]]] = ..., summary: _Optional[_Iterable[_Union[InputContentPart, _Mapping]]] = ..., phase: _Optional[str] = ...) -> None: ...
 
 class InputContentPart(_message.Message):
     __slots__ = ("type", "text", "image_url", "detail", "refusal", "annotations", "logprobs")
@@ -356,10 +368,12 @@ class ResponseNamedToolChoice(_message.Message):
     def __init__(self, type: _Optional[str] = ..., name: _Optional[str] = ..., function: _Optional[_Union[_common_pb2.FunctionName, _Mapping]] = ..., mode: _Optional[str] = ..., tools: _Optional[_Iterable[_Union[ResponseNamedToolChoice, _Mapping]]] = ...) -> None: ...
 
 class ResponseTextConfig(_message.Message):
-    __slots__ = ("format",)
+    __slots__ = ("format", "verbosity")
     FORMAT_FIELD_NUMBER: _ClassVar[int]
+    VERBOSITY_FIELD_NUMBER: _ClassVar[int]
     format: TextFormat
-    def __init__(self, format: _Optional[_Union[TextFormat, _Mapping]] = ...) -> None: ...
+    verbosity: str
+    def __init__(self, format: _Optional[_Union[TextFormat, _Mapping]] = ..., verbosity: _Optional[str] = ...) -> None: ...
 
 class TextFormat(_message.Message):
     __slots__ = ("type", "name", "description", "schema", "strict")

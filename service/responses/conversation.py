@@ -19,6 +19,7 @@ from service.errors import FieldViolation, quote
 
 MESSAGE_ROLES = {"user": "user", "system": "system", "developer": "system", "assistant": "assistant"}
 TEXT_PARTS = {"input_text", "output_text", "text", "refusal"}
+PHASES = ("commentary", "final_answer")  # Open Responses' labels of assistant messages
 ID_PREFIXES = {"message": "msg_", "function_call": "fc_", "function_call_output": "fco_", "reasoning": "rs_"}
 
 
@@ -86,6 +87,13 @@ def _message(
             FieldViolation(f"{where}.role", f"unknown role {quote(item.role)}; expected {', '.join(MESSAGE_ROLES)}")
         )
         return
+    if item.phase and (role != "assistant" or item.phase not in PHASES):
+        described = (
+            f"{quote(item.phase)} is not one of {', '.join(PHASES)}"
+            if role == "assistant"
+            else ("only assistant messages have a phase")
+        )
+        violations.append(FieldViolation(f"{where}.phase", described))
     if item.HasField("content") and len(item.content_parts):
         violations.append(FieldViolation(f"{where}.content_parts", "set either content or content_parts, not both"))
     texts = [item.content] if item.HasField("content") else []

@@ -26,10 +26,12 @@ from clients.v1 import common_pb2
 from clients.v1 import response_events_pb2 as events_pb2
 from clients.v1 import response_object_pb2 as objects_pb2
 from service.api.common import new_id
-from service.parsing import ContentDelta, Piece, ReasoningDelta, ToolCallArguments, ToolCallStarted
+from service.parsing import ContentDelta, Piece, ReasoningDelta, ToolCallArguments, ToolCallFinished, ToolCallStarted
 
 Event = events_pb2.ResponseStreamEvent
 Response = objects_pb2.Response
+
+CALL_PIECES = (ToolCallStarted, ToolCallArguments, ToolCallFinished)
 
 
 class ResponseEvents:
@@ -71,9 +73,15 @@ class ResponseEvents:
         return events
 
     def apply(self, pieces: list[Piece]) -> list[Event]:
-        """Events for parsed output pieces (reasoning, content, tool calls)."""
+        """Events for parsed output pieces (reasoning, content, tool calls).
+
+        Calls past the request's max_tool_calls are dropped, as OpenAI ignores them.
+        """
         events = []
+        limit = self.response.max_tool_calls if self.response.HasField("max_tool_calls") else None
         for piece in pieces:
+            if limit is not None and isinstance(piece, CALL_PIECES) and piece.index >= limit:
+                continue
             if isinstance(piece, ContentDelta):
                 events += self.text(piece.text)
             elif isinstance(piece, ReasoningDelta):
@@ -185,7 +193,7 @@ class ResponseEvents:
             assert self._call is not None
             self._call.status = status  # type: ignore[assignment]
             done = events_pb2.ResponseFunctionCallArgumentsDoneEvent(
-                item_id=self._call.id, arguments=self._call.arguments, **where
+                item_id=self._call.id, arguments=self._call.arguments, name=self._call.name, **where
             )
             events.append(self._event(function_call_arguments_done=done))
             item = objects_pb2.OutputItem(function_call=self._call)

@@ -38,6 +38,10 @@ Request = response_pb2.CreateResponseRequest | response_pb2.StreamResponseReques
 TRUNCATIONS = {"disabled", "auto"}
 REASONING_SUMMARIES = {"auto", "concise", "detailed"}
 INCLUDABLE = {"message.output_text.logprobs", "reasoning.encrypted_content", "message.input_image.image_url"}
+# OpenAI's values for fields accepted and echoed with no effect here.
+SERVICE_TIERS = {"auto", "default", "flex", "scale", "priority"}
+CACHE_RETENTIONS = {"in-memory", "24h"}
+VERBOSITIES = {"low", "medium", "high"}
 # Response fields that echo the request field of the same name (the contract keeps them alike).
 ECHOED = [
     f.name
@@ -124,13 +128,21 @@ async def prepare(models: ModelRegistry, store: ResponseStore, request: Request,
 
 
 def _option_violations(request: Request) -> list[FieldViolation]:
-    """The Responses-only options: truncation, text.format, reasoning, tool_choice, include, n."""
+    """The Responses-only options: truncation, reasoning, tool_choice, include, n and OpenAI's service fields."""
     violations = []
     checks: list[tuple[bool, str, str, set[str]]] = [
         (request.HasField("truncation"), "truncation", request.truncation, TRUNCATIONS),
         (request.reasoning.HasField("effort"), "reasoning.effort", request.reasoning.effort, REASONING_EFFORTS),
         (request.reasoning.HasField("summary"), "reasoning.summary", request.reasoning.summary, REASONING_SUMMARIES),
         (request.HasField("tool_choice"), "tool_choice", request.tool_choice, TOOL_CHOICES),
+        (request.HasField("service_tier"), "service_tier", request.service_tier, SERVICE_TIERS),
+        (
+            request.HasField("prompt_cache_retention"),
+            "prompt_cache_retention",
+            request.prompt_cache_retention,
+            CACHE_RETENTIONS,
+        ),
+        (request.text.HasField("verbosity"), "text.verbosity", request.text.verbosity, VERBOSITIES),
     ]
     for present, name, value, allowed in checks:
         if present and value not in allowed:
@@ -138,6 +150,8 @@ def _option_violations(request: Request) -> list[FieldViolation]:
     for index, value in enumerate(request.include):
         if value not in INCLUDABLE:
             violations.append(FieldViolation(f"include[{index}]", f"unknown value {quote(value)}"))
+    if request.HasField("max_tool_calls") and request.max_tool_calls < 1:
+        violations.append(FieldViolation("max_tool_calls", "must be at least 1 (send tool_choice none for no calls)"))
     if request.HasField("n") and request.n != 1:
         violations.append(FieldViolation("n", "a response has one output; use chat completions for several choices"))
     return violations
@@ -219,5 +233,6 @@ def _new_response(
             setattr(response, name, getattr(params, name) or 0.0)
     if not request.HasField("top_logprobs"):
         response.top_logprobs = 0
+    response.service_tier = "default"  # the one tier here, whatever was asked for
     response.parallel_tool_calls = not request.HasField("parallel_tool_calls") or request.parallel_tool_calls
     return response

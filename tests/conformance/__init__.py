@@ -60,11 +60,15 @@ def violations(component: str, instance: Any) -> list[str]:
     ]
 
 
-REQUEST_SCHEMAS = {"chat": "CreateChatCompletionRequest", "completions": "CreateCompletionRequest"}
+REQUEST_SCHEMAS = {
+    "chat": "CreateChatCompletionRequest",
+    "completions": "CreateCompletionRequest",
+    "responses": "CreateResponse",
+}
 
 
 def request_parameters(api: str) -> list[str]:
-    """The top-level parameters of OpenAI's request for ``api`` ("chat" or "completions"), allOf parts included."""
+    """The top-level parameters of OpenAI's request for ``api`` (a key of REQUEST_SCHEMAS), allOf parts included."""
     schemas = document()["components"]["schemas"]
 
     def properties(name: str) -> dict[str, Any]:

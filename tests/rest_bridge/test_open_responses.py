@@ -28,7 +28,6 @@ GAPS = {  # test id -> why it cannot pass on this server with the bundled model 
     **{name: "the Responses WebSocket mode is not served" for name in WEBSOCKET_TESTS},
     "compact-response": "POST /responses/compact is not served",
     "compact-missing-model": "POST /responses/compact is not served",
-    "assistant-phase": "phase on assistant input messages is not accepted",
     "image-input": "no vision model is served (tiny-chat reads text only)",
     "tool-calling": "tiny-chat does not call tools unprompted (tool_choice auto); forced calls are tested elsewhere",
 }

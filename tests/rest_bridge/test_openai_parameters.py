@@ -1,4 +1,4 @@
-"""Every OpenAI chat and completions parameter is honoured, accepted with no effect, mapped, or refused saying why.
+"""Every OpenAI chat, completions and Responses parameter is honoured, accepted with no effect, mapped or refused.
 
 The table (rest_bridge/openai_parameters.py) plus the contract's fields must
 cover every parameter of OpenAI's OpenAPI document; each table entry is sent to
@@ -15,38 +15,48 @@ from typing import Any
 import openai
 import pytest
 
-from clients.v1 import chat_pb2, completion_pb2
+from clients.v1 import chat_pb2, completion_pb2, response_pb2
 from rest_bridge import openai_parameters
 from rest_bridge.openai_parameters import ACCEPTED, MAPPED, REFUSED
 from tests.conformance import document, request_parameters
 from tests.rest_bridge.conftest import RunningBridge, http_request
 
 ROOT = Path(__file__).resolve().parents[2]
-CONTRACT = {"chat": chat_pb2.CreateChatCompletionRequest, "completions": completion_pb2.CreateCompletionRequest}
-TABLES = {"chat": openai_parameters.CHAT, "completions": openai_parameters.COMPLETIONS}
-PATHS = {"chat": "/v3/chat/completions", "completions": "/v3/completions"}
+CONTRACT = {
+    "chat": chat_pb2.CreateChatCompletionRequest,
+    "completions": completion_pb2.CreateCompletionRequest,
+    "responses": response_pb2.CreateResponseRequest,
+}
+TABLES = openai_parameters.TABLES
+PATHS = {"chat": "/v3/chat/completions", "completions": "/v3/completions", "responses": "/v3/responses"}
 BASE = {
     "chat": {"model": "tiny-chat", "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 3},
     "completions": {"model": "tiny-chat", "prompt": "Once", "max_tokens": 3},
+    "responses": {"model": "tiny-chat", "input": "Hi", "max_output_tokens": 3, "store": False},
 }
 # A value a real client sends for each table entry that is accepted, and one that asks for what is refused.
 TAKEN = {
     "service_tier": "auto", "prompt_cache_key": "user-42", "prompt_cache_retention": "24h",
     "prompt_cache_options": {"mode": "auto"}, "safety_identifier": "hash-1", "verbosity": "low",
     "prediction": {"type": "content", "content": "Hello"}, "modalities": ["text"], "audio": None, "logit_bias": {},
-    "moderation": None, "web_search_options": None,
+    "moderation": None, "web_search_options": None, "prompt": None, "context_management": None, "conversation": None,
+    "stream_options": {"include_obfuscation": False},
 }  # fmt: skip
 REFUSED_VALUES = {
     "audio": {"voice": "alloy", "format": "wav"}, "logit_bias": {"50256": -100}, "moderation": {"model": "x"},
     "web_search_options": {"search_context_size": "low"}, "modalities": ["text", "audio"],
+    "prompt": {"id": "pmpt_1"}, "context_management": [{"type": "compaction", "compact_threshold": 1000}],
+    "conversation": "conv_1",
 }  # fmt: skip
 
 
-@pytest.mark.parametrize("api", ["chat", "completions"])
+@pytest.mark.parametrize("api", list(CONTRACT))
 def test_the_table_and_the_contract_cover_every_parameter_of_openais_document(api: str) -> None:
     fields = set(CONTRACT[api].DESCRIPTOR.fields_by_name)
     missing = [name for name in request_parameters(api) if name not in fields and name not in TABLES[api]]
     assert not missing, f"{api}: OpenAI parameters neither in the contract nor in openai_parameters: {missing}"
+    if api == "responses":  # stream_options is the table's (include_obfuscation only)
+        return
     ours = CONTRACT[api].DESCRIPTOR.fields_by_name["stream_options"].message_type.fields_by_name
     spec = document()["components"]["schemas"]["ChatCompletionStreamOptions"]
     named = set(spec.get("properties") or spec["anyOf"][0]["properties"])

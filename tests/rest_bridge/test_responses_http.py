@@ -91,9 +91,16 @@ BAD_BODIES = [
      "input[0].content[1]"),
     (bad(input=user({"type": "input_image", "image_url": {"url": PNG}})), 400, "input[0].content[0].image_url"),
     (bad(input=user({"type": "input_file", "file_id": "f"})), 400, "input[0].content[0].type"),
-    (bad(stream=True, stream_options={"include_usage": True}), 400, "stream_options"),
+    (bad(stream=True, stream_options={"include_usage": True}), 400, "stream_options"),  # chat's, not ours
     (bad(reasoning={"effort": "extreme"}), 400, "reasoning.effort"),
-    (bad(previous_response_id="resp_does_not_exist"), 404, "previous_response_id"),
+    (bad(previous_response_id="resp_does_not_exist"), 400, "previous_response_id"),  # OpenAI's status
+    (bad(service_tier="fastest"), 400, "service_tier"),
+    (bad(prompt_cache_retention="forever"), 400, "prompt_cache_retention"),
+    (bad(text={"verbosity": "chatty"}), 400, "text.verbosity"),
+    (bad(max_tool_calls=0), 400, "max_tool_calls"),
+    (bad(input=[{"role": "assistant", "phase": "draft", "content": "x"}]), 400, "input[0].phase"),
+    (bad(input=[{"role": "user", "phase": "commentary", "content": "x"}]), 400, "input[0].phase"),
+    (bad(prompt={"id": "pmpt_1"}), 400, "prompt"),
     (bad(input=[{"type": "function_call_output", "output": "42"}]), 400, "input[0].call_id"),
     (bad(input=[{"type": "function_call", "name": "f", "arguments": "{}"}]), 400, "input[0].call_id"),
     (bad(input=[{"role": "robot", "content": "beep"}]), 400, "input[0].role"),
@@ -123,6 +130,11 @@ def test_bad_bodies_are_4xx_naming_the_param(
     assert (got, error["param"]) == (status, param), error["message"]
     if body.get("stream"):  # refused before the stream began: a JSON error, not an event
         assert got == 400
+
+
+def test_an_unknown_previous_response_has_openais_code(bridge: RunningBridge) -> None:
+    reply = http_request(bridge.port, "POST", "/v3/responses", bad(previous_response_id="resp_missing"))
+    assert reply.status == 400 and reply.json()["error"]["code"] == "previous_response_not_found"
 
 
 def test_item_reference_to_an_unknown_item_is_refused(bridge: RunningBridge) -> None:

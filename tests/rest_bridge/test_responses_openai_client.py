@@ -163,9 +163,10 @@ def test_store_false_is_not_kept(client: openai.OpenAI) -> None:
     assert created.store is False
     with pytest.raises(openai.NotFoundError):
         client.responses.retrieve(created.id)
-    with pytest.raises(openai.NotFoundError) as raised:
+    with pytest.raises(openai.BadRequestError) as raised:  # OpenAI's answer to an unknown previous response
         client.responses.create(model=MODEL, input="again", max_output_tokens=4, previous_response_id=created.id)
     assert raised.value.body["param"] == "previous_response_id"  # type: ignore[index]
+    assert raised.value.code == "previous_response_not_found"
 
 
 def test_input_items_pagination(client: openai.OpenAI) -> None:

@@ -124,7 +124,7 @@ def test_nulls_mean_unset() -> None:
         ({"input": "hi", "stream": "yes"}, "stream"),
         ({"input": "hi", "temperature": "hot"}, "temperature"),
         ({"input": "hi", "reasoning": {"effort": 3}}, "reasoning.effort"),
-        ({"input": "hi", "text": {"format": {"type": "text"}, "verbosity": "low"}}, "text.verbosity"),
+        ({"input": "hi", "text": {"format": {"type": "text"}, "verbosity": 3}}, "text.verbosity"),
         ({"input": "hi", "metadata": {"k": 1}}, "metadata.k"),
         ({"input": "hi", "tools": [{"type": "function", "name": "f", "bogus": True}]}, "tools[0].bogus"),
         ({"input": "hi", "tool_choice": {"type": "function", "nmae": "f"}}, "tool_choice"),
