@@ -277,9 +277,10 @@ def response(entry: ro.Response) -> dict[str, Any]:
         "prompt_cache_key": _optional(entry, "prompt_cache_key"),
         "truncation": _optional(entry, "truncation"),
         "usage": usage(entry.usage) if entry.HasField("usage") else None,
-        "user": entry.user or None,
         "metadata": dict(entry.metadata),
     }
+    if entry.user:  # a string in OpenAI's schema, never null: left out when not sent
+        out["user"] = entry.user
     if entry.stop_sequences:
         out["stop"] = list(entry.stop_sequences)
     elif entry.HasField("stop"):

@@ -14,7 +14,7 @@ from service.api.common import (
     new_id,
     now,
     streaming_violations,
-    token_texts,
+    token_logprobs,
     usage,
 )
 from service.api.generation import Budget, build_sampling_params, generation_violations
@@ -204,10 +204,7 @@ def _template_context(request: Request, violations: list[FieldViolation]) -> dic
 
 
 def _logprobs(model: ServedModel, token_ids: list[int], logprobs: list[float]) -> chat_pb2.ChatLogprobs:
-    result = chat_pb2.ChatLogprobs()
-    for token, logprob in zip(token_texts(model, token_ids), logprobs, strict=True):
-        result.content.add(token=token, logprob=logprob, bytes=list(token.encode()))
-    return result
+    return chat_pb2.ChatLogprobs(content=token_logprobs(model, token_ids, logprobs))
 
 
 async def create_chat_completion(

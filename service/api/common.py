@@ -55,6 +55,14 @@ def token_texts(model: ServedModel, token_ids: list[int]) -> list[str]:
     return [model.engine.decode([token], skip_special_tokens=False) for token in token_ids]
 
 
+def token_logprobs(model: ServedModel, token_ids: list[int], logprobs: list[float]) -> list[common_pb2.TokenLogprob]:
+    """OpenAI's logprobs entries (token, logprob, bytes) of generated tokens, in order."""
+    return [
+        common_pb2.TokenLogprob(token=token, logprob=logprob, bytes=list(token.encode()))
+        for token, logprob in zip(token_texts(model, token_ids), logprobs, strict=True)
+    ]
+
+
 # Keys that JSON Schemas and tool definitions customarily write first, in that order.
 _LEADING_KEYS = ("type", "name", "title", "description", "function", "parameters", "properties", "items", "required")
 

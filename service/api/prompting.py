@@ -113,14 +113,23 @@ def json_object(message: Any, where: str, violations: list[FieldViolation]) -> d
         return {}
 
 
-def logprob_violations(request: Any) -> list[FieldViolation]:
-    """The logprobs / top_logprobs rules (chat and Responses share them)."""
+def logprob_violations(request: Any, *, needs_logprobs: bool = True) -> list[FieldViolation]:
+    """The top_logprobs rules (chat and Responses share them).
+
+    ``needs_logprobs``: top_logprobs is refused without logprobs true (chat; the Responses API asks for
+    logprobs with ``include`` and has no such rule).
+    """
     if not request.HasField("top_logprobs"):
         return []
-    if not request.logprobs:
+    if needs_logprobs and not request.logprobs:
         return [FieldViolation("top_logprobs", "requires logprobs to be true")]
     if request.top_logprobs != 0:
-        return [
-            FieldViolation("top_logprobs", "only 0 is supported: the engine scores the chosen token, not alternatives")
-        ]
+        return [FieldViolation("top_logprobs", TOP_LOGPROBS_LIMIT)]
     return []
+
+
+# Why alternatives are refused: OpenVINO GenAI's engine returns the sampled token's logprob only.
+TOP_LOGPROBS_LIMIT = (
+    "only 0 is supported: the OpenVINO GenAI engine returns the logprob of the chosen token, not of the "
+    "alternatives (the logprob of each chosen token is returned)"
+)

@@ -46,6 +46,9 @@ class ResponseEvents:
         self._call: objects_pb2.OutputFunctionCall | None = None
         self._open: str | None = None  # the open item's kind: "message", "reasoning", "function_call"
         self._output_index = 0
+        # Token logprobs not yet attached: they go with the next output text (the parser may hold text
+        # back, or the tokens were markup), and any left when the message closes go to its part.
+        self._pending: list[common_pb2.TokenLogprob] = []
 
     def _event(self, **field: object) -> Event:
         event = Event(sequence_number=self._sequence, **field)  # type: ignore[arg-type]
@@ -165,9 +168,12 @@ class ResponseEvents:
         if kind == "message":
             assert self._message is not None and self._text is not None
             self._message.status = status  # type: ignore[assignment]
+            self._text.logprobs.extend(self._pending)
+            self._pending = []
             part = {**where, "item_id": self._message.id, "content_index": 0}
+            done = events_pb2.ResponseOutputTextDoneEvent(text=self._text.text, logprobs=self._text.logprobs, **part)
             events += [
-                self._event(output_text_done=events_pb2.ResponseOutputTextDoneEvent(text=self._text.text, **part)),
+                self._event(output_text_done=done),
                 self._event(
                     content_part_done=events_pb2.ResponseContentPartDoneEvent(part=self._message.content[0], **part)
                 ),
@@ -202,16 +208,26 @@ class ResponseEvents:
         done_item = events_pb2.ResponseOutputItemDoneEvent(output_index=self._output_index, item=item)
         return [*events, self._event(output_item_done=done_item)]
 
+    def logprobs(self, entries: list[common_pb2.TokenLogprob]) -> None:
+        """The logprobs of newly generated tokens (when the request asked for them)."""
+        self._pending += entries
+
     def text(self, delta: str) -> list[Event]:
         """Output text: opens the message item and its output_text part on first use."""
         events = [] if self._open == "message" else self._open_message()
         if delta:
             assert self._text is not None and self._message is not None
             self._text.text += delta
+            attached, self._pending = self._pending, []
+            self._text.logprobs.extend(attached)
             events.append(
                 self._event(
                     output_text_delta=events_pb2.ResponseOutputTextDeltaEvent(
-                        item_id=self._message.id, output_index=self._output_index, content_index=0, delta=delta
+                        item_id=self._message.id,
+                        output_index=self._output_index,
+                        content_index=0,
+                        delta=delta,
+                        logprobs=attached,
                     )
                 )
             )

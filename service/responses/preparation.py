@@ -37,7 +37,8 @@ from service.tenancy import tenant
 Request = response_pb2.CreateResponseRequest | response_pb2.StreamResponseRequest
 TRUNCATIONS = {"disabled", "auto"}
 REASONING_SUMMARIES = {"auto", "concise", "detailed"}
-INCLUDABLE = {"message.output_text.logprobs", "reasoning.encrypted_content", "message.input_image.image_url"}
+LOGPROBS = "message.output_text.logprobs"  # the include value that asks for the output text's logprobs
+INCLUDABLE = {LOGPROBS, "reasoning.encrypted_content", "message.input_image.image_url"}
 # OpenAI's values for fields accepted and echoed with no effect here.
 SERVICE_TIERS = {"auto", "default", "flex", "scale", "priority"}
 CACHE_RETENTIONS = {"in-memory", "24h"}
@@ -66,6 +67,11 @@ class Prepared:
     owner: str = ""  # the tenant it is stored for (service/tenancy.py)
 
 
+def wants_logprobs(request: Request | response_pb2.CreateResponseRequest) -> bool:
+    """Whether the output text carries logprobs: include asks for them (or OVMS's logprobs flag)."""
+    return request.logprobs or LOGPROBS in request.include
+
+
 async def prepare(models: ModelRegistry, store: ResponseStore, request: Request, *, streaming: bool) -> Prepared:
     """Validate ``request`` (INVALID_ARGUMENT / NOT_FOUND naming the field), resolve its history, build its run."""
     violations = streaming_violations(request, streaming=streaming, rpc="StreamResponse")
@@ -81,7 +87,7 @@ async def prepare(models: ModelRegistry, store: ResponseStore, request: Request,
         markup=output.call_markup, think=output.think_markup,
         named_field="tool_choice", parameters_field="tools[{}].parameters",
     )  # fmt: skip
-    violations += logprob_violations(request)
+    violations += logprob_violations(request, needs_logprobs=False)
     keep = not request.HasField("store") or request.store
     background = request.HasField("background") and request.background
     if background and not keep:
@@ -108,7 +114,7 @@ async def prepare(models: ModelRegistry, store: ResponseStore, request: Request,
         limits=model.limits,
         budget=Budget("max_output_tokens", limit, len(prompt_ids), "input"),
         streaming=streaming,
-        logprobs=1 if request.logprobs else 0,
+        logprobs=1 if wants_logprobs(request) else 0,
         constraint=constraint,
     )
     canonical = response_pb2.CreateResponseRequest()

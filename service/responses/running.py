@@ -15,11 +15,12 @@ from typing import Any
 
 from clients.v1 import response_object_pb2 as objects_pb2
 from service.api.chat_output import output_parser, reasoning_tokens
+from service.api.common import token_logprobs
 from service.api.runs import RunStream
 from service.engine import FinishReason
 from service.errors import ServiceError
 from service.responses.events import Event, ResponseEvents
-from service.responses.preparation import Prepared
+from service.responses.preparation import Prepared, wants_logprobs
 from service.responses.store import ResponseStore, StoredResponse
 
 log = logging.getLogger(__name__)
@@ -30,6 +31,7 @@ async def generate(
 ) -> AsyncGenerator[Event, None]:
     """The response's events from start to end (``queued``: its created event went out already)."""
     output_tokens, finish, started = 0, None, False
+    logprobs = wants_logprobs(prep.request)
     parser = output_parser(prep.model, prep.run.prompt_ids, prep.request, raw=not prep.skip_special_tokens)
     runs: RunStream | None = None
     try:
@@ -42,6 +44,8 @@ async def generate(
             for delta in update.sequences:
                 output_tokens += len(delta.token_ids)
                 finish = delta.finish_reason or finish
+                if logprobs:
+                    events.logprobs(token_logprobs(prep.model, delta.token_ids, delta.logprobs))
                 output = events.text(delta.text) if parser is None else events.apply(parser.feed(delta.text))
                 for event in output:
                     yield event

@@ -48,8 +48,9 @@ def test_unary_json_is_openai_shaped(bridge: RunningBridge) -> None:
     assert reply.status == 200 and reply.headers["Content-Type"] == "application/json"
     body = reply.json()
     assert type(body["created_at"]) is int and type(body["completed_at"]) in (int, type(None))
-    for key in ("instructions", "previous_response_id", "user", "error", "max_tool_calls", "safety_identifier"):
+    for key in ("instructions", "previous_response_id", "error", "max_tool_calls", "safety_identifier"):
         assert key in body and body[key] is None, key
+    assert "user" not in body  # a string in OpenAI's schema, never null: left out when not sent
     # Values in force when not sent (the Open Responses schema requires them as numbers).
     assert (body["top_logprobs"], body["presence_penalty"], body["frequency_penalty"]) == (0, 0.0, 0.0)
     assert body["service_tier"] == "default"

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.conformance import violations
+from tests.conformance import document, violations
 from tests.rest_bridge.conftest import RunningBridge, http_request
 
 CITY = {"type": "object", "properties": {"city": {"type": "string", "maxLength": 12}}, "required": ["city"],
@@ -39,6 +39,17 @@ CASES: dict[str, dict[str, Any]] = {
     "phase": {"input": [{"role": "assistant", "phase": "commentary", "content": "Noted."},
                         {"role": "user", "content": "Hello!"}]},
 }  # fmt: skip
+
+
+def event_schemas() -> dict[str, str]:
+    """Each stream event type -> its component (ResponseStreamEvent is an anyOf: errors against it say nothing)."""
+    schemas = document()["components"]["schemas"]
+    found = {}
+    for alternative in schemas["ResponseStreamEvent"]["anyOf"]:
+        name = alternative["$ref"].rsplit("/", 1)[1]
+        for kind in schemas[name]["properties"]["type"].get("enum", []):
+            found[kind] = name
+    return found
 
 
 def body(case: dict[str, Any], stream: bool) -> dict[str, Any]:
@@ -67,9 +78,14 @@ def test_responses_follow_openais_schema(bridge: RunningBridge, case: dict[str, 
         return
     events = sse(reply.body)
     assert events and events[-1][0] in ("response.completed", "response.incomplete")
+    components = event_schemas()
     for index, (name, data) in enumerate(events):
         assert data["type"] == name and data["sequence_number"] == index
-        problems = violations("ResponseStreamEvent", data)
+        if data.get("response", {}).get("usage", 0) is None:
+            # Until a response ends its usage is unknown: OpenAI's API and the Open Responses schema say
+            # null, the OpenAPI document types it as an object. Only that null is let through.
+            data = {**data, "response": {k: v for k, v in data["response"].items() if k != "usage"}}
+        problems = violations(components[name], data)
         assert not problems, (name, problems[:3])
 
 
@@ -84,7 +100,7 @@ def test_stored_responses_follow_openais_schema(bridge: RunningBridge) -> None:
         assert reply.status == 200, reply.body
         assert not violations(component, reply.json()), (component, violations(component, reply.json()))
     deleted = http_request(bridge.port, "DELETE", path)
-    assert deleted.status == 200 and deleted.json() == {"id": made["id"], "object": "response", "deleted": True}
+    assert deleted.status == 200 and deleted.json() == {"id": made["id"], "object": "response.deleted", "deleted": True}
 
 
 @pytest.mark.parametrize(

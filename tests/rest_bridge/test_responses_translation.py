@@ -246,7 +246,7 @@ def test_response_object_shape() -> None:
     ]  # integers stay integers
     assert out["reasoning"] == {"effort": "low", "summary": None} and out["text"] == {"format": {"type": "text"}}
     assert out["error"] is None and out["incomplete_details"] is None and out["previous_response_id"] is None
-    assert out["user"] is None and out["metadata"] == {"k": "v"} and out["stop"] == ["END"] and out["top_k"] == 4
+    assert "user" not in out and out["metadata"] == {"k": "v"} and out["stop"] == ["END"] and out["top_k"] == 4
     assert "seed" not in out  # extensions only when set
 
 
