@@ -17,6 +17,7 @@ from rest_bridge.handlers import (
     NotFoundHandler,
 )
 from rest_bridge.responses_api import ROUTES as RESPONSES_ROUTES
+from rest_bridge.responses_websocket import routes as websocket_routes
 from rest_bridge.stored_chat import ROUTES as STORED_CHAT_ROUTES
 from rest_bridge.tokenizer import ROUTES as TOKENIZER_ROUTES
 
@@ -35,11 +36,13 @@ ROUTES: list[tuple[str, type[tornado.web.RequestHandler]]] = [
 def make_app(channel: grpc.aio.Channel, settings: BridgeSettings | None = None) -> tornado.web.Application:
     """The bridge application calling the ovserve gRPC service on ``channel``."""
     arguments: dict[str, Any] = {"backend": Backend.on(channel), "settings": settings or BridgeSettings()}
-    rules: list[Any] = [(prefix + path, handler, arguments) for prefix in PREFIXES for path, handler in ROUTES]
+    rules: list[Any] = websocket_routes(PREFIXES, arguments)  # before the HTTP rules of the same paths
+    rules += [(prefix + path, handler, arguments) for prefix in PREFIXES for path, handler in ROUTES]
     rules.append(("/health", HealthHandler, arguments))
     return tornado.web.Application(
         rules,
         default_handler_class=NotFoundHandler,
         default_handler_args=arguments,
         compress_response=False,  # per-event flushes of an SSE stream do not mix with gzip
+        websocket_max_message_size=(settings or BridgeSettings()).max_body_bytes,
     )

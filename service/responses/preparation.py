@@ -99,6 +99,7 @@ async def prepare(models: ModelRegistry, store: ResponseStore, request: Request,
             message = f"no stored response {quote(request.previous_response_id)}"
             raise NotFound(message, param="previous_response_id")
         previous = stored.conversation
+    violations += unanswered_outputs(request, previous)
     if violations:  # report the sampling fields' problems too, in the same error
         violations += generation_violations(request, limits=model.limits, streaming=streaming)
     InvalidArgument.check(violations)
@@ -160,6 +161,19 @@ def _option_violations(request: Request) -> list[FieldViolation]:
         violations.append(FieldViolation("max_tool_calls", "must be at least 1 (send tool_choice none for no calls)"))
     if request.HasField("n") and request.n != 1:
         violations.append(FieldViolation("n", "a response has one output; use chat completions for several choices"))
+    return violations
+
+
+def unanswered_outputs(request: Request, previous: list[dict[str, Any]]) -> list[FieldViolation]:
+    """function_call_output items with no function call of their call_id before them (OpenAI refuses them)."""
+    calls = {call.get("id") for message in previous for call in message.get("tool_calls", ())}
+    violations = []
+    for position, item in enumerate(request.input_items):
+        if item.type == "function_call":
+            calls.add(item.call_id)
+        elif item.type == "function_call_output" and item.call_id and item.call_id not in calls:
+            described = f"no function call with call_id {quote(item.call_id)} comes before this output"
+            violations.append(FieldViolation(f"input_items[{position}].call_id", described))
     return violations
 
 

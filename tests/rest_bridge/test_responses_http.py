@@ -103,6 +103,8 @@ BAD_BODIES = [
     (bad(input=[{"role": "user", "phase": "commentary", "content": "x"}]), 400, "input[0].phase"),
     (bad(prompt={"id": "pmpt_1"}), 400, "prompt"),
     (bad(input=[{"type": "function_call_output", "output": "42"}]), 400, "input[0].call_id"),
+    (bad(input=[{"type": "function_call_output", "call_id": "call_nowhere", "output": "42"}]), 400,
+     "input[0].call_id"),  # no call of that id before it
     (bad(input=[{"type": "function_call", "name": "f", "arguments": "{}"}]), 400, "input[0].call_id"),
     (bad(input=[{"role": "robot", "content": "beep"}]), 400, "input[0].role"),
     (bad(input=7), 400, "input"),
