@@ -89,7 +89,7 @@ CREATE TABLE IF NOT EXISTS conversations (
 CREATE TABLE IF NOT EXISTS conversation_items (
     conversation_id TEXT NOT NULL,
     position INTEGER NOT NULL,     -- grows with each item added, never reused: what order and pagination walk
-    item_id TEXT NOT NULL,         -- what `after` and the item routes name; unique within a conversation
+    item_id TEXT NOT NULL,         -- what `after` and the item routes name, unique within a conversation
     item BLOB NOT NULL,            -- response_object_pb2.InputItem
     PRIMARY KEY (conversation_id, position)
 ) WITHOUT ROWID;
