@@ -278,6 +278,7 @@ def response(entry: ro.Response) -> dict[str, Any]:
         "usage": usage(entry.usage) if entry.HasField("usage") else None,
         "user": entry.user or None,
         "metadata": dict(entry.metadata),
+        "conversation": {"id": entry.conversation.id} if entry.HasField("conversation") else None,
     }
     if entry.stop_sequences:
         out["stop"] = list(entry.stop_sequences)
