@@ -9,9 +9,9 @@ response's input and output items), so a response with ``conversation`` continue
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from clients.v1 import conversation_pb2 as pb
 from clients.v1 import response_object_pb2 as objects_pb2
@@ -26,6 +26,7 @@ from service.tenancy import tenant
 MAX_ITEMS_PER_CALL = 20
 #: The most items a conversation holds; adding past it is refused (a response's own items included).
 MAX_CONVERSATION_ITEMS = 1000
+_T = TypeVar("_T")
 #: Checking stored items needs no model: images are judged when a response renders them for its model.
 _NO_MODEL = ""
 
@@ -153,7 +154,8 @@ class ConversationsApi:
         await self._store.append(conversation_id, items, owner, bounded=False)
 
     @staticmethod
-    async def _bounded(work: Any, field_name: str) -> Any:
+    async def _bounded(work: Awaitable[_T], field_name: str) -> _T:
+        """``work``'s result; past the conversation's bound, INVALID_ARGUMENT naming ``field_name``."""
         try:
             return await work
         except ConversationFull as full:
