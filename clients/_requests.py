@@ -19,9 +19,11 @@ from google.protobuf.message import Message
 
 from clients import polymorphic
 from clients.v1 import chat_pb2
+from clients.v1 import response_object_pb2 as objects_pb2
 
 Request = TypeVar("Request", bound=Message)
 ChatMessageLike: TypeAlias = Mapping[str, Any] | chat_pb2.ChatMessage
+InputItemLike: TypeAlias = Mapping[str, Any] | objects_pb2.InputItem
 Prompt: TypeAlias = str | Sequence[str] | Sequence[int] | Sequence[Sequence[int]]
 
 # Request fields that are not keyword parameters: positional arguments, or
@@ -65,6 +67,22 @@ def _chat_message(message: ChatMessageLike, index: int) -> chat_pb2.ChatMessage:
     body = {key: _plain(value) for key, value in message.items() if value is not None}
     polymorphic.normalise(body, chat_pb2.ChatMessage.DESCRIPTOR, f"messages[{index}]")
     return _parse(body, chat_pb2.ChatMessage(), f"messages[{index}]")
+
+
+def input_items(items: Iterable[InputItemLike], field: str = "items") -> list[objects_pb2.InputItem]:
+    """Responses input items (dicts in OpenAI's shape, or InputItem) as InputItem messages."""
+    converted = []
+    for index, item in enumerate(items):
+        where = f"{field}[{index}]"
+        if isinstance(item, objects_pb2.InputItem):
+            converted.append(item)
+            continue
+        if not isinstance(item, Mapping):
+            raise TypeError(f"{where}: expected a dict or an InputItem, got {type(item).__name__}")
+        body = {key: _plain(value) for key, value in item.items() if value is not None}
+        polymorphic.normalise(body, objects_pb2.InputItem.DESCRIPTOR, where)
+        converted.append(_parse(body, objects_pb2.InputItem(), where))
+    return converted
 
 
 def _plain(value: Any) -> Any:

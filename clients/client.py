@@ -14,7 +14,7 @@ its own, and let gRPC retry calls that fail with UNAVAILABLE ``retries`` times.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterable, Iterator
+from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
 from types import TracebackType
 from typing import Any, Self
 
@@ -22,9 +22,19 @@ import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from clients._options import ChannelOptions, call_metadata, channel_options
-from clients._requests import ChatMessageLike, Prompt, chat_request, completion_request
+from clients._requests import ChatMessageLike, InputItemLike, Prompt, chat_request, completion_request, input_items
 from clients.defaults import DEFAULT_TARGET
-from clients.v1 import chat_pb2, chat_pb2_grpc, completion_pb2, completion_pb2_grpc, model_pb2, model_pb2_grpc
+from clients.v1 import (
+    chat_pb2,
+    chat_pb2_grpc,
+    completion_pb2,
+    completion_pb2_grpc,
+    conversation_pb2,
+    conversation_pb2_grpc,
+    model_pb2,
+    model_pb2_grpc,
+)
+from clients.v1 import response_object_pb2 as objects_pb2
 
 __all__ = ["AsyncOvserveClient", "OvserveClient"]
 
@@ -44,6 +54,7 @@ class _ClientSettings:
         self._chat = chat_pb2_grpc.ChatServiceStub(channel)
         self._completions = completion_pb2_grpc.CompletionServiceStub(channel)
         self._models = model_pb2_grpc.ModelServiceStub(channel)
+        self._conversations = conversation_pb2_grpc.ConversationServiceStub(channel)
         self._health = health_pb2_grpc.HealthStub(channel)
 
 
@@ -128,6 +139,75 @@ class OvserveClient(_ClientSettings):
         """The standard gRPC health status of the server (or one service): "SERVING", "NOT_SERVING", ..."""
         response = self._health.Check(health_pb2.HealthCheckRequest(service=service), **self._call(timeout))
         return health_pb2.HealthCheckResponse.ServingStatus.Name(response.status)
+
+    # ---- conversations (ConversationService; items are Responses input items, dicts in OpenAI's shape) ----
+
+    def create_conversation(
+        self,
+        items: Iterable[InputItemLike] = (),
+        *,
+        metadata: Mapping[str, str] | None = None,
+        timeout: float | None = None,
+    ) -> conversation_pb2.Conversation:
+        """A new conversation holding ``items`` (at most 20)."""
+        request = conversation_pb2.CreateConversationRequest(items=input_items(items), metadata=metadata)
+        reply = self._conversations.CreateConversation(request, **self._call(timeout))
+        return reply.conversation
+
+    def get_conversation(self, conversation_id: str, *, timeout: float | None = None) -> conversation_pb2.Conversation:
+        """A conversation; NOT_FOUND if unknown (or another API key's)."""
+        request = conversation_pb2.GetConversationRequest(conversation_id=conversation_id)
+        return self._conversations.GetConversation(request, **self._call(timeout)).conversation
+
+    def update_conversation(
+        self, conversation_id: str, metadata: Mapping[str, str], *, timeout: float | None = None
+    ) -> conversation_pb2.Conversation:
+        """Replace a conversation's metadata."""
+        request = conversation_pb2.UpdateConversationRequest(conversation_id=conversation_id, metadata=metadata)
+        return self._conversations.UpdateConversation(request, **self._call(timeout)).conversation
+
+    def delete_conversation(
+        self, conversation_id: str, *, timeout: float | None = None
+    ) -> conversation_pb2.DeleteConversationResponse:
+        """Delete a conversation and its items."""
+        request = conversation_pb2.DeleteConversationRequest(conversation_id=conversation_id)
+        return self._conversations.DeleteConversation(request, **self._call(timeout))
+
+    def list_conversation_items(
+        self,
+        conversation_id: str,
+        *,
+        after: str | None = None,
+        limit: int | None = None,
+        order: str | None = None,
+        timeout: float | None = None,
+    ) -> conversation_pb2.ListConversationItemsResponse:
+        """One page of a conversation's items (newest first unless ``order="asc"``)."""
+        request = _list_items_request(conversation_id, after, limit, order)
+        return self._conversations.ListConversationItems(request, **self._call(timeout))
+
+    def add_conversation_items(
+        self, conversation_id: str, items: Iterable[InputItemLike], *, timeout: float | None = None
+    ) -> list[objects_pb2.InputItem]:
+        """Append items (at most 20) to a conversation; returns them with their ids."""
+        request = conversation_pb2.CreateConversationItemsRequest(
+            conversation_id=conversation_id, items=input_items(items)
+        )
+        return list(self._conversations.CreateConversationItems(request, **self._call(timeout)).data)
+
+    def get_conversation_item(
+        self, conversation_id: str, item_id: str, *, timeout: float | None = None
+    ) -> objects_pb2.InputItem:
+        """One item of a conversation."""
+        request = conversation_pb2.GetConversationItemRequest(conversation_id=conversation_id, item_id=item_id)
+        return self._conversations.GetConversationItem(request, **self._call(timeout)).item
+
+    def delete_conversation_item(
+        self, conversation_id: str, item_id: str, *, timeout: float | None = None
+    ) -> conversation_pb2.Conversation:
+        """Delete one item of a conversation; returns the conversation."""
+        request = conversation_pb2.DeleteConversationItemRequest(conversation_id=conversation_id, item_id=item_id)
+        return self._conversations.DeleteConversationItem(request, **self._call(timeout)).conversation
 
     def close(self) -> None:
         """Close the channel; calls in flight are cancelled."""
@@ -215,6 +295,77 @@ class AsyncOvserveClient(_ClientSettings):
         response = await self._health.Check(health_pb2.HealthCheckRequest(service=service), **self._call(timeout))
         return health_pb2.HealthCheckResponse.ServingStatus.Name(response.status)
 
+    # ---- conversations (ConversationService; items are Responses input items, dicts in OpenAI's shape) ----
+
+    async def create_conversation(
+        self,
+        items: Iterable[InputItemLike] = (),
+        *,
+        metadata: Mapping[str, str] | None = None,
+        timeout: float | None = None,
+    ) -> conversation_pb2.Conversation:
+        """A new conversation holding ``items`` (at most 20)."""
+        request = conversation_pb2.CreateConversationRequest(items=input_items(items), metadata=metadata)
+        reply = await self._conversations.CreateConversation(request, **self._call(timeout))
+        return reply.conversation
+
+    async def get_conversation(
+        self, conversation_id: str, *, timeout: float | None = None
+    ) -> conversation_pb2.Conversation:
+        """A conversation; NOT_FOUND if unknown (or another API key's)."""
+        request = conversation_pb2.GetConversationRequest(conversation_id=conversation_id)
+        return (await self._conversations.GetConversation(request, **self._call(timeout))).conversation
+
+    async def update_conversation(
+        self, conversation_id: str, metadata: Mapping[str, str], *, timeout: float | None = None
+    ) -> conversation_pb2.Conversation:
+        """Replace a conversation's metadata."""
+        request = conversation_pb2.UpdateConversationRequest(conversation_id=conversation_id, metadata=metadata)
+        return (await self._conversations.UpdateConversation(request, **self._call(timeout))).conversation
+
+    async def delete_conversation(
+        self, conversation_id: str, *, timeout: float | None = None
+    ) -> conversation_pb2.DeleteConversationResponse:
+        """Delete a conversation and its items."""
+        request = conversation_pb2.DeleteConversationRequest(conversation_id=conversation_id)
+        return await self._conversations.DeleteConversation(request, **self._call(timeout))
+
+    async def list_conversation_items(
+        self,
+        conversation_id: str,
+        *,
+        after: str | None = None,
+        limit: int | None = None,
+        order: str | None = None,
+        timeout: float | None = None,
+    ) -> conversation_pb2.ListConversationItemsResponse:
+        """One page of a conversation's items (newest first unless ``order="asc"``)."""
+        request = _list_items_request(conversation_id, after, limit, order)
+        return await self._conversations.ListConversationItems(request, **self._call(timeout))
+
+    async def add_conversation_items(
+        self, conversation_id: str, items: Iterable[InputItemLike], *, timeout: float | None = None
+    ) -> list[objects_pb2.InputItem]:
+        """Append items (at most 20) to a conversation; returns them with their ids."""
+        request = conversation_pb2.CreateConversationItemsRequest(
+            conversation_id=conversation_id, items=input_items(items)
+        )
+        return list((await self._conversations.CreateConversationItems(request, **self._call(timeout))).data)
+
+    async def get_conversation_item(
+        self, conversation_id: str, item_id: str, *, timeout: float | None = None
+    ) -> objects_pb2.InputItem:
+        """One item of a conversation."""
+        request = conversation_pb2.GetConversationItemRequest(conversation_id=conversation_id, item_id=item_id)
+        return (await self._conversations.GetConversationItem(request, **self._call(timeout))).item
+
+    async def delete_conversation_item(
+        self, conversation_id: str, item_id: str, *, timeout: float | None = None
+    ) -> conversation_pb2.Conversation:
+        """Delete one item of a conversation; returns the conversation."""
+        request = conversation_pb2.DeleteConversationItemRequest(conversation_id=conversation_id, item_id=item_id)
+        return (await self._conversations.DeleteConversationItem(request, **self._call(timeout))).conversation
+
     async def close(self) -> None:
         """Close the channel; calls in flight are cancelled."""
         await self.channel.close()
@@ -226,6 +377,19 @@ class AsyncOvserveClient(_ClientSettings):
         self, exc_type: type[BaseException] | None, exc: BaseException | None, traceback: TracebackType | None
     ) -> None:
         await self.close()
+
+
+def _list_items_request(
+    conversation_id: str, after: str | None, limit: int | None, order: str | None
+) -> conversation_pb2.ListConversationItemsRequest:
+    request = conversation_pb2.ListConversationItemsRequest(conversation_id=conversation_id)
+    if after is not None:
+        request.after = after
+    if limit is not None:
+        request.limit = limit
+    if order is not None:
+        request.order = order
+    return request
 
 
 def _cancelling(call: Any) -> Iterator[Any]:

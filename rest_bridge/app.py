@@ -8,6 +8,7 @@ import grpc
 import tornado.web
 
 from rest_bridge.config import BridgeSettings
+from rest_bridge.conversations import ROUTES as CONVERSATIONS_ROUTES
 from rest_bridge.handlers import (
     Backend,
     CompletionsHandler,
@@ -29,6 +30,7 @@ ROUTES: list[tuple[str, type[tornado.web.RequestHandler]]] = [
     ("/models", ModelsHandler),
     ("/models/(.+)", ModelHandler),  # model ids may contain "/"
     *RESPONSES_ROUTES,
+    *CONVERSATIONS_ROUTES,
     *TOKENIZER_ROUTES,
 ]
 

@@ -30,6 +30,7 @@ from tornado.iostream import StreamClosedError
 from clients.v1 import (
     chat_pb2_grpc,
     completion_pb2_grpc,
+    conversation_pb2_grpc,
     model_pb2,
     model_pb2_grpc,
     response_pb2_grpc,
@@ -59,6 +60,7 @@ class Backend:
     health: health_pb2_grpc.HealthStub
     responses: response_pb2_grpc.ResponseServiceStub
     tokenizer: tokenizer_pb2_grpc.TokenizerServiceStub
+    conversations: conversation_pb2_grpc.ConversationServiceStub
 
     @classmethod
     def on(cls, channel: grpc.aio.Channel) -> Backend:
@@ -70,6 +72,7 @@ class Backend:
             health_pb2_grpc.HealthStub(channel),
             response_pb2_grpc.ResponseServiceStub(channel),
             tokenizer_pb2_grpc.TokenizerServiceStub(channel),
+            conversation_pb2_grpc.ConversationServiceStub(channel),
         )
 
 

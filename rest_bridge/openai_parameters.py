@@ -96,9 +96,6 @@ RESPONSES: dict[str, Parameter] = {
         REFUSED, "the context is not compacted server-side; use truncation auto", _empty("context management")
     ),
     "moderation": CHAT["moderation"],
-    "conversation": Parameter(
-        REFUSED, "conversations are not stored here yet; chain with previous_response_id", _empty("conversation")
-    ),
 }  # fmt: skip
 # Contract fields that are honoured only in part: what the rest is answered with (400 naming the field).
 PARTLY: dict[str, str] = {

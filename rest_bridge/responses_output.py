@@ -278,6 +278,7 @@ def response(entry: ro.Response) -> dict[str, Any]:
         "truncation": _optional(entry, "truncation"),
         "usage": usage(entry.usage) if entry.HasField("usage") else None,
         "metadata": dict(entry.metadata),
+        "conversation": {"id": entry.conversation.id} if entry.HasField("conversation") else None,
     }
     if entry.user:  # a string in OpenAI's schema, never null: left out when not sent
         out["user"] = entry.user

@@ -57,9 +57,19 @@ def check_arguments(body: dict[str, Any]) -> None:
 def normalise(body: dict[str, Any]) -> dict[str, Any]:
     """The OpenAI Responses body in proto JSON form (a new dict; ``body`` is not changed)."""
     body = normalise_forms(_without_nulls(body), response_pb2.CreateResponseRequest.DESCRIPTOR)
+    if isinstance(body.get("conversation"), dict):  # OpenAI's object form {"id": "conv_..."}: the proto keeps the id
+        body["conversation"] = _conversation_id(body["conversation"])
     if "input_items" in body:
         body["input_items"] = [_item(item, f"input[{i}]") for i, item in enumerate(body["input_items"])]
     return body
+
+
+def _conversation_id(conversation: dict[str, Any]) -> Any:
+    for key in sorted(set(conversation) - {"id"}):
+        raise bad_request(f"conversation.{key}", f"conversation.{key}: unknown field")
+    if "id" not in conversation:
+        raise bad_request("conversation.id", "conversation.id: required")
+    return conversation["id"]
 
 
 def _item(item: Any, where: str) -> dict[str, Any]:

@@ -73,7 +73,8 @@ class ServeConfig:
     response_store: Path | None = field(
         default=None,
         metadata={
-            "help": "SQLite file of stored responses, kept across restarts (WAL; several processes may share it)",
+            "help": "SQLite file of stored responses, chat completions and conversations, kept across restarts (WAL; "
+            "several processes may share it)",
             "metavar": "FILE",
             "default_text": "in memory",
         },

@@ -18,6 +18,8 @@ from clients.v1 import (
     chat_pb2_grpc,
     completion_pb2,
     completion_pb2_grpc,
+    conversation_pb2,
+    conversation_pb2_grpc,
     model_pb2,
     model_pb2_grpc,
     response_pb2,
@@ -33,8 +35,17 @@ from service.limits import ConcurrencyLimit
 from service.models import ModelRegistry, ServedModel
 from service.reflection import enable_server_reflection
 from service.responses.api import ResponsesApi
+from service.responses.conversation_store import ConversationStore
+from service.responses.conversations import MAX_CONVERSATION_ITEMS, ConversationsApi
 from service.responses.store import ResponseStore
-from service.servicers import ChatServicer, CompletionServicer, ModelServicer, ResponseServicer, TokenizerServicer
+from service.servicers import (
+    ChatServicer,
+    CompletionServicer,
+    ConversationServicer,
+    ModelServicer,
+    ResponseServicer,
+    TokenizerServicer,
+)
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +58,8 @@ class Server:
         self.registry = ModelRegistry()
         self.store = ResponseStore(config.response_store, max_age_seconds=config.response_max_age_seconds)
         self.limit = ConcurrencyLimit(config.max_concurrent_requests)  # calls and background responses
-        self.responses = ResponsesApi(self.registry, self.store, self.limit)
+        self.conversations = ConversationsApi(ConversationStore(self.store, max_items=MAX_CONVERSATION_ITEMS))
+        self.responses = ResponsesApi(self.registry, self.store, self.limit, self.conversations)
         self.stored_chat = StoredChatCompletions(ChatCompletionStore(self.store))
         self.port = 0
         self._expiry: asyncio.Task[None] | None = None
@@ -165,6 +177,9 @@ SERVED: dict[str, tuple[Callable[[Any, grpc.aio.Server], None], Callable[[Server
     ),
     response_pb2.DESCRIPTOR.services_by_name["ResponseService"].full_name: (
         response_pb2_grpc.add_ResponseServiceServicer_to_server, lambda s: ResponseServicer(s.responses)
+    ),
+    conversation_pb2.DESCRIPTOR.services_by_name["ConversationService"].full_name: (
+        conversation_pb2_grpc.add_ConversationServiceServicer_to_server, lambda s: ConversationServicer(s.conversations)
     ),
     model_pb2.DESCRIPTOR.services_by_name["ModelService"].full_name: (
         model_pb2_grpc.add_ModelServiceServicer_to_server, lambda s: ModelServicer(s.registry)

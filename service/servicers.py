@@ -21,6 +21,8 @@ from clients.v1 import (
     chat_pb2_grpc,
     completion_pb2,
     completion_pb2_grpc,
+    conversation_pb2,
+    conversation_pb2_grpc,
     model_pb2,
     model_pb2_grpc,
     response_pb2,
@@ -33,6 +35,7 @@ from service.api.stored_chat import StoredChatCompletions
 from service.errors import ServiceError, to_rpc_status
 from service.models import ModelRegistry
 from service.responses.api import ResponsesApi
+from service.responses.conversations import ConversationsApi
 
 log = logging.getLogger(__name__)
 Response = TypeVar("Response")
@@ -203,3 +206,46 @@ class ResponseServicer(response_pb2_grpc.ResponseServiceServicer):
     @unary
     async def ListResponseInputItems(self, request: response_pb2.ListResponseInputItemsRequest, context: Any) -> Any:
         return await self._api.input_items(request)
+
+
+class ConversationServicer(conversation_pb2_grpc.ConversationServiceServicer):
+    """ovserve.v1.ConversationService."""
+
+    def __init__(self, api: ConversationsApi) -> None:
+        self._api = api
+
+    @unary
+    async def CreateConversation(self, request: conversation_pb2.CreateConversationRequest, context: Any) -> Any:
+        return conversation_pb2.CreateConversationResponse(conversation=await self._api.create(request))
+
+    @unary
+    async def GetConversation(self, request: conversation_pb2.GetConversationRequest, context: Any) -> Any:
+        return conversation_pb2.GetConversationResponse(conversation=await self._api.get(request.conversation_id))
+
+    @unary
+    async def UpdateConversation(self, request: conversation_pb2.UpdateConversationRequest, context: Any) -> Any:
+        return conversation_pb2.UpdateConversationResponse(conversation=await self._api.update(request))
+
+    @unary
+    async def DeleteConversation(self, request: conversation_pb2.DeleteConversationRequest, context: Any) -> Any:
+        return await self._api.delete(request.conversation_id)
+
+    @unary
+    async def ListConversationItems(self, request: conversation_pb2.ListConversationItemsRequest, context: Any) -> Any:
+        return await self._api.list_items(request)
+
+    @unary
+    async def CreateConversationItems(
+        self, request: conversation_pb2.CreateConversationItemsRequest, context: Any
+    ) -> Any:
+        return await self._api.add_items(request)
+
+    @unary
+    async def GetConversationItem(self, request: conversation_pb2.GetConversationItemRequest, context: Any) -> Any:
+        return conversation_pb2.GetConversationItemResponse(item=await self._api.get_item(request))
+
+    @unary
+    async def DeleteConversationItem(
+        self, request: conversation_pb2.DeleteConversationItemRequest, context: Any
+    ) -> Any:
+        return conversation_pb2.DeleteConversationItemResponse(conversation=await self._api.delete_item(request))

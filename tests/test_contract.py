@@ -38,6 +38,16 @@ EXPECTED_RPCS = {
         "ListResponseInputItems": False,
         "ResumeResponseStream": True,
     },
+    "ovserve.v1.ConversationService": {
+        "CreateConversation": False,
+        "GetConversation": False,
+        "UpdateConversation": False,
+        "DeleteConversation": False,
+        "ListConversationItems": False,
+        "CreateConversationItems": False,
+        "GetConversationItem": False,
+        "DeleteConversationItem": False,
+    },
     "ovserve.v1.ModelService": {"ListModels": False, "GetModel": False},
     "ovserve.v1.TokenizerService": {"Tokenize": False, "Detokenize": False},
 }

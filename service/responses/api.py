@@ -20,6 +20,7 @@ from service.errors import FieldViolation, InvalidArgument, NotFound, quote
 from service.limits import ConcurrencyLimit
 from service.models import ModelRegistry
 from service.responses.background import BackgroundRuns
+from service.responses.conversations import ConversationsApi
 from service.responses.events import Event, ResponseEvents
 from service.responses.preparation import prepare
 from service.responses.running import copy_response, generate
@@ -30,10 +31,18 @@ from service.tenancy import tenant
 class ResponsesApi:
     """The Responses API over the served models and a response store."""
 
-    def __init__(self, models: ModelRegistry, store: ResponseStore, limit: ConcurrencyLimit | None = None) -> None:
-        """``limit``: the server's concurrency bound, which background responses count against."""
+    def __init__(
+        self,
+        models: ModelRegistry,
+        store: ResponseStore,
+        limit: ConcurrencyLimit | None = None,
+        conversations: ConversationsApi | None = None,
+    ) -> None:
+        """``limit``: the server's concurrency bound, which background responses count against;
+        ``conversations``: where a request's ``conversation`` is read and extended (None: refused)."""
         self._models = models
         self._store = store
+        self._conversations = conversations
         self._background = BackgroundRuns(store, limit)
 
     async def recover(self) -> int:
@@ -58,7 +67,7 @@ class ResponsesApi:
 
     async def create(self, request: response_pb2.CreateResponseRequest) -> objects_pb2.Response:
         """ResponseService.CreateResponse: run to the end, or return ``queued`` for a background response."""
-        prep = await prepare(self._models, self._store, request, streaming=False)
+        prep = await prepare(self._models, self._store, request, streaming=False, conversations=self._conversations)
         if prep.background:
             run = await self._background.start(prep)
             return copy_response(run.events.response)
@@ -69,7 +78,7 @@ class ResponsesApi:
 
     async def stream(self, request: response_pb2.StreamResponseRequest) -> AsyncIterator[Event]:
         """ResponseService.StreamResponse: every event as it happens; a background run goes on if the caller leaves."""
-        prep = await prepare(self._models, self._store, request, streaming=True)
+        prep = await prepare(self._models, self._store, request, streaming=True, conversations=self._conversations)
         if prep.background:
             run = await self._background.start(prep)
             async for event in run.log.follow():

@@ -10,6 +10,7 @@ model that makes parallel calls writes them.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -42,13 +43,22 @@ def input_turn(request: Any, *, text_only_model: str, violations: list[FieldViol
         turn.items.append(item)
         turn.messages.append({"role": "user", "content": request.input})
         return turn
-    if not len(request.input_items) and not request.HasField("previous_response_id"):
+    continued = request.HasField("previous_response_id") or request.HasField("conversation")
+    if not len(request.input_items) and not continued:
         violations.append(FieldViolation("input", "required: a string or a list of input items"))
+    return items_turn(request.input_items, "input_items", text_only_model=text_only_model, violations=violations)
+
+
+def items_turn(
+    items: Iterable[objects_pb2.InputItem], field_name: str, *, text_only_model: str, violations: list[FieldViolation]
+) -> Turn:
+    """Input items (of the request field ``field_name``) as a Turn, each with an id; problems go to ``violations``."""
+    turn = Turn()
     reasoning: list[str] = []  # summaries waiting for the assistant message they belong to
-    for position, source in enumerate(request.input_items):
+    for position, source in enumerate(items):
         item = objects_pb2.InputItem()
         item.CopyFrom(source)
-        where = f"input_items[{position}]"
+        where = f"{field_name}[{position}]"
         kind = item.type or ("message" if item.role else "")
         item.type = kind
         if kind == "item_reference":
@@ -103,7 +113,8 @@ def _message(
         elif part.type == "input_image":
             violations.append(
                 FieldViolation(
-                    f"{where}.content_parts[{index}]", f"model {model!r} is text-only: images are not supported"
+                    f"{where}.content_parts[{index}]",
+                    f"model {model!r} is text-only: images are not supported" if model else "images are not supported",
                 )
             )
         else:

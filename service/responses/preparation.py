@@ -1,7 +1,7 @@
 """A Responses request -> a Prepared response: validated, its history resolved, rendered to fit, ready to run.
 
-The history is the stored conversation of ``previous_response_id`` followed by
-this turn's input; ``instructions`` are never stored with it (each request sends
+The history is the stored conversation of ``previous_response_id`` (or the items
+of ``conversation``) followed by this turn's input; ``instructions`` are never stored with it (each request sends
 its own). With ``truncation: "auto"`` the oldest turns are dropped until the
 prompt leaves room for the output.
 """
@@ -31,6 +31,7 @@ from service.engine import SamplingParams
 from service.errors import FieldViolation, InvalidArgument, NotFound, quote
 from service.models import ModelRegistry, ServedModel
 from service.responses.conversation import input_turn
+from service.responses.conversations import ConversationsApi, ConversationTurn
 from service.responses.store import ResponseStore
 from service.tenancy import tenant
 
@@ -47,7 +48,8 @@ VERBOSITIES = {"low", "medium", "high"}
 ECHOED = [
     f.name
     for f in objects_pb2.Response.DESCRIPTOR.fields
-    if f.name in response_pb2.CreateResponseRequest.DESCRIPTOR.fields_by_name and f.name != "model"
+    if f.name in response_pb2.CreateResponseRequest.DESCRIPTOR.fields_by_name
+    and f.name not in ("model", "conversation")  # conversation: a string here, OpenAI's {"id": ...} there
 ]
 
 
@@ -65,6 +67,7 @@ class Prepared:
     store: bool
     background: bool
     owner: str = ""  # the tenant it is stored for (service/tenancy.py)
+    conversation: ConversationTurn | None = None  # where its items are appended when it ends
 
 
 def wants_logprobs(request: Request | response_pb2.CreateResponseRequest) -> bool:
@@ -72,8 +75,17 @@ def wants_logprobs(request: Request | response_pb2.CreateResponseRequest) -> boo
     return request.logprobs or LOGPROBS in request.include
 
 
-async def prepare(models: ModelRegistry, store: ResponseStore, request: Request, *, streaming: bool) -> Prepared:
-    """Validate ``request`` (INVALID_ARGUMENT / NOT_FOUND naming the field), resolve its history, build its run."""
+async def prepare(
+    models: ModelRegistry,
+    store: ResponseStore,
+    request: Request,
+    *,
+    streaming: bool,
+    conversations: ConversationsApi | None = None,
+) -> Prepared:
+    """Validate ``request`` (INVALID_ARGUMENT / NOT_FOUND naming the field), resolve its history, build its run.
+
+    ``conversations``: where ``conversation`` ids are looked up (None: the field is refused)."""
     violations = streaming_violations(request, streaming=streaming, rpc="StreamResponse")
     model = models.get(request.model)
     turn = input_turn(request, text_only_model=model.name, violations=violations)
@@ -93,7 +105,17 @@ async def prepare(models: ModelRegistry, store: ResponseStore, request: Request,
     if background and not keep:
         violations.append(FieldViolation("background", "a background response must be stored (store: true)"))
     previous: list[dict[str, Any]] = []
-    if request.HasField("previous_response_id"):
+    turn_in: ConversationTurn | None = None
+    if request.HasField("conversation"):
+        if request.HasField("previous_response_id"):
+            message = "set either conversation or previous_response_id, not both"
+            violations.append(FieldViolation("conversation", message))
+        elif conversations is None:
+            violations.append(FieldViolation("conversation", "conversations are not served here"))
+        else:
+            previous = await conversations.context(request.conversation, adding=len(turn.items), model=model.name)
+            turn_in = ConversationTurn(request.conversation, tenant.get(), conversations)
+    elif request.HasField("previous_response_id"):
         stored = await store.get(request.previous_response_id, owner=tenant.get())
         if stored is None:
             message = f"no stored response {quote(request.previous_response_id)}"
@@ -131,6 +153,7 @@ async def prepare(models: ModelRegistry, store: ResponseStore, request: Request,
         store=keep,
         background=background,
         owner=tenant.get(),
+        conversation=turn_in,
     )
 
 
@@ -240,6 +263,8 @@ def _new_response(
             setattr(response, name, source)
     # Echo the values in force, not only those sent (as OpenAI does).
     response.store, response.background = store, background
+    if request.HasField("conversation"):
+        response.conversation.id = request.conversation
     if not request.HasField("truncation"):
         response.truncation = "disabled"
     # Values not sent are the sampling actually used: the model's generation_config.json (greedy for some

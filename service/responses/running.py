@@ -73,6 +73,8 @@ async def generate(
         )
         reasoning = reasoning_tokens(prep.model, [parser])
         usage.output_tokens_details.reasoning_tokens = min(reasoning, output_tokens)
+        if prep.conversation is not None:  # before the response says it ended: then its turn is there to read
+            await prep.conversation.record(prep.items, events.response)
         for event in events.finish(truncated=finish == FinishReason.LENGTH, usage=usage):
             yield event
     finally:

@@ -26,7 +26,8 @@ from typing import Any, TypeVar
 from clients.v1 import response_events_pb2, response_object_pb2, response_pb2
 
 #: Bumped whenever the tables change; a file written by a newer ovserve is refused rather than misread.
-SCHEMA_VERSION = 3  # 2: responses.owner; 3: stored chat completions (service/chat_store.py)
+SCHEMA_VERSION = 4  # 2: responses.owner; 3: stored chat completions (service/chat_store.py); 4: conversations
+# (service/responses/conversation_store.py); each step only adds tables, so older files are upgraded in place
 
 #: How long a statement waits for another process's write lock before giving up.
 BUSY_TIMEOUT_SECONDS = 5.0
@@ -77,6 +78,22 @@ CREATE TABLE IF NOT EXISTS chat_completion_messages (
     message BLOB NOT NULL,         -- chat_pb2.ChatMessage as sent
     PRIMARY KEY (completion_id, position)
 ) WITHOUT ROWID;
+
+CREATE TABLE IF NOT EXISTS conversations (
+    id TEXT PRIMARY KEY,
+    created_at INTEGER NOT NULL,
+    owner TEXT NOT NULL,           -- the tenant that created it (service/tenancy.py)
+    conversation BLOB NOT NULL     -- conversation_pb2.Conversation (its metadata included)
+);
+
+CREATE TABLE IF NOT EXISTS conversation_items (
+    conversation_id TEXT NOT NULL,
+    position INTEGER NOT NULL,     -- grows with each item added, never reused: what order and pagination walk
+    item_id TEXT NOT NULL,         -- what `after` and the item routes name, unique within a conversation
+    item BLOB NOT NULL,            -- response_object_pb2.InputItem
+    PRIMARY KEY (conversation_id, position)
+) WITHOUT ROWID;
+CREATE UNIQUE INDEX IF NOT EXISTS conversation_items_by_id ON conversation_items (conversation_id, item_id);
 """
 
 # Response.status values that mean "work still running"; must match the partial index above.

@@ -40,6 +40,10 @@ SEEDS: dict[str, dict[str, Any]] = {  # a valid body per POST route; every key i
     "/v3/tokenize": {"model": "tiny-chat", "prompt": "Once", "add_special_tokens": True, "return_token_strs": True},
     "/v3/detokenize": {"model": "tiny-chat", "tokens": [1, 2, 3]},
     "/v3/chat/completions/chatcmpl-nope": {"metadata": {"team": "x"}},
+    "/v3/conversations": {"items": [{"role": "user", "content": [{"type": "input_text", "text": "hi"}]},
+                                    {"type": "function_call", "call_id": "c", "name": "f", "arguments": "{}"}],
+                          "metadata": {"team": "x"}},
+    "/v3/conversations/conv_nope/items": {"items": [{"type": "function_call_output", "call_id": "c", "output": "1"}]},
 }  # fmt: skip
 LENGTHS = {"max_tokens", "max_output_tokens"}  # kept tiny whatever is drawn, so valid inputs end fast
 
@@ -115,6 +119,9 @@ def get_paths(rng: random.Random) -> str:
             f"/v3/chat/completions?{query}",
             f"/v3/chat/completions/{ident}?{query}",
             f"/v3/chat/completions/{ident}/messages?{query}",
+            f"/v3/conversations/{ident}?{query}",
+            f"/v3/conversations/{ident}/items?{query}",
+            f"/v3/conversations/conv_nope/items/{ident}?{query}",
         ]
     )
 

@@ -120,7 +120,11 @@ BAD_BODIES = [
     (bad(include=["file_search_call.results"]), 400, "include[0]"),
     (bad(background=True, store=False), 400, "background"),
     (bad(metadata={"k": 1}), 400, "metadata.k"),
-    (bad(conversation="conv_1"), 400, "conversation"),
+    (bad(conversation="conv_1"), 404, "conversation"),
+    (bad(conversation={"id": "conv_1"}), 404, "conversation"),
+    (bad(conversation={"id": "conv_1", "name": "x"}), 400, "conversation.name"),
+    (bad(conversation=7), 400, "conversation"),
+    (bad(conversation="conv_1", previous_response_id="resp_1"), 400, "conversation"),
     (bad(bogus_field=1), 400, "bogus_field"),
 ]  # fmt: skip
 
