@@ -88,6 +88,24 @@ class ResponsesHandler(JsonBodyHandler, ResponseEventsHandler):
             self.write_json(responses_output.response(reply.response))
 
 
+class CompactHandler(JsonBodyHandler):
+    """POST /v3/responses/compact: CompactResponse."""
+
+    async def post(self) -> None:
+        request = await self.translated(responses_requests.compact_request)
+        reply = await self.unary(self.backend.responses.CompactResponse, request)
+        self.write_json(responses_output.compacted(reply))
+
+
+class InputTokensHandler(JsonBodyHandler):
+    """POST /v3/responses/input_tokens: CountResponseInputTokens."""
+
+    async def post(self) -> None:
+        request = await self.translated(responses_requests.input_tokens_request)
+        reply = await self.unary(self.backend.responses.CountResponseInputTokens, request)
+        self.write_json(responses_output.input_tokens(reply))
+
+
 class ResponseHandler(ResponseEventsHandler):
     """GET /v3/responses/{id} (with ``?stream=true``: the resumed event stream); DELETE /v3/responses/{id}."""
 
@@ -126,6 +144,8 @@ class InputItemsHandler(BridgeHandler):
 # Routes under each of app.PREFIXES; response ids ("resp_...") have no "/".
 ROUTES = [
     ("/responses", ResponsesHandler),
+    ("/responses/compact", CompactHandler),  # before the id routes: ids always start "resp_"
+    ("/responses/input_tokens", InputTokensHandler),
     ("/responses/([^/]+)", ResponseHandler),
     ("/responses/([^/]+)/cancel", CancelResponseHandler),
     ("/responses/([^/]+)/input_items", InputItemsHandler),

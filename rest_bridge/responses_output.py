@@ -348,6 +348,8 @@ def input_item(item: ro.InputItem) -> dict[str, Any]:
             out["content"] = [input_part(part) for part in item.content_parts]
         out["status"] = status
         return out
+    if kind == "compaction":
+        return {"id": item.id, "type": kind, "encrypted_content": item.encrypted_content}
     return {"id": item.id, "type": kind}  # item_reference
 
 
@@ -360,6 +362,22 @@ def input_item_list(reply: response_pb2.ListResponseInputItemsResponse) -> dict[
         "last_id": reply.last_id or None,
         "has_more": reply.has_more,
     }
+
+
+def compacted(reply: response_pb2.CompactResponseResponse) -> dict[str, Any]:
+    """OpenAI's compacted response object ("response.compaction")."""
+    return {
+        "id": reply.id,
+        "object": reply.object or "response.compaction",
+        "output": [input_item(item) for item in reply.output],
+        "created_at": reply.created_at,
+        "usage": usage(reply.usage),
+    }
+
+
+def input_tokens(reply: response_pb2.CountResponseInputTokensResponse) -> dict[str, Any]:
+    """OpenAI's input token count ("response.input_tokens")."""
+    return {"object": reply.object or "response.input_tokens", "input_tokens": reply.input_tokens}
 
 
 # ---- stream events ----

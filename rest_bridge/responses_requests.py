@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from google.protobuf.descriptor import Descriptor
+
 from clients.polymorphic import BY_OPENAI_NAME, TYPED_ALTERNATIVES, PolymorphicField, json_type
 from clients.v1 import response_pb2
 from rest_bridge import openai_parameters
@@ -30,7 +32,7 @@ UNSUPPORTED = {
     },
 }
 
-ITEM_TYPES = ("message", "function_call", "function_call_output", "reasoning", "item_reference")
+ITEM_TYPES = ("message", "function_call", "function_call_output", "reasoning", "compaction", "item_reference")
 # Content part types each item field accepts (OpenAI's; the service checks the rest of the values).
 MESSAGE_PARTS = ("input_text", "input_image", "output_text", "refusal")
 OUTPUT_PARTS = ("input_text", "input_image")
@@ -44,9 +46,11 @@ MAX_LIMIT = 100
 # ---- the body ----
 
 
-def check_arguments(body: dict[str, Any]) -> None:
-    """Refuse top-level keys that are not Responses request arguments (before normalisation)."""
-    fields = response_pb2.CreateResponseRequest.DESCRIPTOR.fields_by_name
+def check_arguments(
+    body: dict[str, Any], descriptor: Descriptor = response_pb2.CreateResponseRequest.DESCRIPTOR
+) -> None:
+    """Refuse top-level keys that are not arguments of the request ``descriptor`` (before normalisation)."""
+    fields = descriptor.fields_by_name
     for key in body:
         if key in UNSUPPORTED:
             raise bad_request(key, UNSUPPORTED[key])
@@ -54,9 +58,11 @@ def check_arguments(body: dict[str, Any]) -> None:
             raise bad_request(key, f"Unrecognized request argument supplied: {key}")
 
 
-def normalise(body: dict[str, Any]) -> dict[str, Any]:
+def normalise(
+    body: dict[str, Any], descriptor: Descriptor = response_pb2.CreateResponseRequest.DESCRIPTOR
+) -> dict[str, Any]:
     """The OpenAI Responses body in proto JSON form (a new dict; ``body`` is not changed)."""
-    body = normalise_forms(_without_nulls(body), response_pb2.CreateResponseRequest.DESCRIPTOR)
+    body = normalise_forms(_without_nulls(body), descriptor)
     if isinstance(body.get("conversation"), dict):  # OpenAI's object form {"id": "conv_..."}: the proto keeps the id
         body["conversation"] = _conversation_id(body["conversation"])
     if "input_items" in body:
@@ -138,6 +144,21 @@ def create_request(
     if stream:
         return to_message(proto_json, response_pb2.StreamResponseRequest), True
     return to_message(proto_json, response_pb2.CreateResponseRequest), False
+
+
+def input_tokens_request(body: dict[str, Any]) -> response_pb2.CountResponseInputTokensRequest:
+    """POST /responses/input_tokens: a Responses body (never streamed) whose input tokens to count."""
+    if "stream" in body:
+        raise bad_request("stream", "stream: not a field of input_tokens")
+    request, _ = create_request(body)
+    return response_pb2.CountResponseInputTokensRequest(request=request)
+
+
+def compact_request(body: dict[str, Any]) -> response_pb2.CompactResponseRequest:
+    """POST /responses/compact: the conversation to compact (model, input, previous_response_id, instructions)."""
+    descriptor = response_pb2.CompactResponseRequest.DESCRIPTOR
+    check_arguments(body, descriptor)
+    return to_message(normalise(body, descriptor), response_pb2.CompactResponseRequest)
 
 
 # ---- query strings of /responses/{id}, /responses/{id}/input_items ----

@@ -207,6 +207,16 @@ class ResponseServicer(response_pb2_grpc.ResponseServiceServicer):
     async def ListResponseInputItems(self, request: response_pb2.ListResponseInputItemsRequest, context: Any) -> Any:
         return await self._api.input_items(request)
 
+    @unary
+    async def CountResponseInputTokens(
+        self, request: response_pb2.CountResponseInputTokensRequest, context: Any
+    ) -> Any:
+        return await self._api.count_input_tokens(request)
+
+    @unary
+    async def CompactResponse(self, request: response_pb2.CompactResponseRequest, context: Any) -> Any:
+        return await self._api.compact(request)
+
 
 class ConversationServicer(conversation_pb2_grpc.ConversationServiceServicer):
     """ovserve.v1.ConversationService."""

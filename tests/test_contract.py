@@ -36,6 +36,8 @@ EXPECTED_RPCS = {
         "DeleteResponse": False,
         "CancelResponse": False,
         "ListResponseInputItems": False,
+        "CountResponseInputTokens": False,
+        "CompactResponse": False,
         "ResumeResponseStream": True,
     },
     "ovserve.v1.ConversationService": {

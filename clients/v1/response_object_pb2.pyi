@@ -298,7 +298,7 @@ class ReasoningText(_message.Message):
     def __init__(self, text: _Optional[str] = ...) -> None: ...
 
 class InputItem(_message.Message):
-    __slots__ = ("type", "id", "role", "content", "content_parts", "status", "call_id", "name", "arguments", "output", "output_parts", "summary", "phase")
+    __slots__ = ("type", "id", "role", "content", "content_parts", "status", "call_id", "name", "arguments", "output", "output_parts", "summary", "phase", "encrypted_content")
     TYPE_FIELD_NUMBER: _ClassVar[int]
     ID_FIELD_NUMBER: _ClassVar[int]
     ROLE_FIELD_NUMBER: _ClassVar[int]
@@ -312,6 +312,7 @@ class InputItem(_message.Message):
     OUTPUT_PARTS_FIELD_NUMBER: _ClassVar[int]
     SUMMARY_FIELD_NUMBER: _ClassVar[int]
     PHASE_FIELD_NUMBER: _ClassVar[int]
+    ENCRYPTED_CONTENT_FIELD_NUMBER: _ClassVar[int]
     type: str
     id: str
     role: str
@@ -325,7 +326,8 @@ class InputItem(_message.Message):
     output_parts: _containers.RepeatedCompositeFieldContainer[InputContentPart]
     summary: _containers.RepeatedCompositeFieldContainer[InputContentPart]
     phase: str
-    def __init__(self, type: _Optional[str] = ..., id: _Optional[str] = ..., role: _Optional[str] = ..., content: _Optional[str] = ..., content_parts: _Optional[_Iterable[_Union[InputContentPart, _Mapping]]] = ..., status: _Optional[str] = ..., call_id: _Optional[str] = ..., name: _Optional[str] = ..., arguments: _Optional[str] = ..., output: _Optional[str] = ..., output_parts: _Optional[_Iterable[_Union[InputContentPart, _Mapping]]] = ..., summary: _Optional[_Iterable[_Union[InputContentPart, _Mapping]]] = ..., phase: _Optional[str] = ...) -> None: ...
+    encrypted_content: str
+    def __init__(self, type: _Optional[str] = ..., id: _Optional[str] = ..., role: _Optional[str] = ..., content: _Optional[str] = ..., content_parts: _Optional[_Iterable[_Union[InputContentPart, _Mapping]]] = ..., status: _Optional[str] = ..., call_id: _Optional[str] = ..., name: _Optional[str] = ..., arguments: _Optional[str] = ..., output: _Optional[str] = ..., output_parts: _Optional[_Iterable[_Union[InputContentPart, _Mapping]]] = ..., summary: _Optional[_Iterable[_Union[InputContentPart, _Mapping]]] = ..., phase: _Optional[str] = ..., encrypted_content: _Optional[str] = ...) -> None: ...
 
 class InputContentPart(_message.Message):
     __slots__ = ("type", "text", "image_url", "detail", "refusal", "annotations", "logprobs")

@@ -324,3 +324,47 @@ class ListResponseInputItemsResponse(_message.Message):
     last_id: str
     has_more: bool
     def __init__(self, object: _Optional[str] = ..., data: _Optional[_Iterable[_Union[_response_object_pb2.InputItem, _Mapping]]] = ..., first_id: _Optional[str] = ..., last_id: _Optional[str] = ..., has_more: _Optional[bool] = ...) -> None: ...
+
+class CountResponseInputTokensRequest(_message.Message):
+    __slots__ = ("request",)
+    REQUEST_FIELD_NUMBER: _ClassVar[int]
+    request: CreateResponseRequest
+    def __init__(self, request: _Optional[_Union[CreateResponseRequest, _Mapping]] = ...) -> None: ...
+
+class CountResponseInputTokensResponse(_message.Message):
+    __slots__ = ("object", "input_tokens")
+    OBJECT_FIELD_NUMBER: _ClassVar[int]
+    INPUT_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    object: str
+    input_tokens: int
+    def __init__(self, object: _Optional[str] = ..., input_tokens: _Optional[int] = ...) -> None: ...
+
+class CompactResponseRequest(_message.Message):
+    __slots__ = ("model", "input", "input_items", "previous_response_id", "instructions", "prompt_cache_key")
+    MODEL_FIELD_NUMBER: _ClassVar[int]
+    INPUT_FIELD_NUMBER: _ClassVar[int]
+    INPUT_ITEMS_FIELD_NUMBER: _ClassVar[int]
+    PREVIOUS_RESPONSE_ID_FIELD_NUMBER: _ClassVar[int]
+    INSTRUCTIONS_FIELD_NUMBER: _ClassVar[int]
+    PROMPT_CACHE_KEY_FIELD_NUMBER: _ClassVar[int]
+    model: str
+    input: str
+    input_items: _containers.RepeatedCompositeFieldContainer[_response_object_pb2.InputItem]
+    previous_response_id: str
+    instructions: str
+    prompt_cache_key: str
+    def __init__(self, model: _Optional[str] = ..., input: _Optional[str] = ..., input_items: _Optional[_Iterable[_Union[_response_object_pb2.InputItem, _Mapping]]] = ..., previous_response_id: _Optional[str] = ..., instructions: _Optional[str] = ..., prompt_cache_key: _Optional[str] = ...) -> None: ...
+
+class CompactResponseResponse(_message.Message):
+    __slots__ = ("id", "object", "output", "created_at", "usage")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    OBJECT_FIELD_NUMBER: _ClassVar[int]
+    OUTPUT_FIELD_NUMBER: _ClassVar[int]
+    CREATED_AT_FIELD_NUMBER: _ClassVar[int]
+    USAGE_FIELD_NUMBER: _ClassVar[int]
+    id: str
+    object: str
+    output: _containers.RepeatedCompositeFieldContainer[_response_object_pb2.InputItem]
+    created_at: int
+    usage: _response_object_pb2.ResponseUsage
+    def __init__(self, id: _Optional[str] = ..., object: _Optional[str] = ..., output: _Optional[_Iterable[_Union[_response_object_pb2.InputItem, _Mapping]]] = ..., created_at: _Optional[int] = ..., usage: _Optional[_Union[_response_object_pb2.ResponseUsage, _Mapping]] = ...) -> None: ...

@@ -72,6 +72,16 @@ class ResponseServiceStub:
                 request_serializer=ovserve_dot_v1_dot_response__pb2.ListResponseInputItemsRequest.SerializeToString,
                 response_deserializer=ovserve_dot_v1_dot_response__pb2.ListResponseInputItemsResponse.FromString,
                 _registered_method=True)
+        self.CountResponseInputTokens = channel.unary_unary(
+                '/ovserve.v1.ResponseService/CountResponseInputTokens',
+                request_serializer=ovserve_dot_v1_dot_response__pb2.CountResponseInputTokensRequest.SerializeToString,
+                response_deserializer=ovserve_dot_v1_dot_response__pb2.CountResponseInputTokensResponse.FromString,
+                _registered_method=True)
+        self.CompactResponse = channel.unary_unary(
+                '/ovserve.v1.ResponseService/CompactResponse',
+                request_serializer=ovserve_dot_v1_dot_response__pb2.CompactResponseRequest.SerializeToString,
+                response_deserializer=ovserve_dot_v1_dot_response__pb2.CompactResponseResponse.FromString,
+                _registered_method=True)
 
 
 class ResponseServiceServicer:
@@ -151,6 +161,30 @@ class ResponseServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def CountResponseInputTokens(self, request, context):
+        """Count the input tokens a response request would use (OpenAI's
+        POST /responses/input_tokens): the model's chat template applied to the
+        instructions, tools, previous response or conversation and input, as
+        CreateResponse would render them, without generating. The request is
+        validated as CreateResponse validates it.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def CompactResponse(self, request, context):
+        """Compact a conversation (OpenAI's POST /responses/compact): the model
+        writes a summary of the conversation (previous_response_id and input),
+        and the compacted list is its user messages followed by one compaction
+        item holding that summary. Send the list as the input of a later
+        response to continue from it with a shorter context. The compaction
+        item's encrypted_content is opaque to clients, encoded but not encrypted
+        (a local server keeps no secret from its caller).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ResponseServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -188,6 +222,16 @@ def add_ResponseServiceServicer_to_server(servicer, server):
                     servicer.ListResponseInputItems,
                     request_deserializer=ovserve_dot_v1_dot_response__pb2.ListResponseInputItemsRequest.FromString,
                     response_serializer=ovserve_dot_v1_dot_response__pb2.ListResponseInputItemsResponse.SerializeToString,
+            ),
+            'CountResponseInputTokens': grpc.unary_unary_rpc_method_handler(
+                    servicer.CountResponseInputTokens,
+                    request_deserializer=ovserve_dot_v1_dot_response__pb2.CountResponseInputTokensRequest.FromString,
+                    response_serializer=ovserve_dot_v1_dot_response__pb2.CountResponseInputTokensResponse.SerializeToString,
+            ),
+            'CompactResponse': grpc.unary_unary_rpc_method_handler(
+                    servicer.CompactResponse,
+                    request_deserializer=ovserve_dot_v1_dot_response__pb2.CompactResponseRequest.FromString,
+                    response_serializer=ovserve_dot_v1_dot_response__pb2.CompactResponseResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -382,6 +426,60 @@ class ResponseService:
             '/ovserve.v1.ResponseService/ListResponseInputItems',
             ovserve_dot_v1_dot_response__pb2.ListResponseInputItemsRequest.SerializeToString,
             ovserve_dot_v1_dot_response__pb2.ListResponseInputItemsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CountResponseInputTokens(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/ovserve.v1.ResponseService/CountResponseInputTokens',
+            ovserve_dot_v1_dot_response__pb2.CountResponseInputTokensRequest.SerializeToString,
+            ovserve_dot_v1_dot_response__pb2.CountResponseInputTokensResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CompactResponse(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/ovserve.v1.ResponseService/CompactResponse',
+            ovserve_dot_v1_dot_response__pb2.CompactResponseRequest.SerializeToString,
+            ovserve_dot_v1_dot_response__pb2.CompactResponseResponse.FromString,
             options,
             channel_credentials,
             insecure,

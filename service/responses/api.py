@@ -16,9 +16,11 @@ from collections.abc import AsyncIterator
 
 from clients.v1 import response_object_pb2 as objects_pb2
 from clients.v1 import response_pb2
-from service.errors import FieldViolation, InvalidArgument, NotFound, quote
+from service.api.common import new_id
+from service.errors import FieldViolation, Internal, InvalidArgument, NotFound, quote
 from service.limits import ConcurrencyLimit
 from service.models import ModelRegistry
+from service.responses import compaction
 from service.responses.background import BackgroundRuns
 from service.responses.conversations import ConversationsApi
 from service.responses.events import Event, ResponseEvents
@@ -88,6 +90,36 @@ class ResponsesApi:
         async with contextlib.aclosing(generate(prep, ResponseEvents(prep.response), self._store)) as events:
             async for event in events:
                 yield event
+
+    # ---- without generating a response ----
+
+    async def count_input_tokens(
+        self, request: response_pb2.CountResponseInputTokensRequest
+    ) -> response_pb2.CountResponseInputTokensResponse:
+        """ResponseService.CountResponseInputTokens: the request prepared as CreateResponse would, not run."""
+        prep = await prepare(
+            self._models, self._store, request.request, streaming=False, conversations=self._conversations
+        )
+        tokens = len(prep.run.prompt_ids)
+        return response_pb2.CountResponseInputTokensResponse(object="response.input_tokens", input_tokens=tokens)
+
+    async def compact(self, request: response_pb2.CompactResponseRequest) -> response_pb2.CompactResponseResponse:
+        """ResponseService.CompactResponse: the model's summary of the conversation as a compaction item."""
+        prep = await prepare(self._models, self._store, compaction.summarising_request(request), streaming=False)
+        events = ResponseEvents(prep.response)
+        async for _ in generate(prep, events, self._store):
+            pass
+        summarised = events.response
+        if summarised.status == objects_pb2.RESPONSE_STATUS_FAILED:
+            raise Internal(f"the summary could not be written: {summarised.error.message}")
+        compacted = response_pb2.CompactResponseResponse(
+            id=summarised.id, object="response.compaction", created_at=summarised.created_at, usage=summarised.usage
+        )
+        for text in compaction.kept_user_messages(prep.history):
+            compacted.output.add(type="message", id=new_id("msg_"), role="user", content=text)
+        summary = compaction.encode(compaction.summary_of(summarised))
+        compacted.output.add(type="compaction", id=new_id("cmp_"), encrypted_content=summary)
+        return compacted
 
     # ---- stored responses ----
 

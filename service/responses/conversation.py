@@ -17,11 +17,14 @@ from typing import Any
 from clients.v1 import response_object_pb2 as objects_pb2
 from service.api.common import new_id
 from service.errors import FieldViolation, quote
+from service.responses import compaction
 
 MESSAGE_ROLES = {"user": "user", "system": "system", "developer": "system", "assistant": "assistant"}
 TEXT_PARTS = {"input_text", "output_text", "text", "refusal"}
 PHASES = ("commentary", "final_answer")  # Open Responses' labels of assistant messages
-ID_PREFIXES = {"message": "msg_", "function_call": "fc_", "function_call_output": "fco_", "reasoning": "rs_"}
+ID_PREFIXES = {
+    "message": "msg_", "function_call": "fc_", "function_call_output": "fco_", "reasoning": "rs_", "compaction": "cmp_",
+}  # fmt: skip
 
 
 @dataclass
@@ -78,6 +81,9 @@ def items_turn(
             _function_call(item, where, turn, reasoning, violations)
         elif kind == "function_call_output":
             _function_call_output(item, where, turn, violations)
+        elif kind == "compaction":
+            summary = compaction.as_message(item, where, violations)
+            turn.messages += [summary] if summary is not None else []
         else:
             reasoning += [part.text for part in item.summary if part.text]
     return turn

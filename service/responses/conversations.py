@@ -20,6 +20,7 @@ from service.api.stored_chat import DEFAULT_PAGE, MAX_PAGE, ORDERS, metadata_vio
 from service.errors import FieldViolation, InvalidArgument, NotFound, quote
 from service.responses.conversation import items_turn
 from service.responses.conversation_store import ConversationFull, ConversationStore
+from service.responses.items import output_items
 from service.tenancy import tenant
 
 #: OpenAI's bound on the items one create or add call carries.
@@ -174,34 +175,6 @@ class ConversationTurn:
         """Append the input items and the output of a response that ran to its end (completed or incomplete);
         called before it says so, so a caller who sees it end finds its turn in the conversation."""
         await self.api.record(self.conversation_id, self.owner, inputs, response)
-
-
-def output_items(response: objects_pb2.Response) -> list[objects_pb2.InputItem]:
-    """A response's output items in input-item form (what a later turn sends back), ids kept."""
-    return [_as_input(output) for output in response.output if output.WhichOneof("item")]
-
-
-def _as_input(output: objects_pb2.OutputItem) -> objects_pb2.InputItem:
-    Part = objects_pb2.InputContentPart
-    if output.HasField("function_call"):
-        call = output.function_call
-        return objects_pb2.InputItem(
-            type="function_call", id=call.id, call_id=call.call_id, name=call.name, arguments=call.arguments
-        )
-    if output.HasField("reasoning"):
-        reasoning = output.reasoning
-        summary = [Part(type="summary_text", text=part.text) for part in reasoning.summary]
-        content = [Part(type="reasoning_text", text=part.text) for part in reasoning.content]
-        return objects_pb2.InputItem(type="reasoning", id=reasoning.id, summary=summary, content_parts=content)
-    message = output.message
-    parts = [
-        Part(type="output_text", text=part.output_text.text)
-        if part.HasField("output_text")
-        else Part(type="refusal", refusal=part.refusal.refusal)
-        for part in message.content
-        if part.HasField("output_text") or part.HasField("refusal")
-    ]
-    return objects_pb2.InputItem(type="message", id=message.id, role="assistant", content_parts=parts)
 
 
 def _checked_items(

@@ -20,9 +20,6 @@ ROOT = Path(__file__).resolve().parents[2]
 SUITE = ROOT / "tests" / "open_responses" / "suite"
 BUN = ROOT / "node_modules" / ".bin" / "bun"
 GAPS = {  # test id -> why it cannot pass on this server with the bundled model (yet)
-    "compact-response": "POST /responses/compact is not served",
-    "websocket-compact-new-chain": "POST /responses/compact is not served",
-    "compact-missing-model": "POST /responses/compact is not served",
     "image-input": "no vision model is served (tiny-chat reads text only)",
     "tool-calling": "tiny-chat does not call tools unprompted (tool_choice auto); forced calls are tested elsewhere",
 }

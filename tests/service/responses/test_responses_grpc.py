@@ -336,3 +336,22 @@ def test_the_sampling_in_force_is_echoed_when_not_sent(responses) -> None:
     sampled_body = {**body, "top_k": 5, "seed": 1, "temperature": 0.7}
     sampled = responses.CreateResponse(parse(response_pb2.CreateResponseRequest, sampled_body)).response
     assert sampled.temperature == pytest.approx(0.7) and sampled.top_p == 1.0
+
+
+def test_count_input_tokens_and_compact_over_grpc(responses: response_pb2_grpc.ResponseServiceStub) -> None:
+    body = {"model": "tiny-chat", "input": "Hello!", "instructions": "Be brief."}
+    counted = responses.CountResponseInputTokens(
+        response_pb2.CountResponseInputTokensRequest(request=parse(response_pb2.CreateResponseRequest, body))
+    )
+    assert counted.object == "response.input_tokens"
+    assert counted.input_tokens == create(responses, **body, max_output_tokens=2, store=False).usage.input_tokens
+    compacted = responses.CompactResponse(
+        parse(response_pb2.CompactResponseRequest, {"model": "tiny-chat", "input": "We launch on Tuesday."})
+    )
+    assert compacted.object == "response.compaction" and compacted.usage.output_tokens > 0
+    assert [(item.type, item.content) for item in compacted.output][:1] == [("message", "We launch on Tuesday.")]
+    assert compacted.output[-1].type == "compaction" and compacted.output[-1].id.startswith("cmp_")
+    with pytest.raises(grpc.RpcError) as raised:
+        responses.CompactResponse(response_pb2.CompactResponseRequest(model="tiny-chat"))
+    missing = failure(raised.value)
+    assert missing.code == grpc.StatusCode.INVALID_ARGUMENT and missing.fields == ["input"]
