@@ -64,9 +64,10 @@ def items_turn(
         where = f"{field_name}[{position}]"
         kind = item.type or ("message" if item.role else "")
         item.type = kind
-        if kind == "item_reference":
-            message = "item references are not supported: chain with previous_response_id, or send the items"
-            violations.append(FieldViolation(f"{where}.type", message))
+        if kind == "item_reference":  # resolved from the store by preparation; here only if it was not
+            violations.append(
+                FieldViolation(f"{where}.id", "an item reference is resolved only in a Responses request")
+            )
             continue
         if kind not in ID_PREFIXES:
             expected = ", ".join(ID_PREFIXES)

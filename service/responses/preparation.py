@@ -88,6 +88,7 @@ async def prepare(
     ``conversations``: where ``conversation`` ids are looked up (None: the field is refused)."""
     violations = streaming_violations(request, streaming=streaming, rpc="StreamResponse")
     model = models.get(request.model)
+    request = await _with_references_resolved(store, request)
     turn = input_turn(request, text_only_model=model.name, violations=violations)
     violations += _option_violations(request)
     tools = [_tool(tool, f"tools[{i}]", violations) for i, tool in enumerate(request.tools)]
@@ -185,6 +186,27 @@ def _option_violations(request: Request) -> list[FieldViolation]:
     if request.HasField("n") and request.n != 1:
         violations.append(FieldViolation("n", "a response has one output; use chat completions for several choices"))
     return violations
+
+
+async def _with_references_resolved(store: ResponseStore, request: Request) -> Request:
+    """``request`` with each item_reference input item replaced by the stored item it names (of this tenant);
+    NOT_FOUND naming the reference's id when there is none."""
+    if not any(item.type == "item_reference" for item in request.input_items):
+        return request
+    resolved = type(request)()
+    resolved.CopyFrom(request)
+    del resolved.input_items[:]
+    for position, item in enumerate(request.input_items):
+        if item.type != "item_reference":
+            resolved.input_items.append(item)
+            continue
+        if not item.id:
+            raise InvalidArgument.of(f"input_items[{position}].id", "required on item_reference items")
+        found = await store.find_item(item.id, owner=tenant.get())
+        if found is None:
+            raise NotFound(f"no stored item {quote(item.id)}", param=f"input_items[{position}].id")
+        resolved.input_items.append(found)
+    return resolved
 
 
 def unanswered_outputs(request: Request, previous: list[dict[str, Any]]) -> list[FieldViolation]:

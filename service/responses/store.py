@@ -24,9 +24,12 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from clients.v1 import response_events_pb2, response_object_pb2, response_pb2
+from service.responses.items import output_items
 
 #: Bumped whenever the tables change; a file written by a newer ovserve is refused rather than misread.
-SCHEMA_VERSION = 4  # 2: responses.owner; 3: stored chat completions (service/chat_store.py); 4: conversations
+# 2: responses.owner; 3: stored chat completions (service/chat_store.py); 4: conversations; 5: output items
+# (what item_reference finds) and item-id indexes
+SCHEMA_VERSION = 5
 # (service/responses/conversation_store.py); each step only adds tables, so older files are upgraded in place
 
 #: How long a statement waits for another process's write lock before giving up.
@@ -53,6 +56,16 @@ CREATE TABLE IF NOT EXISTS input_items (
     PRIMARY KEY (response_id, position)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS input_items_by_id ON input_items (response_id, item_id);
+CREATE INDEX IF NOT EXISTS input_items_by_item ON input_items (item_id);
+
+CREATE TABLE IF NOT EXISTS output_items (
+    response_id TEXT NOT NULL,
+    position INTEGER NOT NULL,
+    item_id TEXT NOT NULL,
+    item BLOB NOT NULL,            -- response_object_pb2.InputItem: the output item as a later turn replays it
+    PRIMARY KEY (response_id, position)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS output_items_by_item ON output_items (item_id);
 
 CREATE TABLE IF NOT EXISTS events (
     response_id TEXT NOT NULL,
@@ -94,6 +107,7 @@ CREATE TABLE IF NOT EXISTS conversation_items (
     PRIMARY KEY (conversation_id, position)
 ) WITHOUT ROWID;
 CREATE UNIQUE INDEX IF NOT EXISTS conversation_items_by_id ON conversation_items (conversation_id, item_id);
+CREATE INDEX IF NOT EXISTS conversation_items_by_item ON conversation_items (item_id);
 """
 
 # Response.status values that mean "work still running"; must match the partial index above.
@@ -192,6 +206,7 @@ class ResponseStore:
             stored.owner,
         )
         items = [(response_id, i, item.id, item.SerializeToString()) for i, item in enumerate(stored.input_items)]
+        outputs = _outputs(stored.response)
 
         def work(conn: sqlite3.Connection) -> None:
             with transaction(conn):
@@ -205,15 +220,21 @@ class ResponseStore:
                 )
                 conn.execute("DELETE FROM input_items WHERE response_id = ?", (response_id,))
                 conn.executemany("INSERT INTO input_items VALUES (?, ?, ?, ?)", items)
+                _put_outputs(conn, response_id, outputs)
 
         await self.run(work)
 
     async def update_response(self, response: response_object_pb2.Response) -> None:
         """Replace only the Response of a stored response (a background run's progress); no-op if unknown."""
         row = (response.created_at, response.status, response.SerializeToString(), response.id)
+        outputs = _outputs(response)
 
         def work(conn: sqlite3.Connection) -> None:
-            conn.execute("UPDATE responses SET created_at = ?, status = ?, response = ? WHERE id = ?", row)
+            with transaction(conn):
+                if conn.execute(
+                    "UPDATE responses SET created_at = ?, status = ?, response = ? WHERE id = ?", row
+                ).rowcount:
+                    _put_outputs(conn, response.id, outputs)
 
         await self.run(work)
 
@@ -251,6 +272,7 @@ class ResponseStore:
                     return False
                 conn.execute("DELETE FROM events WHERE response_id = ?", (response_id,))
                 conn.execute("DELETE FROM input_items WHERE response_id = ?", (response_id,))
+                conn.execute("DELETE FROM output_items WHERE response_id = ?", (response_id,))
                 return conn.execute("DELETE FROM responses WHERE id = ?", (response_id,)).rowcount > 0
 
         return await self.run(work)
@@ -341,12 +363,32 @@ class ResponseStore:
                 old = "SELECT id FROM responses WHERE created_at < :cutoff"
                 conn.execute(f"DELETE FROM events WHERE response_id IN ({old})", {"cutoff": cutoff})
                 conn.execute(f"DELETE FROM input_items WHERE response_id IN ({old})", {"cutoff": cutoff})
+                conn.execute(f"DELETE FROM output_items WHERE response_id IN ({old})", {"cutoff": cutoff})
                 old_chats = "SELECT id FROM chat_completions WHERE created_at < :cutoff"
                 conn.execute(
                     f"DELETE FROM chat_completion_messages WHERE completion_id IN ({old_chats})", {"cutoff": cutoff}
                 )
                 conn.execute("DELETE FROM chat_completions WHERE created_at < ?", (cutoff,))
                 return conn.execute("DELETE FROM responses WHERE created_at < ?", (cutoff,)).rowcount
+
+        return await self.run(work)
+
+    async def find_item(self, item_id: str, owner: str | None = None) -> response_object_pb2.InputItem | None:
+        """The item with this id (an input or output item of a stored response, or a conversation's item) of
+        ``owner`` (unless None), in input-item form; the newest when several share the id; None if none."""
+        query = (
+            "SELECT item, r.created_at FROM input_items i JOIN responses r ON r.id = i.response_id"
+            " WHERE i.item_id = :id AND (:owner IS NULL OR r.owner = :owner)"
+            " UNION ALL SELECT item, r.created_at FROM output_items o JOIN responses r ON r.id = o.response_id"
+            " WHERE o.item_id = :id AND (:owner IS NULL OR r.owner = :owner)"
+            " UNION ALL SELECT item, c.created_at FROM conversation_items ci JOIN conversations c"
+            " ON c.id = ci.conversation_id WHERE ci.item_id = :id AND (:owner IS NULL OR c.owner = :owner)"
+            " ORDER BY 2 DESC LIMIT 1"
+        )
+
+        def work(conn: sqlite3.Connection) -> response_object_pb2.InputItem | None:
+            found = conn.execute(query, {"id": item_id, "owner": owner}).fetchone()
+            return None if found is None else response_object_pb2.InputItem.FromString(found[0])
 
         return await self.run(work)
 
@@ -366,6 +408,16 @@ class ResponseStore:
         self._closed = True
         self._executor.submit(self._conn.close).result()
         self._executor.shutdown(wait=True)
+
+
+def _outputs(response: response_object_pb2.Response) -> list[tuple[int, str, bytes]]:
+    """A response's output items as rows of output_items (position, id, the item as a later turn replays it)."""
+    return [(i, item.id, item.SerializeToString()) for i, item in enumerate(output_items(response))]
+
+
+def _put_outputs(conn: sqlite3.Connection, response_id: str, outputs: list[tuple[int, str, bytes]]) -> None:
+    conn.execute("DELETE FROM output_items WHERE response_id = ?", (response_id,))
+    conn.executemany("INSERT INTO output_items VALUES (?, ?, ?, ?)", [(response_id, *row) for row in outputs])
 
 
 def _owned(conn: sqlite3.Connection, response_id: str, owner: str | None) -> bool:

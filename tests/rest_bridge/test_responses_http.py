@@ -145,10 +145,10 @@ def test_an_unknown_previous_response_has_openais_code(bridge: RunningBridge) ->
 
 
 def test_item_reference_to_an_unknown_item_is_refused(bridge: RunningBridge) -> None:
-    # The contract serves item_reference (NOT_FOUND naming input[0].id for an unknown one); the service
-    # refuses the type itself for now (400 naming input[0].type). Either names the item.
     got, error = refusal(bridge, "POST", "/v3/responses", bad(input=[{"type": "item_reference", "id": "msg_x"}]))
-    assert got in (400, 404) and error["param"].startswith("input[0]"), error
+    assert (got, error["param"]) == (404, "input[0].id"), error
+    got, error = refusal(bridge, "POST", "/v3/responses", bad(input=[{"type": "item_reference"}]))
+    assert (got, error["param"]) == (400, "input[0].id"), error
 
 
 def test_bad_routes_and_queries(bridge: RunningBridge) -> None:

@@ -354,3 +354,23 @@ def test_concurrent_writers_processes_and_tasks(tmp_path: Path) -> None:
         assert [e.output_text_delta.item_id for e in run(store.events_after(some, -1))] == [some] * 3
     finally:
         store.close()
+
+
+def test_find_item_finds_inputs_and_outputs_of_the_owner_only(store: ResponseStore) -> None:
+    mine = make_stored("resp_a")
+    mine.owner = "alice"
+    run(store.put(mine))
+    found = run(store.find_item("msg_resp_a_1", owner="alice"))
+    assert found is not None and found.content == "q1 ✓"
+    call = run(store.find_item("fc_resp_a", owner="alice"))
+    assert call is not None and (call.type, call.call_id, call.name) == ("function_call", "call_1", "weather")
+    message = run(store.find_item("msg_out_resp_a", owner="alice"))
+    assert message is not None and message.role == "assistant" and message.content_parts[0].text == "Grüße, 世界 🌍"
+    assert run(store.find_item("msg_out_resp_a", owner="bob")) is None
+    # A background run's progress (update_response) keeps the output items current; delete removes them.
+    progressed = make_stored("resp_a", text="later")
+    run(store.update_response(progressed.response))
+    later = run(store.find_item("msg_out_resp_a"))
+    assert later is not None and later.content_parts[0].text == "later"
+    run(store.delete("resp_a"))
+    assert run(store.find_item("msg_out_resp_a")) is None and run(store.find_item("msg_resp_a_1")) is None
