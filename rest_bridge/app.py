@@ -13,9 +13,12 @@ from rest_bridge.handlers import (
     Backend,
     CompletionsHandler,
     HealthHandler,
+    LoadsHandler,
+    MetricsHandler,
     ModelHandler,
     ModelsHandler,
     NotFoundHandler,
+    ServerFigures,
 )
 from rest_bridge.responses_api import ROUTES as RESPONSES_ROUTES
 from rest_bridge.responses_websocket import routes as websocket_routes
@@ -35,12 +38,18 @@ ROUTES: list[tuple[str, type[tornado.web.RequestHandler]]] = [
 ]
 
 
-def make_app(channel: grpc.aio.Channel, settings: BridgeSettings | None = None) -> tornado.web.Application:
-    """The bridge application calling the ovserve gRPC service on ``channel``."""
+def make_app(
+    channel: grpc.aio.Channel, settings: BridgeSettings | None = None, figures: ServerFigures | None = None
+) -> tornado.web.Application:
+    """The bridge application calling the ovserve gRPC service on ``channel``; ``figures``: the server's
+    metrics and load, when the bridge runs beside it (a bridge alone has no /metrics or /v1/loads)."""
     arguments: dict[str, Any] = {"backend": Backend.on(channel), "settings": settings or BridgeSettings()}
     rules: list[Any] = websocket_routes(PREFIXES, arguments)  # before the HTTP rules of the same paths
     rules += [(prefix + path, handler, arguments) for prefix in PREFIXES for path, handler in ROUTES]
     rules.append(("/health", HealthHandler, arguments))
+    if figures is not None:
+        rules.append(("/metrics", MetricsHandler, {"figures": figures}))
+        rules += [(prefix + "/loads", LoadsHandler, {"figures": figures}) for prefix in PREFIXES]
     return tornado.web.Application(
         rules,
         default_handler_class=NotFoundHandler,

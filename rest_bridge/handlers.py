@@ -380,6 +380,39 @@ class HealthHandler(BridgeHandler):
         self.write_json({"status": status}, 200 if serving else 503)
 
 
+class ServerFigures(Protocol):
+    """What ``ovserve serve`` lets the bridge beside it show of the server: only that process knows them."""
+
+    async def metrics_exposition(self) -> tuple[bytes, str]:
+        """The Prometheus exposition and its content type."""
+        ...
+
+    async def loads(self) -> dict[str, Any]:
+        """The load in SGLang's /v1/loads shape."""
+        ...
+
+
+class MetricsHandler(tornado.web.RequestHandler):
+    """GET /metrics: the Prometheus metrics of the process that serves the models (only beside it)."""
+
+    def initialize(self, figures: ServerFigures) -> None:  # type: ignore[override]
+        self._figures = figures
+
+    async def get(self) -> None:
+        body, content_type = await self._figures.metrics_exposition()
+        self.set_header("Content-Type", content_type)
+        self.finish(body)
+
+
+class LoadsHandler(MetricsHandler):
+    """GET /v1/loads (and /v3/loads): running and waiting requests and KV use, as smg's load-aware policies
+    read them (``?include=`` is accepted: every section this server has is always there)."""
+
+    async def get(self) -> None:
+        self.set_header("Content-Type", "application/json")
+        self.finish(encode_json(await self._figures.loads()))
+
+
 class NotFoundHandler(BridgeHandler):
     """Any other path: 404 in OpenAI's envelope (OpenAI's wording)."""
 

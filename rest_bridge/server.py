@@ -13,6 +13,7 @@ import tornado.netutil
 from clients.defaults import DEFAULT_HOST, DEFAULT_REST_PORT, MESSAGE_SIZE_OPTIONS, MIB
 from rest_bridge.app import make_app
 from rest_bridge.config import BridgeSettings
+from rest_bridge.handlers import ServerFigures
 from rest_bridge.http_guard import GuardedHTTPServer
 
 log = logging.getLogger(__name__)
@@ -31,8 +32,11 @@ class Bridge:
         host: str = DEFAULT_HOST,
         port: int = DEFAULT_REST_PORT,
         settings: BridgeSettings | None = None,
+        figures: ServerFigures | None = None,
     ) -> None:
+        """``figures``: the server's metrics and load (``ovserve serve`` passes its server)."""
         self.target = target
+        self.figures = figures
         self.host = host
         self.port = port
         self.settings = settings or BridgeSettings()
@@ -53,7 +57,7 @@ class Bridge:
             self.target,
             options=list(MESSAGE_SIZE_OPTIONS),
         )
-        app = make_app(self._channel, self.settings)
+        app = make_app(self._channel, self.settings, self.figures)
         self._http = GuardedHTTPServer(
             app, max_body_size=self.settings.max_body_bytes + DISCARD_MARGIN, idle_connection_timeout=300
         )

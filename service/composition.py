@@ -89,7 +89,8 @@ async def serve_with_bridge(
     rest = None
     if bridge is not None:
         host, port, settings = bridge
-        rest = Bridge("", host, port, settings)  # its gRPC target is known once gRPC listens
+        # its gRPC target is known once gRPC listens; its /metrics are this process's
+        rest = Bridge("", host, port, settings, figures=server)
         bind_rest(rest)
     startup.check_port_free(serve_config.host, serve_config.port, "gRPC")
     try:

@@ -87,6 +87,15 @@ class ServeConfig:
             "default_text": "keep",
         },
     )
+    metrics_port: int | None = field(
+        default=None,
+        metadata={
+            "help": "also serve Prometheus metrics on this port at /metrics, on the gRPC address (for deployments "
+            "without the REST bridge, whose port has /metrics too); 0 picks a free one and logs it",
+            "metavar": "PORT",
+            "default_text": "none",
+        },
+    )
 
 
 # The [server] keys of the TOML file: ServeConfig's fields but the models (those are [[models]]).
@@ -124,6 +133,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_flags(
         parser.add_argument_group("Responses API"), ServeConfig, only=("response_store", "response_max_age_seconds")
     )
+    add_flags(parser.add_argument_group("operations"), ServeConfig, only=("metrics_port",))
     add_flags(parser.add_argument_group("scheduler (every model)"), EngineSettings)
 
 

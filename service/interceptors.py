@@ -20,12 +20,13 @@ import logging
 import re
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import grpc
 
+from service import metrics
 from service.errors import InvalidArgument, ResourceExhausted, to_rpc_status
 from service.limits import ConcurrencyLimit
 from service.tenancy import fingerprint, tenant
@@ -79,8 +80,15 @@ class CallPolicyInterceptor(grpc.aio.ServerInterceptor):
     response's initial metadata, so a caller can quote it.
     """
 
-    def __init__(self, api_keys: Sequence[str] = (), limit: ConcurrencyLimit | None = None) -> None:
+    def __init__(
+        self,
+        api_keys: Sequence[str] = (),
+        limit: ConcurrencyLimit | None = None,
+        served: Callable[[], Iterable[str]] = tuple,
+    ) -> None:
+        """``served``: the names of the served models now (the only model labels the metrics take)."""
         self._keys = [key.encode() for key in api_keys]
+        self._served = served
         self._limit = limit or ConcurrencyLimit()  # shared with background responses
         self.in_flight = 0  # API calls under way
 
@@ -124,7 +132,7 @@ class CallPolicyInterceptor(grpc.aio.ServerInterceptor):
                 status = _status_of(error, context)
                 raise
             finally:
-                _log_call(method, status, started)
+                self._ended(method, request, status, started)
 
         return guarded
 
@@ -147,9 +155,17 @@ class CallPolicyInterceptor(grpc.aio.ServerInterceptor):
                 status = _status_of(error, context)
                 raise
             finally:
-                _log_call(method, status, started, messages)
+                self._ended(method, request, status, started, messages)
 
         return guarded
+
+    def _ended(self, method: str, request: Any, status: str, started: float, messages: int | None = None) -> None:
+        """Log the call and count it in the metrics."""
+        seconds = time.monotonic() - started
+        sent = "" if messages is None else f" messages={messages}"
+        log.info("rpc=%s status=%s ms=%.1f%s", method, status, seconds * 1000, sent)
+        model = metrics.model_label(str(getattr(request, "model", "")), self._served())
+        metrics.observe_call(method.rsplit(".", 1)[-1], model, status.lower(), seconds)
 
     def _enter(self, metadata: dict[str, Any]) -> float:
         sent = str(metadata.get(REQUEST_ID_KEY, ""))
@@ -205,9 +221,3 @@ def _status_of(error: BaseException, context: grpc.aio.ServicerContext) -> str:
     if isinstance(error, GeneratorExit | asyncio.CancelledError):
         return "CANCELLED"
     return "UNKNOWN"
-
-
-def _log_call(method: str, status: str, started: float, messages: int | None = None) -> None:
-    elapsed_ms = (time.monotonic() - started) * 1000
-    sent = "" if messages is None else f" messages={messages}"
-    log.info("rpc=%s status=%s ms=%.1f%s", method, status, elapsed_ms, sent)

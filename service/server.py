@@ -27,11 +27,13 @@ from clients.v1 import (
     tokenizer_pb2,
     tokenizer_pb2_grpc,
 )
+from service import metrics
 from service.api.stored_chat import StoredChatCompletions
 from service.chat_store import ChatCompletionStore
 from service.config import ServeConfig
 from service.interceptors import CallPolicyInterceptor
 from service.limits import ConcurrencyLimit
+from service.metrics_endpoint import MetricsEndpoint
 from service.models import ModelRegistry, ServedModel
 from service.reflection import enable_server_reflection
 from service.responses.api import ResponsesApi
@@ -66,12 +68,15 @@ class Server:
         self._engines_down: set[str] = set()  # models whose engine is being replaced
         self._health_updates: set[asyncio.Task[None]] = set()
         self._stopping = False
+        self.metrics_endpoint: MetricsEndpoint | None = None  # --metrics-port's
 
     async def start(self) -> int:
         """Bind and start answering (health NOT_SERVING until the models load); return the port."""
         # Built here, not in __init__: grpc.aio objects belong to the loop that creates them.
         self.health = health.aio.HealthServicer()
-        self.policy = CallPolicyInterceptor(self.config.api_keys, self.limit)
+        self.policy = CallPolicyInterceptor(
+            self.config.api_keys, self.limit, served=lambda: [model.name for model in self.registry]
+        )
         self._server = grpc.aio.server(
             interceptors=[self.policy],
             options=[
@@ -89,7 +94,19 @@ class Server:
         self.port = self._server.add_insecure_port(f"{self.config.host}:{self.config.port}")
         await self._server.start()
         log.info("gRPC listening on %s:%d", self.config.host, self.port)
+        if self.config.metrics_port is not None:
+            self.metrics_endpoint = MetricsEndpoint(self.config.host, self.config.metrics_port, self.metrics_exposition)
+            self.metrics_endpoint.start()
         return self.port
+
+    async def metrics_exposition(self) -> tuple[bytes, str]:
+        """This process's Prometheus metrics (the engines' and the store's figures fetched now), content type."""
+        await metrics.refresh(self.registry, self.store)
+        return metrics.exposition(), metrics.CONTENT_TYPE
+
+    async def loads(self) -> dict[str, Any]:
+        """This server's load in SGLang's /v1/loads shape (smg's load-aware routing reads it)."""
+        return await metrics.loads(self.registry, self.limit.in_use, self.limit.limit)
 
     async def load_models(self) -> None:
         """Load every configured model (off the event loop), start its engine, then report SERVING."""
@@ -128,6 +145,8 @@ class Server:
             await self._wait_for_calls(time.monotonic() + ENDING_SECONDS, graceful)
         await self._server.stop(0)  # cancels what is left open: health watches, reflection streams
         await graceful
+        if self.metrics_endpoint is not None:
+            await self.metrics_endpoint.stop()
         if self._expiry is not None:
             self._expiry.cancel()
         await self.responses.close()

@@ -260,6 +260,7 @@ class EngineCore:
             unfinished=self._pipeline.has_non_finished_requests(),
             cache_usage=metrics.cache_usage,
             kv_cache_bytes=metrics.kv_cache_size_in_bytes,
+            waiting=len(self._waiting),
         )
 
     def _read(self) -> None:

@@ -26,6 +26,7 @@ from service.engine.process import GONE, EngineProcess
 from service.engine.sampling import OutputConstraint, SamplingParams
 from service.engine.types import EngineError, EngineStats, EngineUnavailable
 from service.engine.worker import WorkerSpec
+from service.metrics import GenerationMeter
 
 log = logging.getLogger(__name__)
 
@@ -194,11 +195,14 @@ class Engine:
         self.max_model_len = _max_model_len(model_dir)
         self.vocab_size = _vocab_size(model_dir, self._tokenizer)
         self._grammar = GrammarChecker(model_dir, timeout=settings.grammar_timeout_s)
+        scheduler = settings.scheduler(model_dir)
+        # KV cache capacity in tokens, when it is set in blocks (0: sized in bytes, known only to the pipeline)
+        self.kv_cache_tokens = int(scheduler.get("num_kv_blocks", 0)) * KV_BLOCK_TOKENS  # type: ignore[call-overload]
         self._spec = WorkerSpec(
             model_dir,
             draft_dir,
             settings.device,
-            settings.scheduler(model_dir),
+            scheduler,
             prompt_lookup,
             flush_interval=settings.stream_interval_ms / 1000,
             properties=settings.properties(),
@@ -341,7 +345,8 @@ class Engine:
         except BaseException:
             del self._mailboxes[request_id]
             raise
-        return Generation(mailbox, functools.partial(self._release, request_id))
+        meter = GenerationMeter(self.name, len(prompt_ids))
+        return Generation(mailbox, functools.partial(self._release, request_id), meter)
 
     def _release(self, request_id: int, cancel: bool) -> None:
         """Forget a request's mailbox; cancel it in the engine if it is still running there."""

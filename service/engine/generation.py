@@ -4,8 +4,17 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from typing import Protocol
 
 from service.engine.types import EngineError, Update
+
+
+class Meter(Protocol):
+    """What a Generation reports to (service.metrics.GenerationMeter)."""
+
+    def tokens(self, count: int) -> None: ...
+
+    def end(self, outcome: str) -> None: ...
 
 
 class Generation:
@@ -18,9 +27,10 @@ class Generation:
     step. Iterating raises EngineError if the engine fails the request.
     """
 
-    def __init__(self, mailbox: Mailbox, release: Callable[[bool], None]) -> None:
-        """``release(cancel)`` lets go of the request in the engine, cancelling it if it still runs."""
-        self._mailbox, self._release = mailbox, release
+    def __init__(self, mailbox: Mailbox, release: Callable[[bool], None], meter: Meter | None = None) -> None:
+        """``release(cancel)`` lets go of the request in the engine, cancelling it if it still runs;
+        ``meter`` counts its tokens and how it ended (service.metrics)."""
+        self._mailbox, self._release, self._meter = mailbox, release, meter
         self._finished = False  # the engine has let go of the request
         self._closed = False
 
@@ -34,10 +44,16 @@ class Generation:
             update = await self._mailbox.get()
         except EngineError:
             self._finished = True
+            if self._meter is not None:
+                self._meter.end("failed")
             self.close()
             raise
+        if self._meter is not None:
+            self._meter.tokens(sum(len(delta.token_ids) for delta in update.sequences))
         if update.finished:
             self._finished = True
+            if self._meter is not None:
+                self._meter.end("finished")
             self.close()
         return update
 
@@ -45,6 +61,8 @@ class Generation:
         """Let go of the request (idempotent); cancels it in the engine unless it has ended."""
         if not self._closed:
             self._closed = True
+            if self._meter is not None:
+                self._meter.end("cancelled")  # no-op when it finished or failed first
             self._release(not self._finished)
 
 

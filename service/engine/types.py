@@ -77,6 +77,7 @@ class EngineStats:
     unfinished: bool  # the pipeline's has_non_finished_requests()
     cache_usage: float  # KV cache in use, percent
     kv_cache_bytes: int = 0  # KV cache allocated so far (the pipeline grows it as it is used, up to its size)
+    waiting: int = 0  # requests not yet handed to the pipeline (a speculative pipeline takes one at a time)
 
     @property
     def idle(self) -> bool:

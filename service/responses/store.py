@@ -392,6 +392,14 @@ class ResponseStore:
 
         return await self.run(work)
 
+    async def count(self) -> int:
+        """How many responses the store holds (for the metrics)."""
+
+        def work(conn: sqlite3.Connection) -> int:
+            return int(conn.execute("SELECT COUNT(*) FROM responses").fetchone()[0])
+
+        return await self.run(work)
+
     async def unfinished(self) -> list[str]:
         """Ids of responses still queued or in progress: after a restart nothing runs them any more."""
 

@@ -58,6 +58,15 @@ def test_serve_runs_grpc_and_rest_and_stops_on_sigterm() -> None:
         reply = http_request(rest_port, "POST", "/v3/chat/completions", {
             "model": "tiny-chat", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 4})  # fmt: skip
         assert reply.status == 200 and reply.json()["choices"][0]["message"]["role"] == "assistant"
+        metrics = http_request(rest_port, "GET", "/metrics")  # the serving process's, on the REST port
+        assert metrics.status == 200 and metrics.headers["Content-Type"].startswith("text/plain")
+        assert b'ovserve_requests_total{code="ok",model="tiny-chat",rpc="ChatService/CreateChatCompletion"} 1.0' in (
+            metrics.body
+        )
+        assert b'ovserve_engine_up{model="tiny-chat"} 1.0' in metrics.body
+        loads = http_request(rest_port, "GET", "/v1/loads?include=core,disagg,queues,memory")  # as smg asks
+        assert loads.status == 200 and loads.json()["dp_rank_count"] == 1
+        assert loads.json()["loads"][0]["max_total_num_tokens"] > 0
         process.send_signal(signal.SIGTERM)
         assert process.wait(timeout=30) == 0
 
@@ -71,6 +80,8 @@ def test_bridge_alone_in_front_of_a_remote_service(server: ServerThread) -> None
         reply = http_request(port, "POST", "/v3/completions",
                              {"model": "tiny-chat", "prompt": "Once", "max_tokens": 3, "stream": True})  # fmt: skip
         assert reply.status == 200 and reply.body.endswith(b"data: [DONE]\n\n")
+        assert http_request(port, "GET", "/metrics").status == 404  # the metrics live with the models
+        assert http_request(port, "GET", "/v1/loads").status == 404
         process.send_signal(signal.SIGTERM)
         assert process.wait(timeout=30) == 0
 

@@ -1,0 +1,209 @@
+"""Prometheus metrics (``prometheus-client``): what a router, a dashboard or an alert needs to see of a server.
+
+Three sources, all in one registry of this process:
+
+- every RPC, as the call policy interceptor ends it (``observe_call``): requests by RPC, model and gRPC
+  status code (``cancelled`` is a client that went away), and their latency;
+- every generation, as the engine hands out its output (``GenerationMeter``): time to first token,
+  inter-token latency, end-to-end time, prompt and generated tokens, and how it ended (finished, cancelled
+  by its caller, failed), with the generations running now;
+- each served model's engine, asked when ``/metrics`` is scraped (``refresh``): requests the pipeline holds
+  and those waiting for a slot, KV-cache use, engine restarts; and the stored responses.
+
+A model label only ever holds a served model's name (``other`` for anything a client made up), so a client
+cannot grow the label set. Names follow Prometheus conventions (``_total``, ``_seconds``, base units).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import time
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.exposition import CONTENT_TYPE_LATEST
+
+if TYPE_CHECKING:
+    from service.models import ModelRegistry
+    from service.responses.store import ResponseStore
+
+CONTENT_TYPE = CONTENT_TYPE_LATEST
+REGISTRY = CollectorRegistry(auto_describe=True)  # this process's; not prometheus_client's global one
+OTHER = "other"  # the model label of a request naming no served model
+STATS_TIMEOUT_S = 2.0  # a scrape does not wait longer than this for an engine's figures
+
+# Buckets: a token takes milliseconds on small models and a request up to minutes on large ones.
+_LATENCY = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)
+_TOKEN_GAP = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56)
+
+REQUESTS = Counter(
+    "ovserve_requests", "RPCs handled, by RPC, model and gRPC status code (cancelled: the client went away)",
+    ["rpc", "model", "code"], registry=REGISTRY,
+)  # fmt: skip
+REQUEST_SECONDS = Histogram(
+    "ovserve_request_duration_seconds", "RPC latency, from the call's start to its end (a stream's last message)",
+    ["rpc", "model"], buckets=_LATENCY, registry=REGISTRY,
+)  # fmt: skip
+GENERATIONS = Counter(
+    "ovserve_generations", "Generations the engines ran, by how they ended: finished, cancelled, failed",
+    ["model", "outcome"], registry=REGISTRY,
+)  # fmt: skip
+RUNNING = Gauge(
+    "ovserve_generations_running", "Generations submitted to an engine and not yet ended", ["model"],
+    registry=REGISTRY,
+)  # fmt: skip
+FIRST_TOKEN_SECONDS = Histogram(
+    "ovserve_time_to_first_token_seconds", "From submitting a generation to its first token reaching the server",
+    ["model"], buckets=_LATENCY, registry=REGISTRY,
+)  # fmt: skip
+TOKEN_GAP_SECONDS = Histogram(
+    "ovserve_inter_token_latency_seconds", "Time between a generation's tokens after the first (per token)",
+    ["model"], buckets=_TOKEN_GAP, registry=REGISTRY,
+)  # fmt: skip
+GENERATION_SECONDS = Histogram(
+    "ovserve_generation_duration_seconds", "From submitting a generation to its end", ["model"],
+    buckets=_LATENCY, registry=REGISTRY,
+)  # fmt: skip
+PROMPT_TOKENS = Counter("ovserve_prompt_tokens", "Prompt tokens submitted", ["model"], registry=REGISTRY)
+GENERATED_TOKENS = Counter("ovserve_generation_tokens", "Tokens generated", ["model"], registry=REGISTRY)
+ENGINE_RUNNING = Gauge(
+    "ovserve_engine_requests_running", "Requests the model's pipeline holds (being generated)", ["model"],
+    registry=REGISTRY,
+)  # fmt: skip
+ENGINE_WAITING = Gauge(
+    "ovserve_engine_requests_waiting", "Requests waiting for the model's pipeline to take them", ["model"],
+    registry=REGISTRY,
+)  # fmt: skip
+KV_CACHE_USAGE = Gauge(
+    "ovserve_kv_cache_usage_ratio", "Share of the KV cache in use, 0-1", ["model"], registry=REGISTRY
+)
+KV_CACHE_BYTES = Gauge(
+    "ovserve_kv_cache_bytes", "KV cache allocated so far (it grows with use up to its size)", ["model"],
+    registry=REGISTRY,
+)  # fmt: skip
+ENGINE_UP = Gauge("ovserve_engine_up", "1 while the model's engine process runs", ["model"], registry=REGISTRY)
+ENGINE_RESTARTS = Gauge(
+    "ovserve_engine_restarts", "Engine processes replaced after dying or stalling (since start)", ["model"],
+    registry=REGISTRY,
+)  # fmt: skip
+STORED_RESPONSES = Gauge("ovserve_stored_responses", "Responses in the response store", registry=REGISTRY)
+
+
+def model_label(name: str, served: Iterable[str]) -> str:
+    """The model label of a request: its model if served here, ``other`` for another name, "" for none."""
+    return name if not name or name in served else OTHER
+
+
+def observe_call(rpc: str, model: str, code: str, seconds: float) -> None:
+    """One RPC ended (``code``: the gRPC status code's name in lower case)."""
+    REQUESTS.labels(rpc, model, code).inc()
+    REQUEST_SECONDS.labels(rpc, model).observe(seconds)
+
+
+class GenerationMeter:
+    """One generation's figures, fed by its Generation as updates arrive and when it is let go."""
+
+    def __init__(self, model: str, prompt_tokens: int) -> None:
+        self._model = model
+        self._started = self._last = time.monotonic()
+        self._first = True
+        self._ended = False
+        PROMPT_TOKENS.labels(model).inc(prompt_tokens)
+        RUNNING.labels(model).inc()
+
+    def tokens(self, count: int) -> None:
+        """``count`` new tokens arrived (an engine hand-over may carry several steps: the gap is shared)."""
+        if count <= 0:
+            return
+        now = time.monotonic()
+        GENERATED_TOKENS.labels(self._model).inc(count)
+        if self._first:
+            FIRST_TOKEN_SECONDS.labels(self._model).observe(now - self._started)
+            self._first, count = False, count - 1
+        gap = (now - self._last) / count if count else 0.0
+        for _ in range(count):
+            TOKEN_GAP_SECONDS.labels(self._model).observe(gap)
+        self._last = now
+
+    def end(self, outcome: str) -> None:
+        """The generation ended (finished, cancelled or failed); later calls do nothing."""
+        if self._ended:
+            return
+        self._ended = True
+        RUNNING.labels(self._model).dec()
+        GENERATIONS.labels(self._model, outcome).inc()
+        GENERATION_SECONDS.labels(self._model).observe(time.monotonic() - self._started)
+
+
+async def refresh(models: ModelRegistry, store: ResponseStore | None = None) -> None:
+    """Ask each model's engine (and the store) for the figures only they know, for the scrape about to happen."""
+    for model in models:
+        engine = model.engine
+        ENGINE_UP.labels(model.name).set(1 if engine.up else 0)
+        ENGINE_RESTARTS.labels(model.name).set(engine.restarts)
+        if not engine.up:
+            continue
+        try:
+            stats = await asyncio.wait_for(engine.stats(), STATS_TIMEOUT_S)
+        except Exception:  # the engine is restarting or slow: its last figures stand
+            continue
+        ENGINE_RUNNING.labels(model.name).set(stats.engine_requests)
+        ENGINE_WAITING.labels(model.name).set(stats.waiting)
+        KV_CACHE_USAGE.labels(model.name).set(stats.cache_usage / 100)
+        KV_CACHE_BYTES.labels(model.name).set(stats.kv_cache_bytes)
+    if store is not None:
+        STORED_RESPONSES.set(await store.count())
+
+
+async def loads(models: ModelRegistry, in_flight: int, limit: int) -> dict[str, Any]:
+    """SGLang's ``GET /v1/loads`` answer (smg's load-aware policies read it): this server's load as one rank.
+
+    Running and waiting requests and KV tokens are summed over the served models; ``token_usage`` is the
+    fullest model's KV-cache share (the one a new request would wait on); ``utilization`` is the share of the
+    server's concurrency bound in use (0 without a bound). Each model's own figures are under ``models``.
+    """
+    per_model = []
+    for model in models:
+        engine = model.engine
+        try:
+            stats = await asyncio.wait_for(engine.stats(), STATS_TIMEOUT_S) if engine.up else None
+        except Exception:  # the engine is restarting or slow: it counts as holding nothing it can report
+            stats = None
+        capacity = engine.kv_cache_tokens
+        usage = 0.0 if stats is None else stats.cache_usage / 100
+        per_model.append(
+            {
+                "model": model.name,
+                "up": stats is not None,
+                "num_running_reqs": 0 if stats is None else stats.engine_requests,
+                "num_waiting_reqs": 0 if stats is None else stats.waiting,
+                "num_used_tokens": round(usage * capacity),
+                "max_total_num_tokens": capacity,
+                "token_usage": usage,
+            }
+        )
+    running = sum(entry["num_running_reqs"] for entry in per_model)
+    waiting = sum(entry["num_waiting_reqs"] for entry in per_model)
+    rank = {
+        "dp_rank": 0,
+        "num_running_reqs": running,
+        "num_waiting_reqs": waiting,
+        "num_waiting_uncached_tokens": 0,
+        "num_total_reqs": running + waiting,
+        "num_used_tokens": sum(entry["num_used_tokens"] for entry in per_model),
+        "max_total_num_tokens": sum(entry["max_total_num_tokens"] for entry in per_model),
+        "token_usage": max((entry["token_usage"] for entry in per_model), default=0.0),
+        "gen_throughput": 0.0,
+        "cache_hit_rate": 0.0,
+        "utilization": in_flight / limit if limit else 0.0,
+        "max_running_requests": limit,
+    }
+    stamp = datetime.datetime.now(datetime.UTC).isoformat()
+    return {"timestamp": stamp, "dp_rank_count": 1, "loads": [rank], "models": per_model}
+
+
+def exposition() -> bytes:
+    """The registry in Prometheus's text format."""
+    return generate_latest(REGISTRY)
