@@ -7,7 +7,9 @@ A field with help metadata is also a command-line flag (``clients.flags``):
 from __future__ import annotations
 
 import argparse
+import ssl
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from clients.defaults import DEFAULT_HOST, DEFAULT_REST_PORT, DEFAULT_TARGET, MIB
 from clients.flags import Parser, add_flags, given
@@ -20,6 +22,19 @@ class BridgeAddress:
     target: str = field(default=DEFAULT_TARGET, metadata={"help": "the gRPC service", "metavar": "HOST:PORT"})
     host: str = field(default=DEFAULT_HOST, metadata={"help": "address the REST bridge listens on"})
     port: int = field(default=DEFAULT_REST_PORT, metadata={"help": "REST port; 0 picks a free one and logs it"})
+    target_ca: Path | None = field(
+        default=None,
+        metadata={"help": "dial the gRPC service over TLS, trusting this CA (PEM)", "metavar": "FILE",
+                  "default_text": "plaintext"},
+    )  # fmt: skip
+    target_cert: Path | None = field(
+        default=None,
+        metadata={"help": "client certificate (PEM) to present to the gRPC service (mTLS; with --target-key)",
+                  "metavar": "FILE", "default_text": "none"},
+    )  # fmt: skip
+    target_key: Path | None = field(
+        default=None, metadata={"help": "private key of --target-cert", "metavar": "FILE", "default_text": "none"}
+    )
 
 
 @dataclass(frozen=True)
@@ -46,6 +61,15 @@ class BridgeSettings:
         },
     )
     health_timeout_seconds: float = 5.0  # GET /health's gRPC health check
+    tls_cert: Path | None = field(
+        default=None,
+        metadata={"help": "PEM certificate chain: serve HTTPS (with the key)", "metavar": "FILE",
+                  "default_text": "HTTP"},
+    )  # fmt: skip
+    tls_key: Path | None = field(
+        default=None, metadata={"help": "PEM private key of the HTTPS certificate", "metavar": "FILE",
+                                "default_text": "none"},
+    )  # fmt: skip
 
 
 def add_arguments(parser: Parser, prefix: str = "") -> None:
@@ -61,3 +85,14 @@ def from_arguments(args: argparse.Namespace, prefix: str = "") -> BridgeSettings
 def address_from_arguments(args: argparse.Namespace, prefix: str = "") -> BridgeAddress:
     """BridgeAddress from flags added with ``add_flags(parser, BridgeAddress, prefix=prefix)``."""
     return BridgeAddress(**given(args, BridgeAddress, prefix=prefix))
+
+
+def https_context(settings: BridgeSettings) -> ssl.SSLContext | None:
+    """The server-side TLS context of HTTPS, or None for plain HTTP (OSError / ValueError if it cannot be made)."""
+    if settings.tls_cert is None and settings.tls_key is None:
+        return None
+    if settings.tls_cert is None or settings.tls_key is None:
+        raise ValueError("HTTPS needs both the certificate and its key")
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(settings.tls_cert, settings.tls_key)
+    return context

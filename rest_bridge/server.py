@@ -12,7 +12,7 @@ import tornado.netutil
 
 from clients.defaults import DEFAULT_HOST, DEFAULT_REST_PORT, MESSAGE_SIZE_OPTIONS, MIB
 from rest_bridge.app import make_app
-from rest_bridge.config import BridgeSettings
+from rest_bridge.config import BridgeSettings, https_context
 from rest_bridge.handlers import ServerFigures
 from rest_bridge.http_guard import GuardedHTTPServer
 
@@ -33,13 +33,18 @@ class Bridge:
         port: int = DEFAULT_REST_PORT,
         settings: BridgeSettings | None = None,
         figures: ServerFigures | None = None,
+        target_credentials: grpc.ChannelCredentials | None = None,
     ) -> None:
-        """``figures``: the server's metrics and load (``ovserve serve`` passes its server)."""
+        """``figures``: the server's metrics and load (``ovserve serve`` passes its server);
+        ``target_credentials``: TLS to the gRPC service (None: plaintext). HTTPS comes from ``settings``; its
+        files are read now (OSError or ValueError if they cannot be used)."""
         self.target = target
         self.figures = figures
+        self.target_credentials = target_credentials
         self.host = host
         self.port = port
         self.settings = settings or BridgeSettings()
+        self._https = https_context(self.settings)
         self._channel: grpc.aio.Channel | None = None
         self._http: GuardedHTTPServer | None = None
         self._sockets: list[socket.socket] = []
@@ -53,17 +58,22 @@ class Bridge:
 
     async def start(self) -> int:
         """Open the channel, bind (unless bound) and start answering; return the port (useful with port 0)."""
-        self._channel = grpc.aio.insecure_channel(
-            self.target,
-            options=list(MESSAGE_SIZE_OPTIONS),
-        )
+        options = list(MESSAGE_SIZE_OPTIONS)
+        if self.target_credentials is None:
+            self._channel = grpc.aio.insecure_channel(self.target, options=options)
+        else:
+            self._channel = grpc.aio.secure_channel(self.target, self.target_credentials, options=options)
         app = make_app(self._channel, self.settings, self.figures)
         self._http = GuardedHTTPServer(
-            app, max_body_size=self.settings.max_body_bytes + DISCARD_MARGIN, idle_connection_timeout=300
+            app,
+            max_body_size=self.settings.max_body_bytes + DISCARD_MARGIN,
+            idle_connection_timeout=300,
+            ssl_options=self._https,
         )
         self.bind()
         self._http.add_sockets(self._sockets)
-        log.info("REST listening on %s:%d (gRPC target %s)", self.host, self.port, self.target)
+        https = "HTTPS, " if self._https is not None else ""
+        log.info("REST listening on %s:%d (%sgRPC target %s)", self.host, self.port, https, self.target)
         return self.port
 
     async def stop_listening(self) -> None:

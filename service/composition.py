@@ -12,16 +12,20 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import os
 import signal
 import sys
+import tempfile
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from clients.defaults import LOOPBACK
 from clients.flags import add_flags, with_default
+from clients.tls import channel_credentials
 from rest_bridge import config as bridge_config
 from rest_bridge.server import Bridge, serve_bridge
 from service import logs, startup
+from service.tls import TlsError
 
 if TYPE_CHECKING:
     from service.config import ServeConfig
@@ -85,13 +89,22 @@ async def serve_with_bridge(
     from service.server import Server  # loads OpenVINO: see serve_parser
 
     # Everything that can refuse to start is tried before anything listens or loads.
-    server = startup.opening_store(serve_config.response_store, lambda: Server(serve_config))
+    try:
+        server = startup.opening_store(serve_config.response_store, lambda: Server(serve_config))
+    except TlsError as error:
+        raise startup.StartupError(str(error)) from None
     rest = None
+    private = None  # under TLS, the bridge reaches gRPC through an owner-only unix socket here
     if bridge is not None:
         host, port, settings = bridge
-        # its gRPC target is known once gRPC listens; its /metrics are this process's
-        rest = Bridge("", host, port, settings, figures=server)
+        try:  # its gRPC target is known once gRPC listens; its /metrics are this process's
+            rest = Bridge("", host, port, settings, figures=server)
+        except (OSError, ValueError) as error:
+            raise startup.StartupError(f"cannot serve HTTPS: {error}") from None
         bind_rest(rest)
+        if serve_config.tls_cert is not None:
+            private = tempfile.TemporaryDirectory(prefix="ovserve-")  # mode 0700
+            server.local_socket = os.path.join(private.name, "grpc.sock")
     startup.check_port_free(serve_config.host, serve_config.port, "gRPC")
     try:
         await server.start()
@@ -102,9 +115,11 @@ async def serve_with_bridge(
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
+    loop.add_signal_handler(signal.SIGHUP, server.reload_api_keys)
     try:
         if rest is not None:
-            rest.target = loopback_target(serve_config.host, server.port)
+            local = server.local_socket
+            rest.target = f"unix:{local}" if local else loopback_target(serve_config.host, server.port)
             await rest.start()
         loading = asyncio.create_task(server.load_models())
         await asyncio.wait([loading, asyncio.create_task(stop.wait())], return_when=asyncio.FIRST_COMPLETED)
@@ -118,6 +133,8 @@ async def serve_with_bridge(
         await server.stop()  # in-flight RPCs, REST ones included, finish within the grace period
         if rest is not None:
             await rest.stop()
+        if private is not None:
+            private.cleanup()
 
 
 def loopback_target(host: str, port: int) -> str:
@@ -145,7 +162,17 @@ def bridge_main(argv: Sequence[str]) -> int:
     args = bridge_parser().parse_args(argv)
     logs.configure(args.log_level)
     address = bridge_config.address_from_arguments(args)
-    bridge = Bridge(address.target, address.host, address.port, bridge_config.from_arguments(args))
+    try:
+        credentials = None
+        if address.target_ca is not None or address.target_cert is not None:
+            credentials = channel_credentials(address.target_ca, address.target_cert, address.target_key)
+        bridge = Bridge(
+            address.target, address.host, address.port, bridge_config.from_arguments(args),
+            target_credentials=credentials,
+        )  # fmt: skip
+    except (OSError, ValueError) as error:
+        print(f"ovserve bridge: cannot use the TLS files: {error}", file=sys.stderr)
+        return 1
     try:
         bind_rest(bridge)
     except startup.StartupError as error:

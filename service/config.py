@@ -87,6 +87,20 @@ class ServeConfig:
             "default_text": "keep",
         },
     )
+    tls_cert: Path | None = field(
+        default=None,
+        metadata={"help": "PEM certificate chain of the gRPC port: TLS on gRPC (with --tls-key)", "metavar": "FILE",
+                  "default_text": "plaintext"},
+    )  # fmt: skip
+    tls_key: Path | None = field(
+        default=None, metadata={"help": "PEM private key of --tls-cert", "metavar": "FILE", "default_text": "none"}
+    )
+    tls_client_ca: Path | None = field(
+        default=None,
+        metadata={"help": "require gRPC clients to present a certificate signed by this CA (mTLS)", "metavar": "FILE",
+                  "default_text": "none"},
+    )  # fmt: skip
+    api_key_file: Path | None = None  # --api-key-file: its keys are read again on SIGHUP
     metrics_port: int | None = field(
         default=None,
         metadata={
@@ -99,7 +113,7 @@ class ServeConfig:
 
 
 # The [server] keys of the TOML file: ServeConfig's fields but the models (those are [[models]]).
-SERVER_KEYS = tuple(f.name for f in dataclasses.fields(ServeConfig) if f.name != "models")
+SERVER_KEYS = tuple(f.name for f in dataclasses.fields(ServeConfig) if f.name not in ("models", "api_key_file"))
 
 
 class ConfigError(ValueError):
@@ -134,6 +148,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         parser.add_argument_group("Responses API"), ServeConfig, only=("response_store", "response_max_age_seconds")
     )
     add_flags(parser.add_argument_group("operations"), ServeConfig, only=("metrics_port",))
+    add_flags(parser.add_argument_group("TLS (gRPC)"), ServeConfig, only=("tls_cert", "tls_key", "tls_client_ca"))
     add_flags(parser.add_argument_group("scheduler (every model)"), EngineSettings)
 
 
@@ -195,12 +210,18 @@ def from_arguments(args: argparse.Namespace) -> ServeConfig:
     values.update(given(args, ServeConfig))
     keys = [*server.get("api_keys", []), *(args.api_keys or [])]
     if args.api_key_file:
-        keys += [line.strip() for line in args.api_key_file.read_text().splitlines() if line.strip()]
+        keys += key_file_keys(args.api_key_file)
+        values["api_key_file"] = args.api_key_file
     values["api_keys"] = tuple(keys)
     limit = values.get("max_concurrent_requests", DEFAULT_MAX_CONCURRENT)
     if limit < 0:
         raise ConfigError(f"--max-concurrent-requests must be 0 (no bound) or more; got {limit}")
     return ServeConfig(models=models, **values)
+
+
+def key_file_keys(path: Path) -> list[str]:
+    """The API keys of a key file: one per line, blank lines ignored."""
+    return [line.strip() for line in path.read_text().splitlines() if line.strip()]
 
 
 def _name_path(value: str) -> tuple[str, Path]:

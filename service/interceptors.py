@@ -87,10 +87,14 @@ class CallPolicyInterceptor(grpc.aio.ServerInterceptor):
         served: Callable[[], Iterable[str]] = tuple,
     ) -> None:
         """``served``: the names of the served models now (the only model labels the metrics take)."""
-        self._keys = [key.encode() for key in api_keys]
+        self.set_keys(api_keys)
         self._served = served
         self._limit = limit or ConcurrencyLimit()  # shared with background responses
         self.in_flight = 0  # API calls under way
+
+    def set_keys(self, api_keys: Sequence[str]) -> None:
+        """The API keys calls must bear from now on (none: every call is let in)."""
+        self._keys = [key.encode() for key in api_keys]
 
     async def intercept_service(
         self,

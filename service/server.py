@@ -27,10 +27,11 @@ from clients.v1 import (
     tokenizer_pb2,
     tokenizer_pb2_grpc,
 )
-from service import metrics
+from service import metrics, tls
 from service.api.stored_chat import StoredChatCompletions
 from service.chat_store import ChatCompletionStore
 from service.config import ServeConfig
+from service.config import key_file_keys as config_keys
 from service.interceptors import CallPolicyInterceptor
 from service.limits import ConcurrencyLimit
 from service.metrics_endpoint import MetricsEndpoint
@@ -56,6 +57,8 @@ class Server:
     """A running ovserve gRPC server: start, load models, stop."""
 
     def __init__(self, config: ServeConfig) -> None:
+        # TLS on the gRPC port (None: plaintext); read and checked now, before anything listens
+        self._credentials = tls.server_credentials(config.tls_cert, config.tls_key, config.tls_client_ca)
         self.config = config
         self.registry = ModelRegistry()
         self.store = ResponseStore(config.response_store, max_age_seconds=config.response_max_age_seconds)
@@ -68,6 +71,9 @@ class Server:
         self._engines_down: set[str] = set()  # models whose engine is being replaced
         self._health_updates: set[asyncio.Task[None]] = set()
         self._stopping = False
+        file_keys = config_keys(config.api_key_file) if config.api_key_file else []
+        self._static_keys = [key for key in config.api_keys if key not in file_keys]  # TOML and --api-key
+        self.local_socket: str | None = None  # a unix socket for the bridge in this process (under TLS)
         self.metrics_endpoint: MetricsEndpoint | None = None  # --metrics-port's
 
     async def start(self) -> int:
@@ -91,9 +97,15 @@ class Server:
         health_pb2_grpc.add_HealthServicer_to_server(self.health, self._server)
         enable_server_reflection([*SERVED, health.SERVICE_NAME], self._server)
         await self._set_health(health_pb2.HealthCheckResponse.NOT_SERVING)
-        self.port = self._server.add_insecure_port(f"{self.config.host}:{self.config.port}")
+        address = f"{self.config.host}:{self.config.port}"
+        if self._credentials is None:
+            self.port = self._server.add_insecure_port(address)
+        else:
+            self.port = self._server.add_secure_port(address, self._credentials)
+        if self.local_socket is not None:  # owner-only, in a private directory: no key to the TLS port
+            self._server.add_insecure_port(f"unix:{self.local_socket}")
         await self._server.start()
-        log.info("gRPC listening on %s:%d", self.config.host, self.port)
+        log.info("gRPC listening on %s:%d%s", self.config.host, self.port, " (TLS)" if self._credentials else "")
         if self.config.metrics_port is not None:
             self.metrics_endpoint = MetricsEndpoint(self.config.host, self.config.metrics_port, self.metrics_exposition)
             self.metrics_endpoint.start()
@@ -103,6 +115,22 @@ class Server:
         """This process's Prometheus metrics (the engines' and the store's figures fetched now), content type."""
         await metrics.refresh(self.registry, self.store)
         return metrics.exposition(), metrics.CONTENT_TYPE
+
+    def reload_api_keys(self) -> None:
+        """Read --api-key-file again (on SIGHUP): its keys replace the ones read before; other keys stay."""
+        if self.config.api_key_file is None:
+            return
+        try:
+            fresh = config_keys(self.config.api_key_file)
+        except OSError as error:
+            log.error("API keys not reloaded: %s; the previous keys stay", error)
+            return
+        if not self._static_keys and not fresh:  # an emptied file must not open a server that required keys
+            log.error("API keys not reloaded: %s holds no key; the previous keys stay", self.config.api_key_file)
+            return
+        keys = [*self._static_keys, *fresh]
+        self.policy.set_keys(keys)
+        log.info("API keys reloaded from %s: %d keys", self.config.api_key_file, len(keys))
 
     async def loads(self) -> dict[str, Any]:
         """This server's load in SGLang's /v1/loads shape (smg's load-aware routing reads it)."""
