@@ -14,14 +14,14 @@ its own, and let gRPC retry calls that fail with UNAVAILABLE ``retries`` times.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
+from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
 from types import TracebackType
 from typing import Any, Self
 
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from clients._options import ChannelOptions, call_metadata, channel_options
+from clients._options import ChannelOptions, call_metadata, channel_options, channel_target
 from clients._requests import ChatMessageLike, InputItemLike, Prompt, chat_request, completion_request, input_items
 from clients.defaults import DEFAULT_TARGET
 from clients.v1 import (
@@ -62,7 +62,9 @@ class OvserveClient(_ClientSettings):
     """Blocking client of an ovserve gRPC server.
 
     Args:
-        target: ``host:port`` of the server.
+        target: ``host:port`` of the server; several ``ip:port`` replicas, or ``dns:///name:port``
+            (every address the name resolves to): calls are spread over the replicas that report
+            SERVING (round_robin with gRPC health checks), and a retry goes to another one.
         api_key: sent as ``authorization: Bearer <api_key>`` on every call.
         timeout: default deadline of each call, seconds (None: no deadline).
         retries: how often gRPC retries a call that fails with UNAVAILABLE
@@ -73,7 +75,7 @@ class OvserveClient(_ClientSettings):
 
     def __init__(
         self,
-        target: str = DEFAULT_TARGET,
+        target: str | Sequence[str] = DEFAULT_TARGET,
         *,
         api_key: str | None = None,
         timeout: float | None = 60.0,
@@ -82,11 +84,12 @@ class OvserveClient(_ClientSettings):
         options: ChannelOptions = (),
     ) -> None:
         super().__init__(api_key, timeout)
-        all_options = channel_options(retries, options)
+        address, balanced = channel_target(target)
+        all_options = channel_options(retries, options, balanced=balanced)
         self.channel = (
-            grpc.secure_channel(target, credentials, all_options)
+            grpc.secure_channel(address, credentials, all_options)
             if credentials
-            else grpc.insecure_channel(target, all_options)
+            else grpc.insecure_channel(address, all_options)
         )
         self._stubs(self.channel)
 
@@ -228,7 +231,7 @@ class AsyncOvserveClient(_ClientSettings):
 
     def __init__(
         self,
-        target: str = DEFAULT_TARGET,
+        target: str | Sequence[str] = DEFAULT_TARGET,
         *,
         api_key: str | None = None,
         timeout: float | None = 60.0,
@@ -237,11 +240,12 @@ class AsyncOvserveClient(_ClientSettings):
         options: ChannelOptions = (),
     ) -> None:
         super().__init__(api_key, timeout)
-        all_options = channel_options(retries, options)
+        address, balanced = channel_target(target)
+        all_options = channel_options(retries, options, balanced=balanced)
         self.channel = (
-            grpc.aio.secure_channel(target, credentials, all_options)
+            grpc.aio.secure_channel(address, credentials, all_options)
             if credentials
-            else grpc.aio.insecure_channel(target, all_options)
+            else grpc.aio.insecure_channel(address, all_options)
         )
         self._stubs(self.channel)
 
