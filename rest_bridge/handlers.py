@@ -25,8 +25,10 @@ import grpc
 import tornado.web
 from google.protobuf.message import Message
 from grpc_health.v1 import health_pb2, health_pb2_grpc
+from opentelemetry import trace
 from tornado.iostream import StreamClosedError
 
+from clients.tracing import extracted, injected
 from clients.v1 import (
     chat_pb2_grpc,
     completion_pb2_grpc,
@@ -39,6 +41,8 @@ from clients.v1 import (
 from rest_bridge import cors, legacy_functions, requests, responses, sse
 from rest_bridge.config import BridgeSettings
 from rest_bridge.errors import BridgeError, encode_json, from_rpc_error
+
+tracer = trace.get_tracer("ovserve.rest_bridge")
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -88,6 +92,12 @@ class BridgeHandler(tornado.web.RequestHandler):
         self.call: Any = None  # the gRPC call in flight, cancelled if the client leaves
         self.client_gone = False
         self.set_default_headers()  # again, now that the settings (CORS origins) are known
+        # The request's span, under the client's traceparent if it sent one; the gRPC call carries it on.
+        self.span = tracer.start_span(
+            f"{self.request.method} {self.request.path}", context=extracted(self.request.headers),
+            kind=trace.SpanKind.SERVER,
+            attributes={"http.request.method": self.request.method or "", "url.path": self.request.path},
+        )  # fmt: skip
 
     @functools.cached_property
     def request_id(self) -> str:
@@ -106,11 +116,19 @@ class BridgeHandler(tornado.web.RequestHandler):
         cors.answer_preflight(self, self.settings_.cors_origins)
 
     def metadata(self) -> tuple[tuple[str, str], ...]:
-        """gRPC metadata for the call: the request id, and the client's Authorization if it sent one."""
-        authorization = self.request.headers.get("Authorization")
-        if authorization:
-            return (("x-request-id", self.request_id), ("authorization", authorization))
-        return (("x-request-id", self.request_id),)
+        """gRPC metadata for the call: the request id, the client's Authorization if it sent one, and the
+        request span's trace context."""
+        sent: tuple[tuple[str, str], ...] = (("x-request-id", self.request_id),)
+        if authorization := self.request.headers.get("Authorization"):
+            sent = (*sent, ("authorization", authorization))
+        return injected(sent, trace.set_span_in_context(self.span))
+
+    def on_finish(self) -> None:
+        """End the request's span with its HTTP status."""
+        self.span.set_attribute("http.response.status_code", self.get_status())
+        if self.get_status() >= 500:
+            self.span.set_status(trace.StatusCode.ERROR)
+        self.span.end()
 
     def grpc_options(self) -> dict[str, Any]:
         """Keyword arguments of every stub call: deadline and metadata."""

@@ -24,7 +24,7 @@ from clients.flags import add_flags, with_default
 from clients.tls import channel_credentials
 from rest_bridge import config as bridge_config
 from rest_bridge.server import Bridge, serve_bridge
-from service import logs, startup
+from service import logs, startup, tracing
 from service.tls import TlsError
 
 if TYPE_CHECKING:
@@ -61,6 +61,7 @@ def serve_main(argv: Sequence[str]) -> int:
     parser = serve_parser()
     args = parser.parse_args(argv)
     logs.configure(args.log_level)
+    tracing.configure()
     try:
         serve_config = config.from_arguments(args)
     except (config.ConfigError, OSError) as error:
@@ -161,6 +162,7 @@ def bridge_main(argv: Sequence[str]) -> int:
     """``ovserve bridge``: the REST bridge alone, in front of a remote gRPC service, until SIGINT or SIGTERM."""
     args = bridge_parser().parse_args(argv)
     logs.configure(args.log_level)
+    tracing.configure()
     address = bridge_config.address_from_arguments(args)
     try:
         credentials = None

@@ -25,8 +25,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import grpc
+from opentelemetry import trace
 
-from service import metrics
+from clients.tracing import extracted
+from service import metrics, tracing
 from service.errors import InvalidArgument, ResourceExhausted, to_rpc_status
 from service.limits import ConcurrencyLimit
 from service.tenancy import fingerprint, tenant
@@ -123,48 +125,62 @@ class CallPolicyInterceptor(grpc.aio.ServerInterceptor):
     def _unary(self, behavior: Callable[..., Any], method: str, metadata: dict[str, Any]) -> Callable[..., Any]:
         async def guarded(request: Any, context: grpc.aio.ServicerContext) -> Any:
             started, status = self._enter(metadata), "OK"
-            try:
-                counted = await self._admit(method, metadata, context, request)
-                self.in_flight += 1
+            with _span(method, metadata, request) as span:
                 try:
-                    return await behavior(request, context)
+                    counted = await self._admit(method, metadata, context, request)
+                    self.in_flight += 1
+                    try:
+                        return await behavior(request, context)
+                    finally:
+                        self.in_flight -= 1
+                        if counted:
+                            self._limit.release()
+                except BaseException as error:
+                    status = _status_of(error, context)
+                    raise
                 finally:
-                    self.in_flight -= 1
-                    if counted:
-                        self._limit.release()
-            except BaseException as error:
-                status = _status_of(error, context)
-                raise
-            finally:
-                self._ended(method, request, status, started)
+                    self._ended(method, request, status, started, span=span)
 
         return guarded
 
     def _streaming(self, behavior: Callable[..., Any], method: str, metadata: dict[str, Any]) -> Callable[..., Any]:
         async def guarded(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
             started, status, messages = self._enter(metadata), "OK", 0
-            try:
-                counted = await self._admit(method, metadata, context, request)
-                self.in_flight += 1
+            with _span(method, metadata, request) as span:
                 try:
-                    async with contextlib.aclosing(behavior(request, context)) as stream:
-                        async for message in stream:
-                            messages += 1
-                            yield message
+                    counted = await self._admit(method, metadata, context, request)
+                    self.in_flight += 1
+                    try:
+                        async with contextlib.aclosing(behavior(request, context)) as stream:
+                            async for message in stream:
+                                messages += 1
+                                yield message
+                    finally:
+                        self.in_flight -= 1
+                        if counted:
+                            self._limit.release()
+                except BaseException as error:
+                    status = _status_of(error, context)
+                    raise
                 finally:
-                    self.in_flight -= 1
-                    if counted:
-                        self._limit.release()
-            except BaseException as error:
-                status = _status_of(error, context)
-                raise
-            finally:
-                self._ended(method, request, status, started, messages)
+                    self._ended(method, request, status, started, messages, span=span)
 
         return guarded
 
-    def _ended(self, method: str, request: Any, status: str, started: float, messages: int | None = None) -> None:
-        """Log the call and count it in the metrics."""
+    def _ended(
+        self,
+        method: str,
+        request: Any,
+        status: str,
+        started: float,
+        messages: int | None = None,
+        *,
+        span: trace.Span,
+    ) -> None:
+        """Log the call, count it in the metrics, and say how it ended on its span."""
+        span.set_attribute("rpc.grpc.status_code", status)
+        if status != "OK":
+            span.set_status(trace.StatusCode.ERROR, status)
         seconds = time.monotonic() - started
         sent = "" if messages is None else f" messages={messages}"
         log.info("rpc=%s status=%s ms=%.1f%s", method, status, seconds * 1000, sent)
@@ -211,6 +227,18 @@ class CallPolicyInterceptor(grpc.aio.ServerInterceptor):
         if any(matches):
             tenant.set(fingerprint(key.strip()))
         return any(matches)
+
+
+def _span(method: str, metadata: dict[str, Any], request: Any) -> Any:
+    """The call's span, current while it runs, under the caller's trace context (``traceparent``) if sent."""
+    service, _, rpc = method.lstrip("/").partition("/")
+    attributes = {"rpc.system": "grpc", "rpc.service": service, "rpc.method": rpc}
+    if model := str(getattr(request, "model", "")):
+        attributes["gen_ai.request.model"] = model
+    return tracing.tracer.start_as_current_span(
+        method.lstrip("/"), context=extracted(metadata), kind=trace.SpanKind.SERVER, attributes=attributes,
+        record_exception=False, set_status_on_exception=False,
+    )  # fmt: skip
 
 
 def _request_type(method: str) -> str:

@@ -22,8 +22,11 @@ import time
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
+from opentelemetry import trace
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
+
+from service import tracing
 
 if TYPE_CHECKING:
     from service.models import ModelRegistry
@@ -103,15 +106,20 @@ def observe_call(rpc: str, model: str, code: str, seconds: float) -> None:
 
 
 class GenerationMeter:
-    """One generation's figures, fed by its Generation as updates arrive and when it is let go."""
+    """One generation's figures and its trace span, fed by its Generation as updates arrive and when it is
+    let go (the span is a child of the call's, with the engine's milestones as events)."""
 
     def __init__(self, model: str, prompt_tokens: int) -> None:
         self._model = model
         self._started = self._last = time.monotonic()
         self._first = True
         self._ended = False
+        self._generated = 0
         PROMPT_TOKENS.labels(model).inc(prompt_tokens)
         RUNNING.labels(model).inc()
+        attributes: dict[str, str | int] = {"gen_ai.request.model": model, "gen_ai.usage.input_tokens": prompt_tokens}
+        self._span = tracing.tracer.start_span("generate", attributes=attributes)
+        self._span.add_event("submitted")
 
     def tokens(self, count: int) -> None:
         """``count`` new tokens arrived (an engine hand-over may carry several steps: the gap is shared)."""
@@ -119,8 +127,10 @@ class GenerationMeter:
             return
         now = time.monotonic()
         GENERATED_TOKENS.labels(self._model).inc(count)
+        self._generated += count
         if self._first:
             FIRST_TOKEN_SECONDS.labels(self._model).observe(now - self._started)
+            self._span.add_event("first_token")
             self._first, count = False, count - 1
         gap = (now - self._last) / count if count else 0.0
         for _ in range(count):
@@ -135,6 +145,11 @@ class GenerationMeter:
         RUNNING.labels(self._model).dec()
         GENERATIONS.labels(self._model, outcome).inc()
         GENERATION_SECONDS.labels(self._model).observe(time.monotonic() - self._started)
+        self._span.set_attribute("gen_ai.usage.output_tokens", self._generated)
+        self._span.add_event(outcome)
+        if outcome == "failed":
+            self._span.set_status(trace.StatusCode.ERROR, "the engine failed the generation")
+        self._span.end()
 
 
 async def refresh(models: ModelRegistry, store: ResponseStore | None = None) -> None:
