@@ -40,7 +40,7 @@ TAKEN = {
     "prompt_cache_options": {"mode": "auto"}, "safety_identifier": "hash-1", "verbosity": "low",
     "prediction": {"type": "content", "content": "Hello"}, "modalities": ["text"], "audio": None, "logit_bias": {},
     "moderation": None, "web_search_options": None, "prompt": None, "context_management": None,
-    "stream_options": {"include_obfuscation": False},
+    "stream_options": {"include_obfuscation": False}, "priority": 0,
 }  # fmt: skip
 REFUSED_VALUES = {
     "audio": {"voice": "alloy", "format": "wav"}, "logit_bias": {"50256": -100}, "moderation": {"model": "x"},
