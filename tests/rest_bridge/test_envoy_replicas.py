@@ -5,12 +5,9 @@ lost. The figures are printed in pytest's summary."""
 from __future__ import annotations
 
 import json
-import re
 import signal
-import socket
 import subprocess
 import sys
-import threading
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -22,16 +19,10 @@ import grpc
 
 from clients import OvserveClient
 from tests.conftest import FUZZ_REPORT
-from tests.rest_bridge.test_cli import ovserve, read_until
+from tests.rest_bridge.replicas import free_port, replica, served_chats, stop
 
 ENVOY = Path(sys.executable).parent / "envoy"
 ASK = [{"role": "user", "content": "Hi"}]
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 TYPES = "type.googleapis.com/envoy.extensions."
@@ -72,26 +63,6 @@ def config(listen: int, admin: int, ports: list[int]) -> dict[str, Any]:
     return {"admin": {"address": address(admin)}, "static_resources": {"listeners": [listener], "clusters": [cluster]}}
 
 
-def served_chats(rest_port: int) -> float:
-    """Chat completions a replica answered (its own /metrics)."""
-    with urllib.request.urlopen(f"http://127.0.0.1:{rest_port}/metrics", timeout=10) as reply:
-        text = reply.read().decode()
-    pattern = r'ovserve_requests_total\{code="ok",model="tiny-chat",rpc="ChatService/CreateChatCompletion"\} (\S+)'
-    found = re.search(pattern, text)
-    return float(found.group(1)) if found else 0.0
-
-
-@contextmanager
-def replica() -> Iterator[tuple[subprocess.Popen[str], int, int]]:
-    with ovserve("serve", "--port", "0", "--rest-port", "0", "--cache-size-gb", "1", "--grace-seconds", "3") as process:
-        lines: list[str] = []
-        grpc_port = int(read_until(process, r"gRPC listening on 127\.0\.0\.1:(\d+)", lines).group(1))
-        rest_port = int(read_until(process, r"REST listening on 127\.0\.0\.1:(\d+)", lines).group(1))
-        read_until(process, r"serving tiny-chat", lines)
-        threading.Thread(target=lambda: process.stderr and process.stderr.read(), daemon=True).start()
-        yield process, grpc_port, rest_port
-
-
 @contextmanager
 def envoy(ports: list[int], folder: Path) -> Iterator[int]:
     listen, admin = free_port(), free_port()
@@ -114,18 +85,13 @@ def envoy(ports: list[int], folder: Path) -> Iterator[int]:
             time.sleep(0.2)
         yield listen
     finally:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop(process)
 
 
 def test_envoy_balances_grpc_and_takes_a_draining_replica_out(tmp_path: Path) -> None:
     with ExitStack() as stack:
         (first, first_grpc, first_rest), (_, second_grpc, second_rest) = (
-            stack.enter_context(replica()) for _ in range(2)
+            stack.enter_context(replica("--grace-seconds", "3")) for _ in range(2)
         )
         port = stack.enter_context(envoy([first_grpc, second_grpc], tmp_path))
         client = stack.enter_context(OvserveClient(f"127.0.0.1:{port}", timeout=30, retries=0))

@@ -10,12 +10,9 @@ from __future__ import annotations
 
 import json
 import os
-import re
-import signal
 import socket
 import subprocess
 import sys
-import threading
 import time
 import urllib.error
 import urllib.request
@@ -25,17 +22,12 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 from tests.conftest import FUZZ_REPORT
-from tests.rest_bridge.test_cli import ROOT, ovserve, read_until
+from tests.rest_bridge.replicas import free_port, replica, served_chats, stop
+from tests.rest_bridge.test_cli import ROOT
 
 SMG = Path(sys.executable).parent / "smg"
 CHAT = {"model": "tiny-chat", "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 8, "temperature": 0}
 CHECK_INTERVAL_S = 1
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def post(port: int, path: str, body: dict[str, object], timeout: float = 30) -> tuple[int, bytes]:
@@ -47,26 +39,6 @@ def post(port: int, path: str, body: dict[str, object], timeout: float = 30) -> 
             return reply.status, reply.read()
     except urllib.error.HTTPError as error:
         return error.code, error.read()
-
-
-def served_chats(port: int) -> float:
-    """Chat completions a replica answered (its own /metrics)."""
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as reply:
-        text = reply.read().decode()
-    pattern = r'ovserve_requests_total\{code="ok",model="tiny-chat",rpc="ChatService/CreateChatCompletion"\} (\S+)'
-    found = re.search(pattern, text)
-    return float(found.group(1)) if found else 0.0
-
-
-@contextmanager
-def replica() -> Iterator[tuple[subprocess.Popen[str], int]]:
-    with ovserve("serve", "--port", "0", "--rest-port", "0", "--cache-size-gb", "1") as process:
-        lines: list[str] = []
-        port = int(read_until(process, r"REST listening on 127\.0\.0\.1:(\d+)", lines).group(1))
-        read_until(process, r"serving tiny-chat", lines)
-        drain = threading.Thread(target=lambda: process.stderr and process.stderr.read(), daemon=True)
-        drain.start()  # its log must not fill the pipe and stall it
-        yield process, port
 
 
 @contextmanager
@@ -86,12 +58,7 @@ def gateway(workers: list[int]) -> Iterator[int]:
             time.sleep(0.2)
         yield port
     finally:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop(process)
 
 
 def _listening(port: int) -> bool:
@@ -101,7 +68,7 @@ def _listening(port: int) -> bool:
 
 def test_smg_spreads_over_two_replicas_and_survives_one_killed_under_load() -> None:
     with ExitStack() as stack:
-        (first, first_port), (_, second_port) = (stack.enter_context(replica()) for _ in range(2))
+        (first, _, first_port), (_, _, second_port) = (stack.enter_context(replica()) for _ in range(2))
         port = stack.enter_context(gateway([first_port, second_port]))
         before = [served_chats(first_port), served_chats(second_port)]
         statuses = [post(port, "/v1/chat/completions", CHAT)[0] for _ in range(20)]
