@@ -14,11 +14,7 @@ from clients.v1 import conversation_pb2 as pb
 from rest_bridge import responses_output
 from rest_bridge.handlers import BridgeHandler, JsonBodyHandler
 from rest_bridge.requests import _without_nulls, bad_request, to_message
-from rest_bridge.responses_requests import Query, _integer, _item, _strings
-
-MAX_LIMIT = 100
-ORDERS = ("asc", "desc")
-
+from rest_bridge.responses_requests import Query, _item, _strings, paged
 
 # ---- requests ----
 
@@ -67,18 +63,7 @@ def add_items_request(conversation_id: str, body: dict[str, Any]) -> pb.CreateCo
 
 def list_request(conversation_id: str, query: Query) -> pb.ListConversationItemsRequest:
     """GET /conversations/{id}/items?after=&limit=&order=&include=."""
-    values = _strings(query, {"after", "limit", "order", "include"}, {"include"})
-    request = pb.ListConversationItemsRequest(conversation_id=conversation_id, include=values.get("include", []))
-    if "after" in values:
-        request.after = values["after"][0]
-    if "limit" in values:
-        request.limit = _integer("limit", values["limit"][0], 1, MAX_LIMIT)
-    if "order" in values:
-        order = values["order"][0]
-        if order not in ORDERS:
-            raise bad_request("order", f"order must be asc or desc, got {order!r}")
-        request.order = order
-    return request
+    return paged(pb.ListConversationItemsRequest(conversation_id=conversation_id), query)
 
 
 # ---- replies ----

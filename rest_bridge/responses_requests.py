@@ -13,12 +13,12 @@ message, as in OpenAI. Unknown item and part types are refused here, by path
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
 
 from google.protobuf.descriptor import Descriptor
 
 from clients.polymorphic import BY_OPENAI_NAME, TYPED_ALTERNATIVES, PolymorphicField, json_type
-from clients.v1 import response_pb2
+from clients.v1 import conversation_pb2, response_pb2
 from rest_bridge import openai_parameters
 from rest_bridge.requests import _without_nulls, bad_request, normalise_field, normalise_forms, to_message
 
@@ -217,8 +217,16 @@ def get_request(
 
 def input_items_request(response_id: str, query: Query) -> response_pb2.ListResponseInputItemsRequest:
     """GET /responses/{id}/input_items?after=&limit=&order=&include=."""
+    return paged(response_pb2.ListResponseInputItemsRequest(response_id=response_id), query)
+
+
+Paged = TypeVar("Paged", response_pb2.ListResponseInputItemsRequest, conversation_pb2.ListConversationItemsRequest)
+
+
+def paged(request: Paged, query: Query) -> Paged:
+    """``request`` (a list of items) with the page of ``?after=&limit=&order=&include=`` set, each checked."""
     values = _strings(query, {"after", "limit", "order", "include"}, {"include"})
-    request = response_pb2.ListResponseInputItemsRequest(response_id=response_id, include=values.get("include", []))
+    request.include.extend(values.get("include", []))
     if "after" in values:
         request.after = values["after"][0]
     if "limit" in values:
