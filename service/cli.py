@@ -51,6 +51,24 @@ def _health(argv: Sequence[str]) -> int:
     return 0 if reply.status == health_pb2.HealthCheckResponse.SERVING else 1
 
 
+def _descriptor_set(argv: Sequence[str]) -> int:
+    from clients.descriptors import descriptor_set
+
+    parser = argparse.ArgumentParser(
+        prog="ovserve descriptor-set",
+        description="Write the ovserve.v1 contract as a FileDescriptorSet with its imports and google.api.http "
+        "annotations (Envoy's grpc_json_transcoder proto_descriptor, grpcurl -protoset, buf curl --schema).",
+    )
+    parser.add_argument("-o", "--output", default="-", help="file to write (default: standard output)")
+    args = parser.parse_args(argv)
+    if args.output == "-":
+        sys.stdout.buffer.write(descriptor_set())
+    else:
+        with open(args.output, "wb") as out:
+            out.write(descriptor_set())
+    return 0
+
+
 def _build_models(argv: Sequence[str]) -> int:
     # Imported lazily: the builder needs the `export` extra (torch, optimum-intel),
     # which the serving runtime never installs.
@@ -78,6 +96,10 @@ SUBCOMMANDS: dict[str, tuple[str, Callable[[Sequence[str]], int]]] = {
     "serve": ("serve models over gRPC and REST (default: the bundled tiny-chat)", _serve),
     "bridge": ("serve the REST bridge alone, in front of a remote gRPC service", _bridge),
     "health": ("check a running service's gRPC health (exit 0 when SERVING)", _health),
+    "descriptor-set": (
+        "write the contract's FileDescriptorSet (for Envoy's JSON transcoder, grpcurl)",
+        _descriptor_set,
+    ),
     "bench": ("streaming load against a running service, optionally against the engine alone", _bench),
     "build-models": ("rebuild the bundled test models (needs the 'export' extra)", _build_models),
     "build-real-size-model": (

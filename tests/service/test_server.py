@@ -191,6 +191,21 @@ def test_reflection_lists_and_calls_every_service_with_buf_curl(server, protocol
     assert bad.returncode != 0 and "invalid_argument" in bad.stderr.lower() and "top_p" in bad.stderr
 
 
+def test_buf_curl_calls_with_the_descriptor_set_instead_of_reflection(server, tmp_path) -> None:
+    """``ovserve descriptor-set`` is a schema buf curl (and grpcurl -protoset) can use where reflection is off."""
+    schema = tmp_path / "ovserve.binpb"
+    subprocess.run([sys.executable, "-m", "service.cli", "descriptor-set", "-o", str(schema)], check=True, cwd=ROOT)
+    base = f"http://{server.target}"
+    listed = _buf_curl(server.target, "--schema", str(schema), "--list-methods")
+    assert listed.returncode == 0, listed.stderr
+    assert "ovserve.v1.ResponseService/StreamResponse" in listed.stdout.split()
+    body = {"model": "tiny-chat", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 3}
+    called = _buf_curl(server.target, "--schema", str(schema), "-d", json.dumps(body),
+                       f"{base}/ovserve.v1.ChatService/CreateChatCompletion")  # fmt: skip
+    assert called.returncode == 0, called.stderr
+    assert json.loads(called.stdout)["object"] == "chat.completion"
+
+
 @pytest.mark.parametrize("protocol", ["grpc-v1", "grpc-v1alpha"])
 def test_reflection_v1_and_v1alpha_both_list_and_describe(server, protocol: str) -> None:
     base = f"http://{server.target}"
