@@ -101,6 +101,15 @@ class ServeConfig:
                   "default_text": "none"},
     )  # fmt: skip
     api_key_file: Path | None = None  # --api-key-file: its keys are read again on SIGHUP
+    max_connection_age_seconds: float | None = field(
+        default=None,
+        metadata={
+            "help": "ask each gRPC client to reconnect after this many seconds (GOAWAY), so long-lived clients "
+            "re-resolve DNS and reach new replicas; calls in flight on the old connection run to their end",
+            "metavar": "SECONDS",
+            "default_text": "never",
+        },
+    )
     metrics_port: int | None = field(
         default=None,
         metadata={
@@ -147,7 +156,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_flags(
         parser.add_argument_group("Responses API"), ServeConfig, only=("response_store", "response_max_age_seconds")
     )
-    add_flags(parser.add_argument_group("operations"), ServeConfig, only=("metrics_port",))
+    add_flags(
+        parser.add_argument_group("operations"), ServeConfig, only=("metrics_port", "max_connection_age_seconds")
+    )
     add_flags(parser.add_argument_group("TLS (gRPC)"), ServeConfig, only=("tls_cert", "tls_key", "tls_client_ca"))
     add_flags(parser.add_argument_group("scheduler (every model)"), EngineSettings)
 
@@ -216,6 +227,9 @@ def from_arguments(args: argparse.Namespace) -> ServeConfig:
     limit = values.get("max_concurrent_requests", DEFAULT_MAX_CONCURRENT)
     if limit < 0:
         raise ConfigError(f"--max-concurrent-requests must be 0 (no bound) or more; got {limit}")
+    age = values.get("max_connection_age_seconds")
+    if age is not None and not age > 0:
+        raise ConfigError(f"--max-connection-age-seconds must be more than 0; got {age}")
     return ServeConfig(models=models, **values)
 
 

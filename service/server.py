@@ -76,6 +76,12 @@ class Server:
         self.local_socket: str | None = None  # a unix socket for the bridge in this process (under TLS)
         self.metrics_endpoint: MetricsEndpoint | None = None  # --metrics-port's
 
+    def _connection_age_options(self) -> list[tuple[str, int]]:
+        """GOAWAY after --max-connection-age-seconds; no grace limit, because a generation may stream for minutes
+        and the client opens its next calls on a new connection anyway."""
+        age = self.config.max_connection_age_seconds
+        return [] if age is None else [("grpc.max_connection_age_ms", max(1, round(age * 1000)))]
+
     async def start(self) -> int:
         """Bind and start answering (health NOT_SERVING until the models load); return the port."""
         # Built here, not in __init__: grpc.aio objects belong to the loop that creates them.
@@ -90,6 +96,7 @@ class Server:
                 # grpc.aio sets SO_REUSEPORT by default: a second server on a taken port would bind
                 # silently and share its traffic. Off, binding a taken port fails.
                 ("grpc.so_reuseport", 0),
+                *self._connection_age_options(),
             ],
         )
         for add_to_server, servicer in SERVED.values():

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 
 import grpc
@@ -267,3 +267,49 @@ def test_retriable_refusals_say_when_to_retry() -> None:
     assert retry_delay(Unavailable("restarting")) == 1.0
     assert retry_delay(ResourceExhausted("full")) == 1.0
     assert retry_delay(InvalidArgument.of("top_p", "bad")) is None
+
+
+def connection_states(target: str, work: Callable[[grpc.Channel], None]) -> list[grpc.ChannelConnectivity]:
+    """The connectivity states a fresh channel passes through while ``work`` uses it, then 1.5 s idle."""
+    states: list[grpc.ChannelConnectivity] = []
+    with grpc.insecure_channel(target) as channel:
+        channel.subscribe(states.append, try_to_connect=False)
+        work(channel)
+        time.sleep(1.5)  # long enough for a 0.5 s connection age to pass again (not an assertion)
+        one_call(channel)  # still usable
+    return states
+
+
+def one_call(channel: grpc.Channel) -> None:
+    """A short unary chat on ``channel``."""
+    assert chat_pb2_grpc.ChatServiceStub(channel).CreateChatCompletion(chat_request(max_tokens=2)).choices
+
+
+def test_max_connection_age_recycles_connections_and_spares_streams_in_flight() -> None:
+    running = start_server(TINY, max_connection_age_seconds=0.5)
+    finished: list[str] = []
+
+    def slow_reader(channel: grpc.Channel) -> None:
+        # Read a long stream slowly so the call outlives the connection's age: it must still run to its end.
+        stream = chat_pb2_grpc.ChatServiceStub(channel).StreamChatCompletion(
+            chat_request(True, max_tokens=300, ignore_eos=True)
+        )
+        first = next(stream)
+        time.sleep(1.0)
+        chunks = [first, *stream]
+        finished.extend(chunk.choices[0].finish_reason for chunk in chunks if chunk.choices)
+
+    try:
+        aged = connection_states(running.target, slow_reader)
+        plain = connection_states(running.target, one_call)
+    finally:
+        running.stop()
+    assert common_pb2.FINISH_REASON_LENGTH in finished  # the stream was not cut
+    recycled = grpc.ChannelConnectivity.IDLE
+    assert recycled in aged[aged.index(grpc.ChannelConnectivity.READY) :], aged  # GOAWAY: the channel went idle
+    assert recycled in plain[plain.index(grpc.ChannelConnectivity.READY) :], plain
+
+
+def test_without_a_connection_age_a_connection_stays(server) -> None:
+    states = connection_states(server.target, one_call)
+    assert grpc.ChannelConnectivity.IDLE not in states[states.index(grpc.ChannelConnectivity.READY) :], states
