@@ -33,6 +33,7 @@ from typing import Any
 from clients.defaults import DEFAULT_GRPC_PORT, DEFAULT_HOST
 from clients.flags import add_flags, given, value_type, with_default
 from service.engine import EngineSettings
+from service.media import MediaPolicy
 from service.models import ModelSpec, bundled_model_specs
 from service.parsing import parser_name_problem
 
@@ -101,6 +102,7 @@ class ServeConfig:
                   "default_text": "none"},
     )  # fmt: skip
     api_key_file: Path | None = None  # --api-key-file: its keys are read again on SIGHUP
+    media: MediaPolicy = field(default_factory=MediaPolicy)  # the "images" flags
     max_connection_age_seconds: float | None = field(
         default=None,
         metadata={
@@ -160,6 +162,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         parser.add_argument_group("operations"), ServeConfig, only=("metrics_port", "max_connection_age_seconds")
     )
     add_flags(parser.add_argument_group("TLS (gRPC)"), ServeConfig, only=("tls_cert", "tls_key", "tls_client_ca"))
+    add_flags(parser.add_argument_group("images (vision models)"), MediaPolicy)
     add_flags(parser.add_argument_group("scheduler (every model)"), EngineSettings)
 
 
@@ -227,6 +230,9 @@ def from_arguments(args: argparse.Namespace) -> ServeConfig:
     limit = values.get("max_concurrent_requests", DEFAULT_MAX_CONCURRENT)
     if limit < 0:
         raise ConfigError(f"--max-concurrent-requests must be 0 (no bound) or more; got {limit}")
+    values["media"] = MediaPolicy(**given(args, MediaPolicy))
+    if problems := values["media"].problems():
+        raise ConfigError("; ".join(problems))
     age = values.get("max_connection_age_seconds")
     if age is not None and not age > 0:
         raise ConfigError(f"--max-connection-age-seconds must be more than 0; got {age}")

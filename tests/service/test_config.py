@@ -395,3 +395,24 @@ path = "{one}"
 def test_a_negative_cpu_runtime_cache_is_refused() -> None:
     with pytest.raises(ConfigError, match="cpu_runtime_cache must be 0 or more"):
         configure("--cpu-runtime-cache", "-1")
+
+
+def test_image_flags_become_the_media_policy(tmp_path: Path) -> None:
+    config = configure("--allowed-media-domain", "img.example.com", "--allowed-media-domain", "cdn.example.com",
+                       "--allow-private-media-hosts", "--allowed-local-media-path", tmp_path,
+                       "--max-images-per-request", "2", "--max-image-bytes", "1000")  # fmt: skip
+    media = config.media
+    assert media.allowed_media_domains == ("img.example.com", "cdn.example.com") and media.allow_private_media_hosts
+    assert (media.allowed_local_media_path, media.max_images_per_request, media.max_image_bytes) == (tmp_path, 2, 1000)
+    assert configure().media.allowed_media_domains == () and not configure().media.allow_private_media_hosts
+
+
+@pytest.mark.parametrize(
+    ("flag", "value", "message"),
+    [("--max-images-per-request", "0", "more than 0"), ("--max-image-pixels", "-1", "more than 0"),
+     ("--media-fetch-timeout-seconds", "0", "more than 0"), ("--allowed-local-media-path", "/nonexistent/dir",
+                                                            "not a directory")],
+)  # fmt: skip
+def test_bad_image_flags_are_refused(flag: str, value: str, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        configure(flag, value)

@@ -1,0 +1,43 @@
+"""Encoded image bytes -> RGB pixels (uint8, height x width x 3), with Pillow, refusing what is not a supported
+image, truncated, or larger than allowed before its pixels are allocated. Callers run it off the event loop."""
+
+from __future__ import annotations
+
+import io
+import warnings
+
+import numpy as np
+from PIL import Image, UnidentifiedImageError
+
+from service.media.policy import MediaPolicy
+from service.media.sources import MediaError
+
+# The formats OpenAI documents for image inputs (PNG, JPEG, WebP, non-animated GIF), and BMP. Pillow tries only
+# these decoders: TIFF, PSD, ICO and the rest are refused as unsupported rather than parsed.
+FORMATS = ("PNG", "JPEG", "WEBP", "GIF", "BMP")
+
+
+def decode(field: str, data: bytes, policy: MediaPolicy) -> np.ndarray:
+    """The image's pixels as an RGB uint8 array (height, width, 3); MediaError naming ``field`` otherwise."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", Image.DecompressionBombWarning)
+            with Image.open(io.BytesIO(data), formats=FORMATS) as image:  # reads the header only
+                width, height = image.size
+                if width * height > policy.max_image_pixels:
+                    raise MediaError(
+                        field, f"the image is {width}x{height} pixels; at most {policy.max_image_pixels} allowed"
+                    )
+                image.load()  # a truncated file raises here
+                pixels = np.asarray(image.convert("RGB"), dtype=np.uint8)
+    except MediaError:
+        raise
+    except UnidentifiedImageError as error:
+        raise MediaError(field, f"not an image in a supported format ({', '.join(FORMATS)})") from error
+    except (Image.DecompressionBombError, Image.DecompressionBombWarning) as error:
+        raise MediaError(field, f"the image is too large to decode: {error}") from error
+    except (OSError, SyntaxError, ValueError, EOFError) as error:  # truncated or corrupt data
+        raise MediaError(field, f"the image could not be decoded: {error}") from error
+    if pixels.ndim != 3 or pixels.shape[0] == 0 or pixels.shape[1] == 0:
+        raise MediaError(field, "the image has no pixels")
+    return pixels

@@ -1,0 +1,192 @@
+"""Images in requests (service.media): every kind of bad image is a MediaError naming its part, good ones decode
+to RGB pixels; fetches obey the host allow-list, the private-address guard, the size, time and redirect bounds.
+A local tornado server plays the image host."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import io
+import socket
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import tornado.httpserver
+import tornado.web
+from PIL import Image
+
+from service.media import ImageSource, MediaError, MediaPolicy, load_images
+
+FIELD = "messages[0].content_parts[1].image_url"
+
+
+def encoded(colour: tuple[int, int, int] = (200, 30, 30), size: tuple[int, int] = (8, 6), kind: str = "PNG") -> bytes:
+    out = io.BytesIO()
+    Image.new("RGB", size, colour).save(out, kind)
+    return out.getvalue()
+
+
+def data_url(data: bytes, media_type: str = "image/png") -> str:
+    return f"data:{media_type};base64,{base64.b64encode(data).decode()}"
+
+
+class _Slow(tornado.web.RequestHandler):
+    async def get(self) -> None:
+        await asyncio.sleep(30)
+
+
+def _app() -> tornado.web.Application:
+    image, big = encoded(), encoded(size=(400, 400), kind="BMP")  # the BMP is 480 kB, over the test limit
+
+    class Image_(tornado.web.RequestHandler):
+        def get(self) -> None:
+            self.set_header("Content-Type", "image/png")
+            self.write(image)
+
+    class Big(tornado.web.RequestHandler):
+        def get(self) -> None:
+            self.write(big)
+
+    return tornado.web.Application([
+        (r"/red.png", Image_), (r"/big.bmp", Big), (r"/slow.png", _Slow),
+        (r"/hop.png", tornado.web.RedirectHandler, {"url": "/red.png"}),
+        (r"/loop.png", tornado.web.RedirectHandler, {"url": "/loop.png"}),
+        (r"/away.png", tornado.web.RedirectHandler, {"url": "http://elsewhere.invalid/red.png"}),
+    ])  # fmt: skip
+
+
+def with_host(test: Callable[[str], Awaitable[Any]]) -> Any:
+    """Run ``test(base_url)`` with the local image host listening on a free loopback port."""
+
+    async def scenario() -> Any:
+        sock = socket.socket()
+        sock.bind(("127.0.0.1", 0))
+        sock.listen()
+        sock.setblocking(False)
+        server = tornado.httpserver.HTTPServer(_app())
+        server.add_sockets([sock])
+        try:
+            return await test(f"http://127.0.0.1:{sock.getsockname()[1]}")
+        finally:
+            server.stop()
+
+    return asyncio.run(scenario())
+
+
+OPEN = MediaPolicy(allowed_media_domains=("127.0.0.1",), allow_private_media_hosts=True, max_image_bytes=100_000,
+                   media_fetch_timeout_seconds=1.0)  # fmt: skip
+
+
+def load(source: ImageSource, policy: MediaPolicy = OPEN) -> list[np.ndarray]:
+    return asyncio.run(load_images([source], policy, "messages"))
+
+
+def refused(source: ImageSource, policy: MediaPolicy = OPEN) -> str:
+    with pytest.raises(MediaError) as raised:
+        load(source, policy)
+    assert raised.value.field == source.field
+    return raised.value.message
+
+
+def test_a_data_url_and_raw_bytes_decode_to_rgb_pixels() -> None:
+    [pixels] = load(ImageSource(FIELD, url=data_url(encoded((10, 200, 30)))))
+    assert pixels.shape == (6, 8, 3) and pixels.dtype == np.uint8 and tuple(pixels[0, 0]) == (10, 200, 30)
+    [pixels] = load(ImageSource(FIELD, data=encoded((0, 0, 255), kind="JPEG")))
+    assert pixels.shape == (6, 8, 3) and pixels[0, 0, 2] > 200  # JPEG is lossy
+    rgba = io.BytesIO()
+    Image.new("RGBA", (3, 3), (255, 0, 0, 128)).save(rgba, "PNG")
+    assert load(ImageSource(FIELD, data=rgba.getvalue()))[0].shape == (3, 3, 3)  # alpha dropped
+
+
+def test_a_local_file_under_the_allowed_directory(tmp_path: Path) -> None:
+    (tmp_path / "red.gif").write_bytes(encoded(kind="GIF"))
+    policy = MediaPolicy(allowed_local_media_path=tmp_path)
+    assert load(ImageSource(FIELD, url=f"file://{tmp_path}/red.gif"), policy)[0].shape == (6, 8, 3)
+    assert "outside" in refused(ImageSource(FIELD, url=f"file://{tmp_path}/../etc/passwd"), policy)
+    assert "no such file" in refused(ImageSource(FIELD, url=f"file://{tmp_path}/absent.png"), policy)
+    assert "allowed-local-media-path" in refused(ImageSource(FIELD, url=f"file://{tmp_path}/red.gif"))
+
+
+def test_fetches_follow_a_bounded_redirect_within_the_allowed_host() -> None:
+    async def test(base: str) -> None:
+        [pixels] = await load_images([ImageSource(FIELD, url=f"{base}/hop.png")], OPEN, "messages")
+        assert tuple(pixels[0, 0]) == (200, 30, 30)
+
+    with_host(test)
+
+
+BAD_BYTES = {
+    "not an image": (b"hello, I am text", "not an image"),
+    "truncated": (encoded(size=(64, 64))[:60], "could not be decoded"),
+    "unsupported type": (encoded(kind="TIFF"), "not an image in a supported format"),
+    "too many bytes": (encoded(size=(200, 200), kind="BMP"), "at most 100000 allowed"),
+    "too many pixels": (encoded(size=(120, 100)), "120x100 pixels; at most 10000 allowed"),
+    "empty": (b"", "needs a url"),
+}
+
+
+@pytest.mark.parametrize("kind", BAD_BYTES)
+def test_bad_image_bytes_are_refused_naming_the_part(kind: str) -> None:
+    data, expected = BAD_BYTES[kind]
+    policy = MediaPolicy(max_image_bytes=100_000, max_image_pixels=10_000)
+    assert expected in refused(ImageSource(FIELD, data=data), policy)
+
+
+BAD_URLS = {
+    "data url not base64": ("data:image/png,rawtext", "must be base64"),
+    "data url of another type": (data_url(b"hello", "text/plain"), "is not an image"),
+    "data url bad base64": ("data:image/png;base64,@@@notbase64", "not valid base64"),
+    "data url without comma": ("data:image/png;base64", "needs a comma"),
+    "data url too large": (data_url(b"x" * 200_000), "over 100000 bytes"),
+    "unsupported scheme": ("ftp://127.0.0.1/red.png", "unsupported URL scheme"),
+    "no scheme": ("red.png", "unsupported URL scheme"),
+    "host not allowed": ("http://example.com/red.png", "not among the hosts"),
+}
+
+
+@pytest.mark.parametrize("kind", BAD_URLS)
+def test_bad_image_urls_are_refused_naming_the_part(kind: str) -> None:
+    url, expected = BAD_URLS[kind]
+    assert expected in refused(ImageSource(FIELD, url=url))
+
+
+def test_http_urls_need_the_flag_and_private_addresses_their_own() -> None:
+    assert "not accepted here" in refused(ImageSource(FIELD, url="http://127.0.0.1/red.png"), MediaPolicy())
+
+    async def test(base: str) -> str:
+        strict = MediaPolicy(allowed_media_domains=("127.0.0.1",))  # loopback, not allowed as private
+        with pytest.raises(MediaError) as raised:
+            await load_images([ImageSource(FIELD, url=f"{base}/red.png")], strict, "messages")
+        return raised.value.message
+
+    assert "private addresses" in with_host(test)
+
+
+FETCH_FAILURES = {
+    "slow.png": "more than 1 s",
+    "missing.png": "HTTP 404",
+    "loop.png": "fetching the image failed",  # more redirects than allowed
+    "away.png": "not among the hosts",  # a redirect to a host off the list
+    "big.bmp": "fetching the image failed",  # over max_image_bytes while reading
+}
+
+
+@pytest.mark.parametrize("path", FETCH_FAILURES)
+def test_fetch_failures_are_refused_naming_the_part(path: str) -> None:
+    async def test(base: str) -> str:
+        with pytest.raises(MediaError) as raised:
+            await load_images([ImageSource(FIELD, url=f"{base}/{path}")], OPEN, "messages")
+        assert raised.value.field == FIELD
+        return raised.value.message
+
+    assert FETCH_FAILURES[path] in with_host(test)
+
+
+def test_more_images_than_a_request_may_carry_names_the_field() -> None:
+    sources = [ImageSource(f"messages[0].content_parts[{i}]", data=encoded()) for i in range(3)]
+    with pytest.raises(MediaError) as raised:
+        asyncio.run(load_images(sources, MediaPolicy(max_images_per_request=2), "messages"))
+    assert raised.value.field == "messages" and "at most 2 per request" in raised.value.message
