@@ -34,6 +34,7 @@ from clients.defaults import DEFAULT_GRPC_PORT, DEFAULT_HOST
 from clients.flags import add_flags, given, value_type, with_default
 from service.engine import EngineSettings
 from service.media import MediaPolicy
+from service.model_files import LANGUAGE_IRS, has_language_model
 from service.models import ModelSpec, bundled_model_specs
 from service.parsing import parser_name_problem
 
@@ -158,9 +159,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_flags(
         parser.add_argument_group("Responses API"), ServeConfig, only=("response_store", "response_max_age_seconds")
     )
-    add_flags(
-        parser.add_argument_group("operations"), ServeConfig, only=("metrics_port", "max_connection_age_seconds")
-    )
+    add_flags(parser.add_argument_group("operations"), ServeConfig, only=("metrics_port", "max_connection_age_seconds"))
     add_flags(parser.add_argument_group("TLS (gRPC)"), ServeConfig, only=("tls_cert", "tls_key", "tls_client_ca"))
     add_flags(parser.add_argument_group("images (vision models)"), MediaPolicy)
     add_flags(parser.add_argument_group("scheduler (every model)"), EngineSettings)
@@ -206,8 +205,8 @@ def from_arguments(args: argparse.Namespace) -> ServeConfig:
     models = list(specs.values()) or bundled_model_specs(base)
     for spec in models:
         for label, directory in (("model", spec.path), ("draft model", spec.draft_path)):
-            if directory is not None and not (directory / "openvino_model.xml").is_file():
-                raise ConfigError(f"{label} of {spec.name!r}: {directory} has no openvino_model.xml")
+            if directory is not None and not has_language_model(directory):
+                raise ConfigError(f"{label} of {spec.name!r}: {directory} has no {' or '.join(LANGUAGE_IRS)}")
         if spec.draft_path and spec.prompt_lookup:
             raise ConfigError(f"model {spec.name!r}: a draft model and prompt lookup exclude each other")
         for kind in ("tool", "reasoning"):

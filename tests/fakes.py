@@ -37,6 +37,7 @@ from service.engine import (
     EngineUnavailable,
     FinishReason,
     OutputConstraint,
+    PromptImages,
     SamplingParams,
     SequenceDelta,
     Update,
@@ -179,7 +180,12 @@ class FakeEngine:
         return sum(not generation.closed.is_set() for generation in self.generations)
 
     def submit(
-        self, prompt_ids: list[int], params: SamplingParams, *, skip_special_tokens: bool = True
+        self,
+        prompt_ids: list[int],
+        params: SamplingParams,
+        *,
+        skip_special_tokens: bool = True,
+        images: PromptImages | None = None,
     ) -> FakeGeneration:
         """Play the next script (an empty reply if none is queued); raises its ``refuse`` error if it has one."""
         if self.stopped:

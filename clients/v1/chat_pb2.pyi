@@ -224,12 +224,14 @@ class ChatContentPart(_message.Message):
     def __init__(self, type: _Optional[str] = ..., text: _Optional[str] = ..., image_url: _Optional[_Union[ImageUrl, _Mapping]] = ...) -> None: ...
 
 class ImageUrl(_message.Message):
-    __slots__ = ("url", "detail")
+    __slots__ = ("url", "detail", "data")
     URL_FIELD_NUMBER: _ClassVar[int]
     DETAIL_FIELD_NUMBER: _ClassVar[int]
+    DATA_FIELD_NUMBER: _ClassVar[int]
     url: str
     detail: str
-    def __init__(self, url: _Optional[str] = ..., detail: _Optional[str] = ...) -> None: ...
+    data: bytes
+    def __init__(self, url: _Optional[str] = ..., detail: _Optional[str] = ..., data: _Optional[bytes] = ...) -> None: ...
 
 class ChatTool(_message.Message):
     __slots__ = ("type", "function")

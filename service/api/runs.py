@@ -19,6 +19,7 @@ from service.engine import (
     EngineRejected,
     EngineUnavailable,
     Generation,
+    PromptImages,
     SamplingParams,
     SequenceDelta,
     Update,
@@ -48,6 +49,7 @@ class Run:
     prompt_ids: list[int]
     params: SamplingParams
     first_choice: int  # OpenAI index of this run's first choice
+    images: PromptImages | None = None  # a vision request's images and text prompt
 
 
 def fan_out(run: Run, n: int, model: ServedModel) -> list[Run]:
@@ -60,9 +62,9 @@ def fan_out(run: Run, n: int, model: ServedModel) -> list[Run]:
         return [run]
     seed = run.params.seed or 0
     return [
-        Run(
-            run.prompt_ids,
-            dataclasses.replace(run.params, seed=(seed + i) % (MAX_SEED + 1)),
+        dataclasses.replace(
+            run,
+            params=dataclasses.replace(run.params, seed=(seed + i) % (MAX_SEED + 1)),
             first_choice=run.first_choice + i,
         )
         for i in range(n)
@@ -83,7 +85,9 @@ class RunStream:
         self._generations: list[Generation] = []
         try:
             for run in runs:
-                generation = model.engine.submit(run.prompt_ids, run.params, skip_special_tokens=skip_special_tokens)
+                generation = model.engine.submit(
+                    run.prompt_ids, run.params, skip_special_tokens=skip_special_tokens, images=run.images
+                )
                 self._generations.append(generation)
         except EngineError as error:
             self.close()

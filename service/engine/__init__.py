@@ -14,6 +14,7 @@ from service.engine.types import (
     EngineStats,
     EngineUnavailable,
     FinishReason,
+    PromptImages,
     SequenceDelta,
     Update,
 )
@@ -29,6 +30,7 @@ __all__ = [
     "FinishReason",
     "Generation",
     "OutputConstraint",
+    "PromptImages",
     "SamplingParams",
     "SequenceDelta",
     "Update",

@@ -56,9 +56,11 @@ class Submission:
     """A request for the engine; picklable, so it can cross into the engine process."""
 
     request_id: int
-    prompt_ids: list[int]
+    prompt_ids: list[int]  # with images: the prompt as the model sees it, image tokens included (for counts)
     params: SamplingParams
     skip_special_tokens: bool = True
+    images: tuple[np.ndarray, ...] = ()  # RGB uint8 (height, width, 3): a vision model's images, in prompt order
+    prompt_text: str = ""  # with images: the rendered prompt, one <ov_genai_image_N> tag where each image goes
 
 
 @dataclass
@@ -155,13 +157,22 @@ class EngineCore:
         self._waiting.append((submission, config))
         return self._admit()
 
+    def _add_request(self, submission: Submission, config: ov_genai.GenerationConfig) -> ov_genai.GenerationHandle:
+        if submission.images:
+            # Images go with the prompt text: the pipeline tokenizes it and puts each image's embeddings where
+            # its tag is. The prompt is rendered already (the chat template ran in the server).
+            images = [ov.Tensor(np.ascontiguousarray(image[np.newaxis])) for image in submission.images]
+            config.apply_chat_template = False
+            return self._pipeline.add_request(submission.request_id, submission.prompt_text, images, config)
+        prompt = ov.Tensor(np.array([submission.prompt_ids], dtype=np.int64))
+        return self._pipeline.add_request(submission.request_id, prompt, config)
+
     def _admit(self) -> list[Outcome]:
         failed: list[Outcome] = []
         while self._waiting and not (self._speculative and self._running):
             submission, config = self._waiting.popleft()
             try:
-                prompt = ov.Tensor(np.array([submission.prompt_ids], dtype=np.int64))
-                handle = self._pipeline.add_request(submission.request_id, prompt, config)
+                handle = self._add_request(submission, config)
             except Exception as error:
                 failed.append((submission.request_id, EngineError(f"engine refused the request: {error}")))
                 continue
@@ -171,7 +182,8 @@ class EngineCore:
                 want_logprobs=config.logprobs > 0,
                 # Beam search hands back every beam at the end; OpenAI wants the n best.
                 keep_best=config.num_return_sequences if config.num_beams > 1 else None,
-                single=config.num_beams == 1 and config.num_return_sequences == 1,
+                # (a request with images cannot be resumed from token ids: its images are not tokens)
+                single=config.num_beams == 1 and config.num_return_sequences == 1 and not submission.images,
             )
         return failed
 

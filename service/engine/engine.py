@@ -6,7 +6,6 @@ import asyncio
 import contextlib
 import functools
 import itertools
-import json
 import logging
 import time
 from collections.abc import Callable, Coroutine
@@ -16,6 +15,7 @@ from typing import Any
 
 import openvino_genai as ov_genai
 
+from service import model_files
 from service.engine.codec import TokenCodec
 from service.engine.core import Submission
 from service.engine.generation import Generation, Mailbox
@@ -24,7 +24,7 @@ from service.engine.grammar import GrammarChecker
 from service.engine.messages import Cancel, Outcomes, QueryStats, StatsReport
 from service.engine.process import GONE, EngineProcess
 from service.engine.sampling import OutputConstraint, SamplingParams
-from service.engine.types import EngineError, EngineStats, EngineUnavailable
+from service.engine.types import EngineError, EngineStats, EngineUnavailable, PromptImages
 from service.engine.worker import WorkerSpec
 from service.metrics import GenerationMeter
 
@@ -144,7 +144,7 @@ def kv_blocks(model_dir: Path, size_gb: float | None) -> int | None:
     sizes a 1 GB cache itself.
     """
     try:
-        config = json.loads((model_dir / "config.json").read_text())
+        config = model_files.text_config(model_dir)
         layers, heads = int(config["num_hidden_layers"]), int(config["num_attention_heads"])
         kv_heads = int(config.get("num_key_value_heads") or heads)
         head_dim = int(config.get("head_dim") or int(config["hidden_size"]) // heads)
@@ -328,11 +328,19 @@ class Engine:
         self._send(QueryStats(token))
         return await future
 
-    def submit(self, prompt_ids: list[int], params: SamplingParams, *, skip_special_tokens: bool = True) -> Generation:
+    def submit(
+        self,
+        prompt_ids: list[int],
+        params: SamplingParams,
+        *,
+        skip_special_tokens: bool = True,
+        images: PromptImages | None = None,
+    ) -> Generation:
         """Send a request to the engine now; iterate the Generation for its output, and close it when done.
 
-        Submitting before the caller sends anything of its own (a role chunk,
-        the Responses API's first events) lets the engine start meanwhile.
+        With ``images``, the engine gets their pixels and the prompt as text; ``prompt_ids`` is then the prompt as
+        the model sees it (image tokens included), for counts. Submitting before the caller sends anything of its
+        own (a role chunk, the Responses API's first events) lets the engine start meanwhile.
         """
         if self._loop is None or not self.up:
             state = "is restarting" if self._loop is not None and not self._closed else "is not running"
@@ -341,7 +349,8 @@ class Engine:
         mailbox = Mailbox()
         self._mailboxes[request_id] = mailbox
         try:
-            self._send(Submission(request_id, prompt_ids, params, skip_special_tokens))
+            pixels, text = (images.pixels, images.text) if images else ((), "")
+            self._send(Submission(request_id, prompt_ids, params, skip_special_tokens, pixels, text))
         except BaseException:
             del self._mailboxes[request_id]
             raise
@@ -454,7 +463,7 @@ class Engine:
 
 def _vocab_size(model_dir: Path, tokenizer: ov_genai.Tokenizer) -> int:
     """Token ids the model knows: config.json's vocab_size, else the tokenizer's vocabulary."""
-    config = json.loads((model_dir / "config.json").read_text())
+    config = model_files.text_config(model_dir)
     if isinstance(config.get("vocab_size"), int):
         return int(config["vocab_size"])
     return len(tokenizer.get_vocab())
@@ -462,7 +471,7 @@ def _vocab_size(model_dir: Path, tokenizer: ov_genai.Tokenizer) -> int:
 
 def _max_model_len(model_dir: Path) -> int:
     """The model's context length, from config.json (max_position_embeddings and kin)."""
-    config = json.loads((model_dir / "config.json").read_text())
+    config = model_files.text_config(model_dir)
     for key in ("max_position_embeddings", "n_positions", "max_sequence_length", "seq_length"):
         if isinstance(config.get(key), int):
             return int(config[key])

@@ -20,7 +20,6 @@ Protocol (tuples over a multiprocessing Connection):
 from __future__ import annotations
 
 import contextlib
-import json
 import re
 import signal
 import sys
@@ -28,6 +27,8 @@ import tempfile
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
+
+from service import model_files  # light: json only, as this process should stay
 
 # openvino_genai prefixes its errors with a timestamp, a source path and a check expression.
 _ENGINE_NOISE = re.compile(r"^\[[\d:]+\] \S+:\d+: |Check failed: \(.*?\) is false: ")
@@ -97,7 +98,7 @@ def _stand_in_pipeline(model_dir: Path) -> Any:
 def _vocab_size(model_dir: Path) -> int | None:
     """The logits' width from config.json (what the engine's sampler sizes the grammar for)."""
     try:
-        return int(json.loads((model_dir / "config.json").read_text())["vocab_size"])
+        return int(model_files.text_config(model_dir)["vocab_size"])
     except (OSError, ValueError, KeyError, TypeError):
         return None
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 
+import numpy as np
+
 
 class FinishReason(enum.Enum):
     """Why a sequence ended (the engine's view; the API maps it to OpenAI's)."""
@@ -12,6 +14,15 @@ class FinishReason(enum.Enum):
     STOP = "stop"  # end-of-turn token or a stop string
     LENGTH = "length"  # max_new_tokens or the model's length
     CANCELLED = "cancelled"  # the caller went away
+
+
+@dataclass(frozen=True)
+class PromptImages:
+    """A vision request's images, and its prompt rendered as text with a ``<ov_genai_image_N>`` tag where each goes
+    (the pipeline takes images only beside prompt text, never beside token ids)."""
+
+    text: str
+    pixels: tuple[np.ndarray, ...]  # RGB uint8 (height, width, 3), in tag order
 
 
 @dataclass

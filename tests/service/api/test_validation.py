@@ -607,6 +607,9 @@ class Junk:
             if field.name == "type":
                 return self.rng.choice(["text", "image_url", "function", "json_schema", self.text()])
             return self.text()
+        if kind == FieldDescriptor.TYPE_BYTES:  # image data: empty, noise, or a PNG signature with junk after it
+            noise = self.rng.randbytes(self.rng.randint(0, 64))
+            return self.rng.choice([b"", noise, b"\x89PNG\r\n\x1a\n" + noise])
         raise AssertionError(f"no junk for {field.full_name}")
 
     def fill(self, message: Message, density: float, depth: int = 0) -> None:
