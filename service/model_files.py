@@ -38,6 +38,7 @@ class Vision:
 
     model_type: str
     tokens_per_image: int  # the image's embeddings, counted as prompt tokens
+    image_token_id: int  # the token the language model sees once per embedding (counts and token listings)
 
 
 # model_type -> tokens one image becomes, from config.json. LLaVA: one per vision patch, plus the class token
@@ -56,4 +57,7 @@ def vision(model_dir: Path) -> Vision | None:
         return None
     whole = config(model_dir)
     count = _TOKENS_PER_IMAGE.get(str(whole.get("model_type")))
-    return None if count is None else Vision(str(whole["model_type"]), int(count(whole)))
+    if count is None:
+        return None
+    token = whole.get("image_token_index", whole.get("image_token_id"))
+    return Vision(str(whole["model_type"]), int(count(whole)), int(token) if token is not None else 0)

@@ -9,6 +9,8 @@ from pathlib import Path
 
 from service.engine import Engine, EngineSettings, SamplingParams
 from service.errors import InvalidArgument, NotFound, Unavailable, quote
+from service.media import MediaPolicy
+from service.model_files import Vision, vision
 from service.parsing import OutputFormat
 
 BUNDLED_MODELS_DIR = Path(__file__).resolve().parent / "bundled_models"
@@ -74,6 +76,7 @@ class ServedModel:
     created: int = field(default_factory=lambda: int(time.time()))
     owned_by: str = "ovserve"
     output_format: OutputFormat = field(default_factory=OutputFormat)  # how its replies are parsed
+    vision: Vision | None = None  # how it takes images; None: text only
 
     @property
     def name(self) -> str:
@@ -90,7 +93,15 @@ class ServedModel:
             spec.name, engine.max_model_len, has_draft_model=engine.has_draft_model, prompt_lookup=spec.prompt_lookup
         )
         output_format = OutputFormat.choose(spec.tool_parser, spec.reasoning_parser, engine.chat_template)
-        return cls(spec, engine, limits, engine.defaults, engine.vocab_size, output_format=output_format)
+        return cls(
+            spec,
+            engine,
+            limits,
+            engine.defaults,
+            engine.vocab_size,
+            output_format=output_format,
+            vision=vision(spec.path),
+        )
 
 
 class ModelRegistry:
@@ -100,9 +111,10 @@ class ModelRegistry:
     loaded; until ``mark_ready`` a request gets UNAVAILABLE, not NOT_FOUND.
     """
 
-    def __init__(self, models: list[ServedModel] | None = None) -> None:
+    def __init__(self, models: list[ServedModel] | None = None, media: MediaPolicy | None = None) -> None:
         self._models = {model.name: model for model in models or []}
         self._ready = models is not None
+        self.media = media or MediaPolicy()  # what images requests to these models may carry
 
     def __iter__(self) -> Iterator[ServedModel]:
         return iter(list(self._models.values()))

@@ -60,7 +60,7 @@ class Server:
         # TLS on the gRPC port (None: plaintext); read and checked now, before anything listens
         self._credentials = tls.server_credentials(config.tls_cert, config.tls_key, config.tls_client_ca)
         self.config = config
-        self.registry = ModelRegistry()
+        self.registry = ModelRegistry(media=config.media)
         self.store = ResponseStore(config.response_store, max_age_seconds=config.response_max_age_seconds)
         self.limit = ConcurrencyLimit(config.max_concurrent_requests)  # calls and background responses
         self.conversations = ConversationsApi(ConversationStore(self.store, max_items=MAX_CONVERSATION_ITEMS))

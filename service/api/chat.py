@@ -18,12 +18,14 @@ from service.api.common import (
     usage,
 )
 from service.api.generation import Budget, build_sampling_params, generation_violations
+from service.api.images import ImageParts, prompt_with_images
 from service.api.prompting import (
     REASONING_EFFORTS,
     TOOL_CHOICES,
     json_object,
     logprob_violations,
     render_prompt,
+    render_text,
     template_context,
     template_tool,
     unsupported,
@@ -59,7 +61,8 @@ async def prepare(models: ModelRegistry, request: Request, *, streaming: bool) -
     """Validate ``request``, render its conversation with the chat template, build its engine run."""
     violations = streaming_violations(request, streaming=streaming, rpc="StreamChatCompletion")
     model = models.get(request.model)
-    history = _history(model, request, violations)
+    images = ImageParts(model)
+    history = _history(model, request, images, violations)
     tools = _tools(request, violations)
     context = _template_context(request, violations)
     thinking = bool(context.get("enable_thinking"))
@@ -73,7 +76,11 @@ async def prepare(models: ModelRegistry, request: Request, *, streaming: bool) -
     InvalidArgument.check(violations)
     await check_compiles(model, constraint)
 
-    prompt_ids = await render_prompt(model, history, tools, context, field="messages")
+    if images.sources:
+        prompt = await render_text(model, history, tools, context, field="messages")
+        prompt_ids, pixels = await prompt_with_images(model, prompt, images, models.media, "messages")
+    else:
+        prompt_ids, pixels = await render_prompt(model, history, tools, context, field="messages"), None
 
     field = "max_completion_tokens" if request.HasField("max_completion_tokens") else "max_tokens"
     limit = getattr(request, field) if request.HasField(field) else None
@@ -89,7 +96,7 @@ async def prepare(models: ModelRegistry, request: Request, *, streaming: bool) -
     n = request.n if request.HasField("n") else 1
     return PreparedChat(
         model,
-        fan_out(Run(prompt_ids, params, first_choice=0), n, model),
+        fan_out(Run(prompt_ids, params, first_choice=0, images=pixels), n, model),
         n=n,
         logprobs=request.logprobs,
         skip_special_tokens=not request.HasField("skip_special_tokens") or request.skip_special_tokens,
@@ -97,7 +104,9 @@ async def prepare(models: ModelRegistry, request: Request, *, streaming: bool) -
     )
 
 
-def _history(model: ServedModel, request: Request, violations: list[FieldViolation]) -> list[dict[str, Any]]:
+def _history(
+    model: ServedModel, request: Request, images: ImageParts, violations: list[FieldViolation]
+) -> list[dict[str, Any]]:
     """The conversation as the chat template wants it; appends what is wrong to ``violations``."""
     if not len(request.messages):
         violations.append(FieldViolation("messages", "at least one message is required"))
@@ -111,7 +120,7 @@ def _history(model: ServedModel, request: Request, violations: list[FieldViolati
                 FieldViolation(f"{where}.role", f"unknown role {quote(message.role)}; expected {expected}")
             )
             continue
-        entry: dict[str, Any] = {"role": role, "content": _content(model, message, where, violations)}
+        entry: dict[str, Any] = {"role": role, "content": _content(message, where, images, violations)}
         if message.HasField("name"):
             entry["name"] = message.name
         if message.role == "tool":
@@ -133,7 +142,7 @@ def _history(model: ServedModel, request: Request, violations: list[FieldViolati
 
 
 def _content(
-    model: ServedModel, message: chat_pb2.ChatMessage, where: str, violations: list[FieldViolation]
+    message: chat_pb2.ChatMessage, where: str, images: ImageParts, violations: list[FieldViolation]
 ) -> str | None:
     if not len(message.content_parts):
         return message.content if message.HasField("content") else None
@@ -144,15 +153,14 @@ def _content(
         if part.type == "text":
             texts.append(part.text)
         elif part.type == "image_url":
-            violations.append(
-                FieldViolation(
-                    f"{where}.content_parts[{i}]", f"model {model.name!r} is text-only: images are not supported"
-                )
-            )
+            # (an image in a message other than a user's reaches the template too; the model decides)
+            field = f"{where}.content_parts[{i}].image_url"
+            texts.append(images.add(field, part.image_url.url, part.image_url.data, violations))
         else:
             violations.append(
                 FieldViolation(
-                    f"{where}.content_parts[{i}].type", f"unknown part type {quote(part.type)}; expected text"
+                    f"{where}.content_parts[{i}].type",
+                    f"unknown part type {quote(part.type)}; expected text or image_url",
                 )
             )
     return "\n".join(texts)

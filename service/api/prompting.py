@@ -72,17 +72,37 @@ async def render_prompt(
     text = sum(len(message["content"]) for message in history if isinstance(message.get("content"), str))
     check_length(model, text, field)
     if text <= INLINE_PROMPT_CHARS:
+        return _encode(model, _render(model, history, tools, context, field))
+    return await asyncio.to_thread(lambda: _encode(model, _render(model, history, tools, context, field)))
+
+
+async def render_text(
+    model: ServedModel,
+    history: list[dict[str, Any]],
+    tools: list[dict[str, Any]],
+    context: dict[str, Any],
+    *,
+    field: str,
+) -> str:
+    """The conversation rendered by the model's chat template as text (a prompt with images stays text: the
+    pipeline takes images only beside text), checked and rendered as ``render_prompt`` does."""
+    text = sum(len(message["content"]) for message in history if isinstance(message.get("content"), str))
+    check_length(model, text, field)
+    if text <= INLINE_PROMPT_CHARS:
         return _render(model, history, tools, context, field)
     return await asyncio.to_thread(_render, model, history, tools, context, field)
 
 
 def _render(
     model: ServedModel, history: list[dict[str, Any]], tools: list[dict[str, Any]], context: dict[str, Any], field: str
-) -> list[int]:
+) -> str:
     try:
-        prompt = model.engine.render_chat(history, tools, context)
+        return model.engine.render_chat(history, tools, context)
     except Exception as error:  # the template itself refused (minja raises RuntimeError)
         raise InvalidArgument.of(field, f"the chat template could not render the conversation: {error}") from error
+
+
+def _encode(model: ServedModel, prompt: str) -> list[int]:
     return model.engine.encode(prompt, add_special_tokens=False)
 
 

@@ -14,6 +14,7 @@ from typing import Any
 from clients.v1 import tokenizer_pb2
 from service.api.chat import _history as chat_history  # the same roles, contents and checks as chat
 from service.api.common import token_texts
+from service.api.images import ImageParts, image_prompt_ids
 from service.api.prompting import INLINE_PROMPT_CHARS, template_context
 from service.errors import FieldViolation, InvalidArgument
 from service.models import ModelRegistry, ServedModel
@@ -37,8 +38,9 @@ async def tokenize(models: ModelRegistry, request: tokenizer_pb2.TokenizeRequest
         violations.append(FieldViolation("prompt", f"at most {MAX_TOKENIZE_CHARS} characters"))
     history: list[dict[str, Any]] = []
     context: dict[str, Any] = {}
+    images = ImageParts(model)  # counted as the model sees them, not fetched
     if has_messages:
-        history = chat_history(model, request, violations)  # type: ignore[arg-type]
+        history = chat_history(model, request, images, violations)  # type: ignore[arg-type]
         context = template_context(request, violations, effort=None)
         size = sum(len(m["content"]) for m in history if isinstance(m.get("content"), str))
         if size > MAX_TOKENIZE_CHARS:
@@ -56,7 +58,11 @@ async def tokenize(models: ModelRegistry, request: tokenizer_pb2.TokenizeRequest
                 text = model.engine.render_chat(history, None, context, add_generation_prompt=generation_prompt)
             except Exception as error:  # the template itself refused (minja raises RuntimeError)
                 raise InvalidArgument.of("messages", f"the chat template could not render them: {error}") from error
-        ids = model.engine.encode(text, add_special_tokens=add_special)
+        ids = (
+            image_prompt_ids(model, text)
+            if images.sources
+            else model.engine.encode(text, add_special_tokens=add_special)
+        )
         return ids, token_texts(model, ids) if request.return_token_strs else []
 
     size = len(request.prompt) if has_prompt else sum(len(m.get("content") or "") for m in history)

@@ -1,6 +1,6 @@
 """Responses input -> chat history: items become the messages the chat template renders.
 
-``input`` is a string (one user message) or items: messages (text parts; images
+``input`` is a string (one user message) or items: messages (text and image parts; images
 are refused on text-only models), ``function_call`` and ``function_call_output``
 (an assistant tool call and its result), and ``reasoning`` (kept on the next
 assistant message). Consecutive function calls are one assistant turn, as a
@@ -16,6 +16,7 @@ from typing import Any
 
 from clients.v1 import response_object_pb2 as objects_pb2
 from service.api.common import new_id
+from service.api.images import ImageParts
 from service.errors import FieldViolation, quote
 from service.responses import compaction
 
@@ -35,7 +36,7 @@ class Turn:
     items: list[objects_pb2.InputItem] = field(default_factory=list)
 
 
-def input_turn(request: Any, *, text_only_model: str, violations: list[FieldViolation]) -> Turn:
+def input_turn(request: Any, *, images: ImageParts, violations: list[FieldViolation]) -> Turn:
     """The request's ``input`` / ``input_items`` as a Turn; what is wrong goes to ``violations``."""
     turn = Turn()
     if request.input and len(request.input_items):
@@ -49,13 +50,14 @@ def input_turn(request: Any, *, text_only_model: str, violations: list[FieldViol
     continued = request.HasField("previous_response_id") or request.HasField("conversation")
     if not len(request.input_items) and not continued:
         violations.append(FieldViolation("input", "required: a string or a list of input items"))
-    return items_turn(request.input_items, "input_items", text_only_model=text_only_model, violations=violations)
+    return items_turn(request.input_items, "input_items", images=images, violations=violations)
 
 
 def items_turn(
-    items: Iterable[objects_pb2.InputItem], field_name: str, *, text_only_model: str, violations: list[FieldViolation]
+    items: Iterable[objects_pb2.InputItem], field_name: str, *, images: ImageParts, violations: list[FieldViolation]
 ) -> Turn:
-    """Input items (of the request field ``field_name``) as a Turn, each with an id; problems go to ``violations``."""
+    """Input items (of the request field ``field_name``) as a Turn, each with an id; image parts go to ``images``
+    (a tag in their message's text marks each), problems to ``violations``."""
     turn = Turn()
     reasoning: list[str] = []  # summaries waiting for the assistant message they belong to
     for position, source in enumerate(items):
@@ -77,7 +79,7 @@ def items_turn(
         item.id = item.id or new_id(ID_PREFIXES[kind])
         turn.items.append(item)
         if kind == "message":
-            _message(item, where, text_only_model, turn, reasoning, violations)
+            _message(item, where, images, turn, reasoning, violations)
         elif kind == "function_call":
             _function_call(item, where, turn, reasoning, violations)
         elif kind == "function_call_output":
@@ -93,7 +95,7 @@ def items_turn(
 def _message(
     item: objects_pb2.InputItem,
     where: str,
-    model: str,
+    images: ImageParts,
     turn: Turn,
     reasoning: list[str],
     violations: list[FieldViolation],
@@ -118,12 +120,8 @@ def _message(
         if part.type in TEXT_PARTS:
             texts.append(part.text or part.refusal)
         elif part.type == "input_image":
-            violations.append(
-                FieldViolation(
-                    f"{where}.content_parts[{index}]",
-                    f"model {model!r} is text-only: images are not supported" if model else "images are not supported",
-                )
-            )
+            field = f"{where}.content_parts[{index}].image_url"
+            texts.append(images.add(field, part.image_url, part.image_data, violations))
         else:
             violations.append(
                 FieldViolation(

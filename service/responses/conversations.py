@@ -16,8 +16,10 @@ from typing import Any, TypeVar
 from clients.v1 import conversation_pb2 as pb
 from clients.v1 import response_object_pb2 as objects_pb2
 from service.api.common import new_id, now
+from service.api.images import ImageParts
 from service.api.stored_chat import DEFAULT_PAGE, MAX_PAGE, ORDERS, metadata_violations
 from service.errors import FieldViolation, InvalidArgument, NotFound, quote
+from service.models import ServedModel
 from service.responses.conversation import items_turn
 from service.responses.conversation_store import ConversationFull, ConversationStore
 from service.responses.items import output_items
@@ -28,8 +30,7 @@ MAX_ITEMS_PER_CALL = 20
 #: The most items a conversation holds; adding past it is refused (a response's own items included).
 MAX_CONVERSATION_ITEMS = 1000
 _T = TypeVar("_T")
-#: Checking stored items needs no model: images are judged when a response renders them for its model.
-_NO_MODEL = ""
+# Checking stored items needs no model (ImageParts(None)): images are judged when a response renders them.
 
 
 class ConversationsApi:
@@ -129,7 +130,7 @@ class ConversationsApi:
 
     # ---- what a response in a conversation reads and adds ----
 
-    async def context(self, conversation_id: str, *, adding: int, model: str) -> list[dict[str, Any]]:
+    async def context(self, conversation_id: str, *, adding: int, model: ServedModel) -> list[dict[str, Any]]:
         """The conversation's items as chat messages, before a request that will add ``adding`` input items.
 
         NOT_FOUND (param ``conversation``) if unknown; INVALID_ARGUMENT if the request's items and one output
@@ -140,7 +141,7 @@ class ConversationsApi:
         if len(items) + adding + 1 > MAX_CONVERSATION_ITEMS:
             raise InvalidArgument.of("conversation", _full_message(len(items)))
         violations: list[FieldViolation] = []
-        turn = items_turn(items, "conversation.items", text_only_model=model, violations=violations)
+        turn = items_turn(items, "conversation.items", images=ImageParts(model), violations=violations)
         InvalidArgument.check(violations)  # e.g. an image stored for a model that takes none
         return turn.messages
 
@@ -184,7 +185,7 @@ def _checked_items(
     if len(items) > MAX_ITEMS_PER_CALL:
         violations.append(FieldViolation(field_name, f"at most {MAX_ITEMS_PER_CALL} items at a time; got {len(items)}"))
         return []
-    turn = items_turn(items, field_name, text_only_model=_NO_MODEL, violations=violations)
+    turn = items_turn(items, field_name, images=ImageParts(None), violations=violations)
     return turn.items
 
 

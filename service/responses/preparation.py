@@ -8,6 +8,7 @@ prompt leaves room for the output.
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,12 +16,14 @@ from clients.v1 import response_object_pb2 as objects_pb2
 from clients.v1 import response_pb2
 from service.api.common import new_id, now, streaming_violations
 from service.api.generation import Budget, build_sampling_params, generation_violations
+from service.api.images import ImageParts, forget_images, image_prompt_ids, prompt_with_images
 from service.api.prompting import (
     REASONING_EFFORTS,
     TOOL_CHOICES,
     json_object,
     logprob_violations,
     render_prompt,
+    render_text,
     template_context,
     template_tool,
     unsupported,
@@ -89,7 +92,8 @@ async def prepare(
     violations = streaming_violations(request, streaming=streaming, rpc="StreamResponse")
     model = models.get(request.model)
     request = await _with_references_resolved(store, request)
-    turn = input_turn(request, text_only_model=model.name, violations=violations)
+    images = ImageParts(model)
+    turn = input_turn(request, images=images, violations=violations)
     violations += _option_violations(request)
     tools = [_tool(tool, f"tools[{i}]", violations) for i, tool in enumerate(request.tools)]
     effort = request.reasoning.effort if request.reasoning.HasField("effort") else None
@@ -114,7 +118,7 @@ async def prepare(
         elif conversations is None:
             violations.append(FieldViolation("conversation", "conversations are not served here"))
         else:
-            previous = await conversations.context(request.conversation, adding=len(turn.items), model=model.name)
+            previous = await conversations.context(request.conversation, adding=len(turn.items), model=model)
             turn_in = ConversationTurn(request.conversation, tenant.get(), conversations)
     elif request.HasField("previous_response_id"):
         stored = await store.get(request.previous_response_id, owner=tenant.get())
@@ -129,9 +133,13 @@ async def prepare(
     await check_compiles(model, constraint)
 
     instructions = [{"role": "system", "content": request.instructions}] if request.instructions else []
-    history = previous + turn.messages
+    history = forget_images(previous) + turn.messages
     limit = request.max_output_tokens if request.HasField("max_output_tokens") else None
-    history, prompt_ids = await _fit(model, instructions, history, tools, context, request, limit)
+    history, prompt = await _fit(model, instructions, history, tools, context, request, limit, images)
+    if isinstance(prompt, str):
+        prompt_ids, pixels = await prompt_with_images(model, prompt, images, models.media, "input")
+    else:
+        prompt_ids, pixels = prompt, None
     params = build_sampling_params(
         request,
         defaults=model.defaults,
@@ -145,7 +153,7 @@ async def prepare(
     canonical.ParseFromString(request.SerializeToString())  # the twins are wire-identical
     return Prepared(
         model=model,
-        run=Run(prompt_ids, params, first_choice=0),
+        run=Run(prompt_ids, params, first_choice=0, images=pixels),
         skip_special_tokens=not request.HasField("skip_special_tokens") or request.skip_special_tokens,
         response=_new_response(canonical, model.name, keep, background, params),
         request=canonical,
@@ -240,19 +248,29 @@ async def _fit(
     context: dict[str, Any],
     request: Request,
     max_output_tokens: int | None,
-) -> tuple[list[dict[str, Any]], list[int]]:
-    """Render the conversation; with truncation "auto", drop the oldest turns until it fits beside the output."""
+    images: ImageParts,
+) -> tuple[list[dict[str, Any]], list[int] | str]:
+    """Render the conversation; with truncation "auto", drop the oldest turns until it fits beside the output.
+
+    Its token ids; with images, the prompt text (its images are loaded once the turns that stay are known)."""
     room = max_output_tokens or 1
     while True:
         truncate = request.truncation == "auto" and len(history) > 1
+        prompt: list[int] | str | None
         try:
-            prompt_ids = await render_prompt(model, instructions + history, tools, context, field="input")
+            messages = instructions + history
+            if images.sources:
+                prompt = await render_text(model, messages, tools, context, field="input")
+                size = len(await asyncio.to_thread(image_prompt_ids, model, prompt))
+            else:
+                prompt = await render_prompt(model, messages, tools, context, field="input")
+                size = len(prompt)
         except InvalidArgument:
             if not truncate:  # too long before rendering, or the template refused it
                 raise
-            prompt_ids = None
-        if prompt_ids is not None and (len(prompt_ids) + room <= model.limits.max_model_len or not truncate):
-            return history, prompt_ids
+            prompt = None
+        if prompt is not None and (size + room <= model.limits.max_model_len or not truncate):
+            return history, prompt
         history = _without_oldest_turn(history)
 
 

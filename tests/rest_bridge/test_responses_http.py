@@ -89,7 +89,7 @@ def user(*content: dict[str, Any]) -> list[dict[str, Any]]:
 BAD_BODIES = [
     (bad(input=[{"type": "web_search_call", "id": "ws_1"}]), 400, "input[0].type"),
     (bad(input=user({"type": "input_text", "text": "see"}, {"type": "input_image", "image_url": PNG})), 400,
-     "input[0].content[1]"),
+     "input[0].content[1].image_url"),
     (bad(input=user({"type": "input_image", "image_url": {"url": PNG}})), 400, "input[0].content[0].image_url"),
     (bad(input=user({"type": "input_file", "file_id": "f"})), 400, "input[0].content[0].type"),
     (bad(stream=True, stream_options={"include_usage": True}), 400, "stream_options"),  # chat's, not ours

@@ -245,7 +245,7 @@ CASES: list[Bad] = [
         {"messages": [{"role": "user", "content_parts": [
             {"type": "text", "text": "what is this?"},
             {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}},
-        ]}]}, ("messages[0].content_parts[1]",)),
+        ]}]}, ("messages[0].content_parts[1].image_url",)),
     Bad("unknown-part-type", "chat",
         {"messages": [{"role": "user", "content_parts": [{"type": "input_audio", "text": "x"}]}]},
         ("messages[0].content_parts[0].type",)),
