@@ -51,7 +51,8 @@ class GrpcBackend:
         result = RequestResult(start=time.perf_counter())
         params = {**SAMPLING, "max_tokens": request.output_tokens}
         if self._endpoint == "chat":
-            stream = self._client.stream_chat(self._model, [{"role": "user", "content": request.prompt}], **params)
+            messages = [{"role": "user", "content": request.chat_content()}]
+            stream = self._client.stream_chat(self._model, messages, **params)
         else:
             stream = self._client.stream_complete(self._model, request.prompt, **params)
         try:
@@ -93,7 +94,7 @@ class HttpBackend:
         """One streamed POST; an output message is an SSE event with non-empty content or text."""
         body: dict[str, Any] = {"model": self._model, "stream": True, "max_tokens": request.output_tokens, **SAMPLING}
         if self._endpoint == "chat":
-            body["messages"] = [{"role": "user", "content": request.prompt}]
+            body["messages"] = [{"role": "user", "content": request.chat_content()}]
         else:
             body["prompt"] = request.prompt
         result = RequestResult(start=time.perf_counter())

@@ -50,6 +50,13 @@ def parser() -> argparse.ArgumentParser:
                       help="tokens per reply, sent with ignore_eos (default 128)")  # fmt: skip
     load.add_argument("--prompts", type=Path, help="prompt file: one per line, or JSONL with 'prompt'")
     load.add_argument("--seed", type=int, default=0, help="random seed for prompts and arrivals (default 0)")
+    load.add_argument(
+        "--images",
+        type=int,
+        default=0,
+        help="images per chat request: random noise, new each time (vision models; default 0)",
+    )
+    load.add_argument("--image-size", type=int, default=64, help="their side in pixels (default 64)")
     engine = options.add_argument_group("against the engine alone")
     engine.add_argument("--engine", action="store_true",
                         help="also load a bare ContinuousBatchingPipeline (--model-dir); print ratios")  # fmt: skip
@@ -86,6 +93,8 @@ def config_from(args: argparse.Namespace) -> BenchConfig:
         engine=args.engine,
         rounds=args.rounds,
         prefix_tokens=args.prefix_tokens,
+        images=args.images,
+        image_size=args.image_size,
         seed=args.seed,
         progress=False if args.no_progress else None,
     )
@@ -99,6 +108,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         options.error("--concurrency, --requests, --rounds and --output-tokens must be at least 1")
     if args.engine and args.model_dir is None:
         options.error("--engine needs --model-dir")
+    if args.images < 0 or args.image_size < 1:
+        options.error("--images must be 0 or more and --image-size at least 1")
+    if args.images and (args.endpoint != "chat" or args.engine):
+        options.error("--images needs the chat endpoint, and the engine-alone run takes no images")
     try:
         config = config_from(args)
     except (OSError, ValueError) as error:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import io
 import json
 import random
 from collections.abc import Sequence
@@ -24,6 +26,27 @@ class BenchRequest:
 
     prompt: str
     output_tokens: int
+    images: tuple[str, ...] = ()  # data: URLs sent before the prompt text (chat only)
+
+    def chat_content(self) -> str | list[dict[str, Any]]:
+        """The user message's content: the prompt, after its images if it has any."""
+        if not self.images:
+            return self.prompt
+        parts: list[dict[str, Any]] = [{"type": "image_url", "image_url": {"url": url}} for url in self.images]
+        return [*parts, {"type": "text", "text": self.prompt}]
+
+
+def noise_images(count: int, side: int, rng: random.Random) -> tuple[str, ...]:
+    """``count`` PNG data URLs of random RGB noise, ``side`` pixels square: a new image every time, so no cache of
+    the server's or the pipeline's can answer for it."""
+    from PIL import Image  # the runtime's decoder; only an image bench needs it here
+
+    urls = []
+    for _ in range(count):
+        out = io.BytesIO()
+        Image.frombytes("RGB", (side, side), rng.randbytes(side * side * 3)).save(out, "PNG")
+        urls.append("data:image/png;base64," + base64.b64encode(out.getvalue()).decode())
+    return tuple(urls)
 
 
 @dataclass(frozen=True)

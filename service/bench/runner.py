@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import datetime
 import os
 import platform
+import random
 import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -14,7 +16,7 @@ from typing import Any
 
 from clients.defaults import DEFAULT_REST_URL, DEFAULT_TARGET
 from service.bench.backends import Backend, GrpcBackend, HttpBackend, run_load
-from service.bench.load import BenchRequest, PromptSource, Schedule, cycle
+from service.bench.load import BenchRequest, PromptSource, Schedule, cycle, noise_images
 from service.bench.metrics import RequestResult, median_summary, summarize
 from service.bench.progress import ProgressBar
 from service.bench.targets import median_ratios, ratios
@@ -42,6 +44,8 @@ class BenchConfig:
     engine: bool = False
     rounds: int = 1
     prefix_tokens: int = 1024  # length of the cached-prefix probe (--engine only; 0 skips it)
+    images: int = 0  # images per request (chat; random noise, new for every request)
+    image_size: int = 64  # their side in pixels
     seed: int = 0
     progress: bool | None = None  # None: when stderr is a terminal
 
@@ -58,6 +62,7 @@ class Bench:
     def __init__(self, config: BenchConfig) -> None:
         self.config = config
         self._engine: Any = None  # EngineRunner, imported only with --engine
+        self._image_rng = random.Random(config.seed)
         self._prompts: PromptSource | None = None
         self._offset = 0  # where the next run starts in a --prompts file
 
@@ -129,14 +134,21 @@ class Bench:
         return [makers[name]() for name in config.backends]
 
     def _requests(self, count: int) -> list[BenchRequest]:
-        """Fresh prompts for every run: a prompt seen before would hit the prefix cache and flatter TTFT."""
+        """Fresh prompts (and images) for every run: a prompt seen before would hit the prefix cache and flatter
+        TTFT."""
         config = self.config
         if config.prompts is not None:
             requests = cycle(config.prompts, count, config.output_tokens, self._offset)
             self._offset += count
+        else:
+            assert self._prompts is not None
+            requests = self._prompts.requests(count, config.input_tokens, config.input_range, config.output_tokens)
+        if not config.images:
             return requests
-        assert self._prompts is not None
-        return self._prompts.requests(count, config.input_tokens, config.input_range, config.output_tokens)
+        return [
+            dataclasses.replace(request, images=noise_images(config.images, config.image_size, self._image_rng))
+            for request in requests
+        ]
 
     async def _load(
         self, runner: Any, requests: Sequence[BenchRequest], schedule: Schedule, progress: ProgressBar | None
