@@ -104,9 +104,10 @@ class PolymorphicField:
     forms: str  # both forms, as an error message names them: "a string or a list of strings"
     is_typed: Callable[[object], bool]  # is a value the other form (a list, an object)?
     convert: Callable[[Any, str], Any]  # the other form (and its OpenAI path) -> the alternative's proto JSON
-    # An error's param: OpenAI names a field inside a Responses input item by its
-    # whole path (input[2].content[0].type); every other field by itself
-    # (stop, not stop[1]; messages[1].content, not messages[1].content[0].type).
+    # An error's param: a field inside a Responses input item or a message's
+    # content part is named by its whole path (input[2].content[0].type,
+    # messages[0].content[1].image_url: the part at fault); every other field by
+    # itself (stop, not stop[1]).
     whole_path_param: bool = False
     # Paths inside one element of the alternative -> OpenAI's (prompts[0].token_ids.ids[3] -> prompt[0][3]).
     element_paths: tuple[tuple[str, str], ...] = ()
@@ -136,7 +137,8 @@ POLYMORPHIC_FIELDS: tuple[PolymorphicField, ...] = (
         _is_list, _prompts,
         element_paths=((r"(\[\d+\])\.token_ids\.ids(\[\d+\])", r"\1\2"), (r"(\[\d+\])\.(?:text|token_ids)\b", r"\1")),
     ),
-    PolymorphicField("content", "content_parts", "a string or a list of content parts", _is_list, _as_list),
+    PolymorphicField("content", "content_parts", "a string or a list of content parts", _is_list, _as_list,
+                     whole_path_param=True),
     PolymorphicField("input", "input_items", "a string or a list of input items", _is_list, _as_list,
                      whole_path_param=True),
     PolymorphicField("output", "output_parts", "a string or a list of content parts", _is_list, _as_list),

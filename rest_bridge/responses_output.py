@@ -309,6 +309,9 @@ def input_part(part: ro.InputContentPart) -> dict[str, Any]:
     kind = part.type
     if kind == "input_image":
         return {"type": kind, "image_url": part.image_url or None, "detail": part.detail or "auto", "file_id": None}
+    if kind == "input_file":
+        given = {"file_data": part.file_data, "file_url": part.file_url, "filename": part.filename}
+        return {"type": kind, "file_id": part.file_id or None, **{key: value for key, value in given.items() if value}}
     if kind == "output_text":
         return {
             "type": kind,

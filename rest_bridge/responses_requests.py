@@ -34,8 +34,8 @@ UNSUPPORTED = {
 
 ITEM_TYPES = ("message", "function_call", "function_call_output", "reasoning", "compaction", "item_reference")
 # Content part types each item field accepts (OpenAI's; the service checks the rest of the values).
-MESSAGE_PARTS = ("input_text", "input_image", "output_text", "refusal")
-OUTPUT_PARTS = ("input_text", "input_image")
+MESSAGE_PARTS = ("input_text", "input_image", "input_file", "output_text", "refusal")
+OUTPUT_PARTS = ("input_text", "input_image", "input_file")
 REASONING_CONTENT_PARTS = ("reasoning_text",)
 SUMMARY_PARTS = ("summary_text",)
 

@@ -161,7 +161,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     add_flags(parser.add_argument_group("operations"), ServeConfig, only=("metrics_port", "max_connection_age_seconds"))
     add_flags(parser.add_argument_group("TLS (gRPC)"), ServeConfig, only=("tls_cert", "tls_key", "tls_client_ca"))
-    add_flags(parser.add_argument_group("images (vision models)"), MediaPolicy)
+    add_flags(parser.add_argument_group("images (vision models) and files"), MediaPolicy)
     add_flags(parser.add_argument_group("scheduler (every model)"), EngineSettings)
 
 

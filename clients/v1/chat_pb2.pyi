@@ -214,14 +214,28 @@ class ChatMessage(_message.Message):
     def __init__(self, role: _Optional[str] = ..., content: _Optional[str] = ..., content_parts: _Optional[_Iterable[_Union[ChatContentPart, _Mapping]]] = ..., name: _Optional[str] = ..., tool_calls: _Optional[_Iterable[_Union[_common_pb2.ToolCall, _Mapping]]] = ..., tool_call_id: _Optional[str] = ..., reasoning_content: _Optional[str] = ...) -> None: ...
 
 class ChatContentPart(_message.Message):
-    __slots__ = ("type", "text", "image_url")
+    __slots__ = ("type", "text", "image_url", "file")
     TYPE_FIELD_NUMBER: _ClassVar[int]
     TEXT_FIELD_NUMBER: _ClassVar[int]
     IMAGE_URL_FIELD_NUMBER: _ClassVar[int]
+    FILE_FIELD_NUMBER: _ClassVar[int]
     type: str
     text: str
     image_url: ImageUrl
-    def __init__(self, type: _Optional[str] = ..., text: _Optional[str] = ..., image_url: _Optional[_Union[ImageUrl, _Mapping]] = ...) -> None: ...
+    file: FileContent
+    def __init__(self, type: _Optional[str] = ..., text: _Optional[str] = ..., image_url: _Optional[_Union[ImageUrl, _Mapping]] = ..., file: _Optional[_Union[FileContent, _Mapping]] = ...) -> None: ...
+
+class FileContent(_message.Message):
+    __slots__ = ("file_data", "file_id", "filename", "file_url")
+    FILE_DATA_FIELD_NUMBER: _ClassVar[int]
+    FILE_ID_FIELD_NUMBER: _ClassVar[int]
+    FILENAME_FIELD_NUMBER: _ClassVar[int]
+    FILE_URL_FIELD_NUMBER: _ClassVar[int]
+    file_data: str
+    file_id: str
+    filename: str
+    file_url: str
+    def __init__(self, file_data: _Optional[str] = ..., file_id: _Optional[str] = ..., filename: _Optional[str] = ..., file_url: _Optional[str] = ...) -> None: ...
 
 class ImageUrl(_message.Message):
     __slots__ = ("url", "detail", "data")

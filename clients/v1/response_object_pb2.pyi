@@ -330,7 +330,7 @@ class InputItem(_message.Message):
     def __init__(self, type: _Optional[str] = ..., id: _Optional[str] = ..., role: _Optional[str] = ..., content: _Optional[str] = ..., content_parts: _Optional[_Iterable[_Union[InputContentPart, _Mapping]]] = ..., status: _Optional[str] = ..., call_id: _Optional[str] = ..., name: _Optional[str] = ..., arguments: _Optional[str] = ..., output: _Optional[str] = ..., output_parts: _Optional[_Iterable[_Union[InputContentPart, _Mapping]]] = ..., summary: _Optional[_Iterable[_Union[InputContentPart, _Mapping]]] = ..., phase: _Optional[str] = ..., encrypted_content: _Optional[str] = ...) -> None: ...
 
 class InputContentPart(_message.Message):
-    __slots__ = ("type", "text", "image_url", "detail", "refusal", "annotations", "logprobs", "image_data")
+    __slots__ = ("type", "text", "image_url", "detail", "refusal", "annotations", "logprobs", "image_data", "file_data", "filename", "file_url", "file_id")
     TYPE_FIELD_NUMBER: _ClassVar[int]
     TEXT_FIELD_NUMBER: _ClassVar[int]
     IMAGE_URL_FIELD_NUMBER: _ClassVar[int]
@@ -339,6 +339,10 @@ class InputContentPart(_message.Message):
     ANNOTATIONS_FIELD_NUMBER: _ClassVar[int]
     LOGPROBS_FIELD_NUMBER: _ClassVar[int]
     IMAGE_DATA_FIELD_NUMBER: _ClassVar[int]
+    FILE_DATA_FIELD_NUMBER: _ClassVar[int]
+    FILENAME_FIELD_NUMBER: _ClassVar[int]
+    FILE_URL_FIELD_NUMBER: _ClassVar[int]
+    FILE_ID_FIELD_NUMBER: _ClassVar[int]
     type: str
     text: str
     image_url: str
@@ -347,7 +351,11 @@ class InputContentPart(_message.Message):
     annotations: _containers.RepeatedCompositeFieldContainer[_struct_pb2.Struct]
     logprobs: _containers.RepeatedCompositeFieldContainer[_common_pb2.TokenLogprob]
     image_data: bytes
-    def __init__(self, type: _Optional[str] = ..., text: _Optional[str] = ..., image_url: _Optional[str] = ..., detail: _Optional[str] = ..., refusal: _Optional[str] = ..., annotations: _Optional[_Iterable[_Union[_struct_pb2.Struct, _Mapping]]] = ..., logprobs: _Optional[_Iterable[_Union[_common_pb2.TokenLogprob, _Mapping]]] = ..., image_data: _Optional[bytes] = ...) -> None: ...
+    file_data: str
+    filename: str
+    file_url: str
+    file_id: str
+    def __init__(self, type: _Optional[str] = ..., text: _Optional[str] = ..., image_url: _Optional[str] = ..., detail: _Optional[str] = ..., refusal: _Optional[str] = ..., annotations: _Optional[_Iterable[_Union[_struct_pb2.Struct, _Mapping]]] = ..., logprobs: _Optional[_Iterable[_Union[_common_pb2.TokenLogprob, _Mapping]]] = ..., image_data: _Optional[bytes] = ..., file_data: _Optional[str] = ..., filename: _Optional[str] = ..., file_url: _Optional[str] = ..., file_id: _Optional[str] = ...) -> None: ...
 
 class ResponseTool(_message.Message):
     __slots__ = ("type", "name", "description", "parameters", "strict", "function")

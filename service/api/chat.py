@@ -18,7 +18,7 @@ from service.api.common import (
     usage,
 )
 from service.api.generation import Budget, build_sampling_params, generation_violations
-from service.api.images import ImageParts, prompt_with_images
+from service.api.media_parts import MediaParts, prompt_with_images
 from service.api.prompting import (
     REASONING_EFFORTS,
     TOOL_CHOICES,
@@ -61,8 +61,8 @@ async def prepare(models: ModelRegistry, request: Request, *, streaming: bool) -
     """Validate ``request``, render its conversation with the chat template, build its engine run."""
     violations = streaming_violations(request, streaming=streaming, rpc="StreamChatCompletion")
     model = models.get(request.model)
-    images = ImageParts(model)
-    history = _history(model, request, images, violations)
+    media = MediaParts(model)
+    history = _history(model, request, media, violations)
     tools = _tools(request, violations)
     context = _template_context(request, violations)
     thinking = bool(context.get("enable_thinking"))
@@ -76,9 +76,10 @@ async def prepare(models: ModelRegistry, request: Request, *, streaming: bool) -
     InvalidArgument.check(violations)
     await check_compiles(model, constraint)
 
-    if images.sources:
+    history = await media.with_files(history, models.media)
+    if media.sources:
         prompt = await render_text(model, history, tools, context, field="messages")
-        prompt_ids, pixels = await prompt_with_images(model, prompt, images, models.media, "messages")
+        prompt_ids, pixels = await prompt_with_images(model, prompt, media, models.media, "messages")
     else:
         prompt_ids, pixels = await render_prompt(model, history, tools, context, field="messages"), None
 
@@ -105,7 +106,7 @@ async def prepare(models: ModelRegistry, request: Request, *, streaming: bool) -
 
 
 def _history(
-    model: ServedModel, request: Request, images: ImageParts, violations: list[FieldViolation]
+    model: ServedModel, request: Request, media: MediaParts, violations: list[FieldViolation]
 ) -> list[dict[str, Any]]:
     """The conversation as the chat template wants it; appends what is wrong to ``violations``."""
     if not len(request.messages):
@@ -120,7 +121,7 @@ def _history(
                 FieldViolation(f"{where}.role", f"unknown role {quote(message.role)}; expected {expected}")
             )
             continue
-        entry: dict[str, Any] = {"role": role, "content": _content(message, where, images, violations)}
+        entry: dict[str, Any] = {"role": role, "content": _content(message, where, media, violations)}
         if message.HasField("name"):
             entry["name"] = message.name
         if message.role == "tool":
@@ -142,7 +143,7 @@ def _history(
 
 
 def _content(
-    message: chat_pb2.ChatMessage, where: str, images: ImageParts, violations: list[FieldViolation]
+    message: chat_pb2.ChatMessage, where: str, media: MediaParts, violations: list[FieldViolation]
 ) -> str | None:
     if not len(message.content_parts):
         return message.content if message.HasField("content") else None
@@ -155,12 +156,16 @@ def _content(
         elif part.type == "image_url":
             # (an image in a message other than a user's reaches the template too; the model decides)
             field = f"{where}.content_parts[{i}].image_url"
-            texts.append(images.add(field, part.image_url.url, part.image_url.data, violations))
+            texts.append(media.add(field, part.image_url.url, part.image_url.data, violations))
+        elif part.type == "file":
+            file = part.file
+            field = f"{where}.content_parts[{i}].file"
+            texts.append(media.add_file(field, file.file_data, file.file_url, file.file_id, file.filename, violations))
         else:
             violations.append(
                 FieldViolation(
                     f"{where}.content_parts[{i}].type",
-                    f"unknown part type {quote(part.type)}; expected text or image_url",
+                    f"unknown part type {quote(part.type)}; expected text, image_url or file",
                 )
             )
     return "\n".join(texts)

@@ -14,7 +14,7 @@ from typing import Any
 from clients.v1 import tokenizer_pb2
 from service.api.chat import _history as chat_history  # the same roles, contents and checks as chat
 from service.api.common import token_texts
-from service.api.images import ImageParts, image_prompt_ids
+from service.api.media_parts import MediaParts, image_prompt_ids
 from service.api.prompting import INLINE_PROMPT_CHARS, template_context
 from service.errors import FieldViolation, InvalidArgument
 from service.models import ModelRegistry, ServedModel
@@ -38,14 +38,16 @@ async def tokenize(models: ModelRegistry, request: tokenizer_pb2.TokenizeRequest
         violations.append(FieldViolation("prompt", f"at most {MAX_TOKENIZE_CHARS} characters"))
     history: list[dict[str, Any]] = []
     context: dict[str, Any] = {}
-    images = ImageParts(model)  # counted as the model sees them, not fetched
+    images = MediaParts(model)  # images counted as the model sees them, not fetched; files read, as chat does
     if has_messages:
         history = chat_history(model, request, images, violations)  # type: ignore[arg-type]
         context = template_context(request, violations, effort=None)
+    InvalidArgument.check(violations)
+    if has_messages:
+        history = await images.with_files(history, models.media)
         size = sum(len(m["content"]) for m in history if isinstance(m.get("content"), str))
         if size > MAX_TOKENIZE_CHARS:
-            violations.append(FieldViolation("messages", f"at most {MAX_TOKENIZE_CHARS} characters in all"))
-    InvalidArgument.check(violations)
+            raise InvalidArgument.of("messages", f"at most {MAX_TOKENIZE_CHARS} characters in all")
 
     add_special = request.add_special_tokens if request.HasField("add_special_tokens") else has_prompt
     generation_prompt = not request.HasField("add_generation_prompt") or request.add_generation_prompt

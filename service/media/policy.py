@@ -1,5 +1,5 @@
-"""What the server accepts as images: where they may come from and how large they may be (``ovserve serve``
-flags, group "images")."""
+"""What the server accepts as images and documents: where they may come from and how large they may be
+(``ovserve serve`` flags, group "images and files")."""
 
 from __future__ import annotations
 
@@ -43,12 +43,20 @@ class MediaPolicy:
         default=4096 * 4096, metadata={"help": "largest image once decoded, in pixels", "metavar": "PIXELS"}
     )
     max_images_per_request: int = field(default=8, metadata={"help": "images one request may carry", "metavar": "N"})
+    max_file_bytes: int = field(
+        default=10 * MIB,
+        metadata={"help": "largest document (file parts: PDF, text), fetched or sent", "metavar": "BYTES"},
+    )
+    max_file_pages: int = field(
+        default=100, metadata={"help": "most pages of a PDF whose text is read", "metavar": "PAGES"}
+    )
     max_media_redirects: int = 3  # redirects one fetch may follow; each hop passes the same host and address checks
 
     def problems(self) -> list[str]:
         """What is wrong with these settings (empty when they can be served)."""
         found = []
-        for name in ("media_fetch_timeout_seconds", "max_image_bytes", "max_image_pixels", "max_images_per_request"):
+        for name in ("media_fetch_timeout_seconds", "max_image_bytes", "max_image_pixels", "max_images_per_request",
+                     "max_file_bytes", "max_file_pages"):  # fmt: skip
             if not getattr(self, name) > 0:
                 found.append(f"--{name.replace('_', '-')} must be more than 0; got {getattr(self, name)}")
         if self.allowed_local_media_path is not None and not self.allowed_local_media_path.is_dir():

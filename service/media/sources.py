@@ -1,6 +1,6 @@
-"""An image reference (a ``data:`` URL, an ``http(s)`` URL, a ``file://`` URL, or raw bytes) -> its encoded bytes,
-within the MediaPolicy: allowed hosts and directories, no private addresses unless allowed, bounded size, time
-and redirects.
+"""A media reference (a ``data:`` URL, an ``http(s)`` URL, a ``file://`` URL, or raw bytes) -> its bytes (an
+encoded image, a document), within the MediaPolicy: allowed hosts and directories, no private addresses unless
+allowed, bounded size, time and redirects.
 
 Fetching uses tornado's HTTP client (already the bridge's web framework) with a resolver that checks every host
 it is asked for, so a redirect to a disallowed host or a name that resolves to a private address is refused at
@@ -43,47 +43,58 @@ class ImageSource:
 
 async def image_bytes(source: ImageSource, policy: MediaPolicy) -> bytes:
     """The encoded image ``source`` refers to; MediaError naming ``source.field`` if it is not allowed or fails."""
+    return await media_bytes(source, policy, limit=policy.max_image_bytes, media_prefix="image/")
+
+
+async def media_bytes(source: ImageSource, policy: MediaPolicy, *, limit: int, media_prefix: str = "") -> bytes:
+    """The bytes ``source`` refers to, at most ``limit`` of them; a data: URL's type must start with
+    ``media_prefix``. MediaError naming ``source.field`` if it is not allowed or fails."""
     if source.data:
         if source.url:
             raise MediaError(source.field, "set either url or data, not both")
-        return _bounded(source.field, source.data, policy)
+        return _bounded(source.field, source.data, limit)
     if not source.url:
-        raise MediaError(source.field, "an image needs a url (data:, http(s): or file:) or raw bytes")
+        raise MediaError(source.field, "needs a url (data:, http(s): or file:) or raw bytes")
     scheme = source.url.split(":", 1)[0].lower() if ":" in source.url else ""
     if scheme == "data":
-        # base64 of a large image takes milliseconds: off the event loop
-        return await asyncio.to_thread(_data_url, source.field, source.url, policy)
+        # base64 of a large file takes milliseconds: off the event loop
+        return await asyncio.to_thread(_data_url, source.field, source.url, limit, media_prefix)
     if scheme in ("http", "https"):
-        return await _fetch(source.field, source.url, policy)
+        return _bounded(source.field, await _fetch(source.field, source.url, policy, limit), limit)
     if scheme == "file":
-        return await asyncio.to_thread(_local_file, source.field, source.url, policy)
+        return await asyncio.to_thread(_local_file, source.field, source.url, policy, limit)
     raise MediaError(source.field, f"unsupported URL scheme {scheme!r}; expected data:, http(s): or file:")
 
 
-def _bounded(field: str, data: bytes, policy: MediaPolicy) -> bytes:
-    if len(data) > policy.max_image_bytes:
-        raise MediaError(field, f"the image is {len(data)} bytes; at most {policy.max_image_bytes} allowed")
+def _bounded(field: str, data: bytes, limit: int) -> bytes:
+    if len(data) > limit:
+        raise MediaError(field, f"{len(data)} bytes; at most {limit} allowed")
     return data
 
 
-def _data_url(field: str, url: str, policy: MediaPolicy) -> bytes:
+def _data_url(field: str, url: str, limit: int, media_prefix: str) -> bytes:
     header, comma, payload = url.partition(",")
     if not comma:
         raise MediaError(field, "a data: URL needs a comma before its data")
     media_type, *parameters = header[len("data:") :].split(";")
-    if media_type and not media_type.lower().startswith("image/"):
-        raise MediaError(field, f"a data: URL of type {media_type!r} is not an image")
+    if media_type and not media_type.lower().startswith(media_prefix):
+        raise MediaError(field, f"a data: URL of type {media_type!r} is not {media_prefix.rstrip('/')} data")
     if "base64" not in (parameter.lower() for parameter in parameters):
-        raise MediaError(field, "an image data: URL must be base64 (data:image/png;base64,...)")
-    if len(payload) * 3 // 4 > policy.max_image_bytes:  # refused before decoding anything
-        raise MediaError(field, f"the image is over {policy.max_image_bytes} bytes")
+        raise MediaError(field, "the data: URL must be base64 (data:TYPE;base64,...)")
+    return decode_base64(field, payload, limit)
+
+
+def decode_base64(field: str, payload: str, limit: int) -> bytes:
+    """Strict base64 of at most ``limit`` bytes (refused by its length before anything is decoded)."""
+    if len(payload) * 3 // 4 > limit:
+        raise MediaError(field, f"over {limit} bytes")
     try:
-        return _bounded(field, binascii.a2b_base64(payload.strip(), strict_mode=True), policy)
+        return _bounded(field, binascii.a2b_base64(payload.strip(), strict_mode=True), limit)
     except binascii.Error as error:
-        raise MediaError(field, f"the data: URL is not valid base64: {error}") from error
+        raise MediaError(field, f"not valid base64: {error}") from error
 
 
-def _local_file(field: str, url: str, policy: MediaPolicy) -> bytes:
+def _local_file(field: str, url: str, policy: MediaPolicy, limit: int) -> bytes:
     root = policy.allowed_local_media_path
     if root is None:
         raise MediaError(field, "file: URLs are not accepted here (the server sets --allowed-local-media-path)")
@@ -95,8 +106,8 @@ def _local_file(field: str, url: str, policy: MediaPolicy) -> bytes:
         raise MediaError(field, "the file is outside the directory images may be read from")
     if not path.is_file():
         raise MediaError(field, "no such file")
-    if path.stat().st_size > policy.max_image_bytes:
-        raise MediaError(field, f"the image is {path.stat().st_size} bytes; at most {policy.max_image_bytes} allowed")
+    if path.stat().st_size > limit:
+        raise MediaError(field, f"{path.stat().st_size} bytes; at most {limit} allowed")
     return path.read_bytes()
 
 
@@ -129,17 +140,17 @@ class _CheckedResolver(netutil.Resolver):
         return addresses
 
 
-async def _fetch(field: str, url: str, policy: MediaPolicy) -> bytes:
+async def _fetch(field: str, url: str, policy: MediaPolicy, limit: int) -> bytes:
     if not policy.allowed_media_domains:
-        raise MediaError(field, "http(s) image URLs are not accepted here; send a data: URL (or raw bytes over gRPC)")
+        raise MediaError(field, "http(s) URLs are not accepted here; send a data: URL (or raw bytes over gRPC)")
     host = urllib.parse.urlparse(url).hostname or ""
     if not _host_allowed(host, policy):
         raise MediaError(field, f"host {host!r} is not among the hosts images may be fetched from")
     client = simple_httpclient.SimpleAsyncHTTPClient(
         force_instance=True,
         resolver=_CheckedResolver(policy=policy),
-        max_body_size=policy.max_image_bytes,
-        max_buffer_size=policy.max_image_bytes,
+        max_body_size=limit,
+        max_buffer_size=limit,
     )
     timeout = policy.media_fetch_timeout_seconds
     request = httpclient.HTTPRequest(
@@ -151,15 +162,15 @@ async def _fetch(field: str, url: str, policy: MediaPolicy) -> bytes:
     except _Refused as error:
         raise MediaError(field, str(error)) from error
     except TimeoutError as error:
-        raise MediaError(field, f"fetching the image took more than {timeout:g} s") from error
+        raise MediaError(field, f"fetching it took more than {timeout:g} s") from error
     except httpclient.HTTPClientError as error:
         if error.code == 599 and "timeout" in str(error.message).lower():  # tornado's own time limit
-            raise MediaError(field, f"fetching the image took more than {timeout:g} s") from error
+            raise MediaError(field, f"fetching it took more than {timeout:g} s") from error
         if error.code == 599:  # tornado's code for a closed connection
-            raise MediaError(field, f"fetching the image failed: {error.message}") from error
-        raise MediaError(field, f"fetching the image failed: HTTP {error.code}") from error
+            raise MediaError(field, f"fetching it failed: {error.message}") from error
+        raise MediaError(field, f"fetching it failed: HTTP {error.code}") from error
     except (OSError, ValueError) as error:  # refused connection, bad URL, body over max_body_size
-        raise MediaError(field, f"fetching the image failed: {error}") from error
+        raise MediaError(field, f"fetching it failed: {error}") from error
     finally:
         client.close()
-    return _bounded(field, reply.body, policy)
+    return bytes(reply.body)

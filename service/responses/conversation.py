@@ -16,7 +16,7 @@ from typing import Any
 
 from clients.v1 import response_object_pb2 as objects_pb2
 from service.api.common import new_id
-from service.api.images import ImageParts
+from service.api.media_parts import MediaParts
 from service.errors import FieldViolation, quote
 from service.responses import compaction
 
@@ -36,7 +36,7 @@ class Turn:
     items: list[objects_pb2.InputItem] = field(default_factory=list)
 
 
-def input_turn(request: Any, *, images: ImageParts, violations: list[FieldViolation]) -> Turn:
+def input_turn(request: Any, *, images: MediaParts, violations: list[FieldViolation]) -> Turn:
     """The request's ``input`` / ``input_items`` as a Turn; what is wrong goes to ``violations``."""
     turn = Turn()
     if request.input and len(request.input_items):
@@ -54,7 +54,7 @@ def input_turn(request: Any, *, images: ImageParts, violations: list[FieldViolat
 
 
 def items_turn(
-    items: Iterable[objects_pb2.InputItem], field_name: str, *, images: ImageParts, violations: list[FieldViolation]
+    items: Iterable[objects_pb2.InputItem], field_name: str, *, images: MediaParts, violations: list[FieldViolation]
 ) -> Turn:
     """Input items (of the request field ``field_name``) as a Turn, each with an id; image parts go to ``images``
     (a tag in their message's text marks each), problems to ``violations``."""
@@ -95,7 +95,7 @@ def items_turn(
 def _message(
     item: objects_pb2.InputItem,
     where: str,
-    images: ImageParts,
+    images: MediaParts,
     turn: Turn,
     reasoning: list[str],
     violations: list[FieldViolation],
@@ -122,10 +122,14 @@ def _message(
         elif part.type == "input_image":
             field = f"{where}.content_parts[{index}].image_url"
             texts.append(images.add(field, part.image_url, part.image_data, violations))
+        elif part.type == "input_file":
+            field = f"{where}.content_parts[{index}]"
+            texts.append(images.add_file(field, part.file_data, part.file_url, part.file_id, part.filename, violations))
         else:
             violations.append(
                 FieldViolation(
-                    f"{where}.content_parts[{index}].type", f"unknown part type {quote(part.type)}; expected input_text"
+                    f"{where}.content_parts[{index}].type",
+                    f"unknown part type {quote(part.type)}; expected input_text, input_image or input_file",
                 )
             )
     if not texts:

@@ -16,9 +16,10 @@ from typing import Any, TypeVar
 from clients.v1 import conversation_pb2 as pb
 from clients.v1 import response_object_pb2 as objects_pb2
 from service.api.common import new_id, now
-from service.api.images import ImageParts
+from service.api.media_parts import MediaParts
 from service.api.stored_chat import DEFAULT_PAGE, MAX_PAGE, ORDERS, metadata_violations
 from service.errors import FieldViolation, InvalidArgument, NotFound, quote
+from service.media import MediaPolicy
 from service.models import ServedModel
 from service.responses.conversation import items_turn
 from service.responses.conversation_store import ConversationFull, ConversationStore
@@ -30,7 +31,7 @@ MAX_ITEMS_PER_CALL = 20
 #: The most items a conversation holds; adding past it is refused (a response's own items included).
 MAX_CONVERSATION_ITEMS = 1000
 _T = TypeVar("_T")
-# Checking stored items needs no model (ImageParts(None)): images are judged when a response renders them.
+# Checking stored items needs no model (MediaParts(None)): images are judged when a response renders them.
 
 
 class ConversationsApi:
@@ -130,7 +131,9 @@ class ConversationsApi:
 
     # ---- what a response in a conversation reads and adds ----
 
-    async def context(self, conversation_id: str, *, adding: int, model: ServedModel) -> list[dict[str, Any]]:
+    async def context(
+        self, conversation_id: str, *, adding: int, model: ServedModel, media: MediaPolicy
+    ) -> list[dict[str, Any]]:
         """The conversation's items as chat messages, before a request that will add ``adding`` input items.
 
         NOT_FOUND (param ``conversation``) if unknown; INVALID_ARGUMENT if the request's items and one output
@@ -141,9 +144,10 @@ class ConversationsApi:
         if len(items) + adding + 1 > MAX_CONVERSATION_ITEMS:
             raise InvalidArgument.of("conversation", _full_message(len(items)))
         violations: list[FieldViolation] = []
-        turn = items_turn(items, "conversation.items", images=ImageParts(model), violations=violations)
+        parts = MediaParts(model)
+        turn = items_turn(items, "conversation.items", images=parts, violations=violations)
         InvalidArgument.check(violations)  # e.g. an image stored for a model that takes none
-        return turn.messages
+        return await parts.with_files(turn.messages, media)  # (images: the caller leaves earlier turns' out)
 
     async def record(
         self, conversation_id: str, owner: str, inputs: Sequence[objects_pb2.InputItem], response: objects_pb2.Response
@@ -185,7 +189,7 @@ def _checked_items(
     if len(items) > MAX_ITEMS_PER_CALL:
         violations.append(FieldViolation(field_name, f"at most {MAX_ITEMS_PER_CALL} items at a time; got {len(items)}"))
         return []
-    turn = items_turn(items, field_name, images=ImageParts(None), violations=violations)
+    turn = items_turn(items, field_name, images=MediaParts(None), violations=violations)
     return turn.items
 
 

@@ -16,7 +16,7 @@ from clients.v1 import response_object_pb2 as objects_pb2
 from clients.v1 import response_pb2
 from service.api.common import new_id, now, streaming_violations
 from service.api.generation import Budget, build_sampling_params, generation_violations
-from service.api.images import ImageParts, forget_images, image_prompt_ids, prompt_with_images
+from service.api.media_parts import MediaParts, forget_images, image_prompt_ids, prompt_with_images
 from service.api.prompting import (
     REASONING_EFFORTS,
     TOOL_CHOICES,
@@ -92,7 +92,7 @@ async def prepare(
     violations = streaming_violations(request, streaming=streaming, rpc="StreamResponse")
     model = models.get(request.model)
     request = await _with_references_resolved(store, request)
-    images = ImageParts(model)
+    images = MediaParts(model)
     turn = input_turn(request, images=images, violations=violations)
     violations += _option_violations(request)
     tools = [_tool(tool, f"tools[{i}]", violations) for i, tool in enumerate(request.tools)]
@@ -118,7 +118,9 @@ async def prepare(
         elif conversations is None:
             violations.append(FieldViolation("conversation", "conversations are not served here"))
         else:
-            previous = await conversations.context(request.conversation, adding=len(turn.items), model=model)
+            previous = await conversations.context(
+                request.conversation, adding=len(turn.items), model=model, media=models.media
+            )
             turn_in = ConversationTurn(request.conversation, tenant.get(), conversations)
     elif request.HasField("previous_response_id"):
         stored = await store.get(request.previous_response_id, owner=tenant.get())
@@ -133,7 +135,7 @@ async def prepare(
     await check_compiles(model, constraint)
 
     instructions = [{"role": "system", "content": request.instructions}] if request.instructions else []
-    history = forget_images(previous) + turn.messages
+    history = forget_images(previous) + await images.with_files(turn.messages, models.media)
     limit = request.max_output_tokens if request.HasField("max_output_tokens") else None
     history, prompt = await _fit(model, instructions, history, tools, context, request, limit, images)
     if isinstance(prompt, str):
@@ -248,7 +250,7 @@ async def _fit(
     context: dict[str, Any],
     request: Request,
     max_output_tokens: int | None,
-    images: ImageParts,
+    images: MediaParts,
 ) -> tuple[list[dict[str, Any]], list[int] | str]:
     """Render the conversation; with truncation "auto", drop the oldest turns until it fits beside the output.
 

@@ -111,7 +111,7 @@ CASES: dict[str, Case] = {
         "hi", lambda r: r.messages[0].content,
         [{"type": "text", "text": "hi"}], lambda r: [(p.type, p.text) for p in r.messages[0].content_parts],
         [("text", "hi")],
-        "messages[0].content_parts[0].text", "messages[0].content", "messages[0].content[0].text",
+        "messages[0].content_parts[0].text", "messages[0].content[0].text", "messages[0].content[0].text",
     ),
     "input_items": Case(
         "/v3/responses", lambda value: {"model": "m", "input": value},

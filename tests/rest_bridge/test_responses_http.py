@@ -91,7 +91,7 @@ BAD_BODIES = [
     (bad(input=user({"type": "input_text", "text": "see"}, {"type": "input_image", "image_url": PNG})), 400,
      "input[0].content[1].image_url"),
     (bad(input=user({"type": "input_image", "image_url": {"url": PNG}})), 400, "input[0].content[0].image_url"),
-    (bad(input=user({"type": "input_file", "file_id": "f"})), 400, "input[0].content[0].type"),
+    (bad(input=user({"type": "input_file", "file_id": "f"})), 400, "input[0].content[0].file_id"),
     (bad(stream=True, stream_options={"include_usage": True}), 400, "stream_options"),  # chat's, not ours
     (bad(reasoning={"effort": "extreme"}), 400, "reasoning.effort"),
     (bad(previous_response_id="resp_does_not_exist"), 400, "previous_response_id"),  # OpenAI's status

@@ -75,7 +75,7 @@ def test_prompt_list_forms(prompt: list, expected: list) -> None:
         ("stop_sequences[2]", "stop", "stop[2]"),
         ("prompts[0].token_ids.ids[3]", "prompt", "prompt[0][3]"),
         ("prompts[1]", "prompt", "prompt[1]"),
-        ("messages[1].content_parts[0].type", "messages[1].content", "messages[1].content[0].type"),
+        ("messages[1].content_parts[0].type", "messages[1].content[0].type", "messages[1].content[0].type"),
         ("named_tool_choice.function.name", "tool_choice", "tool_choice.function.name"),
         ("top_p", "top_p", "top_p"),
     ],

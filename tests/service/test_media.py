@@ -137,7 +137,7 @@ def test_bad_image_bytes_are_refused_naming_the_part(kind: str) -> None:
 
 BAD_URLS = {
     "data url not base64": ("data:image/png,rawtext", "must be base64"),
-    "data url of another type": (data_url(b"hello", "text/plain"), "is not an image"),
+    "data url of another type": (data_url(b"hello", "text/plain"), "is not image data"),
     "data url bad base64": ("data:image/png;base64,@@@notbase64", "not valid base64"),
     "data url without comma": ("data:image/png;base64", "needs a comma"),
     "data url too large": (data_url(b"x" * 200_000), "over 100000 bytes"),
@@ -168,9 +168,9 @@ def test_http_urls_need_the_flag_and_private_addresses_their_own() -> None:
 FETCH_FAILURES = {
     "slow.png": "more than 1 s",
     "missing.png": "HTTP 404",
-    "loop.png": "fetching the image failed",  # more redirects than allowed
+    "loop.png": "fetching it failed",  # more redirects than allowed
     "away.png": "not among the hosts",  # a redirect to a host off the list
-    "big.bmp": "fetching the image failed",  # over max_image_bytes while reading
+    "big.bmp": "fetching it failed",  # over max_image_bytes while reading
 }
 
 

@@ -252,7 +252,8 @@ def test_truncation_auto_drops_old_turns_and_disabled_refuses(responses) -> None
         ({"input_items": [{"type": "bogus"}]}, "input_items[0].type"),
         ({"input_items": [{"type": "message", "role": "robot", "content": "x"}]}, "input_items[0].role"),
         ({"input_items": [{"type": "message", "role": "user", "content_parts": [
-            {"type": "input_image", "image_url": "data:image/png;base64,AA"}]}]}, "input_items[0].content_parts[0].image_url"),
+            {"type": "input_image", "image_url": "data:image/png;base64,AA"}]}]},
+         "input_items[0].content_parts[0].image_url"),
         ({"input_items": [{"type": "function_call_output", "output": "x"}]}, "input_items[0].call_id"),
         ({"input_items": [{"type": "function_call", "call_id": "c", "name": "f", "arguments": "{"}]},
          "input_items[0].arguments"),
