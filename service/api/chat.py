@@ -77,7 +77,7 @@ async def prepare(models: ModelRegistry, request: Request, *, streaming: bool) -
     await check_compiles(model, constraint)
 
     history = await media.with_files(history, models.media)
-    if media.sources:
+    if model.vision is not None:  # a vision model's pipeline takes text (and images), never token ids
         prompt = await render_text(model, history, tools, context, field="messages")
         prompt_ids, pixels = await prompt_with_images(model, prompt, media, models.media, "messages")
     else:

@@ -19,6 +19,7 @@ from service.api.generation import Budget, build_sampling_params, generation_vio
 from service.api.prompting import INLINE_PROMPT_CHARS, check_length
 from service.api.runs import DeltaStream, Run, collect_choices, fan_out
 from service.api.structured import check_compiles, output_constraint
+from service.engine import PromptImages
 from service.errors import FieldViolation, InvalidArgument
 from service.models import ModelRegistry, ServedModel
 
@@ -81,7 +82,9 @@ async def prepare(models: ModelRegistry, request: Request, *, streaming: bool) -
             request, defaults=model.defaults, limits=model.limits, budget=budget, streaming=streaming,
             logprobs=1 if wanted else 0, constraint=constraint,
         )  # fmt: skip
-        runs += fan_out(Run(prompt_ids, params, first_choice=position * n), n, model)
+        # A vision model's pipeline takes prompts as text, never token ids (see engine/core.py).
+        text = PromptImages(prompts[position][1], ()) if model.vision is not None else None
+        runs += fan_out(Run(prompt_ids, params, first_choice=position * n, images=text), n, model)
     return PreparedCompletion(
         model,
         runs,
@@ -126,6 +129,9 @@ def _prompts(model: ServedModel, request: Request, violations: list[FieldViolati
             ids = _encode(model, prompt.text, f"prompts[{position}]", violations)
             if ids is not None:
                 prompts.append((ids, prompt.text))
+        elif kind == "token_ids" and len(prompt.token_ids.ids) and model.vision is not None:
+            message = f"model {model.name!r} takes prompts as text: a vision model's pipeline tokenizes them itself"
+            violations.append(FieldViolation(f"prompts[{position}].token_ids", message))
         elif kind == "token_ids" and len(prompt.token_ids.ids):
             ids = list(prompt.token_ids.ids)
             bad = next((i for i, token in enumerate(ids) if not 0 <= token < model.vocab_size), None)

@@ -60,7 +60,7 @@ class Submission:
     params: SamplingParams
     skip_special_tokens: bool = True
     images: tuple[np.ndarray, ...] = ()  # RGB uint8 (height, width, 3): a vision model's images, in prompt order
-    prompt_text: str = ""  # with images: the rendered prompt, one <ov_genai_image_N> tag where each image goes
+    prompt_text: str = ""  # a vision model's request: the rendered prompt, an <ov_genai_image_N> tag per image
 
 
 @dataclass
@@ -158,9 +158,10 @@ class EngineCore:
         return self._admit()
 
     def _add_request(self, submission: Submission, config: ov_genai.GenerationConfig) -> ov_genai.GenerationHandle:
-        if submission.images:
-            # Images go with the prompt text: the pipeline tokenizes it and puts each image's embeddings where
-            # its tag is. The prompt is rendered already (the chat template ran in the server).
+        if submission.prompt_text:
+            # A vision model's pipeline takes every request as text (token ids beside an image request fail its
+            # step): it tokenizes the prompt and puts each image's embeddings where its tag is. The prompt is
+            # rendered already (the chat template ran in the server).
             images = [ov.Tensor(np.ascontiguousarray(image[np.newaxis])) for image in submission.images]
             config.apply_chat_template = False
             return self._pipeline.add_request(submission.request_id, submission.prompt_text, images, config)
@@ -182,8 +183,8 @@ class EngineCore:
                 want_logprobs=config.logprobs > 0,
                 # Beam search hands back every beam at the end; OpenAI wants the n best.
                 keep_best=config.num_return_sequences if config.num_beams > 1 else None,
-                # (a request with images cannot be resumed from token ids: its images are not tokens)
-                single=config.num_beams == 1 and config.num_return_sequences == 1 and not submission.images,
+                # (a request sent as text cannot be resumed from token ids: a vision pipeline takes no ids)
+                single=config.num_beams == 1 and config.num_return_sequences == 1 and not submission.prompt_text,
             )
         return failed
 

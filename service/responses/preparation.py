@@ -261,7 +261,7 @@ async def _fit(
         prompt: list[int] | str | None
         try:
             messages = instructions + history
-            if images.sources:
+            if model.vision is not None:  # a vision model's pipeline takes text (and images), never token ids
                 prompt = await render_text(model, messages, tools, context, field="input")
                 size = len(await asyncio.to_thread(image_prompt_ids, model, prompt))
             else:
