@@ -17,6 +17,7 @@ BUNDLED_MODELS_DIR = Path(__file__).resolve().parent / "bundled_models"
 BUNDLED_MODEL = "tiny-chat"
 BUNDLED_DRAFT = "tiny-chat-draft"
 BUNDLED_SPECULATIVE = "tiny-chat-speculative"
+BUNDLED_VISION = "tiny-vision"
 
 
 @dataclass(frozen=True)
@@ -40,12 +41,14 @@ def bundled_model_specs(settings: EngineSettings | None = None) -> list[ModelSpe
     ``tiny-chat-draft`` as its speculative-decoding draft. They are two models
     because speculative decoding in openvino-genai 2026.4 has no beam search or
     parallel sampling and runs one request at a time here (see engine/core.py).
+    And ``tiny-vision``, a LLaVA model that names an image's colour (image inputs).
     """
     settings = settings or EngineSettings()
     main = BUNDLED_MODELS_DIR / BUNDLED_MODEL
     return [
         ModelSpec(BUNDLED_MODEL, main, settings=settings),
         ModelSpec(BUNDLED_SPECULATIVE, main, draft_path=BUNDLED_MODELS_DIR / BUNDLED_DRAFT, settings=settings),
+        ModelSpec(BUNDLED_VISION, BUNDLED_MODELS_DIR / BUNDLED_VISION, settings=settings),
     ]
 
 

@@ -16,7 +16,7 @@ import sys
 import time
 from pathlib import Path
 
-from . import chat_template, corpus, export, model_card, prompts, smoke, tokenizer, train
+from . import chat_template, corpus, export, model_card, prompts, smoke, tokenizer, train, vision
 
 MAIN, DRAFT = "tiny-chat", "tiny-chat-draft"
 SIZE_LIMIT = 5 * 1024 * 1024
@@ -44,11 +44,31 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--vocab-size", type=int, default=2048, help="tokenizer size incl. added tokens")
     p.add_argument("--seed", type=int, default=1234)
     p.add_argument("--skip-smoke", action="store_true", help="skip the openvino_genai checks (not recommended)")
+    p.add_argument(
+        "--models",
+        nargs="+",
+        choices=("tiny-chat", "tiny-vision"),
+        default=["tiny-chat", "tiny-vision"],
+        help="what to build: tiny-chat (with tiny-chat-draft) and/or tiny-vision (default: both)",
+    )
+    p.add_argument(
+        "--vision-steps", type=int, default=400, help="optimiser steps for tiny-vision (default: %(default)s)"
+    )
     return p.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    if "tiny-chat" in args.models and (status := build_text_models(args)):
+        return status
+    if "tiny-vision" in args.models:
+        # tiny-vision reuses tiny-chat's tokenizer: build tiny-chat first when both are asked for.
+        return vision.build(args.out, args.work, steps=args.vision_steps, seed=args.seed)
+    return 0
+
+
+def build_text_models(args: argparse.Namespace) -> int:
+    """tiny-chat and tiny-chat-draft: corpus, tokenizer, training, export, smoke checks, model cards."""
     t0 = time.monotonic()
 
     print(f"[1/6] corpus: {args.examples} examples, seed {args.seed}")

@@ -53,12 +53,13 @@ def by_name(config: ServeConfig) -> dict[str, ModelSpec]:
 
 
 @needs_bundled
-def test_no_models_serves_the_bundled_tiny_chat_and_its_speculative_twin() -> None:
+def test_no_models_serves_the_bundled_tiny_chat_its_speculative_twin_and_tiny_vision() -> None:
     config = configure()
     assert config.host == DEFAULT_HOST == "127.0.0.1"
     assert config.port == DEFAULT_GRPC_PORT == 50051
     assert config.models == bundled_model_specs()
-    plain, speculative = config.models
+    plain, speculative, vision = config.models
+    assert vision.name == "tiny-vision" and vision.path == BUNDLED_MODELS_DIR / "tiny-vision" and not vision.draft_path
     assert plain.name == BUNDLED_MODEL == "tiny-chat"
     assert plain.path == BUNDLED_MODELS_DIR / BUNDLED_MODEL
     assert plain.draft_path is None
@@ -73,7 +74,7 @@ def test_no_models_serves_the_bundled_tiny_chat_and_its_speculative_twin() -> No
 @needs_bundled
 def test_no_models_bundled_models_take_the_scheduler_flags() -> None:
     specs = configure("--cache-size-gb", "3", "--max-num-seqs", "8", "--no-prefix-caching").models
-    assert [spec.name for spec in specs] == ["tiny-chat", "tiny-chat-speculative"]
+    assert [spec.name for spec in specs] == ["tiny-chat", "tiny-chat-speculative", "tiny-vision"]
     for spec in specs:
         assert spec.settings == EngineSettings(cache_size_gb=3.0, max_num_seqs=8, enable_prefix_caching=False)
 

@@ -5,7 +5,6 @@ A local tornado server plays the image host."""
 from __future__ import annotations
 
 import asyncio
-import base64
 import io
 import socket
 from collections.abc import Awaitable, Callable
@@ -19,43 +18,13 @@ import tornado.web
 from PIL import Image
 
 from service.media import ImageSource, MediaError, MediaPolicy, load_images
+from tests.images import data_url, encoded, image_host
 
 FIELD = "messages[0].content_parts[1].image_url"
 
 
-def encoded(colour: tuple[int, int, int] = (200, 30, 30), size: tuple[int, int] = (8, 6), kind: str = "PNG") -> bytes:
-    out = io.BytesIO()
-    Image.new("RGB", size, colour).save(out, kind)
-    return out.getvalue()
-
-
-def data_url(data: bytes, media_type: str = "image/png") -> str:
-    return f"data:{media_type};base64,{base64.b64encode(data).decode()}"
-
-
-class _Slow(tornado.web.RequestHandler):
-    async def get(self) -> None:
-        await asyncio.sleep(30)
-
-
 def _app() -> tornado.web.Application:
-    image, big = encoded(), encoded(size=(400, 400), kind="BMP")  # the BMP is 480 kB, over the test limit
-
-    class Image_(tornado.web.RequestHandler):
-        def get(self) -> None:
-            self.set_header("Content-Type", "image/png")
-            self.write(image)
-
-    class Big(tornado.web.RequestHandler):
-        def get(self) -> None:
-            self.write(big)
-
-    return tornado.web.Application([
-        (r"/red.png", Image_), (r"/big.bmp", Big), (r"/slow.png", _Slow),
-        (r"/hop.png", tornado.web.RedirectHandler, {"url": "/red.png"}),
-        (r"/loop.png", tornado.web.RedirectHandler, {"url": "/loop.png"}),
-        (r"/away.png", tornado.web.RedirectHandler, {"url": "http://elsewhere.invalid/red.png"}),
-    ])  # fmt: skip
+    return image_host({"red.png": encoded(), "big.bmp": encoded(size=(400, 400), kind="BMP")})  # BMP: 480 kB
 
 
 def with_host(test: Callable[[str], Awaitable[Any]]) -> Any:
