@@ -98,3 +98,17 @@ def test_ratios_are_paired_within_rounds_then_the_median_taken() -> None:
     assert (throughput.metric, throughput.value, throughput.met) == ("grpc / engine", 0.90, True)
     assert (tail.value, tail.met) == (3.0, True)  # a round that could not measure it is left out
     assert math.isnan(median_ratios([[Ratio("x", math.nan, "<=", 1.0)]])[0].value)
+
+
+def test_bench_sends_images_to_a_vision_model(server: ServerThread, bridge: RunningBridge, tmp_path: Path) -> None:
+    """--images 1 against tiny-vision: every request answered over both faces, each prompt 16 image tokens
+    (and the tag's newline) longer than the same prompts without an image."""
+    common = ["--model", "tiny-vision", "--backend", "grpc", "http", "--target", server.target,
+              "--url", f"http://127.0.0.1:{bridge.port}", "--concurrency", "2"]  # fmt: skip
+    with_images = _bench(tmp_path, *common, "--images", "1", "--image-size", "48")
+    without = _bench(tmp_path, *common)
+    for run, plain in zip(with_images["summary"], without["summary"], strict=True):
+        summary = run["summary"]
+        assert summary["completed"] == REQUESTS and summary["failed"] == 0, summary["errors"]
+        extra = summary["input_tokens"] - plain["summary"]["input_tokens"]
+        assert REQUESTS * 16 <= extra <= REQUESTS * 18, extra
