@@ -9,14 +9,16 @@ accept and the logprobs rules. Each API keeps only how its request names things.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar
 
 from google.protobuf import json_format
 
 from service.api.common import canonical
 from service.errors import FieldViolation, InvalidArgument, quote
 from service.models import ServedModel
+
+T = TypeVar("T")
 
 REASONING_EFFORTS = {"none", "minimal", "low", "medium", "high"}
 TOOL_CHOICES = {"none", "auto", "required"}  # "required" and a named tool: constrained decoding (structured.py)
@@ -69,11 +71,7 @@ async def render_prompt(
     A conversation surely longer than the model allows is refused before any work (``check_length``);
     a large one is rendered and tokenised in a worker thread, off the event loop.
     """
-    text = sum(len(message["content"]) for message in history if isinstance(message.get("content"), str))
-    check_length(model, text, field)
-    if text <= INLINE_PROMPT_CHARS:
-        return _encode(model, _render(model, history, tools, context, field))
-    return await asyncio.to_thread(lambda: _encode(model, _render(model, history, tools, context, field)))
+    return await _sized(model, history, field, lambda: _encode(model, _render(model, history, tools, context, field)))
 
 
 async def render_text(
@@ -84,13 +82,16 @@ async def render_text(
     *,
     field: str,
 ) -> str:
-    """The conversation rendered by the model's chat template as text (a prompt with images stays text: the
-    pipeline takes images only beside text), checked and rendered as ``render_prompt`` does."""
+    """The conversation rendered by the model's chat template as text (a vision model's pipeline takes text),
+    checked and rendered as ``render_prompt`` does."""
+    return await _sized(model, history, field, lambda: _render(model, history, tools, context, field))
+
+
+async def _sized(model: ServedModel, history: list[dict[str, Any]], field: str, work: Callable[[], T]) -> T:
+    """``work`` after the length check: on the event loop for a small conversation, in a thread for a large one."""
     text = sum(len(message["content"]) for message in history if isinstance(message.get("content"), str))
     check_length(model, text, field)
-    if text <= INLINE_PROMPT_CHARS:
-        return _render(model, history, tools, context, field)
-    return await asyncio.to_thread(_render, model, history, tools, context, field)
+    return work() if text <= INLINE_PROMPT_CHARS else await asyncio.to_thread(work)
 
 
 def _render(
