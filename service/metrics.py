@@ -18,8 +18,10 @@ from __future__ import annotations
 
 import asyncio
 import datetime
+import os
 import time
 from collections.abc import Iterable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from opentelemetry import trace
@@ -92,6 +94,13 @@ ENGINE_RESTARTS = Gauge(
     registry=REGISTRY,
 )  # fmt: skip
 STORED_RESPONSES = Gauge("ovserve_stored_responses", "Responses in the response store", registry=REGISTRY)
+PROCESS_CPU = Gauge(
+    "ovserve_process_cpu_seconds",
+    "CPU seconds (user and system) used so far by this server's process (with its bridge) and each model's "
+    "engine process; the engine's count starts again when it is replaced",
+    ["process", "model"], registry=REGISTRY,
+)  # fmt: skip
+_CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
 def model_label(name: str, served: Iterable[str]) -> str:
@@ -152,12 +161,25 @@ class GenerationMeter:
         self._span.end()
 
 
+def process_cpu_seconds(pid: int) -> float | None:
+    """CPU seconds (user and system) process ``pid`` has used, from /proc (None where there is no /proc)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = stat[stat.rindex(")") + 2 :].split()  # after the command name, which may hold spaces
+    return (int(fields[11]) + int(fields[12])) / _CLOCK_TICKS  # utime and stime, fields 14 and 15
+
+
 async def refresh(models: ModelRegistry, store: ResponseStore | None = None) -> None:
     """Ask each model's engine (and the store) for the figures only they know, for the scrape about to happen."""
+    PROCESS_CPU.labels("server", "").set(time.process_time())
     for model in models:
         engine = model.engine
         ENGINE_UP.labels(model.name).set(1 if engine.up else 0)
         ENGINE_RESTARTS.labels(model.name).set(engine.restarts)
+        if engine.pid is not None and (seconds := process_cpu_seconds(engine.pid)) is not None:
+            PROCESS_CPU.labels("engine", model.name).set(seconds)
         if not engine.up:
             continue
         try:

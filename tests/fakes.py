@@ -169,6 +169,7 @@ class FakeEngine:
         self.scripts: deque[Script] = deque()
         self.generations: list[FakeGeneration] = []
         self.started = self.stopped = False
+        self.pid: int | None = None  # no process of its own
 
     def script(self, *scripts: Script | list[Step]) -> None:
         """Queue what the next submits do, in order (a list of steps is a Script that plays them)."""

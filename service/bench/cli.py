@@ -35,6 +35,8 @@ def parser() -> argparse.ArgumentParser:
     where.add_argument("--endpoint", choices=["chat", "completions"], default="chat",
                        help="chat completions or completions (default chat)")  # fmt: skip
     where.add_argument("--model", help="served model name (default: the first the server lists)")
+    where.add_argument("--metrics-url",
+                       help="the server's /metrics, for CPU per token (default: beside --url)")  # fmt: skip
     where.add_argument("--model-dir", type=Path,
                        help="the model's directory: its tokenizer builds the prompts; --engine loads it")  # fmt: skip
     load = options.add_argument_group("load")
@@ -93,6 +95,7 @@ def config_from(args: argparse.Namespace) -> BenchConfig:
         engine=args.engine,
         rounds=args.rounds,
         prefix_tokens=args.prefix_tokens,
+        metrics_url=args.metrics_url,
         images=args.images,
         image_size=args.image_size,
         seed=args.seed,

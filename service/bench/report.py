@@ -23,6 +23,7 @@ _COLUMNS: tuple[tuple[str, tuple[str, ...], str], ...] = (
     ("E2E p50", ("e2e_ms", "p50"), "{:.1f}"),
     ("E2E p99", ("e2e_ms", "p99"), "{:.1f}"),
 )
+CPU_PROCESSES = ("client", "server", "engine")  # the CPU-per-token columns, by process
 
 
 def _cell(summary: dict[str, Any], path: tuple[str, ...], pattern: str) -> str:
@@ -34,15 +35,21 @@ def _cell(summary: dict[str, Any], path: tuple[str, ...], pattern: str) -> str:
 
 def table(runs: Sequence[dict[str, Any]]) -> str:
     """One line per run (backend, load); latencies in ms."""
-    headers = ["backend", "load", *(header for header, _, _ in _COLUMNS)]
+    headers = ["backend", "load", *(header for header, _, _ in _COLUMNS), *(f"{name} us/tok" for name in CPU_PROCESSES)]
     rows = [
-        [run["backend"], run["load"], *(_cell(run["summary"], path, pattern) for _, path, pattern in _COLUMNS)]
+        [run["backend"], run["load"], *(_cell(run["summary"], path, pattern) for _, path, pattern in _COLUMNS),
+         *_cpu_cells(run["summary"])]
         for run in runs
-    ]
+    ]  # fmt: skip
     widths = [max(len(str(row[i])) for row in [headers, *rows]) for i in range(len(headers))]
     lines = ["  ".join(str(cell).rjust(width) for cell, width in zip(row, widths, strict=True)) for row in rows]
     header = "  ".join(cell.rjust(width) for cell, width in zip(headers, widths, strict=True))
-    return "\n".join([header, "-" * len(header), *lines, "(latencies in ms)"])
+    return "\n".join([header, "-" * len(header), *lines, "(latencies in ms; CPU microseconds per generated token)"])
+
+
+def _cpu_cells(summary: dict[str, Any]) -> list[str]:
+    spent = summary.get("cpu_us_per_token", {})
+    return [f"{spent[name]:.0f}" if name in spent else "-" for name in CPU_PROCESSES]
 
 
 def ratio_table(found: Sequence[dict[str, Any]]) -> str:

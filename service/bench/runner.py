@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from clients.defaults import DEFAULT_REST_URL, DEFAULT_TARGET
+from service.bench import cpu
 from service.bench.backends import Backend, GrpcBackend, HttpBackend, run_load
 from service.bench.load import BenchRequest, PromptSource, Schedule, cycle, noise_images
 from service.bench.metrics import RequestResult, median_summary, summarize
@@ -44,6 +45,7 @@ class BenchConfig:
     engine: bool = False
     rounds: int = 1
     prefix_tokens: int = 1024  # length of the cached-prefix probe (--engine only; 0 skips it)
+    metrics_url: str | None = None  # the server's /metrics (None: next to --url; "": none)
     images: int = 0  # images per request (chat; random noise, new for every request)
     image_size: int = 64  # their side in pixels
     seed: int = 0
@@ -65,6 +67,8 @@ class Bench:
         self._image_rng = random.Random(config.seed)
         self._prompts: PromptSource | None = None
         self._offset = 0  # where the next run starts in a --prompts file
+        self._model = config.model or ""  # the served model benched (found in _open_backends if not given)
+        self._metrics_url = config.metrics_url if config.metrics_url is not None else _metrics_url(config.url)
 
     async def run(self) -> dict[str, Any]:
         """Every round of every load on every backend; the report with summaries (medians over rounds)."""
@@ -125,7 +129,7 @@ class Bench:
         if config.prompts is None:
             tokenizer = self._engine.tokenizer if self._engine is not None else _tokenizer(config.model_dir)
             self._prompts = PromptSource(tokenizer, config.seed)
-        model = config.model or await _first_model(config)
+        model = self._model = config.model or await _first_model(config)
         slots = max([*config.concurrency, config.max_concurrency or 0, 64 if config.rate else 0])
         makers: dict[str, Callable[[], Backend]] = {
             "grpc": lambda: GrpcBackend(config.target, model, config.endpoint),
@@ -163,16 +167,25 @@ class Bench:
         if config.warmup:
             await self._load(runner, self._requests(config.warmup), Schedule(concurrency=schedule.slots or 8), None)
         label = f"{runner.name} {schedule.label}" + (f" #{round_number + 1}" if config.rounds > 1 else "")
+        requests = self._requests(config.requests)
         progress = ProgressBar(label, config.requests, enabled=config.progress)
-        results, duration = await self._load(runner, self._requests(config.requests), schedule, progress)
+        in_process = runner is self._engine  # the bench drives the engine itself: its own CPU is the engine's
+        metrics = None if in_process else self._metrics_url
+        before = await cpu.sample(metrics, self._model)
+        results, duration = await self._load(runner, requests, schedule, progress)
+        after = await cpu.sample(metrics, self._model)
         progress.close()
+        summary = summarize(results, duration)
+        summary["cpu_us_per_token"] = cpu.per_token(
+            before, after, summary["output_tokens"], client_label="engine" if in_process else "client"
+        )
         return {
             "backend": runner.name,
             "load": schedule.label,
             "concurrency": schedule.concurrency if schedule.rate is None else None,
             "rate": schedule.rate,
             "round": round_number + 1,
-            "summary": summarize(results, duration),
+            "summary": summary,
         }
 
     async def _prefix_probes(self, backends: Sequence[Backend]) -> dict[str, dict[str, float]]:
@@ -210,6 +223,12 @@ def _median_runs(runs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
             | {"summary": median_summary([run["summary"] for run in rounds])}
         )
     return merged
+
+
+def _metrics_url(url: str) -> str:
+    """The /metrics beside a REST base URL (``ovserve serve`` serves both on its HTTP port)."""
+    base = url.rstrip("/").removesuffix("/v3")
+    return (base if base.startswith(("http://", "https://")) else f"http://{base}") + "/metrics"
 
 
 def _tokenizer(model_dir: Path | None) -> Any:

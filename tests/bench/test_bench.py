@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from rest_bridge.server import Bridge
 from service.bench.cli import main
 from service.bench.metrics import LATENCIES, STATS
 from service.bench.targets import Ratio, median_ratios
@@ -112,3 +113,21 @@ def test_bench_sends_images_to_a_vision_model(server: ServerThread, bridge: Runn
         assert summary["completed"] == REQUESTS and summary["failed"] == 0, summary["errors"]
         extra = summary["input_tokens"] - plain["summary"]["input_tokens"]
         assert REQUESTS * 16 <= extra <= REQUESTS * 18, extra
+
+
+def test_bench_reports_cpu_per_token_by_process(server: ServerThread, tmp_path: Path) -> None:
+    """With the server's /metrics reachable (as ``ovserve serve`` serves them beside /v3), every run says how many
+    CPU microseconds the client, the server and the model's engine spent per generated token."""
+    with_metrics = Bridge(server.target, "127.0.0.1", 0, figures=server.server)
+    server.run(with_metrics.start())
+    try:
+        url = f"http://127.0.0.1:{with_metrics.port}"
+        report = _bench(tmp_path, "--backend", "grpc", "http", "--target", server.target, "--url", url,
+                        "--concurrency", "2")  # fmt: skip
+    finally:
+        server.run(with_metrics.stop())
+    for run in report["summary"]:
+        spent = run["summary"]["cpu_us_per_token"]
+        assert set(spent) == {"client", "server", "engine"} and all(value > 0 for value in spent.values()), spent
+    without = _bench(tmp_path, "--target", server.target, "--metrics-url", "", "--concurrency", "1")
+    assert set(without["summary"][0]["summary"]["cpu_us_per_token"]) == {"client"}  # nothing else to read

@@ -172,3 +172,20 @@ def test_the_grafana_dashboard_reads_only_metrics_that_exist(
     used = {name for expr in expressions for name in re.findall(r"\bovserve_[a-z_]+", expr)}
     exposed = {name for name, _ in scrape(server)}
     assert used and used <= exposed, used - exposed
+
+
+def test_cpu_seconds_of_the_server_and_each_engine_grow_with_work(
+    server: ServerThread, chat: chat_pb2_grpc.ChatServiceStub
+) -> None:
+    """ovserve_process_cpu_seconds: the server's process and each engine's, from /proc; generating moves both."""
+    before = scrape(server)
+    engine_before = value(before, "ovserve_process_cpu_seconds", process="engine", model=MODEL)
+    server_before = value(before, "ovserve_process_cpu_seconds", process="server", model="")
+    assert engine_before > 0 and server_before > 0
+    for _ in range(4):
+        list(chat.StreamChatCompletion(request(max_tokens=200, ignore_eos=True)))
+    after = scrape(server)
+    assert value(after, "ovserve_process_cpu_seconds", process="engine", model=MODEL) > engine_before
+    assert value(after, "ovserve_process_cpu_seconds", process="server", model="") > server_before
+    other = value(after, "ovserve_process_cpu_seconds", process="engine", model="tiny-vision")
+    assert other > 0  # every served model's engine has its own figure
