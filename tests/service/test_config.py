@@ -417,3 +417,11 @@ def test_image_flags_become_the_media_policy(tmp_path: Path) -> None:
 def test_bad_image_flags_are_refused(flag: str, value: str, message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         configure(flag, value)
+
+
+def test_inference_threads_reach_the_engine_settings_and_zero_is_refused() -> None:
+    assert all(spec.settings.inference_threads == 1 for spec in configure("--inference-threads", "1").models)
+    assert EngineSettings(inference_threads=1).properties() == {"INFERENCE_NUM_THREADS": 1}
+    assert EngineSettings().properties() == {}  # OpenVINO's own default
+    with pytest.raises(ConfigError, match="inference_threads must be 1 or more"):
+        configure("--inference-threads", "0")
