@@ -275,6 +275,8 @@ def _settings(base: EngineSettings, overrides: dict[str, Any], where: str) -> En
         raise ConfigError(f"{where}: kv_cache_blocks must be 1 or more; got {settings.kv_cache_blocks}")
     if settings.cpu_runtime_cache is not None and settings.cpu_runtime_cache < 0:
         raise ConfigError(f"{where}: cpu_runtime_cache must be 0 or more; got {settings.cpu_runtime_cache}")
+    if not settings.stream_updates_per_s >= 0:
+        raise ConfigError(f"{where}: stream_updates_per_s must be 0 or more; got {settings.stream_updates_per_s}")
     if settings.inference_threads is not None and settings.inference_threads < 1:
         raise ConfigError(f"{where}: inference_threads must be 1 or more; got {settings.inference_threads}")
     if settings.cache_size_gb is not None and settings.kv_cache_blocks is not None:

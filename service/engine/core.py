@@ -10,7 +10,10 @@ and shipped) only when a flush is due: a request's first tokens, a request's
 end, or ``flush_interval`` seconds since the last flush. On a fast model the
 per-step detokenise + pickle + send cost as much as a quarter of the step
 itself and woke the server for every step; on a model slower than one step per
-interval every step flushes, so nothing waits.
+interval every step flushes, so nothing waits. With ``update_rate`` the
+interval also grows with the requests running (running / update_rate), so
+the hand-overs per second stay within that budget however many streams share
+the engine: each one costs the server and its client per request, not per token.
 """
 
 from __future__ import annotations
@@ -120,6 +123,7 @@ class EngineCore:
         *,
         speculative: bool = False,
         flush_interval: float = 0.0,
+        update_rate: float = 0.0,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._factory = factory
@@ -130,6 +134,7 @@ class EngineCore:
         self._waiting: deque[tuple[Submission, ov_genai.GenerationConfig]] = deque()
         self._steps_owed = 0
         self._flush_interval = flush_interval
+        self._update_rate = update_rate
         self._clock = clock
         self._flushed_at = clock()
         self._urgent = False  # something must go out at this step: a first token or an end
@@ -253,7 +258,10 @@ class EngineCore:
     def _flush_due(self) -> bool:
         if self._urgent:
             return True
-        return self._unsent and self._clock() - self._flushed_at >= self._flush_interval
+        interval = self._flush_interval
+        if self._update_rate > 0:
+            interval = max(interval, len(self._running) / self._update_rate)
+        return self._unsent and self._clock() - self._flushed_at >= interval
 
     def fail_all(self, error: EngineError) -> list[Outcome]:
         """Cancel every request, running or waiting, each getting ``error``."""

@@ -45,6 +45,7 @@ class WorkerSpec:
     scheduler: dict[str, object]  # SchedulerConfig attributes
     prompt_lookup: bool = False
     flush_interval: float = 0.0  # seconds; see EngineCore
+    update_rate: float = 0.0  # hand-overs per second over all requests (0: no budget); see EngineCore
     properties: dict[str, object] = field(default_factory=dict)  # device properties (EngineSettings.properties)
 
 
@@ -98,6 +99,7 @@ def _load(spec: WorkerSpec) -> EngineCore:
         TokenCodec(spec.model_dir).decode_windows,
         speculative=spec.draft_dir is not None,
         flush_interval=spec.flush_interval,
+        update_rate=spec.update_rate,
     )
 
 

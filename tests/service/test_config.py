@@ -88,9 +88,17 @@ def test_stream_interval_from_flag_and_table(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("value", ["-1", "nan"])
-def test_negative_stream_interval_is_refused(value: str) -> None:
-    with pytest.raises(ConfigError, match="stream_interval_ms must be 0 or more"):
-        configure("--stream-interval-ms", value)
+@pytest.mark.parametrize("name", ["stream_interval_ms", "stream_updates_per_s"])
+def test_negative_stream_pacing_is_refused(name: str, value: str) -> None:
+    with pytest.raises(ConfigError, match=f"{name} must be 0 or more"):
+        configure(f"--{name.replace('_', '-')}", value)
+
+
+def test_stream_update_budget_from_flag_and_table(tmp_path: Path) -> None:
+    path = toml_file(tmp_path, "[scheduler]\nstream_updates_per_s = 250\n")
+    assert {spec.settings.stream_updates_per_s for spec in configure("--config", path).models} == {250.0}
+    for spec in configure("--stream-updates-per-s", "0").models:
+        assert spec.settings.stream_updates_per_s == 0.0
 
 
 @needs_bundled

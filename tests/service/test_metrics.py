@@ -13,6 +13,7 @@ from typing import Any
 
 import grpc
 import pytest
+from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from clients.v1 import chat_pb2, chat_pb2_grpc
@@ -189,3 +190,21 @@ def test_cpu_seconds_of_the_server_and_each_engine_grow_with_work(
     assert value(after, "ovserve_process_cpu_seconds", process="server", model="") > server_before
     other = value(after, "ovserve_process_cpu_seconds", process="engine", model="tiny-vision")
     assert other > 0  # every served model's engine has its own figure
+
+
+@pytest.mark.parametrize("value", [0.0, 0.0005, 0.003, 0.02, 0.5, 99.0])
+def test_observing_a_value_many_times_at_once_equals_observing_it_one_by_one(value: float) -> None:
+    from prometheus_client import CollectorRegistry, Histogram
+
+    from service.metrics import observe_times
+
+    registry = CollectorRegistry()
+    one_by_one = Histogram("one", "x", buckets=(0.0005, 0.001, 0.01, 1.0), registry=registry)
+    at_once = Histogram("many", "x", buckets=(0.0005, 0.001, 0.01, 1.0), registry=registry)
+    for _ in range(7):
+        one_by_one.observe(value)
+    observe_times(at_once, value, 7)
+    found = samples(generate_latest(registry).decode())
+    for (name, labels), count in found.items():
+        if name.startswith("one_") and not name.endswith("_created"):
+            assert found[(name.replace("one_", "many_", 1), labels)] == pytest.approx(count), (name, labels)

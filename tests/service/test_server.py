@@ -135,14 +135,15 @@ def test_streams_closed_at_their_first_message_let_go_of_the_engine_request(serv
     assert stats.idle, stats
 
 
-def test_stream_interval_reaches_the_engine_process() -> None:
-    """--stream-interval-ms end to end: 0 streams about a message per token, a long interval merges the middle."""
+def test_stream_pacing_reaches_the_engine_process() -> None:
+    """--stream-interval-ms and --stream-updates-per-s end to end: 0 and no budget stream about a message per
+    token; a long interval, or a budget of one hand-over in 1,000 s, merges the middle."""
     request = parse(chat_pb2.StreamChatCompletionRequest, {
         "model": "tiny-chat", "messages": [{"role": "user", "content": "Tell me a story."}],
         "max_tokens": 40, "ignore_eos": True, "temperature": 0})  # fmt: skip
     texts, handovers = [], []
-    for interval in (0.0, 60_000.0):
-        settings = dataclasses.replace(TEST_SETTINGS, stream_interval_ms=interval)
+    for interval, budget in ((0.0, 0.0), (60_000.0, 0.0), (0.0, 0.001)):
+        settings = dataclasses.replace(TEST_SETTINGS, stream_interval_ms=interval, stream_updates_per_s=budget)
         running = start_server([ModelSpec("tiny-chat", TINY_CHAT, settings=settings)])
         try:
             engine = running.server.registry.get("tiny-chat").engine
@@ -156,8 +157,8 @@ def test_stream_interval_reaches_the_engine_process() -> None:
     # Counted where the engine process hands over, not in the client's chunks: a slow reader gets merged
     # chunks (by design), so the client's count depends on the machine's load; the engine's does not.
     assert handovers[0] >= 40  # one step, one token, one hand-over
-    assert handovers[1] <= 2  # the first token at once, everything else with the end
-    assert texts[0] == texts[1]  # merging changes the messages, never the text
+    assert handovers[1] <= 2 and handovers[2] <= 2  # the first token at once, everything else with the end
+    assert texts[0] == texts[1] == texts[2]  # merging changes the messages, never the text
 
 
 def _buf_curl(target: str, *args: str) -> subprocess.CompletedProcess[str]:

@@ -33,8 +33,11 @@ def pipeline_factory(tiny_chat_dir: Path):
     return lambda: ov_genai.ContinuousBatchingPipeline(str(tiny_chat_dir), scheduler, "CPU")
 
 
-def _core(pipeline_factory, tiny_chat_dir: Path, interval: float, clock: FakeClock) -> EngineCore:
-    return EngineCore(pipeline_factory, TokenCodec(tiny_chat_dir).decode_windows, flush_interval=interval, clock=clock)
+def _core(
+    pipeline_factory, tiny_chat_dir: Path, interval: float, clock: FakeClock, update_rate: float = 0.0
+) -> EngineCore:
+    decode = TokenCodec(tiny_chat_dir).decode_windows
+    return EngineCore(pipeline_factory, decode, flush_interval=interval, update_rate=update_rate, clock=clock)
 
 
 def _submit(core: EngineCore, request_id: int, tiny_chat_dir: Path, prompt: str = "Tell me about Paris") -> None:
@@ -96,3 +99,20 @@ def test_a_request_ending_flushes_the_others_unsent_output(pipeline_factory, tin
     for updates in per_request.values():
         assert _tokens(updates) == MAX_TOKENS and updates[-1].finished
     assert core.stats().running == 0
+
+
+def test_the_update_budget_stretches_the_interval_as_requests_multiply(pipeline_factory, tiny_chat_dir) -> None:
+    """100 hand-overs a second: 10 ms apart for one request, 40 ms for four (4 ms a step, no interval)."""
+    counts, texts = [], []
+    for requests in (1, 4):
+        clock = FakeClock()
+        core = _core(pipeline_factory, tiny_chat_dir, interval=0.0, clock=clock, update_rate=100.0)
+        for request_id in range(requests):
+            _submit(core, request_id, tiny_chat_dir)
+        mine = [update for step in _run(core, clock, tick=0.004) for rid, update in step if rid == 0]
+        assert _tokens(mine) == MAX_TOKENS and mine[-1].finished
+        counts.append(len(mine))
+        texts.append("".join(delta.text for update in mine for delta in update.sequences))
+    # 24 steps of 4 ms: about 96 / 10 hand-overs alone, 96 / 40 among four (give or take the first and the end)
+    assert abs(counts[0] - 10) <= 2 and abs(counts[1] - 4) <= 2, counts
+    assert texts[0] == texts[1] and texts[0]
