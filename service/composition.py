@@ -19,7 +19,6 @@ import tempfile
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from clients.defaults import LOOPBACK
 from clients.flags import add_flags, with_default
 from clients.tls import channel_credentials
 from rest_bridge import config as bridge_config
@@ -84,8 +83,9 @@ async def serve_with_bridge(
     """The gRPC server and, unless ``bridge`` is None, the REST bridge on the same event loop, until a signal.
 
     The bridge starts listening as soon as gRPC does (its /health is 503 while
-    the models load), talking to the local gRPC port over a grpc.aio channel,
-    so it runs exactly as it would in front of a remote service.
+    the models load), talking to the server over a grpc.aio channel on a
+    private unix socket, so it runs exactly as it would in front of a remote
+    service.
     """
     from service.server import Server  # loads OpenVINO: see serve_parser
 
@@ -95,7 +95,7 @@ async def serve_with_bridge(
     except TlsError as error:
         raise startup.StartupError(str(error)) from None
     rest = None
-    private = None  # under TLS, the bridge reaches gRPC through an owner-only unix socket here
+    private = None  # the bridge reaches gRPC through an owner-only unix socket here
     if bridge is not None:
         host, port, settings = bridge
         try:  # its gRPC target is known once gRPC listens; its /metrics are this process's
@@ -103,9 +103,10 @@ async def serve_with_bridge(
         except (OSError, ValueError) as error:
             raise startup.StartupError(f"cannot serve HTTPS: {error}") from None
         bind_rest(rest)
-        if serve_config.tls_cert is not None:
-            private = tempfile.TemporaryDirectory(prefix="ovserve-")  # mode 0700
-            server.local_socket = os.path.join(private.name, "grpc.sock")
+        # A unix socket rather than TCP loopback: under TLS the bridge needs no certificate for its own server,
+        # and each message costs less (grpc.aio, 2 cores: ~7 % less client CPU per streamed message).
+        private = tempfile.TemporaryDirectory(prefix="ovserve-")  # mode 0700
+        server.local_socket = os.path.join(private.name, "grpc.sock")
     startup.check_port_free(serve_config.host, serve_config.port, "gRPC")
     try:
         await server.start()
@@ -119,8 +120,7 @@ async def serve_with_bridge(
     loop.add_signal_handler(signal.SIGHUP, server.reload_api_keys)
     try:
         if rest is not None:
-            local = server.local_socket
-            rest.target = f"unix:{local}" if local else loopback_target(serve_config.host, server.port)
+            rest.target = f"unix:{server.local_socket}"
             await rest.start()
         loading = asyncio.create_task(server.load_models())
         await asyncio.wait([loading, asyncio.create_task(stop.wait())], return_when=asyncio.FIRST_COMPLETED)
@@ -136,15 +136,6 @@ async def serve_with_bridge(
             await rest.stop()
         if private is not None:
             private.cleanup()
-
-
-def loopback_target(host: str, port: int) -> str:
-    """host:port the bridge dials to reach a gRPC server listening on ``host`` (any-address -> loopback)."""
-    if host in ("", "0.0.0.0", "::", "[::]"):
-        host = LOOPBACK
-    elif ":" in host and not host.startswith("["):
-        host = f"[{host}]"  # IPv6 literal
-    return f"{host}:{port}"
 
 
 def bridge_parser() -> argparse.ArgumentParser:
