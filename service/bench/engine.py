@@ -35,7 +35,9 @@ class EngineRunner:
         scheduler = ov_genai.SchedulerConfig()
         for attribute, value in settings.scheduler(model_dir).items():
             setattr(scheduler, attribute, value)
-        self.pipeline = ov_genai.ContinuousBatchingPipeline(str(model_dir), scheduler, settings.device)
+        self.pipeline = ov_genai.ContinuousBatchingPipeline(
+            str(model_dir), scheduler, settings.device, settings.properties()
+        )
         self.tokenizer = self.pipeline.get_tokenizer()
         self._endpoint = endpoint
         self._ids = itertools.count()  # request ids must stay unique for the pipeline's lifetime
