@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import random
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -51,7 +52,12 @@ def parser() -> argparse.ArgumentParser:
     load.add_argument("--output-tokens", type=int, default=128,
                       help="tokens per reply, sent with ignore_eos (default 128)")  # fmt: skip
     load.add_argument("--prompts", type=Path, help="prompt file: one per line, or JSONL with 'prompt'")
-    load.add_argument("--seed", type=int, default=0, help="random seed for prompts and arrivals (default 0)")
+    load.add_argument(
+        "--seed",
+        type=int,
+        help="random seed for prompts and arrivals (default: a new one each run, written to --json; the same "
+        "seed against a server that is still up sends the prompts it has cached, and its first tokens come early)",
+    )
     load.add_argument(
         "--images",
         type=int,
@@ -98,7 +104,7 @@ def config_from(args: argparse.Namespace) -> BenchConfig:
         metrics_url=args.metrics_url,
         images=args.images,
         image_size=args.image_size,
-        seed=args.seed,
+        seed=args.seed if args.seed is not None else random.randrange(2**31),
         progress=False if args.no_progress else None,
     )
 

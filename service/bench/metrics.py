@@ -101,7 +101,11 @@ def median_summary(runs: Sequence[dict[str, Any]]) -> dict[str, Any]:
     merged: dict[str, Any] = {}
     for key, value in runs[0].items():
         if isinstance(value, dict):
-            merged[key] = {name: statistics.median(run[key][name] for run in runs) for name in value}
+            # A figure some rounds lack (CPU per token of a round that generated nothing) is the median of the rest.
+            names = dict.fromkeys(name for run in runs for name in run[key])
+            merged[key] = {
+                name: statistics.median(run[key][name] for run in runs if name in run[key]) for name in names
+            }
         elif isinstance(value, list):
             merged[key] = sorted({item for run in runs for item in run[key]})
         else:

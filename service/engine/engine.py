@@ -62,9 +62,11 @@ class EngineSettings:
     max_num_seqs: int = field(
         default=256, metadata={"help": "sequences batched per step"}
     )  # sequences batched in one step
-    max_num_batched_tokens: int = field(
-        default=2048, metadata={"help": "tokens per step"}
-    )  # tokens (prompt chunks + decodes) in one step
+    # Tokens (prompt chunks + decodes) in one step. Measured on a Qwen2.5-0.5B-shaped model on 2 cores (paired
+    # rounds, benchmarks/compare_servers.py): 512 against 2,048 gave first tokens 0.67x as late at 8 and 32
+    # streams for 0.98-1.01x the throughput; 256 sooner still at 8 streams (0.43x) but 0.90x the throughput.
+    # (On tiny-chat, whose steps cost almost nothing, 512 costs throughput at 32+ streams: 0.80x.)
+    max_num_batched_tokens: int = field(default=512, metadata={"help": "tokens per step (prompt chunks and decodes)"})
     dynamic_split_fuse: bool = field(
         default=True,
         metadata={
@@ -155,10 +157,16 @@ class EngineSettings:
         """SchedulerConfig attributes for the model in ``model_dir`` (the stream interval is the server's)."""
         blocks = self.kv_cache_blocks or kv_blocks(model_dir, self.cache_size_gb)
         cache = {"cache_size": 0, "num_kv_blocks": blocks} if blocks else {"cache_size": 1}
+        tokens = self.max_num_batched_tokens
+        if not self.dynamic_split_fuse:
+            # Unsplit, a prompt must fit in one step: openvino-genai fails the step (every request's) on a longer
+            # one. As vLLM does without chunked prefill, a step then takes the model's whole context.
+            with contextlib.suppress(EngineError):
+                tokens = max(tokens, _max_model_len(model_dir))
         return {
             **cache,
             "max_num_seqs": self.max_num_seqs,
-            "max_num_batched_tokens": self.max_num_batched_tokens,
+            "max_num_batched_tokens": tokens,
             "dynamic_split_fuse": self.dynamic_split_fuse,
             "enable_prefix_caching": self.enable_prefix_caching,
         }

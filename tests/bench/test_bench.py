@@ -11,7 +11,7 @@ import pytest
 
 from rest_bridge.server import Bridge
 from service.bench.cli import main
-from service.bench.metrics import LATENCIES, STATS
+from service.bench.metrics import LATENCIES, STATS, median_summary
 from service.bench.targets import Ratio, median_ratios
 from tests.conftest import ServerThread
 from tests.rest_bridge.conftest import RunningBridge
@@ -105,7 +105,7 @@ def test_bench_sends_images_to_a_vision_model(server: ServerThread, bridge: Runn
     """--images 1 against tiny-vision: every request answered over both faces, each prompt 16 image tokens
     (and the tag's newline) longer than the same prompts without an image."""
     common = ["--model", "tiny-vision", "--backend", "grpc", "http", "--target", server.target,
-              "--url", f"http://127.0.0.1:{bridge.port}", "--concurrency", "2"]  # fmt: skip
+              "--url", f"http://127.0.0.1:{bridge.port}", "--concurrency", "2", "--seed", "7"]  # fmt: skip
     with_images = _bench(tmp_path, *common, "--images", "1", "--image-size", "48")
     without = _bench(tmp_path, *common)
     for run, plain in zip(with_images["summary"], without["summary"], strict=True):
@@ -131,3 +131,24 @@ def test_bench_reports_cpu_per_token_by_process(server: ServerThread, tmp_path: 
         assert set(spent) == {"client", "server", "engine"} and all(value > 0 for value in spent.values()), spent
     without = _bench(tmp_path, "--target", server.target, "--metrics-url", "", "--concurrency", "1")
     assert set(without["summary"][0]["summary"]["cpu_us_per_token"]) == {"client"}  # nothing else to read
+
+
+def test_a_figure_some_rounds_lack_is_the_median_of_the_others() -> None:
+    rounds = [
+        {"output_throughput": 10.0, "cpu_us_per_token": {"client": 5.0, "server": 7.0}, "errors": ["a"]},
+        {"output_throughput": 30.0, "cpu_us_per_token": {}, "errors": []},
+        {"output_throughput": 20.0, "cpu_us_per_token": {"client": 9.0}, "errors": ["b"]},
+    ]
+    merged = median_summary(rounds)
+    assert merged["output_throughput"] == 20.0 and merged["rounds"] == 3
+    assert merged["cpu_us_per_token"] == {"client": 7.0, "server": 7.0}
+    assert merged["errors"] == ["a", "b"]
+
+
+def test_each_run_draws_its_own_seed_and_records_it(server: ServerThread, tmp_path: Path) -> None:
+    """Without --seed, two runs against one server send different prompts (the same ones would hit its prefix
+    cache), and each report says which seed it used, so that a run can be repeated."""
+    seeds = [_bench(tmp_path, "--target", server.target, "--concurrency", "1")["config"]["seed"] for _ in range(2)]
+    assert all(isinstance(seed, int) for seed in seeds) and seeds[0] != seeds[1], seeds
+    repeated = _bench(tmp_path, "--target", server.target, "--concurrency", "1", "--seed", str(seeds[0]))
+    assert repeated["config"]["seed"] == seeds[0]
