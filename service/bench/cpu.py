@@ -8,6 +8,7 @@ server a little CPU itself, outside the measured window.
 
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import dataclass
 
@@ -15,6 +16,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from tornado.httpclient import AsyncHTTPClient
 
 METRIC = "ovserve_process_cpu_seconds"
+log = logging.getLogger(__name__)
+_unread: set[str] = set()  # metrics URLs already reported as unreadable (said once per run, not per sample)
 
 
 @dataclass(frozen=True)
@@ -33,7 +36,10 @@ async def sample(metrics_url: str | None, model: str) -> CpuSample:
         return CpuSample(client)
     try:
         reply = await AsyncHTTPClient().fetch(metrics_url, request_timeout=10)
-    except Exception:  # no /metrics there (a bridge alone, an older server): the client's figure stands alone
+    except Exception as error:  # no /metrics there (a bridge alone, an older server): the client's figure alone
+        if metrics_url not in _unread:
+            _unread.add(metrics_url)
+            log.warning("no server or engine CPU figures: %s answered %s", metrics_url, error)
         return CpuSample(client)
     found = {
         (sample.labels.get("process"), sample.labels.get("model")): sample.value
