@@ -82,6 +82,9 @@ def _strings(value: Sequence[Any], path: str) -> list[str]:
     return list(value)
 
 
+_PROMPT_FORMS = "a string, a list of strings, a list of token ids or a list of token-id lists"
+
+
 def _prompts(value: Sequence[Any], path: str) -> list[dict[str, Any]]:
     """OpenAI's list forms of ``prompt`` as proto Prompt JSON: one Prompt per string or token-id list."""
     if all(isinstance(item, str) for item in value):
@@ -90,9 +93,11 @@ def _prompts(value: Sequence[Any], path: str) -> list[dict[str, Any]]:
         return [{"token_ids": {"ids": list(value)}}]
     if all(_is_list(item) and all(map(is_token, item)) for item in value):
         return [{"token_ids": {"ids": list(item)}} for item in value]
-    raise FormError(
-        path, f"{path} must be a string, a list of strings, a list of token ids or a list of token-id lists"
-    )
+    raise FormError(path, f"{path} must be {_PROMPT_FORMS}")
+
+
+# A Prompt list's element paths -> OpenAI's: prompts[0].token_ids.ids[3] -> prompt[0][3], prompts[1].text -> prompt[1].
+_PROMPT_PATHS = ((r"(\[\d+\])\.token_ids\.ids(\[\d+\])", r"\1\2"), (r"(\[\d+\])\.(?:text|token_ids)\b", r"\1"))
 
 
 @dataclass(frozen=True)
@@ -133,19 +138,25 @@ class PolymorphicField:
 POLYMORPHIC_FIELDS: tuple[PolymorphicField, ...] = (
     PolymorphicField("stop", "stop_sequences", "a string or a list of strings", _is_list, _strings),
     PolymorphicField(
-        "prompt", "prompts", "a string, a list of strings, a list of token ids or a list of token-id lists",
+        "prompt", "prompts", _PROMPT_FORMS,
         _is_list, _prompts,
-        element_paths=((r"(\[\d+\])\.token_ids\.ids(\[\d+\])", r"\1\2"), (r"(\[\d+\])\.(?:text|token_ids)\b", r"\1")),
+        element_paths=_PROMPT_PATHS,
     ),
     PolymorphicField("content", "content_parts", "a string or a list of content parts", _is_list, _as_list,
                      whole_path_param=True),
     PolymorphicField("input", "input_items", "a string or a list of input items", _is_list, _as_list,
                      whole_path_param=True),
+    PolymorphicField(  # embeddings' input: the same forms as a completion's prompt
+        "input", "input_prompts", _PROMPT_FORMS,
+        _is_list, _prompts,
+        element_paths=_PROMPT_PATHS,
+    ),
     PolymorphicField("output", "output_parts", "a string or a list of content parts", _is_list, _as_list),
     PolymorphicField("tool_choice", "named_tool_choice", "a string or an object", _is_object, _as_object),
 )  # fmt: skip
 
-BY_OPENAI_NAME = {field.openai: field for field in POLYMORPHIC_FIELDS}
+# By OpenAI name, the first field of each name (Responses' ``input`` before embeddings').
+BY_OPENAI_NAME = {field.openai: field for field in reversed(POLYMORPHIC_FIELDS)}
 BY_PROTO_NAME = {field.proto: field for field in POLYMORPHIC_FIELDS}
 TYPED_ALTERNATIVES = frozenset(BY_PROTO_NAME)  # proto names a client never writes: the OpenAI name carries both forms
 

@@ -7,6 +7,7 @@ from typing import Any
 import grpc
 import tornado.web
 
+from rest_bridge.audio import ROUTES as AUDIO_ROUTES
 from rest_bridge.config import BridgeSettings
 from rest_bridge.conversations import ROUTES as CONVERSATIONS_ROUTES
 from rest_bridge.handlers import (
@@ -22,6 +23,7 @@ from rest_bridge.handlers import (
 )
 from rest_bridge.responses_api import ROUTES as RESPONSES_ROUTES
 from rest_bridge.responses_websocket import routes as websocket_routes
+from rest_bridge.retrieval import ROUTES as RETRIEVAL_ROUTES
 from rest_bridge.stored_chat import ROUTES as STORED_CHAT_ROUTES
 from rest_bridge.tokenizer import ROUTES as TOKENIZER_ROUTES
 
@@ -35,6 +37,8 @@ ROUTES: list[tuple[str, type[tornado.web.RequestHandler]]] = [
     *RESPONSES_ROUTES,
     *CONVERSATIONS_ROUTES,
     *TOKENIZER_ROUTES,
+    *RETRIEVAL_ROUTES,
+    *AUDIO_ROUTES,
 ]
 
 

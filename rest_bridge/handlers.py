@@ -30,11 +30,14 @@ from tornado.iostream import StreamClosedError
 
 from clients.tracing import extracted, injected
 from clients.v1 import (
+    audio_pb2_grpc,
     chat_pb2_grpc,
     completion_pb2_grpc,
     conversation_pb2_grpc,
+    embedding_pb2_grpc,
     model_pb2,
     model_pb2_grpc,
+    rerank_pb2_grpc,
     response_pb2_grpc,
     tokenizer_pb2_grpc,
 )
@@ -65,6 +68,9 @@ class Backend:
     responses: response_pb2_grpc.ResponseServiceStub
     tokenizer: tokenizer_pb2_grpc.TokenizerServiceStub
     conversations: conversation_pb2_grpc.ConversationServiceStub
+    embeddings: embedding_pb2_grpc.EmbeddingServiceStub
+    rerank: rerank_pb2_grpc.RerankServiceStub
+    audio: audio_pb2_grpc.AudioServiceStub
 
     @classmethod
     def on(cls, channel: grpc.aio.Channel) -> Backend:
@@ -77,6 +83,9 @@ class Backend:
             response_pb2_grpc.ResponseServiceStub(channel),
             tokenizer_pb2_grpc.TokenizerServiceStub(channel),
             conversation_pb2_grpc.ConversationServiceStub(channel),
+            embedding_pb2_grpc.EmbeddingServiceStub(channel),
+            rerank_pb2_grpc.RerankServiceStub(channel),
+            audio_pb2_grpc.AudioServiceStub(channel),
         )
 
 
@@ -310,6 +319,13 @@ class JsonBodyHandler(BridgeHandler):
         requests and their streams go on meanwhile. A refusal is only answered
         once the caller's key is known to be good: 401 comes before 400.
         """
+        depth = self.settings_.max_json_depth
+        return await self.translated_body(
+            lambda body, content_type: translate(requests.parse_json_body(body, content_type, depth))
+        )
+
+    async def translated_body(self, translate: Callable[[bytes, str | None], T]) -> T:
+        """The raw body and its Content-Type passed through ``translate``, as ``translated`` does (a form, say)."""
         try:
             if self._too_large:
                 limit = self.settings_.max_body_bytes
@@ -321,11 +337,10 @@ class JsonBodyHandler(BridgeHandler):
             await self.check_key()
             raise
 
-    def _translate(self, translate: Callable[[dict[str, Any]], T]) -> T:
+    def _translate(self, translate: Callable[[bytes, str | None], T]) -> T:
         body = b"".join(self._chunks)
         self._chunks = []  # the parsed body is all that is kept from here on
-        content_type = self.request.headers.get("Content-Type")
-        return translate(requests.parse_json_body(body, content_type, self.settings_.max_json_depth))
+        return translate(body, self.request.headers.get("Content-Type"))
 
 
 def _same(payload: dict[str, Any]) -> dict[str, Any]:

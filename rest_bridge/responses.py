@@ -225,13 +225,14 @@ def completion_chunk(chunk: completion_pb2.StreamCompletionResponse, include_usa
 
 
 def model(value: model_pb2.Model) -> dict[str, Any]:
-    """OpenAI's model object, with vLLM's max_model_len."""
+    """OpenAI's model object, with vLLM's max_model_len and what the model serves (task)."""
     return {
         "id": value.id,
         "object": "model",
         "created": value.created,
         "owned_by": value.owned_by,
         "max_model_len": value.max_model_len,
+        "task": value.task,
     }
 
 

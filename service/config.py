@@ -37,6 +37,8 @@ from service.media import MediaPolicy
 from service.model_files import LANGUAGE_IRS, has_language_model
 from service.models import ModelSpec, bundled_model_specs
 from service.parsing import parser_name_problem
+from service.pipelines import PipelineKind, PipelineSettings
+from service.pipelines.kinds import missing_files
 
 DEFAULT_MAX_CONCURRENT = 512
 
@@ -143,6 +145,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )  # fmt: skip
     parser.add_argument("--draft-model", action="append", default=[], metavar="NAME=PATH",
                         help="use the model in PATH as the speculative-decoding draft of model NAME")  # fmt: skip
+    parser.add_argument("--task", action="append", default=[], metavar="NAME=TASK",
+                        help=with_default("what model NAME serves: generate, embed, rerank or transcribe",
+                                          "from the model's config.json"))  # fmt: skip
     parser.add_argument("--prompt-lookup", action="append", default=[], metavar="NAME",
                         help="serve model NAME with prompt lookup decoding")  # fmt: skip
     parser.add_argument("--tool-parser", action="append", default=[], metavar="NAME=PARSER",
@@ -163,6 +168,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_flags(parser.add_argument_group("TLS (gRPC)"), ServeConfig, only=("tls_cert", "tls_key", "tls_client_ca"))
     add_flags(parser.add_argument_group("images (vision models) and files"), MediaPolicy)
     add_flags(parser.add_argument_group("scheduler (every model)"), EngineSettings)
+    add_flags(parser.add_argument_group("embedding, rerank and speech models"), PipelineSettings)
+
+
+def _task(value: str, where: str) -> PipelineKind:
+    try:
+        return PipelineKind(value)
+    except ValueError:
+        raise ConfigError(
+            f"{where}: {value!r} is not one of {', '.join(kind.value for kind in PipelineKind)}"
+        ) from None
 
 
 def from_arguments(args: argparse.Namespace) -> ServeConfig:
@@ -185,6 +200,7 @@ def from_arguments(args: argparse.Namespace) -> ServeConfig:
             settings=_settings(base, entry.get("scheduler", {}), where),
             tool_parser=entry.get("tool_parser"),
             reasoning_parser=entry.get("reasoning_parser"),
+            kind=_task(entry["task"], f"{where} task") if entry.get("task") else None,
         )
     for name, path in map(_name_path, args.model):
         specs[name] = ModelSpec(name, path, settings=base)
@@ -192,6 +208,10 @@ def from_arguments(args: argparse.Namespace) -> ServeConfig:
         if name not in specs:
             raise ConfigError(f"--draft-model {name}=...: no model named {name!r}")
         specs[name] = dataclasses.replace(specs[name], draft_path=path)
+    for name, task in (_name_value(value) for value in args.task):
+        if name not in specs:
+            raise ConfigError(f"--task {name}=...: no model named {name!r}")
+        specs[name] = dataclasses.replace(specs[name], kind=_task(task, f"--task {name}"))
     for name in args.prompt_lookup:
         if name not in specs:
             raise ConfigError(f"--prompt-lookup {name}: no model named {name!r}")
@@ -202,8 +222,19 @@ def from_arguments(args: argparse.Namespace) -> ServeConfig:
                 raise ConfigError(f"--{kind}-parser {name}=...: no model named {name!r}")
             changes: dict[str, Any] = {f"{kind}_parser": parser}
             specs[name] = dataclasses.replace(specs[name], **changes)
-    models = list(specs.values()) or bundled_model_specs(base)
+    pipelines = PipelineSettings(**given(args, PipelineSettings))
+    chosen = list(specs.values()) or bundled_model_specs(base)
+    models = [dataclasses.replace(spec, pipeline=pipelines) for spec in chosen]
     for spec in models:
+        if spec.task is not PipelineKind.GENERATE:
+            if spec.draft_path or spec.prompt_lookup:
+                raise ConfigError(
+                    f"model {spec.name!r} serves {spec.task.api}: it takes no draft model or prompt lookup"
+                )
+            missing = missing_files(spec.path, spec.task)
+            if missing:
+                raise ConfigError(f"model {spec.name!r} ({spec.task.value}): {spec.path} has no {missing}")
+            continue
         for label, directory in (("model", spec.path), ("draft model", spec.draft_path)):
             if directory is not None and not has_language_model(directory):
                 raise ConfigError(f"{label} of {spec.name!r}: {directory} has no {' or '.join(LANGUAGE_IRS)}")

@@ -14,14 +14,20 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
 from clients.defaults import MESSAGE_SIZE_OPTIONS
 from clients.v1 import (
+    audio_pb2,
+    audio_pb2_grpc,
     chat_pb2,
     chat_pb2_grpc,
     completion_pb2,
     completion_pb2_grpc,
     conversation_pb2,
     conversation_pb2_grpc,
+    embedding_pb2,
+    embedding_pb2_grpc,
     model_pb2,
     model_pb2_grpc,
+    rerank_pb2,
+    rerank_pb2_grpc,
     response_pb2,
     response_pb2_grpc,
     tokenizer_pb2,
@@ -36,16 +42,20 @@ from service.interceptors import CallPolicyInterceptor
 from service.limits import ConcurrencyLimit
 from service.metrics_endpoint import MetricsEndpoint
 from service.models import ModelRegistry, ServedModel
+from service.pipelines import Pipeline, PipelineKind
 from service.reflection import enable_server_reflection
 from service.responses.api import ResponsesApi
 from service.responses.conversation_store import ConversationStore
 from service.responses.conversations import MAX_CONVERSATION_ITEMS, ConversationsApi
 from service.responses.store import ResponseStore
 from service.servicers import (
+    AudioServicer,
     ChatServicer,
     CompletionServicer,
     ConversationServicer,
+    EmbeddingServicer,
     ModelServicer,
+    RerankServicer,
     ResponseServicer,
     TokenizerServicer,
 )
@@ -86,9 +96,7 @@ class Server:
         """Bind and start answering (health NOT_SERVING until the models load); return the port."""
         # Built here, not in __init__: grpc.aio objects belong to the loop that creates them.
         self.health = health.aio.HealthServicer()
-        self.policy = CallPolicyInterceptor(
-            self.config.api_keys, self.limit, served=lambda: [model.name for model in self.registry]
-        )
+        self.policy = CallPolicyInterceptor(self.config.api_keys, self.limit, served=lambda: self.registry.names)
         self._server = grpc.aio.server(
             interceptors=[self.policy],
             options=[
@@ -147,6 +155,14 @@ class Server:
         """Load every configured model (off the event loop), start its engine, then report SERVING."""
         loop = asyncio.get_running_loop()
         for spec in self.config.models:
+            if spec.task is not PipelineKind.GENERATE:
+                pipeline = await loop.run_in_executor(
+                    None, Pipeline, spec.name, spec.task, spec.path, spec.settings, spec.pipeline
+                )
+                pipeline.start()
+                pipeline.watch(functools.partial(self._engine_changed, spec.name))
+                self.registry.add_pipeline(pipeline)
+                continue
             model = await loop.run_in_executor(None, ServedModel.load, spec)
             model.engine.start()
             model.engine.watch(functools.partial(self._engine_changed, model.name))
@@ -158,7 +174,7 @@ class Server:
         if self.config.response_max_age_seconds:
             self._expiry = asyncio.create_task(self._expire_responses())
         await self._set_health(health_pb2.HealthCheckResponse.SERVING)
-        log.info("serving %s", ", ".join(model.name for model in self.registry))
+        log.info("serving %s", ", ".join(self.registry.names))
 
     async def stop(self) -> None:
         """NOT_SERVING, let in-flight API calls finish within the grace period, then stop the engines.
@@ -204,9 +220,9 @@ class Server:
         """The whole server's health ("" and every service), and each model's (by its name)."""
         for name in ("", *SERVED):
             await self.health.set(name, status)
-        for model in self.registry:
-            down = model.name in self._engines_down
-            await self.health.set(model.name, health_pb2.HealthCheckResponse.NOT_SERVING if down else status)
+        for name in self.registry.names:
+            down = name in self._engines_down
+            await self.health.set(name, health_pb2.HealthCheckResponse.NOT_SERVING if down else status)
 
     def _engine_changed(self, name: str, up: bool) -> None:
         """An engine went down or came back: the server serves only while every engine does."""
@@ -240,6 +256,15 @@ SERVED: dict[str, tuple[Callable[[Any, grpc.aio.Server], None], Callable[[Server
     ),
     tokenizer_pb2.DESCRIPTOR.services_by_name["TokenizerService"].full_name: (
         tokenizer_pb2_grpc.add_TokenizerServiceServicer_to_server, lambda s: TokenizerServicer(s.registry)
+    ),
+    embedding_pb2.DESCRIPTOR.services_by_name["EmbeddingService"].full_name: (
+        embedding_pb2_grpc.add_EmbeddingServiceServicer_to_server, lambda s: EmbeddingServicer(s.registry)
+    ),
+    audio_pb2.DESCRIPTOR.services_by_name["AudioService"].full_name: (
+        audio_pb2_grpc.add_AudioServiceServicer_to_server, lambda s: AudioServicer(s.registry)
+    ),
+    rerank_pb2.DESCRIPTOR.services_by_name["RerankService"].full_name: (
+        rerank_pb2_grpc.add_RerankServiceServicer_to_server, lambda s: RerankServicer(s.registry)
     ),
 }  # fmt: skip
 EXPIRY_INTERVAL_SECONDS = 600.0  # how often stored responses past --response-max-age are deleted

@@ -17,20 +17,26 @@ from typing import Any, TypeVar
 import grpc
 
 from clients.v1 import (
+    audio_pb2,
+    audio_pb2_grpc,
     chat_pb2,
     chat_pb2_grpc,
     completion_pb2,
     completion_pb2_grpc,
     conversation_pb2,
     conversation_pb2_grpc,
+    embedding_pb2,
+    embedding_pb2_grpc,
     model_pb2,
     model_pb2_grpc,
+    rerank_pb2,
+    rerank_pb2_grpc,
     response_pb2,
     response_pb2_grpc,
     tokenizer_pb2,
     tokenizer_pb2_grpc,
 )
-from service.api import chat, completions, models, tokenizer
+from service.api import chat, completions, embeddings, models, rerank, tokenizer, transcriptions
 from service.api.stored_chat import StoredChatCompletions
 from service.errors import ServiceError, to_rpc_status
 from service.models import ModelRegistry
@@ -168,6 +174,50 @@ class TokenizerServicer(tokenizer_pb2_grpc.TokenizerServiceServicer):
     @unary
     async def Detokenize(self, request: tokenizer_pb2.DetokenizeRequest, context: Any) -> Any:
         return await tokenizer.detokenize(self._models, request)
+
+
+class EmbeddingServicer(embedding_pb2_grpc.EmbeddingServiceServicer):
+    """ovserve.v1.EmbeddingService."""
+
+    def __init__(self, registry: ModelRegistry) -> None:
+        self._models = registry
+
+    @unary
+    async def CreateEmbedding(self, request: embedding_pb2.CreateEmbeddingRequest, context: Any) -> Any:
+        return await embeddings.create_embedding(self._models, request)
+
+
+class RerankServicer(rerank_pb2_grpc.RerankServiceServicer):
+    """ovserve.v1.RerankService."""
+
+    def __init__(self, registry: ModelRegistry) -> None:
+        self._models = registry
+
+    @unary
+    async def Rerank(self, request: rerank_pb2.RerankRequest, context: Any) -> Any:
+        return await rerank.rerank(self._models, request)
+
+    @unary
+    async def Score(self, request: rerank_pb2.ScoreRequest, context: Any) -> Any:
+        return await rerank.score(self._models, request)
+
+
+class AudioServicer(audio_pb2_grpc.AudioServiceServicer):
+    """ovserve.v1.AudioService."""
+
+    def __init__(self, registry: ModelRegistry) -> None:
+        self._models = registry
+
+    @unary
+    async def CreateTranscription(self, request: audio_pb2.CreateTranscriptionRequest, context: Any) -> Any:
+        return await transcriptions.create_transcription(self._models, request)
+
+    @streaming
+    async def StreamTranscription(
+        self, request: audio_pb2.StreamTranscriptionRequest, context: Any
+    ) -> AsyncGenerator[Any, None]:
+        async for event in transcriptions.stream_transcription(self._models, request):
+            yield event
 
 
 class ResponseServicer(response_pb2_grpc.ResponseServiceServicer):

@@ -4,23 +4,36 @@ from __future__ import annotations
 
 from clients.v1 import model_pb2
 from service.models import ModelRegistry, ServedModel
+from service.pipelines import Pipeline, PipelineKind
 
 
-def _model(model: ServedModel) -> model_pb2.Model:
+def _model(model: ServedModel | Pipeline) -> model_pb2.Model:
+    if isinstance(model, Pipeline):
+        return model_pb2.Model(
+            id=model.name,
+            object="model",
+            created=model.created,
+            owned_by="ovserve",
+            max_model_len=model.max_model_len,
+            task=model.kind.value,
+        )
     return model_pb2.Model(
         id=model.name,
         object="model",
         created=model.created,
         owned_by=model.owned_by,
         max_model_len=model.limits.max_model_len,
+        task=PipelineKind.GENERATE.value,
     )
 
 
 def list_models(registry: ModelRegistry) -> model_pb2.ListModelsResponse:
-    """Every served model, in configuration order."""
-    return model_pb2.ListModelsResponse(object="list", data=[_model(model) for model in registry])
+    """Every served model: the generating ones, then the others, each in configuration order."""
+    served: list[ServedModel | Pipeline] = [*registry, *registry.pipelines]
+    return model_pb2.ListModelsResponse(object="list", data=[_model(model) for model in served])
 
 
 def get_model(registry: ModelRegistry, request: model_pb2.GetModelRequest) -> model_pb2.GetModelResponse:
     """One served model; NOT_FOUND naming ``model`` if it is not served."""
-    return model_pb2.GetModelResponse(model=_model(registry.get(request.model)))
+    pipeline = next((p for p in registry.pipelines if p.name == request.model and registry.ready), None)
+    return model_pb2.GetModelResponse(model=_model(pipeline or registry.get(request.model)))

@@ -33,8 +33,9 @@ def parser() -> argparse.ArgumentParser:
                        help="grpc, http or both (default grpc)")  # fmt: skip
     where.add_argument("--target", default=DEFAULT_TARGET, help=f"gRPC HOST:PORT (default {DEFAULT_TARGET})")
     where.add_argument("--url", default=DEFAULT_REST_URL, help=f"REST base URL (default {DEFAULT_REST_URL})")
-    where.add_argument("--endpoint", choices=["chat", "completions"], default="chat",
-                       help="chat completions or completions (default chat)")  # fmt: skip
+    where.add_argument("--endpoint", choices=["chat", "completions", "embeddings"], default="chat",
+                       help="chat completions, completions, or embeddings (inputs per second; needs --model) "
+                            "(default chat)")  # fmt: skip
     where.add_argument("--model", help="served model name (default: the first the server lists)")
     where.add_argument("--metrics-url",
                        help="the server's /metrics, for CPU per token (default: beside --url)")  # fmt: skip
@@ -48,6 +49,8 @@ def parser() -> argparse.ArgumentParser:
     load.add_argument("--requests", type=int, default=32, help="measured requests per run (default 32)")
     load.add_argument("--warmup", type=int, default=4, help="unmeasured requests before each run (default 4)")
     load.add_argument("--input-tokens", type=int, default=128, help="prompt length in tokens (default 128)")
+    load.add_argument("--inputs-per-request", type=int, default=1,
+                      help="with --endpoint embeddings: texts per request (default 1)")  # fmt: skip
     load.add_argument("--input-range", type=float, default=0.1, help="prompt length spread, +/- fraction (default 0.1)")
     load.add_argument("--output-tokens", type=int, default=128,
                       help="tokens per reply, sent with ignore_eos (default 128)")  # fmt: skip
@@ -109,6 +112,28 @@ def config_from(args: argparse.Namespace) -> BenchConfig:
     )
 
 
+def _embeddings(options: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    """``--endpoint embeddings``: inputs per second, and service ÷ bare pipeline with --engine."""
+    from service.bench.embeddings import EmbeddingLoad, bench_embeddings, table
+
+    if not args.model or args.inputs_per_request < 1:
+        options.error("--endpoint embeddings needs --model (an embedding model) and --inputs-per-request >= 1")
+    load = EmbeddingLoad(
+        requests=args.requests,
+        inputs_per_request=args.inputs_per_request,
+        input_words=max(1, args.input_tokens),
+        concurrency=tuple(args.concurrency),
+        rounds=args.rounds,
+        seed=args.seed if args.seed is not None else random.randrange(2**31),
+    )
+    model_dir = args.model_dir if args.engine else None
+    result = asyncio.run(bench_embeddings(load, args.backend, args.target, args.url, args.model, model_dir))
+    print(table(result))
+    if args.json:
+        report.write_json(args.json, result)
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``ovserve bench``; exit status 1 if any request failed."""
     options = parser()
@@ -121,6 +146,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         options.error("--images must be 0 or more and --image-size at least 1")
     if args.images and (args.endpoint != "chat" or args.engine):
         options.error("--images needs the chat endpoint, and the engine-alone run takes no images")
+    if args.endpoint == "embeddings":
+        return _embeddings(options, args)
     try:
         config = config_from(args)
     except (OSError, ValueError) as error:

@@ -74,6 +74,12 @@ class TokenCodec:
         ids = self._openvino.encode(text, add_special_tokens=add_special_tokens).input_ids.data[0]
         return [int(token) for token in ids]
 
+    def count_pair(self, first: str, second: str) -> int:
+        """Tokens of a text pair as a cross-encoder reads it (special tokens and separators included)."""
+        if self._fast is not None:
+            return len(self._fast.encode(first, second, add_special_tokens=True).ids)
+        return len(self.encode(first, add_special_tokens=True)) + len(self.encode(second, add_special_tokens=True))
+
     def decode_windows(self, windows: list[list[int]], skip_special_tokens: bool) -> list[str]:
         """The text of every window of token ids."""
         if self._fast is not None:

@@ -8,7 +8,7 @@ import functools
 import itertools
 import logging
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,8 +22,9 @@ from service.engine.generation import Generation, Mailbox
 from service.engine.generation_config import model_defaults
 from service.engine.grammar import GrammarChecker
 from service.engine.messages import Cancel, Outcomes, QueryStats, StatsReport
-from service.engine.process import GONE, EngineProcess
+from service.engine.process import EngineProcess
 from service.engine.sampling import OutputConstraint, SamplingParams
+from service.engine.supervisor import Supervisor
 from service.engine.types import EngineError, EngineStats, EngineUnavailable, PromptImages
 from service.engine.worker import WorkerSpec
 from service.metrics import GenerationMeter
@@ -41,9 +42,6 @@ KV_BYTES_PER_VALUE = 1
 # 8,192 it sagged to 8,000-15,000, and with prefix caching off it never fell. A real model's
 # 1 GB is a few thousand blocks anyway (Qwen2.5-0.5B: 5,461; Llama-3.2-1B: 2,048).
 AUTO_MAX_KV_BLOCKS = 4096
-# Pauses between attempts to start a dead engine's replacement: the first, and the longest.
-RESTART_FIRST_PAUSE_S = 1.0
-RESTART_MAX_PAUSE_S = 30.0
 
 
 @dataclass(frozen=True)
@@ -243,15 +241,18 @@ class Engine:
             update_rate=settings.stream_updates_per_s,
             properties=settings.properties(),
         )
-        self._process: EngineProcess | None = EngineProcess(self._spec, name)
         self._mailboxes: dict[int, Mailbox] = {}
         self._stats: dict[int, asyncio.Future[EngineStats]] = {}
         self._ids = itertools.count()
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._tasks: set[asyncio.Task[None]] = set()
-        self._listeners: list[Callable[[bool], None]] = []
-        self._closed = False
-        self.restarts = 0  # engine processes replaced after dying or stalling
+        # EngineProcess looked up at each start, so that tests can hold a restart back.
+        self._worker = Supervisor(
+            f"the engine of {name!r}",
+            lambda: EngineProcess(self._spec, name),
+            self._dispatch,
+            self._lost,
+            waiting=lambda: sum(not mailbox.ended for mailbox in self._mailboxes.values()),
+            stall_timeout_s=settings.stall_timeout_s,
+        )
         self.handovers = 0  # Outcomes messages received from the engine process (see --stream-interval-ms)
         elapsed = time.monotonic() - started
         log.info("model %r ready in %.1f s (max length %d tokens)", name, elapsed, self.max_model_len)
@@ -269,12 +270,17 @@ class Engine:
     @property
     def up(self) -> bool:
         """Whether an engine process is running and taking requests."""
-        return self._process is not None and not self._closed
+        return self._worker.up
 
     @property
     def pid(self) -> int | None:
         """The engine process's id, while one runs."""
-        return self._process.pid if self._process is not None else None
+        return self._worker.pid
+
+    @property
+    def restarts(self) -> int:
+        """Engine processes replaced after dying or stalling."""
+        return self._worker.restarts
 
     @property
     def chat_template(self) -> str:
@@ -310,25 +316,18 @@ class Engine:
 
     def watch(self, listener: Callable[[bool], None]) -> None:
         """Call ``listener(up)`` on the event loop whenever the engine goes down or comes back."""
-        self._listeners.append(listener)
+        self._worker.watch(listener)
 
     def start(self) -> None:
         """Start delivering the engine's output to the running event loop, and watching the process."""
-        self._loop = asyncio.get_running_loop()
-        assert self._process is not None
-        self._process.start_reading(self._loop, self._dispatch_all)
-        self._spawn_task(self._watch_progress())
+        self._worker.start()
 
     def close(self) -> None:
         """Cancel every request and end the engine process."""
-        if self._closed:
+        if self._worker.closed:
             return
-        self._closed = True
-        for task in self._tasks:
-            task.cancel()
         self._grammar.close()
-        if self._process is not None:
-            self._process.stop()
+        self._worker.close()
 
     def end_requests(self, reason: str) -> None:
         """End every open request with EngineUnavailable(``reason``): its caller gets a retriable error now.
@@ -378,9 +377,8 @@ class Engine:
         the model sees it (image tokens included), for counts. Submitting before the caller sends anything of its
         own (a role chunk, the Responses API's first events) lets the engine start meanwhile.
         """
-        if self._loop is None or not self.up:
-            state = "is restarting" if self._loop is not None and not self._closed else "is not running"
-            raise EngineUnavailable(f"the engine of {self.name!r} {state}; retry shortly")
+        if not self._worker.started or not self.up:
+            raise self._worker.unavailable()
         request_id = next(self._ids)
         mailbox = Mailbox()
         self._mailboxes[request_id] = mailbox
@@ -401,13 +399,7 @@ class Engine:
                 self._send(Cancel(request_id))
 
     def _send(self, message: object) -> None:
-        if self._process is None:
-            raise EngineUnavailable(f"the engine of {self.name!r} is restarting; retry shortly")
-        self._process.send(message)
-
-    def _dispatch_all(self, batch: list[object]) -> None:
-        for message in batch:
-            self._dispatch(message)
+        self._worker.send(message)
 
     def _dispatch(self, message: object) -> None:
         match message:
@@ -421,17 +413,9 @@ class Engine:
                 future = self._stats.pop(token, None)
                 if future is not None and not future.done():
                     future.set_result(stats)
-            case _ if message is GONE:
-                self._lost()
 
-    def _lost(self) -> None:
-        """The engine process ended: fail what it held; unless we are closing, start another."""
-        self._process = None
-        if not self._closed:
-            log.error("the engine process of %r ended unexpectedly; restarting it", self.name)
-            self._notify(up=False)
-            self._spawn_task(self._restart())
-        error = EngineUnavailable(f"the engine of {self.name!r} stopped; retry shortly")
+    def _lost(self, error: EngineUnavailable) -> None:
+        """The engine process ended: every request it held fails with ``error`` (retriable)."""
         for mailbox in self._mailboxes.values():
             if not mailbox.ended:
                 mailbox.put(error)
@@ -439,62 +423,6 @@ class Engine:
             if not future.done():
                 future.set_exception(error)
         self._stats.clear()
-
-    async def _restart(self) -> None:
-        """Start engine processes until one loads, pausing longer after each failure."""
-        assert self._loop is not None
-        pause = RESTART_FIRST_PAUSE_S
-        while not self._closed:
-            started = time.monotonic()
-            try:
-                process = await self._loop.run_in_executor(None, EngineProcess, self._spec, self.name)
-            except EngineError as error:
-                log.error("restarting the engine of %r failed: %s; trying again in %.0f s", self.name, error, pause)
-                await asyncio.sleep(pause)
-                pause = min(pause * 2, RESTART_MAX_PAUSE_S)
-                continue
-            if self._closed:
-                process.stop()
-                return
-            self._process = process
-            process.start_reading(self._loop, self._dispatch_all)
-            self.restarts += 1
-            log.warning(
-                "the engine of %r is back after %.1f s (restart %d)",
-                self.name,
-                time.monotonic() - started,
-                self.restarts,
-            )
-            self._notify(up=True)
-            return
-
-    async def _watch_progress(self) -> None:
-        """Kill an engine process that says nothing for stall_timeout_s while requests wait on it."""
-        timeout = self.settings.stall_timeout_s
-        while not self._closed:
-            await asyncio.sleep(max(timeout / 4, 0.1))
-            process = self._process
-            waiting = sum(not mailbox.ended for mailbox in self._mailboxes.values())
-            if process is None or not waiting or time.monotonic() - process.last_heard < timeout:
-                continue
-            log.error(
-                "the engine of %r made no progress for %.0f s with %d requests waiting; killing it",
-                self.name, timeout, waiting,
-            )  # fmt: skip
-            await asyncio.to_thread(process.kill)  # its reader then hands over GONE: see _lost
-
-    def _notify(self, *, up: bool) -> None:
-        for listener in self._listeners:
-            try:
-                listener(up)
-            except Exception:
-                log.exception("an engine state listener failed")
-
-    def _spawn_task(self, coroutine: Coroutine[Any, Any, None]) -> None:
-        assert self._loop is not None
-        task = self._loop.create_task(coroutine)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
 
 
 def _vocab_size(model_dir: Path, tokenizer: ov_genai.Tokenizer) -> int:

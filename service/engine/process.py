@@ -1,4 +1,4 @@
-"""EngineProcess: the engine's child process, the pipe to it, and the thread that reads it.
+"""EngineProcess: the engine's child process (or a pipeline's), the pipe to it, and the thread that reads it.
 
 Started with subprocess (not multiprocessing's spawn, which would re-run the
 parent's ``__main__``) as ``python -m service.engine FD``; the first message on
@@ -22,7 +22,6 @@ from pathlib import Path
 
 from service.engine.messages import LoadFailed, Ready, Stop
 from service.engine.types import EngineError
-from service.engine.worker import WorkerSpec
 
 GONE = object()  # what the reader hands over when the pipe closes: the process ended
 
@@ -46,10 +45,13 @@ def start_child(module: str) -> tuple[subprocess.Popen[bytes], Connection]:
 class EngineProcess:
     """A loaded engine process; ``start_reading`` hands its messages to an event loop, in batches."""
 
-    def __init__(self, spec: WorkerSpec, name: str) -> None:
-        """Start the process and wait (blocking) until its pipeline is compiled; EngineError if it fails."""
+    def __init__(self, spec: object, name: str, module: str = "service.engine") -> None:
+        """Start ``python -m module`` and wait (blocking) until its pipeline is compiled; EngineError if it fails.
+
+        ``spec`` is what the process loads: a WorkerSpec for the engine, a PipelineSpec for service.pipelines.
+        """
         self.name = name
-        self.process, self._connection = start_child("service.engine")
+        self.process, self._connection = start_child(module)
         self._send_lock = threading.Lock()
         self.last_heard = time.monotonic()  # when it last said anything (the supervisor's watchdog reads it)
         try:

@@ -19,7 +19,7 @@ import pytest
 from google.protobuf.message import Message
 
 from clients.polymorphic import BY_PROTO_NAME
-from clients.v1 import chat_pb2_grpc, completion_pb2_grpc, response_pb2_grpc
+from clients.v1 import chat_pb2_grpc, completion_pb2_grpc, embedding_pb2_grpc, response_pb2_grpc
 from rest_bridge.server import Bridge
 from service.errors import InvalidArgument, to_rpc_status
 from tests.conftest import ServerThread
@@ -32,6 +32,7 @@ class RecordingBackend(
     chat_pb2_grpc.ChatServiceServicer,
     completion_pb2_grpc.CompletionServiceServicer,
     response_pb2_grpc.ResponseServiceServicer,
+    embedding_pb2_grpc.EmbeddingServiceServicer,
 ):
     """Records each unary request, then refuses it naming ``refuse`` (a proto path) as the real service would."""
 
@@ -44,7 +45,7 @@ class RecordingBackend(
         status = to_rpc_status(InvalidArgument.of(self.refuse, "refused by the recording backend"))
         await context.abort(status.code, status.details, status.trailing_metadata)
 
-    CreateChatCompletion = CreateCompletion = CreateResponse = _refuse
+    CreateChatCompletion = CreateCompletion = CreateResponse = CreateEmbedding = _refuse
 
 
 class Recorded:
@@ -58,6 +59,7 @@ class Recorded:
         chat_pb2_grpc.add_ChatServiceServicer_to_server(self.backend, self.grpc)
         completion_pb2_grpc.add_CompletionServiceServicer_to_server(self.backend, self.grpc)
         response_pb2_grpc.add_ResponseServiceServicer_to_server(self.backend, self.grpc)
+        embedding_pb2_grpc.add_EmbeddingServiceServicer_to_server(self.backend, self.grpc)
         port = self.grpc.add_insecure_port("127.0.0.1:0")
         await self.grpc.start()
         self.bridge = Bridge(f"127.0.0.1:{port}", "127.0.0.1", 0)
@@ -105,6 +107,12 @@ CASES: dict[str, Case] = {
         "Once", lambda r: r.prompt,
         [[1, 2], [3]], lambda r: [list(p.token_ids.ids) for p in r.prompts], [[1, 2], [3]],
         "prompts[1].token_ids.ids[0]", "prompt", "prompt[1][0]",
+    ),
+    "input_prompts": Case(
+        "/v3/embeddings", lambda value: {"model": "m", "input": value},
+        "Once", lambda r: r.input,
+        ["a", "b"], lambda r: [p.text for p in r.input_prompts], ["a", "b"],
+        "input_prompts[1].text", "input", "input[1]",
     ),
     "content_parts": Case(
         "/v3/chat/completions", lambda value: {"model": "m", "messages": [{"role": "user", "content": value}]},

@@ -308,7 +308,8 @@ def test_engine_failure_mid_stream_ends_with_response_failed() -> None:
             events = stub.StreamResponse(parse(response_pb2.StreamResponseRequest, {
                 **GREEDY, "input": "Tell me a story.", "max_output_tokens": 1900, "ignore_eos": True}))  # fmt: skip
             first = [next(events).event for _ in range(4)]
-            os.kill(engine._process.pid, signal.SIGKILL)  # the engine dies mid-generation
+            assert engine.pid is not None
+            os.kill(engine.pid, signal.SIGKILL)  # the engine dies mid-generation
             rest = [m.event for m in events]
             # A response asked for after the engine died: while it is being replaced the request
             # cannot even be submitted, and the caller is told to retry (UNAVAILABLE, nothing stored).

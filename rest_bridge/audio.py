@@ -1,0 +1,147 @@
+"""POST /v3/audio/transcriptions: OpenAI's multipart upload -> AudioService, answered in the format asked for.
+
+json ``{"text", "usage"}``, text, verbose_json (language, duration, timed segments), srt or vtt; with
+``stream=true``, OpenAI's ``transcript.text.delta`` events and a ``transcript.text.done``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import tornado.httputil
+
+from clients.v1 import audio_pb2
+from rest_bridge import sse
+from rest_bridge.errors import BridgeError
+from rest_bridge.handlers import JsonBodyHandler
+from rest_bridge.requests import bad_request
+
+# Form fields -> how each is read (every value arrives as text). The proto's own names, OpenAI's field names.
+_TEXT_FIELDS = ("model", "language", "prompt", "response_format")
+_KNOWN = {*_TEXT_FIELDS, "file", "temperature", "timestamp_granularities[]", "timestamp_granularities", "stream"}
+_TEXT_FORMATS = {"text": "text/plain", "srt": "application/x-subrip", "vtt": "text/vtt"}
+
+
+def _one(arguments: dict[str, list[bytes]], name: str) -> str | None:
+    values = arguments.get(name)
+    if not values:
+        return None
+    if len(values) > 1:
+        raise bad_request(name, f"{name}: give it once")
+    try:
+        return values[0].decode("utf-8")
+    except UnicodeDecodeError:
+        raise bad_request(name, f"{name}: not UTF-8 text") from None
+
+
+def transcription_request(body: bytes, content_type: str | None) -> tuple[audio_pb2.CreateTranscriptionRequest, bool]:
+    """The proto request for a multipart form, and whether to stream; a 400 names a bad field."""
+    if not (content_type or "").lower().startswith("multipart/form-data"):
+        raise BridgeError(415, "Content-Type must be multipart/form-data", code="unsupported_media_type")
+    arguments: dict[str, list[bytes]] = {}
+    files: dict[str, list[tornado.httputil.HTTPFile]] = {}
+    tornado.httputil.parse_body_arguments(content_type or "", body, arguments, files)
+    unknown = next((name for name in [*arguments, *files] if name not in _KNOWN), None)
+    if unknown is not None:
+        raise bad_request(unknown, f"Unrecognized request argument supplied: {unknown}")
+    uploads = files.get("file") or []
+    if len(uploads) != 1:
+        raise bad_request("file", "file: required, one audio file")
+    request = audio_pb2.CreateTranscriptionRequest(file=uploads[0].body, filename=uploads[0].filename or "")
+    for name in _TEXT_FIELDS:
+        value = _one(arguments, name)
+        if value is not None:
+            setattr(request, name, value)
+    temperature = _one(arguments, "temperature")
+    if temperature is not None:
+        try:
+            request.temperature = float(temperature)
+        except ValueError:
+            raise bad_request("temperature", f"temperature: {temperature!r} is not a number") from None
+        if not math.isfinite(request.temperature):
+            raise bad_request("temperature", "temperature: a finite number")
+    for key in ("timestamp_granularities[]", "timestamp_granularities"):
+        request.timestamp_granularities.extend(value.decode("utf-8", "replace") for value in arguments.get(key, []))
+    stream = (_one(arguments, "stream") or "false").lower()
+    if stream not in ("true", "false"):
+        raise bad_request("stream", f"stream: {stream!r} is not true or false")
+    return request, stream == "true"
+
+
+def _clock(seconds: float, separator: str) -> str:
+    milliseconds = round(seconds * 1000)
+    hours, rest = divmod(milliseconds, 3_600_000)
+    minutes, rest = divmod(rest, 60_000)
+    return f"{hours:02d}:{minutes:02d}:{rest // 1000:02d}{separator}{rest % 1000:03d}"
+
+
+def subtitles(reply: audio_pb2.CreateTranscriptionResponse, kind: str) -> str:
+    """The segments as SubRip (srt) or WebVTT (vtt) cues."""
+    separator = "," if kind == "srt" else "."
+    cues = [
+        (f"{index + 1}\n" if kind == "srt" else "")
+        + f"{_clock(segment.start, separator)} --> {_clock(segment.end, separator)}\n{segment.text.strip()}\n"
+        for index, segment in enumerate(reply.segments)
+    ]
+    return ("WEBVTT\n\n" if kind == "vtt" else "") + "\n".join(cues)
+
+
+def _usage(reply: audio_pb2.CreateTranscriptionResponse) -> dict[str, Any]:
+    return {"type": "duration", "seconds": math.ceil(reply.duration)}
+
+
+def transcription_json(reply: audio_pb2.CreateTranscriptionResponse, response_format: str) -> dict[str, Any]:
+    """OpenAI's json or verbose_json transcription."""
+    if response_format != "verbose_json":
+        return {"text": reply.text, "usage": _usage(reply)}
+    return {
+        "task": "transcribe",
+        "language": reply.language,
+        "duration": reply.duration,
+        "text": reply.text,
+        "segments": [
+            {"id": segment.id, "start": segment.start, "end": segment.end, "text": segment.text}
+            for segment in reply.segments
+        ],
+        "usage": _usage(reply),
+    }
+
+
+class TranscriptionFraming:
+    """OpenAI's transcription stream: ``transcript.text.delta`` events, ``transcript.text.done``, ``[DONE]``."""
+
+    def event(self, message: audio_pb2.StreamTranscriptionResponse) -> bytes:
+        if message.HasField("delta"):
+            return sse.event({"type": "transcript.text.delta", "delta": message.delta.delta})
+        done = message.done
+        return sse.event({"type": "transcript.text.done", "text": done.text, "usage": _usage(done)})
+
+    def failure(self, error: BridgeError) -> bytes:
+        return sse.event(error.envelope())
+
+    def end(self) -> bytes:
+        return sse.DONE
+
+
+class TranscriptionsHandler(JsonBodyHandler):
+    """POST /v3/audio/transcriptions (multipart/form-data)."""
+
+    async def post(self) -> None:
+        request, stream = await self.translated_body(transcription_request)
+        if stream:
+            streaming = audio_pb2.StreamTranscriptionRequest.FromString(request.SerializeToString())
+            call = self.backend.audio.StreamTranscription(streaming, **self.grpc_options())
+            await self.relay(call, TranscriptionFraming())
+            return
+        reply = await self.unary(self.backend.audio.CreateTranscription, request)
+        kind = request.response_format or "json"
+        if kind in _TEXT_FORMATS:
+            text = reply.text if kind == "text" else subtitles(reply, kind)
+            self.set_header("Content-Type", f"{_TEXT_FORMATS[kind]}; charset=utf-8")
+            self.finish(text.encode("utf-8"))
+            return
+        self.write_json(transcription_json(reply, kind))
+
+
+ROUTES = [("/audio/transcriptions", TranscriptionsHandler)]

@@ -1,0 +1,148 @@
+"""EmbeddingService semantics: OpenAI's embeddings API on a served embedding model.
+
+Inputs are checked before any work (count, characters, token ids in the vocabulary), the model's instruction
+prefix for the input type is prepended, every input is tokenised (off the event loop when large) to refuse one
+longer than the model takes, naming it, and to count usage; the vectors come from the model's pipeline process,
+batched there with other requests' inputs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import numpy as np
+
+from clients.v1 import embedding_pb2
+from service.api.prompting import INLINE_PROMPT_CHARS
+from service.api.runs import service_error
+from service.engine import EngineError
+from service.errors import FieldViolation, InvalidArgument
+from service.models import ModelRegistry
+from service.pipelines import Pipeline, PipelineKind
+
+#: Most inputs in one request (OpenAI's limit).
+MAX_INPUTS = 2048
+#: Most characters over all inputs of one request (8 MiB of ASCII).
+MAX_INPUT_CHARS = 8 * 1024 * 1024
+# input_type -> the instruction prompt it selects (config_sentence_transformers.json's "prompts"), with the
+# names Cohere, Voyage and NVIDIA's retrievers use for the same two roles.
+INPUT_TYPES = {
+    "": "document",
+    "document": "document",
+    "passage": "document",
+    "search_document": "document",
+    "query": "query",
+    "search_query": "query",
+}
+ENCODING_FORMATS = ("", "float", "base64")
+
+
+def _texts(
+    pipeline: Pipeline, request: embedding_pb2.CreateEmbeddingRequest, prefix: str
+) -> tuple[list[str], list[str]]:
+    """Each input as the text embedded, and the field that names it in errors.
+
+    A text input gets the instruction ``prefix``; token ids are the model's input as sent, decoded to their text.
+    """
+    if request.input_prompts and request.input:
+        raise InvalidArgument.of("input", "give input as a string or a list, not both")
+    if not request.input_prompts:
+        if not request.input:
+            raise InvalidArgument.of("input", "required: a non-empty string or list")
+        return [prefix + request.input], ["input"]
+    if len(request.input_prompts) > MAX_INPUTS:
+        raise InvalidArgument.of("input", f"{len(request.input_prompts)} inputs: at most {MAX_INPUTS}")
+    assert pipeline.codec is not None
+    vocab = pipeline.vocab_size
+    texts, fields, violations = [], [], []
+    for index, prompt in enumerate(request.input_prompts):
+        where = f"input_prompts[{index}]"
+        if prompt.WhichOneof("prompt") == "token_ids":
+            ids = list(prompt.token_ids.ids)
+            bad = next((token for token in ids if not 0 <= token < vocab), None)
+            if not ids or bad is not None:
+                problem = (
+                    "an empty token list" if not ids else f"token id {bad} is not in the vocabulary (0..{vocab - 1})"
+                )
+                violations.append(FieldViolation(where, problem))
+                continue
+            texts.append(pipeline.codec.decode_windows([ids], True)[0])
+        elif not prompt.text:
+            violations.append(FieldViolation(where, "an empty string"))
+            continue
+        else:
+            texts.append(prefix + prompt.text)
+        fields.append(where)
+    InvalidArgument.check(violations)
+    return texts, fields
+
+
+def _dimensions(pipeline: Pipeline, request: embedding_pb2.CreateEmbeddingRequest) -> int:
+    """The vector length asked for: the model's own, or one of its matryoshka lengths."""
+    config = pipeline.embedding
+    assert config is not None
+    if not request.HasField("dimensions") or request.dimensions == config.dimensions:
+        return config.dimensions
+    allowed = [*config.matryoshka, config.dimensions] if config.matryoshka else [config.dimensions]
+    if request.dimensions not in allowed:
+        lengths = ", ".join(map(str, sorted(set(allowed))))
+        raise InvalidArgument.of(
+            "dimensions", f"{request.dimensions}: model {pipeline.name!r} makes vectors of length {lengths}"
+        )
+    return request.dimensions
+
+
+def _shorten(vectors: np.ndarray, dimensions: int, normalize: bool) -> np.ndarray:
+    """Matryoshka truncation: the first ``dimensions`` values, unit length again if the model's are."""
+    if dimensions >= vectors.shape[1]:
+        return vectors
+    short = vectors[:, :dimensions]
+    if normalize:
+        short = short / np.maximum(np.linalg.norm(short, axis=1, keepdims=True), 1e-12)
+    return short
+
+
+async def create_embedding(
+    registry: ModelRegistry, request: embedding_pb2.CreateEmbeddingRequest
+) -> embedding_pb2.CreateEmbeddingResponse:
+    """EmbeddingService.CreateEmbedding."""
+    pipeline = registry.pipeline(request.model, PipelineKind.EMBED)
+    config = pipeline.embedding
+    assert config is not None and pipeline.codec is not None
+    if request.input_type not in INPUT_TYPES:
+        raise InvalidArgument.of("input_type", f"{request.input_type!r}: one of query, document")
+    if request.encoding_format not in ENCODING_FORMATS:
+        raise InvalidArgument.of("encoding_format", f"{request.encoding_format!r}: one of float, base64")
+    dimensions = _dimensions(pipeline, request)
+    size = len(request.input) + sum(len(prompt.text) for prompt in request.input_prompts)
+    if size > MAX_INPUT_CHARS:
+        raise InvalidArgument.of("input", f"{size} characters: at most {MAX_INPUT_CHARS} in all")
+    texts, fields = _texts(pipeline, request, config.prompt(INPUT_TYPES[request.input_type]))
+    codec = pipeline.codec
+
+    def count() -> list[int]:
+        return [len(codec.encode(text, add_special_tokens=True)) for text in texts]
+
+    counts = count() if size <= INLINE_PROMPT_CHARS else await asyncio.to_thread(count)
+    longest = pipeline.max_model_len
+    InvalidArgument.check(
+        [
+            FieldViolation(where, f"{tokens} tokens: model {pipeline.name!r} takes at most {longest}")
+            for where, tokens in zip(fields, counts, strict=True)
+            if tokens > longest
+        ]
+    )
+    try:
+        vectors = await pipeline.embed(texts)
+    except EngineError as error:
+        raise service_error(error) from None
+    vectors = _shorten(vectors, dimensions, config.normalize)
+    return embedding_pb2.CreateEmbeddingResponse(
+        object="list",
+        data=[
+            embedding_pb2.Embedding(object="embedding", index=index, embedding=vector.tolist())
+            for index, vector in enumerate(vectors)
+        ],
+        model=pipeline.name,
+        usage=embedding_pb2.EmbeddingUsage(prompt_tokens=sum(counts), total_tokens=sum(counts)),
+    )

@@ -1,0 +1,126 @@
+"""RerankService semantics: Cohere's / OVMS's / vLLM's rerank, and vLLM's pairwise score, on a cross-encoder.
+
+The query and each document are read together by the model (a sequence classifier with one label); its score,
+through a sigmoid, is the document's relevance. Inputs are bounded (count, characters) before any work.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections.abc import Sequence
+
+from clients.v1 import rerank_pb2
+from service.api.prompting import INLINE_PROMPT_CHARS
+from service.api.runs import service_error
+from service.engine import EngineError
+from service.errors import FieldViolation, InvalidArgument
+from service.models import ModelRegistry
+from service.pipelines import Pipeline, PipelineKind
+
+#: Most documents (or pairs) in one request (Cohere's limit).
+MAX_DOCUMENTS = 1000
+#: Most characters over the query and all documents of one request (8 MiB of ASCII).
+MAX_RERANK_CHARS = 8 * 1024 * 1024
+
+
+def _check_texts(field: str, texts: Sequence[str], violations: list[FieldViolation]) -> None:
+    if not texts:
+        violations.append(FieldViolation(field, "required: at least one"))
+    elif len(texts) > MAX_DOCUMENTS:
+        violations.append(FieldViolation(field, f"{len(texts)} given: at most {MAX_DOCUMENTS}"))
+    else:
+        empty = next((index for index, text in enumerate(texts) if not text), None)
+        if empty is not None:
+            violations.append(FieldViolation(f"{field}[{empty}]", "an empty text"))
+
+
+def _check_size(field: str, texts: Sequence[str]) -> int:
+    size = sum(map(len, texts))
+    if size > MAX_RERANK_CHARS:
+        raise InvalidArgument.of(field, f"{size} characters: at most {MAX_RERANK_CHARS} in all")
+    return size
+
+
+async def _tokens(pipeline: Pipeline, pairs: list[tuple[str, str]], size: int) -> int:
+    """Tokens the model reads over all pairs (usage), off the event loop when the texts are large."""
+    codec = pipeline.codec
+    assert codec is not None
+
+    def count() -> int:  # the pipeline truncates a pair to the model's length: what it reads, not what was sent
+        return sum(min(codec.count_pair(first, second), pipeline.max_model_len) for first, second in pairs)
+
+    return count() if size <= INLINE_PROMPT_CHARS else await asyncio.to_thread(count)
+
+
+async def _scores(pipeline: Pipeline, query: str, documents: list[str]) -> list[tuple[int, float]]:
+    try:
+        return await pipeline.rerank(query, documents)
+    except EngineError as error:
+        raise service_error(error) from None
+
+
+async def rerank(registry: ModelRegistry, request: rerank_pb2.RerankRequest) -> rerank_pb2.RerankResponse:
+    """RerankService.Rerank."""
+    pipeline = registry.pipeline(request.model, PipelineKind.RERANK)
+    documents = [document.text for document in request.documents]
+    violations: list[FieldViolation] = []
+    if not request.query:
+        violations.append(FieldViolation("query", "required: a non-empty string"))
+    _check_texts("documents", documents, violations)
+    if request.HasField("top_n") and request.top_n < 1:
+        violations.append(FieldViolation("top_n", f"{request.top_n}: at least 1"))
+    InvalidArgument.check(violations)
+    size = _check_size("documents", [request.query, *documents])
+    scored = await _scores(pipeline, request.query, documents)
+    top_n = min(request.top_n, len(documents)) if request.HasField("top_n") else len(documents)
+    with_documents = not request.HasField("return_documents") or request.return_documents
+    results = [
+        rerank_pb2.RerankResult(
+            index=index,
+            relevance_score=score,
+            document=rerank_pb2.RerankDocument(text=documents[index]) if with_documents else None,
+        )
+        for index, score in sorted(scored, key=lambda item: -item[1])[:top_n]
+    ]
+    tokens = await _tokens(pipeline, [(request.query, document) for document in documents], size)
+    return rerank_pb2.RerankResponse(
+        id=f"rerank-{uuid.uuid4().hex}",
+        model=pipeline.name,
+        results=results,
+        usage=rerank_pb2.RerankUsage(total_tokens=tokens),
+    )
+
+
+async def score(registry: ModelRegistry, request: rerank_pb2.ScoreRequest) -> rerank_pb2.ScoreResponse:
+    """RerankService.Score: text_1 against each text_2, or pairwise when there are as many of each."""
+    pipeline = registry.pipeline(request.model, PipelineKind.RERANK)
+    firsts, seconds = list(request.text_1), list(request.text_2)
+    violations: list[FieldViolation] = []
+    _check_texts("text_1", firsts, violations)
+    _check_texts("text_2", seconds, violations)
+    if len(firsts) not in (1, len(seconds)) and not violations:
+        violations.append(FieldViolation("text_1", f"{len(firsts)} texts: one, or as many as text_2 ({len(seconds)})"))
+    InvalidArgument.check(violations)
+    size = _check_size("text_2", [*firsts, *seconds])
+    pairs = [(firsts[0] if len(firsts) == 1 else firsts[index], second) for index, second in enumerate(seconds)]
+    scores: dict[int, float] = {}
+    if len(firsts) == 1:
+        scores = dict(await _scores(pipeline, firsts[0], seconds))
+    else:  # one call per distinct first text, with its documents
+        by_first: dict[str, list[int]] = {}
+        for index, (first, _) in enumerate(pairs):
+            by_first.setdefault(first, []).append(index)
+        for first, indexes in by_first.items():
+            for position, value in await _scores(pipeline, first, [seconds[index] for index in indexes]):
+                scores[indexes[position]] = value
+    tokens = await _tokens(pipeline, pairs, size)
+    return rerank_pb2.ScoreResponse(
+        id=f"score-{uuid.uuid4().hex}",
+        object="list",
+        created=int(time.time()),
+        model=pipeline.name,
+        data=[rerank_pb2.ScoreData(index=index, object="score", score=scores[index]) for index in range(len(pairs))],
+        usage=rerank_pb2.RerankUsage(total_tokens=tokens),
+    )

@@ -1,0 +1,145 @@
+"""AudioService semantics: OpenAI's audio transcriptions on a served Whisper model.
+
+The upload is decoded and resampled off the event loop (service/media/audio.py), its length bounded before its
+samples are; the options are checked against the model (its languages); the transcript comes from the model's
+pipeline process, streamed as it is decoded where the pipeline can stream (one window of at most 30 s, without
+timestamps).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from typing import Any, Protocol
+
+from clients.v1 import audio_pb2
+from service.api.runs import service_error
+from service.engine import EngineError
+from service.errors import FieldViolation, InvalidArgument
+from service.media.audio import SAMPLE_RATE, decode_audio
+from service.media.sources import MediaError
+from service.models import ModelRegistry
+from service.pipelines import Pipeline, PipelineKind
+from service.pipelines.messages import Transcript
+
+RESPONSE_FORMATS = ("", "json", "text", "verbose_json", "srt", "vtt")
+TIMED_FORMATS = ("verbose_json", "srt", "vtt")  # formats made of segments
+#: Most characters of a prompt (Whisper reads at most 224 tokens of it).
+MAX_PROMPT_CHARS = 4096
+#: The pipeline streams one window of audio (without timestamps) only.
+STREAM_WINDOW_S = 30.0
+
+
+class TranscriptionRequest(Protocol):
+    """CreateTranscriptionRequest and StreamTranscriptionRequest: the same fields."""
+
+    model: str
+    file: bytes
+    language: str
+    prompt: str
+    response_format: str
+    temperature: float
+    timestamp_granularities: Any
+
+    def HasField(self, name: str) -> bool: ...
+
+
+def _languages(pipeline: Pipeline) -> set[str]:
+    """The language codes the model knows (its generation_config.json's lang_to_id: "<|en|>" -> "en")."""
+    try:
+        config = json.loads((pipeline.model_dir / "generation_config.json").read_text())
+    except (OSError, ValueError):
+        return set()
+    return {str(token).strip("<|>") for token in config.get("lang_to_id") or {}}
+
+
+def _options(pipeline: Pipeline, request: TranscriptionRequest) -> dict[str, Any]:
+    """The Transcribe job's options for ``request``; a 400 naming the field for a bad one."""
+    violations: list[FieldViolation] = []
+    if request.response_format not in RESPONSE_FORMATS:
+        formats = ", ".join(RESPONSE_FORMATS[1:])
+        violations.append(FieldViolation("response_format", f"{request.response_format!r}: one of {formats}"))
+    granularities = list(request.timestamp_granularities)
+    unknown = next((g for g in granularities if g not in ("segment", "word")), None)
+    if unknown is not None:
+        violations.append(FieldViolation("timestamp_granularities", f"{unknown!r}: one of segment, word"))
+    elif "word" in granularities:
+        violations.append(FieldViolation("timestamp_granularities", "word timestamps are not available; use segment"))
+    if request.HasField("temperature") and not 0.0 <= request.temperature <= 1.0:
+        violations.append(FieldViolation("temperature", f"{request.temperature}: between 0 and 1"))
+    if len(request.prompt) > MAX_PROMPT_CHARS:
+        violations.append(FieldViolation("prompt", f"{len(request.prompt)} characters: at most {MAX_PROMPT_CHARS}"))
+    languages = _languages(pipeline)
+    if request.language and languages and request.language not in languages:
+        violations.append(
+            FieldViolation("language", f"{request.language!r}: the model knows {', '.join(sorted(languages))}")
+        )
+    InvalidArgument.check(violations)
+    return {
+        "language": request.language or None,
+        "prompt": request.prompt or None,
+        "temperature": request.temperature if request.HasField("temperature") else 0.0,
+        "timestamps": "segment" in granularities or request.response_format in TIMED_FORMATS,
+    }
+
+
+async def _prepared(registry: ModelRegistry, request: TranscriptionRequest) -> tuple[Pipeline, Any, dict[str, Any]]:
+    pipeline = registry.pipeline(request.model, PipelineKind.TRANSCRIBE)
+    options = _options(pipeline, request)
+    try:
+        samples = await asyncio.to_thread(decode_audio, "file", request.file, pipeline.settings.max_audio_seconds)
+    except MediaError as error:
+        raise InvalidArgument.of(error.field, error.message) from None
+    return pipeline, samples, options
+
+
+def _response(transcript: Transcript) -> audio_pb2.CreateTranscriptionResponse:
+    return audio_pb2.CreateTranscriptionResponse(
+        text=transcript.text,
+        language=transcript.language or "",
+        duration=transcript.duration,
+        segments=[
+            audio_pb2.TranscriptionSegment(id=index, start=segment.start, end=segment.end, text=segment.text)
+            for index, segment in enumerate(transcript.segments)
+        ],
+    )
+
+
+async def _transcripts(pipeline: Pipeline, samples: Any, options: dict[str, Any]) -> AsyncIterator[str | Transcript]:
+    try:
+        async for answer in pipeline.transcribe(samples, **options):
+            yield answer
+    except EngineError as error:
+        raise service_error(error) from None
+
+
+async def create_transcription(
+    registry: ModelRegistry, request: audio_pb2.CreateTranscriptionRequest
+) -> audio_pb2.CreateTranscriptionResponse:
+    """AudioService.CreateTranscription."""
+    pipeline, samples, options = await _prepared(registry, request)
+    async for answer in _transcripts(pipeline, samples, options):
+        if isinstance(answer, Transcript):
+            return _response(answer)
+    raise EngineError("the speech pipeline gave no transcript")  # unreachable: the last answer is one
+
+
+async def stream_transcription(
+    registry: ModelRegistry, request: audio_pb2.StreamTranscriptionRequest
+) -> AsyncIterator[audio_pb2.StreamTranscriptionResponse]:
+    """AudioService.StreamTranscription: deltas as the pipeline decodes, then the whole transcript."""
+    pipeline, samples, options = await _prepared(registry, request)
+    stream = not options["timestamps"] and len(samples) <= STREAM_WINDOW_S * SAMPLE_RATE
+    streamed = False
+    async for answer in _transcripts(pipeline, samples, {**options, "stream": stream}):
+        if isinstance(answer, Transcript):
+            if not streamed and answer.text:  # the pipeline could not stream it: the whole text as one delta
+                yield audio_pb2.StreamTranscriptionResponse(delta=audio_pb2.TranscriptionDelta(delta=answer.text))
+            yield audio_pb2.StreamTranscriptionResponse(done=_response(answer))
+            return
+        if not streamed:
+            answer = answer.lstrip()  # as the whole transcript is written: without Whisper's leading space
+        if answer:
+            streamed = True
+            yield audio_pb2.StreamTranscriptionResponse(delta=audio_pb2.TranscriptionDelta(delta=answer))

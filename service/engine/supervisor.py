@@ -1,0 +1,168 @@
+"""Supervisor: a worker process (an engine, a pipeline) kept running while the server serves.
+
+If the process dies, or says nothing for ``stall_timeout_s`` while work waits on
+it (it is then killed), its owner hears ``on_lost`` (to fail what the process
+held), a new process is started, again and again with growing pauses until one
+loads, and listeners given to ``watch`` hear when it goes down and comes back.
+Meanwhile ``send`` raises EngineUnavailable: the caller gets a retriable error.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable, Coroutine
+from typing import Any
+
+from service.engine.process import GONE, EngineProcess
+from service.engine.types import EngineError, EngineUnavailable
+
+log = logging.getLogger(__name__)
+
+# Pauses between attempts to start a dead process's replacement: the first, and the longest.
+RESTART_FIRST_PAUSE_S = 1.0
+RESTART_MAX_PAUSE_S = 30.0
+
+
+class Supervisor:
+    """Owns one worker process at a time; hands its messages to ``on_message`` on the event loop."""
+
+    def __init__(
+        self,
+        what: str,
+        start: Callable[[], EngineProcess],
+        on_message: Callable[[object], None],
+        on_lost: Callable[[EngineUnavailable], None],
+        *,
+        waiting: Callable[[], int],
+        stall_timeout_s: float,
+    ) -> None:
+        """Start the first process now (blocking until it loads; EngineError if it does not).
+
+        ``what`` names the process in messages ("the engine of 'tiny-chat'"); ``waiting`` says how much work
+        waits on it (a silent process is only a stalled one while something waits).
+        """
+        self.what = what
+        self._start = start
+        self._on_message = on_message
+        self._on_lost = on_lost
+        self._waiting = waiting
+        self._stall_timeout_s = stall_timeout_s
+        self._process: EngineProcess | None = start()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._listeners: list[Callable[[bool], None]] = []
+        self.closed = False
+        self.restarts = 0  # processes replaced after dying or stalling
+
+    @property
+    def up(self) -> bool:
+        """Whether a process is running and taking work."""
+        return self._process is not None and not self.closed
+
+    @property
+    def started(self) -> bool:
+        """Whether ``start`` ran: messages reach the event loop."""
+        return self._loop is not None
+
+    @property
+    def pid(self) -> int | None:
+        """The process id, while one runs."""
+        return self._process.pid if self._process is not None else None
+
+    def watch(self, listener: Callable[[bool], None]) -> None:
+        """Call ``listener(up)`` on the event loop whenever the process goes down or comes back."""
+        self._listeners.append(listener)
+
+    def start(self) -> None:
+        """Start delivering the process's messages to the running event loop, and watching it."""
+        self._loop = asyncio.get_running_loop()
+        assert self._process is not None
+        self._process.start_reading(self._loop, self._dispatch_all)
+        self._spawn_task(self._watch_progress())
+
+    def unavailable(self) -> EngineUnavailable:
+        """The retriable error for work sent while no process runs."""
+        state = "is restarting" if self.started and not self.closed else "is not running"
+        return EngineUnavailable(f"{self.what} {state}; retry shortly")
+
+    def send(self, message: object) -> None:
+        """Send a message to the process (thread-safe); EngineUnavailable while none runs, OSError if it just died."""
+        if self._process is None or self.closed:
+            raise self.unavailable()
+        self._process.send(message)
+
+    def close(self) -> None:
+        """Stop watching and end the process."""
+        if self.closed:
+            return
+        self.closed = True
+        for task in self._tasks:
+            task.cancel()
+        if self._process is not None:
+            self._process.stop()
+
+    def _dispatch_all(self, batch: list[object]) -> None:
+        for message in batch:
+            if message is GONE:
+                self._lost()
+            else:
+                self._on_message(message)
+
+    def _lost(self) -> None:
+        """The process ended: the owner fails what it held; unless we are closing, start another."""
+        self._process = None
+        if not self.closed:
+            log.error("%s ended unexpectedly; restarting it", self.what)
+            self._notify(up=False)
+            self._spawn_task(self._restart())
+        self._on_lost(EngineUnavailable(f"{self.what} stopped; retry shortly"))
+
+    async def _restart(self) -> None:
+        """Start processes until one loads, pausing longer after each failure."""
+        assert self._loop is not None
+        pause = RESTART_FIRST_PAUSE_S
+        while not self.closed:
+            started = time.monotonic()
+            try:
+                process = await self._loop.run_in_executor(None, self._start)
+            except EngineError as error:
+                log.error("restarting %s failed: %s; trying again in %.0f s", self.what, error, pause)
+                await asyncio.sleep(pause)
+                pause = min(pause * 2, RESTART_MAX_PAUSE_S)
+                continue
+            if self.closed:
+                process.stop()
+                return
+            self._process = process
+            process.start_reading(self._loop, self._dispatch_all)
+            self.restarts += 1
+            log.warning("%s is back after %.1f s (restart %d)", self.what, time.monotonic() - started, self.restarts)
+            self._notify(up=True)
+            return
+
+    async def _watch_progress(self) -> None:
+        """Kill a process that says nothing for stall_timeout_s while work waits on it."""
+        timeout = self._stall_timeout_s
+        while not self.closed:
+            await asyncio.sleep(max(timeout / 4, 0.1))
+            process = self._process
+            waiting = self._waiting()
+            if process is None or not waiting or time.monotonic() - process.last_heard < timeout:
+                continue
+            log.error("%s made no progress for %.0f s with %d waiting on it; killing it", self.what, timeout, waiting)
+            await asyncio.to_thread(process.kill)  # its reader then hands over GONE: see _lost
+
+    def _notify(self, *, up: bool) -> None:
+        for listener in self._listeners:
+            try:
+                listener(up)
+            except Exception:
+                log.exception("a process state listener failed")
+
+    def _spawn_task(self, coroutine: Coroutine[Any, Any, None]) -> None:
+        assert self._loop is not None
+        task = self._loop.create_task(coroutine)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)

@@ -1,0 +1,3 @@
+from service.pipelines.worker import main
+
+main()

@@ -1,0 +1,218 @@
+"""Pipeline: one served embedding, rerank or speech model; its process supervised, its queue bounded."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import json
+import logging
+import time
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from service import model_files
+from service.engine import EngineSettings
+from service.engine.codec import TokenCodec
+from service.engine.process import EngineProcess
+from service.engine.supervisor import Supervisor
+from service.engine.types import EngineError, EngineOverloaded, EngineUnavailable
+from service.pipelines.kinds import EmbeddingConfig, PipelineKind, embedding_config
+from service.pipelines.messages import (
+    CancelJob,
+    Done,
+    Embed,
+    Failed,
+    Partial,
+    PipelineSpec,
+    Rerank,
+    Transcribe,
+    Transcript,
+)
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class PipelineSettings:
+    """Queue and batch bounds of the embedding, rerank and speech pipelines."""
+
+    max_queued_jobs: int = field(
+        default=64,
+        metadata={
+            "help": "requests that may wait for an embedding, rerank or speech model (beyond: 429 / RESOURCE_EXHAUSTED)"
+        },
+    )
+    max_audio_seconds: float = field(
+        default=1800.0, metadata={"help": "longest recording a speech model transcribes, seconds (beyond: 400)"}
+    )
+    max_batch_inputs: int = field(
+        default=32, metadata={"help": "embedding inputs, of several requests, run in one call"}
+    )
+
+
+class _Pending:
+    """A job's answers as they come: Partials, then a Done, a Failed or an EngineUnavailable."""
+
+    def __init__(self) -> None:
+        self.answers: asyncio.Queue[object] = asyncio.Queue()
+
+
+class Pipeline:
+    """A served model of a non-generating kind, in its own process (see worker.py)."""
+
+    def __init__(
+        self,
+        name: str,
+        kind: PipelineKind,
+        model_dir: Path,
+        engine: EngineSettings | None = None,
+        settings: PipelineSettings | None = None,
+    ) -> None:
+        """Load the model's pipeline in a new process (blocking until it is compiled; EngineError if it fails)."""
+        engine = engine or EngineSettings()
+        self.settings = settings or PipelineSettings()
+        self.name, self.kind, self.model_dir = name, kind, model_dir
+        started = time.monotonic()
+        self.codec = TokenCodec(model_dir) if kind is not PipelineKind.TRANSCRIBE else None
+        self.embedding: EmbeddingConfig | None = embedding_config(model_dir) if kind is PipelineKind.EMBED else None
+        self.max_model_len = _max_length(model_dir)
+        self.vocab_size = int(model_files.config(model_dir).get("vocab_size") or 0)
+        self.created = int(time.time())
+        spec = PipelineSpec(
+            kind,
+            model_dir,
+            engine.device,
+            embedding=self.embedding,
+            max_batch_inputs=self.settings.max_batch_inputs,
+            properties=engine.properties(),
+        )
+        self._pending: dict[int, _Pending] = {}
+        self._ids = itertools.count()
+        self._worker = Supervisor(
+            f"the {kind.value} pipeline of {name!r}",
+            lambda: EngineProcess(spec, name, module="service.pipelines"),
+            self._dispatch,
+            self._lost,
+            waiting=lambda: len(self._pending),
+            stall_timeout_s=engine.stall_timeout_s,
+        )
+        log.info("%s model %r ready in %.1f s", kind.value, name, time.monotonic() - started)
+
+    @property
+    def up(self) -> bool:
+        """Whether its process runs and takes work."""
+        return self._worker.up
+
+    @property
+    def pid(self) -> int | None:
+        """The pipeline process's id, while one runs."""
+        return self._worker.pid
+
+    @property
+    def restarts(self) -> int:
+        """Processes replaced after dying or stalling."""
+        return self._worker.restarts
+
+    @property
+    def queued(self) -> int:
+        """Requests sent and not answered yet."""
+        return len(self._pending)
+
+    def start(self) -> None:
+        """Deliver the process's answers to the running event loop; supervise it."""
+        self._worker.start()
+
+    def watch(self, listener: Callable[[bool], None]) -> None:
+        """Call ``listener(up)`` when the process goes down or comes back."""
+        self._worker.watch(listener)
+
+    def close(self) -> None:
+        """End the process; what waits fails."""
+        self._worker.close()
+
+    def end_requests(self, reason: str) -> None:
+        """Fail every waiting request with a retriable EngineUnavailable(``reason``)."""
+        self._lost(EngineUnavailable(reason))
+
+    async def embed(self, texts: list[str]) -> np.ndarray:
+        """One float32 vector per text (a row each), as the model's pooling and normalisation make them."""
+        vectors: np.ndarray = await self._result(lambda job_id: Embed(job_id, texts))
+        return vectors
+
+    async def rerank(self, query: str, documents: list[str]) -> list[tuple[int, float]]:
+        """(document index, relevance score) for every document, best first."""
+        scored: list[tuple[int, float]] = await self._result(lambda job_id: Rerank(job_id, query, documents))
+        return scored
+
+    async def transcribe(self, samples: np.ndarray, **options: object) -> AsyncIterator[str | Transcript]:
+        """The transcription of 16 kHz mono ``samples``: streamed text pieces (with ``stream=True``), then the
+        Transcript. ``options``: Transcribe's fields (language, prompt, temperature, timestamps, stream)."""
+        data = samples.astype(np.float32).tobytes()
+        async for answer in self._answers(lambda job_id: Transcribe(job_id, data, **options)):  # type: ignore[arg-type]
+            yield answer
+
+    async def _result(self, make_job: Callable[[int], object]) -> Any:
+        async for answer in self._answers(make_job):
+            return answer
+        raise EngineError("the pipeline gave no answer")  # unreachable: _answers ends with one
+
+    async def _answers(self, make_job: Callable[[int], object]) -> AsyncIterator[Any]:
+        if not self._worker.started or not self.up:
+            raise self._worker.unavailable()
+        if len(self._pending) >= self.settings.max_queued_jobs:
+            raise EngineOverloaded(
+                f"{self.name!r} has {len(self._pending)} requests waiting (--max-queued-jobs); retry shortly"
+            )
+        job_id = next(self._ids)
+        pending = self._pending[job_id] = _Pending()
+        finished = False
+        try:
+            self._worker.send(make_job(job_id))
+            while True:
+                answer = await pending.answers.get()
+                match answer:
+                    case Partial(_, text):
+                        yield text
+                    case Done(_, result):
+                        finished = True
+                        yield result
+                        return
+                    case Failed(_, message):
+                        finished = True
+                        raise EngineError(f"the {self.kind.value} pipeline of {self.name!r} failed: {message}")
+                    case EngineError() as error:
+                        finished = True
+                        raise error
+        finally:
+            del self._pending[job_id]
+            if not finished and self.up:  # the caller went away: drop the job if it has not started
+                with contextlib.suppress(OSError, EngineUnavailable):
+                    self._worker.send(CancelJob(job_id))
+
+    def _dispatch(self, message: object) -> None:
+        job_id = getattr(message, "job_id", None)
+        pending = self._pending.get(job_id) if isinstance(job_id, int) else None
+        if pending is not None:
+            pending.answers.put_nowait(message)
+
+    def _lost(self, error: EngineUnavailable) -> None:
+        for pending in self._pending.values():
+            pending.answers.put_nowait(error)
+
+
+def _max_length(model_dir: Path) -> int:
+    """The longest input in tokens: config.json's max_position_embeddings, or the tokenizer's model_max_length
+    when smaller (RoBERTa's positions start at 2); 0 for a speech model, whose audio is bounded instead."""
+    config = model_files.config(model_dir)
+    if config.get("model_type") == "whisper":
+        return 0
+    limits = [config.get("max_position_embeddings")]
+    with contextlib.suppress(OSError, ValueError):
+        limits.append(json.loads((model_dir / "tokenizer_config.json").read_text()).get("model_max_length"))
+    known = [int(limit) for limit in limits if isinstance(limit, int | float) and 0 < limit < 1e9]
+    return min(known, default=512)

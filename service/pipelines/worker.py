@@ -1,0 +1,209 @@
+"""The pipeline process: loads one OpenVINO GenAI pipeline and runs the jobs the server sends, in order.
+
+``python -m service.pipelines FD`` (started like the engine process, see
+service/engine/process.py). Jobs wait in a queue here; between calls every
+message waiting on the pipe is read first, so that a cancelled job is dropped
+before it runs and the embedding inputs of all waiting requests go into one call.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import logging
+import signal
+import sys
+from collections.abc import Callable
+from multiprocessing.connection import Connection
+from typing import Any, Protocol
+
+import numpy as np
+
+from service.engine.messages import LoadFailed, Ready, Stop
+from service.pipelines.kinds import PipelineKind
+from service.pipelines.messages import (
+    CancelJob,
+    Done,
+    Embed,
+    Failed,
+    Partial,
+    PipelineSpec,
+    Rerank,
+    Segment,
+    Transcribe,
+    Transcript,
+)
+
+Job = Embed | Rerank | Transcribe
+Send = Callable[[object], None]
+SAMPLE_RATE = 16_000  # Hz: what Whisper's feature extractor takes
+RERANK_TOP_N = 1_000_000  # "every document": more than a request may send
+
+
+class Runner(Protocol):
+    """Runs jobs of one kind on a loaded pipeline."""
+
+    def take(self, queue: collections.deque[Job]) -> list[Job]:
+        """Pop the jobs of the next call from the front of ``queue`` (at least one)."""
+
+    def run(self, jobs: list[Job], send: Send) -> None:
+        """Run ``jobs``, sending each a Done or Failed (and a streamed one its Partials first)."""
+
+
+def _failure(error: Exception) -> str:
+    return f"{type(error).__name__}: {error}"
+
+
+class EmbedRunner:
+    """TextEmbeddingPipeline; the inputs of every waiting request, up to max_batch_inputs, in one call."""
+
+    def __init__(self, spec: PipelineSpec) -> None:
+        import openvino_genai as ov_genai
+
+        embedding = spec.embedding
+        assert embedding is not None
+        pooling = ov_genai.TextEmbeddingPipeline.PoolingType
+        config = ov_genai.TextEmbeddingPipeline.Config(
+            pooling_type={"cls": pooling.CLS, "mean": pooling.MEAN, "last_token": pooling.LAST_TOKEN}[
+                embedding.pooling
+            ],
+            normalize=embedding.normalize,
+        )
+        self._pipeline = ov_genai.TextEmbeddingPipeline(str(spec.model_dir), spec.device, config, **spec.properties)
+        self._max_inputs = spec.max_batch_inputs
+
+    def take(self, queue: collections.deque[Job]) -> list[Job]:
+        jobs = [queue.popleft()]
+        inputs = len(jobs[0].texts)  # type: ignore[union-attr]
+        while queue and inputs + len(queue[0].texts) <= self._max_inputs:  # type: ignore[union-attr]
+            inputs += len(queue[0].texts)  # type: ignore[union-attr]
+            jobs.append(queue.popleft())
+        return jobs
+
+    def run(self, jobs: list[Job], send: Send) -> None:
+        embeds = [job for job in jobs if isinstance(job, Embed)]
+        try:
+            vectors = self._embed([text for job in embeds for text in job.texts])
+        except Exception as error:
+            if len(embeds) == 1:
+                send(Failed(embeds[0].job_id, _failure(error)))
+                return
+            for job in embeds:  # one request's input must not fail the others batched with it
+                self.run([job], send)
+            return
+        start = 0
+        for job in embeds:
+            send(Done(job.job_id, vectors[start : start + len(job.texts)]))
+            start += len(job.texts)
+
+    def _embed(self, texts: list[str]) -> np.ndarray:
+        return np.asarray(self._pipeline.embed_documents(texts), dtype=np.float32)
+
+
+class RerankRunner:
+    """TextRerankPipeline: one request's documents in one call."""
+
+    def __init__(self, spec: PipelineSpec) -> None:
+        import openvino_genai as ov_genai
+
+        # The pipeline keeps only its top_n best (3 by default): every document's score is asked for, the API cuts.
+        config = ov_genai.TextRerankPipeline.Config(top_n=RERANK_TOP_N)
+        self._pipeline = ov_genai.TextRerankPipeline(str(spec.model_dir), spec.device, config, **spec.properties)
+
+    def take(self, queue: collections.deque[Job]) -> list[Job]:
+        return [queue.popleft()]
+
+    def run(self, jobs: list[Job], send: Send) -> None:
+        for job in jobs:
+            assert isinstance(job, Rerank)
+            try:
+                scored = self._pipeline.rerank(job.query, job.documents)
+            except Exception as error:
+                send(Failed(job.job_id, _failure(error)))
+                continue
+            send(Done(job.job_id, [(int(index), float(score)) for index, score in scored]))
+
+
+class TranscribeRunner:
+    """WhisperPipeline: one recording per call, streamed when asked (and the pipeline can)."""
+
+    def __init__(self, spec: PipelineSpec) -> None:
+        import openvino_genai as ov_genai
+
+        self._pipeline = ov_genai.WhisperPipeline(str(spec.model_dir), spec.device, **spec.properties)
+
+    def take(self, queue: collections.deque[Job]) -> list[Job]:
+        return [queue.popleft()]
+
+    def run(self, jobs: list[Job], send: Send) -> None:
+        for job in jobs:
+            assert isinstance(job, Transcribe)
+            try:
+                send(Done(job.job_id, self._transcribe(job, send)))
+            except Exception as error:
+                send(Failed(job.job_id, _failure(error)))
+
+    def _transcribe(self, job: Transcribe, send: Send) -> Transcript:
+        samples = np.frombuffer(job.samples, dtype=np.float32)
+        options: dict[str, Any] = {"task": "transcribe", "return_timestamps": job.timestamps}
+        if job.language:
+            options["language"] = f"<|{job.language}|>"
+        if job.prompt:
+            options["initial_prompt"] = job.prompt
+        if job.temperature > 0:
+            options.update(do_sample=True, temperature=job.temperature)
+        streamer = None
+        if job.stream:
+
+            def streamer(text: str) -> bool:
+                send(Partial(job.job_id, text))
+                return False  # go on
+
+        result = self._pipeline.generate(samples.tolist(), streamer=streamer, **options)
+        segments = [Segment(chunk.start_ts, chunk.end_ts, chunk.text) for chunk in result.chunks or []]
+        languages = list(getattr(result, "languages", None) or [])
+        language = job.language or (languages[0].strip("<|>") if languages else None)
+        return Transcript(result.texts[0].strip(), language, segments, len(samples) / SAMPLE_RATE)
+
+
+RUNNERS: dict[PipelineKind, Callable[[PipelineSpec], Runner]] = {
+    PipelineKind.EMBED: EmbedRunner,
+    PipelineKind.RERANK: RerankRunner,
+    PipelineKind.TRANSCRIBE: TranscribeRunner,
+}
+
+
+def main() -> None:
+    """Entry point: ``python -m service.pipelines FD``; the first message on FD is the PipelineSpec."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the server decides when its pipelines stop
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s pipeline: %(message)s")
+    connection = Connection(int(sys.argv[1]))
+    spec: PipelineSpec = connection.recv()
+    try:
+        runner = RUNNERS[spec.kind](spec)
+    except Exception as error:
+        connection.send(LoadFailed(_failure(error)))
+        return
+    connection.send(Ready())
+    with contextlib.suppress(EOFError, BrokenPipeError):  # the server is gone
+        serve(connection, runner)
+
+
+def serve(connection: Connection, runner: Runner) -> None:
+    """Read jobs, run them in order, answer each; return on Stop."""
+    queue: collections.deque[Job] = collections.deque()
+    while True:
+        timeout: float | None = 0.0 if queue else None
+        while connection.poll(timeout):
+            message = connection.recv()
+            if isinstance(message, Stop):
+                for job in queue:
+                    connection.send(Failed(job.job_id, "the pipeline is shutting down"))
+                return
+            if isinstance(message, CancelJob):
+                queue = collections.deque(job for job in queue if job.job_id != message.job_id)
+            else:
+                queue.append(message)
+            timeout = 0.0
+        if queue:
+            runner.run(runner.take(queue), connection.send)
