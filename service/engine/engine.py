@@ -8,7 +8,6 @@ import functools
 import itertools
 import logging
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,7 +23,7 @@ from service.engine.grammar import GrammarChecker
 from service.engine.messages import Cancel, Outcomes, QueryStats, StatsReport
 from service.engine.process import EngineProcess
 from service.engine.sampling import OutputConstraint, SamplingParams
-from service.engine.supervisor import Supervisor
+from service.engine.supervisor import Supervised, Supervisor
 from service.engine.types import EngineError, EngineStats, EngineUnavailable, PromptImages
 from service.engine.worker import WorkerSpec
 from service.metrics import GenerationMeter
@@ -190,7 +189,7 @@ def kv_blocks(model_dir: Path, size_gb: float | None) -> int | None:
     return blocks if size_gb is not None else min(blocks, AUTO_MAX_KV_BLOCKS)
 
 
-class Engine:
+class Engine(Supervised):
     """One model served by a ContinuousBatchingPipeline in its own process; requests share its batches.
 
     The tokenizer lives here too (chat templates, prompt encoding, logprob
@@ -268,21 +267,6 @@ class Engine:
         return self.draft_dir is not None
 
     @property
-    def up(self) -> bool:
-        """Whether an engine process is running and taking requests."""
-        return self._worker.up
-
-    @property
-    def pid(self) -> int | None:
-        """The engine process's id, while one runs."""
-        return self._worker.pid
-
-    @property
-    def restarts(self) -> int:
-        """Engine processes replaced after dying or stalling."""
-        return self._worker.restarts
-
-    @property
     def chat_template(self) -> str:
         """The model's chat template (Jinja text)."""
         return str(self._tokenizer.chat_template)
@@ -313,14 +297,6 @@ class Engine:
         loop and the engine's steps go on meanwhile.
         """
         return await self._grammar.check(constraint)
-
-    def watch(self, listener: Callable[[bool], None]) -> None:
-        """Call ``listener(up)`` on the event loop whenever the engine goes down or comes back."""
-        self._worker.watch(listener)
-
-    def start(self) -> None:
-        """Start delivering the engine's output to the running event loop, and watching the process."""
-        self._worker.start()
 
     def close(self) -> None:
         """Cancel every request and end the engine process."""

@@ -166,3 +166,32 @@ class Supervisor:
         task = self._loop.create_task(coroutine)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+
+
+class Supervised:
+    """What a supervised model (an Engine, a Pipeline) says of its process; it sets ``_worker``."""
+
+    _worker: Supervisor
+
+    @property
+    def up(self) -> bool:
+        """Whether its process runs and takes work."""
+        return self._worker.up
+
+    @property
+    def pid(self) -> int | None:
+        """The process's id, while one runs."""
+        return self._worker.pid
+
+    @property
+    def restarts(self) -> int:
+        """Processes replaced after dying or stalling."""
+        return self._worker.restarts
+
+    def watch(self, listener: Callable[[bool], None]) -> None:
+        """Call ``listener(up)`` on the event loop whenever the process goes down or comes back."""
+        self._worker.watch(listener)
+
+    def start(self) -> None:
+        """Start delivering the process's messages to the running event loop, and watching the process."""
+        self._worker.start()

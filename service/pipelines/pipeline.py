@@ -19,7 +19,7 @@ from service import model_files
 from service.engine import EngineSettings
 from service.engine.codec import TokenCodec
 from service.engine.process import EngineProcess
-from service.engine.supervisor import Supervisor
+from service.engine.supervisor import Supervised, Supervisor
 from service.engine.types import EngineError, EngineOverloaded, EngineUnavailable
 from service.pipelines.kinds import EmbeddingConfig, PipelineKind, embedding_config
 from service.pipelines.messages import (
@@ -62,7 +62,7 @@ class _Pending:
         self.answers: asyncio.Queue[object] = asyncio.Queue()
 
 
-class Pipeline:
+class Pipeline(Supervised):
     """A served model of a non-generating kind, in its own process (see worker.py)."""
 
     def __init__(
@@ -104,32 +104,9 @@ class Pipeline:
         log.info("%s model %r ready in %.1f s", kind.value, name, time.monotonic() - started)
 
     @property
-    def up(self) -> bool:
-        """Whether its process runs and takes work."""
-        return self._worker.up
-
-    @property
-    def pid(self) -> int | None:
-        """The pipeline process's id, while one runs."""
-        return self._worker.pid
-
-    @property
-    def restarts(self) -> int:
-        """Processes replaced after dying or stalling."""
-        return self._worker.restarts
-
-    @property
     def queued(self) -> int:
         """Requests sent and not answered yet."""
         return len(self._pending)
-
-    def start(self) -> None:
-        """Deliver the process's answers to the running event loop; supervise it."""
-        self._worker.start()
-
-    def watch(self, listener: Callable[[bool], None]) -> None:
-        """Call ``listener(up)`` when the process goes down or comes back."""
-        self._worker.watch(listener)
 
     def close(self) -> None:
         """End the process; what waits fails."""
