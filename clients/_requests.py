@@ -18,7 +18,7 @@ from google.protobuf import json_format
 from google.protobuf.message import Message
 
 from clients import polymorphic
-from clients.v1 import chat_pb2
+from clients.v1 import chat_pb2, embedding_pb2, rerank_pb2
 from clients.v1 import response_object_pb2 as objects_pb2
 
 Request = TypeVar("Request", bound=Message)
@@ -28,7 +28,8 @@ Prompt: TypeAlias = str | Sequence[str] | Sequence[int] | Sequence[Sequence[int]
 
 # Request fields that are not keyword parameters: positional arguments, or
 # decided by the method called (stream_chat streams; chat does not).
-_NOT_PARAMS = frozenset({"model", "messages", "prompt", "prompts", "stream"})
+_NOT_PARAMS = frozenset({"model", "messages", "prompt", "prompts", "stream", "input", "input_prompts", "query",
+                         "documents", "file"})  # fmt: skip
 
 
 def chat_request(
@@ -45,6 +46,27 @@ def completion_request(message_class: type[Request], model: str, prompt: Prompt,
     """A Create/StreamCompletionRequest; raises TypeError for unknown params or a prompt of the wrong shape."""
     request = _with_params(message_class, model, params)
     return _parse(polymorphic.normalise({"prompt": prompt}, message_class.DESCRIPTOR), request, "prompt")
+
+
+def embedding_request(model: str, inputs: Prompt, params: Mapping[str, Any]) -> embedding_pb2.CreateEmbeddingRequest:
+    """A CreateEmbeddingRequest: ``inputs`` a string, strings, token ids or token-id lists."""
+    request = _with_params(embedding_pb2.CreateEmbeddingRequest, model, params)
+    return _parse(polymorphic.normalise({"input": inputs}, request.DESCRIPTOR), request, "input")
+
+
+def rerank_request(
+    model: str, query: str, documents: Iterable[str], params: Mapping[str, Any]
+) -> rerank_pb2.RerankRequest:
+    """A RerankRequest of ``query`` against ``documents`` (their texts)."""
+    request = _with_params(rerank_pb2.RerankRequest, model, params)
+    return _parse({"query": query, "documents": [{"text": text} for text in documents]}, request, "documents")
+
+
+def transcription_request(message_class: type[Request], model: str, audio: bytes, params: Mapping[str, Any]) -> Request:
+    """A Create/StreamTranscriptionRequest of an audio file's bytes."""
+    request = _with_params(message_class, model, params)
+    request.file = audio  # type: ignore[attr-defined]
+    return request
 
 
 def _with_params(message_class: type[Request], model: str, params: Mapping[str, Any]) -> Request:

@@ -22,17 +22,33 @@ import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from clients._options import ChannelOptions, call_metadata, channel_options, channel_target
-from clients._requests import ChatMessageLike, InputItemLike, Prompt, chat_request, completion_request, input_items
+from clients._requests import (
+    ChatMessageLike,
+    InputItemLike,
+    Prompt,
+    chat_request,
+    completion_request,
+    embedding_request,
+    input_items,
+    rerank_request,
+    transcription_request,
+)
 from clients.defaults import DEFAULT_TARGET
 from clients.v1 import (
+    audio_pb2,
+    audio_pb2_grpc,
     chat_pb2,
     chat_pb2_grpc,
     completion_pb2,
     completion_pb2_grpc,
     conversation_pb2,
     conversation_pb2_grpc,
+    embedding_pb2,
+    embedding_pb2_grpc,
     model_pb2,
     model_pb2_grpc,
+    rerank_pb2,
+    rerank_pb2_grpc,
 )
 from clients.v1 import response_object_pb2 as objects_pb2
 
@@ -56,6 +72,9 @@ class _ClientSettings:
         self._models = model_pb2_grpc.ModelServiceStub(channel)
         self._conversations = conversation_pb2_grpc.ConversationServiceStub(channel)
         self._health = health_pb2_grpc.HealthStub(channel)
+        self._embeddings = embedding_pb2_grpc.EmbeddingServiceStub(channel)
+        self._rerank = rerank_pb2_grpc.RerankServiceStub(channel)
+        self._audio = audio_pb2_grpc.AudioServiceStub(channel)
 
 
 class OvserveClient(_ClientSettings):
@@ -131,6 +150,41 @@ class OvserveClient(_ClientSettings):
         """The served models."""
         response = self._models.ListModels(model_pb2.ListModelsRequest(), **self._call(timeout))
         return list(response.data)
+
+    # ---- embeddings, rerank, transcription (models of those tasks) ----
+
+    def embed(
+        self, model: str, inputs: Prompt, *, timeout: float | None = None, **params: Any
+    ) -> embedding_pb2.CreateEmbeddingResponse:
+        """One vector per input: a string, strings, token ids or token-id lists (``input_type``, ``dimensions``)."""
+        reply: embedding_pb2.CreateEmbeddingResponse = self._embeddings.CreateEmbedding(
+            embedding_request(model, inputs, params), **self._call(timeout)
+        )
+        return reply
+
+    def rerank(
+        self, model: str, query: str, documents: Iterable[str], *, timeout: float | None = None, **params: Any
+    ) -> rerank_pb2.RerankResponse:
+        """``documents`` ranked by relevance to ``query``, best first (``top_n``, ``return_documents``)."""
+        reply: rerank_pb2.RerankResponse = self._rerank.Rerank(
+            rerank_request(model, query, documents, params), **self._call(timeout)
+        )
+        return reply
+
+    def transcribe(
+        self, model: str, audio: bytes, *, timeout: float | None = None, **params: Any
+    ) -> audio_pb2.CreateTranscriptionResponse:
+        """The transcript of an audio file's bytes (``language``, ``prompt``, ``timestamp_granularities``...)."""
+        request = transcription_request(audio_pb2.CreateTranscriptionRequest, model, audio, params)
+        reply: audio_pb2.CreateTranscriptionResponse = self._audio.CreateTranscription(request, **self._call(timeout))
+        return reply
+
+    def stream_transcription(
+        self, model: str, audio: bytes, *, timeout: float | None = None, **params: Any
+    ) -> Iterator[audio_pb2.StreamTranscriptionResponse]:
+        """The transcript as deltas while it is decoded, then the whole of it; leaving the loop cancels the call."""
+        request = transcription_request(audio_pb2.StreamTranscriptionRequest, model, audio, params)
+        return _cancelling(self._audio.StreamTranscription(request, **self._call(timeout)))
 
     def get_model(self, model: str, *, timeout: float | None = None) -> model_pb2.Model:
         """One served model; NOT_FOUND if it is not served."""
@@ -282,6 +336,43 @@ class AsyncOvserveClient(_ClientSettings):
         """Completion of ``prompt`` as chunks (``async for``); leaving the loop early cancels the call."""
         request = completion_request(completion_pb2.StreamCompletionRequest, model, prompt, params)
         return _async_cancelling(self._completions.StreamCompletion(request, **self._call(timeout)))
+
+    # ---- embeddings, rerank, transcription (models of those tasks) ----
+
+    async def embed(
+        self, model: str, inputs: Prompt, *, timeout: float | None = None, **params: Any
+    ) -> embedding_pb2.CreateEmbeddingResponse:
+        """One vector per input: a string, strings, token ids or token-id lists (``input_type``, ``dimensions``)."""
+        reply: embedding_pb2.CreateEmbeddingResponse = await self._embeddings.CreateEmbedding(
+            embedding_request(model, inputs, params), **self._call(timeout)
+        )
+        return reply
+
+    async def rerank(
+        self, model: str, query: str, documents: Iterable[str], *, timeout: float | None = None, **params: Any
+    ) -> rerank_pb2.RerankResponse:
+        """``documents`` ranked by relevance to ``query``, best first (``top_n``, ``return_documents``)."""
+        reply: rerank_pb2.RerankResponse = await self._rerank.Rerank(
+            rerank_request(model, query, documents, params), **self._call(timeout)
+        )
+        return reply
+
+    async def transcribe(
+        self, model: str, audio: bytes, *, timeout: float | None = None, **params: Any
+    ) -> audio_pb2.CreateTranscriptionResponse:
+        """The transcript of an audio file's bytes (``language``, ``prompt``, ``timestamp_granularities``...)."""
+        request = transcription_request(audio_pb2.CreateTranscriptionRequest, model, audio, params)
+        reply: audio_pb2.CreateTranscriptionResponse = await self._audio.CreateTranscription(
+            request, **self._call(timeout)
+        )
+        return reply
+
+    def stream_transcription(
+        self, model: str, audio: bytes, *, timeout: float | None = None, **params: Any
+    ) -> AsyncIterator[audio_pb2.StreamTranscriptionResponse]:
+        """The transcript as deltas while it is decoded, then the whole of it."""
+        request = transcription_request(audio_pb2.StreamTranscriptionRequest, model, audio, params)
+        return self._audio.StreamTranscription(request, **self._call(timeout))  # type: ignore[no-any-return]
 
     async def list_models(self, *, timeout: float | None = None) -> list[model_pb2.Model]:
         """The served models."""

@@ -66,7 +66,11 @@ def _texts(
                 )
                 violations.append(FieldViolation(where, problem))
                 continue
-            texts.append(pipeline.codec.decode_windows([ids], True)[0])
+            text = pipeline.codec.decode_windows([ids], True)[0]
+            if not text:  # the pipeline embeds text: ids of special tokens alone have none
+                violations.append(FieldViolation(where, "these token ids decode to no text (special tokens only?)"))
+                continue
+            texts.append(text)
         elif not prompt.text:
             violations.append(FieldViolation(where, "an empty string"))
             continue

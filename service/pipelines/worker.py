@@ -97,7 +97,10 @@ class EmbedRunner:
             start += len(job.texts)
 
     def _embed(self, texts: list[str]) -> np.ndarray:
-        return np.asarray(self._pipeline.embed_documents(texts), dtype=np.float32)
+        vectors = np.asarray(self._pipeline.embed_documents(texts), dtype=np.float32)
+        if vectors.shape[0] != len(texts):  # openvino-genai 2026.4 gives one row for a batch of empty texts
+            raise ValueError(f"the pipeline gave {vectors.shape[0]} vectors for {len(texts)} texts")
+        return vectors
 
 
 class RerankRunner:
