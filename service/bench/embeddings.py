@@ -105,16 +105,10 @@ class _Engine:
     name = "engine"
 
     def __init__(self, model_dir: Path) -> None:
-        import openvino_genai as ov_genai
-
         from service.pipelines.kinds import embedding_config
+        from service.pipelines.worker import text_embedding_pipeline
 
-        config = embedding_config(model_dir)
-        pooling = ov_genai.TextEmbeddingPipeline.PoolingType
-        kind = {"cls": pooling.CLS, "mean": pooling.MEAN, "last_token": pooling.LAST_TOKEN}[config.pooling]
-        self._pipeline = ov_genai.TextEmbeddingPipeline(
-            str(model_dir), "CPU", ov_genai.TextEmbeddingPipeline.Config(pooling_type=kind, normalize=config.normalize)
-        )
+        self._pipeline = text_embedding_pipeline(model_dir, embedding_config(model_dir))
         self._batch = PipelineSettings().max_batch_inputs
 
     async def run(self, batches: list[list[str]], concurrency: int) -> float:

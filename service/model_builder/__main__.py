@@ -16,7 +16,7 @@ import sys
 import time
 from pathlib import Path
 
-from . import chat_template, corpus, export, model_card, prompts, smoke, tokenizer, train, vision
+from . import chat_template, corpus, export, model_card, prompts, retrieval, smoke, tokenizer, train, vision
 
 MAIN, DRAFT = "tiny-chat", "tiny-chat-draft"
 SIZE_LIMIT = 5 * 1024 * 1024
@@ -47,13 +47,18 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument(
         "--models",
         nargs="+",
-        choices=("tiny-chat", "tiny-vision"),
-        default=["tiny-chat", "tiny-vision"],
-        help="what to build: tiny-chat (with tiny-chat-draft) and/or tiny-vision (default: both)",
+        choices=("tiny-chat", "tiny-vision", "tiny-embed", "tiny-rerank"),
+        default=["tiny-chat", "tiny-vision", "tiny-embed"],
+        help="what to build: tiny-chat (with tiny-chat-draft), tiny-vision, tiny-embed and tiny-rerank (built "
+        "together: either name builds both) (default: all)",
     )
     p.add_argument(
         "--vision-steps", type=int, default=400, help="optimiser steps for tiny-vision (default: %(default)s)"
     )
+    p.add_argument(
+        "--retrieval-steps", type=int, default=3000,
+        help="optimiser steps for tiny-embed and for tiny-rerank (default: %(default)s)",
+    )  # fmt: skip
     return p.parse_args(argv)
 
 
@@ -61,9 +66,14 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if "tiny-chat" in args.models and (status := build_text_models(args)):
         return status
-    if "tiny-vision" in args.models:
-        # tiny-vision reuses tiny-chat's tokenizer: build tiny-chat first when both are asked for.
-        return vision.build(args.out, args.work, steps=args.vision_steps, seed=args.seed)
+    # tiny-vision reuses tiny-chat's tokenizer: build tiny-chat first when both are asked for.
+    if "tiny-vision" in args.models and (
+        status := vision.build(args.out, args.work, steps=args.vision_steps, seed=args.seed)
+    ):
+        return status
+    if {"tiny-embed", "tiny-rerank"} & set(args.models):
+        print("[retrieval] tiny-embed and tiny-rerank")
+        return retrieval.build(args.out, args.work, steps=args.retrieval_steps, seed=args.seed)
     return 0
 
 

@@ -15,12 +15,13 @@ import signal
 import sys
 from collections.abc import Callable
 from multiprocessing.connection import Connection
+from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
 
 from service.engine.messages import LoadFailed, Ready, Stop
-from service.pipelines.kinds import PipelineKind
+from service.pipelines.kinds import EmbeddingConfig, PipelineKind
 from service.pipelines.messages import (
     CancelJob,
     Done,
@@ -54,22 +55,24 @@ def _failure(error: Exception) -> str:
     return f"{type(error).__name__}: {error}"
 
 
+def text_embedding_pipeline(
+    model_dir: Path, config: EmbeddingConfig, device: str = "CPU", properties: dict[str, object] | None = None
+) -> Any:
+    """A TextEmbeddingPipeline with the model's pooling and normalisation."""
+    import openvino_genai as ov_genai
+
+    pooling = ov_genai.TextEmbeddingPipeline.PoolingType
+    kind = {"cls": pooling.CLS, "mean": pooling.MEAN, "last_token": pooling.LAST_TOKEN}[config.pooling]
+    settings = ov_genai.TextEmbeddingPipeline.Config(pooling_type=kind, normalize=config.normalize)
+    return ov_genai.TextEmbeddingPipeline(str(model_dir), device, settings, **(properties or {}))
+
+
 class EmbedRunner:
     """TextEmbeddingPipeline; the inputs of every waiting request, up to max_batch_inputs, in one call."""
 
     def __init__(self, spec: PipelineSpec) -> None:
-        import openvino_genai as ov_genai
-
-        embedding = spec.embedding
-        assert embedding is not None
-        pooling = ov_genai.TextEmbeddingPipeline.PoolingType
-        config = ov_genai.TextEmbeddingPipeline.Config(
-            pooling_type={"cls": pooling.CLS, "mean": pooling.MEAN, "last_token": pooling.LAST_TOKEN}[
-                embedding.pooling
-            ],
-            normalize=embedding.normalize,
-        )
-        self._pipeline = ov_genai.TextEmbeddingPipeline(str(spec.model_dir), spec.device, config, **spec.properties)
+        assert spec.embedding is not None
+        self._pipeline = text_embedding_pipeline(spec.model_dir, spec.embedding, spec.device, spec.properties)
         self._max_inputs = spec.max_batch_inputs
 
     def take(self, queue: collections.deque[Job]) -> list[Job]:

@@ -109,7 +109,13 @@ def test_chat_logprobs(client: openai.OpenAI) -> None:
 
 def test_models_list_and_retrieve(client: openai.OpenAI) -> None:
     listed = client.models.list()
-    assert [model.id for model in listed.data] == [MODEL, "tiny-chat-speculative", "tiny-vision"]
+    assert [model.id for model in listed.data] == [
+        MODEL,
+        "tiny-chat-speculative",
+        "tiny-vision",
+        "tiny-embed",
+        "tiny-rerank",
+    ]
     model = client.models.retrieve(MODEL)
     assert model.id == MODEL and model.object == "model" and model.owned_by == "ovserve"
     with pytest.raises(openai.NotFoundError) as raised:
@@ -169,7 +175,7 @@ def test_async_client_chat_completions_and_models(async_client: openai.AsyncOpen
 
     unary, joined, text, ids = asyncio.run(scenario())
     assert unary and joined == unary
-    assert text and ids == [MODEL, "tiny-chat-speculative", "tiny-vision"]
+    assert text and ids == [MODEL, "tiny-chat-speculative", "tiny-vision", "tiny-embed", "tiny-rerank"]
 
 
 def test_async_client_concurrent_streams(async_client: openai.AsyncOpenAI) -> None:

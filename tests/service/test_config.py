@@ -19,6 +19,7 @@ from service.models import (
     ModelSpec,
     bundled_model_specs,
 )
+from service.pipelines import PipelineKind
 from tests.conftest import TINY_CHAT, TINY_CHAT_DRAFT
 
 needs_bundled = pytest.mark.skipif(
@@ -58,7 +59,13 @@ def test_no_models_serves_the_bundled_tiny_chat_its_speculative_twin_and_tiny_vi
     assert config.host == DEFAULT_HOST == "127.0.0.1"
     assert config.port == DEFAULT_GRPC_PORT == 50051
     assert config.models == bundled_model_specs()
-    plain, speculative, vision = config.models
+    plain, speculative, vision, embed, rerank = config.models
+    assert (embed.name, embed.task, rerank.name, rerank.task) == (
+        "tiny-embed",
+        PipelineKind.EMBED,
+        "tiny-rerank",
+        PipelineKind.RERANK,
+    )
     assert vision.name == "tiny-vision" and vision.path == BUNDLED_MODELS_DIR / "tiny-vision" and not vision.draft_path
     assert plain.name == BUNDLED_MODEL == "tiny-chat"
     assert plain.path == BUNDLED_MODELS_DIR / BUNDLED_MODEL
@@ -74,7 +81,13 @@ def test_no_models_serves_the_bundled_tiny_chat_its_speculative_twin_and_tiny_vi
 @needs_bundled
 def test_no_models_bundled_models_take_the_scheduler_flags() -> None:
     specs = configure("--cache-size-gb", "3", "--max-num-seqs", "8", "--no-prefix-caching").models
-    assert [spec.name for spec in specs] == ["tiny-chat", "tiny-chat-speculative", "tiny-vision"]
+    assert [spec.name for spec in specs] == [
+        "tiny-chat",
+        "tiny-chat-speculative",
+        "tiny-vision",
+        "tiny-embed",
+        "tiny-rerank",
+    ]
     for spec in specs:
         assert spec.settings == EngineSettings(cache_size_gb=3.0, max_num_seqs=8, enable_prefix_caching=False)
 

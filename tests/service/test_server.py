@@ -31,7 +31,13 @@ SERVICES = ["ovserve.v1.CompletionService", "ovserve.v1.ChatService", "ovserve.v
 def test_list_and_get_models(models) -> None:
     listed = models.ListModels(model_pb2.ListModelsRequest())
     assert listed.object == "list"
-    assert [m.id for m in listed.data] == ["tiny-chat", "tiny-chat-speculative", "tiny-vision"]
+    assert [m.id for m in listed.data] == [
+        "tiny-chat",
+        "tiny-chat-speculative",
+        "tiny-vision",
+        "tiny-embed",
+        "tiny-rerank",
+    ]
     model = models.GetModel(model_pb2.GetModelRequest(model="tiny-chat")).model
     assert model.object == "model" and model.owned_by == "ovserve"
     assert model.max_model_len == json.loads((TINY_CHAT / "config.json").read_text())["max_position_embeddings"]
