@@ -7,6 +7,7 @@ json ``{"text", "usage"}``, text, verbose_json (language, duration, timed segmen
 from __future__ import annotations
 
 import math
+import zlib
 from typing import Any
 
 import tornado.httputil
@@ -91,8 +92,20 @@ def _usage(reply: audio_pb2.CreateTranscriptionResponse) -> dict[str, Any]:
     return {"type": "duration", "seconds": math.ceil(reply.duration)}
 
 
-def transcription_json(reply: audio_pb2.CreateTranscriptionResponse, response_format: str) -> dict[str, Any]:
-    """OpenAI's json or verbose_json transcription."""
+def compression_ratio(text: str) -> float:
+    """Whisper's repetition measure: the text's UTF-8 length over its zlib-compressed length."""
+    data = text.encode("utf-8")
+    return len(data) / len(zlib.compress(data)) if data else 0.0
+
+
+def transcription_json(
+    reply: audio_pb2.CreateTranscriptionResponse, response_format: str, temperature: float = 0.0
+) -> dict[str, Any]:
+    """OpenAI's json or verbose_json transcription.
+
+    A verbose segment has what the pipeline gives (times, text, tokens), the temperature and Whisper's compression
+    ratio; OpenAI's avg_logprob and no_speech_prob are left out: OpenVINO GenAI does not report them per segment.
+    """
     if response_format != "verbose_json":
         return {"text": reply.text, "usage": _usage(reply)}
     return {
@@ -101,7 +114,16 @@ def transcription_json(reply: audio_pb2.CreateTranscriptionResponse, response_fo
         "duration": reply.duration,
         "text": reply.text,
         "segments": [
-            {"id": segment.id, "start": segment.start, "end": segment.end, "text": segment.text}
+            {
+                "id": segment.id,
+                "seek": round(segment.start * 100),  # in 10 ms frames, as Whisper counts its windows
+                "start": segment.start,
+                "end": segment.end,
+                "text": segment.text,
+                "tokens": list(segment.tokens),
+                "temperature": temperature,
+                "compression_ratio": compression_ratio(segment.text),
+            }
             for segment in reply.segments
         ],
         "usage": _usage(reply),
@@ -114,8 +136,9 @@ class TranscriptionFraming:
     def event(self, message: audio_pb2.StreamTranscriptionResponse) -> bytes:
         if message.HasField("delta"):
             return sse.event({"type": "transcript.text.delta", "delta": message.delta.delta})
-        done = message.done
-        return sse.event({"type": "transcript.text.done", "text": done.text, "usage": _usage(done)})
+        # No usage: OpenAI's done event counts tokens in and out, which a Whisper pipeline does not report (the
+        # duration usage of a json reply has no place in it).
+        return sse.event({"type": "transcript.text.done", "text": message.done.text})
 
     def failure(self, error: BridgeError) -> bytes:
         return sse.event(error.envelope())
@@ -141,7 +164,7 @@ class TranscriptionsHandler(JsonBodyHandler):
             self.set_header("Content-Type", f"{_TEXT_FORMATS[kind]}; charset=utf-8")
             self.finish(text.encode("utf-8"))
             return
-        self.write_json(transcription_json(reply, kind))
+        self.write_json(transcription_json(reply, kind, request.temperature))
 
 
 ROUTES = [("/audio/transcriptions", TranscriptionsHandler)]

@@ -27,8 +27,6 @@ RESPONSE_FORMATS = ("", "json", "text", "verbose_json", "srt", "vtt")
 TIMED_FORMATS = ("verbose_json", "srt", "vtt")  # formats made of segments
 #: Most characters of a prompt (Whisper reads at most 224 tokens of it).
 MAX_PROMPT_CHARS = 4096
-#: The pipeline streams one window of audio (without timestamps) only.
-STREAM_WINDOW_S = 30.0
 
 
 class TranscriptionRequest(Protocol):
@@ -94,13 +92,23 @@ async def _prepared(registry: ModelRegistry, request: TranscriptionRequest) -> t
     return pipeline, samples, options
 
 
-def _response(transcript: Transcript) -> audio_pb2.CreateTranscriptionResponse:
+def _response(pipeline: Pipeline, transcript: Transcript) -> audio_pb2.CreateTranscriptionResponse:
+    # The language asked for, else the one the pipeline detected, else the model's only one.
+    languages = _languages(pipeline)
+    language = transcript.language or (next(iter(languages)) if len(languages) == 1 else "")
     return audio_pb2.CreateTranscriptionResponse(
         text=transcript.text,
-        language=transcript.language or "",
+        language=language,
         duration=transcript.duration,
         segments=[
-            audio_pb2.TranscriptionSegment(id=index, start=segment.start, end=segment.end, text=segment.text)
+            audio_pb2.TranscriptionSegment(
+                id=index,
+                start=segment.start,
+                end=segment.end,
+                text=segment.text,
+                # the pipeline's tokens when it gives them, else the segment's text in the model's tokens
+                tokens=segment.token_ids or pipeline.codec.encode(segment.text, add_special_tokens=False),
+            )
             for index, segment in enumerate(transcript.segments)
         ],
     )
@@ -121,7 +129,7 @@ async def create_transcription(
     pipeline, samples, options = await _prepared(registry, request)
     async for answer in _transcripts(pipeline, samples, options):
         if isinstance(answer, Transcript):
-            return _response(answer)
+            return _response(pipeline, answer)
     raise EngineError("the speech pipeline gave no transcript")  # unreachable: the last answer is one
 
 
@@ -130,13 +138,14 @@ async def stream_transcription(
 ) -> AsyncIterator[audio_pb2.StreamTranscriptionResponse]:
     """AudioService.StreamTranscription: deltas as the pipeline decodes, then the whole transcript."""
     pipeline, samples, options = await _prepared(registry, request)
-    stream = not options["timestamps"] and len(samples) <= STREAM_WINDOW_S * SAMPLE_RATE
+    # The pipeline streams one window of audio (Whisper's 30 s), without timestamps, only.
+    stream = not options["timestamps"] and len(samples) <= pipeline.window_s * SAMPLE_RATE
     streamed = False
     async for answer in _transcripts(pipeline, samples, {**options, "stream": stream}):
         if isinstance(answer, Transcript):
             if not streamed and answer.text:  # the pipeline could not stream it: the whole text as one delta
                 yield audio_pb2.StreamTranscriptionResponse(delta=audio_pb2.TranscriptionDelta(delta=answer.text))
-            yield audio_pb2.StreamTranscriptionResponse(done=_response(answer))
+            yield audio_pb2.StreamTranscriptionResponse(done=_response(pipeline, answer))
             return
         if not streamed:
             answer = answer.lstrip()  # as the whole transcript is written: without Whisper's leading space

@@ -16,7 +16,7 @@ import sys
 import time
 from pathlib import Path
 
-from . import chat_template, corpus, export, model_card, prompts, retrieval, smoke, tokenizer, train, vision
+from . import chat_template, corpus, export, model_card, prompts, retrieval, smoke, speech, tokenizer, train, vision
 
 MAIN, DRAFT = "tiny-chat", "tiny-chat-draft"
 SIZE_LIMIT = 5 * 1024 * 1024
@@ -47,10 +47,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument(
         "--models",
         nargs="+",
-        choices=("tiny-chat", "tiny-vision", "tiny-embed", "tiny-rerank"),
-        default=["tiny-chat", "tiny-vision", "tiny-embed"],
+        choices=("tiny-chat", "tiny-vision", "tiny-embed", "tiny-rerank", "tiny-whisper"),
+        default=["tiny-chat", "tiny-vision", "tiny-embed", "tiny-whisper"],
         help="what to build: tiny-chat (with tiny-chat-draft), tiny-vision, tiny-embed and tiny-rerank (built "
-        "together: either name builds both) (default: all)",
+        "together: either name builds both), tiny-whisper (needs espeak-ng) (default: all)",
     )
     p.add_argument(
         "--vision-steps", type=int, default=400, help="optimiser steps for tiny-vision (default: %(default)s)"
@@ -73,7 +73,11 @@ def main(argv: list[str] | None = None) -> int:
         return status
     if {"tiny-embed", "tiny-rerank"} & set(args.models):
         print("[retrieval] tiny-embed and tiny-rerank")
-        return retrieval.build(args.out, args.work, steps=args.retrieval_steps, seed=args.seed)
+        if status := retrieval.build(args.out, args.work, steps=args.retrieval_steps, seed=args.seed):
+            return status
+    if "tiny-whisper" in args.models:
+        print("[speech] tiny-whisper")
+        return speech.build(args.out, args.work, seed=args.seed)
     return 0
 
 

@@ -94,6 +94,7 @@ class Segment:
     start: float  # seconds
     end: float
     text: str
+    token_ids: list[int] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

@@ -78,11 +78,12 @@ class Pipeline(Supervised):
         self.settings = settings or PipelineSettings()
         self.name, self.kind, self.model_dir = name, kind, model_dir
         started = time.monotonic()
-        self.codec = TokenCodec(model_dir) if kind is not PipelineKind.TRANSCRIBE else None
+        self.codec = TokenCodec(model_dir)
         self.embedding: EmbeddingConfig | None = embedding_config(model_dir) if kind is PipelineKind.EMBED else None
         self.max_model_len = _max_length(model_dir)
         self.vocab_size = int(model_files.config(model_dir).get("vocab_size") or 0)
         self.created = int(time.time())
+        self.window_s = _window_seconds(model_dir)  # a speech model's audio window (Whisper's: 30 s)
         spec = PipelineSpec(
             kind,
             model_dir,
@@ -180,6 +181,16 @@ class Pipeline(Supervised):
     def _lost(self, error: EngineUnavailable) -> None:
         for pending in self._pending.values():
             pending.answers.put_nowait(error)
+
+
+def _window_seconds(model_dir: Path) -> float:
+    """The audio a speech model reads at once (preprocessor_config.json's chunk_length; Whisper's 30 s)."""
+    try:
+        config = json.loads((model_dir / "preprocessor_config.json").read_text())
+    except (OSError, ValueError):
+        return 30.0
+    value = config.get("chunk_length") if isinstance(config, dict) else None
+    return float(value) if isinstance(value, int | float) and value > 0 else 30.0
 
 
 def _max_length(model_dir: Path) -> int:

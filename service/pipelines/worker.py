@@ -166,10 +166,20 @@ class TranscribeRunner:
                 return False  # go on
 
         result = self._pipeline.generate(samples.tolist(), streamer=streamer, **options)
-        segments = [Segment(chunk.start_ts, chunk.end_ts, chunk.text) for chunk in result.chunks or []]
+        duration = len(samples) / SAMPLE_RATE
+        # A segment without an end timestamp (the model wrote none) ends with the audio: -1 means unknown.
+        segments = [
+            Segment(
+                max(0.0, chunk.start_ts),
+                chunk.end_ts if chunk.end_ts >= 0 else duration,
+                chunk.text,
+                [int(token) for token in getattr(chunk, "token_ids", None) or []],
+            )
+            for chunk in result.chunks or []
+        ]
         languages = list(getattr(result, "languages", None) or [])
         language = job.language or (languages[0].strip("<|>") if languages else None)
-        return Transcript(result.texts[0].strip(), language, segments, len(samples) / SAMPLE_RATE)
+        return Transcript(result.texts[0].strip(), language, segments, duration)
 
 
 RUNNERS: dict[PipelineKind, Callable[[PipelineSpec], Runner]] = {

@@ -115,6 +115,7 @@ def test_models_list_and_retrieve(client: openai.OpenAI) -> None:
         "tiny-vision",
         "tiny-embed",
         "tiny-rerank",
+        "tiny-whisper",
     ]
     model = client.models.retrieve(MODEL)
     assert model.id == MODEL and model.object == "model" and model.owned_by == "ovserve"
@@ -175,7 +176,7 @@ def test_async_client_chat_completions_and_models(async_client: openai.AsyncOpen
 
     unary, joined, text, ids = asyncio.run(scenario())
     assert unary and joined == unary
-    assert text and ids == [MODEL, "tiny-chat-speculative", "tiny-vision", "tiny-embed", "tiny-rerank"]
+    assert text and ids == [MODEL, "tiny-chat-speculative", "tiny-vision", "tiny-embed", "tiny-rerank", "tiny-whisper"]
 
 
 def test_async_client_concurrent_streams(async_client: openai.AsyncOpenAI) -> None:

@@ -59,7 +59,8 @@ def test_no_models_serves_the_bundled_tiny_chat_its_speculative_twin_and_tiny_vi
     assert config.host == DEFAULT_HOST == "127.0.0.1"
     assert config.port == DEFAULT_GRPC_PORT == 50051
     assert config.models == bundled_model_specs()
-    plain, speculative, vision, embed, rerank = config.models
+    plain, speculative, vision, embed, rerank, whisper = config.models
+    assert (whisper.name, whisper.task) == ("tiny-whisper", PipelineKind.TRANSCRIBE)
     assert (embed.name, embed.task, rerank.name, rerank.task) == (
         "tiny-embed",
         PipelineKind.EMBED,
@@ -87,6 +88,7 @@ def test_no_models_bundled_models_take_the_scheduler_flags() -> None:
         "tiny-vision",
         "tiny-embed",
         "tiny-rerank",
+        "tiny-whisper",
     ]
     for spec in specs:
         assert spec.settings == EngineSettings(cache_size_gb=3.0, max_num_seqs=8, enable_prefix_caching=False)

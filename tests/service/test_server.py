@@ -37,6 +37,7 @@ def test_list_and_get_models(models) -> None:
         "tiny-vision",
         "tiny-embed",
         "tiny-rerank",
+        "tiny-whisper",
     ]
     model = models.GetModel(model_pb2.GetModelRequest(model="tiny-chat")).model
     assert model.object == "model" and model.owned_by == "ovserve"

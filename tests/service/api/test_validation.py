@@ -323,7 +323,7 @@ def test_bad_request_names_the_field(stubs: Stubs, max_len: int, case: Bad, api:
         assert refused.param == "model"
         assert "no-such-model" in refused.message
         assert (
-            f"(served: {MODEL}, {SPECULATIVE}, tiny-embed, tiny-rerank, tiny-vision)" in refused.message
+            f"(served: {MODEL}, {SPECULATIVE}, tiny-embed, tiny-rerank, tiny-vision, tiny-whisper)" in refused.message
         )  # all, sorted
         return
     assert refused.fields == list(case.fields), refused.message
