@@ -19,6 +19,8 @@ from service.server import Server
 
 TINY_CHAT = BUNDLED_MODELS_DIR / BUNDLED_MODEL
 TINY_CHAT_DRAFT = BUNDLED_MODELS_DIR / BUNDLED_DRAFT
+# What ``ovserve serve`` with no models serves, in ListModels' order (the generating models, then the others).
+SERVED_BY_DEFAULT = ["tiny-chat", "tiny-chat-speculative", "tiny-vision", "tiny-embed", "tiny-rerank", "tiny-whisper"]
 # Small KV caches: several engines share the test machine.
 TEST_SETTINGS = EngineSettings(max_num_seqs=64)
 

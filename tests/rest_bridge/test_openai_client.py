@@ -7,6 +7,8 @@ import asyncio
 import openai
 import pytest
 
+from tests.conftest import SERVED_BY_DEFAULT
+
 MODEL = "tiny-chat"
 STORY = [{"role": "user", "content": "Tell me a short story."}]
 
@@ -109,14 +111,7 @@ def test_chat_logprobs(client: openai.OpenAI) -> None:
 
 def test_models_list_and_retrieve(client: openai.OpenAI) -> None:
     listed = client.models.list()
-    assert [model.id for model in listed.data] == [
-        MODEL,
-        "tiny-chat-speculative",
-        "tiny-vision",
-        "tiny-embed",
-        "tiny-rerank",
-        "tiny-whisper",
-    ]
+    assert [model.id for model in listed.data] == SERVED_BY_DEFAULT
     model = client.models.retrieve(MODEL)
     assert model.id == MODEL and model.object == "model" and model.owned_by == "ovserve"
     with pytest.raises(openai.NotFoundError) as raised:
@@ -176,7 +171,7 @@ def test_async_client_chat_completions_and_models(async_client: openai.AsyncOpen
 
     unary, joined, text, ids = asyncio.run(scenario())
     assert unary and joined == unary
-    assert text and ids == [MODEL, "tiny-chat-speculative", "tiny-vision", "tiny-embed", "tiny-rerank", "tiny-whisper"]
+    assert text and ids == SERVED_BY_DEFAULT
 
 
 def test_async_client_concurrent_streams(async_client: openai.AsyncOpenAI) -> None:

@@ -20,7 +20,7 @@ from service.models import (
     bundled_model_specs,
 )
 from service.pipelines import PipelineKind
-from tests.conftest import TINY_CHAT, TINY_CHAT_DRAFT
+from tests.conftest import SERVED_BY_DEFAULT, TINY_CHAT, TINY_CHAT_DRAFT
 
 needs_bundled = pytest.mark.skipif(
     not (TINY_CHAT / "openvino_model.xml").is_file() or not (TINY_CHAT_DRAFT / "openvino_model.xml").is_file(),
@@ -82,14 +82,7 @@ def test_no_models_serves_the_bundled_tiny_chat_its_speculative_twin_and_tiny_vi
 @needs_bundled
 def test_no_models_bundled_models_take_the_scheduler_flags() -> None:
     specs = configure("--cache-size-gb", "3", "--max-num-seqs", "8", "--no-prefix-caching").models
-    assert [spec.name for spec in specs] == [
-        "tiny-chat",
-        "tiny-chat-speculative",
-        "tiny-vision",
-        "tiny-embed",
-        "tiny-rerank",
-        "tiny-whisper",
-    ]
+    assert [spec.name for spec in specs] == SERVED_BY_DEFAULT
     for spec in specs:
         assert spec.settings == EngineSettings(cache_size_gb=3.0, max_num_seqs=8, enable_prefix_caching=False)
 

@@ -20,7 +20,7 @@ from clients.v1 import chat_pb2, chat_pb2_grpc, completion_pb2, model_pb2, respo
 from service.api import chat as chat_api
 from service.api import completions as completions_api
 from service.models import ModelSpec
-from tests.conftest import TEST_SETTINGS, TINY_CHAT, TINY_CHAT_DRAFT, start_server
+from tests.conftest import SERVED_BY_DEFAULT, TEST_SETTINGS, TINY_CHAT, TINY_CHAT_DRAFT, start_server
 from tests.rpc import failure, parse
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -31,14 +31,7 @@ SERVICES = ["ovserve.v1.CompletionService", "ovserve.v1.ChatService", "ovserve.v
 def test_list_and_get_models(models) -> None:
     listed = models.ListModels(model_pb2.ListModelsRequest())
     assert listed.object == "list"
-    assert [m.id for m in listed.data] == [
-        "tiny-chat",
-        "tiny-chat-speculative",
-        "tiny-vision",
-        "tiny-embed",
-        "tiny-rerank",
-        "tiny-whisper",
-    ]
+    assert [m.id for m in listed.data] == SERVED_BY_DEFAULT
     model = models.GetModel(model_pb2.GetModelRequest(model="tiny-chat")).model
     assert model.object == "model" and model.owned_by == "ovserve"
     assert model.max_model_len == json.loads((TINY_CHAT / "config.json").read_text())["max_position_embeddings"]
