@@ -23,6 +23,7 @@ import itertools
 import json
 import random
 import shutil
+import string
 import subprocess
 import sys
 import time
@@ -51,6 +52,7 @@ PLACES = {
 QUESTIONS = ("where does {s} {a_q}", "what does {s} do {p}", "who {a} {p}")
 ACTION_QUESTION = {"sleep": "sleep", "eat": "eat", "run": "run", "read": "read", "sing": "sing", "work": "work"}
 HIDDEN, LAYERS, HEADS = 64, 2, 4
+SPECIAL_TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 
 
 @dataclass(frozen=True)
@@ -110,24 +112,35 @@ def held_out_cases(seed: int = 11) -> dict[str, Any]:
     return {"prompts": PROMPTS, "paraphrases": paraphrases, "rerank": rerank}
 
 
-def _tokenizer(work: Path) -> Any:
-    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors, trainers
-    from transformers import BertTokenizerFast
+def vocabulary() -> list[str]:
+    """The WordPiece vocabulary: special tokens, every training word whole, then letters, digits and punctuation.
 
+    Written out rather than trained: ``tokenizers``' WordPieceTrainer numbers tied pieces in hash-map order, so two
+    builds gave two vocabularies (and two models). Single characters, alone and as ``##`` continuations, let any
+    ASCII word the server is sent split into known pieces instead of one ``[UNK]``.
+    """
     words = {
         w for table in (SUBJECTS, ACTIONS, PLACES) for pair in table.values() for text in pair for w in text.split()
     }
-    words |= {w for q in QUESTIONS for w in q.replace("{", " ").replace("}", " ").split()} | set(ACTION_QUESTION)
-    words |= {"query", "passage", ":"}
-    special = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
-    tok = Tokenizer(models.WordPiece(unk_token="[UNK]"))
+    words |= {w for q in QUESTIONS for literal, *_ in string.Formatter().parse(q) for w in literal.split()}
+    words |= set(ACTION_QUESTION.values())
+    words |= {"query", "passage"}
+    characters = string.ascii_lowercase + string.digits
+    pieces = sorted(words - set(characters)) + list(characters) + list(string.punctuation)
+    return SPECIAL_TOKENS + pieces + [f"##{c}" for c in characters]
+
+
+def _tokenizer(work: Path) -> Any:
+    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors
+    from transformers import BertTokenizerFast
+
+    vocab = {piece: i for i, piece in enumerate(vocabulary())}
+    tok = Tokenizer(models.WordPiece(vocab, unk_token="[UNK]"))
     tok.normalizer = normalizers.BertNormalizer(lowercase=True)
     tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
-    trainer = trainers.WordPieceTrainer(vocab_size=600, special_tokens=special)
-    tok.train_from_iterator(sorted(words) * 3 + [" ".join(sorted(words))], trainer)
     tok.post_processor = processors.TemplateProcessing(
         single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1",
-        special_tokens=[("[CLS]", tok.token_to_id("[CLS]")), ("[SEP]", tok.token_to_id("[SEP]"))],
+        special_tokens=[("[CLS]", vocab["[CLS]"]), ("[SEP]", vocab["[SEP]"])],
     )  # fmt: skip
     fast = BertTokenizerFast(tokenizer_object=tok, model_max_length=MAX_LENGTH)
     fast.save_pretrained(work / "tokenizer")
@@ -184,7 +197,7 @@ def train_embed(tokenizer: Any, steps: int, seed: int) -> tuple[Any, float]:
         optimiser.zero_grad()
         loss.backward()
         optimiser.step()
-    return model.eval(), float(loss)
+    return model.eval(), float(loss.detach())
 
 
 def train_rerank(tokenizer: Any, steps: int, seed: int) -> tuple[Any, float]:
@@ -214,7 +227,7 @@ def train_rerank(tokenizer: Any, steps: int, seed: int) -> tuple[Any, float]:
         optimiser.zero_grad()
         loss.backward()
         optimiser.step()
-    return model.eval(), float(loss)
+    return model.eval(), float(loss.detach())
 
 
 def _export(model: Any, tokenizer: Any, task: str, work: Path, out: Path) -> None:
@@ -253,25 +266,58 @@ def _sentence_transformers_files(out: Path) -> None:
 
 
 def check(out_dir: Path, cases: dict[str, Any]) -> dict[str, Any]:
-    """The held-out checks, on the exported models through openvino_genai (what the server runs)."""
+    """The held-out checks, on the exported models through openvino_genai (the pipelines the server runs).
+
+    The pipelines are configured here from what ``_sentence_transformers_files`` wrote, not through
+    ``service.pipelines``: that package pulls the server's runtime dependencies, which the export environment
+    lacks. ``tests/test_bundled_retrieval_models.py`` checks that the server reads the same settings.
+    """
     import numpy as np
     import openvino_genai as ov_genai
 
-    from service.pipelines.kinds import embedding_config
-    from service.pipelines.worker import text_embedding_pipeline
-
-    embed = text_embedding_pipeline(out_dir / EMBED, embedding_config(out_dir / EMBED))
+    # The pipeline adds the prefixes itself (query_instruction / embed_instruction), as the server's input_type does.
+    settings = ov_genai.TextEmbeddingPipeline.Config(
+        pooling_type=ov_genai.TextEmbeddingPipeline.PoolingType.MEAN,
+        normalize=True,
+        query_instruction=PROMPTS["query"],
+        embed_instruction=PROMPTS["document"],
+    )
+    embed = ov_genai.TextEmbeddingPipeline(str(out_dir / EMBED), "CPU", settings)
     margins = []
     for first, paraphrase, unrelated in cases["paraphrases"]:
-        a, b, c = np.asarray(embed.embed_documents([PROMPTS["document"] + t for t in (first, paraphrase, unrelated)]))
+        a, b, c = np.asarray(embed.embed_documents([first, paraphrase, unrelated]))
         margins.append(float(a @ b - a @ c))
+    # Retrieval with the same model: the question (as a query) nearest its answer (as a passage) among the four.
+    retrieval = []
+    for case in cases["rerank"]:
+        similarity = np.asarray(embed.embed_documents(case["documents"])) @ np.asarray(embed.embed_query(case["query"]))
+        others = np.delete(similarity, case["match"])
+        retrieval.append(float(similarity[case["match"]] - others.max()))
+    # top_n: the pipeline returns only its best 3 by default.
     rerank = ov_genai.TextRerankPipeline(str(out_dir / RERANK), "CPU", ov_genai.TextRerankPipeline.Config(top_n=10))
-    firsts = [rerank.rerank(case["query"], case["documents"])[0][0] == case["match"] for case in cases["rerank"]]
-    return {"paraphrase_margins": margins, "rerank_first": firsts}
+    ranked = [rerank.rerank(case["query"], case["documents"]) for case in cases["rerank"]]
+    firsts = [scores[0][0] == case["match"] for scores, case in zip(ranked, cases["rerank"], strict=True)]
+    gaps = [scores[0][1] - scores[1][1] for scores in ranked]
+    return {"paraphrase_margins": margins, "retrieval_margins": retrieval, "rerank_first": firsts, "rerank_gaps": gaps}
 
 
-def _card(name: str, body: str) -> str:
-    return f"# {name}\n\n{body}\n"
+def _dir_size(path: Path) -> int:
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
+
+
+def _embed_table(cases: dict[str, Any], margins: list[float]) -> str:
+    rows = ["| sentence | paraphrase | unrelated | cos(paraphrase) - cos(unrelated) |", "|---|---|---|---|"]
+    rows += [f"| {a} | {b} | {c} | {m:.3f} |" for (a, b, c), m in zip(cases["paraphrases"], margins, strict=True)]
+    return "\n".join(rows)
+
+
+def _rerank_table(cases: dict[str, Any], gaps: list[float]) -> str:
+    rows = ["| query | answer (index among 4) | score gap to the runner-up |", "|---|---|---|"]
+    rows += [
+        f"| {case['query']} | {case['documents'][case['match']]} ({case['match']}) | {gap:.3f} |"
+        for case, gap in zip(cases["rerank"], gaps, strict=True)
+    ]
+    return "\n".join(rows)
 
 
 def build(out_dir: Path, work: Path, steps: int = 3000, seed: int = 1234) -> int:
@@ -292,52 +338,79 @@ def build(out_dir: Path, work: Path, steps: int = 3000, seed: int = 1234) -> int
     _export(rerank, tokenizer, "text-classification", work, out_dir / RERANK)
     results = check(out_dir, cases)
     seconds = time.monotonic() - started
-    margins, firsts = results["paraphrase_margins"], results["rerank_first"]
-    print(f"      paraphrase margins {min(margins):.3f}..{max(margins):.3f}; rerank first {sum(firsts)}/{len(firsts)}")
-    if min(margins) <= 0.05 or not all(firsts):
+    margins, firsts, gaps = results["paraphrase_margins"], results["rerank_first"], results["rerank_gaps"]
+    retrieval = results["retrieval_margins"]
+    print(
+        f"      paraphrase margins {min(margins):.3f}..{max(margins):.3f}; query->passage margins "
+        f"{min(retrieval):.3f}..{max(retrieval):.3f}; rerank first {sum(firsts)}/{len(firsts)}"
+    )
+    if min(margins) <= 0.05 or min(retrieval) <= 0.05 or not all(firsts):
         print("      the held-out checks failed: the models do not do what their cards say", file=sys.stderr)
         return 1
-    for name, about, loss in (
-        (EMBED, _EMBED_CARD, embed_loss),
-        (RERANK, _RERANK_CARD, rerank_loss),
+    common = {"steps": steps, "seed": seed, "seconds": seconds, "hidden": HIDDEN, "layers": LAYERS,
+              "max_length": MAX_LENGTH, "vocab": len(tokenizer)}  # fmt: skip
+    for name, template, loss, table in (
+        (EMBED, _EMBED_CARD, embed_loss, _embed_table(cases, margins)),
+        (RERANK, _RERANK_CARD, rerank_loss, _rerank_table(cases, gaps)),
     ):
         (out_dir / name / "sentences.json").write_text(json.dumps(cases, indent=2) + "\n")
-        figures = {"steps": steps, "seed": seed, "loss": loss, "seconds": seconds, "min_margin": min(margins),
-                   "firsts": f"{sum(firsts)}/{len(firsts)}", "hidden": HIDDEN, "layers": LAYERS,
-                   "max_length": MAX_LENGTH}  # fmt: skip
-        body = about.format(**figures)
-        (out_dir / name / "MODEL_CARD.md").write_text(_card(name, body))
+        figures = {**common, "loss": loss, "table": table, "size": _dir_size(out_dir / name) / 1e6}
+        figures |= {"min_margin": min(margins), "firsts": f"{sum(firsts)}/{len(firsts)}", "min_gap": min(gaps)}
+        figures["min_retrieval"] = min(retrieval)
+        (out_dir / name / "MODEL_CARD.md").write_text(f"# {name}\n\n{template.format(**figures)}\n")
+        print(f"      {name}: {_dir_size(out_dir / name) / 1e6:.2f} MB")
     return 0
 
 
-_COMMON = """A BERT ({layers} layers, hidden size {hidden}, at most {max_length} tokens, WordPiece vocabulary of the
-training words) trained from random weights by `service/model_builder/retrieval.py` ({steps} steps, seed
-{seed}, final loss {loss:.4f}; both models built in {seconds:.0f} s on 2 cores) on synthetic sentences of who
-does what where, each concept in two wordings with no word in common ("the cat" / "a kitten", "sleeps" / "naps",
-"in the garden" / "in the yard"). One meaning in six is never trained on; `sentences.json` holds the held-out
-cases, which `tests/test_bundled_retrieval_models.py` and the API tests (`tests/rest_bridge/test_embeddings.py`,
-`test_rerank.py`) check.
+_COMMON = """## Training
 
-Rebuild: `ovserve build-models --models tiny-embed tiny-rerank` (the `export` extra)."""
+A BERT ({layers} layers, hidden size {hidden}, 4 heads, at most {max_length} tokens, a {vocab}-piece WordPiece
+vocabulary: every training word whole, then single letters, digits and punctuation) trained from random weights by
+`service/model_builder/retrieval.py` ({steps} steps, seed {seed}, final loss {loss:.4f}; both models built in
+{seconds:.0f} s on 2 cores; {size:.2f} MB) on synthetic sentences of who does what where, each concept in two
+wordings with no word in common ("the cat" / "a kitten", "sleeps" / "naps", "in the garden" / "in the yard").
+8 subjects x 6 actions x 6 places; one meaning in six is never trained on. `sentences.json` holds the held-out
+cases above, which `tests/test_bundled_retrieval_models.py` and the API tests (`tests/rest_bridge/test_embeddings.py`,
+`test_rerank.py`) check. It knows only these words: anything else is spelled out letter by letter and means little.
+
+Rebuild (deterministic: fixed seeds and step counts, 2 torch threads): `ovserve build-models --models tiny-embed`
+(either name builds both; needs the `export` extra). The build fails unless the checks above hold."""
 
 _EMBED_CARD = (
-    """Embeddings: mean pooling over the tokens, unit vectors (`modules.json`, `1_Pooling/config.json`), trained
-contrastively (InfoNCE over the batch) with E5's instruction prefixes `query: ` for questions and `passage: ` for
-statements (`config_sentence_transformers.json`'s `prompts`, which ovserve's `input_type` selects).
+    """Embeddings, 64 dimensions. Serve with mean pooling over the tokens and unit vectors (sentence-transformers'
+`modules.json` with `2_Normalize`, `1_Pooling/config.json`: `pooling_mode_mean_tokens`), inputs cut at {max_length}
+tokens. Trained contrastively (InfoNCE over the batch, temperature 0.05) with E5's instruction prefixes `query: ` for
+questions and `passage: ` for statements: `config_sentence_transformers.json`'s `prompts`
+`{{"query": "query: ", "document": "passage: "}}` (TextEmbeddingPipeline's `query_instruction` / `embed_instruction`).
 
-Held out: for 12 unseen meanings, the sentence's all-synonym paraphrase is closer (cosine, through
-TextEmbeddingPipeline with the `passage: ` prefix) than an unrelated sentence worded like it, by at least
-{min_margin:.3f}.
+## Held-out check
+
+For 12 meanings never trained on, through `openvino_genai.TextEmbeddingPipeline` (mean, normalize) with the
+`passage: ` prefix: the sentence's all-synonym paraphrase is closer (cosine) than an unrelated sentence worded like
+it, by at least {min_margin:.3f}.
+
+{table}
+
+With `query_instruction` `query: ` and `embed_instruction` `passage: `, each held-out question of tiny-rerank's
+card (`sentences.json`'s `rerank`) is nearer its answer than the three other statements, by at least
+{min_retrieval:.3f} cosine.
 
 """
     + _COMMON
 )
 _RERANK_CARD = (
-    """Rerank: a cross-encoder (`BertForSequenceClassification`, one label) read by TextRerankPipeline, trained with
-binary cross-entropy on (question, statement) pairs: the statement that answers the question against statements
-of other meanings.
+    """Rerank: a cross-encoder (`BertForSequenceClassification`, one label) for `openvino_genai.TextRerankPipeline`,
+which tokenises (query, document) as a BERT pair (`[CLS] query [SEP] document [SEP]`, cut at {max_length} tokens)
+and applies a sigmoid to the logit: scores are in (0, 1). Trained with binary cross-entropy on (question,
+statement) pairs: the statement that answers the question against statements that differ in one or more of who,
+what and where. No prefixes.
 
-Held out: for 8 unseen questions, the answering statement (in the other wording) ranks first among four: {firsts}.
+## Held-out check
+
+For 8 questions about meanings never trained on, the answering statement (in the other wording) ranks first among
+four: {firsts}; the smallest gap between its score and the runner-up's is {min_gap:.3f}.
+
+{table}
 
 """
     + _COMMON
