@@ -2,36 +2,53 @@
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from service.parsing import calls
 from service.parsing.markup import HERMES, LLAMA3_JSON, MISTRAL, PYTHONIC, THINK, CallMarkup, ThinkMarkup
 from service.parsing.reasoning import ThinkSplitter
-from service.parsing.tools import TaggedCallParser, TrailingCallParser
+from service.parsing.tools import CallIds, TaggedCallParser, TrailingCallParser
 from service.parsing.turn import ToolParser, TurnParser
+
+
+def openai_call_id(index: int, name: str) -> str:
+    """OpenAI's form of a tool-call id: ``call_`` and 24 random hex digits."""
+    return f"call_{uuid.uuid4().hex[:24]}"
 
 
 @dataclass(frozen=True)
 class ToolFormat:
-    """One tool-call format: a new parser for each turn, and the markup that parser reads."""
+    """One tool-call format: a new parser for each turn, the markup that parser reads, and the form of the
+    call ids the family's chat template accepts back (``call_id(index in the turn, function name)``)."""
 
-    parser: Callable[[], ToolParser]
+    parser: Callable[[CallIds], ToolParser]
     markup: CallMarkup
+    call_id: CallIds = openai_call_id
 
 
-_HERMES = ToolFormat(lambda: TaggedCallParser(calls.hermes_call), HERMES)
-_PYTHONIC = ToolFormat(lambda: TrailingCallParser(calls.pythonic_calls, (calls.PYTHON_TAG, "[")), PYTHONIC)
+def mistral_call_id(index: int, name: str) -> str:
+    """Mistral's templates accept exactly 9 letters and digits as a call id."""
+    return uuid.uuid4().hex[:9]
+
+
+_HERMES = ToolFormat(lambda ids: TaggedCallParser(calls.hermes_call, ids), HERMES)
+_PYTHONIC = ToolFormat(lambda ids: TrailingCallParser(calls.pythonic_calls, ids, (calls.PYTHON_TAG, "[")), PYTHONIC)
 # --tool-parser names (with vLLM's aliases) -> the format.
 TOOL_PARSERS: dict[str, ToolFormat] = {
     "hermes": _HERMES,
     "qwen": _HERMES,
     "llama3_json": ToolFormat(
-        lambda: TrailingCallParser(calls.llama3_json_calls, (calls.PYTHON_TAG, "{")), LLAMA3_JSON
+        lambda ids: TrailingCallParser(calls.llama3_json_calls, ids, (calls.PYTHON_TAG, "{")), LLAMA3_JSON
     ),
     "pythonic": _PYTHONIC,
     "llama3_pythonic": _PYTHONIC,
-    "mistral": ToolFormat(lambda: TrailingCallParser(calls.mistral_calls, ("[{",), (calls.MISTRAL_TAG,)), MISTRAL),
+    "mistral": ToolFormat(
+        lambda ids: TrailingCallParser(calls.mistral_calls, ids, ("[{",), (calls.MISTRAL_TAG,)),
+        MISTRAL,
+        call_id=mistral_call_id,
+    ),
 }
 # --reasoning-parser names -> their block's delimiters: every family known here writes <think>...</think>.
 REASONING_PARSERS: dict[str, ThinkMarkup] = {"think": THINK, "qwen3": THINK, "deepseek_r1": THINK}
@@ -85,7 +102,10 @@ class OutputFormat:
         if (think := self.think_markup) is not None:
             opened = prompt_tail.rfind(think.begin) > prompt_tail.rfind(think.end)
             reasoning = ThinkSplitter(opened=opened, open_tag=think.begin, close_tag=think.end)
-        tool = TOOL_PARSERS[self.tool_parser].parser() if tools and self.tool_parser is not None else None
+        tool = None
+        if tools and self.tool_parser is not None:
+            chosen = TOOL_PARSERS[self.tool_parser]
+            tool = chosen.parser(chosen.call_id)
         return TurnParser(reasoning, tool, max_calls)
 
 

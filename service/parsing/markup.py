@@ -14,11 +14,13 @@ import json
 import keyword
 from dataclasses import dataclass
 
-# CallMarkup.arguments -> how a function name is written in a call's opening text.
+# CallMarkup.name_form -> how a function name is written in a call's opening text.
 NAME_FORMS = {
     "json": lambda name: json.dumps(name, ensure_ascii=False),  # a JSON string: "get_weather"
-    "python": lambda name: name,  # a bare identifier: get_weather(...)
+    "bare": lambda name: name,  # the name as it is: get_weather(...), functions.get_weather
 }
+# CallMarkup.arguments -> the name form that dialect writes unless the markup says otherwise.
+DEFAULT_NAME_FORMS = {"json": "json", "python": "bare"}
 
 
 @dataclass(frozen=True)
@@ -37,10 +39,16 @@ class CallMarkup:
     closing: str  # after the last call
     arguments: str = "json"  # a key of NAME_FORMS
     tag: str = ""  # the tag every call opens with, when calls are tagged blocks amid free text
+    name: str = ""  # a key of NAME_FORMS; "" for the arguments dialect's own (DEFAULT_NAME_FORMS)
+
+    @property
+    def name_form(self) -> str:
+        """How this markup writes a function's name (a key of NAME_FORMS)."""
+        return self.name or DEFAULT_NAME_FORMS[self.arguments]
 
     def begin(self, name: str) -> str:
         """The text that opens a call of function ``name``, up to its arguments."""
-        return self.call_begin.replace("{name}", NAME_FORMS[self.arguments](name))
+        return self.call_begin.replace("{name}", NAME_FORMS[self.name_form](name))
 
     def name_problem(self, name: str) -> str | None:
         """Why this markup cannot write a call of ``name``; None when it can."""

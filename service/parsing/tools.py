@@ -8,7 +8,6 @@ valid (name first, then the whole arguments object as one fragment).
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Callable
 
 from service.parsing.calls import Call
@@ -16,13 +15,15 @@ from service.parsing.pieces import ContentDelta, Piece, ToolCallArguments, ToolC
 from service.parsing.text import TrimmedText, find_first, partial_tag_length
 
 Decoder = Callable[[str], list[Call] | None]
+CallIds = Callable[[int, str], str]  # (index of the call in the turn, function name) -> a new call id
 
 
 class _CallWriter:
     """Numbers calls and turns them into pieces; keeps the content's whitespace rules."""
 
-    def __init__(self, decode: Decoder) -> None:
+    def __init__(self, decode: Decoder, ids: CallIds) -> None:
         self._decode = decode
+        self._ids = ids
         self._text = TrimmedText(strip_leading=False)
         self._wrote = False  # some content was passed on
         self._separate = False  # text after a call, following earlier text: a line break between them
@@ -46,7 +47,7 @@ class _CallWriter:
         for name, arguments in decoded:
             index, self.calls = self.calls, self.calls + 1
             pieces += [
-                ToolCallStarted(index, f"call_{uuid.uuid4().hex[:24]}", name),
+                ToolCallStarted(index, self._ids(index, name), name),
                 ToolCallArguments(index, arguments),
                 ToolCallFinished(index),
             ]
@@ -62,8 +63,10 @@ class _CallWriter:
 class TaggedCallParser:
     """Calls inside ``open_tag ... close_tag`` blocks anywhere in the reply (Hermes / Qwen ``<tool_call>``)."""
 
-    def __init__(self, decode: Decoder, open_tag: str = "<tool_call>", close_tag: str = "</tool_call>") -> None:
-        self._writer = _CallWriter(decode)
+    def __init__(
+        self, decode: Decoder, ids: CallIds, open_tag: str = "<tool_call>", close_tag: str = "</tool_call>"
+    ) -> None:
+        self._writer = _CallWriter(decode, ids)
         self._open, self._close = open_tag, close_tag
         self._in_call = False
         self._buffer = ""
@@ -115,8 +118,14 @@ class TrailingCallParser:
     marker on, the text is held to the end and decoded whole.
     """
 
-    def __init__(self, decode: Decoder, start_markers: tuple[str, ...], anywhere_markers: tuple[str, ...] = ()) -> None:
-        self._writer = _CallWriter(decode)
+    def __init__(
+        self,
+        decode: Decoder,
+        ids: CallIds,
+        start_markers: tuple[str, ...],
+        anywhere_markers: tuple[str, ...] = (),
+    ) -> None:
+        self._writer = _CallWriter(decode, ids)
         self._start, self._anywhere = start_markers + anywhere_markers, anywhere_markers
         self._state = "start"
         self._buffer = ""
