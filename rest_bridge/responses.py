@@ -225,8 +225,9 @@ def completion_chunk(chunk: completion_pb2.StreamCompletionResponse, include_usa
 
 
 def model(value: model_pb2.Model) -> dict[str, Any]:
-    """OpenAI's model object, with vLLM's max_model_len and what the model serves (task)."""
-    return {
+    """OpenAI's model object, with vLLM's max_model_len, what the model serves (task) and, for a generating
+    model, where its chat template came from and which parsers read its output (null: none)."""
+    body: dict[str, Any] = {
         "id": value.id,
         "object": "model",
         "created": value.created,
@@ -234,6 +235,11 @@ def model(value: model_pb2.Model) -> dict[str, Any]:
         "max_model_len": value.max_model_len,
         "task": value.task,
     }
+    if value.chat_template_source:
+        body["chat_template_source"] = value.chat_template_source
+        body["tool_parser"] = value.tool_parser or None
+        body["reasoning_parser"] = value.reasoning_parser or None
+    return body
 
 
 def model_list(response: model_pb2.ListModelsResponse) -> dict[str, Any]:

@@ -16,6 +16,7 @@ A TOML file describes several models with their own scheduler settings::
     prompt_lookup = false                    # optional: prompt lookup decoding
     tool_parser = "hermes"                   # optional: default from the chat template
     reasoning_parser = "think"               # optional: default from the chat template
+    chat_template = "/models/template.jinja" # optional: replaces the model's own chat template
     scheduler = { max_num_seqs = 64 }        # optional: overrides [scheduler]
 
 Flags win over the file; ``--model NAME=PATH`` adds models to the file's.
@@ -36,7 +37,7 @@ from service.engine import EngineSettings
 from service.media import MediaPolicy
 from service.model_files import LANGUAGE_IRS, has_language_model
 from service.models import ModelSpec, bundled_model_specs
-from service.parsing import parser_name_problem
+from service.parsing import REASONING_PARSERS, TOOL_PARSERS, parser_name_problem
 from service.pipelines import PipelineKind, PipelineSettings
 from service.pipelines.kinds import missing_files
 
@@ -150,12 +151,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                                           "from the model's config.json"))  # fmt: skip
     parser.add_argument("--prompt-lookup", action="append", default=[], metavar="NAME",
                         help="serve model NAME with prompt lookup decoding")  # fmt: skip
+    parser.add_argument("--chat-template", action="append", default=[], metavar="NAME=FILE",
+                        help=with_default("a Jinja chat template file for model NAME, instead of its own",
+                                          "the model's chat_template.jinja, else tokenizer_config.json's, else "
+                                          "openvino_tokenizer.xml's"))  # fmt: skip
     parser.add_argument("--tool-parser", action="append", default=[], metavar="NAME=PARSER",
-                        help=with_default("tool-call parser of model NAME: hermes, llama3_json, pythonic, mistral "
-                                          "or none", "recognised from the chat template"))  # fmt: skip
+                        help=with_default(f"tool-call parser of model NAME: {', '.join(sorted(TOOL_PARSERS))} or none",
+                                          "recognised from the chat template"))  # fmt: skip
     parser.add_argument("--reasoning-parser", action="append", default=[], metavar="NAME=PARSER",
-                        help=with_default("reasoning parser of model NAME: think or none",
-                                          "think if the chat template writes <think>"))  # fmt: skip
+                        help=with_default(f"reasoning parser of model NAME: {', '.join(sorted(REASONING_PARSERS))} "
+                                          "or none", "recognised from the chat template"))  # fmt: skip
     access = parser.add_argument_group("access")
     add_flags(access, ServeConfig, only=("api_keys",))
     access.add_argument("--api-key-file", type=Path, metavar="FILE",
@@ -200,6 +205,7 @@ def from_arguments(args: argparse.Namespace) -> ServeConfig:
             settings=_settings(base, entry.get("scheduler", {}), where),
             tool_parser=entry.get("tool_parser"),
             reasoning_parser=entry.get("reasoning_parser"),
+            chat_template=Path(entry["chat_template"]).expanduser() if entry.get("chat_template") else None,
             kind=_task(entry["task"], f"{where} task") if entry.get("task") else None,
         )
     for name, path in map(_name_path, args.model):
@@ -216,6 +222,10 @@ def from_arguments(args: argparse.Namespace) -> ServeConfig:
         if name not in specs:
             raise ConfigError(f"--prompt-lookup {name}: no model named {name!r}")
         specs[name] = dataclasses.replace(specs[name], prompt_lookup=True)
+    for name, path in map(_name_path, args.chat_template):
+        if name not in specs:
+            raise ConfigError(f"--chat-template {name}=...: no model named {name!r}")
+        specs[name] = dataclasses.replace(specs[name], chat_template=path)
     for kind, values in (("tool", args.tool_parser), ("reasoning", args.reasoning_parser)):
         for name, parser in (_name_value(value) for value in values):
             if name not in specs:
@@ -240,6 +250,8 @@ def from_arguments(args: argparse.Namespace) -> ServeConfig:
                 raise ConfigError(f"{label} of {spec.name!r}: {directory} has no {' or '.join(LANGUAGE_IRS)}")
         if spec.draft_path and spec.prompt_lookup:
             raise ConfigError(f"model {spec.name!r}: a draft model and prompt lookup exclude each other")
+        if spec.chat_template is not None and not spec.chat_template.is_file():
+            raise ConfigError(f"chat template of {spec.name!r}: {spec.chat_template} is not a file")
         for kind in ("tool", "reasoning"):
             chosen = getattr(spec, f"{kind}_parser")
             problem = None if chosen is None else parser_name_problem(kind, chosen)

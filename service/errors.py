@@ -23,9 +23,20 @@ ERROR_DOMAIN = "ovserve"
 MAX_VIOLATIONS = 20
 MAX_VIOLATIONS_IN_MESSAGE = 3
 MAX_QUOTED = 64
+# Whatever the messages say (a chat template's error, say), the status message and the violations'
+# descriptions together stay within these many characters: base64-encoded details plus the
+# percent-encoded message then fit the 8 KiB a client's metadata budget allows, so a client error is
+# never turned into RESOURCE_EXHAUSTED ("received metadata size exceeds soft limit") on the way.
+MAX_MESSAGE_CHARS = 600
+MAX_DESCRIPTIONS_CHARS = 2000
 # What UNAVAILABLE and RESOURCE_EXHAUSTED tell a client to wait before retrying (google.rpc.RetryInfo;
 # the bridge turns it into Retry-After): an engine restarts, a place frees, in about this long.
 RETRY_AFTER_SECONDS = 1.0
+
+
+def shortened(text: str, limit: int) -> str:
+    """``text``, cut to ``limit`` characters (an ellipsis marks the cut)."""
+    return text if len(text) <= limit else text[: max(0, limit - 3)] + "..."
 
 
 def quote(value: object) -> str:
@@ -94,9 +105,10 @@ class InvalidArgument(ServiceError):
             raise cls(message, param=shown[0].field, violations=violations[:MAX_VIOLATIONS])
 
     def details(self) -> list[object]:
+        each = MAX_DESCRIPTIONS_CHARS // max(1, len(self.violations))
         bad_request = error_details_pb2.BadRequest(
             field_violations=[
-                error_details_pb2.BadRequest.FieldViolation(field=v.field, description=v.description)
+                error_details_pb2.BadRequest.FieldViolation(field=v.field, description=shortened(v.description, each))
                 for v in self.violations
             ]
         )
@@ -141,7 +153,8 @@ def to_rpc_status(error: ServiceError) -> grpc.Status:
         any_detail = any_pb2.Any()
         any_detail.Pack(detail)
         packed.append(any_detail)
-    status = status_pb2.Status(code=_CODE_NUMBERS[error.code], message=error.message, details=packed)
+    message = shortened(error.message, MAX_MESSAGE_CHARS)
+    status = status_pb2.Status(code=_CODE_NUMBERS[error.code], message=message, details=packed)
     return rpc_status.to_status(status)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -13,6 +14,8 @@ from service.media import MediaPolicy
 from service.model_files import Vision, vision
 from service.parsing import OutputFormat
 from service.pipelines import Pipeline, PipelineKind, PipelineSettings, kind_of
+
+log = logging.getLogger(__name__)
 
 BUNDLED_MODELS_DIR = Path(__file__).resolve().parent / "bundled_models"
 BUNDLED_MODEL = "tiny-chat"
@@ -34,6 +37,7 @@ class ModelSpec:
     settings: EngineSettings = field(default_factory=EngineSettings)
     tool_parser: str | None = None  # None: recognised from the chat template ("none": off)
     reasoning_parser: str | None = None
+    chat_template: Path | None = None  # a template file that replaces the model's own
     kind: PipelineKind | None = None  # None: from the model's files (see pipelines.kind_of)
     pipeline: PipelineSettings = field(default_factory=PipelineSettings)  # embedding, rerank, speech models
 
@@ -106,12 +110,28 @@ class ServedModel:
     def load(cls, spec: ModelSpec) -> ServedModel:
         """Load the model's pipeline (and draft) from disk."""
         engine = Engine(
-            spec.name, spec.path, spec.settings, draft_dir=spec.draft_path, prompt_lookup=spec.prompt_lookup
+            spec.name,
+            spec.path,
+            spec.settings,
+            draft_dir=spec.draft_path,
+            prompt_lookup=spec.prompt_lookup,
+            chat_template=spec.chat_template,
         )
         limits = ModelLimits(
             spec.name, engine.max_model_len, has_draft_model=engine.has_draft_model, prompt_lookup=spec.prompt_lookup
         )
-        output_format = OutputFormat.choose(spec.tool_parser, spec.reasoning_parser, engine.chat_template)
+        template = engine.chat_template
+        output_format = OutputFormat.choose(
+            spec.tool_parser, spec.reasoning_parser, template.default + (template.tool_use or "")
+        )
+        log.info(
+            "model %r: chat template from %s (rendered by %s), tool parser %s, reasoning parser %s",
+            spec.name,
+            template.source,
+            engine.template_engine,
+            output_format.tool_parser or "none",
+            output_format.reasoning_parser or "none",
+        )
         return cls(
             spec,
             engine,

@@ -24,6 +24,9 @@ def _model(model: ServedModel | Pipeline) -> model_pb2.Model:
         owned_by=model.owned_by,
         max_model_len=model.limits.max_model_len,
         task=PipelineKind.GENERATE.value,
+        chat_template_source=model.engine.chat_template.source,
+        tool_parser=model.output_format.tool_parser or "",
+        reasoning_parser=model.output_format.reasoning_parser or "",
     )
 
 

@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 from google.protobuf import json_format
 
 from service.api.common import canonical
+from service.engine import TemplateError
 from service.errors import FieldViolation, InvalidArgument, quote
 from service.models import ServedModel
 
@@ -97,10 +98,50 @@ async def _sized(model: ServedModel, history: list[dict[str, Any]], field: str, 
 def _render(
     model: ServedModel, history: list[dict[str, Any]], tools: list[dict[str, Any]], context: dict[str, Any], field: str
 ) -> str:
+    return render_for_model(model, history, tools, context, field=field)
+
+
+def render_for_model(
+    model: ServedModel,
+    history: list[dict[str, Any]],
+    tools: list[dict[str, Any]] | None,
+    context: dict[str, Any],
+    *,
+    field: str,
+    add_generation_prompt: bool = True,
+) -> str:
+    """The conversation as the model's template writes it, its messages first put in the form templates
+    expect (``template_messages``); a template's refusal is INVALID_ARGUMENT naming ``field``."""
     try:
-        return model.engine.render_chat(history, tools, context)
-    except Exception as error:  # the template itself refused (minja raises RuntimeError)
+        return model.engine.render_chat(
+            template_messages(model, history), tools, context, add_generation_prompt=add_generation_prompt
+        )
+    except TemplateError as error:
         raise InvalidArgument.of(field, f"the chat template could not render the conversation: {error}") from error
+
+
+def template_messages(model: ServedModel, history: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Messages as published chat templates expect them.
+
+    - An assistant turn that only calls tools has ``content: null`` in OpenAI's API; many templates
+      split, index or concatenate the content without a check (QwQ, Devstral, Granite, Phi), so they get
+      ``""``, as vLLM gives them.
+    - Call ids in the form the model's format requires (Mistral: 9 letters and digits), whatever form
+      the client sends back; the same id maps to the same id in a call and in its tool result.
+    """
+    fit = model.output_format.fit_call_id
+    messages = []
+    for message in history:
+        if message.get("content") is None or "tool_calls" in message or "tool_call_id" in message:
+            message = dict(message)
+            if message.get("content") is None:
+                message["content"] = ""
+            if "tool_call_id" in message:
+                message["tool_call_id"] = fit(message["tool_call_id"])
+            if "tool_calls" in message:
+                message["tool_calls"] = [{**call, "id": fit(call.get("id") or "")} for call in message["tool_calls"]]
+        messages.append(message)
+    return messages
 
 
 def _encode(model: ServedModel, prompt: str) -> list[int]:

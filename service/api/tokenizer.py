@@ -15,7 +15,7 @@ from clients.v1 import tokenizer_pb2
 from service.api.chat import _history as chat_history  # the same roles, contents and checks as chat
 from service.api.common import token_texts
 from service.api.media_parts import MediaParts, image_prompt_ids
-from service.api.prompting import INLINE_PROMPT_CHARS, template_context
+from service.api.prompting import INLINE_PROMPT_CHARS, render_for_model, template_context
 from service.errors import FieldViolation, InvalidArgument
 from service.models import ModelRegistry, ServedModel
 
@@ -56,10 +56,9 @@ async def tokenize(models: ModelRegistry, request: tokenizer_pb2.TokenizeRequest
         if has_prompt:
             text = request.prompt
         else:
-            try:
-                text = model.engine.render_chat(history, None, context, add_generation_prompt=generation_prompt)
-            except Exception as error:  # the template itself refused (minja raises RuntimeError)
-                raise InvalidArgument.of("messages", f"the chat template could not render them: {error}") from error
+            text = render_for_model(
+                model, history, None, context, field="messages", add_generation_prompt=generation_prompt
+            )
         ids = (
             image_prompt_ids(model, text)
             if images.sources

@@ -4,6 +4,7 @@ It knows token ids, text and SamplingParams (its own request type; only the engi
 process builds openvino_genai's GenerationConfig from it); it knows nothing of protobuf or HTTP.
 """
 
+from service.engine.chat_template import ChatTemplate, TemplateError
 from service.engine.engine import Engine, EngineSettings
 from service.engine.generation import Generation
 from service.engine.sampling import OutputConstraint, SamplingParams
@@ -20,6 +21,7 @@ from service.engine.types import (
 )
 
 __all__ = [
+    "ChatTemplate",
     "Engine",
     "EngineError",
     "EngineOverloaded",
@@ -33,5 +35,6 @@ __all__ = [
     "PromptImages",
     "SamplingParams",
     "SequenceDelta",
+    "TemplateError",
     "Update",
 ]

@@ -15,6 +15,7 @@ from typing import Any
 import openvino_genai as ov_genai
 
 from service import model_files
+from service.engine.chat_template import ChatTemplate, TemplateRenderer, find_chat_template
 from service.engine.codec import TokenCodec
 from service.engine.core import Submission
 from service.engine.generation import Generation, Mailbox
@@ -210,6 +211,7 @@ class Engine(Supervised):
         settings: EngineSettings,
         draft_dir: Path | None = None,
         prompt_lookup: bool = False,
+        chat_template: Path | None = None,
     ) -> None:
         self.name = name
         self.model_dir = model_dir
@@ -222,6 +224,8 @@ class Engine(Supervised):
         # Chat templates (and the template's text) come from openvino_genai's
         # Tokenizer; encoding and decoding go through the faster codec.
         self._tokenizer = ov_genai.Tokenizer(str(model_dir), INFERENCE_NUM_THREADS=1, ENABLE_CPU_PINNING=False)
+        template = find_chat_template(model_dir, self._tokenizer, chat_template)
+        self._template = TemplateRenderer(self._tokenizer, template)
         self._codec = TokenCodec(model_dir)
         self.defaults = model_defaults(model_dir, self._tokenizer.get_eos_token_id())
         self.max_model_len = _max_model_len(model_dir)
@@ -267,9 +271,14 @@ class Engine(Supervised):
         return self.draft_dir is not None
 
     @property
-    def chat_template(self) -> str:
-        """The model's chat template (Jinja text)."""
-        return str(self._tokenizer.chat_template)
+    def chat_template(self) -> ChatTemplate:
+        """The model's chat template(s) and where they were found."""
+        return self._template.template
+
+    @property
+    def template_engine(self) -> str:
+        """What renders the chat template: "minja" (openvino_genai's) or "jinja2" (a template minja cannot parse)."""
+        return self._template.engine
 
     def render_chat(
         self,
@@ -282,13 +291,9 @@ class Engine(Supervised):
         """The conversation rendered by the model's chat template, ready for the assistant's turn (unless not
         ``add_generation_prompt``: then it ends with the last message, as the tokenize endpoint may ask).
 
-        Raises whatever the template raises (minja: RuntimeError) when it refuses the conversation.
+        Raises TemplateError (a bounded message) when the template refuses the conversation.
         """
-        return str(
-            self._tokenizer.apply_chat_template(
-                history, add_generation_prompt=add_generation_prompt, tools=tools or None, extra_context=context
-            )
-        )
+        return self._template.render(history, tools, context, add_generation_prompt=add_generation_prompt)
 
     async def check_constraint(self, constraint: OutputConstraint) -> str | None:
         """Why this model's engine cannot run ``constraint`` (the grammar compiler's words), or None.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -26,11 +27,21 @@ class ToolFormat:
     parser: Callable[[CallIds], ToolParser]
     markup: CallMarkup
     call_id: CallIds = openai_call_id
+    # A call id a client sends back, in the form the family's template accepts (the same id always
+    # gives the same one, so a call and its result still match).
+    fit_call_id: Callable[[str], str] = str
 
 
 def mistral_call_id(index: int, name: str) -> str:
     """Mistral's templates accept exactly 9 letters and digits as a call id."""
     return uuid.uuid4().hex[:9]
+
+
+def mistral_fit_call_id(call_id: str) -> str:
+    """Any call id as 9 letters and digits: kept when it is that already, else a digest of it."""
+    if len(call_id) == 9 and call_id.isascii() and call_id.isalnum():
+        return call_id
+    return hashlib.sha256(call_id.encode()).hexdigest()[:9]
 
 
 _HERMES = ToolFormat(lambda ids: TaggedCallParser(calls.hermes_call, ids), HERMES)
@@ -48,6 +59,7 @@ TOOL_PARSERS: dict[str, ToolFormat] = {
         lambda ids: TrailingCallParser(calls.mistral_calls, ids, ("[{",), (calls.MISTRAL_TAG,)),
         MISTRAL,
         call_id=mistral_call_id,
+        fit_call_id=mistral_fit_call_id,
     ),
 }
 # --reasoning-parser names -> their block's delimiters: every family known here writes <think>...</think>.
@@ -79,6 +91,10 @@ class OutputFormat:
         if reasoning_parser is None and THINK.begin in chat_template:
             reasoning_parser = "think"
         return cls(None if tool_parser == NONE else tool_parser, None if reasoning_parser == NONE else reasoning_parser)
+
+    def fit_call_id(self, call_id: str) -> str:
+        """A call id sent back by a client, in the form this model's template accepts."""
+        return call_id if self.tool_parser is None else TOOL_PARSERS[self.tool_parser].fit_call_id(call_id)
 
     @property
     def call_markup(self) -> CallMarkup | None:
