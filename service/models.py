@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from service.engine import Engine, EngineSettings, SamplingParams
+from service.engine import ChatTemplate, Engine, EngineSettings, SamplingParams
 from service.errors import InvalidArgument, NotFound, Unavailable, quote
 from service.media import MediaPolicy
 from service.model_files import Vision, vision
@@ -109,6 +109,12 @@ class ServedModel:
     @classmethod
     def load(cls, spec: ModelSpec) -> ServedModel:
         """Load the model's pipeline (and draft) from disk."""
+
+        def output_format_of(template: ChatTemplate) -> OutputFormat:
+            return OutputFormat.choose(
+                spec.tool_parser, spec.reasoning_parser, template.default + (template.tool_use or "")
+            )
+
         engine = Engine(
             spec.name,
             spec.path,
@@ -116,14 +122,13 @@ class ServedModel:
             draft_dir=spec.draft_path,
             prompt_lookup=spec.prompt_lookup,
             chat_template=spec.chat_template,
+            markup=lambda template: output_format_of(template).markup_texts,
         )
         limits = ModelLimits(
             spec.name, engine.max_model_len, has_draft_model=engine.has_draft_model, prompt_lookup=spec.prompt_lookup
         )
         template = engine.chat_template
-        output_format = OutputFormat.choose(
-            spec.tool_parser, spec.reasoning_parser, template.default + (template.tool_use or "")
-        )
+        output_format = output_format_of(template)
         log.info(
             "model %r: chat template from %s (rendered by %s), tool parser %s, reasoning parser %s",
             spec.name,

@@ -8,7 +8,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from clients.v1 import chat_pb2, common_pb2
-from service.api.chat_output import fill_message, finish_reason, output_parser, reasoning_tokens, stream_deltas
+from service.api.chat_output import (
+    fill_message,
+    finish_reason,
+    opens_reasoning,
+    output_parser,
+    reasoning_tokens,
+    stream_deltas,
+)
 from service.api.common import (
     FINISH_REASONS,
     new_id,
@@ -67,14 +74,13 @@ async def prepare(models: ModelRegistry, request: Request, *, streaming: bool) -
     context = _template_context(request, violations)
     thinking = bool(context.get("enable_thinking"))
     output = model.output_format
-    constraint = await output_constraint(
+    plan = await output_constraint(
         request, violations, tools=tools, thinking=thinking, markup=output.call_markup, think=output.think_markup
     )
     violations += logprob_violations(request)
     if violations:  # report the sampling fields' problems too, in the same error
         violations += generation_violations(request, limits=model.limits, streaming=streaming)
     InvalidArgument.check(violations)
-    await check_compiles(model, constraint)
 
     history = await media.with_files(history, models.media)
     if model.vision is not None:  # a vision model's pipeline takes text (and images), never token ids
@@ -82,6 +88,8 @@ async def prepare(models: ModelRegistry, request: Request, *, streaming: bool) -
         prompt_ids, pixels = await prompt_with_images(model, prompt, media, models.media, "messages")
     else:
         prompt_ids, pixels = await render_prompt(model, history, tools, context, field="messages"), None
+    constraint = None if plan is None else plan.constraint(opened=opens_reasoning(model, prompt_ids))
+    await check_compiles(model, constraint)
 
     field = "max_completion_tokens" if request.HasField("max_completion_tokens") else "max_tokens"
     limit = getattr(request, field) if request.HasField(field) else None

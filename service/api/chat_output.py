@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from google.protobuf import json_format
+
 from clients.v1 import chat_pb2, common_pb2
 from service.models import ServedModel
 from service.parsing import (
@@ -16,6 +18,7 @@ from service.parsing import (
     ToolCallStarted,
     TurnParser,
 )
+from service.parsing.formats import tool_schemas
 
 PROMPT_TAIL_TOKENS = 16  # enough to see whether the template left a <think> block open
 
@@ -30,8 +33,23 @@ def output_parser(model: ServedModel, prompt_ids: list[int], request: Any, *, ra
         return None
     offered = len(request.tools) > 0 and not (request.HasField("tool_choice") and request.tool_choice == "none")
     single = request.HasField("parallel_tool_calls") and not request.parallel_tool_calls
-    tail = model.engine.decode(prompt_ids[-PROMPT_TAIL_TOKENS:], skip_special_tokens=False)
-    return model.output_format.parser(prompt_tail=tail, tools=offered, max_calls=1 if single else None)
+    tail = prompt_tail(model, prompt_ids)
+    # The tools' schemas type the values of formats that write arguments as untyped text (Qwen3-Coder, GLM).
+    schemas = tool_schemas(json_format.MessageToDict(tool) for tool in request.tools) if offered else None
+    return model.output_format.parser(prompt_tail=tail, tools=offered, max_calls=1 if single else None, schemas=schemas)
+
+
+def prompt_tail(model: ServedModel, prompt_ids: list[int]) -> str:
+    """The end of a rendered prompt, special tokens included."""
+    return model.engine.decode(prompt_ids[-PROMPT_TAIL_TOKENS:], skip_special_tokens=False)
+
+
+def opens_reasoning(model: ServedModel, prompt_ids: list[int]) -> bool:
+    """Whether the prompt ends inside the model's reasoning block (QwQ's and DeepSeek-R1's templates open it):
+    the reply then starts with reasoning, and an output constraint applies after the block."""
+    return model.output_format.think_markup is not None and model.output_format.reasoning_opened(
+        prompt_tail(model, prompt_ids)
+    )
 
 
 def finish_reason(engine_reason: common_pb2.FinishReason, turn: ParsedTurn | None) -> common_pb2.FinishReason:

@@ -53,7 +53,8 @@ async def prepare(models: ModelRegistry, request: Request, *, streaming: bool) -
         prompts = _prompts(model, request, violations)
     else:  # tokenising a large text takes milliseconds: not on the event loop
         prompts = await asyncio.to_thread(_prompts, model, request, violations)
-    constraint = await output_constraint(request, violations)
+    plan = await output_constraint(request, violations)
+    constraint = None if plan is None else plan.constraint()  # a completion's prompt is the client's own text
     if request.HasField("suffix") and request.suffix:
         violations.append(FieldViolation("suffix", "not supported: the engine does not fill in the middle"))
     # Any logprobs, 0 included, returns the chosen tokens' logprobs: OpenAI's API always returns those.

@@ -42,7 +42,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from keyword import iskeyword
 from typing import Any
 
@@ -56,6 +56,7 @@ from service.api.grammar_limits import (
     MAX_TOTAL_PROPERTIES,
 )
 from service.api.regex_grammar import PatternError, regex_expression
+from service.parsing.markup import TAGGED_ARGUMENTS, TaggedArguments, tag_name
 
 MAX_DIGITS = 15  # integer digits, fraction digits: enough for any real value, bounded for tiny models
 MAX_INTEGER = 10**MAX_DIGITS - 1
@@ -165,7 +166,9 @@ class Dialect:
 
     ``JSON`` by default; ``PYTHON`` for pythonic tool calls, whose arguments are Python keyword
     arguments read back with ``ast.literal_eval`` (``True`` / ``False`` / ``None``, no ``\\/``
-    escape, the root object as ``city="Paris", days=3``).
+    escape, the root object as ``city="Paris", days=3``); ``TAGGED`` for XML-style tool calls
+    (Qwen3-Coder, GLM), whose root object is one tagged member per argument, a string value as raw
+    text and any other as JSON (``_Document._tagged``).
     """
 
     true: str  # EBNF expressions
@@ -174,6 +177,7 @@ class Dialect:
     rules: Mapping[str, str]  # shared rules written differently from BASE_RULES
     text: Callable[[Any], str]  # the compact text of a constant (enum, const)
     keywords: bool = False  # the root object is written as keyword arguments, city="Paris", days=3
+    tagged: TaggedArguments | None = None  # the root object is written as tagged members (XML-style tool calls)
 
 
 JSON = Dialect('"true"', '"false"', '"null"', {}, json_text)
@@ -184,7 +188,9 @@ PYTHON = Dialect(
     python_literal,
     keywords=True,
 )  # fmt: skip
-DIALECTS = {"json": JSON, "python": PYTHON}  # by the names CallMarkup.arguments uses
+# Qwen3-Coder's and GLM's tagged arguments: a string value is raw text, any other value is JSON.
+TAGGED = {name: replace(JSON, tagged=form) for name, form in TAGGED_ARGUMENTS.items()}
+DIALECTS = {"json": JSON, "python": PYTHON, **TAGGED}  # by the names CallMarkup.arguments uses
 
 
 def schema_grammar(schema: Any) -> str:
@@ -234,6 +240,12 @@ class GrammarBuilder:
         self.define(name, body)
         return name
 
+    def once(self, name: str, body: str) -> str:
+        """A rule of a fixed name, written once however many parts of the grammar use it."""
+        if name not in self._rules:
+            self.define(name, body)
+        return name
+
     def reserve(self, key: tuple[int, int]) -> tuple[str, bool]:
         """The rule name for a ``$ref`` target, and whether it is new (so its body is still to write)."""
         if key in self._refs:
@@ -262,17 +274,13 @@ class _Document:
         """The EBNF expression for the values ``schema`` allows."""
         if not path and self.grammar.dialect.keywords:
             return self._keywords(schema)
+        if not path and self.grammar.dialect.tagged is not None:
+            return self._tagged(schema, self.grammar.dialect.tagged)
         if schema is True or schema == {}:
             return self._base("value")
         if schema is False:
             raise SchemaError(path, "a false schema allows no value")
-        if not isinstance(schema, dict):
-            raise SchemaError(path, "must be a JSON Schema object")
-        for keyword in schema:
-            if keyword not in KNOWN:
-                raise SchemaError((*path, keyword), f"{keyword} is not supported in structured outputs")
-        if schema.get("uniqueItems") is True:
-            raise SchemaError((*path, "uniqueItems"), "uniqueItems is not supported in structured outputs")
+        _check_keywords(schema, path)
         expression = self._constrained(schema, path)
         if schema.get("nullable") is True:
             expression = f"{expression} | {self.grammar.dialect.null}"
@@ -322,6 +330,12 @@ class _Document:
         return name
 
     def _enum(self, schema: dict[str, Any], path: tuple[str | int, ...]) -> str:
+        values = self._enum_values(schema, path)
+        alternatives = dict.fromkeys(literal(self.grammar.dialect.text(value)) for value in values)
+        return " | ".join(alternatives) if alternatives else self.grammar.dialect.null
+
+    def _enum_values(self, schema: dict[str, Any], path: tuple[str | int, ...]) -> list[Any]:
+        """The values of ``enum`` / ``const`` that also match ``type`` (null left to ``nullable``)."""
         values = [schema["const"]] if "const" in schema else list(schema["enum"])
         _check_count(len(values), MAX_ALTERNATIVES, "values", (*path, "enum" if "enum" in schema else "const"))
         if "const" in schema and "enum" in schema:
@@ -333,8 +347,7 @@ class _Document:
             values = [value for value in values if value is not None]
         if not values and schema.get("nullable") is not True:
             raise SchemaError((*path, "enum" if "enum" in schema else "const"), "no value satisfies the schema")
-        alternatives = dict.fromkeys(literal(self.grammar.dialect.text(value)) for value in values)
-        return " | ".join(alternatives) if alternatives else self.grammar.dialect.null
+        return values
 
     def _typed(self, schema: dict[str, Any], kind: Any, path: tuple[str | int, ...]) -> str:
         build = {
@@ -388,20 +401,7 @@ class _Document:
         another. Undeclared names are free-form identifiers (a Python keyword among them does not parse,
         and the call is then read as text).
         """
-        allowed = ANNOTATIONS | TYPE_KEYWORDS["object"] | {"type"}
-        if not isinstance(schema, dict) or schema.get("type", "object") != "object":
-            raise SchemaError(("type",) if isinstance(schema, dict) else (), "keyword arguments need an object schema")
-        for name in schema:
-            if name not in allowed:
-                raise SchemaError((name,), f"{name} is not supported at the top of keyword arguments")
-        properties = dict(schema.get("properties", {}))
-        required = list(schema.get("required", []))
-        extra = schema.get("additionalProperties", True)
-        for name in required:
-            if name not in properties:
-                if extra is False:
-                    raise SchemaError(("required",), f"{name!r} is required but additionalProperties is false")
-                properties[name] = extra if isinstance(extra, dict) else {}
+        properties, required, extra = _root_object(schema, "keyword arguments")
         for name in properties:
             if not name.isidentifier() or iskeyword(name):
                 raise SchemaError(("properties", name), f"{name!r} cannot be a Python keyword argument")
@@ -420,6 +420,94 @@ class _Document:
             for name, sub in properties.items()
         ]
         return _members(self.grammar, pairs)
+
+    def _tagged(self, schema: Any, form: TaggedArguments) -> str:
+        """The root object as tagged members (Qwen3-Coder's ``<parameter=city>\\nParis\\n</parameter>\\n``,
+        GLM's ``<arg_key>city</arg_key>\\n<arg_value>Paris</arg_value>\\n``), one after the other.
+
+        Members follow the rules of ``_object``; values are ``_tagged_value``s. Undeclared names are
+        free-form identifiers, with JSON values (the parser, told no type for them, reads JSON first).
+        """
+        properties, required, extra = _root_object(schema, "tagged arguments")
+        for name in properties:
+            if not tag_name(name):
+                raise SchemaError(("properties", name), f"{name!r} cannot be written as a tagged argument's name")
+        begin, end = literal(form.key_begin), literal(form.value_end)
+        if not properties:
+            if extra is False:
+                return '""'
+            value = self.value(extra if isinstance(extra, dict) else {}, ("additionalProperties",))
+            key = f"[a-zA-Z_] [a-zA-Z0-9_]{{0,{FREE_KEY_LENGTH - 1}}}"
+            pair = self.grammar.rule("tagged", f"{begin} {key} {literal(form.key_end)} {value} {end}")
+            return f"{pair}{{0,{FREE_MEMBERS}}}"
+        pairs = [
+            (
+                self.grammar.rule(
+                    "tagged",
+                    f"{literal(form.key_begin + name + form.key_end)} "
+                    f"({self._tagged_value(sub, ('properties', name), form)}) {end}",
+                ),
+                name in required,
+            )
+            for name, sub in properties.items()
+        ]
+        return _members(self.grammar, pairs, joiner="")
+
+    def _tagged_value(self, schema: Any, path: tuple[str | int, ...], form: TaggedArguments) -> str:
+        """A tagged argument's value: a string as raw text where the schema declares strings, anything
+        else compact JSON. The parser reads a value back by the same schema
+        (``service.parsing.tagged_calls.typed_value``): raw text where it may be a string, else JSON.
+        """
+        if not isinstance(schema, dict):
+            return self.value(schema, path)
+        _check_keywords(schema, path)
+        combinators = [key for key in ("$ref", "anyOf", "oneOf", "allOf") if key in schema]
+        if combinators:
+            key = combinators[0]
+            alternatives = schema[key]
+            simple = not set(schema) - ANNOTATIONS - {key, "nullable"}
+            if key not in ("anyOf", "oneOf") or not simple or not isinstance(alternatives, list) or not alternatives:
+                return self.value(schema, path)  # $ref, allOf, or refused there
+            _check_count(len(alternatives), MAX_ALTERNATIVES, "alternatives", (*path, key))
+            written = [self._tagged_value(sub, (*path, key, index), form) for index, sub in enumerate(alternatives)]
+        elif "enum" in schema or "const" in schema:
+            values = self._enum_values(schema, path)
+            if not any(isinstance(value, str) for value in values):
+                return self.value(schema, path)
+            texts = [value if isinstance(value, str) else json_text(value) for value in values]
+            for text in texts:
+                if any(stop in text for stop in form.stops):
+                    raise SchemaError(path, f"{text!r} holds a closing tag, so this model cannot write it")
+            written = list(dict.fromkeys(literal(text) for text in texts))
+        else:
+            types = schema.get("type", [])
+            types = [types] if isinstance(types, str) else list(types)
+            if "string" not in types:  # only a declared string is raw: the parser types values by the declaration
+                return self.value(schema, path)
+            written = [self._raw_string(schema, path, form)]
+            others = [kind for kind in dict.fromkeys(types) if kind != "string"]
+            if others:
+                written.append(self.value({**schema, "type": others, "nullable": False}, path))
+        if schema.get("nullable") is True:
+            written.append(self.grammar.dialect.null)
+        return " | ".join(f"({expression})" for expression in written)
+
+    def _raw_string(self, schema: dict[str, Any], path: tuple[str | int, ...], form: TaggedArguments) -> str:
+        """A string as raw text. Unbounded, any text without ``form``'s closing tags (a parser would end the
+        value there); within ``minLength`` / ``maxLength``, text without "<"; a ``format``'s own text."""
+        if "pattern" in schema:
+            raise SchemaError((*path, "pattern"), "pattern is not supported for a string written as raw text")
+        fmt = schema.get("format")
+        if fmt in FORMATS:
+            self.grammar.base(*FORMAT_USES[fmt])
+            return FORMATS[fmt]
+        low, high = schema.get("minLength", 0), schema.get("maxLength")
+        _check_repeat(schema, ("minLength", "maxLength"), path)
+        if not low and high is None:
+            return self.grammar.once("raw_text", raw_text(form.stops))
+        if high is not None and low > high:
+            raise SchemaError((*path, "minLength"), "minLength is above maxLength")
+        return _repeat("[^<]", low, high) or '""'
 
     def _array(self, schema: dict[str, Any], path: tuple[str | int, ...]) -> str:
         items = schema.get("items", True)
@@ -510,7 +598,7 @@ def _is_type(value: Any, kind: str) -> bool:
     return kind in checks and bool(checks[kind](value))
 
 
-def _members(grammar: GrammarBuilder, pairs: list[tuple[str, bool]]) -> str:
+def _members(grammar: GrammarBuilder, pairs: list[tuple[str, bool]], joiner: str = '"," sep') -> str:
     """Object members in order: required ones always, optional ones maybe, commas only between.
 
     Linear in the number of members: the first member written is one of the optional ones before the
@@ -521,12 +609,68 @@ def _members(grammar: GrammarBuilder, pairs: list[tuple[str, bool]]) -> str:
     rests = [""] * (len(pairs) + 1)  # rests[i]: what may follow member i - 1
     for index in range(len(pairs) - 1, 0, -1):
         pair, required = pairs[index]
-        link = f'"," sep {pair}' if required else f'("," sep {pair})?'
+        step = f"{joiner} {pair}".strip()  # joiner: what stands between members ("" for tagged members)
+        link = step if required else f"({step})?"
         rest = f"{link} {rests[index + 1]}".strip()
         # rests[i] is also the tail of the alternative starting with member i - 1, up to the first required
         rests[index] = grammar.rule("rest", rest) if index <= first_required + 1 else rest
     alternatives = [f"{pair} {rests[index + 1]}".strip() for index, (pair, _) in enumerate(pairs[: first_required + 1])]
     return "(" + " | ".join(alternatives) + ")" + ("" if first_required < len(pairs) else "?")
+
+
+def _check_keywords(schema: Any, path: tuple[str | int, ...]) -> None:
+    """Refuse a schema that is not an object, or that uses a keyword the converter cannot enforce."""
+    if not isinstance(schema, dict):
+        raise SchemaError(path, "must be a JSON Schema object")
+    for keyword in schema:
+        if keyword not in KNOWN:
+            raise SchemaError((*path, keyword), f"{keyword} is not supported in structured outputs")
+    if schema.get("uniqueItems") is True:
+        raise SchemaError((*path, "uniqueItems"), "uniqueItems is not supported in structured outputs")
+
+
+def _root_object(schema: Any, what: str) -> tuple[dict[str, Any], list[str], Any]:
+    """The properties, required names and ``additionalProperties`` of a root object written member by member
+    (``what``: keyword arguments, tagged arguments); a required name without a declaration is declared by
+    ``additionalProperties``."""
+    allowed = ANNOTATIONS | TYPE_KEYWORDS["object"] | {"type"}
+    if not isinstance(schema, dict) or schema.get("type", "object") != "object":
+        raise SchemaError(("type",) if isinstance(schema, dict) else (), f"{what} need an object schema")
+    for name in schema:
+        if name not in allowed:
+            raise SchemaError((name,), f"{name} is not supported at the top of {what}")
+    properties = dict(schema.get("properties", {}))
+    required = list(schema.get("required", []))
+    extra = schema.get("additionalProperties", True)
+    for name in required:
+        if name not in properties:
+            if extra is False:
+                raise SchemaError(("required",), f"{name!r} is required but additionalProperties is false")
+            properties[name] = extra if isinstance(extra, dict) else {}
+    return properties, required, extra
+
+
+def raw_text(stops: tuple[str, ...]) -> str:
+    """An EBNF expression for any text that holds none of ``stops``: closing tags, each starting with "<"
+    and holding no other "<" (a raw string argument, which a parser reads up to such a tag).
+
+    Cut at each "<", such text is a run without "<", then runs that each follow a "<" and do not start
+    with the rest of a stop: a regular expression as long as the stops, where EBNF has no lookahead.
+    """
+    assert all(stop.startswith("<") and "<" not in stop[1:] for stop in stops)
+    return f'[^<]* ("<" {_not_starting({stop[1:] for stop in stops})})*'
+
+
+def _not_starting(tails: set[str]) -> str:
+    """Text without "<" that starts with none of ``tails`` (each non-empty), as an optional EBNF group."""
+    firsts = sorted({tail[0] for tail in tails})
+    escaped = "".join("\\" + char if char in "\\]^-" else char for char in firsts)
+    alternatives = [f"[^<{escaped}] [^<]*"]
+    for first in firsts:
+        rest = {tail[1:] for tail in tails if tail[0] == first}
+        if "" not in rest:  # else this character completes a stop: the text cannot go on with it
+            alternatives.append(f"{literal(first)} {_not_starting(rest)}")
+    return f"({' | '.join(alternatives)})?"
 
 
 def _check_count(count: int, limit: int, what: str, path: tuple[str | int, ...]) -> None:

@@ -28,6 +28,7 @@ crosses into the engine process as plain data.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import re
 from collections.abc import Sequence
@@ -55,24 +56,62 @@ FORMAT_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")  # OpenAI's rule for json_sch
 JSON_OBJECT = schema_grammar({"type": "object"})  # json_object: any JSON object
 MAX_PARALLEL_CALLS = 8  # "required" with parallel calls: a bound, so a small model cannot call forever
 AFTER_THINK = "\n\n"  # what chat templates write between the reasoning block and the reply
+UNKNOWN_FORMAT = (
+    "this model's tool-call format is unknown (its chat template shows none that ovserve reads), so a call "
+    "cannot be forced; serve it with --tool-parser NAME=PARSER (tool_parser in the TOML) naming its format"
+)
 
 
 @dataclass(frozen=True)
 class Guide:
-    """One output constraint: the request field that asked for it, and its grammar."""
+    """One output constraint: the request field that asked for it, and its grammar.
+
+    ``think``: the model's reasoning block, which comes before what the guide constrains when the
+    prompt leaves it open (``constraint(opened=True)``: QwQ's and DeepSeek-R1's templates end the prompt
+    with ``<think>``) or, for tool calls, when the request lets the model think first (``thinking``).
+    """
 
     field: str  # e.g. "response_format", "guided_regex", "tool_choice"
     kind: str  # regex | grammar | structural_tags_config
     value: str
     blame: str = ""  # the field named if the grammar engine refuses it (default: field)
     schema: dict[str, Any] | None = None  # a JSON answer's schema (json_object, json_schema, guided_json)
+    think: ThinkMarkup | None = None
+    thinking: bool = False  # the model may open the block itself first (a forced call after reasoning)
 
-    def constraint(self) -> OutputConstraint:
-        """The engine's form of this constraint."""
-        return OutputConstraint(self.kind, self.value, self.blame or self.field)
+    def constraint(self, *, opened: bool = False) -> OutputConstraint:
+        """The engine's form of this constraint; ``opened``: the prompt ends inside the reasoning block."""
+        blame = self.blame or self.field
+        if self.think is None or not (opened or self.thinking):
+            return OutputConstraint(self.kind, self.value, blame)
+        # Free text until the end tag is what a structural tag says simply and EBNF does not; a block the
+        # prompt opened has no begin left to write.
+        think = self.think
+        after = AFTER_THINK if think.after is None else think.after  # gpt-oss: the next message's header
+        begin = "" if opened else think.begin
+        block = {"type": "tag", "begin": begin, "content": {"type": "any_text"}, "end": think.end + after}
+        document = {"type": "structural_tag", "format": {"type": "sequence", "elements": [block, self._format()]}}
+        return OutputConstraint("structural_tags_config", json.dumps(document), blame)
+
+    def _format(self) -> dict[str, Any]:
+        """This guide as one structural-tag format."""
+        if self.kind == "structural_tags_config":
+            return dict(json.loads(self.value)["format"])
+        if self.kind == "regex":
+            return {"type": "regex", "pattern": self.value}
+        return {"type": "grammar", "grammar": self.value}
 
 
 def structured_output_config(
+    request: Any, violations: list[FieldViolation], *, opened: bool = False, **options: Any
+) -> OutputConstraint | None:
+    """The request's output constraint for the engine, or None (``output_plan``'s, for a prompt that
+    leaves the reasoning block open or not: ``opened``)."""
+    plan = output_plan(request, violations, **options)
+    return None if plan is None else plan.constraint(opened=opened)
+
+
+def output_plan(
     request: Any,
     violations: list[FieldViolation],
     *,
@@ -82,22 +121,31 @@ def structured_output_config(
     think: ThinkMarkup | None = None,
     named_field: str = "named_tool_choice",
     parameters_field: str = "tools[{}].function.parameters",
-) -> OutputConstraint | None:
-    """The request's output constraint for the engine, or None; appends what is wrong to ``violations``.
+) -> Guide | None:
+    """The request's output constraint, or None; appends what is wrong to ``violations``.
 
-    Whether the served model's grammar compiler takes it is checked later (``check_compiles``).
+    The engine's form comes from ``Guide.constraint`` once the prompt is rendered (whether it leaves the
+    model's reasoning block open decides what comes first). Whether the served model's grammar compiler
+    takes it is checked later (``check_compiles``).
 
     ``tools``: the request's tools in the chat template's form ({"type": "function", "function": {...}});
     ``thinking``: the chat template lets the model open a reasoning block first (forced tool calls
     may follow one); ``markup`` / ``think``: the served model's tool-call and reasoning markup
-    (``OutputFormat.call_markup`` / ``think_markup``; None: Hermes ``<tool_call>`` and ``<think>``);
+    (``OutputFormat.call_markup`` / ``think_markup``; ``markup`` None: the model's tool-call format is
+    unknown, so no call can be forced (a violation); ``think`` None: ``<think>``);
     ``named_field`` / ``parameters_field``: how this request type names the named tool choice and a
     tool's parameters in errors.
     """
     before = len(violations)
     block = (think or THINK) if thinking else None  # the reasoning block a forced call may follow
-    calling = markup or HERMES
     choice = _tool_choice(request, violations, tools, named_field)
+    if markup is None and choice is not None:
+        # Writing a call needs the model's own markup; another family's would be text it never learned.
+        # (With "auto" the model may still answer: an answer's format then applies alone.)
+        if choice.mode == "required" or choice.restricted:
+            violations.append(FieldViolation(choice.field, UNKNOWN_FORMAT))
+        choice = None
+    calling = markup or HERMES
     guides = [
         guide
         for guide in (
@@ -127,7 +175,8 @@ def structured_output_config(
         )
     if len(violations) > before or not guides:
         return None
-    return guides[0].constraint()
+    chosen = guides[0]
+    return chosen if chosen.think is not None or think is None else dataclasses.replace(chosen, think=think)
 
 
 @dataclass(frozen=True)
@@ -223,11 +272,11 @@ def _tools_named(
 INLINE_REQUEST_BYTES = 16_384
 
 
-async def output_constraint(request: Any, violations: list[FieldViolation], **options: Any) -> OutputConstraint | None:
-    """``structured_output_config`` (same arguments), off the event loop when the request is large."""
+async def output_constraint(request: Any, violations: list[FieldViolation], **options: Any) -> Guide | None:
+    """``output_plan`` (same arguments), off the event loop when the request is large."""
     if request.ByteSize() <= INLINE_REQUEST_BYTES:
-        return structured_output_config(request, violations, **options)
-    return await asyncio.to_thread(structured_output_config, request, violations, **options)
+        return output_plan(request, violations, **options)
+    return await asyncio.to_thread(output_plan, request, violations, **options)
 
 
 # ---- request fields -> guides ----
@@ -397,8 +446,11 @@ def _allowed_calls(
         grammar = GrammarBuilder(markup.arguments)
         arguments = _arguments(violations, grammar, index, tool, markup, parameters_field)
         if arguments is not None:
-            name = _tool_name(tool)
-            tags.append(_tag(markup.begin(name), grammar.ebnf(arguments), markup.call_end))
+            # A tag's begin is fixed text: the list's opening (a section's token, for DeepSeek and Kimi K2)
+            # and the call's up to any "{index}"; its digits and the rest are grammar. One call a tag.
+            head, *rest = markup.begin_parts(_tool_name(tool))
+            content = " ".join([*(f"{markup.INDEX_EBNF} {literal(part)}" for part in rest), arguments])
+            tags.append(_tag(markup.opening + head, grammar.ebnf(content), markup.call_end + markup.closing))
     if len(tags) < len(choice.callable):
         return None
     return _guide(choice.field, {"type": "triggered_tags", "triggers": [markup.tag], "tags": tags}, think)
@@ -422,13 +474,14 @@ def _calls(
     for index, tool in indexed:
         arguments = _arguments(violations, grammar, index, tool, markup, parameters_field)
         if arguments is not None:
-            name = _tool_name(tool)
-            calls.append(f"{literal(markup.begin(name))} {arguments} {literal(markup.call_end)}")
+            calls.append(f"{markup.begin_ebnf(_tool_name(tool))} {arguments} {literal(markup.call_end)}")
     if not calls:
         return None
     call = grammar.rule("call", " | ".join(calls))
-    parallel = not _present(request, "parallel_tool_calls") or request.parallel_tool_calls
-    more = f"({literal(markup.separator)} {call}){{0,{MAX_PARALLEL_CALLS - 1}}}"
+    # One call when the request says so, or when the model's turn ends at its call (gpt-oss).
+    parallel = markup.parallel and (not _present(request, "parallel_tool_calls") or request.parallel_tool_calls)
+    separator = literal(markup.separator) if markup.separator else ""  # DeepSeek V3.1, Kimi K2: calls back to back
+    more = f"({separator} {call}){{0,{MAX_PARALLEL_CALLS - 1}}}"
     listed = call if one or not parallel else f"{call} {more}"
     opening, closing = (literal(text) if text else "" for text in (markup.opening, markup.closing))  # "[" ... "]"
     return f"{opening} {listed} {closing}".strip()
@@ -493,16 +546,13 @@ def _calls_or_answer(
 
 
 def _guide(field: str, body: dict[str, Any], think: ThinkMarkup | None, *, blame: str = "") -> Guide:
-    """A guide of one structural-tag format (a plain grammar when it is one and nothing comes first);
-    with ``think``, the reasoning block the template leaves to the model may come first."""
-    if think is None and body["type"] == "grammar":
-        return Guide(field, "grammar", body["grammar"], blame=blame)
-    if think is not None:
-        # Free text until the end tag is what a structural tag says simply and EBNF does not.
-        block = {"type": "tag", "begin": think.begin, "content": {"type": "any_text"}, "end": think.end + AFTER_THINK}
-        body = {"type": "sequence", "elements": [block, body]}
+    """A guide of one structural-tag format (a plain grammar when it is one); with ``think``, the
+    reasoning block the template leaves to the model may come first."""
+    thinking = think is not None
+    if body["type"] == "grammar":
+        return Guide(field, "grammar", body["grammar"], blame=blame, think=think, thinking=thinking)
     document = json.dumps({"type": "structural_tag", "format": body})
-    return Guide(field, "structural_tags_config", document, blame=blame)
+    return Guide(field, "structural_tags_config", document, blame=blame, think=think, thinking=thinking)
 
 
 def _tag(begin: str, grammar: str, end: str) -> dict[str, Any]:

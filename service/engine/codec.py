@@ -26,9 +26,15 @@ log = logging.getLogger(__name__)
 
 
 class TokenCodec:
-    """Encode text and decode windows of token ids for one model directory."""
+    """Encode text and decode windows of token ids for one model directory.
 
-    def __init__(self, model_dir: Path) -> None:
+    ``markup``: the markup a model's output parsers read and remove from what the user sees; a decode
+    that skips special tokens still writes the special tokens found in it (``[TOOL_CALLS]`` in Mistral's
+    tokenizer, ``<|python_tag|>`` in Llama 3's, gpt-oss's ``<|channel|>``). Every other special token (end
+    of turn, padding) is skipped as before.
+    """
+
+    def __init__(self, model_dir: Path, markup: tuple[str, ...] = ()) -> None:
         self._fast: Any = None
         path = model_dir / "tokenizer.json"
         if path.is_file():
@@ -45,6 +51,18 @@ class TokenCodec:
             if self._fast is not None
             else ov_genai.Tokenizer(str(model_dir), INFERENCE_NUM_THREADS=1, ENABLE_CPU_PINNING=False)
         )
+        special = self.special_tokens()
+        self._kept = {id_ for text, id_ in special.items() if any(text in piece for piece in markup)}
+        self._skipped = set(special.values()) - self._kept
+
+    def special_tokens(self) -> dict[str, int]:
+        """The tokenizer's special tokens (those a decode that skips special tokens leaves out): text -> id.
+
+        Empty for a model without tokenizer.json: its openvino_genai tokenizer does not say which they are.
+        """
+        if self._fast is None:
+            return {}
+        return {token.content: id_ for id_, token in self._fast.get_added_tokens_decoder().items() if token.special}
 
     @functools.cached_property
     def max_token_chars(self) -> int:
@@ -84,6 +102,8 @@ class TokenCodec:
         """The text of every window of token ids."""
         if self._fast is not None:
             # One call per window: decode_batch would hand microseconds of work to a thread pool.
+            if skip_special_tokens and self._kept:
+                return [self._decode_keeping(window) for window in windows]
             return [self._fast.decode(window, skip_special_tokens=skip_special_tokens) for window in windows]
         assert self._openvino is not None
         if skip_special_tokens:
@@ -91,3 +111,9 @@ class TokenCodec:
         # A batched decode pads ragged windows with the pad token, which is
         # invisible only when special tokens are skipped: decode one by one.
         return [self._openvino.decode(window, skip_special_tokens=False) if window else "" for window in windows]
+
+    def _decode_keeping(self, window: list[int]) -> str:
+        """A window's text without special tokens, except the kept ones."""
+        if self._kept.isdisjoint(window):  # the common case: nothing kept here, a plain skipping decode
+            return str(self._fast.decode(window, skip_special_tokens=True))
+        return str(self._fast.decode([t for t in window if t not in self._skipped], skip_special_tokens=False))

@@ -8,6 +8,7 @@ import functools
 import itertools
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -194,7 +195,9 @@ class Engine(Supervised):
     """One model served by a ContinuousBatchingPipeline in its own process; requests share its batches.
 
     The tokenizer lives here too (chat templates, prompt encoding, logprob
-    tokens); the engine process detokenises the output.
+    tokens); the engine process detokenises the output, keeping the special
+    tokens of the ``markup`` that the model's output parsers read (a function
+    of the chat template, which may decide the parsers).
 
     The engine supervises its process: if it dies, or makes no progress for
     ``stall_timeout_s`` while requests wait on it (it is then killed), the
@@ -212,6 +215,7 @@ class Engine(Supervised):
         draft_dir: Path | None = None,
         prompt_lookup: bool = False,
         chat_template: Path | None = None,
+        markup: Callable[[ChatTemplate], tuple[str, ...]] = lambda template: (),
     ) -> None:
         self.name = name
         self.model_dir = model_dir
@@ -243,6 +247,7 @@ class Engine(Supervised):
             flush_interval=settings.stream_interval_ms / 1000,
             update_rate=settings.stream_updates_per_s,
             properties=settings.properties(),
+            markup=markup(template),
         )
         self._mailboxes: dict[int, Mailbox] = {}
         self._stats: dict[int, asyncio.Future[EngineStats]] = {}

@@ -47,6 +47,7 @@ class WorkerSpec:
     flush_interval: float = 0.0  # seconds; see EngineCore
     update_rate: float = 0.0  # hand-overs per second over all requests (0: no budget); see EngineCore
     properties: dict[str, object] = field(default_factory=dict)  # device properties (EngineSettings.properties)
+    markup: tuple[str, ...] = ()  # the output parsers' markup: its special tokens stay in the text (TokenCodec)
 
 
 def main() -> None:
@@ -96,7 +97,7 @@ def _load(spec: WorkerSpec) -> EngineCore:
 
     return EngineCore(
         pipeline,
-        TokenCodec(spec.model_dir).decode_windows,
+        TokenCodec(spec.model_dir, spec.markup).decode_windows,
         speculative=spec.draft_dir is not None,
         flush_interval=spec.flush_interval,
         update_rate=spec.update_rate,

@@ -12,7 +12,18 @@ from __future__ import annotations
 
 import ast
 import json
+from collections.abc import Callable
 from typing import Any
+
+from service.parsing.markup import (
+    DEEPSEEK_CALL_BEGIN,
+    DEEPSEEK_CALL_END,
+    DEEPSEEK_SEP,
+    GRANITE_TAG,
+    KIMI_ARGUMENTS,
+    KIMI_CALL_BEGIN,
+    KIMI_CALL_END,
+)
 
 Call = tuple[str, str]  # function name, arguments as a JSON object text
 
@@ -88,15 +99,20 @@ def pythonic_calls(text: str) -> list[Call] | None:
     return calls
 
 
+def named_call_list(text: str) -> list[Call] | None:
+    """One JSON list of ``{"name": ..., "arguments": {...}}`` objects, and nothing after it."""
+    values = json_sequence(text)
+    if not values or len(values) != 1 or not isinstance(values[0], list):
+        return None
+    calls = [named_call(value) for value in values[0]]
+    return None if not calls or None in calls else calls  # type: ignore[return-value]
+
+
 def mistral_calls(text: str) -> list[Call] | None:
     """Mistral: ``[TOOL_CALLS][{"name": ..., "arguments": {...}}]`` or (v11+) ``[TOOL_CALLS]name[ARGS]{...}``."""
     body = text.strip().removeprefix(MISTRAL_TAG).strip()
     if body.startswith("["):
-        values = json_sequence(body)
-        if not values or not isinstance(values[0], list) or len(values) != 1:
-            return None
-        calls = [named_call(value) for value in values[0]]
-        return None if not calls or None in calls else calls  # type: ignore[return-value]
+        return named_call_list(body)
     result = []
     for part in body.split(MISTRAL_TAG):
         name, sep, arguments = part.partition(MISTRAL_ARGS)
@@ -105,3 +121,78 @@ def mistral_calls(text: str) -> list[Call] | None:
             return None
         result.append((name.strip(), json.dumps(decoded[0], ensure_ascii=False)))
     return result or None
+
+
+def phi4_mini_calls(text: str) -> list[Call] | None:
+    """Phi-4-mini: ``functools[{"name": ..., "arguments": {...}}, ...]``."""
+    return named_call_list(text.strip().removeprefix("functools"))
+
+
+def granite_calls(text: str) -> list[Call] | None:
+    """Granite 3.x: ``<|tool_call|>[{"name": ..., "arguments": {...}}, ...]`` (the token may be missing)."""
+    return named_call_list(text.strip().removeprefix(GRANITE_TAG))
+
+
+def json_object(text: str) -> str | None:
+    """``text`` as a JSON object text, or None when it is not exactly one JSON object."""
+    values = json_sequence(text, " \t\r\n")
+    if values is None or len(values) != 1 or not isinstance(values[0], dict):
+        return None
+    return json.dumps(values[0], ensure_ascii=False)
+
+
+def delimited_calls(
+    text: str, begin: str, sep: str, end: str, read: Callable[[str, str], Call | None]
+) -> list[Call] | None:
+    """Calls written ``begin head sep body end`` one after another, with only whitespace between them.
+
+    ``read(head, body)`` (both stripped) makes the call, or None when the block is not one.
+    """
+    calls, rest = [], text.strip()
+    while rest:
+        block, closed, after = rest.removeprefix(begin).partition(end)
+        head, separated, body = block.partition(sep)
+        call = read(head.strip(), body.strip()) if rest.startswith(begin) and closed and separated else None
+        if call is None:
+            return None
+        calls.append(call)
+        rest = after.lstrip()
+    return calls or None
+
+
+def _bare_name(name: str) -> bool:
+    return bool(name) and not any(character.isspace() for character in name)
+
+
+def _deepseek_v3_call(kind: str, body: str) -> Call | None:
+    """After the call's kind (``function``): its name, a line break, the arguments in a ```json fence
+    (read without the fence too)."""
+    name, _, fenced = body.partition("\n")
+    arguments = json_object(fenced.strip().removeprefix("```json").removesuffix("```"))
+    return (name.strip(), arguments) if _bare_name(name.strip()) and arguments is not None else None
+
+
+def deepseek_v3_calls(text: str) -> list[Call] | None:
+    """The calls inside DeepSeek V3 / R1's tool-calls section (the section's tokens taken off)."""
+    return delimited_calls(text, DEEPSEEK_CALL_BEGIN, DEEPSEEK_SEP, DEEPSEEK_CALL_END, _deepseek_v3_call)
+
+
+def _named_json_call(name: str, body: str) -> Call | None:
+    arguments = json_object(body)
+    return (name, arguments) if _bare_name(name) and arguments is not None else None
+
+
+def deepseek_v31_calls(text: str) -> list[Call] | None:
+    """The calls inside DeepSeek V3.1's tool-calls section: call begin, name, sep, arguments, call end."""
+    return delimited_calls(text, DEEPSEEK_CALL_BEGIN, DEEPSEEK_SEP, DEEPSEEK_CALL_END, _named_json_call)
+
+
+def _kimi_call(call_id: str, body: str) -> Call | None:
+    """Kimi K2's call id is ``functions.<name>:<index>``; the name is what lies between."""
+    name, colon, index = call_id.removeprefix("functions.").rpartition(":")
+    return _named_json_call(name, body) if colon and index.isdigit() else None
+
+
+def kimi_k2_calls(text: str) -> list[Call] | None:
+    """The calls inside Kimi K2's ``<|tool_calls_section_begin|>...<|tool_calls_section_end|>`` section."""
+    return delimited_calls(text, KIMI_CALL_BEGIN, KIMI_ARGUMENTS, KIMI_CALL_END, _kimi_call)

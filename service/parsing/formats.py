@@ -4,13 +4,39 @@ from __future__ import annotations
 
 import hashlib
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from service.parsing import calls
-from service.parsing.markup import HERMES, LLAMA3_JSON, MISTRAL, PYTHONIC, THINK, CallMarkup, ThinkMarkup
+from service.parsing.gemma4 import CALL_CLOSE, CALL_OPEN, QUOTE, gemma4_call
+from service.parsing.harmony import END, START, HarmonyReader, HarmonyTurnParser
+from service.parsing.markup import (
+    DEEPSEEK_CALLS_BEGIN,
+    DEEPSEEK_V3,
+    DEEPSEEK_V31,
+    GEMMA4,
+    GEMMA4_THINK,
+    GLM45,
+    GRANITE,
+    GRANITE_TAG,
+    GRANITE_THINK,
+    HARMONY,
+    HARMONY_THINK,
+    HERMES,
+    KIMI_K2,
+    LLAMA3_JSON,
+    MISTRAL,
+    PHI4_MINI_JSON,
+    PYTHONIC,
+    QWEN3_CODER,
+    THINK,
+    CallMarkup,
+    ThinkMarkup,
+)
 from service.parsing.reasoning import ThinkSplitter
-from service.parsing.tools import CallIds, TaggedCallParser, TrailingCallParser
+from service.parsing.tagged_calls import Schemas, glm45_call, qwen3_coder_call
+from service.parsing.tools import CallIds, Decoder, TaggedCallParser, TrailingCallParser
 from service.parsing.turn import ToolParser, TurnParser
 
 
@@ -30,6 +56,10 @@ class ToolFormat:
     # A call id a client sends back, in the form the family's template accepts (the same id always
     # gives the same one, so a call and its result still match).
     fit_call_id: Callable[[str], str] = str
+    # The parser of a format that reads the request's tool schemas (to type argument values), when it does.
+    typed_parser: Callable[[CallIds, Schemas], ToolParser] | None = None
+    # Special tokens the parser reads that ``markup`` does not contain (the engine keeps them in the text).
+    extra: tuple[str, ...] = ()
 
 
 def mistral_call_id(index: int, name: str) -> str:
@@ -42,6 +72,27 @@ def mistral_fit_call_id(call_id: str) -> str:
     if len(call_id) == 9 and call_id.isascii() and call_id.isalnum():
         return call_id
     return hashlib.sha256(call_id.encode()).hexdigest()[:9]
+
+
+def kimi_call_id(index: int, name: str) -> str:
+    """Kimi K2's form of a call id: ``functions.<name>:<index>``, as its templates write it."""
+    return f"functions.{name}:{index}"
+
+
+def section_format(decode: Decoder, markup: CallMarkup, call_id: CallIds = openai_call_id) -> ToolFormat:
+    """A format whose calls sit in a section between ``markup.opening`` and ``markup.closing``, amid text."""
+    return ToolFormat(
+        lambda ids: TaggedCallParser(decode, ids, markup.opening, markup.closing), markup, call_id=call_id
+    )
+
+
+def typed_format(decode: Callable[[str, Schemas | None], list[calls.Call] | None], markup: CallMarkup) -> ToolFormat:
+    """A format of ``<tool_call>`` blocks whose argument values are typed by the request's tool schemas."""
+
+    def parser(ids: CallIds, schemas: Schemas | None = None) -> ToolParser:
+        return TaggedCallParser(lambda block: decode(block, schemas), ids)
+
+    return ToolFormat(parser, markup, typed_parser=parser)
 
 
 _HERMES = ToolFormat(lambda ids: TaggedCallParser(calls.hermes_call, ids), HERMES)
@@ -61,19 +112,66 @@ TOOL_PARSERS: dict[str, ToolFormat] = {
         call_id=mistral_call_id,
         fit_call_id=mistral_fit_call_id,
     ),
+    "deepseek_v3": section_format(calls.deepseek_v3_calls, DEEPSEEK_V3),
+    "deepseek_v31": section_format(calls.deepseek_v31_calls, DEEPSEEK_V31),
+    "kimi_k2": section_format(calls.kimi_k2_calls, KIMI_K2, kimi_call_id),
+    "phi4_mini_json": ToolFormat(
+        lambda ids: TrailingCallParser(calls.phi4_mini_calls, ids, (), (PHI4_MINI_JSON.opening,)), PHI4_MINI_JSON
+    ),
+    "granite": ToolFormat(lambda ids: TrailingCallParser(calls.granite_calls, ids, ("[{",), (GRANITE_TAG,)), GRANITE),
+    "qwen3_coder": typed_format(qwen3_coder_call, QWEN3_CODER),
+    "glm45": typed_format(glm45_call, GLM45),
+    # gpt-oss: the reader of harmony's whole turn; it passes over the messages before a call.
+    "openai": ToolFormat(HarmonyReader, HARMONY, extra=(START, END)),
+    "gemma4": ToolFormat(lambda ids: TaggedCallParser(gemma4_call, ids, CALL_OPEN, CALL_CLOSE), GEMMA4, extra=(QUOTE,)),
 }
-# --reasoning-parser names -> their block's delimiters: every family known here writes <think>...</think>.
-REASONING_PARSERS: dict[str, ThinkMarkup] = {"think": THINK, "qwen3": THINK, "deepseek_r1": THINK}
+# --reasoning-parser names -> their block's delimiters: <think>...</think> but for Granite's words.
+REASONING_PARSERS: dict[str, ThinkMarkup] = {
+    "think": THINK,
+    "qwen3": THINK,
+    "deepseek_r1": THINK,
+    "granite": GRANITE_THINK,
+    "openai_gptoss": HARMONY_THINK,  # vLLM's name
+    "openai": HARMONY_THINK,
+    "gemma4": GEMMA4_THINK,
+}
 NONE = "none"  # either flag: no parsing of that kind
+HARMONY_PARSER = "openai"  # gpt-oss's tool parser (vLLM's name); its reasoning parser is HARMONY_THINK's
 
-# A chat template that writes this markup -> the tool parser it needs (first match wins).
-TEMPLATE_TOOL_MARKUP = [
+# A chat template that writes this markup (a string, or several that must all appear) -> the tool
+# parser it needs (first match wins).
+TEMPLATE_TOOL_MARKUP: list[tuple[str | tuple[str, ...], str]] = [
+    ("<function=", "qwen3_coder"),  # before hermes: Qwen3-Coder's calls are <tool_call> blocks too
+    ("<arg_key>", "glm45"),  # likewise GLM-4.5+
     ("<tool_call>", "hermes"),
     ("[TOOL_CALLS]", "mistral"),
     ("[func_name1(", "pythonic"),  # Llama 3.2 / 4 pythonic system prompt
     ("<|python_tag|>", "llama3_json"),
     ('"parameters": dictionary of argument name', "llama3_json"),
+    ((DEEPSEEK_CALLS_BEGIN, "```json"), "deepseek_v3"),  # V3 / R1 fence the arguments; V3.1 does not
+    (DEEPSEEK_CALLS_BEGIN, "deepseek_v31"),
+    (KIMI_K2.opening, "kimi_k2"),
+    (GRANITE_TAG, "granite"),
+    (PHI4_MINI_JSON.opening, "phi4_mini_json"),
+    ("<|/tool|>", "phi4_mini_json"),  # Phi-4-mini's own template: the tools between <|tool|> and <|/tool|>
+    ("<|channel|>", "openai"),  # harmony's channels: gpt-oss
+    (GEMMA4.tag + "call:", "gemma4"),
 ]
+# Likewise for the reasoning parser.
+TEMPLATE_REASONING_MARKUP: list[tuple[str | tuple[str, ...], str]] = [
+    (GRANITE_THINK.begin, "granite"),  # Granite 3.2's thinking prompt names the phrases
+    ("<|channel|>", "openai"),
+    (GEMMA4_THINK.begin, "gemma4"),
+    (THINK.begin, "think"),
+]
+
+
+def _template_choice(table: list[tuple[str | tuple[str, ...], str]], chat_template: str) -> str | None:
+    """The name of the first entry of ``table`` whose markup the template writes; None if none."""
+    for markup, name in table:
+        if all(part in chat_template for part in ((markup,) if isinstance(markup, str) else markup)):
+            return name
+    return None
 
 
 @dataclass(frozen=True)
@@ -87,9 +185,9 @@ class OutputFormat:
     def choose(cls, tool_parser: str | None, reasoning_parser: str | None, chat_template: str) -> OutputFormat:
         """The configured parsers, or those the chat template's markup calls for."""
         if tool_parser is None:
-            tool_parser = next((name for markup, name in TEMPLATE_TOOL_MARKUP if markup in chat_template), None)
-        if reasoning_parser is None and THINK.begin in chat_template:
-            reasoning_parser = "think"
+            tool_parser = _template_choice(TEMPLATE_TOOL_MARKUP, chat_template)
+        if reasoning_parser is None:
+            reasoning_parser = _template_choice(TEMPLATE_REASONING_MARKUP, chat_template)
         return cls(None if tool_parser == NONE else tool_parser, None if reasoning_parser == NONE else reasoning_parser)
 
     def fit_call_id(self, call_id: str) -> str:
@@ -106,23 +204,71 @@ class OutputFormat:
         """The delimiters of this model's reasoning block; None when its output is not parsed for one."""
         return None if self.reasoning_parser is None else REASONING_PARSERS[self.reasoning_parser]
 
-    def parser(self, *, prompt_tail: str = "", tools: bool = True, max_calls: int | None = None) -> TurnParser:
+    def parser(
+        self,
+        *,
+        prompt_tail: str = "",
+        tools: bool = True,
+        max_calls: int | None = None,
+        schemas: Schemas | None = None,
+    ) -> TurnParser:
         """A parser for one turn.
 
         ``prompt_tail``: the end of the rendered prompt (a template that ends
         it with an open ``<think>`` makes the output start inside the block);
         ``tools``: whether the request offered tools (without, tool markup is
-        left as text, as vLLM does); ``max_calls``: 1 for parallel_tool_calls false.
+        left as text, as vLLM does); ``max_calls``: 1 for parallel_tool_calls false;
+        ``schemas``: the offered tools' parameter schemas by function name
+        (``tool_schemas``), by which formats that write argument values as
+        untyped text (Qwen3-Coder, GLM) type them; without, a value is JSON
+        when it reads as JSON.
         """
         reasoning = None
-        if (think := self.think_markup) is not None:
-            opened = prompt_tail.rfind(think.begin) > prompt_tail.rfind(think.end)
-            reasoning = ThinkSplitter(opened=opened, open_tag=think.begin, close_tag=think.end)
+        if (think := self.think_markup) is not None and think != HARMONY_THINK:
+            opened = self.reasoning_opened(prompt_tail)
+            reasoning = ThinkSplitter(opened=opened, open_tag=think.begins, close_tag=think.ends)
+        if self.tool_parser == HARMONY_PARSER or think == HARMONY_THINK:
+            # Harmony's channels are one markup: one reader takes the turn, with its calls or without.
+            calling = tools and self.tool_parser == HARMONY_PARSER
+            reader = HarmonyReader(TOOL_PARSERS[HARMONY_PARSER].call_id, calls=calling)
+            return HarmonyTurnParser(reader, reasoning, max_calls)
         tool = None
         if tools and self.tool_parser is not None:
             chosen = TOOL_PARSERS[self.tool_parser]
-            tool = chosen.parser(chosen.call_id)
+            typed = chosen.typed_parser
+            tool = chosen.parser(chosen.call_id) if typed is None else typed(chosen.call_id, schemas or {})
         return TurnParser(reasoning, tool, max_calls)
+
+    def reasoning_opened(self, prompt_tail: str) -> bool:
+        """Whether a prompt ending in ``prompt_tail`` leaves the reasoning block open (the template wrote its
+        opening tag last), so the reply starts inside it."""
+        if (think := self.think_markup) is None:
+            return False
+        return max(prompt_tail.rfind(tag) for tag in think.begins) > max(prompt_tail.rfind(tag) for tag in think.ends)
+
+    @property
+    def markup_texts(self) -> tuple[str, ...]:
+        """Every string of markup this model's parsers read: the engine keeps the special tokens they contain."""
+        texts: list[str] = []
+        if self.tool_parser is not None:
+            chosen = TOOL_PARSERS[self.tool_parser]
+            markup = chosen.markup
+            texts += [markup.opening, markup.call_begin, markup.call_end, markup.separator, markup.closing, markup.tag]
+            texts += chosen.extra
+        if (think := self.think_markup) is not None:
+            texts += [*think.begins, *think.ends, think.after or ""]
+        return tuple(text for text in texts if text)
+
+
+def tool_schemas(tools: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+    """Function name -> parameters schema of a request's tools, in the chat template's form
+    (``{"type": "function", "function": {...}}``) or the Responses API's flat one."""
+    schemas = {}
+    for tool in tools:
+        function = tool.get("function", tool)
+        if isinstance(function, Mapping) and isinstance(function.get("name"), str):
+            schemas[function["name"]] = function.get("parameters") or {}
+    return schemas
 
 
 def parser_name_problem(kind: str, name: str) -> str | None:

@@ -4,8 +4,10 @@ A parser reads this markup; the grammar that forces a tool call
 (``service.api.structured``) writes it, so a forced call comes out in the
 served model's own format and its parser reads it back (vLLM's
 ``ToolParser.get_structure_info`` plays this part there). Special tokens
-(``<|python_tag|>``, ``[TOOL_CALLS]``) are left out: the parsers accept the
-markup without them, and a grammar is text.
+(``<|python_tag|>``, ``[TOOL_CALLS]``) are left out where the parsers accept
+the markup without them; where a format's markup is made of special tokens
+(DeepSeek, Kimi K2, Granite), they are written here, and the engine keeps in the
+decoded text every special token these strings contain.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 import json
 import keyword
 from dataclasses import dataclass
+from typing import ClassVar
 
 # CallMarkup.name_form -> how a function name is written in a call's opening text.
 NAME_FORMS = {
@@ -20,7 +23,7 @@ NAME_FORMS = {
     "bare": lambda name: name,  # the name as it is: get_weather(...), functions.get_weather
 }
 # CallMarkup.arguments -> the name form that dialect writes unless the markup says otherwise.
-DEFAULT_NAME_FORMS = {"json": "json", "python": "bare"}
+DEFAULT_NAME_FORMS = {"json": "json", "python": "bare", "qwen3_xml": "bare", "glm_xml": "bare"}
 
 
 @dataclass(frozen=True)
@@ -33,36 +36,96 @@ class CallMarkup:
     """
 
     opening: str  # before the first call
-    call_begin: str  # before a call's arguments; "{name}" stands for the function's name
+    call_begin: str  # before a call's arguments; "{name}" stands for the function's name, "{index}" for its number
     call_end: str  # after a call's arguments
     separator: str  # between two calls
     closing: str  # after the last call
     arguments: str = "json"  # a key of NAME_FORMS
     tag: str = ""  # the tag every call opens with, when calls are tagged blocks amid free text
     name: str = ""  # a key of NAME_FORMS; "" for the arguments dialect's own (DEFAULT_NAME_FORMS)
+    INDEX_EBNF: ClassVar[str] = "[0-9]{1,4}"  # what a grammar writes for "{index}": a call's number
+    parallel: bool = True  # False: one call per turn (gpt-oss: <|call|> ends the turn), so no separator
 
     @property
     def name_form(self) -> str:
         """How this markup writes a function's name (a key of NAME_FORMS)."""
         return self.name or DEFAULT_NAME_FORMS[self.arguments]
 
-    def begin(self, name: str) -> str:
-        """The text that opens a call of function ``name``, up to its arguments."""
-        return self.call_begin.replace("{name}", NAME_FORMS[self.name_form](name))
+    def begin(self, name: str, index: int = 0) -> str:
+        """The text that opens call number ``index`` (in the turn) of function ``name``, up to its arguments."""
+        return str(index).join(self.begin_parts(name))
+
+    def begin_parts(self, name: str) -> list[str]:
+        """The fixed pieces of the text that opens a call of ``name``, split where ``call_begin`` has
+        ``{index}`` (Kimi K2's ``functions.get_weather:0``): a grammar writes digits between them."""
+        written = NAME_FORMS[self.name_form](name)
+        return [part.replace("{name}", written) for part in self.call_begin.split("{index}")]
+
+    def begin_ebnf(self, name: str) -> str:
+        """The text that opens a call of ``name`` as an EBNF expression (digits for ``{index}``)."""
+        return f" {self.INDEX_EBNF} ".join(json.dumps(part, ensure_ascii=False) for part in self.begin_parts(name))
 
     def name_problem(self, name: str) -> str | None:
         """Why this markup cannot write a call of ``name``; None when it can."""
         if self.arguments == "python" and (not name.isidentifier() or keyword.iskeyword(name)):
             return f"{json.dumps(name)} is not a Python identifier, and this model writes calls as Python"
+        if self.arguments in TAGGED_ARGUMENTS and not tag_name(name):
+            return f"{json.dumps(name)} cannot be written inside this model's call tags (no spaces, < or >)"
         return None
 
 
 @dataclass(frozen=True)
+class TaggedArguments:
+    """Arguments written one tagged member each, ``key_begin name key_end value value_end`` (XML-style formats).
+
+    A string value is the raw text; any other value is JSON. A parser reads a
+    value up to the first of ``stops``, so a raw string cannot hold one.
+    """
+
+    key_begin: str
+    key_end: str  # between the argument's name and its value
+    value_end: str
+    stops: tuple[str, ...]  # where a parser ends a value (or the whole call): closing tags, each starting with "<"
+
+
+def tag_name(name: str) -> bool:
+    """Whether ``name`` can stand between tags as a function or argument name: no whitespace, ``<`` or ``>``."""
+    return bool(name) and not any(char.isspace() or char in "<>" for char in name)
+
+
+# CallMarkup.arguments -> how the tagged dialects write a call's arguments.
+TAGGED_ARGUMENTS = {
+    # Qwen3-Coder: <parameter=city>\nParis\n</parameter>\n (a parser drops one line break on each side)
+    "qwen3_xml": TaggedArguments("<parameter=", ">\n", "\n</parameter>\n", ("</parameter>", "</tool_call>")),
+    # GLM-4.5/4.6/4.7: <arg_key>city</arg_key>\n<arg_value>Paris</arg_value>\n
+    "glm_xml": TaggedArguments(
+        "<arg_key>", "</arg_key>\n<arg_value>", "</arg_value>\n", ("</arg_value>", "</tool_call>")
+    ),
+}
+
+
+@dataclass(frozen=True)
 class ThinkMarkup:
-    """The delimiters of a reasoning block at the start of the output."""
+    """The delimiters of a reasoning block at the start of the output.
+
+    A grammar writes ``begin`` and ``end``; the parser also reads the other spellings some models write.
+    """
 
     begin: str
     end: str
+    other_begins: tuple[str, ...] = ()
+    other_ends: tuple[str, ...] = ()
+    after: str | None = None  # what a grammar writes after ``end``; None: a blank line, as most templates do
+
+    @property
+    def begins(self) -> tuple[str, ...]:
+        """Every spelling of the block's opening the parser reads."""
+        return (self.begin, *self.other_begins)
+
+    @property
+    def ends(self) -> tuple[str, ...]:
+        """Every spelling of the block's end the parser reads."""
+        return (self.end, *self.other_ends)
 
 
 # The markup of each family, as its decoder in service.parsing.calls reads it.
@@ -70,4 +133,76 @@ HERMES = CallMarkup("", '<tool_call>\n{"name": {name}, "arguments": ', "}\n</too
 LLAMA3_JSON = CallMarkup("", '{"name": {name}, "parameters": ', "}", "; ", "")
 PYTHONIC = CallMarkup("[", "{name}(", ")", ", ", "]", arguments="python")
 MISTRAL = CallMarkup("[", '{"name": {name}, "arguments": ', "}", ", ", "]")
+# As the chat templates write them (tests/data/chat_templates/Qwen3-Coder.jinja, GLM-4.6.jinja).
+QWEN3_CODER = CallMarkup(
+    "", "<tool_call>\n<function={name}>\n", "</function>\n</tool_call>", "\n", "", "qwen3_xml", tag="<tool_call>"
+)
+GLM45 = CallMarkup("", "<tool_call>{name}\n", "</tool_call>", "\n", "", arguments="glm_xml", tag="<tool_call>")
+
+# DeepSeek's special tokens (full-width bars, "▁" for spaces): a section of calls, each `begin head sep body end`.
+DEEPSEEK_CALLS_BEGIN, DEEPSEEK_CALLS_END = "<｜tool▁calls▁begin｜>", "<｜tool▁calls▁end｜>"  # noqa: RUF001
+DEEPSEEK_CALL_BEGIN = "<｜tool▁call▁begin｜>"  # noqa: RUF001
+DEEPSEEK_SEP, DEEPSEEK_CALL_END = "<｜tool▁sep｜>", "<｜tool▁call▁end｜>"  # noqa: RUF001
+# DeepSeek V3 / R1: the call's type, then its name and the arguments in a fenced JSON block; calls a line apart.
+DEEPSEEK_V3 = CallMarkup(
+    DEEPSEEK_CALLS_BEGIN,
+    f"{DEEPSEEK_CALL_BEGIN}function{DEEPSEEK_SEP}{{name}}\n```json\n",
+    f"\n```{DEEPSEEK_CALL_END}",
+    "\n",
+    DEEPSEEK_CALLS_END,
+    name="bare",
+    tag=DEEPSEEK_CALLS_BEGIN,
+)
+# DeepSeek V3.1: the name, then the bare arguments; calls back to back.
+DEEPSEEK_V31 = CallMarkup(
+    DEEPSEEK_CALLS_BEGIN,
+    f"{DEEPSEEK_CALL_BEGIN}{{name}}{DEEPSEEK_SEP}",
+    DEEPSEEK_CALL_END,
+    "",
+    DEEPSEEK_CALLS_END,
+    name="bare",
+    tag=DEEPSEEK_CALLS_BEGIN,
+)
+# Kimi K2: each call's id (functions.<name>:<index>), then its arguments.
+KIMI_SECTION_BEGIN, KIMI_SECTION_END = "<|tool_calls_section_begin|>", "<|tool_calls_section_end|>"
+KIMI_CALL_BEGIN, KIMI_ARGUMENTS = "<|tool_call_begin|>", "<|tool_call_argument_begin|>"
+KIMI_CALL_END = "<|tool_call_end|>"
+KIMI_K2 = CallMarkup(
+    KIMI_SECTION_BEGIN,
+    f"{KIMI_CALL_BEGIN}functions.{{name}}:{{index}}{KIMI_ARGUMENTS}",
+    KIMI_CALL_END,
+    "",
+    KIMI_SECTION_END,
+    name="bare",
+    tag=KIMI_SECTION_BEGIN,
+)
+# gpt-oss (harmony): a commentary message to functions.NAME, its JSON arguments constrained; <|call|> ends the turn.
+HARMONY = CallMarkup(
+    "",
+    "<|channel|>commentary to=functions.{name} <|constrain|>json<|message|>",
+    "<|call|>",
+    "",
+    "",
+    name="bare",
+    tag="<|channel|>commentary to=",
+    parallel=False,
+)
+# Gemma 4: call:NAME then the arguments object, in a tagged block; calls back to back.
+GEMMA4 = CallMarkup("", "<|tool_call>call:{name}", "<tool_call|>", "", "", name="bare", tag="<|tool_call>")
+# Phi-4-mini: a JSON list after the word "functools", at the end of the reply.
+PHI4_MINI_JSON = CallMarkup("functools[", '{"name": {name}, "arguments": ', "}", ", ", "]")
+# Granite 3.x: a JSON list after the <|tool_call|> special token.
+GRANITE_TAG = "<|tool_call|>"
+GRANITE = CallMarkup(GRANITE_TAG + "[", '{"name": {name}, "arguments": ', "}", ", ", "]")
 THINK = ThinkMarkup("<think>", "</think>")
+# gpt-oss (harmony): reasoning is the analysis channel's message; the next message opens with <|start|>assistant.
+HARMONY_THINK = ThinkMarkup("<|channel|>analysis<|message|>", "<|end|>", after="<|start|>assistant")
+# Gemma 4: the thought channel, the reply right after it.
+GEMMA4_THINK = ThinkMarkup("<|channel>thought", "<channel|>", after="")
+# Granite 3.2 (thinking=True) introduces both parts in words; quantized models were seen writing "Here's" (vLLM).
+GRANITE_THINK = ThinkMarkup(
+    "Here is my thought process:",
+    "Here is my response:",
+    other_begins=("Here's my thought process:",),
+    other_ends=("Here's my response:",),
+)

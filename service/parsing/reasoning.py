@@ -11,14 +11,22 @@ and a block cut off before its close tag (reasoning, not content).
 from __future__ import annotations
 
 from service.parsing.pieces import ReasoningDelta
-from service.parsing.text import TrimmedText, partial_tag_length
+from service.parsing.text import TrimmedText, find_first, partial_tag_length
 
 
 class ThinkSplitter:
     """Splits streamed text into reasoning pieces and the content text that follows the block."""
 
-    def __init__(self, *, opened: bool = False, open_tag: str = "<think>", close_tag: str = "</think>") -> None:
-        self._open, self._close = open_tag, close_tag
+    def __init__(
+        self,
+        *,
+        opened: bool = False,
+        open_tag: str | tuple[str, ...] = "<think>",
+        close_tag: str | tuple[str, ...] = "</think>",
+    ) -> None:
+        # Each tag may have several spellings (Granite: "Here is" / "Here's"): any of them counts.
+        self._opens = (open_tag,) if isinstance(open_tag, str) else open_tag
+        self._closes = (close_tag,) if isinstance(close_tag, str) else close_tag
         self._state = "reasoning" if opened else "start"
         self._buffer = ""
         self._reasoning = TrimmedText(strip_leading=True)
@@ -35,9 +43,10 @@ class ThinkSplitter:
         self._buffer += text
         if self._state == "start":
             head = self._buffer.lstrip()
-            if head.startswith(self._open):
-                self._state, self._buffer, self.saw_block = "reasoning", head[len(self._open) :], True
-            elif self._open.startswith(head):
+            opening = next((tag for tag in self._opens if head.startswith(tag)), None)
+            if opening is not None:
+                self._state, self._buffer, self.saw_block = "reasoning", head[len(opening) :], True
+            elif any(tag.startswith(head) for tag in self._opens):
                 return [], ""  # maybe the open tag, split across deltas
             else:
                 self._state = "content"
@@ -53,16 +62,16 @@ class ThinkSplitter:
         return [], self._content()
 
     def _scan_reasoning(self) -> tuple[list[ReasoningDelta], str]:
-        end = self._buffer.find(self._close)
+        end, close = find_first(self._buffer, self._closes)
         if end < 0:
-            keep = partial_tag_length(self._buffer, (self._close,))
+            keep = partial_tag_length(self._buffer, self._closes)
             text = self._reasoning.push(self._buffer[: len(self._buffer) - keep])
             self._buffer = self._buffer[len(self._buffer) - keep :]
             return ([ReasoningDelta(text)] if text else []), ""
         text = self._reasoning.push(self._buffer[:end])
         self._reasoning.cut()
         self._state, self._after_block = "content", True
-        self._buffer = self._buffer[end + len(self._close) :]
+        self._buffer = self._buffer[end + len(close) :]
         return ([ReasoningDelta(text)] if text else []), self._content()
 
     def _content(self) -> str:

@@ -61,7 +61,8 @@ class _CallWriter:
 
 
 class TaggedCallParser:
-    """Calls inside ``open_tag ... close_tag`` blocks anywhere in the reply (Hermes / Qwen ``<tool_call>``)."""
+    """Calls inside ``open_tag ... close_tag`` blocks anywhere in the reply: one a block (Hermes / Qwen
+    ``<tool_call>``), or a section of several (DeepSeek, Kimi K2), as ``decode`` reads the block."""
 
     def __init__(
         self, decode: Decoder, ids: CallIds, open_tag: str = "<tool_call>", close_tag: str = "</tool_call>"
@@ -111,7 +112,8 @@ class TaggedCallParser:
 
 
 class TrailingCallParser:
-    """Calls that take up the rest of the reply from a marker on (Llama 3 JSON and pythonic, Mistral).
+    """Calls that take up the rest of the reply from a marker on (Llama 3 JSON and pythonic, Mistral,
+    Phi-4-mini, Granite).
 
     ``start_markers`` count only at the start of the reply (``{`` or ``[``
     there begins a call list); ``anywhere_markers`` also after text. From the

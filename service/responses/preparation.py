@@ -14,6 +14,7 @@ from typing import Any
 
 from clients.v1 import response_object_pb2 as objects_pb2
 from clients.v1 import response_pb2
+from service.api.chat_output import opens_reasoning
 from service.api.common import new_id, now, streaming_violations
 from service.api.generation import Budget, build_sampling_params, generation_violations
 from service.api.media_parts import MediaParts, forget_images, image_prompt_ids, prompt_with_images
@@ -99,7 +100,7 @@ async def prepare(
     effort = request.reasoning.effort if request.reasoning.HasField("effort") else None
     context = template_context(request, violations, effort=effort)
     output = model.output_format
-    constraint = await output_constraint(
+    plan = await output_constraint(
         request, violations, tools=tools, thinking=bool(context.get("enable_thinking")),
         markup=output.call_markup, think=output.think_markup,
         named_field="tool_choice", parameters_field="tools[{}].parameters",
@@ -132,7 +133,6 @@ async def prepare(
     if violations:  # report the sampling fields' problems too, in the same error
         violations += generation_violations(request, limits=model.limits, streaming=streaming)
     InvalidArgument.check(violations)
-    await check_compiles(model, constraint)
 
     instructions = [{"role": "system", "content": request.instructions}] if request.instructions else []
     history = forget_images(previous) + await images.with_files(turn.messages, models.media)
@@ -142,6 +142,8 @@ async def prepare(
         prompt_ids, pixels = await prompt_with_images(model, prompt, images, models.media, "input")
     else:
         prompt_ids, pixels = prompt, None
+    constraint = None if plan is None else plan.constraint(opened=opens_reasoning(model, prompt_ids))
+    await check_compiles(model, constraint)
     params = build_sampling_params(
         request,
         defaults=model.defaults,

@@ -8,6 +8,7 @@ Mistral Nemo's (wants 9-character call ids, parsed with the mistral tool parser)
 from __future__ import annotations
 
 import concurrent.futures
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -30,8 +31,16 @@ TOOLS = [{"type": "function", "function": {"name": "get_weather", "description":
 
 
 @pytest.fixture(scope="module")
-def templated() -> Iterator[RunningBridge]:
-    specs = [ModelSpec(name, TINY_CHAT, settings=TEST_SETTINGS, chat_template=path) for name, path in SERVED.items()]
+def templated(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningBridge]:
+    # QwQ's template as published opens <think> whatever the request says; llama.cpp's copy closes it again
+    # when thinking is off (the line removed here).
+    official = tmp_path_factory.mktemp("templates") / "QwQ-32B-official.jinja"
+    closing = "    {%- if not enable_thinking -%}{{- '</think>' -}}{%- endif -%}\n"
+    text = SERVED["tiny-qwq"].read_text()
+    assert closing in text
+    official.write_text(text.replace(closing, ""))
+    served = {**SERVED, "tiny-qwq-official": official}
+    specs = [ModelSpec(name, TINY_CHAT, settings=TEST_SETTINGS, chat_template=path) for name, path in served.items()]
     server = start_server(specs)
     running = Bridge(server.target, "127.0.0.1", 0)
     server.run(running.start())
@@ -81,3 +90,38 @@ def test_the_listing_says_where_the_template_came_from(templated: RunningBridge)
     assert listed["tiny-gemma2"]["tool_parser"] is None  # no tool markup in Gemma 2's template
     one = http_request(templated.port, "GET", "/v3/models/tiny-mistral").json()
     assert one == listed["tiny-mistral"]
+
+
+def test_a_forced_call_needs_a_known_format(templated: RunningBridge) -> None:
+    """Gemma 2's template shows no tool-call markup: forcing a call is refused, not answered in Hermes markup."""
+    asked = [{"role": "user", "content": "Weather in Paris?"}]
+    for choice in ("required", {"type": "function", "function": {"name": "get_weather"}}):
+        reply = chat(templated, "tiny-gemma2", asked, tools=TOOLS, tool_choice=choice)
+        assert reply.status == 400, reply.body[:300]
+        error = reply.json()["error"]
+        assert error["param"] == "tool_choice" and "--tool-parser" in error["message"]
+    assert chat(templated, "tiny-gemma2", asked, tools=TOOLS).status == 200  # "auto": it may answer
+
+
+@pytest.mark.parametrize(("model", "effort"), [("tiny-qwq-official", {}), ("tiny-qwq", {"reasoning_effort": "high"})])
+def test_a_forced_call_follows_the_reasoning_the_prompt_opened(
+    templated: RunningBridge, model: str, effort: dict[str, str]
+) -> None:
+    """QwQ's template ends the prompt with ``<think>``: the call comes after the block closes, not inside it."""
+    asked = [{"role": "user", "content": "What is the weather like in Paris?"}]
+    body = {"tools": TOOLS, "tool_choice": "required", "max_tokens": 400, **effort}
+    reply = chat(templated, model, asked, **body)
+    assert reply.status == 200, reply.body[:300]
+    choice = reply.json()["choices"][0]
+    assert choice["finish_reason"] == "tool_calls", choice
+    assert [call["function"]["name"] for call in choice["message"]["tool_calls"]] == ["get_weather"]
+    thought = choice["message"].get("reasoning_content") or ""
+    assert "<tool_call>" not in thought and "<think>" not in thought
+    streamed = http_request(templated.port, "POST", "/v3/chat/completions",
+                            {"model": model, "messages": asked, "temperature": 0, "stream": True, **body})  # fmt: skip
+    chunks = [json.loads(event) for event in streamed.events() if event != "[DONE]"]
+    names = [call["function"]["name"] for chunk in chunks for delta in [chunk["choices"][0]["delta"]]
+             for call in delta.get("tool_calls") or [] if call.get("function", {}).get("name")]  # fmt: skip
+    reasoning = "".join(chunk["choices"][0]["delta"].get("reasoning_content") or "" for chunk in chunks)
+    assert names == ["get_weather"] and reasoning == (choice["message"].get("reasoning_content") or "")
+    assert chunks[-1]["choices"][0]["finish_reason"] == "tool_calls"

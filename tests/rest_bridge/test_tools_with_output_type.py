@@ -107,18 +107,19 @@ def test_the_grammar_offers_both_a_call_and_the_answer() -> None:
     """With tools (auto) and a JSON format, one grammar: the model's call markup, or the answer's JSON."""
     from clients.v1 import chat_pb2
     from service.api.structured import structured_output_config
+    from service.parsing.markup import HERMES
     from tests.rpc import parse
 
     body = {"model": "m", "messages": ASK, "tools": TOOLS, "response_format": FINAL_OUTPUT}
     request = parse(chat_pb2.CreateChatCompletionRequest, body)
     template_tools = [{"type": "function", "function": TOOLS[0]["function"]}]
     violations: list[Any] = []
-    constraint = structured_output_config(request, violations, tools=template_tools)
+    constraint = structured_output_config(request, violations, tools=template_tools, markup=HERMES)
     assert not violations and constraint is not None and constraint.kind == "grammar"
     assert "<tool_call>" in constraint.value and '\\"summary\\"' in constraint.value
     assert constraint.value.startswith("root ::= (")  # calls | answer
     none = parse(chat_pb2.CreateChatCompletionRequest, {**body, "tool_choice": "none"})
-    only_answer = structured_output_config(none, [], tools=template_tools)
+    only_answer = structured_output_config(none, [], tools=template_tools, markup=HERMES)
     assert only_answer is not None and "<tool_call>" not in only_answer.value
 
 

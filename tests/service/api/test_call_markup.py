@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import functools
 import json
+import re
 from typing import Any
 
 import jsonschema
@@ -23,11 +24,32 @@ from service.engine.generation_config import structured_output_config as engine_
 from service.errors import FieldViolation
 from service.models import BUNDLED_MODEL, BUNDLED_MODELS_DIR
 from service.parsing import REASONING_PARSERS, TOOL_PARSERS, OutputFormat, ParsedTurn
-from service.parsing.markup import HERMES, LLAMA3_JSON, MISTRAL, PYTHONIC, THINK
+from service.parsing.markup import (
+    DEEPSEEK_V3,
+    DEEPSEEK_V31,
+    GEMMA4,
+    GEMMA4_THINK,
+    GLM45,
+    GRANITE,
+    GRANITE_THINK,
+    HARMONY,
+    HARMONY_THINK,
+    HERMES,
+    KIMI_K2,
+    LLAMA3_JSON,
+    MISTRAL,
+    PHI4_MINI_JSON,
+    PYTHONIC,
+    QWEN3_CODER,
+    TAGGED_ARGUMENTS,
+    THINK,
+)
 from tests.rpc import parse
+from tests.service.api.ebnf import to_regex
 
 # Every --tool-parser name; aliases share their format's entry (checked below), so one name each.
-FORMATS = ["hermes", "llama3_json", "pythonic", "mistral"]
+FORMATS = ["hermes", "llama3_json", "pythonic", "mistral", "deepseek_v3", "deepseek_v31", "kimi_k2", "phi4_mini_json",
+           "granite", "openai", "gemma4", "qwen3_coder", "glm45"]  # fmt: skip
 ASK = [{"role": "user", "content": "What is the weather like in Paris?"}]
 # Parameters that show what differs between dialects: booleans, null, enums, nesting, arrays, bounds.
 TOOLS: list[dict[str, Any]] = [
@@ -103,7 +125,7 @@ def generate(config: ov_genai.StructuredOutputConfig, seed: int, thinking: bool 
 
 
 def read_back(fmt: OutputFormat, text: str) -> ParsedTurn:
-    parser = fmt.parser(prompt_tail="")
+    parser = fmt.parser(prompt_tail="", schemas=SCHEMAS)  # as the server gives it: the request's tools
     parser.feed(text)
     parser.finish()
     return parser.result
@@ -123,8 +145,13 @@ def test_aliases_share_their_format_and_every_name_is_covered() -> None:
     assert TOOL_PARSERS["qwen"] is TOOL_PARSERS["hermes"]
     assert TOOL_PARSERS["llama3_pythonic"] is TOOL_PARSERS["pythonic"]
     assert {TOOL_PARSERS[name].markup for name in TOOL_PARSERS} == {TOOL_PARSERS[name].markup for name in FORMATS}
-    assert [TOOL_PARSERS[name].markup for name in FORMATS] == [HERMES, LLAMA3_JSON, PYTHONIC, MISTRAL]
-    assert all(REASONING_PARSERS[name] == THINK for name in REASONING_PARSERS)
+    assert [TOOL_PARSERS[name].markup for name in FORMATS] == [
+        HERMES, LLAMA3_JSON, PYTHONIC, MISTRAL, DEEPSEEK_V3, DEEPSEEK_V31, KIMI_K2, PHI4_MINI_JSON, GRANITE,
+        HARMONY, GEMMA4, QWEN3_CODER, GLM45,
+    ]  # fmt: skip
+    own = {"granite": GRANITE_THINK, "openai": HARMONY_THINK, "openai_gptoss": HARMONY_THINK, "gemma4": GEMMA4_THINK}
+    assert all(REASONING_PARSERS[name] == own.get(name, THINK) for name in REASONING_PARSERS)
+    assert REASONING_PARSERS["granite"] == GRANITE_THINK
     assert OutputFormat("mistral", "qwen3").call_markup == MISTRAL and OutputFormat().call_markup is None
 
 
@@ -137,6 +164,12 @@ def test_two_calls_written_from_the_markup_read_back(name: str) -> None:
     arguments = ['city="Paris", unit="celsius"', "hour=7, loud=True, label=None"]
     if markup.arguments == "json":
         arguments = ['{"city": "Paris", "unit": "celsius"}', '{"hour": 7, "loud": true, "label": null}']
+    if markup.arguments in TAGGED_ARGUMENTS:  # one tagged member each: strings raw, other values JSON
+        form = TAGGED_ARGUMENTS[markup.arguments]
+        members = [{"city": "Paris", "unit": "celsius"}, {"hour": "7", "loud": "true", "label": "null"}]
+        arguments = [
+            "".join(form.key_begin + k + form.key_end + v + form.value_end for k, v in m.items()) for m in members
+        ]
     tools = zip(["get_weather", "set_alarm"], arguments, strict=True)
     calls = [markup.begin(tool) + args + markup.call_end for tool, args in tools]
     text = markup.opening + markup.separator.join(calls) + markup.closing
@@ -232,3 +265,57 @@ def test_pythonic_refuses_a_tool_name_that_is_not_an_identifier() -> None:
     assert [v.field for v in violations] == ["tools[0].function.name"]
     violations = []
     assert structured_output_config(request, violations, tools=tools, markup=MISTRAL) is not None and not violations
+
+
+@pytest.mark.parametrize("name", ["openai", "gemma4"])
+def test_the_formats_own_reasoning_block_then_the_call(name: str) -> None:
+    """gpt-oss: the analysis message, the next message's header, then one call (<|call|> ends its turn);
+    Gemma 4: the thought channel, then the calls. The grammar compiles and what it writes reads back."""
+    fmt = OutputFormat(name, name)
+    request = parse(chat_pb2.CreateChatCompletionRequest, {"model": "m", "messages": ASK, "tools": BOUNDED,
+                                                           "tool_choice": "required"})  # fmt: skip
+    violations: list[FieldViolation] = []
+    constraint = structured_output_config(
+        request, violations, tools=BOUNDED, thinking=True, markup=fmt.call_markup, think=fmt.think_markup
+    )
+    assert constraint is not None and not violations, violations
+    block, calls = json.loads(constraint.value)["format"]["elements"]
+    think, markup = fmt.think_markup, fmt.call_markup
+    assert think is not None and markup is not None and block["begin"] == think.begin
+    assert block["end"] == {"openai": "<|end|><|start|>assistant", "gemma4": "<channel|>"}[name]
+    assert ("{0," in calls["grammar"].splitlines()[0]) is markup.parallel  # root: gpt-oss makes no second call
+    written = block["begin"] + "\nWeather in Paris.\n" + block["end"] + markup.begin("get_weather")
+    turn = read_back(fmt, written + '{"city": "Paris", "unit": "celsius"}' + markup.call_end)
+    assert turn.reasoning == "Weather in Paris." and [c.name for c in turn.calls] == ["get_weather"], turn
+    # On the engine (tiny-chat rarely ends a block it did not learn): reasoning first, a call if it ends.
+    text = generate(engine_form(constraint), 0, thinking=True)
+    turn = read_back(fmt, text)
+    assert text.startswith(think.begin) and (turn.in_reasoning or assert_calls(turn, text, NAMES)), text
+
+
+@pytest.mark.parametrize("name", ["deepseek_v3", "deepseek_v31", "kimi_k2"])
+def test_allowed_tools_auto_tags_a_section_of_one_allowed_call(name: str) -> None:
+    """allowed_tools "auto" on a format whose calls sit in a section: the section's token triggers a tag
+    holding one allowed call (Kimi K2's call number as digits), which the parser reads back."""
+    fmt = OutputFormat(name)
+    markup = fmt.call_markup
+    assert markup is not None
+    allowed = {"mode": "auto", "tools": [{"type": "function", "function": {"name": "get_weather"}}]}
+    fields = {"named_tool_choice": {"type": "allowed_tools", "allowed_tools": allowed}}
+    request = parse(chat_pb2.CreateChatCompletionRequest, {"model": "m", "messages": ASK, "tools": TOOLS, **fields})
+    violations: list[FieldViolation] = []
+    config = structured_output_config(request, violations, tools=TOOLS, markup=markup)
+    assert config is not None and not violations, violations
+    document = json.loads(config.value)["format"]
+    assert document["triggers"] == [markup.opening] and len(document["tags"]) == 1
+    tag = document["tags"][0]
+    call = markup.begin("get_weather", 12) + '{"city":"Paris","unit":"celsius"}' + markup.call_end
+    text = markup.opening + call + markup.closing
+    assert text.startswith(tag["begin"]) and text.endswith(tag["end"]), (tag, text)
+    inside = text[len(tag["begin"]) : len(text) - len(tag["end"])]
+    assert re.fullmatch(to_regex(tag["content"]["grammar"]), inside), (tag, inside)
+    turn = read_back(fmt, "Let me see. " + text)
+    assert turn.content == "Let me see." and [c.name for c in turn.calls] == ["get_weather"]
+    # The engine takes it: whatever tiny-chat writes under it reads back with only the allowed call.
+    written = read_back(fmt, generate(engine_form(config), 0))
+    assert all(c.name == "get_weather" for c in written.calls)

@@ -143,3 +143,18 @@ def test_mailbox_hands_over_output_before_the_error_and_waits_when_empty() -> No
     first, message, waited = asyncio.run(scenario())
     assert waited and first.sequences[0].token_ids == [5]
     assert message == "engine step failed"
+
+
+def test_a_skipping_decode_keeps_the_special_tokens_of_the_parsers_markup(tmp_path: Path, tiny_chat_dir: Path) -> None:
+    """Mistral's ``[TOOL_CALLS]`` is a special token: skipped, the tool parser would never see the call."""
+    from tokenizers import AddedToken, Tokenizer
+
+    fast = Tokenizer.from_file(str(tiny_chat_dir / "tokenizer.json"))
+    fast.add_special_tokens([AddedToken("[TOOL_CALLS]", special=True), AddedToken("[ARGS]", special=True)])
+    fast.save(str(tmp_path / "tokenizer.json"))
+    plain, keeping = TokenCodec(tmp_path), TokenCodec(tmp_path, ("[TOOL_CALLS]", "<other markup>"))
+    ids = plain.encode('[TOOL_CALLS][{"name": "f"}]<|im_end|>[ARGS]', add_special_tokens=False)
+    assert plain.decode_windows([ids], True) == ['[{"name": "f"}]']
+    assert keeping.decode_windows([ids], True) == ['[TOOL_CALLS][{"name": "f"}]']  # end of turn, [ARGS] skipped
+    assert keeping.decode_windows([ids], False) == plain.decode_windows([ids], False)
+    assert keeping.decode_windows([ids[1:]], True) == plain.decode_windows([ids[1:]], True)
