@@ -1,0 +1,68 @@
+"""The ``family_models`` session fixture: every family of table.py built once, cached across sessions.
+
+The cache is keyed by a hash of what the models are made from (the builder, the table, the templates, the
+tokenizers, tiny-chat's weights), so a rerun with nothing changed reuses the directories (~0 s) and any change
+rebuilds. It lives in pytest's cache directory unless OVSERVE_FAMILY_MODELS names another.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from tests.families import build, table
+
+COMPLETE = ".complete"  # written last: a directory without it is a build that was cut short
+
+
+def _inputs_hash() -> str:
+    """A hash of everything a family model is made from."""
+    digest = hashlib.sha256()
+    files = [Path(build.__file__), Path(table.__file__), build.TINY_CHAT / "openvino_model.bin"]
+    files += sorted(table.TEMPLATES_DIR.glob("*.jinja")) + sorted(table.TOKENIZERS_DIR.glob("*.xz"))
+    for path in files:
+        digest.update(path.name.encode())
+        digest.update(hashlib.sha256(path.read_bytes()).digest())
+    return digest.hexdigest()[:16]
+
+
+def _build(name: str, root: Path) -> tuple[str, float]:
+    """Build one family into root/name (via a scratch directory, renamed when whole); its build seconds."""
+    started = time.monotonic()
+    scratch = root / f".{name}.{os.getpid()}"
+    shutil.rmtree(scratch, ignore_errors=True)
+    build.build_family_model(name, scratch)
+    (scratch / COMPLETE).write_text("")
+    shutil.rmtree(root / name, ignore_errors=True)
+    scratch.rename(root / name)
+    return name, time.monotonic() - started
+
+
+def build_all(root: Path, names: list[str] | None = None) -> dict[str, Path]:
+    """Every family's model directory under ``root``, building those not there yet (in parallel, one per core)."""
+    root.mkdir(parents=True, exist_ok=True)
+    names = names or list(table.FAMILIES)
+    missing = [name for name in names if not (root / name / COMPLETE).is_file()]
+    if missing:
+        with ProcessPoolExecutor(max_workers=min(len(missing), os.cpu_count() or 1)) as pool:
+            for name, seconds in pool.map(_build, missing, [root] * len(missing)):
+                print(f"family model {name}: built in {seconds:.1f} s")
+    return {name: root / name for name in names}
+
+
+@pytest.fixture(scope="session")
+def family_models(request: pytest.FixtureRequest) -> dict[str, Path]:
+    """Family name -> its tiny model directory (see tests/families/table.py)."""
+    configured = os.environ.get("OVSERVE_FAMILY_MODELS")
+    base = Path(configured) if configured else Path(request.config.cache.mkdir("family-models"))
+    key = _inputs_hash()
+    for stale in base.iterdir() if base.is_dir() else ():
+        if stale.is_dir() and stale.name != key:  # models of older inputs: ~0.6 GB each
+            shutil.rmtree(stale, ignore_errors=True)
+    return build_all(base / key)

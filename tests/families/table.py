@@ -1,0 +1,279 @@
+"""The model families the end-to-end tests build tiny models of: ONE table, read by the builder and the tests.
+
+Each family is a real chat template (tests/data/chat_templates) on a real tokenizer (llama.cpp's vocab-only
+GGUFs, converted once to tests/data/tokenizers/*.tokenizer.json.xz by extract_tokenizers.py). Where the
+family's own tokenizer is not among those GGUFs, the closest one stands in and the family's markup tokens
+are added with the special flag the real tokenizer gives them, so that tool-call and reasoning markup
+encodes to single ids as in the real model. The token ids differ from the real model's; the text does not.
+
+Special flags, as the real tokenizers have them: control markup (roles, turn ends, Mistral's
+``[TOOL_CALLS]``, Llama's ``<|python_tag|>``, harmony's ``<|channel|>``) is special and vanishes from
+``skip_special_tokens`` decoding; Qwen's ``<tool_call>``, ``<think>`` and DeepSeek's ``<｜tool▁calls▁begin｜>``
+family are added but not special, so they stay in the decoded text (vLLM's parsers rely on that).
+"""
+
+# DeepSeek's markup is spelled with fullwidth bars (U+FF5C) and U+2581: they are the real tokens.
+# ruff: noqa: RUF001, RUF002
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+TEMPLATES_DIR = DATA / "chat_templates"
+TOKENIZERS_DIR = DATA / "tokenizers"
+
+
+@dataclass(frozen=True)
+class Family:
+    """One model family: its chat template on a tokenizer, with the tokens it needs."""
+
+    name: str
+    template: str  # file name in tests/data/chat_templates
+    tokenizer: str  # llama.cpp's ggml-vocab-<tokenizer>.gguf, as tests/data/tokenizers/<tokenizer>.tokenizer.json.xz
+    bos: str | None  # the tokenizer's bos_token / eos_token / pad_token (as tokenizer_config.json names them)
+    eos: str
+    end_of_turn: tuple[str, ...]  # generation_config.json's eos_token_id: what ends an assistant turn
+    special: tuple[str, ...] = ()  # tokens made (or kept) special added tokens
+    added: tuple[str, ...] = ()  # tokens made non-special added tokens (matched whole, kept when decoding)
+    pad: str | None = None
+    add_bos: bool = False  # encode(add_special_tokens=True) prepends bos, as the real tokenizer does
+    markup: tuple[str, ...] = field(default=())  # tool-call/reasoning markup the tests expect as single ids
+
+    @property
+    def template_path(self) -> Path:
+        return TEMPLATES_DIR / self.template
+
+
+# Qwen2.5's added tokens in their real order: on the qwen2 GGUF they take the ids of llama.cpp's [PADn]
+# fillers, so they get their real ids (151646...). Qwen3 appends <tool_response>, <think> after them.
+_QWEN25_SPECIAL = (
+    "<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|object_ref_start|>", "<|object_ref_end|>",
+    "<|box_start|>", "<|box_end|>", "<|quad_start|>", "<|quad_end|>", "<|vision_start|>", "<|vision_end|>",
+    "<|vision_pad|>", "<|image_pad|>", "<|video_pad|>",
+)  # fmt: skip
+_QWEN25_ADDED = (
+    "<tool_call>", "</tool_call>", "<|fim_prefix|>", "<|fim_middle|>", "<|fim_suffix|>", "<|fim_pad|>",
+    "<|repo_name|>", "<|file_sep|>",
+)  # fmt: skip
+_QWEN3_ADDED = (*_QWEN25_ADDED, "<tool_response>", "</tool_response>", "<think>", "</think>")
+_QWEN = {"tokenizer": "qwen2", "bos": None, "eos": "<|im_end|>", "pad": "<|endoftext|>",
+         "end_of_turn": ("<|im_end|>", "<|endoftext|>"), "special": _QWEN25_SPECIAL}  # fmt: skip
+
+_LLAMA3_SPECIAL = ("<|begin_of_text|>", "<|end_of_text|>", "<|start_header_id|>", "<|end_header_id|>",
+                   "<|eot_id|>", "<|eom_id|>", "<|python_tag|>", "<|finetune_right_pad_id|>")  # fmt: skip
+_LLAMA3 = {"tokenizer": "llama-bpe", "bos": "<|begin_of_text|>", "eos": "<|eot_id|>", "add_bos": True,
+           "end_of_turn": ("<|end_of_text|>", "<|eom_id|>", "<|eot_id|>"), "special": _LLAMA3_SPECIAL}  # fmt: skip
+
+# Mistral's v3 control tokens (Mistral-7B-Instruct-v0.3 has them at ids 3-9); Tekken (Devstral) has more.
+_MISTRAL_V3 = ("<s>", "</s>", "[INST]", "[/INST]", "[TOOL_CALLS]", "[AVAILABLE_TOOLS]", "[/AVAILABLE_TOOLS]",
+               "[TOOL_RESULTS]", "[/TOOL_RESULTS]")  # fmt: skip
+_TEKKEN = (*_MISTRAL_V3, "[IMG]", "[SYSTEM_PROMPT]", "[/SYSTEM_PROMPT]", "[TOOL_CONTENT]", "[ARGS]", "[CALL_ID]")
+
+_DEEPSEEK_SPECIAL = ("<｜begin▁of▁sentence｜>", "<｜end▁of▁sentence｜>")
+_DEEPSEEK_ADDED = (
+    "<｜User｜>", "<｜Assistant｜>", "<think>", "</think>", "<｜tool▁calls▁begin｜>", "<｜tool▁calls▁end｜>",
+    "<｜tool▁call▁begin｜>", "<｜tool▁call▁end｜>", "<｜tool▁outputs▁begin｜>", "<｜tool▁outputs▁end｜>",
+    "<｜tool▁output▁begin｜>", "<｜tool▁output▁end｜>", "<｜tool▁sep｜>",
+)  # fmt: skip
+_DEEPSEEK = {"bos": "<｜begin▁of▁sentence｜>", "eos": "<｜end▁of▁sentence｜>", "add_bos": True,
+             "end_of_turn": ("<｜end▁of▁sentence｜>",), "special": _DEEPSEEK_SPECIAL, "added": _DEEPSEEK_ADDED,
+             "markup": ("<｜tool▁calls▁begin｜>", "<｜tool▁call▁begin｜>", "<｜tool▁sep｜>", "<think>")}  # fmt: skip
+
+FAMILIES: dict[str, Family] = {
+    family.name: family
+    for family in [
+        Family("qwen2.5", "Qwen-Qwen2.5-7B-Instruct.jinja", added=_QWEN25_ADDED, markup=("<tool_call>",), **_QWEN),
+        Family("qwen3", "Qwen-Qwen3-0.6B.jinja", added=_QWEN3_ADDED, markup=("<tool_call>", "<think>"), **_QWEN),
+        Family("qwq", "Qwen-QwQ-32B.jinja", added=_QWEN3_ADDED, markup=("<tool_call>", "<think>"), **_QWEN),
+        Family("qwen3-coder", "Qwen3-Coder.jinja", added=_QWEN3_ADDED, markup=("<tool_call>",), **_QWEN),
+        Family("llama3.1", "meta-llama-Llama-3.1-8B-Instruct.jinja", markup=("<|python_tag|>",), **_LLAMA3),
+        Family("llama3.2", "meta-llama-Llama-3.2-3B-Instruct.jinja", markup=("<|eot_id|>",), **_LLAMA3),
+        Family(
+            "hermes3",
+            "NousResearch-Hermes-3-Llama-3.1-8B-tool_use.jinja",
+            tokenizer="llama-bpe",
+            bos="<|begin_of_text|>",
+            eos="<|im_end|>",
+            add_bos=True,
+            end_of_turn=("<|im_end|>",),
+            # Hermes 3 turned Llama 3's reserved special tokens into these (special, like the ones they replace).
+            special=(
+                *_LLAMA3_SPECIAL,
+                "<|im_start|>",
+                "<|im_end|>",
+                "<tool_call>",
+                "</tool_call>",
+                "<tools>",
+                "</tools>",
+                "<tool_response>",
+                "</tool_response>",
+            ),
+            markup=("<tool_call>",),
+        ),
+        Family(
+            "mistral-v0.3",
+            "mistralai-Mistral-7B-Instruct-v0.3.jinja",
+            tokenizer="llama-spm",
+            bos="<s>",
+            eos="</s>",
+            add_bos=True,
+            end_of_turn=("</s>",),
+            special=_MISTRAL_V3,
+            markup=("[TOOL_CALLS]", "[AVAILABLE_TOOLS]"),
+        ),
+        Family(
+            "devstral",
+            "unsloth-mistral-Devstral-Small-2507.jinja",
+            tokenizer="llama-bpe",  # Tekken is byte-level BPE like Llama 3's; Llama 3's own specials stay
+            bos="<s>",
+            eos="</s>",
+            add_bos=True,
+            end_of_turn=("</s>",),
+            special=_TEKKEN,
+            markup=("[TOOL_CALLS]", "[ARGS]", "[SYSTEM_PROMPT]"),
+        ),
+        Family("deepseek-r1", "deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja", tokenizer="qwen2", **_DEEPSEEK),
+        Family("deepseek-v3.1", "deepseek-ai-DeepSeek-V3.1.jinja", tokenizer="deepseek-llm", **_DEEPSEEK),
+        Family(
+            "phi-4-mini",
+            "microsoft-Phi-4-mini-instruct.jinja",
+            tokenizer="gpt-2",  # Phi-4-mini's o200k-like BPE is not among the GGUFs
+            bos="<|endoftext|>",
+            eos="<|endoftext|>",
+            end_of_turn=("<|end|>", "<|endoftext|>"),
+            special=(
+                "<|endoftext|>",
+                "<|assistant|>",
+                "<|end|>",
+                "<|user|>",
+                "<|system|>",
+                "<|tool|>",
+                "<|/tool|>",
+                "<|tool_call|>",
+                "<|/tool_call|>",
+                "<|tool_response|>",
+                "<|tag|>",
+            ),
+            markup=("<|tool|>", "<|/tool|>", "<|tool_call|>"),
+        ),
+        Family(
+            "gpt-oss",
+            "openai-gpt-oss-120b.jinja",
+            tokenizer="gpt-2",  # o200k_harmony is not among the GGUFs
+            bos="<|startoftext|>",
+            eos="<|return|>",
+            pad="<|endoftext|>",
+            end_of_turn=("<|return|>", "<|endoftext|>", "<|call|>"),
+            special=(
+                "<|startoftext|>",
+                "<|endoftext|>",
+                "<|start|>",
+                "<|end|>",
+                "<|message|>",
+                "<|channel|>",
+                "<|constrain|>",
+                "<|return|>",
+                "<|call|>",
+            ),
+            markup=("<|channel|>", "<|constrain|>", "<|call|>"),
+        ),
+        Family(
+            "granite-3.3",
+            "ibm-granite-granite-3.3-2B-Instruct.jinja",
+            tokenizer="starcoder",  # Granite 3's vocabulary is StarCoder's plus these
+            bos="<|end_of_text|>",
+            eos="<|end_of_text|>",
+            end_of_turn=("<|end_of_text|>",),
+            special=(
+                "<|end_of_text|>",
+                "<|start_of_role|>",
+                "<|end_of_role|>",
+                "<|tool_call|>",
+                "<|start_of_cite|>",
+                "<|end_of_cite|>",
+            ),
+            markup=("<|tool_call|>", "<|start_of_role|>"),
+        ),
+        Family(
+            "gemma-3",
+            "google-gemma-3-270m-it.jinja",
+            tokenizer="gemma-4",  # Gemma 3's 262k SentencePiece vocabulary, Gemma 4's revision of it
+            bos="<bos>",
+            eos="<eos>",
+            add_bos=False,  # the template writes <bos> itself
+            end_of_turn=("<eos>", "<end_of_turn>"),
+            special=("<bos>", "<eos>", "<start_of_turn>", "<end_of_turn>", "<start_of_image>"),
+            markup=("<start_of_turn>", "<end_of_turn>"),
+        ),
+        Family(
+            "gemma-4",
+            "google-gemma-4-31B-it.jinja",
+            tokenizer="gemma-4",  # the real one: the GGUF already has every markup token
+            bos="<bos>",
+            eos="<eos>",
+            end_of_turn=("<eos>", "<turn|>"),
+            special=("<bos>", "<eos>", "<|turn>", "<turn|>", "<|tool>", "<tool|>"),
+            markup=("<|tool_call>", "<tool_call|>", "<|turn>"),
+        ),
+        Family(
+            "kimi-k2",
+            "moonshotai-Kimi-K2.jinja",
+            tokenizer="llama-bpe",  # Kimi's tiktoken vocabulary is not among the GGUFs
+            bos="[BOS]",
+            eos="[EOS]",
+            end_of_turn=("<|im_end|>",),
+            special=(
+                "[BOS]",
+                "[EOS]",
+                "<|im_end|>",
+                "<|im_user|>",
+                "<|im_assistant|>",
+                "<|im_system|>",
+                "<|im_middle|>",
+                "<|tool_calls_section_begin|>",
+                "<|tool_calls_section_end|>",
+                "<|tool_call_begin|>",
+                "<|tool_call_argument_begin|>",
+                "<|tool_call_end|>",
+            ),
+            markup=("<|tool_calls_section_begin|>", "<|tool_call_begin|>", "<|tool_call_argument_begin|>"),
+        ),
+        Family(
+            "glm-4.6",
+            "GLM-4.6.jinja",
+            tokenizer="qwen2",  # GLM-4's 151k BPE is not among the GGUFs; Qwen2's is the nearest in kind
+            bos=None,
+            eos="<|endoftext|>",
+            end_of_turn=("<|endoftext|>", "<|user|>", "<|observation|>"),
+            special=(
+                "<|endoftext|>",
+                "[gMASK]",
+                "<sop>",
+                "<|system|>",
+                "<|user|>",
+                "<|assistant|>",
+                "<|observation|>",
+            ),
+            added=(
+                "<think>",
+                "</think>",
+                "<tool_call>",
+                "</tool_call>",
+                "<tool_response>",
+                "</tool_response>",
+                "<arg_key>",
+                "</arg_key>",
+                "<arg_value>",
+                "</arg_value>",
+            ),
+            markup=("<tool_call>", "<arg_key>", "<arg_value>"),
+        ),
+    ]
+}
+
+
+def tokenizer_sources() -> set[str]:
+    """The GGUF tokenizers the families use."""
+    return {family.tokenizer for family in FAMILIES.values()}
