@@ -45,9 +45,9 @@ def template_tool(definition: dict[str, Any]) -> dict[str, Any]:
 
 
 def template_context(request: Any, violations: list[FieldViolation], *, effort: str | None) -> dict[str, Any]:
-    """``chat_template_kwargs``, with ``enable_thinking`` set from the reasoning ``effort`` (None: not asked).
+    """``chat_template_kwargs``, with the thinking switches set from the reasoning ``effort`` (None: not asked).
 
-    An explicit ``chat_template_kwargs.enable_thinking`` wins over the effort.
+    An explicit ``chat_template_kwargs`` value wins over the effort.
     """
     context = (
         json_object(request.chat_template_kwargs, "chat_template_kwargs", violations)
@@ -55,7 +55,12 @@ def template_context(request: Any, violations: list[FieldViolation], *, effort: 
         else {}
     )
     if effort is not None:
-        context.setdefault("enable_thinking", effort != "none")
+        # The switch under the names the published templates read it by: Qwen3, QwQ, GLM and Gemma 4
+        # (enable_thinking), DeepSeek V3.1 and Granite 3.x (thinking), gpt-oss (reasoning_effort).
+        for name, value in (("enable_thinking", effort != "none"), ("thinking", effort != "none")):
+            context.setdefault(name, value)
+        if effort != "none":
+            context.setdefault("reasoning_effort", "low" if effort == "minimal" else effort)
     return context
 
 

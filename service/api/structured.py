@@ -50,7 +50,7 @@ from service.api.json_grammar import GrammarBuilder, SchemaError, check_size, li
 from service.engine import OutputConstraint
 from service.errors import FieldViolation, InvalidArgument, quote
 from service.models import ServedModel
-from service.parsing.markup import HERMES, THINK, CallMarkup, ThinkMarkup
+from service.parsing.markup import HERMES, THINK, CallMarkup, ThinkMarkup, spaced_ebnf
 
 FORMAT_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")  # OpenAI's rule for json_schema.name
 JSON_OBJECT = schema_grammar({"type": "object"})  # json_object: any JSON object
@@ -474,16 +474,16 @@ def _calls(
     for index, tool in indexed:
         arguments = _arguments(violations, grammar, index, tool, markup, parameters_field)
         if arguments is not None:
-            calls.append(f"{markup.begin_ebnf(_tool_name(tool))} {arguments} {literal(markup.call_end)}")
+            calls.append(f"{markup.begin_ebnf(_tool_name(tool))} {arguments} {spaced_ebnf(markup.call_end)}")
     if not calls:
         return None
     call = grammar.rule("call", " | ".join(calls))
     # One call when the request says so, or when the model's turn ends at its call (gpt-oss).
     parallel = markup.parallel and (not _present(request, "parallel_tool_calls") or request.parallel_tool_calls)
-    separator = literal(markup.separator) if markup.separator else ""  # DeepSeek V3.1, Kimi K2: calls back to back
+    separator = spaced_ebnf(markup.separator) if markup.separator else ""  # DeepSeek V3.1, Kimi K2: back to back
     more = f"({separator} {call}){{0,{MAX_PARALLEL_CALLS - 1}}}"
     listed = call if one or not parallel else f"{call} {more}"
-    opening, closing = (literal(text) if text else "" for text in (markup.opening, markup.closing))  # "[" ... "]"
+    opening, closing = (spaced_ebnf(text) if text else "" for text in (markup.opening, markup.closing))  # "[" "]"
     return f"{opening} {listed} {closing}".strip()
 
 

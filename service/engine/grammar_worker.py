@@ -60,6 +60,7 @@ def _compile(pipeline: Any, kind: str, value: str) -> str | None:
 
     constraint = structured_output_config(OutputConstraint(kind, value, ""))
     config = ov_genai.GenerationConfig(max_new_tokens=1, structured_output_config=constraint)
+    config.apply_chat_template = False  # the prompt is a stand-in; a template minja cannot parse would fail it
     try:
         pipeline.generate("a", config)
     except Exception as error:

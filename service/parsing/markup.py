@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import keyword
+import re
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -63,7 +64,7 @@ class CallMarkup:
 
     def begin_ebnf(self, name: str) -> str:
         """The text that opens a call of ``name`` as an EBNF expression (digits for ``{index}``)."""
-        return f" {self.INDEX_EBNF} ".join(json.dumps(part, ensure_ascii=False) for part in self.begin_parts(name))
+        return f" {self.INDEX_EBNF} ".join(spaced_ebnf(part) for part in self.begin_parts(name))
 
     def name_problem(self, name: str) -> str | None:
         """Why this markup cannot write a call of ``name``; None when it can."""
@@ -72,6 +73,21 @@ class CallMarkup:
         if self.arguments in TAGGED_ARGUMENTS and not tag_name(name):
             return f"{json.dumps(name)} cannot be written inside this model's call tags (no spaces, < or >)"
         return None
+
+
+def spaced_ebnf(text: str) -> str:
+    """Markup text as an EBNF expression in which a space after ``:``, ``,`` or ``;`` is optional.
+
+    OpenVINO GenAI hands XGrammar a SentencePiece vocabulary as it is stored (``▁Paris``), so under a
+    grammar such a model (Mistral, Gemma) has no token that writes a space: a literal space would be a
+    dead end. Those spaces separate JSON or Python pieces (``{"name": "f"``, ``a(x=1), b(y=2)``), which
+    every parser reads with or without them; other models keep writing them.
+    """
+    expressions: list[str] = []
+    for position, piece in enumerate(re.split(r"(?<=[:,;]) ", text)):
+        expressions += ['" "?'] if position else []
+        expressions += [json.dumps(piece, ensure_ascii=False)] if piece else []
+    return " ".join(expressions) or '""'
 
 
 @dataclass(frozen=True)
