@@ -20,6 +20,7 @@ from service.parsing.markup import (
     GLM45,
     GRANITE,
     GRANITE_TAG,
+    GRANITE_TAGGED_THINK,
     GRANITE_THINK,
     HARMONY,
     HARMONY_THINK,
@@ -96,13 +97,19 @@ def typed_format(decode: Callable[[str, Schemas | None], list[calls.Call] | None
 
 
 _HERMES = ToolFormat(lambda ids: TaggedCallParser(calls.hermes_call, ids), HERMES)
-_PYTHONIC = ToolFormat(lambda ids: TrailingCallParser(calls.pythonic_calls, ids, (calls.PYTHON_TAG, "[")), PYTHONIC)
+_PYTHONIC = ToolFormat(
+    lambda ids: TrailingCallParser(calls.pythonic_calls, ids, (calls.PYTHON_TAG, "[")),
+    PYTHONIC,
+    extra=(calls.PYTHON_TAG,),
+)
 # --tool-parser names (with vLLM's aliases) -> the format.
 TOOL_PARSERS: dict[str, ToolFormat] = {
     "hermes": _HERMES,
     "qwen": _HERMES,
     "llama3_json": ToolFormat(
-        lambda ids: TrailingCallParser(calls.llama3_json_calls, ids, (calls.PYTHON_TAG, "{")), LLAMA3_JSON
+        lambda ids: TrailingCallParser(calls.llama3_json_calls, ids, (calls.PYTHON_TAG, "{")),
+        LLAMA3_JSON,
+        extra=(calls.PYTHON_TAG,),
     ),
     "pythonic": _PYTHONIC,
     "llama3_pythonic": _PYTHONIC,
@@ -111,6 +118,7 @@ TOOL_PARSERS: dict[str, ToolFormat] = {
         MISTRAL,
         call_id=mistral_call_id,
         fit_call_id=mistral_fit_call_id,
+        extra=(calls.MISTRAL_TAG, calls.MISTRAL_ARGS),  # special tokens in Mistral's tokenizers
     ),
     "deepseek_v3": section_format(calls.deepseek_v3_calls, DEEPSEEK_V3),
     "deepseek_v31": section_format(calls.deepseek_v31_calls, DEEPSEEK_V31),
@@ -131,6 +139,7 @@ REASONING_PARSERS: dict[str, ThinkMarkup] = {
     "qwen3": THINK,
     "deepseek_r1": THINK,
     "granite": GRANITE_THINK,
+    "granite_think": GRANITE_TAGGED_THINK,
     "openai_gptoss": HARMONY_THINK,  # vLLM's name
     "openai": HARMONY_THINK,
     "gemma4": GEMMA4_THINK,
@@ -160,6 +169,7 @@ TEMPLATE_TOOL_MARKUP: list[tuple[str | tuple[str, ...], str]] = [
 # Likewise for the reasoning parser.
 TEMPLATE_REASONING_MARKUP: list[tuple[str | tuple[str, ...], str]] = [
     (GRANITE_THINK.begin, "granite"),  # Granite 3.2's thinking prompt names the phrases
+    (("<think>", "<response>"), "granite_think"),  # Granite 3.3's asks for <think> and <response> tags
     ("<|channel|>", "openai"),
     (GEMMA4_THINK.begin, "gemma4"),
     (THINK.begin, "think"),
@@ -226,7 +236,7 @@ class OutputFormat:
         reasoning = None
         if (think := self.think_markup) is not None and think != HARMONY_THINK:
             opened = self.reasoning_opened(prompt_tail)
-            reasoning = ThinkSplitter(opened=opened, open_tag=think.begins, close_tag=think.ends)
+            reasoning = ThinkSplitter(opened=opened, open_tag=think.begins, close_tag=think.ends, reply=think.reply)
         if self.tool_parser == HARMONY_PARSER or think == HARMONY_THINK:
             # Harmony's channels are one markup: one reader takes the turn, with its calls or without.
             calling = tools and self.tool_parser == HARMONY_PARSER

@@ -132,6 +132,7 @@ class ThinkMarkup:
     other_begins: tuple[str, ...] = ()
     other_ends: tuple[str, ...] = ()
     after: str | None = None  # what a grammar writes after ``end``; None: a blank line, as most templates do
+    reply: tuple[str, str] | None = None  # tags the reply is wrapped in after the block (removed from content)
 
     @property
     def begins(self) -> tuple[str, ...]:
@@ -222,3 +223,5 @@ GRANITE_THINK = ThinkMarkup(
     other_begins=("Here's my thought process:",),
     other_ends=("Here's my response:",),
 )
+# Granite 3.3 and 4 (thinking=True): <think>...</think>, then the reply inside <response>...</response>.
+GRANITE_TAGGED_THINK = ThinkMarkup("<think>", "</think>", reply=("<response>", "</response>"))

@@ -23,6 +23,7 @@ class ThinkSplitter:
         opened: bool = False,
         open_tag: str | tuple[str, ...] = "<think>",
         close_tag: str | tuple[str, ...] = "</think>",
+        reply: tuple[str, str] | None = None,
     ) -> None:
         # Each tag may have several spellings (Granite: "Here is" / "Here's"): any of them counts.
         self._opens = (open_tag,) if isinstance(open_tag, str) else open_tag
@@ -31,6 +32,7 @@ class ThinkSplitter:
         self._buffer = ""
         self._reasoning = TrimmedText(strip_leading=True)
         self._after_block = False  # content right after the close tag loses its leading whitespace
+        self._reply = ReplyTags(*reply) if reply else None
         self.saw_block = opened
 
     @property
@@ -59,7 +61,8 @@ class ThinkSplitter:
         if self._state == "reasoning":  # cut off inside the block: all of it is reasoning
             text, self._buffer = self._reasoning.push(self._buffer), ""
             return ([ReasoningDelta(text)] if text else []), ""
-        return [], self._content()
+        content = self._content()
+        return [], content + self._reply.finish() if self._reply is not None else content
 
     def _scan_reasoning(self) -> tuple[list[ReasoningDelta], str]:
         end, close = find_first(self._buffer, self._closes)
@@ -79,4 +82,44 @@ class ThinkSplitter:
         if self._after_block:
             text = text.lstrip()
             self._after_block = not text
-        return text
+        return self._reply.feed(text) if self._reply is not None and self.saw_block else text
+
+
+class ReplyTags:
+    """Removes the tags a family wraps its reply in after the reasoning block (Granite 3.3:
+    ``<think>...</think><response>...</response>``), from streamed text: the opening tag at the start,
+    the closing tag wherever it comes, and the whitespace that touches them; text that may be the start of
+    either is held back."""
+
+    def __init__(self, opening: str, closing: str) -> None:
+        self._opening, self._closing = opening, closing
+        self._started = False  # past where the opening tag could be
+        self._held = ""
+        self._text = TrimmedText(strip_leading=False)
+
+    def feed(self, text: str) -> str:
+        """The reply text of one delta, tags removed."""
+        text, self._held = self._held + text, ""
+        if not self._started:
+            head = text.lstrip()
+            if head.startswith(self._opening):
+                text, self._started = head[len(self._opening) :], True
+                self._text = TrimmedText(strip_leading=True)
+            elif self._opening.startswith(head):
+                self._held = text
+                return ""
+            else:
+                self._started = True
+        out = ""
+        while (end := text.find(self._closing)) >= 0:
+            out += self._text.push(text[:end])
+            self._text = TrimmedText(strip_leading=True)  # the tag's own whitespace, both sides
+            text = text[end + len(self._closing) :]
+        keep = partial_tag_length(text, (self._closing,))
+        self._held = text[len(text) - keep :] if keep else ""
+        return out + self._text.push(text[: len(text) - keep])
+
+    def finish(self) -> str:
+        """What is held back, at the end of the output."""
+        held, self._held = self._held, ""
+        return self._text.push(held) + self._text.flush() if held else self._text.flush()

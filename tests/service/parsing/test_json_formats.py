@@ -170,7 +170,7 @@ def parse_with_tail(text: str, prompt_tail: str) -> tuple[ParsedTurn, list[Piece
         ("deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja", "deepseek_v3", "think"),
         ("moonshotai-Kimi-K2.jinja", "kimi_k2", None),
         ("Kimi-K2-Instruct.jinja", "kimi_k2", None),
-        ("ibm-granite-granite-3.3-2B-Instruct.jinja", "granite", "think"),  # 3.3 thinks in <think> tags
+        ("ibm-granite-granite-3.3-2B-Instruct.jinja", "granite", "granite_think"),  # <think>, <response> tags
         ("ibm-granite-granite-4.0.jinja", "hermes", None),  # Granite 4 writes Hermes <tool_call> blocks
         ("vllm-phi4-mini-tool_use.jinja", "phi4_mini_json", None),
         ("microsoft-Phi-4-mini-instruct.jinja", "phi4_mini_json", None),
@@ -187,3 +187,24 @@ def test_granite_3_2_thinking_prompt_chooses_granite_reasoning() -> None:
     # Granite 3.2's template (not vendored) asks for the phrases in its thinking system prompt.
     prompt = "Write your thoughts after 'Here is my thought process:' and your response after 'Here is my response:'"
     assert OutputFormat.choose(None, None, prompt + " <|tool_call|>").reasoning_parser == "granite"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "<think>Checking the sky.</think><response>Sunny today.</response>",
+        "<think>\nChecking the sky.\n</think>\n<response>\nSunny today.\n</response>",
+        "<think>Checking the sky.</think>Sunny today.",  # the wrapper is the model's to write, not required
+    ],
+)
+def test_granite_33_reply_tags_are_not_content(text: str) -> None:
+    """Granite 3.3's thinking prompt asks for <think>...</think><response>...</response>: the tags are markup."""
+    template = (TEMPLATES / "ibm-granite-granite-3.3-2B-Instruct.jinja").read_text()
+    chosen = OutputFormat.choose(None, None, template)
+    assert chosen.reasoning_parser == "granite_think"
+    for split in range(1, len(text) + 1):
+        parser = chosen.parser(tools=False)
+        for start in range(0, len(text), split):
+            parser.feed(text[start : start + split])
+        parser.finish()
+        assert (parser.result.reasoning, parser.result.content) == ("Checking the sky.", "Sunny today."), split
