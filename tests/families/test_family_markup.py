@@ -7,6 +7,7 @@ stream arrives) and parsed with the format the server picks for the family: the 
 Without the markup kept, the families whose markup is a special token lose the call.
 """
 
+# ruff: noqa: RUF001 (DeepSeek's markup is spelled with fullwidth bars: they are the real tokens)
 from __future__ import annotations
 
 import json
