@@ -144,6 +144,16 @@ REASONING_PARSERS: dict[str, ThinkMarkup] = {
     "openai": HARMONY_THINK,
     "gemma4": GEMMA4_THINK,
 }
+# Other servers' names for these formats (vLLM's --tool-call-parser and --reasoning-parser, OVMS's
+# --tool_parser and --reasoning_parser), so a command line written for them works here.
+ALIASES: dict[str, dict[str, str]] = {
+    "tool": {
+        "llama4_json": "llama3_json", "llama4_pythonic": "pythonic", "qwen3_xml": "qwen3_coder", "glm47": "glm45",
+        "hermes3": "hermes", "llama3": "llama3_json", "phi4": "phi4_mini_json", "gptoss": "openai",
+        "qwen3coder": "qwen3_coder", "devstral": "mistral",
+    },
+    "reasoning": {"gptoss": "openai", "glm45": "think", "granite3.3": "granite_think"},
+}  # fmt: skip
 NONE = "none"  # either flag: no parsing of that kind
 HARMONY_PARSER = "openai"  # gpt-oss's tool parser (vLLM's name); its reasoning parser is HARMONY_THINK's
 
@@ -198,6 +208,8 @@ class OutputFormat:
             tool_parser = _template_choice(TEMPLATE_TOOL_MARKUP, chat_template)
         if reasoning_parser is None:
             reasoning_parser = _template_choice(TEMPLATE_REASONING_MARKUP, chat_template)
+        tool_parser = ALIASES["tool"].get(tool_parser or "", tool_parser)
+        reasoning_parser = ALIASES["reasoning"].get(reasoning_parser or "", reasoning_parser)
         return cls(None if tool_parser == NONE else tool_parser, None if reasoning_parser == NONE else reasoning_parser)
 
     def fit_call_id(self, call_id: str) -> str:
@@ -283,5 +295,5 @@ def tool_schemas(tools: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
 
 def parser_name_problem(kind: str, name: str) -> str | None:
     """Why ``name`` is not a known ``kind`` ("tool" or "reasoning") parser; None when it is."""
-    known = set(TOOL_PARSERS if kind == "tool" else REASONING_PARSERS) | {NONE}
+    known = set(TOOL_PARSERS if kind == "tool" else REASONING_PARSERS) | set(ALIASES[kind]) | {NONE}
     return None if name in known else f"unknown {kind} parser {name!r}; known: {', '.join(sorted(known))}"

@@ -204,3 +204,15 @@ def test_other_families(fmt: OutputFormat, text: str, calls: list, content: str)
     for size in (1, 2, 5):
         split, _ = parse_split(text, list(range(size, len(text), size)), fmt)
         assert same(split, whole)
+
+
+def test_other_servers_parser_names_pick_the_same_formats() -> None:
+    """vLLM's and OVMS's names for a format work as --tool-parser / --reasoning-parser values."""
+    from service.parsing import parser_name_problem
+    from service.parsing.formats import ALIASES
+
+    for kind, aliases in ALIASES.items():
+        for alias, name in aliases.items():
+            assert parser_name_problem(kind, alias) is None
+            chosen = OutputFormat.choose(*((alias, None) if kind == "tool" else (None, alias)), "")
+            assert (chosen.tool_parser if kind == "tool" else chosen.reasoning_parser) == name
