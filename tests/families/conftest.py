@@ -1,7 +1,8 @@
 """The ``family_models`` session fixture: every family of table.py built once, cached across sessions.
 
 The cache is keyed by a hash of what the models are made from (the builder, the table, the templates, the
-tokenizers, tiny-chat's weights), so a rerun with nothing changed reuses the directories (~0 s) and any change
+tokenizers, tiny-chat's weights, and ovserve's template renderer, which renders the prompts whose last tokens
+the scripts start from), so a rerun with nothing changed reuses the directories (~0 s) and any change
 rebuilds. It lives in pytest's cache directory unless OVSERVE_FAMILY_MODELS names another.
 """
 
@@ -16,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from service.engine import chat_template
 from tests.families import build, table
 
 COMPLETE = ".complete"  # written last: a directory without it is a build that was cut short
@@ -24,7 +26,8 @@ COMPLETE = ".complete"  # written last: a directory without it is a build that w
 def _inputs_hash() -> str:
     """A hash of everything a family model is made from."""
     digest = hashlib.sha256()
-    files = [Path(build.__file__), Path(table.__file__), build.TINY_CHAT / "openvino_model.bin"]
+    files = [Path(build.__file__), Path(table.__file__), Path(chat_template.__file__)]
+    files += [build.TINY_CHAT / "openvino_model.bin"]
     files += sorted(table.TEMPLATES_DIR.glob("*.jinja")) + sorted(table.TOKENIZERS_DIR.glob("*.xz"))
     for path in files:
         digest.update(path.name.encode())
@@ -63,6 +66,6 @@ def family_models(request: pytest.FixtureRequest) -> dict[str, Path]:
     base = Path(configured) if configured else Path(request.config.cache.mkdir("family-models"))
     key = _inputs_hash()
     for stale in base.iterdir() if base.is_dir() else ():
-        if stale.is_dir() and stale.name != key:  # models of older inputs: ~0.6 GB each
+        if stale.is_dir() and stale.name != key:  # models of older inputs: ~1.6 GB each
             shutil.rmtree(stale, ignore_errors=True)
     return build_all(base / key)

@@ -6,6 +6,12 @@ family's own tokenizer is not among those GGUFs, the closest one stands in and t
 are added with the special flag the real tokenizer gives them, so that tool-call and reasoning markup
 encodes to single ids as in the real model. The token ids differ from the real model's; the text does not.
 
+Each family also has a ``script``: what its tiny model writes, greedily, after the family's generation prompt
+(build.py makes the weights a bigram model that plays it): the family's own reasoning markup around THOUGHT,
+then ANSWER, then the token that ends the family's turn. A bigram model gives each token one successor, so no
+token may repeat in a script: whitespace and punctuation are chosen for that (THOUGHT has no full stop, the
+answer has one), and a script may not contain the last token of a thinking-on prompt either.
+
 Special flags, as the real tokenizers have them: control markup (roles, turn ends, Mistral's
 ``[TOOL_CALLS]``, Llama's ``<|python_tag|>``, harmony's ``<|channel|>``) is special and vanishes from
 ``skip_special_tokens`` decoding; Qwen's ``<tool_call>``, ``<think>`` and DeepSeek's ``<｜tool▁calls▁begin｜>``
@@ -35,6 +41,7 @@ class Family:
     bos: str | None  # the tokenizer's bos_token / eos_token / pad_token (as tokenizer_config.json names them)
     eos: str
     end_of_turn: tuple[str, ...]  # generation_config.json's eos_token_id: what ends an assistant turn
+    script: str  # what the model writes after the generation prompt, ending with one of end_of_turn
     special: tuple[str, ...] = ()  # tokens made (or kept) special added tokens
     added: tuple[str, ...] = ()  # tokens made non-special added tokens (matched whole, kept when decoding)
     pad: str | None = None
@@ -45,6 +52,8 @@ class Family:
     def template_path(self) -> Path:
         return TEMPLATES_DIR / self.template
 
+
+THOUGHT, ANSWER = "Checking the sky", "Sunny today."  # the scripts' reasoning and reply
 
 # Qwen2.5's added tokens in their real order: on the qwen2 GGUF they take the ids of llama.cpp's [PADn]
 # fillers, so they get their real ids (151646...). Qwen3 appends <tool_response>, <think> after them.
@@ -84,15 +93,58 @@ _DEEPSEEK = {"bos": "<｜begin▁of▁sentence｜>", "eos": "<｜end▁of▁sent
 FAMILIES: dict[str, Family] = {
     family.name: family
     for family in [
-        Family("qwen2.5", "Qwen-Qwen2.5-7B-Instruct.jinja", added=_QWEN25_ADDED, markup=("<tool_call>",), **_QWEN),
-        Family("qwen3", "Qwen-Qwen3-0.6B.jinja", added=_QWEN3_ADDED, markup=("<tool_call>", "<think>"), **_QWEN),
-        Family("qwq", "Qwen-QwQ-32B.jinja", added=_QWEN3_ADDED, markup=("<tool_call>", "<think>"), **_QWEN),
-        Family("qwen3-coder", "Qwen3-Coder.jinja", added=_QWEN3_ADDED, markup=("<tool_call>",), **_QWEN),
-        Family("llama3.1", "meta-llama-Llama-3.1-8B-Instruct.jinja", markup=("<|python_tag|>",), **_LLAMA3),
-        Family("llama3.2", "meta-llama-Llama-3.2-3B-Instruct.jinja", markup=("<|eot_id|>",), **_LLAMA3),
+        Family(
+            "qwen2.5",
+            "Qwen-Qwen2.5-7B-Instruct.jinja",
+            added=_QWEN25_ADDED,
+            markup=("<tool_call>",),
+            script=f"{ANSWER}<|im_end|>",
+            **_QWEN,
+        ),
+        # Qwen3's prompt leaves <think> to the model (or, thinking off, ends an empty block with "\n\n").
+        Family(
+            "qwen3",
+            "Qwen-Qwen3-0.6B.jinja",
+            added=_QWEN3_ADDED,
+            markup=("<tool_call>", "<think>"),
+            script=f"<think>{THOUGHT}</think>\n\n{ANSWER}<|im_end|>",
+            **_QWEN,
+        ),
+        # QwQ's prompt opens the block ("<think>\n") or, thinking off, ends an empty one with </think>.
+        Family(
+            "qwq",
+            "Qwen-QwQ-32B.jinja",
+            added=_QWEN3_ADDED,
+            markup=("<tool_call>", "<think>"),
+            script=f"{THOUGHT}</think>{ANSWER}<|im_end|>",
+            **_QWEN,
+        ),
+        Family(
+            "qwen3-coder",
+            "Qwen3-Coder.jinja",
+            added=_QWEN3_ADDED,
+            markup=("<tool_call>",),
+            script=f"{ANSWER}<|im_end|>",
+            **_QWEN,
+        ),
+        Family(
+            "llama3.1",
+            "meta-llama-Llama-3.1-8B-Instruct.jinja",
+            markup=("<|python_tag|>",),
+            script=f"{ANSWER}<|eot_id|>",
+            **_LLAMA3,
+        ),
+        Family(
+            "llama3.2",
+            "meta-llama-Llama-3.2-3B-Instruct.jinja",
+            markup=("<|eot_id|>",),
+            script=f"{ANSWER}<|eot_id|>",
+            **_LLAMA3,
+        ),
         Family(
             "hermes3",
             "NousResearch-Hermes-3-Llama-3.1-8B-tool_use.jinja",
+            script=f"{ANSWER}<|im_end|>",
             tokenizer="llama-bpe",
             bos="<|begin_of_text|>",
             eos="<|im_end|>",
@@ -115,6 +167,7 @@ FAMILIES: dict[str, Family] = {
         Family(
             "mistral-v0.3",
             "mistralai-Mistral-7B-Instruct-v0.3.jinja",
+            script=f"{ANSWER}</s>",
             tokenizer="llama-spm",
             bos="<s>",
             eos="</s>",
@@ -126,6 +179,7 @@ FAMILIES: dict[str, Family] = {
         Family(
             "devstral",
             "unsloth-mistral-Devstral-Small-2507.jinja",
+            script=f"{ANSWER}</s>",
             tokenizer="llama-bpe",  # Tekken is byte-level BPE like Llama 3's; Llama 3's own specials stay
             bos="<s>",
             eos="</s>",
@@ -134,11 +188,25 @@ FAMILIES: dict[str, Family] = {
             special=_TEKKEN,
             markup=("[TOOL_CALLS]", "[ARGS]", "[SYSTEM_PROMPT]"),
         ),
-        Family("deepseek-r1", "deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja", tokenizer="qwen2", **_DEEPSEEK),
-        Family("deepseek-v3.1", "deepseek-ai-DeepSeek-V3.1.jinja", tokenizer="deepseek-llm", **_DEEPSEEK),
+        # Both open the block (R1 "<think>\n", V3.1 "<think>") or, thinking off, end an empty one with </think>.
+        Family(
+            "deepseek-r1",
+            "deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja",
+            tokenizer="qwen2",
+            script=f"{THOUGHT}</think>{ANSWER}<｜end▁of▁sentence｜>",
+            **_DEEPSEEK,
+        ),
+        Family(
+            "deepseek-v3.1",
+            "deepseek-ai-DeepSeek-V3.1.jinja",
+            tokenizer="deepseek-llm",
+            script=f"{THOUGHT}</think>{ANSWER}<｜end▁of▁sentence｜>",
+            **_DEEPSEEK,
+        ),
         Family(
             "phi-4-mini",
             "microsoft-Phi-4-mini-instruct.jinja",
+            script=f"{ANSWER}<|end|>",
             tokenizer="gpt-2",  # Phi-4-mini's o200k-like BPE is not among the GGUFs
             bos="<|endoftext|>",
             eos="<|endoftext|>",
@@ -161,6 +229,8 @@ FAMILIES: dict[str, Family] = {
         Family(
             "gpt-oss",
             "openai-gpt-oss-120b.jinja",
+            # The final message would repeat <|channel|> and <|message|>: the analysis message alone.
+            script=f"<|channel|>analysis<|message|>{THOUGHT}<|end|><|return|>",
             tokenizer="gpt-2",  # o200k_harmony is not among the GGUFs
             bos="<|startoftext|>",
             eos="<|return|>",
@@ -182,6 +252,10 @@ FAMILIES: dict[str, Family] = {
         Family(
             "granite-3.3",
             "ibm-granite-granite-3.3-2B-Instruct.jinja",
+            # Thinking asks for <think>...</think><response>...</response>. Several ids each in this vocabulary
+            # ("think" and ">" twice), which a bigram model cannot write: they are added here as non-special
+            # tokens, which decode to the same text the parser reads either way.
+            script=f"<think>{THOUGHT}</think><response>{ANSWER}</response><|end_of_text|>",
             tokenizer="starcoder",  # Granite 3's vocabulary is StarCoder's plus these
             bos="<|end_of_text|>",
             eos="<|end_of_text|>",
@@ -194,11 +268,13 @@ FAMILIES: dict[str, Family] = {
                 "<|start_of_cite|>",
                 "<|end_of_cite|>",
             ),
+            added=("<think>", "</think>", "<response>", "</response>"),
             markup=("<|tool_call|>", "<|start_of_role|>"),
         ),
         Family(
             "gemma-3",
             "google-gemma-3-270m-it.jinja",
+            script=f"{ANSWER}<end_of_turn>",
             tokenizer="gemma-4",  # Gemma 3's 262k SentencePiece vocabulary, Gemma 4's revision of it
             bos="<bos>",
             eos="<eos>",
@@ -210,6 +286,9 @@ FAMILIES: dict[str, Family] = {
         Family(
             "gemma-4",
             "google-gemma-4-31B-it.jinja",
+            # Gemma 4 writes "<|channel>thought\n"; "\n" ends the thinking-on prompt ("<|turn>model\n"), so "\n\n".
+            # Thinking off, the prompt ends with an empty channel: "<|channel>thought\n<channel|>".
+            script=f"<|channel>thought\n\n{THOUGHT}<channel|>{ANSWER}<turn|>",
             tokenizer="gemma-4",  # the real one: the GGUF already has every markup token
             bos="<bos>",
             eos="<eos>",
@@ -220,6 +299,7 @@ FAMILIES: dict[str, Family] = {
         Family(
             "kimi-k2",
             "moonshotai-Kimi-K2.jinja",
+            script=f"{ANSWER}<|im_end|>",
             tokenizer="llama-bpe",  # Kimi's tiktoken vocabulary is not among the GGUFs
             bos="[BOS]",
             eos="[EOS]",
@@ -243,6 +323,8 @@ FAMILIES: dict[str, Family] = {
         Family(
             "glm-4.6",
             "GLM-4.6.jinja",
+            # Thinking off, the prompt ends with "\n<think></think>".
+            script=f"\n<think>{THOUGHT}</think>{ANSWER}<|user|>",
             tokenizer="qwen2",  # GLM-4's 151k BPE is not among the GGUFs; Qwen2's is the nearest in kind
             bos=None,
             eos="<|endoftext|>",

@@ -1,5 +1,6 @@
 """Every family model of tests/families/table.py loads in ovserve, renders a tool conversation, keeps its
-markup tokens whole, and generates through openvino_genai's continuous-batching pipeline (XGrammar included).
+markup tokens whole, writes its script after every generation prompt, and generates through openvino_genai's
+continuous-batching pipeline (XGrammar included).
 
 Also records which published templates openvino_genai's own renderer (minja, ``Tokenizer.apply_chat_template``)
 refuses: ovserve then renders them with Jinja2 (service/engine/chat_template.py).
@@ -12,39 +13,18 @@ import re
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+import openvino as ov
 import openvino_genai as ov_genai
 import pytest
 from tokenizers import Tokenizer
 
 from service.engine import EngineSettings
 from service.models import ModelSpec, ServedModel
+from tests.families.build import ROUND_TRIP, TOOLS, continuation, encode, prompts
 from tests.families.table import FAMILIES
 
 NAMES = list(FAMILIES)
-TOOLS = [
-    {
-        "type": "function",
-        "function": {
-            "name": "get_weather",
-            "description": "The weather in a city.",
-            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
-        },
-    }
-]
-# A whole tool round trip. Arguments as a mapping (templates `tojson` them); a 9-alphanumeric id (Mistral's
-# templates refuse others); "" rather than null content (many templates concatenate it).
-CONVERSATION: list[dict[str, Any]] = [
-    {"role": "system", "content": "You are terse."},
-    {"role": "user", "content": "Weather in Paris?"},
-    {
-        "role": "assistant",
-        "content": "",
-        "tool_calls": [
-            {"id": "call12345", "type": "function", "function": {"name": "get_weather", "arguments": {"city": "Paris"}}}
-        ],
-    },
-    {"role": "tool", "tool_call_id": "call12345", "name": "get_weather", "content": '{"sky": "clear"}'},
-]
 # Templates minja (openvino_genai 2026.4) cannot render: what it says, measured. ovserve renders them with Jinja2.
 MINJA_FAILS = {
     # GLM-4.6 calls a method on a macro's result inside a conditional expression.
@@ -72,7 +52,7 @@ def served(family_models: dict[str, Path]) -> Any:
 def test_loads_in_ovserve_and_renders_tools(name: str, served: Any) -> None:
     model = served(name)
     assert model.vocab_size == len(Tokenizer.from_file(str(model.spec.path / "tokenizer.json")).get_vocab(True))
-    prompt = model.engine.render_chat(CONVERSATION, TOOLS, {})
+    prompt = model.engine.render_chat(ROUND_TRIP, TOOLS, {})
     assert "Weather in Paris?" in prompt
     assert "get_weather" in prompt
 
@@ -82,9 +62,9 @@ def test_minja_renders_tools(name: str, family_models: dict[str, Path]) -> None:
     tokenizer = ov_genai.Tokenizer(str(family_models[name]))
     if name in MINJA_FAILS:
         with pytest.raises(Exception, match=re.escape(MINJA_FAILS[name])):
-            tokenizer.apply_chat_template(CONVERSATION, add_generation_prompt=True, tools=TOOLS)
+            tokenizer.apply_chat_template(ROUND_TRIP, add_generation_prompt=True, tools=TOOLS)
         return
-    prompt = tokenizer.apply_chat_template(CONVERSATION, add_generation_prompt=True, tools=TOOLS)
+    prompt = tokenizer.apply_chat_template(ROUND_TRIP, add_generation_prompt=True, tools=TOOLS)
     assert "Weather in Paris?" in prompt
 
 
@@ -115,6 +95,43 @@ def _forced(regex: str) -> ov_genai.GenerationConfig:
     config = ov_genai.GenerationConfig(max_new_tokens=24, apply_chat_template=False)
     config.structured_output_config = ov_genai.StructuredOutputConfig(regex=regex)
     return config
+
+
+def _generate(
+    pipe: ov_genai.ContinuousBatchingPipeline, inputs: list[list[int]], config: ov_genai.GenerationConfig
+) -> list[list[int]]:
+    """Each prompt's generated token ids (the end-of-turn token included)."""
+    tensors = [ov.Tensor(np.array([ids], dtype=np.int64)) for ids in inputs]
+    return [list(result.m_generation_ids[0]) for result in pipe.generate(tensors, [config] * len(tensors))]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_writes_its_script(name: str, family_models: dict[str, Path]) -> None:
+    """Greedy, after every probe prompt (thinking on, off, unasked; a question, with tools, after a tool result):
+    the script's ids to its end-of-turn token, from the start, or (a prompt ending where the script passes, as
+    an empty </think> block) from there on. Thinking on, the whole script: the reasoning markup included."""
+    family, path = FAMILIES[name], family_models[name]
+    tokenizer = ov_genai.Tokenizer(str(path))
+    script = encode(tokenizer, family.script)
+    rendered = {probe: encode(tokenizer, prompt) for probe, prompt in prompts(path).items()}
+    pipe = _pipeline(path)
+    config = pipe.get_config()  # greedy, stopping at generation_config.json's end-of-turn ids
+    config.max_new_tokens, config.apply_chat_template = len(script) + 8, False
+    for (probe, ids), generated in zip(rendered.items(), _generate(pipe, list(rendered.values()), config), strict=True):
+        expected = script if probe.startswith("on/") else continuation(script, ids[-1])
+        assert generated == expected, probe
+        text = tokenizer.decode(generated, skip_special_tokens=False)
+        assert text == family.script if expected == script else family.script.endswith(text), (probe, text)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_grammar_masks_the_script(name: str, family_models: dict[str, Path]) -> None:
+    """A grammar forbids the script's tokens after the thinking-on prompt: the model still completes it."""
+    path = family_models[name]
+    tokenizer = ov_genai.Tokenizer(str(path))
+    prompt = encode(tokenizer, prompts(path)["on/question"])
+    [generated] = _generate(_pipeline(path), [prompt], _forced(r'\{"city":"(Paris|Rome)"\}'))
+    assert json.loads(tokenizer.decode(generated))["city"] in ("Paris", "Rome")
 
 
 @pytest.mark.parametrize("name", NAMES)

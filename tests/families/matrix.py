@@ -1,0 +1,101 @@
+"""What the family matrix checks, as data: the cells, which families each applies to, and the README table.
+
+tests/families/test_family_matrix.py runs every applicable cell end to end; ``readme_table`` writes the
+table README.md shows between its markers (``python -m tests.families.matrix`` rewrites it; a test checks
+it is current), so the table says exactly what the tests check.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+from tests.families.table import FAMILIES
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+BEGIN, END = "<!-- family-matrix:begin -->", "<!-- family-matrix:end -->"
+
+# Cell -> its column heading. Each is a test in test_family_matrix.py.
+CELLS = {
+    "plain": "plain chat",
+    "tools": "tools offered",
+    "history": "tool history sent back",
+    "forced": "forced call, unary",
+    "forced_stream": "forced call, streamed",
+    "single": "parallel calls off",
+    "reasoning": "reasoning split, unary",
+    "reasoning_stream": "reasoning split, streamed",
+}
+REASONING_CELLS = ("reasoning", "reasoning_stream")
+# How each family is served: its tool and reasoning parsers as recognised from its template, unless named
+# here. Gemma 3's template knows no tools; vLLM serves it with the pythonic parser, as is done here.
+SERVE_OPTIONS: dict[str, dict[str, str]] = {"gemma-3": {"tool_parser": "pythonic"}}
+# Families whose templates have no reasoning mode: their reasoning cells do not apply.
+NO_REASONING = {
+    "qwen2.5", "qwen3-coder", "llama3.1", "llama3.2", "hermes3", "mistral-v0.3", "devstral", "phi-4-mini",
+    "gemma-3", "kimi-k2",
+}  # fmt: skip
+
+
+# What each family's model says after its reasoning (build.py's scripts): the answer, but gpt-oss's script
+# ends with its analysis message (a final-channel message would repeat harmony's tokens, see table.py).
+def reply(family: str) -> str:
+    """The content each family's tiny model answers with (its script's answer)."""
+    from tests.families.table import ANSWER
+
+    return "" if family == "gpt-oss" else ANSWER
+
+
+def applies(family: str, cell: str) -> bool:
+    """Whether ``cell`` is checked for ``family``."""
+    return not (cell in REASONING_CELLS and family in NO_REASONING)
+
+
+def cases(cell: str) -> list[str]:
+    """The families ``cell`` is checked for."""
+    return [family for family in FAMILIES if applies(family, cell)]
+
+
+def readme_table(parsers: dict[str, tuple[str, str]]) -> str:
+    """The README table: a row per family (template, parsers), a column per cell (✓ checked, — no such mode)."""
+    head = ["family", "chat template", "tool parser", "reasoning parser", *CELLS.values()]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for name, family in FAMILIES.items():
+        tool, reasoning = parsers[name]
+        marks = ["✓" if applies(name, cell) else "—" for cell in CELLS]
+        lines.append(f"| {name} | `{family.template}` | {tool} | {reasoning} | " + " | ".join(marks) + " |")
+    return "\n".join(lines)
+
+
+def expected_parsers() -> dict[str, tuple[str, str]]:
+    """Each family's tool and reasoning parser as the server picks them (the serve options, else its template)."""
+    from service.parsing import OutputFormat
+
+    found = {}
+    for name, family in FAMILIES.items():
+        options = SERVE_OPTIONS.get(name, {})
+        chosen = OutputFormat.choose(
+            options.get("tool_parser"), options.get("reasoning_parser"), family.template_path.read_text()
+        )
+        found[name] = (chosen.tool_parser or "none", chosen.reasoning_parser or "none")
+    return found
+
+
+def readme_section() -> str:
+    """README.md's family table as it stands, between the markers."""
+    match = re.search(re.escape(BEGIN) + r"\n(.*?)" + re.escape(END), README.read_text(), re.DOTALL)
+    return match.group(1).rstrip("\n") if match else ""
+
+
+def write_readme() -> None:
+    """Rewrite README.md's family table from the matrix."""
+    text = README.read_text()
+    table = readme_table(expected_parsers())
+    pattern = re.compile(re.escape(BEGIN) + r"\n.*?" + re.escape(END), re.DOTALL)
+    README.write_text(pattern.sub(lambda _: f"{BEGIN}\n{table}\n{END}", text))
+
+
+if __name__ == "__main__":
+    write_readme()
+    sys.exit(0)

@@ -1,0 +1,190 @@
+"""Every family of tests/families/table.py served by one ovserve, asked what users ask, through the openai client.
+
+One server serves the 18 family models (their real chat templates and tokenizers, tiny weights; see
+build.py), the REST bridge in front. Each cell of the README's family table is a test here (matrix.CELLS),
+run for every family it applies to: plain chat; tools offered (the template renders them); the tool-call
+history sent back as an OpenAI client sends it (``content: null``, the ids the server gave); a forced call
+(``tool_choice: "required"``) unary and streamed, read back as ``tool_calls``; parallel calls off; and the
+reasoning split from the reply, unary and streamed.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import openai
+import pytest
+
+from rest_bridge.server import Bridge
+from service.engine import EngineSettings
+from service.models import ModelSpec
+from tests.conftest import start_server
+from tests.families import matrix
+from tests.families.table import THOUGHT
+from tests.rest_bridge.conftest import RunningBridge
+
+# A small KV cache each: eighteen engines share the machine (and a first grammar compile on a 150k-262k
+# vocabulary takes seconds there, more than the 2 s a lone server allows).
+SETTINGS = EngineSettings(max_num_seqs=8, kv_cache_blocks=256, grammar_timeout_s=60)
+ASK = [{"role": "user", "content": "What is the weather like in Paris?"}]
+# Bounded arguments, so a random model's call closes within max_tokens.
+WEATHER = {"type": "object", "properties": {"city": {"type": "string", "maxLength": 12},
+                                            "unit": {"enum": ["celsius", "fahrenheit"]}},
+           "required": ["city", "unit"]}  # fmt: skip
+ALARM = {"type": "object", "properties": {"hour": {"type": "integer", "minimum": 0, "maximum": 23}},
+         "required": ["hour"], "additionalProperties": False}  # fmt: skip
+TOOLS = [
+    {
+        "type": "function",
+        "function": {"name": "get_weather", "description": "Weather in a city.", "parameters": WEATHER},
+    },
+    {"type": "function", "function": {"name": "set_alarm", "description": "Set an alarm.", "parameters": ALARM}},
+]
+SCHEMAS = {tool["function"]["name"]: tool["function"]["parameters"] for tool in TOOLS}
+THINK = {"reasoning_effort": "high"}  # what turns reasoning on, under each template's own name for it
+# Room for "required"'s up to 8 calls (service.api.structured.MAX_PARALLEL_CALLS) with bounded arguments.
+GREEDY: dict[str, Any] = {"temperature": 0, "max_tokens": 1000}
+
+
+@pytest.fixture(scope="module")
+def families(family_models: dict[str, Path]) -> Iterator[RunningBridge]:
+    specs = [
+        ModelSpec(name, path, settings=SETTINGS, **matrix.SERVE_OPTIONS.get(name, {}))
+        for name, path in family_models.items()
+    ]
+    server = start_server(specs)
+    running = Bridge(server.target, "127.0.0.1", 0)
+    server.run(running.start())
+    yield RunningBridge(running, server)
+    server.run(running.stop())
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def client(families: RunningBridge) -> Iterator[openai.OpenAI]:
+    with openai.OpenAI(base_url=families.url, api_key="unused", max_retries=0, timeout=120) as opened:
+        yield opened
+
+
+def forced(client: openai.OpenAI, family: str, **extra: Any) -> Any:
+    return client.chat.completions.create(
+        model=family, messages=ASK, tools=TOOLS, tool_choice="required", **GREEDY, **extra
+    ).choices[0]
+
+
+def check_calls(calls: list[tuple[str, str]]) -> None:
+    """Each call names an offered tool and its arguments are valid for that tool."""
+    assert calls, "no tool calls"
+    for name, arguments in calls:
+        jsonschema.validate(json.loads(arguments), SCHEMAS[name])
+
+
+def test_the_readme_table_is_the_matrix() -> None:
+    """README.md's family table is what these tests check (python -m tests.families.matrix rewrites it)."""
+    assert matrix.readme_section() == matrix.readme_table(matrix.expected_parsers())
+
+
+def test_each_family_is_served_with_its_parsers(client: openai.OpenAI) -> None:
+    listed = {model.id: model.model_dump() for model in client.models.list()}
+    for name, (tool, reasoning) in matrix.expected_parsers().items():
+        assert (listed[name]["tool_parser"] or "none", listed[name]["reasoning_parser"] or "none") == (tool, reasoning)
+        assert listed[name]["chat_template_source"] == "chat_template.jinja"
+
+
+@pytest.mark.parametrize("family", matrix.cases("plain"))
+def test_plain(client: openai.OpenAI, family: str) -> None:
+    """The model's answer (its script; see build.py), ended by its own end-of-turn token."""
+    choice = client.chat.completions.create(model=family, messages=ASK, **GREEDY).choices[0]
+    assert choice.message.role == "assistant" and choice.finish_reason == "stop"
+    assert (choice.message.content or "") == matrix.reply(family) and not choice.message.tool_calls
+
+
+@pytest.mark.parametrize("family", matrix.cases("tools"))
+def test_tools(client: openai.OpenAI, family: str) -> None:
+    """The template renders the offered tools into the prompt (it grows), and the model answers."""
+    plain = client.chat.completions.create(model=family, messages=ASK, **GREEDY)
+    offered = client.chat.completions.create(model=family, messages=ASK, tools=TOOLS, **GREEDY)
+    assert plain.usage and offered.usage
+    assert offered.usage.prompt_tokens > plain.usage.prompt_tokens + 20
+    assert (offered.choices[0].message.content or "") == matrix.reply(family)
+
+
+@pytest.mark.parametrize("family", matrix.cases("history"))
+def test_history(client: openai.OpenAI, family: str) -> None:
+    """The server's own call sent back as the openai client sends it, then the tool's result."""
+    called = forced(client, family)
+    assert called.message.tool_calls
+    calls = [call.model_dump(exclude_none=True) for call in called.message.tool_calls]
+    results = [{"role": "tool", "tool_call_id": call["id"], "content": "18 C, sunny"} for call in calls]
+    history = [*ASK, {"role": "assistant", "content": None, "tool_calls": calls}, *results]
+    reply = client.chat.completions.create(model=family, messages=history, tools=TOOLS, **GREEDY).choices[0]
+    assert reply.message.role == "assistant"
+    # and an id in another form (OpenAI's own, as a history from elsewhere carries)
+    foreign = [{**calls[0], "id": "call_8f2c1e0b9a7d4c3e2f1a0b9c"}]
+    history = [*ASK, {"role": "assistant", "content": None, "tool_calls": foreign},
+               {"role": "tool", "tool_call_id": foreign[0]["id"], "content": "18 C"}]  # fmt: skip
+    assert client.chat.completions.create(model=family, messages=history, tools=TOOLS, **GREEDY).choices
+
+
+@pytest.mark.parametrize("family", matrix.cases("forced"))
+def test_forced(client: openai.OpenAI, family: str) -> None:
+    choice = forced(client, family)
+    assert choice.finish_reason == "tool_calls", choice
+    assert not choice.message.content, choice.message.content
+    check_calls([(call.function.name, call.function.arguments) for call in choice.message.tool_calls or []])
+
+
+@pytest.mark.parametrize("family", matrix.cases("forced_stream"))
+def test_forced_stream(client: openai.OpenAI, family: str) -> None:
+    """Streamed: the deltas join into the same calls as the unary reply, names first, no content."""
+    joined: dict[int, dict[str, str]] = {}
+    finish, content = [], ""
+    stream = client.chat.completions.create(
+        model=family, messages=ASK, tools=TOOLS, tool_choice="required", stream=True, **GREEDY
+    )
+    for chunk in stream:
+        for choice in chunk.choices:
+            content += choice.delta.content or ""
+            for call in choice.delta.tool_calls or []:
+                entry = joined.setdefault(call.index, {"name": "", "arguments": ""})
+                if call.function and call.function.name:
+                    assert not entry["name"] and not entry["arguments"]  # the name comes first, once
+                    entry["name"] = call.function.name
+                if call.function and call.function.arguments:
+                    entry["arguments"] += call.function.arguments
+            if choice.finish_reason:
+                finish.append(choice.finish_reason)
+    assert finish == ["tool_calls"] and not content
+    streamed = [(entry["name"], entry["arguments"]) for _, entry in sorted(joined.items())]
+    check_calls(streamed)
+    unary = forced(client, family)
+    assert streamed == [(call.function.name, call.function.arguments) for call in unary.message.tool_calls or []]
+
+
+@pytest.mark.parametrize("family", matrix.cases("single"))
+def test_single(client: openai.OpenAI, family: str) -> None:
+    choice = forced(client, family, parallel_tool_calls=False)
+    assert choice.finish_reason == "tool_calls" and len(choice.message.tool_calls or []) == 1
+
+
+@pytest.mark.parametrize("family", matrix.cases("reasoning"))
+def test_reasoning(client: openai.OpenAI, family: str) -> None:
+    """With reasoning on, the family's model writes its reasoning block, then its answer (see build.py)."""
+    message = client.chat.completions.create(model=family, messages=ASK, **GREEDY, **THINK).choices[0].message
+    thought = message.model_dump().get("reasoning_content") or ""
+    assert (thought, message.content or "") == (THOUGHT, matrix.reply(family))
+
+
+@pytest.mark.parametrize("family", matrix.cases("reasoning_stream"))
+def test_reasoning_stream(client: openai.OpenAI, family: str) -> None:
+    thought, content = "", ""
+    for chunk in client.chat.completions.create(model=family, messages=ASK, stream=True, **GREEDY, **THINK):
+        for choice in chunk.choices:
+            delta = choice.delta.model_dump()
+            thought += delta.get("reasoning_content") or ""
+            content += delta.get("content") or ""
+    assert (thought, content) == (THOUGHT, matrix.reply(family))
