@@ -211,13 +211,20 @@ class FakeEngine:
         return "".join(chr(token) for token in token_ids)
 
     def render_chat(
-        self, history: list[dict[str, Any]], tools: list[dict[str, Any]] | None, context: dict[str, Any]
+        self,
+        history: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None,
+        context: dict[str, Any],
+        *,
+        add_generation_prompt: bool = True,
     ) -> str:
         """ChatML as the bundled template lays it out (tools as JSON lines; thinking off unless enable_thinking)."""
         lines = [f"<|im_start|>{m['role']}\n{m.get('content') or ''}{_calls(m)}<|im_end|>\n" for m in history]
         prompt = "".join(lines)
         if tools:
             prompt = "<|im_start|>system\n<tools>\n" + "\n".join(map(repr, tools)) + "\n</tools><|im_end|>\n" + prompt
+        if not add_generation_prompt:
+            return prompt
         prompt += "<|im_start|>assistant\n"
         return prompt if context.get("enable_thinking") else prompt + "<think>\n\n</think>\n\n"
 

@@ -31,6 +31,7 @@ from service.parsing.markup import (
     GEMMA4_THINK,
     GLM45,
     GRANITE,
+    GRANITE_TAGGED_THINK,
     GRANITE_THINK,
     HARMONY,
     HARMONY_THINK,
@@ -149,7 +150,8 @@ def test_aliases_share_their_format_and_every_name_is_covered() -> None:
         HERMES, LLAMA3_JSON, PYTHONIC, MISTRAL, DEEPSEEK_V3, DEEPSEEK_V31, KIMI_K2, PHI4_MINI_JSON, GRANITE,
         HARMONY, GEMMA4, QWEN3_CODER, GLM45,
     ]  # fmt: skip
-    own = {"granite": GRANITE_THINK, "openai": HARMONY_THINK, "openai_gptoss": HARMONY_THINK, "gemma4": GEMMA4_THINK}
+    own = {"granite": GRANITE_THINK, "granite_think": GRANITE_TAGGED_THINK, "openai": HARMONY_THINK,
+           "openai_gptoss": HARMONY_THINK, "gemma4": GEMMA4_THINK}  # fmt: skip
     assert all(REASONING_PARSERS[name] == own.get(name, THINK) for name in REASONING_PARSERS)
     assert REASONING_PARSERS["granite"] == GRANITE_THINK
     assert OutputFormat("mistral", "qwen3").call_markup == MISTRAL and OutputFormat().call_markup is None
