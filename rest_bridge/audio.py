@@ -23,6 +23,25 @@ _TEXT_FIELDS = ("model", "language", "prompt", "response_format")
 _KNOWN = {*_TEXT_FIELDS, "file", "temperature", "timestamp_granularities[]", "timestamp_granularities", "stream"}
 _TEXT_FORMATS = {"text": "text/plain", "srt": "application/x-subrip", "vtt": "text/vtt"}
 
+# Bounds on the form's shape, so a hostile body costs little to refuse. OpenAI's form has 9 fields; a few repeated
+# timestamp_granularities[] fit. A part's headers carry its name and filename: 4 KiB is far above any real filename
+# (255 bytes on most file systems). A text field longer than 64 KiB is no model name, language or 4,096-character
+# prompt (the service's own bound).
+MAX_PARTS = 32
+MAX_PART_HEADER_BYTES = 4 * 1024
+MAX_FIELD_BYTES = 64 * 1024
+_FORM_CONFIG = tornado.httputil.ParseBodyConfig(
+    multipart=tornado.httputil.ParseMultipartConfig(max_parts=MAX_PARTS, max_part_header_size=MAX_PART_HEADER_BYTES)
+)
+# What tornado's HTTPInputError says (a piece of it) -> what the client is told; anything else is "malformed". The
+# error names ``file``: the one required part, and the one a broken body most likely broke.
+_FORM_ERRORS = {
+    "boundary not found": "the Content-Type has no multipart boundary",
+    "no final boundary": "the body does not end with its boundary (a truncated body, or another boundary)",
+    "too many parts": f"the form has more than {MAX_PARTS} parts",
+    "header too large": f"a part's headers (its name and filename) are longer than {MAX_PART_HEADER_BYTES} bytes",
+}
+
 
 def _one(arguments: dict[str, list[bytes]], name: str) -> str | None:
     values = arguments.get(name)
@@ -30,6 +49,8 @@ def _one(arguments: dict[str, list[bytes]], name: str) -> str | None:
         return None
     if len(values) > 1:
         raise bad_request(name, f"{name}: give it once")
+    if len(values[0]) > MAX_FIELD_BYTES:
+        raise bad_request(name, f"{name}: longer than {MAX_FIELD_BYTES} bytes")
     try:
         return values[0].decode("utf-8")
     except UnicodeDecodeError:
@@ -42,7 +63,11 @@ def transcription_request(body: bytes, content_type: str | None) -> tuple[audio_
         raise BridgeError(415, "Content-Type must be multipart/form-data", code="unsupported_media_type")
     arguments: dict[str, list[bytes]] = {}
     files: dict[str, list[tornado.httputil.HTTPFile]] = {}
-    tornado.httputil.parse_body_arguments(content_type or "", body, arguments, files)
+    try:
+        tornado.httputil.parse_body_arguments(content_type or "", body, arguments, files, config=_FORM_CONFIG)
+    except tornado.httputil.HTTPInputError as error:
+        reason = next((told for said, told in _FORM_ERRORS.items() if said in str(error)), None)
+        raise bad_request("file", f"file: not a readable multipart/form-data body: {reason or 'malformed'}") from None
     unknown = next((name for name in [*arguments, *files] if name not in _KNOWN), None)
     if unknown is not None:
         raise bad_request(unknown, f"Unrecognized request argument supplied: {unknown}")
@@ -63,6 +88,8 @@ def transcription_request(body: bytes, content_type: str | None) -> tuple[audio_
         if not math.isfinite(request.temperature):
             raise bad_request("temperature", "temperature: a finite number")
     for key in ("timestamp_granularities[]", "timestamp_granularities"):
+        if any(len(value) > MAX_FIELD_BYTES for value in arguments.get(key, [])):
+            raise bad_request(key, f"{key}: longer than {MAX_FIELD_BYTES} bytes")
         request.timestamp_granularities.extend(value.decode("utf-8", "replace") for value in arguments.get(key, []))
     stream = (_one(arguments, "stream") or "false").lower()
     if stream not in ("true", "false"):

@@ -4,19 +4,28 @@ The upload is decoded and resampled off the event loop (service/media/audio.py),
 samples are; the options are checked against the model (its languages); the transcript comes from the model's
 pipeline process, streamed as it is decoded where the pipeline can stream (one window of at most 30 s, without
 timestamps).
+
+At most MAX_CONCURRENT_DECODES uploads are decoded at once per server (per event loop): each may hold up to 115 MB of
+samples while it is decoded, so more requests wait their turn (bounded by their deadline) rather than each allocating
+at once. A pipeline failure reaches the client as a generic message; its own (which can carry paths of the machine
+OpenVINO was built on) is logged.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import logging
+import weakref
 from collections.abc import AsyncIterator
 from typing import Any, Protocol
+
+import numpy as np
 
 from clients.v1 import audio_pb2
 from service.api.runs import service_error
 from service.engine import EngineError
-from service.errors import FieldViolation, InvalidArgument
+from service.errors import FieldViolation, Internal, InvalidArgument
 from service.media.audio import SAMPLE_RATE, decode_audio
 from service.media.sources import MediaError
 from service.models import ModelRegistry
@@ -27,6 +36,12 @@ RESPONSE_FORMATS = ("", "json", "text", "verbose_json", "srt", "vtt")
 TIMED_FORMATS = ("verbose_json", "srt", "vtt")  # formats made of segments
 #: Most characters of a prompt (Whisper reads at most 224 tokens of it).
 MAX_PROMPT_CHARS = 4096
+#: Uploads decoded at once per server: two keep a second core busy while bounding decode memory to 2 x 115 MB.
+MAX_CONCURRENT_DECODES = 2
+
+log = logging.getLogger(__name__)
+# One semaphore per event loop (a test process runs several servers, each on its own loop).
+_decode_slots: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = weakref.WeakKeyDictionary()
 
 
 class TranscriptionRequest(Protocol):
@@ -82,11 +97,24 @@ def _options(pipeline: Pipeline, request: TranscriptionRequest) -> dict[str, Any
     }
 
 
+async def _decoded(data: bytes, max_seconds: float) -> np.ndarray:
+    """decode_audio in a thread, in one of the loop's decode slots (waiting for one if all are taken).
+
+    The slot is freed when the thread ends, not when the request does: a cancelled request's thread decodes on.
+    """
+    loop = asyncio.get_running_loop()
+    slots = _decode_slots.setdefault(loop, asyncio.Semaphore(MAX_CONCURRENT_DECODES))
+    await slots.acquire()
+    decoding = loop.run_in_executor(None, decode_audio, "file", data, max_seconds)
+    decoding.add_done_callback(lambda _: slots.release())
+    return await asyncio.shield(decoding)  # shield: a cancelled request still marks the thread's error as seen
+
+
 async def _prepared(registry: ModelRegistry, request: TranscriptionRequest) -> tuple[Pipeline, Any, dict[str, Any]]:
     pipeline = registry.pipeline(request.model, PipelineKind.TRANSCRIBE)
     options = _options(pipeline, request)
     try:
-        samples = await asyncio.to_thread(decode_audio, "file", request.file, pipeline.settings.max_audio_seconds)
+        samples = await _decoded(request.file, pipeline.settings.max_audio_seconds)
     except MediaError as error:
         raise InvalidArgument.of(error.field, error.message) from None
     return pipeline, samples, options
@@ -119,7 +147,10 @@ async def _transcripts(pipeline: Pipeline, samples: Any, options: dict[str, Any]
         async for answer in pipeline.transcribe(samples, **options):
             yield answer
     except EngineError as error:
-        raise service_error(error) from None
+        if type(error) is not EngineError:  # overloaded, unavailable, rejected: messages of our own
+            raise service_error(error) from None
+        log.warning("%s failed to transcribe an upload: %s", pipeline.name, error)
+        raise Internal(f"the speech pipeline of {pipeline.name!r} could not transcribe this recording") from None
 
 
 async def create_transcription(

@@ -130,7 +130,7 @@ class Pipeline(Supervised):
     async def transcribe(self, samples: np.ndarray, **options: object) -> AsyncIterator[str | Transcript]:
         """The transcription of 16 kHz mono ``samples``: streamed text pieces (with ``stream=True``), then the
         Transcript. ``options``: Transcribe's fields (language, prompt, temperature, timestamps, stream)."""
-        data = samples.astype(np.float32).tobytes()
+        data = np.asarray(samples, dtype=np.float32).tobytes()  # asarray: no copy before the one tobytes makes
         async for answer in self._answers(lambda job_id: Transcribe(job_id, data, **options)):  # type: ignore[arg-type]
             yield answer
 
