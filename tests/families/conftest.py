@@ -9,6 +9,7 @@ rebuilds. It lives in pytest's cache directory unless OVSERVE_FAMILY_MODELS name
 from __future__ import annotations
 
 import hashlib
+import multiprocessing
 import os
 import shutil
 import time
@@ -53,7 +54,10 @@ def build_all(root: Path, names: list[str] | None = None) -> dict[str, Path]:
     names = names or list(table.FAMILIES)
     missing = [name for name in names if not (root / name / COMPLETE).is_file()]
     if missing:
-        with ProcessPoolExecutor(max_workers=min(len(missing), os.cpu_count() or 1)) as pool:
+        # Spawned, not forked: by now the session's servers run threads (event loops, OpenVINO's), and a child
+        # forked while one of them holds a lock waits on that lock for ever.
+        workers = min(len(missing), os.cpu_count() or 1)
+        with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
             for name, seconds in pool.map(_build, missing, [root] * len(missing)):
                 print(f"family model {name}: built in {seconds:.1f} s")
     return {name: root / name for name in names}
