@@ -76,6 +76,11 @@ def _tool_call(call: common_pb2.ToolCall) -> dict[str, Any]:
     }
 
 
+# The tier that served a chat completion, as OpenAI's replies say it: there is one here, whatever was asked
+# (README: service_tier "accepted, no effect"; the Responses API's service sets the same on its objects).
+SERVICE_TIER = "default"
+
+
 def chat_completion(response: chat_pb2.CreateChatCompletionResponse) -> dict[str, Any]:
     """OpenAI's ``chat.completion`` object."""
     choices = []
@@ -105,6 +110,7 @@ def chat_completion(response: chat_pb2.CreateChatCompletionResponse) -> dict[str
         "model": response.model,
         "choices": choices,
         "usage": usage(response.usage),
+        "service_tier": SERVICE_TIER,
     }, response.system_fingerprint)  # fmt: skip
 
 
@@ -163,6 +169,7 @@ def chat_chunk(chunk: chat_pb2.StreamChatCompletionResponse, include_usage: bool
         out["usage"] = usage(chunk.usage)
     elif include_usage:
         out["usage"] = None
+    out["service_tier"] = SERVICE_TIER
     return fingerprinted(out, chunk.system_fingerprint)
 
 

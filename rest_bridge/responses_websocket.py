@@ -1,10 +1,12 @@
 """The Responses API's WebSocket mode: ``GET /v3/responses`` upgraded; one ``response.create`` message per response.
 
 A client keeps one connection and sends ``{"type": "response.create", ...}``
-with a Responses body (no ``stream``); each of the response's events comes
-back as one JSON text message, the same events (and numbering) as the SSE
-stream. Messages are handled in order: the next one is read when the current
-response has ended. A failure is a WebSocket error event,
+with a Responses body; each of the response's events comes back as one JSON
+text message, the same events (and numbering) as the SSE stream. ``stream``
+(true or false) is accepted and ignored, since every response streams here and
+OpenAI's Agents SDK always sends it. Messages are handled in order: the next
+one is read when the current response has ended. Any failure, the bridge's own
+included, is a WebSocket error event,
 ``{"type": "error", "status": 400, "error": {"type", "code", "message", "param"}}``,
 and the connection stays open for the next message.
 
@@ -33,6 +35,7 @@ import grpc
 import tornado.routing
 import tornado.websocket
 
+from clients.polymorphic import json_type
 from rest_bridge import cors, requests, responses_output, responses_requests
 from rest_bridge.config import BridgeSettings
 from rest_bridge.errors import BridgeError, from_rpc_error
@@ -68,7 +71,20 @@ class ResponsesSocket(tornado.websocket.WebSocketHandler):
         return super().check_origin(origin) or cors.allowed_origin(self.settings_.cors_origins, origin) is not None
 
     async def on_message(self, message: str | bytes) -> None:
-        """One response.create: run it to its end (tornado reads the next message only after this returns)."""
+        """One response.create: run it to its end (tornado reads the next message only after this returns).
+
+        An exception escaping here would make tornado log it and close the
+        socket with no event, so a failure of the bridge's own is answered as
+        a 500 error event and the connection goes on.
+        """
+        try:
+            await self._respond(message)
+        except Exception:
+            log.exception("WebSocket message failed")  # a bug of the bridge's: the operator needs where
+            self._send_error(BridgeError(500, "the server failed to handle the message", type="server_error"))
+
+    async def _respond(self, message: str | bytes) -> None:
+        """Translate one message and relay its response's events; a refused message is an error event."""
         request_id = uuid.uuid4().hex
         raw = message.encode() if isinstance(message, str) else message
         try:
@@ -122,9 +138,13 @@ class ResponsesSocket(tornado.websocket.WebSocketHandler):
         kind = body.pop("type", None)
         if kind != CREATE:
             raise requests.bad_request("type", f'type: expected "{CREATE}", got {json.dumps(kind)}')
-        for name in ("stream", "background"):
-            if name in body:
-                raise requests.bad_request(name, f"{name}: not a field of WebSocket mode (every response streams)")
+        stream = body.pop("stream", None)  # every response streams; the Agents SDK sends stream: true anyway
+        if stream is not None and not isinstance(stream, bool):
+            raise requests.bad_request("stream", f"stream: expected a boolean, got {json_type(stream)}")
+        if "background" in body:
+            raise requests.bad_request(
+                "background", "background: not a field of WebSocket mode (every response streams)"
+            )
         sent, conversation = self._continuation(body)
         request, _ = responses_requests.create_request({**sent, "stream": True})
         return body.get("previous_response_id"), sent, conversation, request
@@ -165,7 +185,7 @@ def _continued(raw: bytes) -> Any:
     """The previous_response_id a refused message named, if it can be read (a failed turn forgets it)."""
     try:
         body = json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nested too deep, already refused as such
         return None
     return body.get("previous_response_id") if isinstance(body, dict) else None
 

@@ -125,7 +125,7 @@ class CallPolicyInterceptor(grpc.aio.ServerInterceptor):
     def _unary(self, behavior: Callable[..., Any], method: str, metadata: dict[str, Any]) -> Callable[..., Any]:
         async def guarded(request: Any, context: grpc.aio.ServicerContext) -> Any:
             started, status = self._enter(metadata), "OK"
-            with _span(method, metadata, request) as span:
+            with _current(_span(method, metadata, request), end=True) as span:
                 try:
                     counted = await self._admit(method, metadata, context, request)
                     self.in_flight += 1
@@ -146,24 +146,34 @@ class CallPolicyInterceptor(grpc.aio.ServerInterceptor):
     def _streaming(self, behavior: Callable[..., Any], method: str, metadata: dict[str, Any]) -> Callable[..., Any]:
         async def guarded(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
             started, status, messages = self._enter(metadata), "OK", 0
-            with _span(method, metadata, request) as span:
-                try:
+            # The span is current only while the handler runs, never across a yield: a client that leaves
+            # early gets this generator closed by the event loop's finaliser, in another context, where
+            # OpenTelemetry cannot detach a context attached here ("Failed to detach context" at ERROR).
+            span = _span(method, metadata, request)
+            try:
+                with _current(span):
                     counted = await self._admit(method, metadata, context, request)
-                    self.in_flight += 1
-                    try:
-                        async with contextlib.aclosing(behavior(request, context)) as stream:
-                            async for message in stream:
-                                messages += 1
-                                yield message
-                    finally:
-                        self.in_flight -= 1
-                        if counted:
-                            self._limit.release()
-                except BaseException as error:
-                    status = _status_of(error, context)
-                    raise
+                self.in_flight += 1
+                try:
+                    async with contextlib.aclosing(behavior(request, context)) as stream:
+                        while True:
+                            with _current(span):
+                                try:
+                                    message = await anext(stream)
+                                except StopAsyncIteration:
+                                    break
+                            messages += 1
+                            yield message
                 finally:
-                    self._ended(method, request, status, started, messages, span=span)
+                    self.in_flight -= 1
+                    if counted:
+                        self._limit.release()
+            except BaseException as error:
+                status = _status_of(error, context)
+                raise
+            finally:
+                self._ended(method, request, status, started, messages, span=span)
+                span.end()
 
         return guarded
 
@@ -229,16 +239,23 @@ class CallPolicyInterceptor(grpc.aio.ServerInterceptor):
         return any(matches)
 
 
-def _span(method: str, metadata: dict[str, Any], request: Any) -> Any:
-    """The call's span, current while it runs, under the caller's trace context (``traceparent``) if sent."""
+def _span(method: str, metadata: dict[str, Any], request: Any) -> trace.Span:
+    """The call's span, started under the caller's trace context (``traceparent``) if sent; not yet current."""
     service, _, rpc = method.lstrip("/").partition("/")
     attributes = {"rpc.system": "grpc", "rpc.service": service, "rpc.method": rpc}
     if model := str(getattr(request, "model", "")):
         attributes["gen_ai.request.model"] = model
-    return tracing.tracer.start_as_current_span(
-        method.lstrip("/"), context=extracted(metadata), kind=trace.SpanKind.SERVER, attributes=attributes,
-        record_exception=False, set_status_on_exception=False,
-    )  # fmt: skip
+    return tracing.tracer.start_span(
+        method.lstrip("/"), context=extracted(metadata), kind=trace.SpanKind.SERVER, attributes=attributes
+    )
+
+
+def _current(span: trace.Span, *, end: bool = False) -> contextlib.AbstractContextManager[trace.Span]:
+    """``span`` as the current span for a block (the generation's span is its child); ended after it if ``end``.
+
+    ``_ended`` sets the status: an exception is not recorded on the span (a cancelled call is not a failure).
+    """
+    return trace.use_span(span, end_on_exit=end, record_exception=False, set_status_on_exception=False)
 
 
 def _request_type(method: str) -> str:

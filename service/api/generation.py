@@ -37,6 +37,19 @@ def _finite(value: float) -> bool:
     return math.isfinite(value)
 
 
+# The engine keeps every sampling float as a 32-bit float: a double below float32's smallest normal number
+# becomes 0 or a denormal there (temperature 5e-324 turns 0 after do_sample is set, and the engine fails the
+# request; temperature or repetition_penalty 1e-40 samples garbage, measured with openvino-genai 2026.4), and
+# one above float32's largest becomes infinity. So a float field must be 0 or of a magnitude float32 keeps.
+FLOAT32_TINY = 1.1754943508222875e-38  # numpy.finfo(numpy.float32).tiny
+FLOAT32_MAX = 3.4028234663852886e38  # numpy.finfo(numpy.float32).max
+
+
+def _engine_float(value: float) -> bool:
+    """Whether the engine's float32 holds ``value`` as a normal number (or exactly 0)."""
+    return value == 0.0 or FLOAT32_TINY <= abs(value) <= FLOAT32_MAX
+
+
 # Request field -> SamplingParams field. NaN fails every comparison, so
 # the range checks refuse it too.
 RULES: tuple[Rule, ...] = (
@@ -114,7 +127,12 @@ def _settings(
         if not request.HasField(rule.field):
             continue
         value = getattr(request, rule.field)
-        if rule.valid(value):
+        if isinstance(value, float) and not _engine_float(value):  # every double field; the rule's range too
+            requirement = f"{rule.requirement}, and 0 or of a magnitude from {FLOAT32_TINY:.2g} to {FLOAT32_MAX:.2g}"
+            violations.append(
+                FieldViolation(rule.field, f"{requirement} (the engine computes in 32-bit floats); got {value}")
+            )
+        elif rule.valid(value):
             settings[rule.target] = rule.convert(value)
         else:
             violations.append(FieldViolation(rule.field, f"{rule.requirement}; got {value}"))

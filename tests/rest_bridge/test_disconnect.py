@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import gc
 import json
+import logging
 import socket
 import time
 from typing import Any
+
+import pytest
 
 from tests.rest_bridge.conftest import RunningBridge, http_request
 
@@ -77,3 +81,23 @@ def test_dropped_completion_streams_and_a_dropped_unary_call(bridge: RunningBrid
     sock.close()
     stats = wait_idle(bridge)
     assert stats.idle, stats
+
+
+RESPONSE_STREAM = {"model": "tiny-chat", "input": "Tell me a story.", "max_output_tokens": 1500, "stream": True}
+
+
+def test_a_disconnect_mid_stream_logs_nothing_above_debug(
+    bridge: RunningBridge, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A client leaving early is routine: it once logged "Failed to detach context" at ERROR with two
+    # tracebacks (the call's tracing context, attached across a yield, detached from another context).
+    streams = [("/v3/chat/completions", CHAT_STREAM), ("/v3/completions", COMPLETION_STREAM)]
+    streams.append(("/v3/responses", RESPONSE_STREAM))
+    with caplog.at_level(logging.INFO):
+        for path, body in streams * 2:
+            open_stream(bridge.port, path, {**body, "ignore_eos": True}).close()
+        assert wait_idle(bridge).idle
+        gc.collect()  # abandoned generators are finalised here at the latest
+        time.sleep(0.2)
+    loud = [f"{record.name}: {record.getMessage()}" for record in caplog.records if record.levelno >= logging.WARNING]
+    assert not loud, loud

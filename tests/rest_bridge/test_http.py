@@ -51,8 +51,9 @@ def test_chat_chunks_are_openai_exact(bridge: RunningBridge) -> None:
     chunks = [json.loads(event) for event in reply.events()[:-1]]
     first = chunks[0]
     # No system_fingerprint: OpenAI's schema has it a string when present, and there is none to give.
-    assert set(first) == {"id", "object", "created", "model", "choices", "usage"}
+    assert set(first) == {"id", "object", "created", "model", "choices", "usage", "service_tier"}
     assert first["object"] == "chat.completion.chunk"
+    assert all(chunk["service_tier"] == "default" for chunk in chunks)  # README: the reply says "default"
     assert first["choices"] == [
         {"index": 0, "delta": {"role": "assistant", "content": ""}, "logprobs": None, "finish_reason": None}
     ]
@@ -64,13 +65,21 @@ def test_unary_chat_body_is_openai_exact(bridge: RunningBridge) -> None:
     reply = http_request(bridge.port, "POST", CHAT, chat_body())
     assert reply.status == 200 and reply.headers["Content-Type"] == "application/json"
     body = reply.json()
-    assert set(body) == {"id", "object", "created", "model", "choices", "usage"}
+    assert set(body) == {"id", "object", "created", "model", "choices", "usage", "service_tier"}
     assert body["object"] == "chat.completion" and isinstance(body["created"], int)
+    assert body["service_tier"] == "default"  # README: one tier here, the reply says "default"
     (choice,) = body["choices"]
     assert set(choice) == {"index", "message", "logprobs", "finish_reason"} and choice["logprobs"] is None
     assert choice["message"]["role"] == "assistant" and isinstance(choice["message"]["content"], str)
     assert choice["message"]["refusal"] is None and "tool_calls" not in choice["message"]
     assert set(body["usage"]) == {"prompt_tokens", "completion_tokens", "total_tokens"}
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_chat_replies_name_the_one_service_tier_whatever_was_asked(bridge: RunningBridge, stream: bool) -> None:
+    reply = http_request(bridge.port, "POST", CHAT, chat_body(service_tier="flex", stream=stream))
+    objects = [json.loads(event) for event in reply.events()[:-1]] if stream else [reply.json()]
+    assert objects and all(sent["service_tier"] == "default" for sent in objects)
 
 
 def test_request_id_echoed_or_generated(bridge: RunningBridge) -> None:

@@ -6,8 +6,10 @@ import asyncio
 import json
 from typing import Any
 
+import pytest
 from tornado.websocket import WebSocketClientConnection, websocket_connect
 
+from rest_bridge import responses_output
 from tests.rest_bridge.conftest import RunningBridge, http_request
 
 MODEL = "tiny-chat"
@@ -104,13 +106,51 @@ def test_a_failed_continuation_forgets_what_it_continued(bridge: RunningBridge) 
 
 def test_bad_messages_are_error_events_and_the_connection_stays(bridge: RunningBridge) -> None:
     not_json, wrong_type, streamed, bad_field, good = session(
-        bridge, "{oops", {"type": "response.cancel"}, create(input="x", stream=True), create(input="x", top_p=7),
+        bridge, "{oops", {"type": "response.cancel"}, create(input="x", stream="yes"), create(input="x", top_p=7),
         create(input="Hi"),
     )  # fmt: skip
     for events, param in ((not_json, None), (wrong_type, "type"), (streamed, "stream"), (bad_field, "top_p")):
         [error] = events
         assert error["type"] == "error" and error["status"] == 400 and error["error"]["param"] == param, error
         assert isinstance(error["error"]["code"], str)
+    assert final(good)["status"] in ("completed", "incomplete")
+
+
+def test_stream_is_accepted_and_ignored(bridge: RunningBridge) -> None:
+    # OpenAI's Agents SDK sends stream: true on every response.create of its WebSocket transport.
+    streamed, unstreamed = session(bridge, create(input="Hi", stream=True), create(input="Hi", stream=False))
+    text = [final(events)["output"][0]["content"][0]["text"] for events in (streamed, unstreamed)]
+    assert text[0] and text[0] == text[1]
+    assert [e["type"] for e in unstreamed][:2] == ["response.created", "response.in_progress"]
+
+
+def test_a_deeply_nested_frame_is_an_error_event_and_the_connection_stays(bridge: RunningBridge) -> None:
+    deep = '{"type": "response.create", "input": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    nested, good = session(bridge, deep, create(input="Hi"))
+    [error] = nested
+    assert error["type"] == "error" and error["status"] == 400 and "deeper" in error["error"]["message"], error
+    assert final(good)["status"] in ("completed", "incomplete")
+
+
+def test_a_failure_of_the_bridge_is_an_error_event_and_the_connection_stays(
+    bridge: RunningBridge, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(event: Any) -> Any:
+        raise RuntimeError("a bug")
+
+    async def run() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        socket = await websocket_connect(f"ws://127.0.0.1:{bridge.port}/v3/responses")
+        try:
+            with monkeypatch.context() as patched:
+                patched.setattr(responses_output, "stream_event", broken)
+                failed = await turn(socket, create(input="Hi"))
+            return failed, await turn(socket, create(input="Hi"))
+        finally:
+            socket.close()
+
+    failed, good = asyncio.run(run())
+    assert failed[-1]["type"] == "error" and failed[-1]["status"] == 500, failed[-1]
+    assert failed[-1]["error"]["code"] == "server_error"
     assert final(good)["status"] in ("completed", "incomplete")
 
 
