@@ -19,13 +19,11 @@ import jsonschema
 import openai
 import pytest
 
-from rest_bridge.server import Bridge
 from service.engine import EngineSettings
 from service.models import ModelSpec
-from tests.conftest import start_server
 from tests.families import matrix
 from tests.families.table import THOUGHT
-from tests.rest_bridge.conftest import RunningBridge
+from tests.rest_bridge.conftest import RunningBridge, served_with_bridge
 
 # A small KV cache each: eighteen engines share the machine (and a first grammar compile on a 150k-262k
 # vocabulary takes seconds there, more than the 2 s a lone server allows).
@@ -56,12 +54,8 @@ def families(family_models: dict[str, Path]) -> Iterator[RunningBridge]:
         ModelSpec(name, path, settings=SETTINGS, **matrix.SERVE_OPTIONS.get(name, {}))
         for name, path in family_models.items()
     ]
-    server = start_server(specs)
-    running = Bridge(server.target, "127.0.0.1", 0)
-    server.run(running.start())
-    yield RunningBridge(running, server)
-    server.run(running.stop())
-    server.stop()
+    with served_with_bridge(specs) as running:
+        yield running
 
 
 @pytest.fixture(scope="module")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 from collections.abc import Iterator
@@ -12,7 +13,8 @@ import openai
 import pytest
 
 from rest_bridge.server import Bridge
-from tests.conftest import ServerThread
+from service.models import ModelSpec
+from tests.conftest import ServerThread, start_server
 
 
 @dataclass
@@ -31,6 +33,19 @@ class RunningBridge:
     def url(self) -> str:
         """Base URL of the OpenAI API (/v3)."""
         return f"http://127.0.0.1:{self.port}/v3"
+
+
+@contextlib.contextmanager
+def served_with_bridge(models: list[ModelSpec], **config: Any) -> Iterator[RunningBridge]:
+    """A server of its own (``start_server``'s arguments) with a bridge in front, both stopped after."""
+    server = start_server(models, **config)
+    running = Bridge(server.target, "127.0.0.1", 0)
+    server.run(running.start())
+    try:
+        yield RunningBridge(running, server)
+    finally:
+        server.run(running.stop())
+        server.stop()
 
 
 @pytest.fixture(scope="session")

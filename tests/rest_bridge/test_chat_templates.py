@@ -15,10 +15,9 @@ from typing import Any
 
 import pytest
 
-from rest_bridge.server import Bridge
 from service.models import ModelSpec
-from tests.conftest import TEST_SETTINGS, TINY_CHAT, start_server
-from tests.rest_bridge.conftest import RunningBridge, http_request
+from tests.conftest import TEST_SETTINGS, TINY_CHAT
+from tests.rest_bridge.conftest import RunningBridge, http_request, served_with_bridge
 
 TEMPLATES = Path(__file__).resolve().parents[1] / "data" / "chat_templates"
 SERVED = {
@@ -41,12 +40,8 @@ def templated(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningBridg
     official.write_text(text.replace(closing, ""))
     served = {**SERVED, "tiny-qwq-official": official}
     specs = [ModelSpec(name, TINY_CHAT, settings=TEST_SETTINGS, chat_template=path) for name, path in served.items()]
-    server = start_server(specs)
-    running = Bridge(server.target, "127.0.0.1", 0)
-    server.run(running.start())
-    yield RunningBridge(running, server)
-    server.run(running.stop())
-    server.stop()
+    with served_with_bridge(specs) as running:
+        yield running
 
 
 def chat(bridge: RunningBridge, model: str, messages: list[dict[str, Any]], **extra: Any) -> Any:

@@ -20,7 +20,7 @@ from rest_bridge.server import Bridge
 from service.models import ModelSpec
 from tests.conformance import violations
 from tests.conftest import TEST_SETTINGS, TINY_CHAT, ServerThread, start_server
-from tests.rest_bridge.conftest import RunningBridge, http_request
+from tests.rest_bridge.conftest import RunningBridge, http_request, served_with_bridge
 
 KEYS = ("key-of-alice", "key-of-bob")
 TINY = [ModelSpec("tiny-chat", TINY_CHAT, settings=TEST_SETTINGS)]
@@ -217,12 +217,8 @@ def test_bad_requests_name_the_field(client: openai.OpenAI, bridge: RunningBridg
 
 @pytest.fixture(scope="module")
 def keyed_bridge() -> Iterator[RunningBridge]:
-    server = start_server(TINY, api_keys=KEYS)  # no store file: the in-memory store
-    running = Bridge(server.target, "127.0.0.1", 0)
-    server.run(running.start())
-    yield RunningBridge(running, server)
-    server.run(running.stop())
-    server.stop()
+    with served_with_bridge(TINY, api_keys=KEYS) as running:  # no store file: the in-memory store
+        yield running
 
 
 def test_another_keys_conversation_is_not_found(keyed_bridge: RunningBridge, spec: SpecCheck) -> None:

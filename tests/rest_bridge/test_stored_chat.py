@@ -14,7 +14,7 @@ import pytest
 from rest_bridge.server import Bridge
 from service.models import ModelSpec
 from tests.conftest import TEST_SETTINGS, TINY_CHAT, ServerThread, start_server
-from tests.rest_bridge.conftest import RunningBridge, http_request
+from tests.rest_bridge.conftest import RunningBridge, http_request, served_with_bridge
 
 KEYS = ("key-of-alice", "key-of-bob")
 TINY = [ModelSpec("tiny-chat", TINY_CHAT, settings=TEST_SETTINGS)]
@@ -27,12 +27,8 @@ MESSAGES = [
 @pytest.fixture(scope="module")
 def stored_bridge(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningBridge]:
     store = Path(tmp_path_factory.mktemp("store")) / "store.sqlite"
-    server = start_server(TINY, api_keys=KEYS, response_store=str(store))
-    running = Bridge(server.target, "127.0.0.1", 0)
-    server.run(running.start())
-    yield RunningBridge(running, server)
-    server.run(running.stop())
-    server.stop()
+    with served_with_bridge(TINY, api_keys=KEYS, response_store=str(store)) as running:
+        yield running
 
 
 def _client(bridge: RunningBridge, key: str = KEYS[0]) -> openai.OpenAI:
