@@ -77,7 +77,8 @@ class Guide:
     blame: str = ""  # the field named if the grammar engine refuses it (default: field)
     schema: dict[str, Any] | None = None  # a JSON answer's schema (json_object, json_schema, guided_json)
     think: ThinkMarkup | None = None
-    thinking: bool = False  # the model may open the block itself first (a forced call after reasoning)
+    calls: bool = False  # writes tool calls: with ``thinking``, the model may open the block itself first
+    thinking: bool = False
 
     def constraint(self, *, opened: bool = False) -> OutputConstraint:
         """The engine's form of this constraint; ``opened``: the prompt ends inside the reasoning block."""
@@ -137,7 +138,6 @@ def output_plan(
     tool's parameters in errors.
     """
     before = len(violations)
-    block = (think or THINK) if thinking else None  # the reasoning block a forced call may follow
     choice = _tool_choice(request, violations, tools, named_field)
     if markup is None and choice is not None:
         # Writing a call needs the model's own markup; another family's would be text it never learned.
@@ -159,14 +159,14 @@ def output_plan(
     ]
     if choice is not None and choice.mode == "required":
         # A forced call is this turn's reply; an answer's format shapes a later turn's (after the results).
-        forced = _forced_calls(request, violations, choice, calling, block, parameters_field)
+        forced = _forced_calls(request, violations, choice, calling, parameters_field)
         guides = [forced] if forced is not None else []
     elif choice is not None and choice.mode == "auto" and len(guides) == 1:
         # Tools the model may call, and a format its answer must follow: either is a valid reply.
-        combined = _calls_or_answer(request, violations, choice, calling, block, guides[0], parameters_field)
+        combined = _calls_or_answer(request, violations, choice, calling, guides[0], parameters_field)
         guides = [combined] if combined is not None else []
     elif choice is not None and choice.mode == "auto" and choice.restricted and not guides:
-        allowed = _allowed_calls(violations, choice, calling, block, parameters_field)
+        allowed = _allowed_calls(violations, choice, calling, parameters_field)
         guides = [allowed] if allowed is not None else []
     if len(guides) > 1:
         first, second = guides[0], guides[1]
@@ -175,8 +175,10 @@ def output_plan(
         )
     if len(violations) > before or not guides:
         return None
-    chosen = guides[0]
-    return chosen if chosen.think is not None or think is None else dataclasses.replace(chosen, think=think)
+    # The reasoning block a forced call may follow (the model's, or <think>), and that any constraint follows
+    # when the rendered prompt leaves it open (Guide.constraint).
+    block = think or (THINK if thinking else None)
+    return dataclasses.replace(guides[0], think=block, thinking=thinking and guides[0].calls)
 
 
 @dataclass(frozen=True)
@@ -406,25 +408,20 @@ def _forced_calls(
     violations: list[FieldViolation],
     choice: ToolChoice,
     markup: CallMarkup,
-    think: ThinkMarkup | None,
     parameters_field: str,
 ) -> Guide | None:
-    """tool_choice "required" (one call or more) or named (exactly that call), in the model's markup.
-
-    ``think``: the reasoning block the model may write first, None when the template gives it none.
-    """
+    """tool_choice "required" (one call or more) or named (exactly that call), in the model's markup."""
     grammar = GrammarBuilder(markup.arguments)
     listed = _calls(request, violations, grammar, choice.callable, markup, parameters_field, one=choice.one)
     if listed is None:
         return None
-    return _guide(choice.field, {"type": "grammar", "grammar": grammar.ebnf(listed)}, think)
+    return _guide(choice.field, {"type": "grammar", "grammar": grammar.ebnf(listed)})
 
 
 def _allowed_calls(
     violations: list[FieldViolation],
     choice: ToolChoice,
     markup: CallMarkup,
-    think: ThinkMarkup | None,
     parameters_field: str,
 ) -> Guide | None:
     """allowed_tools with mode auto: free text, and any call the model opens is one of the allowed tools.
@@ -453,7 +450,7 @@ def _allowed_calls(
             tags.append(_tag(markup.opening + head, grammar.ebnf(content), markup.call_end + markup.closing))
     if len(tags) < len(choice.callable):
         return None
-    return _guide(choice.field, {"type": "triggered_tags", "triggers": [markup.tag], "tags": tags}, think)
+    return _guide(choice.field, {"type": "triggered_tags", "triggers": [markup.tag], "tags": tags})
 
 
 def _calls(
@@ -517,7 +514,6 @@ def _calls_or_answer(
     violations: list[FieldViolation],
     choice: ToolChoice,
     markup: CallMarkup,
-    think: ThinkMarkup | None,
     answer: Guide,
     parameters_field: str,
 ) -> Guide | None:
@@ -542,17 +538,15 @@ def _calls_or_answer(
     if calls is None:
         return None
     ebnf = grammar.ebnf(f"({calls}) | {reply}")
-    return _guide(answer.field, {"type": "grammar", "grammar": ebnf}, think, blame=answer.blame)
+    return _guide(answer.field, {"type": "grammar", "grammar": ebnf}, blame=answer.blame)
 
 
-def _guide(field: str, body: dict[str, Any], think: ThinkMarkup | None, *, blame: str = "") -> Guide:
-    """A guide of one structural-tag format (a plain grammar when it is one); with ``think``, the
-    reasoning block the template leaves to the model may come first."""
-    thinking = think is not None
+def _guide(field: str, body: dict[str, Any], *, blame: str = "") -> Guide:
+    """A tool-call guide of one structural-tag format (a plain grammar when it is one)."""
     if body["type"] == "grammar":
-        return Guide(field, "grammar", body["grammar"], blame=blame, think=think, thinking=thinking)
+        return Guide(field, "grammar", body["grammar"], blame=blame, calls=True)
     document = json.dumps({"type": "structural_tag", "format": body})
-    return Guide(field, "structural_tags_config", document, blame=blame, think=think, thinking=thinking)
+    return Guide(field, "structural_tags_config", document, blame=blame, calls=True)
 
 
 def _tag(begin: str, grammar: str, end: str) -> dict[str, Any]:

@@ -49,16 +49,18 @@ def openai_call_id(index: int, name: str) -> str:
 @dataclass(frozen=True)
 class ToolFormat:
     """One tool-call format: a new parser for each turn, the markup that parser reads, and the form of the
-    call ids the family's chat template accepts back (``call_id(index in the turn, function name)``)."""
+    call ids the family's chat template accepts back (``call_id(index in the turn, function name)``).
 
-    parser: Callable[[CallIds], ToolParser]
+    ``parser(call ids, schemas)``: ``schemas`` are the offered tools' parameter schemas by function name, by
+    which formats that write argument values as untyped text (Qwen3-Coder, GLM) type them; others ignore them.
+    """
+
+    parser: Callable[[CallIds, Schemas], ToolParser]
     markup: CallMarkup
     call_id: CallIds = openai_call_id
     # A call id a client sends back, in the form the family's template accepts (the same id always
     # gives the same one, so a call and its result still match).
     fit_call_id: Callable[[str], str] = str
-    # The parser of a format that reads the request's tool schemas (to type argument values), when it does.
-    typed_parser: Callable[[CallIds, Schemas], ToolParser] | None = None
     # Special tokens the parser reads that ``markup`` does not contain (the engine keeps them in the text).
     extra: tuple[str, ...] = ()
 
@@ -83,22 +85,18 @@ def kimi_call_id(index: int, name: str) -> str:
 def section_format(decode: Decoder, markup: CallMarkup, call_id: CallIds = openai_call_id) -> ToolFormat:
     """A format whose calls sit in a section between ``markup.opening`` and ``markup.closing``, amid text."""
     return ToolFormat(
-        lambda ids: TaggedCallParser(decode, ids, markup.opening, markup.closing), markup, call_id=call_id
+        lambda ids, _: TaggedCallParser(decode, ids, markup.opening, markup.closing), markup, call_id=call_id
     )
 
 
 def typed_format(decode: Callable[[str, Schemas | None], list[calls.Call] | None], markup: CallMarkup) -> ToolFormat:
     """A format of ``<tool_call>`` blocks whose argument values are typed by the request's tool schemas."""
-
-    def parser(ids: CallIds, schemas: Schemas | None = None) -> ToolParser:
-        return TaggedCallParser(lambda block: decode(block, schemas), ids)
-
-    return ToolFormat(parser, markup, typed_parser=parser)
+    return ToolFormat(lambda ids, schemas: TaggedCallParser(lambda block: decode(block, schemas), ids), markup)
 
 
-_HERMES = ToolFormat(lambda ids: TaggedCallParser(calls.hermes_call, ids), HERMES)
+_HERMES = ToolFormat(lambda ids, _: TaggedCallParser(calls.hermes_call, ids), HERMES)
 _PYTHONIC = ToolFormat(
-    lambda ids: TrailingCallParser(calls.pythonic_calls, ids, (calls.PYTHON_TAG, "[")),
+    lambda ids, _: TrailingCallParser(calls.pythonic_calls, ids, (calls.PYTHON_TAG, "[")),
     PYTHONIC,
     extra=(calls.PYTHON_TAG,),
 )
@@ -107,14 +105,14 @@ TOOL_PARSERS: dict[str, ToolFormat] = {
     "hermes": _HERMES,
     "qwen": _HERMES,
     "llama3_json": ToolFormat(
-        lambda ids: TrailingCallParser(calls.llama3_json_calls, ids, (calls.PYTHON_TAG, "{")),
+        lambda ids, _: TrailingCallParser(calls.llama3_json_calls, ids, (calls.PYTHON_TAG, "{")),
         LLAMA3_JSON,
         extra=(calls.PYTHON_TAG,),
     ),
     "pythonic": _PYTHONIC,
     "llama3_pythonic": _PYTHONIC,
     "mistral": ToolFormat(
-        lambda ids: TrailingCallParser(calls.mistral_calls, ids, ("[{",), (calls.MISTRAL_TAG,)),
+        lambda ids, _: TrailingCallParser(calls.mistral_calls, ids, ("[{",), (calls.MISTRAL_TAG,)),
         MISTRAL,
         call_id=mistral_call_id,
         fit_call_id=mistral_fit_call_id,
@@ -124,14 +122,18 @@ TOOL_PARSERS: dict[str, ToolFormat] = {
     "deepseek_v31": section_format(calls.deepseek_v31_calls, DEEPSEEK_V31),
     "kimi_k2": section_format(calls.kimi_k2_calls, KIMI_K2, kimi_call_id),
     "phi4_mini_json": ToolFormat(
-        lambda ids: TrailingCallParser(calls.phi4_mini_calls, ids, (), (PHI4_MINI_JSON.opening,)), PHI4_MINI_JSON
+        lambda ids, _: TrailingCallParser(calls.phi4_mini_calls, ids, (), (PHI4_MINI_JSON.opening,)), PHI4_MINI_JSON
     ),
-    "granite": ToolFormat(lambda ids: TrailingCallParser(calls.granite_calls, ids, ("[{",), (GRANITE_TAG,)), GRANITE),
+    "granite": ToolFormat(
+        lambda ids, _: TrailingCallParser(calls.granite_calls, ids, ("[{",), (GRANITE_TAG,)), GRANITE
+    ),
     "qwen3_coder": typed_format(qwen3_coder_call, QWEN3_CODER),
     "glm45": typed_format(glm45_call, GLM45),
     # gpt-oss: the reader of harmony's whole turn; it passes over the messages before a call.
-    "openai": ToolFormat(HarmonyReader, HARMONY, extra=(START, END)),
-    "gemma4": ToolFormat(lambda ids: TaggedCallParser(gemma4_call, ids, CALL_OPEN, CALL_CLOSE), GEMMA4, extra=(QUOTE,)),
+    "openai": ToolFormat(lambda ids, _: HarmonyReader(ids), HARMONY, extra=(START, END)),
+    "gemma4": ToolFormat(
+        lambda ids, _: TaggedCallParser(gemma4_call, ids, CALL_OPEN, CALL_CLOSE), GEMMA4, extra=(QUOTE,)
+    ),
 }
 # --reasoning-parser names -> their block's delimiters: <think>...</think> but for Granite's words.
 REASONING_PARSERS: dict[str, ThinkMarkup] = {
@@ -257,8 +259,7 @@ class OutputFormat:
         tool = None
         if tools and self.tool_parser is not None:
             chosen = TOOL_PARSERS[self.tool_parser]
-            typed = chosen.typed_parser
-            tool = chosen.parser(chosen.call_id) if typed is None else typed(chosen.call_id, schemas or {})
+            tool = chosen.parser(chosen.call_id, schemas or {})
         return TurnParser(reasoning, tool, max_calls)
 
     def reasoning_opened(self, prompt_tail: str) -> bool:
