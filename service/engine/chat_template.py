@@ -94,11 +94,14 @@ class TemplateRenderer:
         self._special = {"bos_token": tokenizer.get_bos_token(), "eos_token": tokenizer.get_eos_token()}
         self.engine = "minja"
         self._render: Renderer = self._minja
+        texts = [text for text in (template.default, template.tool_use) if text]
         try:
-            self._minja(template.default, _PROBE, None, {}, True)
+            for text in texts:
+                self._minja(text, _PROBE, None, {}, True)
         except Exception as minja_error:
             try:
-                self._jinja(template.default, _PROBE, None, {}, True)
+                for text in texts:
+                    self._jinja(text, _PROBE, None, {}, True)
             except Exception:
                 log.warning("the chat template (%s) renders with neither minja nor Jinja2: %s", template.source,
                             error_message(minja_error))  # fmt: skip

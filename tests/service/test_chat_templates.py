@@ -124,3 +124,18 @@ def test_chat_template_flag_and_toml(tmp_path: Path) -> None:
         configure("--model", f"m={TINY_CHAT}", "--chat-template", "m=/nope.jinja")
     with pytest.raises(ConfigError, match="no model named"):
         configure("--model", f"m={TINY_CHAT}", "--chat-template", f"x={template}")
+
+
+def test_a_tool_use_template_minja_cannot_parse_is_rendered_with_jinja2(
+    model_dir: Path, tokenizer: ov_genai.Tokenizer
+) -> None:
+    """The engine is chosen for both named templates: a request with tools must not meet a parse error."""
+    config = json.loads((model_dir / "tokenizer_config.json").read_text())
+    glm = (TEMPLATES / "GLM-4.6.jinja").read_text()
+    plain = MARKED.replace("source", "'plain'")
+    config["chat_template"] = [{"name": "default", "template": plain}, {"name": "tool_use", "template": glm}]
+    (model_dir / "tokenizer_config.json").write_text(json.dumps(config))
+    renderer = TemplateRenderer(tokenizer, find_chat_template(model_dir, tokenizer))
+    assert renderer.engine == "jinja2"
+    tool = [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}]
+    assert renderer.render([{"role": "user", "content": "Hi"}], tool, {}).endswith("<|assistant|>")
