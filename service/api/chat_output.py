@@ -35,7 +35,9 @@ def output_parser(model: ServedModel, prompt_ids: list[int], request: Any, *, ra
     single = request.HasField("parallel_tool_calls") and not request.parallel_tool_calls
     tail = prompt_tail(model, prompt_ids)
     # The tools' schemas type the values of formats that write arguments as untyped text (Qwen3-Coder, GLM).
-    schemas = tool_schemas(json_format.MessageToDict(tool) for tool in request.tools) if offered else None
+    schemas = None
+    if offered and model.output_format.types_arguments:
+        schemas = tool_schemas(json_format.MessageToDict(tool) for tool in request.tools)
     return model.output_format.parser(prompt_tail=tail, tools=offered, max_calls=1 if single else None, schemas=schemas)
 
 

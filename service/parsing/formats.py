@@ -63,6 +63,7 @@ class ToolFormat:
     fit_call_id: Callable[[str], str] = str
     # Special tokens the parser reads that ``markup`` does not contain (the engine keeps them in the text).
     extra: tuple[str, ...] = ()
+    typed: bool = False  # its parser reads the schemas (the others take none: a request's need not be converted)
 
 
 def mistral_call_id(index: int, name: str) -> str:
@@ -91,7 +92,9 @@ def section_format(decode: Decoder, markup: CallMarkup, call_id: CallIds = opena
 
 def typed_format(decode: Callable[[str, Schemas | None], list[calls.Call] | None], markup: CallMarkup) -> ToolFormat:
     """A format of ``<tool_call>`` blocks whose argument values are typed by the request's tool schemas."""
-    return ToolFormat(lambda ids, schemas: TaggedCallParser(lambda block: decode(block, schemas), ids), markup)
+    return ToolFormat(
+        lambda ids, schemas: TaggedCallParser(lambda block: decode(block, schemas), ids), markup, typed=True
+    )
 
 
 _HERMES = ToolFormat(lambda ids, _: TaggedCallParser(calls.hermes_call, ids), HERMES)
@@ -213,6 +216,11 @@ class OutputFormat:
         tool_parser = ALIASES["tool"].get(tool_parser or "", tool_parser)
         reasoning_parser = ALIASES["reasoning"].get(reasoning_parser or "", reasoning_parser)
         return cls(None if tool_parser == NONE else tool_parser, None if reasoning_parser == NONE else reasoning_parser)
+
+    @property
+    def types_arguments(self) -> bool:
+        """Whether this model's tool parser types argument values by the tools' schemas (``parser(schemas=)``)."""
+        return self.tool_parser is not None and TOOL_PARSERS[self.tool_parser].typed
 
     def fit_call_id(self, call_id: str) -> str:
         """A call id sent back by a client, in the form this model's template accepts."""
