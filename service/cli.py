@@ -1,6 +1,6 @@
 """The ``ovserve`` command line: one subcommand per entry of SUBCOMMANDS, each parsing its own options.
 
-``serve`` and ``bridge`` live in ``service.composition``, the one module that
+``serve`` and ``bridge`` live in ``service.server.composition``, the one module that
 puts the server and the REST bridge together.
 """
 
@@ -16,13 +16,13 @@ from clients.defaults import DEFAULT_TARGET
 
 def _serve(argv: Sequence[str]) -> int:
     # The composition root imports both the server and the bridge; loaded only for the subcommands that need it.
-    from service.composition import serve_main
+    from service.server.composition import serve_main
 
     return serve_main(argv)
 
 
 def _bridge(argv: Sequence[str]) -> int:
-    from service.composition import bridge_main
+    from service.server.composition import bridge_main
 
     return bridge_main(argv)
 

@@ -15,7 +15,7 @@ from clients.v1 import chat_pb2_grpc, completion_pb2_grpc, model_pb2_grpc
 from service.config import ServeConfig
 from service.engine import EngineSettings
 from service.models import BUNDLED_DRAFT, BUNDLED_MODEL, BUNDLED_MODELS_DIR, ModelSpec, bundled_model_specs
-from service.server import Server
+from service.server.grpc_server import Server
 
 TINY_CHAT = BUNDLED_MODELS_DIR / BUNDLED_MODEL
 TINY_CHAT_DRAFT = BUNDLED_MODELS_DIR / BUNDLED_DRAFT

@@ -44,7 +44,7 @@ from service.engine import (
 )
 from service.models import BUNDLED_MODEL, BUNDLED_MODELS_DIR, ModelLimits, ModelSpec, ServedModel
 from service.parsing import OutputFormat
-from service.server import Server
+from service.server.grpc_server import Server
 
 BUNDLED_TEMPLATE = (BUNDLED_MODELS_DIR / BUNDLED_MODEL / "chat_template.jinja").read_text()
 LOGPROB = -0.5  # what the fake scores every token, when logprobs are asked for

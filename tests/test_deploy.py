@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from clients.defaults import DEFAULT_GRPC_PORT, DEFAULT_REST_PORT
-from service.composition import serve_parser
+from service.server.composition import serve_parser
 
 DEPLOY = Path(__file__).resolve().parents[1] / "deploy"
 KUBERNETES = "1.33"  # native gRPC probes (1.24+) and the preStop sleep action (1.30+)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("service", "rest_bridge", "clients")
-COMPOSITION_ROOT = "service.composition"  # the one module that puts the server and the bridge together
+COMPOSITION_ROOT = "service.server.composition"  # the one module that puts the server and the bridge together
 
 
 def modules() -> dict[str, Path]:
@@ -39,7 +39,7 @@ IMPORTS = {name: imported_packages(name, path) for name, path in modules().items
 
 
 def test_the_walk_sees_the_packages_and_their_imports() -> None:
-    assert {"service.cli", "service.composition", "rest_bridge.app", "clients.client"} <= set(IMPORTS)
+    assert {"service.cli", "service.server.composition", "rest_bridge.app", "clients.client"} <= set(IMPORTS)
     assert {"service", "rest_bridge", "clients"} <= IMPORTS[COMPOSITION_ROOT]
     assert "clients" in IMPORTS["rest_bridge.requests"] and "clients" in IMPORTS["clients.client"]  # relative too
 

@@ -22,7 +22,7 @@ sys.path.insert(0, str(ROOT))  # this checkout's packages, not an installed copy
 from clients.flags import markdown_table  # noqa: E402
 from clients.v1 import chat_pb2, completion_pb2, response_pb2  # noqa: E402
 from rest_bridge import openai_parameters  # noqa: E402
-from service.composition import bridge_parser, serve_parser  # noqa: E402
+from service.server.composition import bridge_parser, serve_parser  # noqa: E402
 from tests.conformance import request_parameters  # noqa: E402
 
 README = ROOT / "README.md"

@@ -18,8 +18,6 @@ from service.api.chat_output import (
 )
 from service.api.common import (
     FINISH_REASONS,
-    new_id,
-    now,
     streaming_violations,
     token_logprobs,
     usage,
@@ -38,11 +36,12 @@ from service.api.prompting import (
     unsupported,
 )
 from service.api.runs import DeltaStream, Run, collect_choices, fan_out
-from service.api.structured import check_compiles, output_constraint
 from service.engine import SequenceDelta
 from service.errors import FieldViolation, InvalidArgument, quote
+from service.ids import new_id, now
 from service.models import ModelRegistry, ServedModel
 from service.parsing import TurnParser
+from service.structured.output import check_compiles, output_constraint
 
 # Request role -> the role the chat template sees. Templates written for
 # OpenAI's older roles know no "developer": it is a system message to them.

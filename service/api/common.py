@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-import uuid
 from typing import Any
 
 from clients.v1 import common_pb2
@@ -19,16 +17,6 @@ FINISH_REASONS: dict[FinishReason | None, common_pb2.FinishReason] = {
     FinishReason.CANCELLED: common_pb2.FINISH_REASON_UNSPECIFIED,
     None: common_pb2.FINISH_REASON_UNSPECIFIED,
 }
-
-
-def new_id(prefix: str) -> str:
-    """A unique OpenAI-style id: ``cmpl-…``, ``chatcmpl-…``, ``resp_…``."""
-    return f"{prefix}{uuid.uuid4().hex}"
-
-
-def now() -> int:
-    """Unix time in seconds, for ``created``."""
-    return int(time.time())
 
 
 def usage(prompt_tokens: int, completion_tokens: int) -> common_pb2.Usage:

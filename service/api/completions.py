@@ -9,8 +9,6 @@ from dataclasses import dataclass
 from clients.v1 import completion_pb2
 from service.api.common import (
     FINISH_REASONS,
-    new_id,
-    now,
     streaming_violations,
     token_texts,
     usage,
@@ -18,10 +16,11 @@ from service.api.common import (
 from service.api.generation import Budget, build_sampling_params, generation_violations
 from service.api.prompting import INLINE_PROMPT_CHARS, check_length
 from service.api.runs import DeltaStream, Run, collect_choices, fan_out
-from service.api.structured import check_compiles, output_constraint
 from service.engine import PromptImages
 from service.errors import FieldViolation, InvalidArgument
+from service.ids import new_id, now
 from service.models import ModelRegistry, ServedModel
+from service.structured.output import check_compiles, output_constraint
 
 MAX_PROMPTS = 64
 MAX_LOGPROBS = 1  # the engine scores the chosen token only

@@ -102,7 +102,7 @@ def build_sampling_params(
     InvalidArgument naming every offending field. ``logprobs`` is the number
     of logprobs per token the caller has already validated (0 or 1);
     ``constraint`` the output constraint the caller has already validated
-    (see service.api.structured).
+    (see service.structured.output).
     """
     settings, violations = _settings(request, defaults, limits, streaming)
     violations += _length_rules(budget, settings, limits)

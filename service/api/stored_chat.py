@@ -12,9 +12,9 @@ from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, 
 from typing import cast
 
 from clients.v1 import chat_pb2, common_pb2
-from service.chat_store import ChatCompletionStore, Completion
 from service.errors import FieldViolation, InvalidArgument, NotFound, quote
-from service.tenancy import tenant
+from service.store.chat_completions import ChatCompletionStore, Completion
+from service.store.tenancy import tenant
 
 Request = chat_pb2.CreateChatCompletionRequest | chat_pb2.StreamChatCompletionRequest
 Chunk = chat_pb2.StreamChatCompletionResponse

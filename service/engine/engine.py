@@ -28,7 +28,7 @@ from service.engine.sampling import OutputConstraint, SamplingParams
 from service.engine.supervisor import Supervised, Supervisor
 from service.engine.types import EngineError, EngineStats, EngineUnavailable, PromptImages
 from service.engine.worker import WorkerSpec
-from service.metrics import GenerationMeter
+from service.observability.metrics import GenerationMeter
 
 log = logging.getLogger(__name__)
 

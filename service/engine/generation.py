@@ -10,7 +10,7 @@ from service.engine.types import EngineError, Update
 
 
 class Meter(Protocol):
-    """What a Generation reports to (service.metrics.GenerationMeter)."""
+    """What a Generation reports to (service.observability.metrics.GenerationMeter)."""
 
     def tokens(self, count: int) -> None: ...
 
@@ -29,7 +29,7 @@ class Generation:
 
     def __init__(self, mailbox: Mailbox, release: Callable[[bool], None], meter: Meter | None = None) -> None:
         """``release(cancel)`` lets go of the request in the engine, cancelling it if it still runs;
-        ``meter`` counts its tokens and how it ended (service.metrics)."""
+        ``meter`` counts its tokens and how it ended (service.observability.metrics)."""
         self._mailbox, self._release, self._meter = mailbox, release, meter
         self._finished = False  # the engine has let go of the request
         self._closed = False

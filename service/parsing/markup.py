@@ -1,7 +1,7 @@
 """What each output format writes around tool calls and reasoning, as data.
 
 A parser reads this markup; the grammar that forces a tool call
-(``service.api.structured``) writes it, so a forced call comes out in the
+(``service.structured.output``) writes it, so a forced call comes out in the
 served model's own format and its parser reads it back (vLLM's
 ``ToolParser.get_structure_info`` plays this part there). Special tokens
 (``<|python_tag|>``, ``[TOOL_CALLS]``) are left out where the parsers accept

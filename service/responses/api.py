@@ -16,8 +16,8 @@ from collections.abc import AsyncIterator
 
 from clients.v1 import response_object_pb2 as objects_pb2
 from clients.v1 import response_pb2
-from service.api.common import new_id
 from service.errors import FieldViolation, Internal, InvalidArgument, NotFound, quote
+from service.ids import new_id
 from service.limits import ConcurrencyLimit
 from service.models import ModelRegistry
 from service.responses import compaction
@@ -26,8 +26,8 @@ from service.responses.conversations import ConversationsApi
 from service.responses.events import Event, ResponseEvents
 from service.responses.preparation import prepare
 from service.responses.running import copy_response, generate
-from service.responses.store import ResponseStore, StoredResponse
-from service.tenancy import tenant
+from service.store.responses import ResponseStore, StoredResponse
+from service.store.tenancy import tenant
 
 
 class ResponsesApi:

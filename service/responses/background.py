@@ -19,7 +19,7 @@ from service.limits import ConcurrencyLimit
 from service.responses.events import Event, ResponseEvents
 from service.responses.preparation import Prepared
 from service.responses.running import copy_response, generate, stored_response
-from service.responses.store import ResponseStore
+from service.store.responses import ResponseStore
 
 PROGRESS_SECONDS = 0.5  # how often a background run's stored Response catches up with its text
 

@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from clients.v1 import response_object_pb2 as objects_pb2
-from service.api.common import new_id
 from service.api.media_parts import MediaParts
 from service.errors import FieldViolation, quote
+from service.ids import new_id
 from service.responses import compaction
 
 MESSAGE_ROLES = {"user": "user", "system": "system", "developer": "system", "assistant": "assistant"}

@@ -15,16 +15,16 @@ from typing import Any, TypeVar
 
 from clients.v1 import conversation_pb2 as pb
 from clients.v1 import response_object_pb2 as objects_pb2
-from service.api.common import new_id, now
 from service.api.media_parts import MediaParts
 from service.api.stored_chat import DEFAULT_PAGE, MAX_PAGE, ORDERS, metadata_violations
 from service.errors import FieldViolation, InvalidArgument, NotFound, quote
+from service.ids import new_id, now
 from service.media import MediaPolicy
 from service.models import ServedModel
 from service.responses.conversation import items_turn
-from service.responses.conversation_store import ConversationFull, ConversationStore
-from service.responses.items import output_items
-from service.tenancy import tenant
+from service.store.conversations import ConversationFull, ConversationStore
+from service.store.items import output_items
+from service.store.tenancy import tenant
 
 #: OpenAI's bound on the items one create or add call carries.
 MAX_ITEMS_PER_CALL = 20

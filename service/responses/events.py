@@ -25,7 +25,7 @@ from typing import Any
 from clients.v1 import common_pb2
 from clients.v1 import response_events_pb2 as events_pb2
 from clients.v1 import response_object_pb2 as objects_pb2
-from service.api.common import new_id
+from service.ids import new_id
 from service.parsing import ContentDelta, Piece, ReasoningDelta, ToolCallArguments, ToolCallFinished, ToolCallStarted
 
 Event = events_pb2.ResponseStreamEvent

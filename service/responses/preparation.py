@@ -15,7 +15,7 @@ from typing import Any
 from clients.v1 import response_object_pb2 as objects_pb2
 from clients.v1 import response_pb2
 from service.api.chat_output import opens_reasoning
-from service.api.common import new_id, now, streaming_violations
+from service.api.common import streaming_violations
 from service.api.generation import Budget, build_sampling_params, generation_violations
 from service.api.media_parts import MediaParts, forget_images, image_prompt_ids, prompt_with_images
 from service.api.prompting import (
@@ -30,14 +30,15 @@ from service.api.prompting import (
     unsupported,
 )
 from service.api.runs import Run
-from service.api.structured import check_compiles, output_constraint
 from service.engine import SamplingParams
 from service.errors import FieldViolation, InvalidArgument, NotFound, quote
+from service.ids import new_id, now
 from service.models import ModelRegistry, ServedModel
 from service.responses.conversation import input_turn
 from service.responses.conversations import ConversationsApi, ConversationTurn
-from service.responses.store import ResponseStore
-from service.tenancy import tenant
+from service.store.responses import ResponseStore
+from service.store.tenancy import tenant
+from service.structured.output import check_compiles, output_constraint
 
 Request = response_pb2.CreateResponseRequest | response_pb2.StreamResponseRequest
 TRUNCATIONS = {"disabled", "auto"}
@@ -70,7 +71,7 @@ class Prepared:
     history: list[dict[str, Any]]  # the conversation before this response's output, without instructions
     store: bool
     background: bool
-    owner: str = ""  # the tenant it is stored for (service/tenancy.py)
+    owner: str = ""  # the tenant it is stored for (service/store/tenancy.py)
     conversation: ConversationTurn | None = None  # where its items are appended when it ends
 
 

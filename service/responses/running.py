@@ -21,7 +21,7 @@ from service.engine import FinishReason
 from service.errors import ServiceError
 from service.responses.events import Event, ResponseEvents
 from service.responses.preparation import Prepared, wants_logprobs
-from service.responses.store import ResponseStore, StoredResponse
+from service.store.responses import ResponseStore, StoredResponse
 
 log = logging.getLogger(__name__)
 

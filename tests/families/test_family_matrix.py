@@ -44,7 +44,7 @@ TOOLS = [
 ]
 SCHEMAS = {tool["function"]["name"]: tool["function"]["parameters"] for tool in TOOLS}
 THINK = {"reasoning_effort": "high"}  # what turns reasoning on, under each template's own name for it
-# Room for "required"'s up to 8 calls (service.api.structured.MAX_PARALLEL_CALLS) with bounded arguments.
+# Room for "required"'s up to 8 calls (service.structured.output.MAX_PARALLEL_CALLS) with bounded arguments.
 GREEDY: dict[str, Any] = {"temperature": 0, "max_tokens": 1000}
 
 

@@ -148,7 +148,7 @@ def raw_chat(extra: str) -> bytes:
 
 DEEP = {"chat_template_kwargs": json.loads('{"a":' * 70 + "1" + "}" * 70)}
 JSON = {"Content-Type": "application/json"}
-# 1.2 MB of tool parameters: refused by the service's schema size limit (service.api.grammar_limits).
+# 1.2 MB of tool parameters: refused by the service's schema size limit (service.structured.limits).
 HUGE_TOOL = {"type": "function", "function": {"name": "huge", "parameters": {"type": "object", "properties": {
     f"p{i}": {"type": "string", "description": "x" * 200} for i in range(5000)}}}}  # fmt: skip
 

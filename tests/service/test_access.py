@@ -13,8 +13,8 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
 from clients.v1 import chat_pb2, chat_pb2_grpc, common_pb2, model_pb2, model_pb2_grpc
-from service.interceptors import RequestIdFilter
 from service.models import ModelSpec
+from service.observability.logs import RequestIdFilter
 from tests.conftest import TEST_SETTINGS, TINY_CHAT, ServerThread, start_server
 from tests.rpc import parse
 
@@ -215,7 +215,7 @@ def test_engine_errors_map_to_their_status(error, code) -> None:
 
     from service.api.runs import service_error
     from service.engine import EngineError, EngineOverloaded, EngineRejected, EngineUnavailable
-    from service.servicers import _abort
+    from service.server.servicers import _abort
 
     class Context:
         code = None
@@ -237,7 +237,7 @@ def test_a_taken_port_is_an_error_not_a_shared_port() -> None:
     import asyncio
 
     from service.config import ServeConfig
-    from service.server import Server
+    from service.server.grpc_server import Server
 
     running = start_server(TINY)
     try:

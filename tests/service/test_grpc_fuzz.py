@@ -27,7 +27,7 @@ from google.protobuf.message_factory import GetMessageClass
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from service.models import ModelSpec
-from service.server import SERVED
+from service.server.grpc_server import SERVED
 from tests.conftest import FUZZ_REPORT, TEST_SETTINGS, TINY_CHAT, ServerThread, start_server
 
 MESSAGES_PER_RPC = 150

@@ -13,7 +13,7 @@ import grpc
 import pytest
 
 from service.models import ModelSpec
-from service.server import SERVED
+from service.server.grpc_server import SERVED
 from tests.conftest import TEST_SETTINGS, TINY_CHAT, ServerThread, start_server
 
 KEY = "sk-malformed"

@@ -196,7 +196,7 @@ def test_cpu_seconds_of_the_server_and_each_engine_grow_with_work(
 def test_observing_a_value_many_times_at_once_equals_observing_it_one_by_one(value: float) -> None:
     from prometheus_client import CollectorRegistry, Histogram
 
-    from service.metrics import observe_times
+    from service.observability.metrics import observe_times
 
     registry = CollectorRegistry()
     one_by_one = Histogram("one", "x", buckets=(0.0005, 0.001, 0.01, 1.0), registry=registry)

@@ -257,7 +257,7 @@ def test_health_is_not_serving_until_models_are_loaded() -> None:
     import asyncio
 
     from service.config import ServeConfig
-    from service.server import Server
+    from service.server.grpc_server import Server
 
     async def scenario() -> list[int]:
         server = Server(ServeConfig(port=0, models=[ModelSpec("tiny-chat", TINY_CHAT, settings=TEST_SETTINGS)]))

@@ -10,8 +10,8 @@ import grpc
 import pytest
 
 from clients.v1 import chat_pb2, chat_pb2_grpc
-from service.chat_store import ChatCompletionStore
-from service.responses.store import SCHEMA_VERSION, ResponseStore
+from service.store.chat_completions import ChatCompletionStore
+from service.store.responses import SCHEMA_VERSION, ResponseStore
 from tests.conftest import ServerThread
 from tests.rpc import failure, parse
 

@@ -18,8 +18,6 @@ import openvino_genai as ov_genai
 import pytest
 
 from clients.v1 import chat_pb2
-from service.api.json_grammar import GrammarBuilder, SchemaError, python_literal
-from service.api.structured import MAX_PARALLEL_CALLS, structured_output_config
 from service.engine.generation_config import structured_output_config as engine_form
 from service.errors import FieldViolation
 from service.models import BUNDLED_MODEL, BUNDLED_MODELS_DIR
@@ -45,6 +43,8 @@ from service.parsing.markup import (
     TAGGED_ARGUMENTS,
     THINK,
 )
+from service.structured.json_grammar import GrammarBuilder, SchemaError, python_literal
+from service.structured.output import MAX_PARALLEL_CALLS, structured_output_config
 from tests.rpc import parse
 from tests.service.api.ebnf import to_regex
 

@@ -18,15 +18,10 @@ import jsonschema
 import openvino_genai as ov_genai
 import pytest
 
-from service.api.grammar_limits import (
-    MAX_ALTERNATIVES,
-    MAX_OBJECT_PROPERTIES,
-    MAX_PATTERN_LENGTH,
-    MAX_REPEAT,
-    MAX_SCHEMA_BYTES,
-    MAX_SCHEMA_DEPTH,
-)
-from service.api.json_grammar import (
+from service.engine import OutputConstraint
+from service.engine.grammar import GrammarChecker
+from service.models import BUNDLED_MODEL, BUNDLED_MODELS_DIR
+from service.structured.json_grammar import (
     MAX_INTEGER,
     SchemaError,
     check_size,
@@ -34,9 +29,14 @@ from service.api.json_grammar import (
     pattern_expression,
     schema_grammar,
 )
-from service.engine import OutputConstraint
-from service.engine.grammar import GrammarChecker
-from service.models import BUNDLED_MODEL, BUNDLED_MODELS_DIR
+from service.structured.limits import (
+    MAX_ALTERNATIVES,
+    MAX_OBJECT_PROPERTIES,
+    MAX_PATTERN_LENGTH,
+    MAX_REPEAT,
+    MAX_SCHEMA_BYTES,
+    MAX_SCHEMA_DEPTH,
+)
 from tests.service.api.ebnf import to_regex
 
 SCHEMAS: dict[str, Any] = {

@@ -10,8 +10,8 @@ import os
 import grpc
 
 from clients.v1 import chat_pb2, chat_pb2_grpc
-from service.metrics import process_cpu_seconds
 from service.models import ModelSpec
+from service.observability.metrics import process_cpu_seconds
 from tests.conftest import TEST_SETTINGS, TINY_CHAT, start_server
 from tests.rpc import parse
 

@@ -10,8 +10,8 @@ import pytest
 
 from clients.v1 import conversation_pb2
 from clients.v1 import response_object_pb2 as objects_pb2
-from service.responses.conversation_store import ConversationFull, ConversationStore
-from service.responses.store import SCHEMA_VERSION, ResponseStore
+from service.store.conversations import ConversationFull, ConversationStore
+from service.store.responses import SCHEMA_VERSION, ResponseStore
 
 
 def run(coroutine):

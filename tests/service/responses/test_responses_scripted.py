@@ -22,7 +22,7 @@ from service.models import ModelRegistry
 from service.responses import running
 from service.responses.api import ResponsesApi
 from service.responses.events import Event
-from service.responses.store import ResponseStore
+from service.store.responses import ResponseStore
 from tests.fakes import HOLD, FakeEngine, Script, fake_model, scripted_server, splits, text
 from tests.rpc import parse
 

@@ -16,7 +16,7 @@ import pytest
 
 from clients.v1 import response_pb2, response_pb2_grpc
 from service.models import ModelSpec
-from service.responses.store import ResponseStore
+from service.store.responses import ResponseStore
 from tests.conftest import TEST_SETTINGS, TINY_CHAT, ServerThread, start_server
 from tests.rpc import parse
 

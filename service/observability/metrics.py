@@ -31,11 +31,11 @@ from opentelemetry import trace
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
-from service import tracing
+from service.observability import tracing
 
 if TYPE_CHECKING:
     from service.models import ModelRegistry
-    from service.responses.store import ResponseStore
+    from service.store.responses import ResponseStore
 
 CONTENT_TYPE = CONTENT_TYPE_LATEST
 REGISTRY = CollectorRegistry(auto_describe=True)  # this process's; not prometheus_client's global one

@@ -11,7 +11,7 @@ The constraints a request may set (at most one of them):
   arguments valid against the tool's ``parameters``.
 
 Every schema is checked against the JSON Schema meta-schema (``jsonschema``), then turned into a
-compact EBNF grammar by ``service.api.json_grammar`` (not handed to the engine as a schema: XGrammar's
+compact EBNF grammar by ``service.structured.json_grammar`` (not handed to the engine as a schema: XGrammar's
 own JSON grammars allow unbounded whitespace, and small models pad with it until max_tokens); what
 the converter cannot enforce is refused naming the keyword. Before the request is queued, the served
 model's engine compiles the constraint with the model's own tokenizer, off the event loop and off
@@ -39,18 +39,18 @@ import jsonschema
 from google.protobuf import json_format
 
 from service.api.common import canonical
-from service.api.grammar_limits import (
+from service.engine import OutputConstraint
+from service.errors import FieldViolation, InvalidArgument, quote
+from service.models import ServedModel
+from service.parsing.markup import HERMES, THINK, CallMarkup, ThinkMarkup, spaced_ebnf
+from service.structured.json_grammar import GrammarBuilder, SchemaError, check_size, literal, schema_grammar
+from service.structured.limits import (
     MAX_ALTERNATIVES,
     MAX_CHOICE_BYTES,
     MAX_PATTERN_LENGTH,
     MAX_STRUCTURAL_TAG_BYTES,
     MAX_STRUCTURES,
 )
-from service.api.json_grammar import GrammarBuilder, SchemaError, check_size, literal, schema_grammar
-from service.engine import OutputConstraint
-from service.errors import FieldViolation, InvalidArgument, quote
-from service.models import ServedModel
-from service.parsing.markup import HERMES, THINK, CallMarkup, ThinkMarkup, spaced_ebnf
 
 FORMAT_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")  # OpenAI's rule for json_schema.name
 JSON_OBJECT = schema_grammar({"type": "object"})  # json_object: any JSON object

@@ -32,7 +32,7 @@ raises :class:`SchemaError` naming the keyword: ovserve refuses what it cannot e
 
 The grammar grows linearly with the schema: every part of a schema is written once (a part used
 twice becomes a rule), and an object's optional members are a chain of rules rather than every
-possible rest of the list. A schema past one of ``service.api.grammar_limits`` (size, nesting,
+possible rest of the list. A schema past one of ``service.structured.limits`` (size, nesting,
 properties, alternatives, repetition bounds, pattern length, grammar size) raises
 :class:`SchemaError` naming where.
 """
@@ -46,7 +46,8 @@ from dataclasses import dataclass, replace
 from keyword import iskeyword
 from typing import Any
 
-from service.api.grammar_limits import (
+from service.parsing.markup import TAGGED_ARGUMENTS, TaggedArguments, tag_name
+from service.structured.limits import (
     MAX_ALTERNATIVES,
     MAX_GRAMMAR_BYTES,
     MAX_OBJECT_PROPERTIES,
@@ -55,8 +56,7 @@ from service.api.grammar_limits import (
     MAX_SCHEMA_DEPTH,
     MAX_TOTAL_PROPERTIES,
 )
-from service.api.regex_grammar import PatternError, regex_expression
-from service.parsing.markup import TAGGED_ARGUMENTS, TaggedArguments, tag_name
+from service.structured.regex_grammar import PatternError, regex_expression
 
 MAX_DIGITS = 15  # integer digits, fraction digits: enough for any real value, bounded for tiny models
 MAX_INTEGER = 10**MAX_DIGITS - 1
@@ -796,7 +796,7 @@ def pattern_expression(pattern: Any, path: tuple[str | int, ...] = ()) -> str:
     """An EBNF expression for the JSON string *contents* that fully match ``pattern``.
 
     JSON Schema patterns are unanchored searches; writing a full match is a valid subset. The subset
-    and its translation are ``service.api.regex_grammar``'s; what it refuses is refused at ``path``.
+    and its translation are ``service.structured.regex_grammar``'s; what it refuses is refused at ``path``.
     """
     if not isinstance(pattern, str):
         raise SchemaError(path, "pattern must be a string")

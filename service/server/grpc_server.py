@@ -33,22 +33,20 @@ from clients.v1 import (
     tokenizer_pb2,
     tokenizer_pb2_grpc,
 )
-from service import metrics, tls
 from service.api.stored_chat import StoredChatCompletions
-from service.chat_store import ChatCompletionStore
 from service.config import ServeConfig
 from service.config import key_file_keys as config_keys
-from service.interceptors import CallPolicyInterceptor
 from service.limits import ConcurrencyLimit
-from service.metrics_endpoint import MetricsEndpoint
 from service.models import ModelRegistry, ServedModel
+from service.observability import metrics
+from service.observability.endpoint import MetricsEndpoint
 from service.pipelines import Pipeline, PipelineKind
-from service.reflection import enable_server_reflection
 from service.responses.api import ResponsesApi
-from service.responses.conversation_store import ConversationStore
 from service.responses.conversations import MAX_CONVERSATION_ITEMS, ConversationsApi
-from service.responses.store import ResponseStore
-from service.servicers import (
+from service.server import tls
+from service.server.interceptors import CallPolicyInterceptor
+from service.server.reflection import enable_server_reflection
+from service.server.servicers import (
     AudioServicer,
     ChatServicer,
     CompletionServicer,
@@ -59,6 +57,9 @@ from service.servicers import (
     ResponseServicer,
     TokenizerServicer,
 )
+from service.store.chat_completions import ChatCompletionStore
+from service.store.conversations import ConversationStore
+from service.store.responses import ResponseStore
 
 log = logging.getLogger(__name__)
 

@@ -1,8 +1,8 @@
 """Stored conversations and their items, in the response store's SQLite file.
 
-The tables are declared with the others in service/responses/store.py (one schema version for the file);
+The tables are declared with the others in service/store/responses.py (one schema version for the file);
 this module only reads and writes them, on the response store's thread. Every read and write is scoped to an
-owner (service/tenancy.py): another tenant's conversation does not exist here.
+owner (service/store/tenancy.py): another tenant's conversation does not exist here.
 
 Items keep the order they were added in (``position`` grows, never reused) and an id unique within their
 conversation: an item added with an id the conversation already holds gets a fresh one.
@@ -16,8 +16,8 @@ from dataclasses import dataclass
 
 from clients.v1 import conversation_pb2
 from clients.v1 import response_object_pb2 as objects_pb2
-from service.api.common import new_id
-from service.responses.store import ResponseStore, transaction
+from service.ids import new_id
+from service.store.responses import ResponseStore, transaction
 
 Conversation = conversation_pb2.Conversation
 Item = objects_pb2.InputItem

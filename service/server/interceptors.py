@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import contextvars
 import hmac
 import logging
 import re
@@ -28,29 +27,19 @@ import grpc
 from opentelemetry import trace
 
 from clients.tracing import extracted
-from service import metrics, tracing
 from service.errors import InvalidArgument, ResourceExhausted, to_rpc_status
 from service.limits import ConcurrencyLimit
-from service.tenancy import fingerprint, tenant
+from service.observability import metrics, tracing
+from service.observability.logs import request_id
+from service.store.tenancy import fingerprint, tenant
 
 log = logging.getLogger("ovserve.access")
-
-# The id of the request being served, for every log line written while serving it.
-request_id: contextvars.ContextVar[str] = contextvars.ContextVar("request_id", default="-")
 
 OPEN_SERVICES = ("/grpc.health.v1.Health/", "/grpc.reflection.")
 # The RPCs that run the engine, and so count against --max-concurrent-requests.
 _GENERATES = re.compile(r"^/ovserve\.v1\.\w+/(Create|Stream)\w+$")
 REQUEST_ID_KEY = "x-request-id"  # metadata the caller may send, echoed in the response's initial metadata
 MAX_REQUEST_ID = 128
-
-
-class RequestIdFilter(logging.Filter):
-    """Adds ``request_id`` to every log record (use ``%(request_id)s`` in the format)."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        record.request_id = request_id.get()
-        return True
 
 
 @dataclass(frozen=True)

@@ -2,11 +2,21 @@
 
 from __future__ import annotations
 
+import contextvars
 import logging
 
-from service.interceptors import RequestIdFilter
-
 FORMAT = "%(asctime)s %(levelname)s %(name)s request_id=%(request_id)s %(message)s"
+
+# The id of the request being served (the call policy sets it), for every log line written while serving it.
+request_id: contextvars.ContextVar[str] = contextvars.ContextVar("request_id", default="-")
+
+
+class RequestIdFilter(logging.Filter):
+    """Adds ``request_id`` to every log record (use ``%(request_id)s`` in the format)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.request_id = request_id.get()
+        return True
 
 
 def configure(level: str) -> None:

@@ -1,8 +1,8 @@
 """Stored chat completions (chat ``store: true``), in the response store's SQLite file.
 
-The tables are declared with the others in service/responses/store.py (one schema version for the file);
+The tables are declared with the others in service/store/responses.py (one schema version for the file);
 this module only reads and writes them, on the response store's thread. Every read and write is scoped to an
-owner (service/tenancy.py): another tenant's completion does not exist here.
+owner (service/store/tenancy.py): another tenant's completion does not exist here.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import sqlite3
 from dataclasses import dataclass
 
 from clients.v1 import chat_pb2
-from service.responses.store import ResponseStore, transaction
+from service.store.responses import ResponseStore, transaction
 
 Completion = chat_pb2.CreateChatCompletionResponse
 

@@ -23,8 +23,9 @@ from clients.flags import add_flags, with_default
 from clients.tls import channel_credentials
 from rest_bridge import config as bridge_config
 from rest_bridge.server import Bridge, serve_bridge
-from service import logs, startup, tracing
-from service.tls import TlsError
+from service.observability import logs, tracing
+from service.server import startup
+from service.server.tls import TlsError
 
 if TYPE_CHECKING:
     from service.config import ServeConfig
@@ -87,7 +88,7 @@ async def serve_with_bridge(
     private unix socket, so it runs exactly as it would in front of a remote
     service.
     """
-    from service.server import Server  # loads OpenVINO: see serve_parser
+    from service.server.grpc_server import Server  # loads OpenVINO: see serve_parser
 
     # Everything that can refuse to start is tried before anything listens or loads.
     try:
@@ -128,7 +129,7 @@ async def serve_with_bridge(
             loading.result()  # a model that failed to load ends the server
             await stop.wait()
     finally:
-        logging.getLogger("service.server").info("shutting down")
+        logging.getLogger("service.server.grpc_server").info("shutting down")
         if rest is not None:
             await rest.stop_listening()
         await server.stop()  # in-flight RPCs, REST ones included, finish within the grace period

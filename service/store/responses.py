@@ -24,13 +24,13 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from clients.v1 import response_events_pb2, response_object_pb2, response_pb2
-from service.responses.items import output_items
+from service.store.items import output_items
 
 #: Bumped whenever the tables change; a file written by a newer ovserve is refused rather than misread.
-# 2: responses.owner; 3: stored chat completions (service/chat_store.py); 4: conversations; 5: output items
+# 2: responses.owner; 3: stored chat completions (service/store/chat_completions.py); 4: conversations; 5: output items
 # (what item_reference finds) and item-id indexes
 SCHEMA_VERSION = 5
-# (service/responses/conversation_store.py); each step only adds tables, so older files are upgraded in place
+# (service/store/conversations.py); each step only adds tables, so older files are upgraded in place
 
 #: How long a statement waits for another process's write lock before giving up.
 BUSY_TIMEOUT_SECONDS = 5.0
@@ -43,7 +43,7 @@ CREATE TABLE IF NOT EXISTS responses (
     response BLOB NOT NULL,        -- response_object_pb2.Response
     request BLOB NOT NULL,         -- response_pb2.CreateResponseRequest
     conversation TEXT NOT NULL,    -- JSON list of chat-template messages, this response's output included
-    owner TEXT NOT NULL DEFAULT '' -- the tenant that created it (service/tenancy.py), '' without API keys
+    owner TEXT NOT NULL DEFAULT '' -- the tenant that created it (service/store/tenancy.py), '' without API keys
 );
 CREATE INDEX IF NOT EXISTS responses_by_created_at ON responses (created_at);
 CREATE INDEX IF NOT EXISTS responses_unfinished ON responses (status) WHERE status IN (1, 2);
@@ -79,7 +79,7 @@ CREATE TABLE IF NOT EXISTS chat_completions (
     id TEXT NOT NULL UNIQUE,
     created_at INTEGER NOT NULL,
     model TEXT NOT NULL,
-    owner TEXT NOT NULL,           -- the tenant that created it (service/tenancy.py)
+    owner TEXT NOT NULL,           -- the tenant that created it (service/store/tenancy.py)
     metadata TEXT NOT NULL,        -- JSON object of strings, what the metadata filter reads
     completion BLOB NOT NULL       -- chat_pb2.CreateChatCompletionResponse
 );
@@ -95,7 +95,7 @@ CREATE TABLE IF NOT EXISTS chat_completion_messages (
 CREATE TABLE IF NOT EXISTS conversations (
     id TEXT PRIMARY KEY,
     created_at INTEGER NOT NULL,
-    owner TEXT NOT NULL,           -- the tenant that created it (service/tenancy.py)
+    owner TEXT NOT NULL,           -- the tenant that created it (service/store/tenancy.py)
     conversation BLOB NOT NULL     -- conversation_pb2.Conversation (its metadata included)
 );
 
@@ -133,7 +133,7 @@ class StoredResponse:
     #: The resolved chat history including this response's output, as JSON-serialisable chat-template dicts,
     #: so a follow-up with previous_response_id rebuilds the history in one read.
     conversation: list[dict[str, Any]]
-    #: The tenant that created it (service/tenancy.py): only it finds the response again.
+    #: The tenant that created it (service/store/tenancy.py): only it finds the response again.
     owner: str = ""
 
 
@@ -186,7 +186,7 @@ class ResponseStore:
     async def run(self, work: Callable[[sqlite3.Connection], _T]) -> _T:
         """Run ``work(connection)`` on the store's thread. A cancelled caller does not cut a transaction short.
 
-        Public for the other stores that share this file (service/chat_store.py)."""
+        Public for the other stores that share this file (service/store/chat_completions.py)."""
         if self._closed:
             raise RuntimeError("response store is closed")
         return await asyncio.get_running_loop().run_in_executor(self._executor, work, self._conn)

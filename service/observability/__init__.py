@@ -1,0 +1,1 @@
+"""What the server shows of itself: Prometheus metrics, OpenTelemetry traces, logs."""

@@ -1,0 +1,1 @@
+"""The gRPC server: its servicers, call policy, TLS, reflection, start-up checks and the composition root."""

@@ -1,0 +1,1 @@
+"""What the server keeps: stored responses, chat completions and conversations on one SQLite file, owned by tenants."""

@@ -1,0 +1,1 @@
+"""Structured outputs: JSON Schema and regex to grammars, their limits, and the output constraint of a request."""
