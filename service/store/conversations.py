@@ -14,10 +14,15 @@ import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from clients.defaults import MAX_MESSAGE_BYTES
 from clients.v1 import conversation_pb2
 from clients.v1 import response_object_pb2 as objects_pb2
 from service.ids import new_id
 from service.store.responses import ResponseStore, transaction
+
+# A page holds at most this many bytes of items (beyond ``limit``'s count): 30 items of 4 MB made a page the gRPC
+# message limit refused, and the bridge turns a page into JSON of about twice its size. One item always fits.
+MAX_PAGE_BYTES = MAX_MESSAGE_BYTES // 4
 
 Conversation = conversation_pb2.Conversation
 Item = objects_pb2.InputItem
@@ -117,7 +122,7 @@ class ConversationStore:
     async def items(self, conversation_id: str, owner: str) -> list[Item] | None:
         """Every item of the conversation, oldest first; None if unknown."""
 
-        def work(conn: sqlite3.Connection) -> list[bytes] | None:
+        def work(conn: sqlite3.Connection) -> tuple[list[bytes], bool] | None:
             with transaction(conn, write=False):
                 if _blob(conn, conversation_id, owner) is None:
                     return None
@@ -135,7 +140,9 @@ class ConversationStore:
     ) -> ItemPage | None:
         """One page of items (``order`` "asc" or "desc", after the item ``after`` names); None if unknown.
 
-        An ``after`` that names no item of this conversation raises KeyError."""
+        At most ``limit`` items and MAX_PAGE_BYTES of them (never less than one item): a page cut short by size
+        says ``has_more`` like one cut by count. An ``after`` that names no item of this conversation raises
+        KeyError."""
         if order not in ("asc", "desc"):
             raise ValueError(f'order must be "asc" or "desc", not {order!r}')
         # Fixed SQL per order (no user text in the statement); fetch one extra row to learn has_more.
@@ -145,7 +152,7 @@ class ConversationStore:
             f" ORDER BY position {direction} LIMIT ?"
         )
 
-        def work(conn: sqlite3.Connection) -> list[bytes] | None:
+        def work(conn: sqlite3.Connection) -> tuple[list[bytes], bool] | None:
             with transaction(conn, write=False):
                 if _blob(conn, conversation_id, owner) is None:
                     return None
@@ -156,13 +163,20 @@ class ConversationStore:
                     if found is None:
                         raise KeyError(after)
                     start = found
-                rows = conn.execute(page_sql, (conversation_id, start, limit + 1)).fetchall()
-            return [blob for (blob,) in rows]
+                blobs: list[bytes] = []
+                size = 0
+                for (blob,) in conn.execute(page_sql, (conversation_id, start, limit + 1)):  # row by row
+                    size += len(blob)
+                    if len(blobs) == limit or (blobs and size > MAX_PAGE_BYTES):
+                        return blobs, True
+                    blobs.append(blob)
+            return blobs, False
 
-        blobs = await self._store.run(work)
-        if blobs is None:
+        found = await self._store.run(work)
+        if found is None:
             return None
-        return ItemPage([Item.FromString(blob) for blob in blobs[:limit]], len(blobs) > limit)
+        blobs, has_more = found
+        return ItemPage([Item.FromString(blob) for blob in blobs], has_more)
 
     async def item(self, conversation_id: str, item_id: str, owner: str) -> Item | KeyError | None:
         """The item; None if the conversation is unknown, KeyError (returned) if the item is."""

@@ -10,7 +10,7 @@ import pytest
 
 from clients.v1 import conversation_pb2
 from clients.v1 import response_object_pb2 as objects_pb2
-from service.store.conversations import ConversationFull, ConversationStore
+from service.store.conversations import MAX_PAGE_BYTES, ConversationFull, ConversationStore
 from service.store.responses import SCHEMA_VERSION, ResponseStore
 
 
@@ -67,5 +67,32 @@ def test_owners_ids_order_and_bound() -> None:
         assert run(store.expire(now=10**12)) == 0 and run(conversations.get("conv_1", "alice")) is not None
         assert not run(conversations.delete("conv_1", "bob")) and run(conversations.delete("conv_1", "alice"))
         assert run(conversations.items("conv_1", "alice")) is None
+    finally:
+        store.close()
+
+
+def test_a_page_of_big_items_is_cut_by_size_and_the_pages_walk_them_all() -> None:
+    """30 items of 4 MB: no page exceeds MAX_PAGE_BYTES (a gRPC message holds it), each says has_more until the
+    last, and walking with ``after`` returns every item once, in order."""
+    store = ResponseStore()
+    try:
+        conversations = ConversationStore(store, max_items=100)
+        big = [item(f"msg_{i:02}", chr(ord("a") + i % 26) * (4 * 1024 * 1024)) for i in range(30)]
+        run(conversations.create(conversation("conv_1"), big[:10], ""))
+        for start in (10, 20):
+            run(conversations.append("conv_1", big[start : start + 10], ""))
+        seen, after, pages = [], None, 0
+        while True:
+            page = run(conversations.page("conv_1", "", after=after, limit=100, order="asc"))
+            assert page is not None and page.items
+            assert sum(i.ByteSize() for i in page.items) <= MAX_PAGE_BYTES
+            seen += page.items
+            pages += 1
+            if not page.has_more:
+                break
+            after = page.items[-1].id
+        assert [i.id for i in seen] == [i.id for i in big] and pages > 1
+        single = run(conversations.page("conv_1", "", after=None, limit=1, order="desc"))
+        assert single is not None and [i.id for i in single.items] == ["msg_29"] and single.has_more
     finally:
         store.close()
