@@ -50,13 +50,20 @@ class MediaPolicy:
     max_file_pages: int = field(
         default=100, metadata={"help": "most pages of a PDF whose text is read", "metavar": "PAGES"}
     )
+    max_file_chars: int = field(
+        default=MIB, metadata={"help": "most characters of text read from one PDF", "metavar": "CHARS"}
+    )
+    file_read_seconds: float = field(
+        default=20.0,
+        metadata={"help": "time limit of reading one PDF's text (its reader process is killed)", "metavar": "SECONDS"},
+    )
     max_media_redirects: int = 3  # redirects one fetch may follow; each hop passes the same host and address checks
 
     def problems(self) -> list[str]:
         """What is wrong with these settings (empty when they can be served)."""
         found = []
         for name in ("media_fetch_timeout_seconds", "max_image_bytes", "max_image_pixels", "max_images_per_request",
-                     "max_file_bytes", "max_file_pages"):  # fmt: skip
+                     "max_file_bytes", "max_file_pages", "max_file_chars", "file_read_seconds"):  # fmt: skip
             if not getattr(self, name) > 0:
                 found.append(f"--{name.replace('_', '-')} must be more than 0; got {getattr(self, name)}")
         if self.allowed_local_media_path is not None and not self.allowed_local_media_path.is_dir():

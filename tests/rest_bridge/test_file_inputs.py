@@ -7,7 +7,7 @@ from __future__ import annotations
 import openai
 import pytest
 
-from tests.documents import data_url, pdf
+from tests.documents import data_url, deep, inflating, pdf
 
 NOTE = "The secret word is plum. Say it back."
 PAGES = ["Chapter one: the plum.", "Chapter two: the pear."]
@@ -56,6 +56,8 @@ def test_a_responses_input_file_pdf_is_its_pages_text(client: openai.OpenAI) -> 
     ("file", "message"),
     [({"file_data": data_url(b"\x89PNG\r\n\x1a\n", "image/png"), "filename": "x.png"}, "unsupported file type"),
      ({"file_data": data_url(b"%PDF-1.4 broken", "application/pdf")}, "could not be read"),
+     ({"file_data": data_url(inflating(40_000_000), "application/pdf")}, "past the limits of what is read"),
+     ({"file_data": data_url(deep(5000), "application/pdf")}, "page tree depth"),
      ({"file_id": "file-123"}, "not served here")],
 )  # fmt: skip
 def test_a_bad_file_is_a_400_naming_its_part(client: openai.OpenAI, file: dict[str, str], message: str) -> None:

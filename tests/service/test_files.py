@@ -10,9 +10,9 @@ import pytest
 
 from service.api.media_parts import MediaParts
 from service.errors import FieldViolation, InvalidArgument
-from service.media import MediaError, MediaPolicy
+from service.media import MediaError, MediaPolicy, files
 from service.media.files import document_text
-from tests.documents import data_url, encrypted, pdf
+from tests.documents import data_url, deep, encrypted, inflating, pdf
 
 FIELD = "messages[0].content_parts[0].file"
 POLICY = MediaPolicy(max_file_pages=3, max_file_bytes=50_000)
@@ -34,6 +34,8 @@ BAD = {
     "truncated pdf": (pdf(["Hello"])[:120], "", "a.pdf", "could not be read"),
     "encrypted pdf": (encrypted(pdf(["Hello"])), "", "a.pdf", "encrypted"),
     "too many pages": (pdf(["a", "b", "c", "d"]), "", "a.pdf", "4 pages; at most 3"),
+    "a stream inflating to 40 MB": (inflating(40_000_000), "", "a.pdf", "Limit reached while decompressing"),
+    "a page tree 5,000 levels deep": (deep(5000), "", "a.pdf", "Maximum page tree depth reached"),
 }
 
 
@@ -43,6 +45,19 @@ def test_bad_documents_are_refused(kind: str) -> None:
     with pytest.raises(MediaError) as raised:
         document_text(FIELD, data, media_type, name, POLICY)
     assert raised.value.field == FIELD and expected in raised.value.message
+
+
+def test_a_pdf_is_read_within_its_characters_time_and_memory(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each bound ends the read with its own message; the server process never holds the document's pages."""
+    two_kb = inflating(2_000)
+    assert len(document_text(FIELD, two_kb, "", "a.pdf", POLICY)) == 2_000
+    with pytest.raises(MediaError, match=r"longer than 1999 characters \(--max-file-chars\)"):
+        document_text(FIELD, two_kb, "", "a.pdf", MediaPolicy(max_file_chars=1_999))
+    with pytest.raises(MediaError, match=r"took longer than 0.001 s to read \(--file-read-seconds\)"):
+        document_text(FIELD, two_kb, "", "a.pdf", MediaPolicy(file_read_seconds=0.001))  # killed before it starts
+    monkeypatch.setattr(files, "PDF_READER_MEMORY_BYTES", 64 * 1024 * 1024)  # 20 MB of text needs more than this
+    with pytest.raises(MediaError, match="needs more memory to read than a document may take"):
+        document_text(FIELD, inflating(20_000_000), "", "a.pdf", MediaPolicy(max_file_chars=10**9))
 
 
 def read(**part: str) -> str | list[FieldViolation]:
