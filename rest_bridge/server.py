@@ -13,8 +13,8 @@ import tornado.netutil
 from clients.defaults import DEFAULT_HOST, DEFAULT_REST_PORT, MESSAGE_SIZE_OPTIONS, MIB
 from rest_bridge.app import make_app
 from rest_bridge.config import BridgeSettings, https_context
-from rest_bridge.handlers import ServerFigures
 from rest_bridge.http_guard import GuardedHTTPServer
+from rest_bridge.routes.health import ServerFigures
 
 log = logging.getLogger(__name__)
 

@@ -18,7 +18,11 @@ from pathlib import Path
 from google.protobuf import json_format
 
 from clients.v1 import chat_pb2, completion_pb2, response_pb2
-from rest_bridge import requests, responses_requests
+from rest_bridge.errors import BridgeError
+from rest_bridge.translate import responses as responses_requests
+from rest_bridge.translate.body import parse_json_body
+from rest_bridge.translate.completions import chat_request, completion_request
+from rest_bridge.translate.message import LONG_STRING, lift_long_strings
 from tests.rest_bridge.conftest import RunningBridge
 
 MIB = 1024 * 1024
@@ -95,16 +99,16 @@ def test_megabyte_bodies_are_refused_at_once_and_health_keeps_answering(bridge: 
     assert worst <= max(50 * idle, took / 3)  # one scheduling hiccup on a shared machine, not a serial block
 
 
-LONG = "é" * (requests.LONG_STRING + 1)
+LONG = "é" * (LONG_STRING + 1)
 
 
 def test_long_strings_set_directly_give_the_message_json_format_gives() -> None:
     cases = [
-        (requests.chat_request, {"model": "m", "messages": [{"role": "user", "content": LONG}, {"role": "user",
+        (chat_request, {"model": "m", "messages": [{"role": "user", "content": LONG}, {"role": "user",
          "content": [{"type": "text", "text": LONG}]}], "user": LONG}, chat_pb2.CreateChatCompletionRequest),
-        (requests.completion_request, {"model": "m", "prompt": ["short", LONG]},
+        (completion_request, {"model": "m", "prompt": ["short", LONG]},
          completion_pb2.CreateCompletionRequest),
-        (requests.completion_request, {"model": "m", "prompt": LONG, "stream": True},
+        (completion_request, {"model": "m", "prompt": LONG, "stream": True},
          completion_pb2.StreamCompletionRequest),
         (responses_requests.create_request, {"model": "m", "input": [{"role": "user", "content": LONG}]},
          response_pb2.CreateResponseRequest),
@@ -113,16 +117,16 @@ def test_long_strings_set_directly_give_the_message_json_format_gives() -> None:
         message, _ = translate(json.loads(json.dumps(body)))
         proto_json = json.loads(json.dumps(body))
         assert LONG in str(json_format.MessageToDict(message))
-        lifted = requests.lift_long_strings(proto_json, message_class.DESCRIPTOR)
+        lifted = lift_long_strings(proto_json, message_class.DESCRIPTOR)
         assert not lifted or all(text == LONG for _, text in lifted)
-        assert message.ByteSize() > requests.LONG_STRING
+        assert message.ByteSize() > LONG_STRING
 
 
 def test_a_long_string_is_still_checked_for_surrogates() -> None:
-    raw = b'{"model": "m", "prompt": "' + b"a" * (requests.LONG_STRING + 10) + b'\\ud800"}'
+    raw = b'{"model": "m", "prompt": "' + b"a" * (LONG_STRING + 10) + b'\\ud800"}'
     try:
-        requests.completion_request(requests.parse_json_body(raw, "application/json", 32))
-    except requests.BridgeError as error:
+        completion_request(parse_json_body(raw, "application/json", 32))
+    except BridgeError as error:
         assert error.status_code == 400 and error.param == "prompt"
     else:
         raise AssertionError("a lone surrogate in a long string passed")

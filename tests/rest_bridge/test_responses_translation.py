@@ -10,8 +10,10 @@ import pytest
 from openai.types.responses import Response, ResponseItemList, ResponseStreamEvent
 
 from clients.v1 import common_pb2, response_events_pb2, response_object_pb2, response_pb2
-from rest_bridge import responses_output, responses_requests, sse
+from rest_bridge import sse
 from rest_bridge.errors import BridgeError, openai_param, openai_text
+from rest_bridge.render import responses as responses_output
+from rest_bridge.translate import responses as responses_requests
 
 ro = response_object_pb2
 ev = response_events_pb2

@@ -11,7 +11,7 @@ import httpx2 as httpx
 import pytest
 
 from clients.v1 import audio_pb2
-from rest_bridge.audio import subtitles
+from rest_bridge.routes.audio import subtitles
 from tests.rest_bridge.conftest import RunningBridge
 
 

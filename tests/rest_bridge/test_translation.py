@@ -7,14 +7,18 @@ import math
 import pytest
 
 from clients.v1 import chat_pb2, common_pb2, completion_pb2
-from rest_bridge import requests, responses
 from rest_bridge.errors import BridgeError, openai_param, openai_text
+from rest_bridge.render.chat import chat_chunk
+from rest_bridge.render.common import FINISH_REASONS, ROLES
+from rest_bridge.render.completions import completion_logprobs
+from rest_bridge.translate.body import parse_json_body
+from rest_bridge.translate.completions import chat_request, completion_request
 
 HI = [{"role": "user", "content": "hi"}]
 
 
 def chat(**fields: object) -> tuple[chat_pb2.CreateChatCompletionRequest, bool]:
-    return requests.chat_request({"model": "m", "messages": HI, **fields})
+    return chat_request({"model": "m", "messages": HI, **fields})
 
 
 def test_stop_string_and_list() -> None:
@@ -61,7 +65,7 @@ def test_extensions_and_guided_json_string() -> None:
     ],
 )
 def test_prompt_list_forms(prompt: list, expected: list) -> None:
-    request, _ = requests.completion_request({"model": "m", "prompt": prompt})
+    request, _ = completion_request({"model": "m", "prompt": prompt})
     got = []
     for item in request.prompts:
         kind = item.WhichOneof("prompt")
@@ -86,11 +90,11 @@ def test_proto_paths_map_back_to_openai_names(field: str, param: str, text: str)
 
 
 def test_body_checks() -> None:
-    assert requests.parse_json_body(b'{"a": 1}', "application/json; charset=utf-8", 64) == {"a": 1}
+    assert parse_json_body(b'{"a": 1}', "application/json; charset=utf-8", 64) == {"a": 1}
     with pytest.raises(BridgeError) as raised:
-        requests.parse_json_body(b'{"a": ' * 65 + b"1" + b"}" * 65, "application/json", 64)
+        parse_json_body(b'{"a": ' * 65 + b"1" + b"}" * 65, "application/json", 64)
     assert raised.value.status_code == 400
-    assert requests.parse_json_body(b'{"a": ' * 63 + b"1" + b"}" * 63, "application/json", 64)
+    assert parse_json_body(b'{"a": ' * 63 + b"1" + b"}" * 63, "application/json", 64)
 
 
 def test_chat_chunk_tool_call_fragments_and_usage_null() -> None:
@@ -99,13 +103,13 @@ def test_chat_chunk_tool_call_fragments_and_usage_null() -> None:
     first = choice.delta.tool_calls.add(index=0, id="call_1", type="function")
     first.function.name = "f"
     choice.delta.tool_calls.add(index=0).function.arguments = '{"a"'
-    out = responses.chat_chunk(chunk, include_usage=True)
+    out = chat_chunk(chunk, include_usage=True)
     assert out["usage"] is None and out["choices"][0]["finish_reason"] is None
     assert out["choices"][0]["delta"] == {"tool_calls": [
         {"index": 0, "id": "call_1", "type": "function", "function": {"arguments": "", "name": "f"}},
         {"index": 0, "function": {"arguments": '{"a"'}},
     ]}  # fmt: skip
-    assert "usage" not in responses.chat_chunk(chunk, include_usage=False)
+    assert "usage" not in chat_chunk(chunk, include_usage=False)
 
 
 def test_completion_logprobs_nan_is_null_and_empty_top_is_an_empty_object() -> None:
@@ -113,13 +117,13 @@ def test_completion_logprobs_nan_is_null_and_empty_top_is_an_empty_object() -> N
     logprobs.top_logprobs.add()
     top = logprobs.top_logprobs.add()
     top.logprobs.update({"b": -0.5, "c": -0.1})
-    out = responses.completion_logprobs(logprobs)
+    out = completion_logprobs(logprobs)
     assert out["token_logprobs"] == [None, -0.5]
     assert out["top_logprobs"][0] == {} and list(out["top_logprobs"][1]) == ["c", "b"]  # most likely first
 
 
 def test_finish_reasons_and_roles_are_openai_strings() -> None:
-    assert responses.FINISH_REASONS[common_pb2.FINISH_REASON_TOOL_CALLS] == "tool_calls"
-    assert responses.FINISH_REASONS[common_pb2.FINISH_REASON_UNSPECIFIED] is None
-    assert set(responses.FINISH_REASONS) == set(common_pb2.FinishReason.values())
-    assert set(responses.ROLES) == set(common_pb2.Role.values())
+    assert FINISH_REASONS[common_pb2.FINISH_REASON_TOOL_CALLS] == "tool_calls"
+    assert FINISH_REASONS[common_pb2.FINISH_REASON_UNSPECIFIED] is None
+    assert set(FINISH_REASONS) == set(common_pb2.FinishReason.values())
+    assert set(ROLES) == set(common_pb2.Role.values())

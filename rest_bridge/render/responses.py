@@ -1,11 +1,9 @@
-"""ovserve.v1 Responses API messages -> OpenAI JSON (plain dicts), and stream events -> (type, JSON).
+"""The Responses API as OpenAI writes it: the Response object, input items, and stream events -> (type, JSON).
 
-Hand-written like ``responses``: OpenAI's Response object prints every
-echoed request field (null when unset), items and parts carry a ``type``
-taken from their oneof field name, enums are lower-case strings, and
-``google.protobuf.Struct`` values (tool parameters, JSON schemas) print
-integers as integers. ``stream_event`` runs once per SSE event, so each
-event converter touches only its own fields.
+OpenAI's Response object prints every echoed request field (null when unset), items and parts carry a ``type``
+taken from their oneof field name, enums are lower-case strings, and ``google.protobuf.Struct`` values (tool
+parameters, JSON schemas) print integers as integers. ``stream_event`` runs once per SSE event (and WebSocket
+message), so each event converter touches only its own fields.
 """
 
 from __future__ import annotations
@@ -16,7 +14,7 @@ from typing import Any
 from google.protobuf import struct_pb2
 
 from clients.v1 import common_pb2, response_events_pb2, response_object_pb2, response_pb2
-from rest_bridge.responses import ROLES
+from rest_bridge.render.common import ROLES
 
 ro = response_object_pb2
 

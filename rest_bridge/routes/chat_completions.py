@@ -1,7 +1,8 @@
-"""Stored chat completions over HTTP: OpenAI's GET/POST/DELETE /chat/completions/{id}, the list and messages.
+"""/chat/completions: create (JSON, or SSE with ``"stream": true``) and OpenAI's stored chat completions.
 
-The handlers translate query parameters and bodies to ChatService's store RPCs and the replies to OpenAI's
-ChatCompletionList, ChatCompletionMessageList and ChatCompletionDeleted objects.
+POST creates; GET lists the stored ones; GET/POST/DELETE /chat/completions/{id} reads, updates the metadata of,
+and deletes one; GET /chat/completions/{id}/messages lists its request messages. A request in the deprecated
+functions form gets its reply in that form too (``legacy_functions``).
 """
 
 from __future__ import annotations
@@ -11,52 +12,23 @@ import re
 from typing import Any
 
 from clients.v1 import chat_pb2
-from rest_bridge import responses
-from rest_bridge.handlers import BridgeHandler, ChatCompletionsHandler, JsonBodyHandler
-from rest_bridge.requests import bad_request
+from rest_bridge import legacy_functions
+from rest_bridge.handler import BridgeHandler, JsonBodyHandler
+from rest_bridge.render.chat import chat_chunk, chat_completion, page, stored_completion, stored_message
+from rest_bridge.sse import ChunkFraming
+from rest_bridge.translate.body import bad_request
+from rest_bridge.translate.completions import chat_request, uses_functions
+from rest_bridge.translate.proto_json import check_arguments
+from rest_bridge.translate.query import Query
 
-Query = dict[str, list[bytes]]  # tornado's request.query_arguments
 _METADATA_KEY = re.compile(r"metadata\[(.*)\]", re.DOTALL)
-_ROLES = {"system", "developer", "user", "assistant", "tool"}
 
 
-def stored_completion(completion: chat_pb2.CreateChatCompletionResponse) -> dict[str, Any]:
-    """A stored chat completion as OpenAI returns it: the chat.completion object with its metadata."""
-    return {**responses.chat_completion(completion), "metadata": dict(completion.metadata)}
+def _same(payload: dict[str, Any]) -> dict[str, Any]:
+    return payload
 
 
-def _page(data: list[dict[str, Any]], reply: Any) -> dict[str, Any]:
-    return {"object": "list", "data": data, "first_id": reply.first_id, "last_id": reply.last_id,
-            "has_more": reply.has_more}  # fmt: skip
-
-
-def _message(stored: chat_pb2.StoredChatMessage) -> dict[str, Any]:
-    """One request message of a stored completion, as OpenAI's ChatCompletionMessageList item."""
-    message = stored.message
-    parts = [
-        {"type": "text", "text": part.text}
-        if part.type == "text"
-        else {"type": part.type, "image_url": {"url": part.image_url.url}}
-        for part in message.content_parts
-    ]
-    out: dict[str, Any] = {
-        "id": stored.id,
-        "role": message.role,
-        "content": message.content if message.HasField("content") else None,
-        "refusal": None,
-        "content_parts": parts or None,
-    }
-    if message.HasField("name"):
-        out["name"] = message.name
-    if len(message.tool_calls):
-        out["tool_calls"] = [
-            {"id": call.id, "type": "function",
-             "function": {"name": call.function.name, "arguments": call.function.arguments}}
-            for call in message.tool_calls
-        ]  # fmt: skip
-    if message.HasField("tool_call_id"):
-        out["tool_call_id"] = message.tool_call_id
-    return out
+# ---- query strings and bodies of the stored-completion routes ----
 
 
 def _query(query: Query, allowed: set[str]) -> tuple[dict[str, str], dict[str, str]]:
@@ -103,9 +75,7 @@ def list_request(query: Query) -> chat_pb2.ListChatCompletionsRequest:
 
 def update_request(completion_id: str, body: dict[str, Any]) -> chat_pb2.UpdateChatCompletionRequest:
     """POST /chat/completions/{id} with ``{"metadata": {...}}`` (null clears it)."""
-    unknown = sorted(set(body) - {"metadata"})
-    if unknown:
-        raise bad_request(unknown[0], f"Unrecognized request argument supplied: {unknown[0]}")
+    check_arguments(sorted(body), {"metadata"})
     if "metadata" not in body:
         raise bad_request("metadata", "Missing required parameter: 'metadata'.")
     metadata = body["metadata"] or {}
@@ -114,12 +84,27 @@ def update_request(completion_id: str, body: dict[str, Any]) -> chat_pb2.UpdateC
     return chat_pb2.UpdateChatCompletionRequest(completion_id=completion_id, metadata=metadata)
 
 
-class ChatCompletionsAndListHandler(ChatCompletionsHandler):
+# ---- handlers ----
+
+
+class ChatCompletionsHandler(JsonBodyHandler):
     """POST /v3/chat/completions (create) and GET /v3/chat/completions (list stored ones)."""
 
+    async def post(self) -> None:
+        request, stream, legacy = await self.translated(lambda body: (*chat_request(body), uses_functions(body)))
+        # A request in the deprecated functions form gets its reply in that form too.
+        as_chunk = legacy_functions.chunk if legacy else _same
+        as_reply = legacy_functions.reply if legacy else _same
+        if stream:
+            include_usage = request.stream_options.include_usage
+            call = self.backend.chat.StreamChatCompletion(request, **self.grpc_options())
+            await self.relay(call, ChunkFraming(lambda chunk: as_chunk(chat_chunk(chunk, include_usage))))
+        else:
+            await self.answer(self.backend.chat.CreateChatCompletion, request, lambda r: as_reply(chat_completion(r)))
+
     async def get(self) -> None:
-        reply = await self.unary(self.backend.chat.ListChatCompletions, list_request(self.request.query_arguments))
-        self.write_json(_page([stored_completion(c) for c in reply.data], reply))
+        request = list_request(self.request.query_arguments)
+        await self.answer(self.backend.chat.ListChatCompletions, request, _completion_page)
 
 
 class StoredChatCompletionHandler(JsonBodyHandler):
@@ -128,18 +113,15 @@ class StoredChatCompletionHandler(JsonBodyHandler):
     async def get(self, completion_id: str) -> None:
         _query(self.request.query_arguments, set())
         request = chat_pb2.GetChatCompletionRequest(completion_id=completion_id)
-        reply = await self.unary(self.backend.chat.GetChatCompletion, request)
-        self.write_json(stored_completion(reply.completion))
+        await self.answer(self.backend.chat.GetChatCompletion, request, _stored)
 
     async def post(self, completion_id: str) -> None:
         request = await self.translated(lambda body: update_request(completion_id, body))
-        reply = await self.unary(self.backend.chat.UpdateChatCompletion, request)
-        self.write_json(stored_completion(reply.completion))
+        await self.answer(self.backend.chat.UpdateChatCompletion, request, _stored)
 
     async def delete(self, completion_id: str) -> None:
         request = chat_pb2.DeleteChatCompletionRequest(completion_id=completion_id)
-        reply = await self.unary(self.backend.chat.DeleteChatCompletion, request)
-        self.write_json({"object": reply.object, "id": reply.id, "deleted": reply.deleted})
+        await self.answer(self.backend.chat.DeleteChatCompletion, request, _deleted)
 
 
 class StoredChatMessagesHandler(BridgeHandler):
@@ -149,13 +131,28 @@ class StoredChatMessagesHandler(BridgeHandler):
         values, _ = _query(self.request.query_arguments, {"after", "limit", "order"})
         request = chat_pb2.ListChatCompletionMessagesRequest(completion_id=completion_id)
         _paging(request, values)
-        reply = await self.unary(self.backend.chat.ListChatCompletionMessages, request)
-        self.write_json(_page([_message(m) for m in reply.data], reply))
+        await self.answer(self.backend.chat.ListChatCompletionMessages, request, _message_page)
 
 
-# Routes under each of app.PREFIXES; completion ids ("chatcmpl-...") have no "/".
+def _completion_page(reply: chat_pb2.ListChatCompletionsResponse) -> dict[str, Any]:
+    return page([stored_completion(completion) for completion in reply.data], reply)
+
+
+def _message_page(reply: chat_pb2.ListChatCompletionMessagesResponse) -> dict[str, Any]:
+    return page([stored_message(message) for message in reply.data], reply)
+
+
+def _stored(reply: chat_pb2.GetChatCompletionResponse | chat_pb2.UpdateChatCompletionResponse) -> dict[str, Any]:
+    return stored_completion(reply.completion)
+
+
+def _deleted(reply: chat_pb2.DeleteChatCompletionResponse) -> dict[str, Any]:
+    return {"object": reply.object, "id": reply.id, "deleted": reply.deleted}
+
+
+# Completion ids ("chatcmpl-...") have no "/".
 ROUTES = [
-    ("/chat/completions", ChatCompletionsAndListHandler),
+    ("/chat/completions", ChatCompletionsHandler),
     ("/chat/completions/([^/]+)", StoredChatCompletionHandler),
     ("/chat/completions/([^/]+)/messages", StoredChatMessagesHandler),
 ]

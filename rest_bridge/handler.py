@@ -1,10 +1,9 @@
-"""Tornado request handlers: read the body, translate, call the gRPC stub, write OpenAI JSON or SSE.
+"""The handlers every route builds on: read the body, call the gRPC stub, write OpenAI JSON or SSE.
 
-The handlers are thin: ``requests`` turns OpenAI JSON into proto requests,
-``responses`` turns proto responses into OpenAI JSON, ``errors`` maps every
-failure to OpenAI's envelope. What lives here is HTTP: request ids, metadata,
-deadlines, the body limit, the event stream, and cancelling the gRPC call the
-moment the client goes away.
+Route handlers are thin: ``translate`` turns OpenAI JSON into proto requests, ``render`` turns proto replies
+into OpenAI JSON, ``errors`` maps every failure to OpenAI's envelope. What lives here is HTTP: request ids,
+metadata, deadlines, the body limit, the event stream, and cancelling the gRPC call the moment the client goes
+away.
 """
 
 from __future__ import annotations
@@ -18,32 +17,21 @@ import re
 import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar
+from typing import Any, TypeVar
 
 import grpc
 import tornado.web
 from google.protobuf.message import Message
-from grpc_health.v1 import health_pb2, health_pb2_grpc
 from opentelemetry import trace
 from tornado.iostream import StreamClosedError
 
 from clients.tracing import extracted, injected
-from clients.v1 import (
-    audio_pb2_grpc,
-    chat_pb2_grpc,
-    completion_pb2_grpc,
-    conversation_pb2_grpc,
-    embedding_pb2_grpc,
-    model_pb2,
-    model_pb2_grpc,
-    rerank_pb2_grpc,
-    response_pb2_grpc,
-    tokenizer_pb2_grpc,
-)
-from rest_bridge import cors, legacy_functions, requests, responses, sse
+from clients.v1 import model_pb2
+from rest_bridge import cors, sse
+from rest_bridge.backend import Backend
 from rest_bridge.config import BridgeSettings
 from rest_bridge.errors import BridgeError, encode_json, from_rpc_error
+from rest_bridge.translate.body import parse_json_body
 
 tracer = trace.get_tracer("ovserve.rest_bridge")
 
@@ -57,36 +45,12 @@ RETRIABLE = {429, 503}  # statuses answered with Retry-After
 _REQUEST_ID = re.compile(r"[\x21-\x7e]{1,128}")  # what a gRPC metadata value and a log line can carry
 
 
-@dataclass(frozen=True)
-class Backend:
-    """The gRPC stubs the handlers call, all on one channel."""
-
-    chat: chat_pb2_grpc.ChatServiceStub
-    completions: completion_pb2_grpc.CompletionServiceStub
-    models: model_pb2_grpc.ModelServiceStub
-    health: health_pb2_grpc.HealthStub
-    responses: response_pb2_grpc.ResponseServiceStub
-    tokenizer: tokenizer_pb2_grpc.TokenizerServiceStub
-    conversations: conversation_pb2_grpc.ConversationServiceStub
-    embeddings: embedding_pb2_grpc.EmbeddingServiceStub
-    rerank: rerank_pb2_grpc.RerankServiceStub
-    audio: audio_pb2_grpc.AudioServiceStub
-
-    @classmethod
-    def on(cls, channel: grpc.aio.Channel) -> Backend:
-        """Stubs on ``channel``."""
-        return cls(
-            chat_pb2_grpc.ChatServiceStub(channel),
-            completion_pb2_grpc.CompletionServiceStub(channel),
-            model_pb2_grpc.ModelServiceStub(channel),
-            health_pb2_grpc.HealthStub(channel),
-            response_pb2_grpc.ResponseServiceStub(channel),
-            tokenizer_pb2_grpc.TokenizerServiceStub(channel),
-            conversation_pb2_grpc.ConversationServiceStub(channel),
-            embedding_pb2_grpc.EmbeddingServiceStub(channel),
-            rerank_pb2_grpc.RerankServiceStub(channel),
-            audio_pb2_grpc.AudioServiceStub(channel),
-        )
+async def off_the_loop_if_large(size: int, work: Callable[[], T]) -> T:
+    """``work()`` (parsing and translating a body of ``size`` bytes): inline when small, else in PARSER, so other
+    requests and their streams go on meanwhile."""
+    if size <= INLINE_BODY_BYTES:
+        return work()
+    return await asyncio.get_running_loop().run_in_executor(PARSER, work)
 
 
 class BridgeHandler(tornado.web.RequestHandler):
@@ -199,7 +163,11 @@ class BridgeHandler(tornado.web.RequestHandler):
                 raise BridgeError(499, "the client closed the connection", type="request_cancelled") from None
             raise
 
-    async def relay(self, call: Any, framing: Framing) -> None:
+    async def answer(self, method: Any, request: Message, render: Callable[[Any], dict[str, Any]]) -> None:
+        """Call a unary RPC and finish with its reply ``render``ed as OpenAI JSON."""
+        self.write_json(render(await self.unary(method, request)))
+
+    async def relay(self, call: Any, framing: sse.Framing) -> None:
         """Stream ``call``'s messages as server-sent events, framed by ``framing``.
 
         Headers wait for the first event, so an error before it is an ordinary
@@ -246,45 +214,6 @@ class BridgeHandler(tornado.web.RequestHandler):
             self.set_header(name, value)
 
 
-class Framing(Protocol):
-    """How one API writes its event stream: each message, a failure after the stream began, the end."""
-
-    def event(self, message: Any) -> bytes | None:
-        """The SSE bytes of one gRPC message (None: nothing to send)."""
-
-    def failure(self, error: BridgeError) -> bytes:
-        """The SSE bytes that report a failure after the stream began."""
-
-    def end(self) -> bytes:
-        """The SSE bytes that end the stream."""
-
-
-class ChunkFraming:
-    """Completions and chat: ``data: <chunk>`` per message, an error as a data line, then ``data: [DONE]``."""
-
-    def __init__(self, to_json: Callable[[Any], dict[str, Any]]) -> None:
-        self._to_json = to_json
-
-    def event(self, message: Any) -> bytes:
-        payload = self._to_json(message)
-        choices = payload["choices"]
-        if len(choices) <= 1:
-            return sse.event(payload)
-        # OpenAI sends one choice per chunk, and clients that read choices[0] would lose the others;
-        # the service coalesces the choices of one engine hand-over into one message.
-        last = len(choices) - 1
-        return b"".join(
-            sse.event({**payload, "choices": [choice], **({"usage": None} if "usage" in payload and i < last else {})})
-            for i, choice in enumerate(choices)
-        )
-
-    def failure(self, error: BridgeError) -> bytes:
-        return sse.event(error.envelope())
-
-    def end(self) -> bytes:
-        return sse.DONE
-
-
 def _http_type(status: int) -> str:
     if status >= 500:
         return "server_error"
@@ -321,7 +250,7 @@ class JsonBodyHandler(BridgeHandler):
         """
         depth = self.settings_.max_json_depth
         return await self.translated_body(
-            lambda body, content_type: translate(requests.parse_json_body(body, content_type, depth))
+            lambda body, content_type: translate(parse_json_body(body, content_type, depth))
         )
 
     async def translated_body(self, translate: Callable[[bytes, str | None], T]) -> T:
@@ -330,9 +259,7 @@ class JsonBodyHandler(BridgeHandler):
             if self._too_large:
                 limit = self.settings_.max_body_bytes
                 raise BridgeError(413, f"the request body is larger than {limit} bytes", code="request_too_large")
-            if self._size <= INLINE_BODY_BYTES:
-                return self._translate(translate)
-            return await asyncio.get_running_loop().run_in_executor(PARSER, self._translate, translate)
+            return await off_the_loop_if_large(self._size, lambda: self._translate(translate))
         except BridgeError:
             await self.check_key()
             raise
@@ -341,109 +268,6 @@ class JsonBodyHandler(BridgeHandler):
         body = b"".join(self._chunks)
         self._chunks = []  # the parsed body is all that is kept from here on
         return translate(body, self.request.headers.get("Content-Type"))
-
-
-def _same(payload: dict[str, Any]) -> dict[str, Any]:
-    return payload
-
-
-class ChatCompletionsHandler(JsonBodyHandler):
-    """POST /v3/chat/completions."""
-
-    async def post(self) -> None:
-        request, stream, legacy = await self.translated(
-            lambda body: (*requests.chat_request(body), requests.uses_functions(body))
-        )
-        # A request in the deprecated functions form gets its reply in that form too.
-        as_chunk = legacy_functions.chunk if legacy else _same
-        as_reply = legacy_functions.reply if legacy else _same
-        if stream:
-            include_usage = request.stream_options.include_usage
-            call = self.backend.chat.StreamChatCompletion(request, **self.grpc_options())
-            await self.relay(call, ChunkFraming(lambda chunk: as_chunk(responses.chat_chunk(chunk, include_usage))))
-        else:
-            response = await self.unary(self.backend.chat.CreateChatCompletion, request)
-            self.write_json(as_reply(responses.chat_completion(response)))
-
-
-class CompletionsHandler(JsonBodyHandler):
-    """POST /v3/completions."""
-
-    async def post(self) -> None:
-        request, stream = await self.translated(requests.completion_request)
-        if stream:
-            include_usage = request.stream_options.include_usage
-            call = self.backend.completions.StreamCompletion(request, **self.grpc_options())
-            await self.relay(call, ChunkFraming(lambda chunk: responses.completion_chunk(chunk, include_usage)))
-        else:
-            response = await self.unary(self.backend.completions.CreateCompletion, request)
-            self.write_json(responses.completion(response))
-
-
-class ModelsHandler(BridgeHandler):
-    """GET /v3/models."""
-
-    async def get(self) -> None:
-        response = await self.unary(self.backend.models.ListModels, model_pb2.ListModelsRequest())
-        self.write_json(responses.model_list(response))
-
-
-class ModelHandler(BridgeHandler):
-    """GET /v3/models/{model}; the id may contain "/"."""
-
-    async def get(self, model: str) -> None:
-        response = await self.unary(self.backend.models.GetModel, model_pb2.GetModelRequest(model=model))
-        self.write_json(responses.model(response.model))
-
-
-class HealthHandler(BridgeHandler):
-    """GET /health: 200 when the gRPC service reports SERVING, else 503 (for load balancers)."""
-
-    async def get(self) -> None:
-        try:
-            reply = await self.backend.health.Check(
-                health_pb2.HealthCheckRequest(service=""),
-                timeout=self.settings_.health_timeout_seconds,
-                metadata=self.metadata(),
-            )
-            status = health_pb2.HealthCheckResponse.ServingStatus.Name(reply.status)
-        except grpc.aio.AioRpcError as error:
-            status = f"UNREACHABLE ({error.code().name})"
-        serving = status == "SERVING"
-        self.write_json({"status": status}, 200 if serving else 503)
-
-
-class ServerFigures(Protocol):
-    """What ``ovserve serve`` lets the bridge beside it show of the server: only that process knows them."""
-
-    async def metrics_exposition(self) -> tuple[bytes, str]:
-        """The Prometheus exposition and its content type."""
-        ...
-
-    async def loads(self) -> dict[str, Any]:
-        """The load in SGLang's /v1/loads shape."""
-        ...
-
-
-class MetricsHandler(tornado.web.RequestHandler):
-    """GET /metrics: the Prometheus metrics of the process that serves the models (only beside it)."""
-
-    def initialize(self, figures: ServerFigures) -> None:  # type: ignore[override]
-        self._figures = figures
-
-    async def get(self) -> None:
-        body, content_type = await self._figures.metrics_exposition()
-        self.set_header("Content-Type", content_type)
-        self.finish(body)
-
-
-class LoadsHandler(MetricsHandler):
-    """GET /v1/loads (and /v3/loads): running and waiting requests and KV use, as smg's load-aware policies
-    read them (``?include=`` is accepted: every section this server has is always there)."""
-
-    async def get(self) -> None:
-        self.set_header("Content-Type", "application/json")
-        self.finish(encode_json(await self._figures.loads()))
 
 
 class NotFoundHandler(BridgeHandler):

@@ -1,4 +1,4 @@
-"""POST /v3/audio/transcriptions: OpenAI's multipart upload -> AudioService, answered in the format asked for.
+"""POST /audio/transcriptions: OpenAI's multipart upload -> AudioService, answered in the format asked for.
 
 json ``{"text", "usage"}``, text, verbose_json (language, duration, timed segments), srt or vtt; with
 ``stream=true``, OpenAI's ``transcript.text.delta`` events and a ``transcript.text.done``.
@@ -13,10 +13,10 @@ from typing import Any
 import tornado.httputil
 
 from clients.v1 import audio_pb2
-from rest_bridge import sse
 from rest_bridge.errors import BridgeError
-from rest_bridge.handlers import JsonBodyHandler
-from rest_bridge.requests import bad_request
+from rest_bridge.handler import JsonBodyHandler
+from rest_bridge.sse import DataFraming
+from rest_bridge.translate.body import bad_request
 
 # Form fields -> how each is read (every value arrives as text). The proto's own names, OpenAI's field names.
 _TEXT_FIELDS = ("model", "language", "prompt", "response_format")
@@ -157,21 +157,13 @@ def transcription_json(
     }
 
 
-class TranscriptionFraming:
-    """OpenAI's transcription stream: ``transcript.text.delta`` events, ``transcript.text.done``, ``[DONE]``."""
-
-    def event(self, message: audio_pb2.StreamTranscriptionResponse) -> bytes:
-        if message.HasField("delta"):
-            return sse.event({"type": "transcript.text.delta", "delta": message.delta.delta})
-        # No usage: OpenAI's done event counts tokens in and out, which a Whisper pipeline does not report (the
-        # duration usage of a json reply has no place in it).
-        return sse.event({"type": "transcript.text.done", "text": message.done.text})
-
-    def failure(self, error: BridgeError) -> bytes:
-        return sse.event(error.envelope())
-
-    def end(self) -> bytes:
-        return sse.DONE
+def transcription_event(message: audio_pb2.StreamTranscriptionResponse) -> dict[str, Any]:
+    """OpenAI's ``transcript.text.delta`` or ``transcript.text.done`` event for one streamed message."""
+    if message.HasField("delta"):
+        return {"type": "transcript.text.delta", "delta": message.delta.delta}
+    # No usage: OpenAI's done event counts tokens in and out, which a Whisper pipeline does not report (the
+    # duration usage of a json reply has no place in it).
+    return {"type": "transcript.text.done", "text": message.done.text}
 
 
 class TranscriptionsHandler(JsonBodyHandler):
@@ -182,7 +174,7 @@ class TranscriptionsHandler(JsonBodyHandler):
         if stream:
             streaming = audio_pb2.StreamTranscriptionRequest.FromString(request.SerializeToString())
             call = self.backend.audio.StreamTranscription(streaming, **self.grpc_options())
-            await self.relay(call, TranscriptionFraming())
+            await self.relay(call, DataFraming(transcription_event))  # then [DONE], as OpenAI ends it
             return
         reply = await self.unary(self.backend.audio.CreateTranscription, request)
         kind = request.response_format or "json"

@@ -1,12 +1,11 @@
-"""Handlers of the Responses API routes: /v3/responses and /v3/responses/{id}[/cancel|/input_items].
+"""The Responses API: /responses and /responses/{id}[/cancel|/input_items], /responses/compact and /input_tokens.
 
-Thin like ``handlers``: ``responses_requests`` builds the ResponseService
-requests, ``responses_output`` writes OpenAI JSON and events. What lives here
-is the event stream: ``event: <type>`` / ``data: <json>`` per gRPC event,
-no ``[DONE]`` (OpenAI sends none), and a stream that always ends with a
-closing event: if the gRPC stream fails after the headers went out, the
-bridge writes ``response.failed`` (from the last Response snapshot it
-relayed) and an ``error`` event, continuing the sequence numbers.
+``translate.responses`` builds the ResponseService requests, ``render.responses`` writes OpenAI JSON and
+events. What lives here is the event stream: ``event: <type>`` / ``data: <json>`` per gRPC event, no ``[DONE]``
+(OpenAI sends none), and a stream that always ends with a closing event: if the gRPC stream fails after the
+headers went out, the bridge writes ``response.failed`` (from the last Response snapshot it relayed) and an
+``error`` event, continuing the sequence numbers. The WebSocket mode on the same path is
+``responses_websocket``.
 """
 
 from __future__ import annotations
@@ -15,9 +14,11 @@ import logging
 from typing import Any
 
 from clients.v1 import response_pb2
-from rest_bridge import responses_output, responses_requests, sse
+from rest_bridge import sse
 from rest_bridge.errors import BridgeError
-from rest_bridge.handlers import BridgeHandler, JsonBodyHandler
+from rest_bridge.handler import BridgeHandler, JsonBodyHandler
+from rest_bridge.render import responses as render
+from rest_bridge.translate import responses as translate
 
 log = logging.getLogger(__name__)
 LIFECYCLE_CLOSERS = {"response.completed", "response.incomplete", "response.failed"}
@@ -39,7 +40,7 @@ class ResponseEventFraming:
 
     def event(self, message: Any) -> bytes | None:
         try:
-            name, payload = responses_output.stream_event(message.event)
+            name, payload = render.stream_event(message.event)
         except ValueError as error:  # an event without its oneof set: nothing to tell the client
             log.warning("stream %s: %s", self._request_id, error)
             return None
@@ -58,7 +59,7 @@ class ResponseEventFraming:
             data += sse.named_event(name, {"type": name, "sequence_number": sequence, "response": failed})
             sequence += 1
         self._closed = True
-        payload = responses_output.error_event(sequence, error.message, error.code or error.type, error.param)
+        payload = render.error_event(sequence, error.message, error.code or error.type, error.param)
         return data + sse.named_event("error", payload)
 
     def end(self) -> bytes:
@@ -66,6 +67,11 @@ class ResponseEventFraming:
             return b""
         # The service ended the stream without a closing event: never leave the client waiting.
         return self.failure(BridgeError(500, "the response stream ended before its final event", type="server_error"))
+
+
+def _response(reply: Any) -> dict[str, Any]:
+    """The Response object of a reply that carries one (create, get, cancel)."""
+    return render.response(reply.response)
 
 
 class ResponseEventsHandler(BridgeHandler):
@@ -80,47 +86,42 @@ class ResponsesHandler(JsonBodyHandler, ResponseEventsHandler):
     """POST /v3/responses: CreateResponse, or StreamResponse as SSE with ``"stream": true``."""
 
     async def post(self) -> None:
-        request, stream = await self.translated(responses_requests.create_request)
+        request, stream = await self.translated(translate.create_request)
         if stream:
             await self.relay_events(self.backend.responses.StreamResponse(request, **self.grpc_options()))
         else:
-            reply = await self.unary(self.backend.responses.CreateResponse, request)
-            self.write_json(responses_output.response(reply.response))
+            await self.answer(self.backend.responses.CreateResponse, request, _response)
 
 
 class CompactHandler(JsonBodyHandler):
     """POST /v3/responses/compact: CompactResponse."""
 
     async def post(self) -> None:
-        request = await self.translated(responses_requests.compact_request)
-        reply = await self.unary(self.backend.responses.CompactResponse, request)
-        self.write_json(responses_output.compacted(reply))
+        request = await self.translated(translate.compact_request)
+        await self.answer(self.backend.responses.CompactResponse, request, render.compacted)
 
 
 class InputTokensHandler(JsonBodyHandler):
     """POST /v3/responses/input_tokens: CountResponseInputTokens."""
 
     async def post(self) -> None:
-        request = await self.translated(responses_requests.input_tokens_request)
-        reply = await self.unary(self.backend.responses.CountResponseInputTokens, request)
-        self.write_json(responses_output.input_tokens(reply))
+        request = await self.translated(translate.input_tokens_request)
+        await self.answer(self.backend.responses.CountResponseInputTokens, request, render.input_tokens)
 
 
 class ResponseHandler(ResponseEventsHandler):
     """GET /v3/responses/{id} (with ``?stream=true``: the resumed event stream); DELETE /v3/responses/{id}."""
 
     async def get(self, response_id: str) -> None:
-        request = responses_requests.get_request(response_id, self.request.query_arguments)
+        request = translate.get_request(response_id, self.request.query_arguments)
         if isinstance(request, response_pb2.ResumeResponseStreamRequest):
             await self.relay_events(self.backend.responses.ResumeResponseStream(request, **self.grpc_options()))
         else:
-            reply = await self.unary(self.backend.responses.GetResponse, request)
-            self.write_json(responses_output.response(reply.response))
+            await self.answer(self.backend.responses.GetResponse, request, _response)
 
     async def delete(self, response_id: str) -> None:
         request = response_pb2.DeleteResponseRequest(response_id=response_id)
-        reply = await self.unary(self.backend.responses.DeleteResponse, request)
-        self.write_json(responses_output.deleted(reply))
+        await self.answer(self.backend.responses.DeleteResponse, request, render.deleted)
 
 
 class CancelResponseHandler(BridgeHandler):
@@ -128,20 +129,18 @@ class CancelResponseHandler(BridgeHandler):
 
     async def post(self, response_id: str) -> None:
         request = response_pb2.CancelResponseRequest(response_id=response_id)
-        reply = await self.unary(self.backend.responses.CancelResponse, request)
-        self.write_json(responses_output.response(reply.response))
+        await self.answer(self.backend.responses.CancelResponse, request, _response)
 
 
 class InputItemsHandler(BridgeHandler):
     """GET /v3/responses/{id}/input_items?after=&limit=&order=&include=."""
 
     async def get(self, response_id: str) -> None:
-        request = responses_requests.input_items_request(response_id, self.request.query_arguments)
-        reply = await self.unary(self.backend.responses.ListResponseInputItems, request)
-        self.write_json(responses_output.input_item_list(reply))
+        request = translate.input_items_request(response_id, self.request.query_arguments)
+        await self.answer(self.backend.responses.ListResponseInputItems, request, render.input_item_list)
 
 
-# Routes under each of app.PREFIXES; response ids ("resp_...") have no "/".
+# Response ids ("resp_...") have no "/".
 ROUTES = [
     ("/responses", ResponsesHandler),
     ("/responses/compact", CompactHandler),  # before the id routes: ids always start "resp_"

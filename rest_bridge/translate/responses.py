@@ -1,26 +1,27 @@
 """OpenAI Responses API requests -> ovserve.v1 ResponseService request messages.
 
-The same three steps as ``requests`` (body, normalisation, field checks), for
-the Responses body, plus the query strings of the ``/responses/{id}`` routes.
-Normalisation moves OpenAI's polymorphic fields to the proto's typed
-alternatives, as ``clients.polymorphic`` tables them: ``input`` list ->
-``input_items``, a message's ``content`` list -> ``content_parts``, a
-function_call_output's ``output`` list -> ``output_parts``, ``stop`` list ->
-``stop_sequences``, ``tool_choice`` object -> ``named_tool_choice``. An item without ``type`` but with a ``role`` is a
-message, as in OpenAI. Unknown item and part types are refused here, by path
-(``input[2].type``), because which fields an item may carry depends on them.
+The same flow as every body (``message``), for the Responses body, plus the query strings of the
+``/responses/{id}`` routes. Normalisation moves OpenAI's polymorphic fields to the proto's typed
+alternatives, as ``clients.polymorphic`` tables them: ``input`` list -> ``input_items``, a message's ``content``
+list -> ``content_parts``, a function_call_output's ``output`` list -> ``output_parts``, ``stop`` list ->
+``stop_sequences``, ``tool_choice`` object -> ``named_tool_choice``. An item without ``type`` but with a ``role``
+is a message, as in OpenAI. Unknown item and part types are refused here, by path (``input[2].type``), because
+which fields an item may carry depends on them. Conversations read their items the same way (``proto_input_item``).
 """
 
 from __future__ import annotations
 
-from typing import Any, TypeVar
+from typing import Any
 
 from google.protobuf.descriptor import Descriptor
 
 from clients.polymorphic import BY_OPENAI_NAME, TYPED_ALTERNATIVES, PolymorphicField, json_type
-from clients.v1 import conversation_pb2, response_pb2
+from clients.v1 import response_pb2
 from rest_bridge import openai_parameters
-from rest_bridge.requests import _without_nulls, bad_request, normalise_field, normalise_forms, to_message
+from rest_bridge.translate.body import bad_request
+from rest_bridge.translate.message import message_from_body, streamable_from_body
+from rest_bridge.translate.proto_json import normalise_field, normalise_forms, without_nulls
+from rest_bridge.translate.query import Query, boolean, integer, paged, query_strings
 
 # Fields of other OpenAI APIs that clients send here by mistake, refused with the Responses field to use.
 # (The Responses API's own parameters without a contract field are in openai_parameters.RESPONSES.)
@@ -39,34 +40,19 @@ OUTPUT_PARTS = ("input_text", "input_image", "input_file")
 REASONING_CONTENT_PARTS = ("reasoning_text",)
 SUMMARY_PARTS = ("summary_text",)
 
-ORDERS = ("asc", "desc")
-MAX_LIMIT = 100
-
 
 # ---- the body ----
-
-
-def check_arguments(
-    body: dict[str, Any], descriptor: Descriptor = response_pb2.CreateResponseRequest.DESCRIPTOR
-) -> None:
-    """Refuse top-level keys that are not arguments of the request ``descriptor`` (before normalisation)."""
-    fields = descriptor.fields_by_name
-    for key in body:
-        if key in UNSUPPORTED:
-            raise bad_request(key, UNSUPPORTED[key])
-        if key not in fields or key in TYPED_ALTERNATIVES:
-            raise bad_request(key, f"Unrecognized request argument supplied: {key}")
 
 
 def normalise(
     body: dict[str, Any], descriptor: Descriptor = response_pb2.CreateResponseRequest.DESCRIPTOR
 ) -> dict[str, Any]:
     """The OpenAI Responses body in proto JSON form (a new dict; ``body`` is not changed)."""
-    body = normalise_forms(_without_nulls(body), descriptor)
+    body = normalise_forms(without_nulls(body), descriptor)
     if isinstance(body.get("conversation"), dict):  # OpenAI's object form {"id": "conv_..."}: the proto keeps the id
         body["conversation"] = _conversation_id(body["conversation"])
     if "input_items" in body:
-        body["input_items"] = [_item(item, f"input[{i}]") for i, item in enumerate(body["input_items"])]
+        body["input_items"] = [proto_input_item(item, f"input[{i}]") for i, item in enumerate(body["input_items"])]
     return body
 
 
@@ -78,11 +64,11 @@ def _conversation_id(conversation: dict[str, Any]) -> Any:
     return conversation["id"]
 
 
-def _item(item: Any, where: str) -> dict[str, Any]:
-    """One OpenAI input item as proto InputItem JSON."""
+def proto_input_item(item: Any, where: str) -> dict[str, Any]:
+    """One OpenAI input item (at OpenAI path ``where``) as proto InputItem JSON."""
     if not isinstance(item, dict):
         raise bad_request(where, f"{where} must be an input item object, got {json_type(item)}")
-    item = _without_nulls(item)
+    item = without_nulls(item)
     for name in sorted(TYPED_ALTERNATIVES & item.keys()):  # a client writes OpenAI's names, not the proto's
         raise bad_request(f"{where}.{name}", f"{where}.{name}: unknown field")
     kind = item.get("type")
@@ -134,16 +120,14 @@ def create_request(
     body: dict[str, Any],
 ) -> tuple[response_pb2.CreateResponseRequest | response_pb2.StreamResponseRequest, bool]:
     """The request for an OpenAI Responses body, and whether it streams (then a StreamResponseRequest)."""
-    body = dict(body)  # OpenAI parameters without a contract field are taken out (or refused) first
-    openai_parameters.take(body, openai_parameters.RESPONSES, bad_request)
-    check_arguments(body)
-    proto_json = normalise(body)
-    stream = proto_json.get("stream", False)
-    if not isinstance(stream, bool):
-        raise bad_request("stream", f"stream: expected a boolean, got {json_type(stream)}")
-    if stream:
-        return to_message(proto_json, response_pb2.StreamResponseRequest), True
-    return to_message(proto_json, response_pb2.CreateResponseRequest), False
+    return streamable_from_body(  # type: ignore[return-value]
+        body,
+        response_pb2.CreateResponseRequest,
+        response_pb2.StreamResponseRequest,
+        openai_parameters.RESPONSES,
+        normalise,
+        unsupported=UNSUPPORTED,
+    )
 
 
 def input_tokens_request(body: dict[str, Any]) -> response_pb2.CountResponseInputTokensRequest:
@@ -156,59 +140,27 @@ def input_tokens_request(body: dict[str, Any]) -> response_pb2.CountResponseInpu
 
 def compact_request(body: dict[str, Any]) -> response_pb2.CompactResponseRequest:
     """POST /responses/compact: the conversation to compact (model, input, previous_response_id, instructions)."""
-    descriptor = response_pb2.CompactResponseRequest.DESCRIPTOR
-    check_arguments(body, descriptor)
-    return to_message(normalise(body, descriptor), response_pb2.CompactResponseRequest)
+    message_class = response_pb2.CompactResponseRequest
+    return message_from_body(
+        body, message_class, lambda checked: normalise(checked, message_class.DESCRIPTOR), unsupported=UNSUPPORTED
+    )
 
 
 # ---- query strings of /responses/{id}, /responses/{id}/input_items ----
-
-Query = dict[str, list[bytes]]  # tornado's request.query_arguments
-
-
-def _strings(query: Query, allowed: set[str], repeated: set[str]) -> dict[str, list[str]]:
-    """Decoded query values by name (``include[]`` is ``include``); unknown or repeated-once names are a 400."""
-    out: dict[str, list[str]] = {}
-    for raw_name, values in query.items():
-        name = raw_name.removesuffix("[]") if raw_name.removesuffix("[]") in repeated else raw_name
-        if name not in allowed:
-            raise bad_request(name, f"Unrecognized query parameter supplied: {name}")
-        decoded = [value.decode("utf-8", "replace") for value in values]
-        if name not in repeated and len(decoded) + len(out.get(name, [])) > 1:
-            raise bad_request(name, f"query parameter {name} is given more than once")
-        out.setdefault(name, []).extend(decoded)
-    return out
-
-
-def _boolean(name: str, value: str) -> bool:
-    lowered = value.lower()
-    if lowered not in ("true", "false", "1", "0"):
-        raise bad_request(name, f"{name} must be true or false, got {value!r}")
-    return lowered in ("true", "1")
-
-
-def _integer(name: str, value: str, low: int, high: int) -> int:
-    try:
-        number = int(value, 10)
-    except ValueError:
-        raise bad_request(name, f"{name} must be an integer, got {value!r}") from None
-    if not low <= number <= high:
-        raise bad_request(name, f"{name} must be between {low} and {high}, got {number}")
-    return number
 
 
 def get_request(
     response_id: str, query: Query
 ) -> response_pb2.GetResponseRequest | response_pb2.ResumeResponseStreamRequest:
     """GET /responses/{id}: a GetResponseRequest, or with ``stream=true`` a ResumeResponseStreamRequest."""
-    values = _strings(query, {"stream", "starting_after", "include", "include_obfuscation"}, {"include"})
-    stream = "stream" in values and _boolean("stream", values["stream"][0])
+    values = query_strings(query, {"stream", "starting_after", "include", "include_obfuscation"}, {"include"})
+    stream = "stream" in values and boolean("stream", values["stream"][0])
     if "include_obfuscation" in values:  # OpenAI's padding of streamed events: accepted, nothing to pad
-        _boolean("include_obfuscation", values["include_obfuscation"][0])
+        boolean("include_obfuscation", values["include_obfuscation"][0])
     if stream:
         resume = response_pb2.ResumeResponseStreamRequest(response_id=response_id)
         if "starting_after" in values:
-            resume.starting_after = _integer("starting_after", values["starting_after"][0], 0, 2**31 - 1)
+            resume.starting_after = integer("starting_after", values["starting_after"][0], 0, 2**31 - 1)
         return resume
     if "starting_after" in values:
         raise bad_request("starting_after", "starting_after applies only with stream=true")
@@ -218,22 +170,3 @@ def get_request(
 def input_items_request(response_id: str, query: Query) -> response_pb2.ListResponseInputItemsRequest:
     """GET /responses/{id}/input_items?after=&limit=&order=&include=."""
     return paged(response_pb2.ListResponseInputItemsRequest(response_id=response_id), query)
-
-
-Paged = TypeVar("Paged", response_pb2.ListResponseInputItemsRequest, conversation_pb2.ListConversationItemsRequest)
-
-
-def paged(request: Paged, query: Query) -> Paged:
-    """``request`` (a list of items) with the page of ``?after=&limit=&order=&include=`` set, each checked."""
-    values = _strings(query, {"after", "limit", "order", "include"}, {"include"})
-    request.include.extend(values.get("include", []))
-    if "after" in values:
-        request.after = values["after"][0]
-    if "limit" in values:
-        request.limit = _integer("limit", values["limit"][0], 1, MAX_LIMIT)
-    if "order" in values:
-        order = values["order"][0]
-        if order not in ORDERS:
-            raise bad_request("order", f"order must be asc or desc, got {order!r}")
-        request.order = order
-    return request

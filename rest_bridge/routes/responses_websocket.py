@@ -23,7 +23,6 @@ are continued by the service, from the store, as over HTTP.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
 import logging
@@ -36,10 +35,14 @@ import tornado.routing
 import tornado.websocket
 
 from clients.polymorphic import json_type
-from rest_bridge import cors, requests, responses_output, responses_requests
+from rest_bridge import cors
+from rest_bridge.backend import Backend
 from rest_bridge.config import BridgeSettings
 from rest_bridge.errors import BridgeError, from_rpc_error
-from rest_bridge.handlers import INLINE_BODY_BYTES, PARSER, Backend
+from rest_bridge.handler import off_the_loop_if_large
+from rest_bridge.render import responses as render
+from rest_bridge.translate import responses as translate
+from rest_bridge.translate.body import bad_request, parse_json_body
 
 log = logging.getLogger(__name__)
 
@@ -87,12 +90,8 @@ class ResponsesSocket(tornado.websocket.WebSocketHandler):
         """Translate one message and relay its response's events; a refused message is an error event."""
         request_id = uuid.uuid4().hex
         raw = message.encode() if isinstance(message, str) else message
-        try:
-            if len(raw) <= INLINE_BODY_BYTES:
-                continued, sent, conversation, request = self._translate(raw)
-            else:  # a large message is parsed and translated in a worker thread, as an HTTP body is
-                translated = await asyncio.get_running_loop().run_in_executor(PARSER, self._translate, raw)
-                continued, sent, conversation, request = translated
+        try:  # a large message is parsed and translated in a worker thread, as an HTTP body is
+            continued, sent, conversation, request = await off_the_loop_if_large(len(raw), lambda: self._translate(raw))
         except BridgeError as error:
             continued = _continued(raw)
             self._forget(continued)
@@ -107,7 +106,7 @@ class ResponsesSocket(tornado.websocket.WebSocketHandler):
         final: dict[str, Any] | None = None
         try:
             async for reply in call:
-                name, payload = responses_output.stream_event(reply.event)
+                name, payload = render.stream_event(reply.event)
                 if conversation is not None and "response" in payload:
                     payload["response"]["previous_response_id"] = continued  # the id as the client sent it
                 if self.ws_connection is None:  # the client left: stop generating
@@ -134,19 +133,17 @@ class ResponsesSocket(tornado.websocket.WebSocketHandler):
         if len(raw) > self.settings_.max_body_bytes:
             limit = self.settings_.max_body_bytes
             raise BridgeError(413, f"the message is larger than {limit} bytes", code="request_too_large")
-        body = requests.parse_json_body(raw, "application/json", self.settings_.max_json_depth)
+        body = parse_json_body(raw, "application/json", self.settings_.max_json_depth)
         kind = body.pop("type", None)
         if kind != CREATE:
-            raise requests.bad_request("type", f'type: expected "{CREATE}", got {json.dumps(kind)}')
+            raise bad_request("type", f'type: expected "{CREATE}", got {json.dumps(kind)}')
         stream = body.pop("stream", None)  # every response streams; the Agents SDK sends stream: true anyway
         if stream is not None and not isinstance(stream, bool):
-            raise requests.bad_request("stream", f"stream: expected a boolean, got {json_type(stream)}")
+            raise bad_request("stream", f"stream: expected a boolean, got {json_type(stream)}")
         if "background" in body:
-            raise requests.bad_request(
-                "background", "background: not a field of WebSocket mode (every response streams)"
-            )
+            raise bad_request("background", "background: not a field of WebSocket mode (every response streams)")
         sent, conversation = self._continuation(body)
-        request, _ = responses_requests.create_request({**sent, "stream": True})
+        request, _ = translate.create_request({**sent, "stream": True})
         return body.get("previous_response_id"), sent, conversation, request
 
     def _continuation(self, body: dict[str, Any]) -> tuple[dict[str, Any], list[dict[str, Any]] | None]:

@@ -1,0 +1,52 @@
+"""GET /models and /models/{id}: OpenAI's model objects, with what each model serves."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from clients.v1 import model_pb2
+from rest_bridge.handler import BridgeHandler
+
+
+def model(value: model_pb2.Model) -> dict[str, Any]:
+    """OpenAI's model object, with vLLM's max_model_len, what the model serves (task) and, for a generating
+    model, where its chat template came from and which parsers read its output (null: none)."""
+    body: dict[str, Any] = {
+        "id": value.id,
+        "object": "model",
+        "created": value.created,
+        "owned_by": value.owned_by,
+        "max_model_len": value.max_model_len,
+        "task": value.task,
+    }
+    if value.chat_template_source:
+        body["chat_template_source"] = value.chat_template_source
+        body["tool_parser"] = value.tool_parser or None
+        body["reasoning_parser"] = value.reasoning_parser or None
+    return body
+
+
+def model_list(response: model_pb2.ListModelsResponse) -> dict[str, Any]:
+    """OpenAI's model list object."""
+    return {"object": "list", "data": [model(item) for item in response.data]}
+
+
+class ModelsHandler(BridgeHandler):
+    """GET /v3/models."""
+
+    async def get(self) -> None:
+        await self.answer(self.backend.models.ListModels, model_pb2.ListModelsRequest(), model_list)
+
+
+class ModelHandler(BridgeHandler):
+    """GET /v3/models/{model}; the id may contain "/"."""
+
+    async def get(self, model_id: str) -> None:
+        request = model_pb2.GetModelRequest(model=model_id)
+        await self.answer(self.backend.models.GetModel, request, lambda reply: model(reply.model))
+
+
+ROUTES = [
+    ("/models", ModelsHandler),
+    ("/models/(.+)", ModelHandler),  # model ids may contain "/"
+]
