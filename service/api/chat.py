@@ -4,44 +4,46 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass
 from typing import Any
 
 from clients.v1 import chat_pb2, common_pb2
 from service.api.chat_output import (
     fill_message,
     finish_reason,
-    opens_reasoning,
     output_parser,
     reasoning_tokens,
     stream_deltas,
 )
-from service.api.common import (
-    FINISH_REASONS,
-    streaming_violations,
-    token_logprobs,
-    usage,
+from service.api.common import FINISH_REASONS, token_logprobs, usage
+from service.api.media_parts import MediaParts
+from service.api.prepare import (
+    CHAT,
+    PreparedRuns,
+    begin,
+    build_runs,
+    choice_count,
+    includes_usage,
+    refuse_invalid,
+    render,
+    skips_special_tokens,
+    templated_constraint,
+    templated_prompt,
 )
-from service.api.generation import Budget, build_sampling_params, generation_violations
-from service.api.media_parts import MediaParts, prompt_with_images
 from service.api.prompting import (
     REASONING_EFFORTS,
     TOOL_CHOICES,
     json_object,
     logprob_violations,
-    render_prompt,
-    render_text,
     template_context,
     template_tool,
     unsupported,
 )
-from service.api.runs import DeltaStream, Run, collect_choices, fan_out
+from service.api.runs import DeltaStream, collect_choices
 from service.engine import SequenceDelta
-from service.errors import FieldViolation, InvalidArgument, quote
+from service.errors import FieldViolation, quote
 from service.ids import new_id, now
 from service.models import ModelRegistry, ServedModel
 from service.parsing import TurnParser
-from service.structured.output import check_compiles, output_constraint
 
 # Request role -> the role the chat template sees. Templates written for
 # OpenAI's older roles know no "developer": it is a system message to them.
@@ -51,64 +53,30 @@ MAX_TOOLS = 128
 Request = chat_pb2.CreateChatCompletionRequest | chat_pb2.StreamChatCompletionRequest
 
 
-@dataclass(frozen=True)
-class PreparedChat:
-    """A validated chat request, rendered and ready for the engine."""
-
-    model: ServedModel
-    runs: list[Run]  # one, or n for a speculative model (see runs.fan_out)
-    n: int
-    logprobs: bool
-    skip_special_tokens: bool
-    include_usage: bool
-
-
-async def prepare(models: ModelRegistry, request: Request, *, streaming: bool) -> PreparedChat:
+async def prepare(models: ModelRegistry, request: Request, *, streaming: bool) -> PreparedRuns:
     """Validate ``request``, render its conversation with the chat template, build its engine run."""
-    violations = streaming_violations(request, streaming=streaming, rpc="StreamChatCompletion")
-    model = models.get(request.model)
+    model, violations = begin(models, request, CHAT, streaming=streaming)
     media = MediaParts(model)
     history = _history(model, request, media, violations)
     tools = _tools(request, violations)
     context = _template_context(request, violations)
-    thinking = bool(context.get("enable_thinking"))
-    output = model.output_format
-    plan = await output_constraint(
-        request, violations, tools=tools, thinking=thinking, markup=output.call_markup, think=output.think_markup
-    )
+    plan = await templated_constraint(model, request, violations, tools, context)
     violations += logprob_violations(request)
-    if violations:  # report the sampling fields' problems too, in the same error
-        violations += generation_violations(request, limits=model.limits, streaming=streaming)
-    InvalidArgument.check(violations)
+    refuse_invalid(request, model, violations, streaming=streaming)
 
     history = await media.with_files(history, models.media)
-    if model.vision is not None:  # a vision model's pipeline takes text (and images), never token ids
-        prompt = await render_text(model, history, tools, context, field="messages")
-        prompt_ids, pixels = await prompt_with_images(model, prompt, media, models.media, "messages")
-    else:
-        prompt_ids, pixels = await render_prompt(model, history, tools, context, field="messages"), None
-    constraint = None if plan is None else plan.constraint(opened=opens_reasoning(model, prompt_ids))
-    await check_compiles(model, constraint)
-
-    field = "max_completion_tokens" if request.HasField("max_completion_tokens") else "max_tokens"
-    limit = getattr(request, field) if request.HasField(field) else None
-    params = build_sampling_params(
-        request,
-        defaults=model.defaults,
-        limits=model.limits,
-        budget=Budget(field, limit, len(prompt_ids), "messages"),
-        streaming=streaming,
-        logprobs=1 if request.logprobs else 0,
-        constraint=constraint,
-    )
-    n = request.n if request.HasField("n") else 1
-    return PreparedChat(
+    rendered = await render(model, history, tools, context, CHAT.prompt_field)
+    prompt = await templated_prompt(model, rendered, media, models.media, CHAT.prompt_field)
+    n = choice_count(request)
+    runs = await build_runs(model, request, [prompt], plan, CHAT, streaming=streaming, logprobs=request.logprobs, n=n)
+    return PreparedRuns(
         model,
-        fan_out(Run(prompt_ids, params, first_choice=0, images=pixels), n, model),
+        runs,
         n=n,
+        prompt_tokens=len(prompt.ids),
         logprobs=request.logprobs,
-        skip_special_tokens=not request.HasField("skip_special_tokens") or request.skip_special_tokens,
-        include_usage=streaming and request.stream_options.include_usage,
+        skip_special_tokens=skips_special_tokens(request),
+        include_usage=includes_usage(request, streaming=streaming),
     )
 
 
@@ -251,7 +219,7 @@ async def create_chat_completion(
             out.finish_reason = finish_reason(out.finish_reason, parser.result)
         if prep.logprobs:
             out.logprobs.CopyFrom(_logprobs(prep.model, choice.token_ids, choice.logprobs))
-    response.usage.CopyFrom(usage(len(prep.runs[0].prompt_ids), sum(len(c.token_ids) for c in choices)))
+    response.usage.CopyFrom(usage(prep.prompt_tokens, sum(len(c.token_ids) for c in choices)))
     if reasoning := reasoning_tokens(prep.model, parsers):  # the details appear only when there is reasoning
         response.usage.completion_tokens_details.reasoning_tokens = reasoning
     return response
@@ -285,14 +253,14 @@ async def stream_chat_completion(
         deltas.close()
     if prep.include_usage:
         last = chunk()
-        last.usage.CopyFrom(usage(len(prep.runs[0].prompt_ids), deltas.completion_tokens))
+        last.usage.CopyFrom(usage(prep.prompt_tokens, deltas.completion_tokens))
         if reasoning := reasoning_tokens(prep.model, parsers.values()):
             last.usage.completion_tokens_details.reasoning_tokens = reasoning
         yield last
 
 
 def _delta_chunks(
-    prep: PreparedChat,
+    prep: PreparedRuns,
     parsers: dict[int, TurnParser | None],
     ready: list[tuple[int, SequenceDelta]],
     chunk: Callable[[], chat_pb2.StreamChatCompletionResponse],

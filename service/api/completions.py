@@ -7,20 +7,25 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
 from clients.v1 import completion_pb2
-from service.api.common import (
-    FINISH_REASONS,
-    streaming_violations,
-    token_texts,
-    usage,
+from service.api.common import FINISH_REASONS, token_texts, usage
+from service.api.prepare import (
+    COMPLETIONS,
+    PreparedRuns,
+    Prompt,
+    begin,
+    build_runs,
+    choice_count,
+    includes_usage,
+    refuse_invalid,
+    skips_special_tokens,
 )
-from service.api.generation import Budget, build_sampling_params, generation_violations
 from service.api.prompting import INLINE_PROMPT_CHARS, check_length
-from service.api.runs import DeltaStream, Run, collect_choices, fan_out
+from service.api.runs import DeltaStream, collect_choices
 from service.engine import PromptImages
 from service.errors import FieldViolation, InvalidArgument
 from service.ids import new_id, now
 from service.models import ModelRegistry, ServedModel
-from service.structured.output import check_compiles, output_constraint
+from service.structured.output import output_constraint
 
 MAX_PROMPTS = 64
 MAX_LOGPROBS = 1  # the engine scores the chosen token only
@@ -29,31 +34,22 @@ Request = completion_pb2.CreateCompletionRequest | completion_pb2.StreamCompleti
 
 
 @dataclass(frozen=True)
-class PreparedCompletion:
+class PreparedCompletion(PreparedRuns):
     """A validated completions request, split into engine runs."""
 
-    model: ServedModel
-    runs: list[Run]
-    n: int
     echoes: list[str]  # per prompt: the text that opens each of its choices (echo), or ""
-    prompt_tokens: int
-    logprobs: bool  # the chosen tokens' logprobs are returned (asked for with any logprobs, 0 included)
     top_logprobs: int  # alternatives asked for per position (0 or 1: the chosen token itself)
-    skip_special_tokens: bool
-    include_usage: bool
 
 
 async def prepare(models: ModelRegistry, request: Request, *, streaming: bool) -> PreparedCompletion:
     """Validate ``request`` (INVALID_ARGUMENT / NOT_FOUND naming the field) and build its runs."""
-    violations = streaming_violations(request, streaming=streaming, rpc="StreamCompletion")
-    model = models.get(request.model)
+    model, violations = begin(models, request, COMPLETIONS, streaming=streaming)
     characters = len(request.prompt) + sum(len(prompt.text) for prompt in request.prompts)
     if characters <= INLINE_PROMPT_CHARS:
         prompts = _prompts(model, request, violations)
     else:  # tokenising a large text takes milliseconds: not on the event loop
         prompts = await asyncio.to_thread(_prompts, model, request, violations)
-    plan = await output_constraint(request, violations)
-    constraint = None if plan is None else plan.constraint()  # a completion's prompt is the client's own text
+    plan = await output_constraint(request, violations)  # a completion's prompt is the client's own text
     if request.HasField("suffix") and request.suffix:
         violations.append(FieldViolation("suffix", "not supported: the engine does not fill in the middle"))
     # Any logprobs, 0 included, returns the chosen tokens' logprobs: OpenAI's API always returns those.
@@ -66,35 +62,23 @@ async def prepare(models: ModelRegistry, request: Request, *, streaming: bool) -
     echo = request.HasField("echo") and request.echo
     if echo and wanted:
         violations.append(FieldViolation("echo", "echo with logprobs is not supported: prompt tokens are not scored"))
-    if violations:  # report the sampling fields' problems too, in the same error
-        violations += generation_violations(request, limits=model.limits, streaming=streaming)
-    InvalidArgument.check(violations)
-    await check_compiles(model, constraint)
+    refuse_invalid(request, model, violations, streaming=streaming)
 
-    n = request.n if request.HasField("n") else 1
-    max_tokens = request.max_tokens if request.HasField("max_tokens") else None
-    runs = []
-    for position, (prompt_ids, _) in enumerate(prompts):
-        budget = Budget(
-            "max_tokens", max_tokens, len(prompt_ids), "prompt" if request.prompt else f"prompts[{position}]"
-        )
-        params = build_sampling_params(
-            request, defaults=model.defaults, limits=model.limits, budget=budget, streaming=streaming,
-            logprobs=1 if wanted else 0, constraint=constraint,
-        )  # fmt: skip
-        # A vision model's pipeline takes prompts as text, never token ids (see engine/core.py).
-        text = PromptImages(prompts[position][1], ()) if model.vision is not None else None
-        runs += fan_out(Run(prompt_ids, params, first_choice=position * n, images=text), n, model)
+    n = choice_count(request)
+    engine_prompts = [prompt for prompt, _ in prompts]
+    runs = await build_runs(
+        model, request, engine_prompts, plan, COMPLETIONS, streaming=streaming, logprobs=wanted, n=n
+    )
     return PreparedCompletion(
         model,
         runs,
         n,
-        echoes=[text if echo else "" for _, text in prompts],
-        prompt_tokens=sum(len(ids) for ids, _ in prompts),
+        prompt_tokens=sum(len(prompt.ids) for prompt in engine_prompts),
         logprobs=wanted,
+        skip_special_tokens=skips_special_tokens(request),
+        include_usage=includes_usage(request, streaming=streaming),
+        echoes=[text if echo else "" for _, text in prompts],
         top_logprobs=logprobs,
-        skip_special_tokens=not request.HasField("skip_special_tokens") or request.skip_special_tokens,
-        include_usage=streaming and request.stream_options.include_usage,
     )
 
 
@@ -108,14 +92,21 @@ def _encode(model: ServedModel, text: str, field: str, violations: list[FieldVio
     return model.engine.encode(text, add_special_tokens=True)
 
 
-def _prompts(model: ServedModel, request: Request, violations: list[FieldViolation]) -> list[tuple[list[int], str]]:
-    """(token ids, text) of every prompt; appends what is wrong to ``violations``."""
+def _prompt(model: ServedModel, ids: list[int], text: str, field: str) -> tuple[Prompt, str]:
+    """One prompt for the engine, and its text (echoed)."""
+    # A vision model's pipeline takes prompts as text, never token ids (see engine/core.py).
+    images = PromptImages(text, ()) if model.vision is not None else None
+    return Prompt(ids, field, images), text
+
+
+def _prompts(model: ServedModel, request: Request, violations: list[FieldViolation]) -> list[tuple[Prompt, str]]:
+    """Every prompt, with its text; appends what is wrong to ``violations``."""
     if request.prompt and len(request.prompts):
         violations.append(FieldViolation("prompts", "set either prompt or prompts, not both"))
         return []
     if request.prompt:
-        ids = _encode(model, request.prompt, "prompt", violations)
-        return [] if ids is None else [(ids, request.prompt)]
+        ids = _encode(model, request.prompt, COMPLETIONS.prompt_field, violations)
+        return [] if ids is None else [_prompt(model, ids, request.prompt, COMPLETIONS.prompt_field)]
     if not len(request.prompts):
         violations.append(FieldViolation("prompt", "required: a non-empty prompt"))
         return []
@@ -128,7 +119,7 @@ def _prompts(model: ServedModel, request: Request, violations: list[FieldViolati
         if kind == "text" and prompt.text:
             ids = _encode(model, prompt.text, f"prompts[{position}]", violations)
             if ids is not None:
-                prompts.append((ids, prompt.text))
+                prompts.append(_prompt(model, ids, prompt.text, f"prompts[{position}]"))
         elif kind == "token_ids" and len(prompt.token_ids.ids) and model.vision is not None:
             message = f"model {model.name!r} takes prompts as text: a vision model's pipeline tokenizes them itself"
             violations.append(FieldViolation(f"prompts[{position}].token_ids", message))
@@ -143,7 +134,8 @@ def _prompts(model: ServedModel, request: Request, violations: list[FieldViolati
                     )
                 )
                 continue
-            prompts.append((ids, model.engine.decode(ids, skip_special_tokens=False)))
+            text = model.engine.decode(ids, skip_special_tokens=False)
+            prompts.append(_prompt(model, ids, text, f"prompts[{position}]"))
         else:
             violations.append(FieldViolation(f"prompts[{position}]", "must be a non-empty text or token id list"))
     return prompts

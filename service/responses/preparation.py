@@ -14,17 +14,22 @@ from typing import Any
 
 from clients.v1 import response_object_pb2 as objects_pb2
 from clients.v1 import response_pb2
-from service.api.chat_output import opens_reasoning
-from service.api.common import streaming_violations
-from service.api.generation import Budget, build_sampling_params, generation_violations
-from service.api.media_parts import MediaParts, forget_images, image_prompt_ids, prompt_with_images
+from service.api.media_parts import MediaParts, forget_images, image_prompt_ids
+from service.api.prepare import (
+    RESPONSES,
+    begin,
+    build_runs,
+    refuse_invalid,
+    render,
+    skips_special_tokens,
+    templated_constraint,
+    templated_prompt,
+)
 from service.api.prompting import (
     REASONING_EFFORTS,
     TOOL_CHOICES,
     json_object,
     logprob_violations,
-    render_prompt,
-    render_text,
     template_context,
     template_tool,
     unsupported,
@@ -38,7 +43,6 @@ from service.responses.conversation import input_turn
 from service.responses.conversations import ConversationsApi, ConversationTurn
 from service.store.responses import ResponseStore
 from service.store.tenancy import tenant
-from service.structured.output import check_compiles, output_constraint
 
 Request = response_pb2.CreateResponseRequest | response_pb2.StreamResponseRequest
 TRUNCATIONS = {"disabled", "auto"}
@@ -91,8 +95,7 @@ async def prepare(
     """Validate ``request`` (INVALID_ARGUMENT / NOT_FOUND naming the field), resolve its history, build its run.
 
     ``conversations``: where ``conversation`` ids are looked up (None: the field is refused)."""
-    violations = streaming_violations(request, streaming=streaming, rpc="StreamResponse")
-    model = models.get(request.model)
+    model, violations = begin(models, request, RESPONSES, streaming=streaming)
     request = await _with_references_resolved(store, request)
     images = MediaParts(model)
     turn = input_turn(request, images=images, violations=violations)
@@ -100,12 +103,9 @@ async def prepare(
     tools = [_tool(tool, f"tools[{i}]", violations) for i, tool in enumerate(request.tools)]
     effort = request.reasoning.effort if request.reasoning.HasField("effort") else None
     context = template_context(request, violations, effort=effort)
-    output = model.output_format
-    plan = await output_constraint(
-        request, violations, tools=tools, thinking=bool(context.get("enable_thinking")),
-        markup=output.call_markup, think=output.think_markup,
-        named_field="tool_choice", parameters_field="tools[{}].parameters",
-    )  # fmt: skip
+    plan = await templated_constraint(
+        model, request, violations, tools, context, named_field="tool_choice", parameters_field="tools[{}].parameters"
+    )
     violations += logprob_violations(request, needs_logprobs=False)
     keep = not request.HasField("store") or request.store
     background = request.HasField("background") and request.background
@@ -131,36 +131,23 @@ async def prepare(
             raise NotFound(message, param="previous_response_id")
         previous = stored.conversation
     violations += unanswered_outputs(request, previous)
-    if violations:  # report the sampling fields' problems too, in the same error
-        violations += generation_violations(request, limits=model.limits, streaming=streaming)
-    InvalidArgument.check(violations)
+    refuse_invalid(request, model, violations, streaming=streaming)
 
     instructions = [{"role": "system", "content": request.instructions}] if request.instructions else []
     history = forget_images(previous) + await images.with_files(turn.messages, models.media)
     limit = request.max_output_tokens if request.HasField("max_output_tokens") else None
-    history, prompt = await _fit(model, instructions, history, tools, context, request, limit, images)
-    if isinstance(prompt, str):
-        prompt_ids, pixels = await prompt_with_images(model, prompt, images, models.media, "input")
-    else:
-        prompt_ids, pixels = prompt, None
-    constraint = None if plan is None else plan.constraint(opened=opens_reasoning(model, prompt_ids))
-    await check_compiles(model, constraint)
-    params = build_sampling_params(
-        request,
-        defaults=model.defaults,
-        limits=model.limits,
-        budget=Budget("max_output_tokens", limit, len(prompt_ids), "input"),
-        streaming=streaming,
-        logprobs=1 if wants_logprobs(request) else 0,
-        constraint=constraint,
+    history, rendered = await _fit(model, instructions, history, tools, context, request, limit)
+    prompt = await templated_prompt(model, rendered, images, models.media, RESPONSES.prompt_field)
+    (run,) = await build_runs(
+        model, request, [prompt], plan, RESPONSES, streaming=streaming, logprobs=wants_logprobs(request)
     )
     canonical = response_pb2.CreateResponseRequest()
     canonical.ParseFromString(request.SerializeToString())  # the twins are wire-identical
     return Prepared(
         model=model,
-        run=Run(prompt_ids, params, first_choice=0, images=pixels),
-        skip_special_tokens=not request.HasField("skip_special_tokens") or request.skip_special_tokens,
-        response=_new_response(canonical, model.name, keep, background, params),
+        run=run,
+        skip_special_tokens=skips_special_tokens(request),
+        response=_new_response(canonical, model.name, keep, background, run.params),
         request=canonical,
         items=turn.items,
         history=history,
@@ -253,7 +240,6 @@ async def _fit(
     context: dict[str, Any],
     request: Request,
     max_output_tokens: int | None,
-    images: MediaParts,
 ) -> tuple[list[dict[str, Any]], list[int] | str]:
     """Render the conversation; with truncation "auto", drop the oldest turns until it fits beside the output.
 
@@ -264,11 +250,10 @@ async def _fit(
         prompt: list[int] | str | None
         try:
             messages = instructions + history
-            if model.vision is not None:  # a vision model's pipeline takes text (and images), never token ids
-                prompt = await render_text(model, messages, tools, context, field="input")
+            prompt = await render(model, messages, tools, context, RESPONSES.prompt_field)
+            if isinstance(prompt, str):  # a vision model's text: its images count as their tokens
                 size = len(await asyncio.to_thread(image_prompt_ids, model, prompt))
             else:
-                prompt = await render_prompt(model, messages, tools, context, field="input")
                 size = len(prompt)
         except InvalidArgument:
             if not truncate:  # too long before rendering, or the template refused it
