@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -37,7 +38,7 @@ from service.engine import EngineSettings
 from service.media import MediaPolicy
 from service.model_files import LANGUAGE_IRS, has_language_model
 from service.models import ModelSpec, bundled_model_specs
-from service.parsing import REASONING_PARSERS, TOOL_PARSERS, parser_name_problem
+from service.parsing import parser_name_problem
 from service.pipelines import PipelineKind, PipelineSettings
 from service.pipelines.kinds import missing_files
 
@@ -135,32 +136,47 @@ class ConfigError(ValueError):
     """The configuration is inconsistent; the message says where."""
 
 
+def _task(value: str, where: str) -> PipelineKind:
+    try:
+        return PipelineKind(value)
+    except ValueError:
+        raise ConfigError(
+            f"{where}: {value!r} is not one of {', '.join(kind.value for kind in PipelineKind)}"
+        ) from None
+
+
+# ModelSpec's per-model settings (its fields with help metadata): flags of their own and [[models]] keys.
+MODEL_SETTINGS = tuple(setting for setting in dataclasses.fields(ModelSpec) if "help" in setting.metadata)
+# A per-model setting's type -> how a flag's or the TOML file's value becomes it (others are taken as they are).
+MODEL_VALUES: dict[type, Callable[[Any, str], Any]] = {
+    Path: lambda value, where: Path(value).expanduser(),
+    PipelineKind: _task,
+    bool: lambda value, where: bool(value),
+}
+
+
+def _flag(setting: dataclasses.Field[Any]) -> str:
+    return str(setting.metadata.get("flag", setting.name.replace("_", "-")))
+
+
+def _dest(setting: dataclasses.Field[Any]) -> str:
+    return _flag(setting).replace("-", "_")
+
+
+def _toml_key(setting: dataclasses.Field[Any]) -> str:
+    return str(setting.metadata.get("toml", setting.name))
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The ``serve`` flags: ServeConfig's and EngineSettings' fields, and the models to serve."""
     tables = "TOML file with [server], [scheduler] and [[models]] tables; flags win over it"
     parser.add_argument("--config", type=Path, metavar="FILE", help=with_default(tables, "none"))
     add_flags(parser, ServeConfig, only=("host", "port"))
-    parser.add_argument(
-        "--model", action="append", default=[], metavar="NAME=PATH",
-        help=with_default("serve the OpenVINO model in PATH as NAME (repeatable)", "the bundled tiny-chat"),
-    )  # fmt: skip
-    parser.add_argument("--draft-model", action="append", default=[], metavar="NAME=PATH",
-                        help="use the model in PATH as the speculative-decoding draft of model NAME")  # fmt: skip
-    parser.add_argument("--task", action="append", default=[], metavar="NAME=TASK",
-                        help=with_default("what model NAME serves: generate, embed, rerank or transcribe",
-                                          "from the model's config.json"))  # fmt: skip
-    parser.add_argument("--prompt-lookup", action="append", default=[], metavar="NAME",
-                        help="serve model NAME with prompt lookup decoding")  # fmt: skip
-    parser.add_argument("--chat-template", action="append", default=[], metavar="NAME=FILE",
-                        help=with_default("a Jinja chat template file for model NAME, instead of its own",
-                                          "the model's chat_template.jinja, else tokenizer_config.json's, else "
-                                          "openvino_tokenizer.xml's"))  # fmt: skip
-    parser.add_argument("--tool-parser", action="append", default=[], metavar="NAME=PARSER",
-                        help=with_default(f"tool-call parser of model NAME: {', '.join(sorted(TOOL_PARSERS))} or none",
-                                          "recognised from the chat template"))  # fmt: skip
-    parser.add_argument("--reasoning-parser", action="append", default=[], metavar="NAME=PARSER",
-                        help=with_default(f"reasoning parser of model NAME: {', '.join(sorted(REASONING_PARSERS))} "
-                                          "or none", "recognised from the chat template"))  # fmt: skip
+    for setting in MODEL_SETTINGS:
+        shown = setting.metadata.get("default_text")
+        text = setting.metadata["help"] if shown is None else with_default(setting.metadata["help"], shown)
+        parser.add_argument(f"--{_flag(setting)}", action="append", default=[], metavar=setting.metadata["metavar"],
+                            help=text)  # fmt: skip
     access = parser.add_argument_group("access")
     add_flags(access, ServeConfig, only=("api_keys",))
     access.add_argument("--api-key-file", type=Path, metavar="FILE",
@@ -176,15 +192,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_flags(parser.add_argument_group("embedding, rerank and speech models"), PipelineSettings)
 
 
-def _task(value: str, where: str) -> PipelineKind:
-    try:
-        return PipelineKind(value)
-    except ValueError:
-        raise ConfigError(
-            f"{where}: {value!r} is not one of {', '.join(kind.value for kind in PipelineKind)}"
-        ) from None
-
-
 def from_arguments(args: argparse.Namespace) -> ServeConfig:
     """Merge the TOML file (if any) and the flags into one ServeConfig."""
     data: dict[str, Any] = tomllib.loads(args.config.read_text()) if args.config else {}
@@ -192,46 +199,7 @@ def from_arguments(args: argparse.Namespace) -> ServeConfig:
     base = _settings(EngineSettings(), data.get("scheduler", {}), "[scheduler]")
     base = _settings(base, given(args, EngineSettings), "flags")
 
-    specs: dict[str, ModelSpec] = {}
-    for position, entry in enumerate(data.get("models", [])):
-        where = f"[[models]] #{position + 1}"
-        if "name" not in entry or "path" not in entry:
-            raise ConfigError(f"{where}: needs name and path")
-        specs[entry["name"]] = ModelSpec(
-            entry["name"],
-            Path(entry["path"]),
-            draft_path=Path(entry["draft_path"]) if entry.get("draft_path") else None,
-            prompt_lookup=bool(entry.get("prompt_lookup", False)),
-            settings=_settings(base, entry.get("scheduler", {}), where),
-            tool_parser=entry.get("tool_parser"),
-            reasoning_parser=entry.get("reasoning_parser"),
-            chat_template=Path(entry["chat_template"]).expanduser() if entry.get("chat_template") else None,
-            kind=_task(entry["task"], f"{where} task") if entry.get("task") else None,
-        )
-    for name, path in map(_name_path, args.model):
-        specs[name] = ModelSpec(name, path, settings=base)
-    for name, path in map(_name_path, args.draft_model):
-        if name not in specs:
-            raise ConfigError(f"--draft-model {name}=...: no model named {name!r}")
-        specs[name] = dataclasses.replace(specs[name], draft_path=path)
-    for name, task in (_name_value(value) for value in args.task):
-        if name not in specs:
-            raise ConfigError(f"--task {name}=...: no model named {name!r}")
-        specs[name] = dataclasses.replace(specs[name], kind=_task(task, f"--task {name}"))
-    for name in args.prompt_lookup:
-        if name not in specs:
-            raise ConfigError(f"--prompt-lookup {name}: no model named {name!r}")
-        specs[name] = dataclasses.replace(specs[name], prompt_lookup=True)
-    for name, path in map(_name_path, args.chat_template):
-        if name not in specs:
-            raise ConfigError(f"--chat-template {name}=...: no model named {name!r}")
-        specs[name] = dataclasses.replace(specs[name], chat_template=path)
-    for kind, values in (("tool", args.tool_parser), ("reasoning", args.reasoning_parser)):
-        for name, parser in (_name_value(value) for value in values):
-            if name not in specs:
-                raise ConfigError(f"--{kind}-parser {name}=...: no model named {name!r}")
-            changes: dict[str, Any] = {f"{kind}_parser": parser}
-            specs[name] = dataclasses.replace(specs[name], **changes)
+    specs = _flag_models(args, _toml_models(data.get("models", []), base), base)
     pipelines = PipelineSettings(**given(args, PipelineSettings))
     chosen = list(specs.values()) or bundled_model_specs(base)
     models = [dataclasses.replace(spec, pipeline=pipelines) for spec in chosen]
@@ -281,23 +249,67 @@ def from_arguments(args: argparse.Namespace) -> ServeConfig:
     return ServeConfig(models=models, **values)
 
 
+def _toml_models(entries: list[dict[str, Any]], base: EngineSettings) -> dict[str, ModelSpec]:
+    """The TOML file's ``[[models]]``, by name: each entry's keys are ModelSpec's per-model settings."""
+    specs: dict[str, ModelSpec] = {}
+    for position, entry in enumerate(entries):
+        where = f"[[models]] #{position + 1}"
+        if "name" not in entry or not entry.get("path"):
+            raise ConfigError(f"{where}: needs name and path")
+        given_values = {
+            setting.name: _model_value(setting, entry[_toml_key(setting)], f"{where} {_toml_key(setting)}")
+            for setting in MODEL_SETTINGS
+            if entry.get(_toml_key(setting))  # a key left empty keeps the default, as one left out
+        }
+        settings = _settings(base, entry.get("scheduler", {}), where)
+        specs[entry["name"]] = ModelSpec(entry["name"], settings=settings, **given_values)
+    return specs
+
+
+def _flag_models(args: argparse.Namespace, specs: dict[str, ModelSpec], base: EngineSettings) -> dict[str, ModelSpec]:
+    """``specs`` with the per-model flags applied: ``--model NAME=PATH`` adds (or replaces) a model, each other
+    flag sets one setting of a model already named."""
+    specs = dict(specs)
+    adding, *setting_flags = MODEL_SETTINGS  # the path's flag first (ModelSpec's field order)
+    for value in getattr(args, _dest(adding)):
+        name, path = _name_value(adding, value)
+        specs[name] = ModelSpec(name, _model_value(adding, path, f"--{_flag(adding)} {name}"), settings=base)
+    for setting in setting_flags:
+        flag = f"--{_flag(setting)}"
+        for value in getattr(args, _dest(setting)):
+            name, given_value = _name_value(setting, value)
+            if name not in specs:
+                shown = name if _is_switch(setting) else f"{name}=..."
+                raise ConfigError(f"{flag} {shown}: no model named {name!r}")
+            change = {setting.name: _model_value(setting, given_value, f"{flag} {name}")}
+            specs[name] = dataclasses.replace(specs[name], **change)
+    return specs
+
+
 def key_file_keys(path: Path) -> list[str]:
     """The API keys of a key file: one per line, blank lines ignored."""
     return [line.strip() for line in path.read_text().splitlines() if line.strip()]
 
 
-def _name_path(value: str) -> tuple[str, Path]:
-    name, sep, path = value.partition("=")
-    if not sep or not name or not path:
-        raise ConfigError(f"expected NAME=PATH, got {value!r}")
-    return name, Path(path).expanduser()
+def _is_switch(setting: dataclasses.Field[Any]) -> bool:
+    """Whether a per-model setting is a switch: its flag names the model alone (``--prompt-lookup NAME``)."""
+    return value_type(ModelSpec, setting.name) is bool
 
 
-def _name_value(value: str) -> tuple[str, str]:
-    name, sep, setting = value.partition("=")
-    if not sep or not name or not setting:
-        raise ConfigError(f"expected NAME=VALUE, got {value!r}")
-    return name, setting
+def _name_value(setting: dataclasses.Field[Any], value: str) -> tuple[str, Any]:
+    """A per-model flag's ``NAME=VALUE`` as (name, value): (name, True) for a switch."""
+    if _is_switch(setting):
+        return value, True
+    name, sep, given_value = value.partition("=")
+    if not sep or not name or not given_value:
+        raise ConfigError(f"expected {setting.metadata['metavar']}, got {value!r}")
+    return name, given_value
+
+
+def _model_value(setting: dataclasses.Field[Any], value: Any, where: str) -> Any:
+    """A per-model setting's value from a flag or the TOML file, as its field's type (ConfigError naming ``where``)."""
+    convert = MODEL_VALUES.get(value_type(ModelSpec, setting.name))
+    return value if convert is None else convert(value, where)
 
 
 def _settings(base: EngineSettings, overrides: dict[str, Any], where: str) -> EngineSettings:

@@ -1,4 +1,4 @@
-"""The served models: each name with its engine, limits and generation defaults."""
+"""The served models: each name with its process (an LLM engine or a pipeline), limits and defaults."""
 
 from __future__ import annotations
 
@@ -7,13 +7,15 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import ClassVar
 
-from service.engine import ChatTemplate, Engine, EngineSettings, SamplingParams
+from service.engine import ChatTemplate, Engine, EngineSettings, MeterFactory, SamplingParams
 from service.errors import InvalidArgument, NotFound, Unavailable, quote
 from service.media import MediaPolicy
 from service.model_files import Vision, vision
-from service.parsing import OutputFormat
+from service.parsing import REASONING_PARSERS, TOOL_PARSERS, OutputFormat
 from service.pipelines import Pipeline, PipelineKind, PipelineSettings, kind_of
+from service.workers import Served
 
 log = logging.getLogger(__name__)
 
@@ -28,17 +30,50 @@ BUNDLED_PIPELINES = ("tiny-embed", "tiny-rerank", "tiny-whisper")
 
 @dataclass(frozen=True)
 class ModelSpec:
-    """How to serve one model: its public name, its OpenVINO directory, an optional draft model."""
+    """How to serve one model: its public name, its OpenVINO directory, an optional draft model.
+
+    A field with "help" metadata is a per-model setting, declared once here: service/config.py makes it a
+    ``--FLAG NAME=VALUE`` flag (in field order; the path's flag, ``--model``, adds the model) and a key of the
+    TOML file's ``[[models]]`` entries, and README's flag table is that parser's. Metadata: "help"; "metavar"
+    (what the flag takes); "flag" and "toml" when they are not the field's name; "default_text" (what help
+    shows as the default; none when absent).
+    """
 
     name: str
-    path: Path
-    draft_path: Path | None = None
-    prompt_lookup: bool = False
-    settings: EngineSettings = field(default_factory=EngineSettings)
-    tool_parser: str | None = None  # None: recognised from the chat template ("none": off)
-    reasoning_parser: str | None = None
-    chat_template: Path | None = None  # a template file that replaces the model's own
-    kind: PipelineKind | None = None  # None: from the model's files (see pipelines.kind_of)
+    path: Path = field(
+        metadata={"help": "serve the OpenVINO model in PATH as NAME (repeatable)", "flag": "model",
+                  "metavar": "NAME=PATH", "default_text": "the bundled tiny-chat"},
+    )  # fmt: skip
+    draft_path: Path | None = field(
+        default=None,
+        metadata={"help": "use the model in PATH as the speculative-decoding draft of model NAME",
+                  "flag": "draft-model", "metavar": "NAME=PATH"},
+    )  # fmt: skip
+    kind: PipelineKind | None = field(  # None: from the model's files (see pipelines.kind_of)
+        default=None,
+        metadata={"help": "what model NAME serves: generate, embed, rerank or transcribe", "flag": "task",
+                  "toml": "task", "metavar": "NAME=TASK", "default_text": "from the model's config.json"},
+    )  # fmt: skip
+    prompt_lookup: bool = field(
+        default=False, metadata={"help": "serve model NAME with prompt lookup decoding", "metavar": "NAME"}
+    )
+    chat_template: Path | None = field(  # a template file that replaces the model's own
+        default=None,
+        metadata={"help": "a Jinja chat template file for model NAME, instead of its own", "metavar": "NAME=FILE",
+                  "default_text": "the model's chat_template.jinja, else tokenizer_config.json's, else "
+                                  "openvino_tokenizer.xml's"},
+    )  # fmt: skip
+    tool_parser: str | None = field(  # None: recognised from the chat template ("none": off)
+        default=None,
+        metadata={"help": f"tool-call parser of model NAME: {', '.join(sorted(TOOL_PARSERS))} or none",
+                  "metavar": "NAME=PARSER", "default_text": "recognised from the chat template"},
+    )  # fmt: skip
+    reasoning_parser: str | None = field(
+        default=None,
+        metadata={"help": f"reasoning parser of model NAME: {', '.join(sorted(REASONING_PARSERS))} or none",
+                  "metavar": "NAME=PARSER", "default_text": "recognised from the chat template"},
+    )  # fmt: skip
+    settings: EngineSettings = field(default_factory=EngineSettings)  # the TOML entry's scheduler table
     pipeline: PipelineSettings = field(default_factory=PipelineSettings)  # embedding, rerank, speech models
 
     @property
@@ -89,8 +124,9 @@ class ModelLimits:
 
 @dataclass
 class ServedModel:
-    """A loaded model, ready for requests."""
+    """A loaded generating model, ready for requests: its engine, limits, defaults and output parsers."""
 
+    kind: ClassVar[PipelineKind] = PipelineKind.GENERATE
     spec: ModelSpec
     engine: Engine
     limits: ModelLimits
@@ -106,9 +142,14 @@ class ServedModel:
         """The public model id clients send as ``model``."""
         return self.spec.name
 
+    @property
+    def worker(self) -> Served:
+        """Its engine, as the server's health, metrics and shutdown see every served model's process."""
+        return self.engine
+
     @classmethod
-    def load(cls, spec: ModelSpec) -> ServedModel:
-        """Load the model's pipeline (and draft) from disk."""
+    def load(cls, spec: ModelSpec, meter: MeterFactory | None = None) -> ServedModel:
+        """Load the model's pipeline (and draft) from disk; ``meter`` meters each generation (None: unmetered)."""
 
         def output_format_of(template: ChatTemplate) -> OutputFormat:
             return OutputFormat.choose(
@@ -123,6 +164,7 @@ class ServedModel:
             prompt_lookup=spec.prompt_lookup,
             chat_template=spec.chat_template,
             markup=lambda template: output_format_of(template).markup_texts,
+            meter=meter,
         )
         limits = ModelLimits(
             spec.name, engine.max_model_len, has_draft_model=engine.has_draft_model, prompt_lookup=spec.prompt_lookup
@@ -148,58 +190,52 @@ class ServedModel:
         )
 
 
+# What a served name is: a generating model, or an embedding, rerank or speech model (a Pipeline). Each has a
+# ``name``, a ``kind`` and a ``worker``: its process as a service.workers.Served.
+Model = ServedModel | Pipeline
+
+
+def load_model(spec: ModelSpec, meter: MeterFactory | None = None) -> Model:
+    """Load the model ``spec`` names, whatever it serves (blocking until its process is up: run it off the loop).
+
+    ``meter`` makes each generation's Meter for a generating model (the server's: metrics.GenerationMeter).
+    """
+    if spec.task is PipelineKind.GENERATE:
+        return ServedModel.load(spec, meter)
+    return Pipeline(spec.name, spec.task, spec.path, spec.settings.process(), spec.pipeline)
+
+
 class ModelRegistry:
-    """Served models by name; ``get`` turns an unknown name into NOT_FOUND naming ``model``.
+    """Served models by name, of every kind, in configuration order; ``get`` and ``pipeline`` turn an unknown name
+    into NOT_FOUND naming ``model`` and a model of another kind into INVALID_ARGUMENT.
 
     The server starts answering (health NOT_SERVING) before the models are
     loaded; until ``mark_ready`` a request gets UNAVAILABLE, not NOT_FOUND.
     """
 
-    def __init__(
-        self,
-        models: list[ServedModel] | None = None,
-        media: MediaPolicy | None = None,
-        pipelines: list[Pipeline] | None = None,
-    ) -> None:
-        self._models = {model.name: model for model in models or []}
-        self._pipelines = {pipeline.name: pipeline for pipeline in pipelines or []}
+    def __init__(self, models: list[Model] | None = None, media: MediaPolicy | None = None) -> None:
+        self._served: dict[str, Model] = {model.name: model for model in models or []}
         self._ready = models is not None
         self.media = media or MediaPolicy()  # what images requests to these models may carry
 
-    def __iter__(self) -> Iterator[ServedModel]:
-        return iter(list(self._models.values()))
+    def __iter__(self) -> Iterator[Model]:
+        return iter(list(self._served.values()))
 
     def __len__(self) -> int:
-        return len(self._models)
+        return len(self._served)
 
-    def add(self, model: ServedModel) -> None:
+    def add(self, model: Model) -> None:
         """Serve one more loaded model."""
-        self._models[model.name] = model
-
-    def add_pipeline(self, pipeline: Pipeline) -> None:
-        """Serve one more loaded embedding, rerank or speech model."""
-        self._pipelines[pipeline.name] = pipeline
+        self._served[model.name] = model
 
     @property
     def names(self) -> list[str]:
-        """Every served model's name: the generating ones, then the others."""
-        return [*self._models, *self._pipelines]
+        """Every served model's name, in configuration order."""
+        return list(self._served)
 
-    @property
-    def pipelines(self) -> list[Pipeline]:
-        """The served embedding, rerank and speech models, in configuration order."""
-        return list(self._pipelines.values())
-
-    def pipeline(self, name: str, kind: PipelineKind, field_name: str = "model") -> Pipeline:
-        """The served model called ``name``, which must be of ``kind`` (else 400 naming ``model``)."""
-        self._check_ready(name, field_name)
-        pipeline = self._pipelines.get(name)
-        if pipeline is not None and pipeline.kind is kind:
-            return pipeline
-        if pipeline is None and name not in self._models:
-            raise self._not_found(name, field_name)
-        serves = pipeline.kind.api if pipeline is not None else PipelineKind.GENERATE.api
-        raise InvalidArgument.of(field_name, f"model {quote(name)} serves {serves}, not {kind.api}")
+    def workers(self) -> list[Served]:
+        """Every served model's process, whatever the model serves (health, metrics and shutdown read them)."""
+        return [model.worker for model in self._served.values()]
 
     def mark_ready(self) -> None:
         """Every configured model is loaded."""
@@ -211,36 +247,40 @@ class ModelRegistry:
         return self._ready
 
     def get(self, name: str, field_name: str = "model") -> ServedModel:
-        """The served model called ``name``."""
-        self._check_ready(name, field_name)
-        model = self._models.get(name)
-        if model is None:
-            if name in self._pipelines:
-                serves = self._pipelines[name].kind.api
-                raise InvalidArgument.of(field_name, f"model {quote(name)} serves {serves}, not this API")
-            raise self._not_found(name, field_name)
-        return model
+        """The generating model called ``name`` (else 400 naming ``model``)."""
+        model = self.model(name, field_name)
+        if isinstance(model, ServedModel):
+            return model
+        raise self._serves_another_api(model, "this API", field_name)
 
-    def _check_ready(self, name: str, field_name: str) -> None:
+    def pipeline(self, name: str, kind: PipelineKind, field_name: str = "model") -> Pipeline:
+        """The served model called ``name``, which must be of ``kind`` (else 400 naming ``model``)."""
+        model = self.model(name, field_name)
+        if isinstance(model, Pipeline) and model.kind is kind:
+            return model
+        raise self._serves_another_api(model, kind.api, field_name)
+
+    def model(self, name: str, field_name: str = "model") -> Model:
+        """The served model called ``name``, of any kind (NOT_FOUND naming ``model`` if none is)."""
         if not self._ready:
             raise Unavailable("the server is still loading its models; retry shortly")
         if not name:
             raise InvalidArgument.of(field_name, "required: the name of a served model")
+        model = self._served.get(name)
+        if model is None:
+            served = ", ".join(sorted(self._served)) or "none"
+            raise NotFound(f"model {quote(name)} is not served here (served: {served})", param=field_name)
+        return model
 
-    def _not_found(self, name: str, field_name: str) -> NotFound:
-        served = ", ".join(sorted([*self._models, *self._pipelines])) or "none"
-        return NotFound(f"model {quote(name)} is not served here (served: {served})", param=field_name)
+    def _serves_another_api(self, model: Model, wanted: str, field_name: str) -> InvalidArgument:
+        return InvalidArgument.of(field_name, f"model {quote(model.name)} serves {model.kind.api}, not {wanted}")
 
     def end_requests(self, reason: str) -> None:
         """End every open request of every model with a retriable UNAVAILABLE saying ``reason``."""
-        for model in self:
-            model.engine.end_requests(reason)
-        for pipeline in self.pipelines:
-            pipeline.end_requests(reason)
+        for worker in self.workers():
+            worker.end_requests(reason)
 
     def close(self) -> None:
-        """Stop every engine and pipeline, cancelling what runs."""
-        for model in self:
-            model.engine.close()
-        for pipeline in self.pipelines:
-            pipeline.close()
+        """Stop every model's process, cancelling what runs."""
+        for worker in self.workers():
+            worker.close()

@@ -41,7 +41,7 @@ IMPORTS = {name: imported_packages(name, path) for name, path in modules().items
 def test_the_walk_sees_the_packages_and_their_imports() -> None:
     assert {"service.cli", "service.server.composition", "rest_bridge.app", "clients.client"} <= set(IMPORTS)
     assert {"service", "rest_bridge", "clients"} <= IMPORTS[COMPOSITION_ROOT]
-    assert "clients" in IMPORTS["rest_bridge.requests"] and "clients" in IMPORTS["clients.client"]  # relative too
+    assert "clients" in IMPORTS["rest_bridge.translate.body"] and "clients" in IMPORTS["clients.client"]  # relative too
 
 
 def test_only_the_composition_root_imports_both_service_and_rest_bridge() -> None:
@@ -106,3 +106,60 @@ def test_shared_values_are_written_only_in_clients_defaults() -> None:
             if id(node) not in skip and _shared_value(node)
         ]
     assert copies == []
+
+
+# The rooms of service/, bottom to top: a room imports only rooms of the layers below its own (never a sibling
+# in its layer, never one above), so no arrow points up and no cycle can form. A room is a package of service/
+# (service.engine) or a module at its root (service.errors). The README's "How it works" draws the same stack.
+SERVICE_LAYERS: list[set[str]] = [
+    {"service.errors", "service.ids", "service.model_files", "service.limits"},
+    {"service.parsing", "service.media", "service.store"},
+    {"service.workers"},  # the child-process runtime every served model runs on
+    {"service.engine", "service.pipelines"},  # generating models; embedding, rerank and speech models
+    {"service.models"},  # the registry of served models
+    {"service.structured", "service.observability", "service.config"},
+    {"service.api"},
+    {"service.responses"},
+    {"service.server"},
+    {"service.bench", "service.model_builder"},  # the benchmark and the builder of the bundled models
+    {"service.cli"},
+]
+
+
+def room(module: str) -> str:
+    """The room of a service module: its package below service/, or itself at service/'s root."""
+    return ".".join(module.split(".")[:2])
+
+
+def imported_modules(name: str, path: Path) -> set[str]:
+    """The dotted names ``name`` imports (``from service import x`` counts as ``service.x``; relative resolved)."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = package.split(".")[: len(package.split(".")) - node.level + 1] if node.level else []
+            module = ".".join([*base, *([node.module] if node.module else [])])
+            found |= {f"{module}.{alias.name}" for alias in node.names} if module == "service" else {module}
+    return found
+
+
+def test_every_room_of_service_has_a_layer() -> None:
+    rooms = {room(name) for name in modules() if name.startswith("service.")}
+    placed = set().union(*SERVICE_LAYERS)
+    assert sorted(rooms - placed) == [] and sorted(placed - rooms) == []
+
+
+def test_service_rooms_import_only_the_layers_below() -> None:
+    layer = {name: level for level, rooms in enumerate(SERVICE_LAYERS) for name in rooms}
+    upward = sorted(
+        f"{name} imports {target}"
+        for name, path in modules().items()
+        if name.startswith("service.")
+        for target in imported_modules(name, path)
+        if target.startswith("service.")
+        and room(target) != room(name)
+        and layer.get(room(target), -1) >= layer[room(name)]
+    )
+    assert upward == []

@@ -6,8 +6,10 @@ Usage (from the repository root)::
     python tools/readme_flags.py --check  # exit 1 if README.md's tables differ from the flags
 
 The parsers take each flag's name, help and default from the settings
-dataclasses (``clients.flags``), so a default is written once, in its field,
-and the README follows it; ``tests/test_readme_flags.py`` fails when it does not.
+dataclasses (``clients.flags``; the per-model flags from ``ModelSpec``'s
+fields, which the TOML file's ``[[models]]`` keys also follow:
+``service/config.py``), so a default is written once, in its field, and the
+README follows it; ``tests/test_readme_flags.py`` fails when it does not.
 """
 
 from __future__ import annotations

@@ -14,10 +14,10 @@ from typing import Any, TypeVar
 
 from google.protobuf import json_format
 
-from service.api.common import canonical
 from service.engine import TemplateError
 from service.errors import FieldViolation, InvalidArgument, quote
 from service.models import ServedModel
+from service.structured.canonical import canonical
 
 T = TypeVar("T")
 

@@ -1,24 +1,16 @@
 """The OpenVINO GenAI engine: one continuous-batching pipeline per served model, in its own process.
 
 It knows token ids, text and SamplingParams (its own request type; only the engine
-process builds openvino_genai's GenerationConfig from it); it knows nothing of protobuf or HTTP.
+process builds openvino_genai's GenerationConfig from it); it knows nothing of protobuf, HTTP or metrics
+(a Meter is handed to it). Its process runs on the shared runtime of service.workers, whose errors it re-exports.
 """
 
 from service.engine.chat_template import ChatTemplate, TemplateError
 from service.engine.engine import Engine, EngineSettings
-from service.engine.generation import Generation
+from service.engine.generation import Generation, Meter, MeterFactory
 from service.engine.sampling import OutputConstraint, SamplingParams
-from service.engine.types import (
-    EngineError,
-    EngineOverloaded,
-    EngineRejected,
-    EngineStats,
-    EngineUnavailable,
-    FinishReason,
-    PromptImages,
-    SequenceDelta,
-    Update,
-)
+from service.engine.types import EngineStats, FinishReason, PromptImages, SequenceDelta, Update
+from service.workers.errors import EngineError, EngineOverloaded, EngineRejected, EngineUnavailable
 
 __all__ = [
     "ChatTemplate",
@@ -31,6 +23,8 @@ __all__ = [
     "EngineUnavailable",
     "FinishReason",
     "Generation",
+    "Meter",
+    "MeterFactory",
     "OutputConstraint",
     "PromptImages",
     "SamplingParams",

@@ -34,15 +34,8 @@ from service.engine.generation_config import generation_config
 from service.engine.messages import Outcome
 from service.engine.sampling import SamplingParams
 from service.engine.stops import StopText
-from service.engine.types import (
-    EngineError,
-    EngineOverloaded,
-    EngineRejected,
-    EngineStats,
-    FinishReason,
-    SequenceDelta,
-    Update,
-)
+from service.engine.types import EngineStats, FinishReason, SequenceDelta, Update
+from service.workers.errors import EngineError, EngineOverloaded, EngineRejected
 
 log = logging.getLogger(__name__)
 

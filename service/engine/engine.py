@@ -17,18 +17,19 @@ import openvino_genai as ov_genai
 
 from service import model_files
 from service.engine.chat_template import ChatTemplate, TemplateRenderer, find_chat_template
-from service.engine.codec import TokenCodec
 from service.engine.core import Submission
-from service.engine.generation import Generation, Mailbox
+from service.engine.generation import Generation, Mailbox, MeterFactory
 from service.engine.generation_config import model_defaults
 from service.engine.grammar import GrammarChecker
 from service.engine.messages import Cancel, Outcomes, QueryStats, StatsReport
-from service.engine.process import EngineProcess
 from service.engine.sampling import OutputConstraint, SamplingParams
-from service.engine.supervisor import Supervised, Supervisor
-from service.engine.types import EngineError, EngineStats, EngineUnavailable, PromptImages
+from service.engine.types import EngineStats, PromptImages
 from service.engine.worker import WorkerSpec
-from service.observability.metrics import GenerationMeter
+from service.workers.codec import TokenCodec
+from service.workers.errors import EngineError, EngineUnavailable
+from service.workers.process import WorkerProcess
+from service.workers.served import KvCacheLoad, Load, ProcessSettings
+from service.workers.supervisor import Supervised, Supervisor
 
 log = logging.getLogger(__name__)
 
@@ -152,6 +153,10 @@ class EngineSettings:
         chosen = {"CPU_RUNTIME_CACHE_CAPACITY": self.cpu_runtime_cache, "INFERENCE_NUM_THREADS": self.inference_threads}
         return {name: value for name, value in chosen.items() if value is not None}
 
+    def process(self) -> ProcessSettings:
+        """How every model's process is started and watched (the embedding, rerank and speech models' too)."""
+        return ProcessSettings(self.device, self.stall_timeout_s, self.properties())
+
     def scheduler(self, model_dir: Path) -> dict[str, object]:
         """SchedulerConfig attributes for the model in ``model_dir`` (the stream interval is the server's)."""
         blocks = self.kv_cache_blocks or kv_blocks(model_dir, self.cache_size_gb)
@@ -194,6 +199,8 @@ def kv_blocks(model_dir: Path, size_gb: float | None) -> int | None:
 class Engine(Supervised):
     """One model served by a ContinuousBatchingPipeline in its own process; requests share its batches.
 
+    A ``service.workers.Served``: the server sees its process as it sees a pipeline's.
+
     The tokenizer lives here too (chat templates, prompt encoding, logprob
     tokens); the engine process detokenises the output, keeping the special
     tokens of the ``markup`` that the model's output parsers read (a function
@@ -216,8 +223,14 @@ class Engine(Supervised):
         prompt_lookup: bool = False,
         chat_template: Path | None = None,
         markup: Callable[[ChatTemplate], tuple[str, ...]] = lambda template: (),
+        meter: MeterFactory | None = None,
     ) -> None:
+        """Load the tokenizer and start the engine process (blocking until its pipeline is compiled).
+
+        ``meter`` makes each generation's Meter (service.observability.metrics.GenerationMeter); None: unmetered.
+        """
         self.name = name
+        self._meter = meter
         self.model_dir = model_dir
         self.draft_dir = draft_dir
         self.settings = settings
@@ -252,10 +265,10 @@ class Engine(Supervised):
         self._mailboxes: dict[int, Mailbox] = {}
         self._stats: dict[int, asyncio.Future[EngineStats]] = {}
         self._ids = itertools.count()
-        # EngineProcess looked up at each start, so that tests can hold a restart back.
-        self._worker = Supervisor(
+        # WorkerProcess looked up at each start, so that tests can hold a restart back.
+        self._supervisor = Supervisor(
             f"the engine of {name!r}",
-            lambda: EngineProcess(self._spec, name),
+            lambda: WorkerProcess(self._spec, name, "engine"),
             self._dispatch,
             self._lost,
             waiting=lambda: sum(not mailbox.ended for mailbox in self._mailboxes.values()),
@@ -310,10 +323,10 @@ class Engine(Supervised):
 
     def close(self) -> None:
         """Cancel every request and end the engine process."""
-        if self._worker.closed:
+        if self._supervisor.closed:
             return
         self._grammar.close()
-        self._worker.close()
+        self._supervisor.close()
 
     def end_requests(self, reason: str) -> None:
         """End every open request with EngineUnavailable(``reason``): its caller gets a retriable error now.
@@ -349,6 +362,12 @@ class Engine(Supervised):
         self._send(QueryStats(token))
         return await future
 
+    async def load(self) -> Load:
+        """What the engine process runs and holds now (its KV cache too)."""
+        stats = await self.stats()
+        cache = KvCacheLoad(stats.cache_usage / 100, stats.kv_cache_bytes, self.kv_cache_tokens)
+        return Load(stats.engine_requests, stats.waiting, cache)
+
     def submit(
         self,
         prompt_ids: list[int],
@@ -363,8 +382,8 @@ class Engine(Supervised):
         the model sees it (image tokens included), for counts. Submitting before the caller sends anything of its
         own (a role chunk, the Responses API's first events) lets the engine start meanwhile.
         """
-        if not self._worker.started or not self.up:
-            raise self._worker.unavailable()
+        if not self._supervisor.started or not self.up:
+            raise self._supervisor.unavailable()
         request_id = next(self._ids)
         mailbox = Mailbox()
         self._mailboxes[request_id] = mailbox
@@ -374,7 +393,7 @@ class Engine(Supervised):
         except BaseException:
             del self._mailboxes[request_id]
             raise
-        meter = GenerationMeter(self.name, len(prompt_ids))
+        meter = self._meter(self.name, len(prompt_ids)) if self._meter is not None else None
         return Generation(mailbox, functools.partial(self._release, request_id), meter)
 
     def _release(self, request_id: int, cancel: bool) -> None:
@@ -385,7 +404,7 @@ class Engine(Supervised):
                 self._send(Cancel(request_id))
 
     def _send(self, message: object) -> None:
-        self._worker.send(message)
+        self._supervisor.send(message)
 
     def _dispatch(self, message: object) -> None:
         match message:

@@ -6,7 +6,8 @@ import asyncio
 from collections.abc import Callable
 from typing import Protocol
 
-from service.engine.types import EngineError, Update
+from service.engine.types import Update
+from service.workers.errors import EngineError
 
 
 class Meter(Protocol):
@@ -15,6 +16,11 @@ class Meter(Protocol):
     def tokens(self, count: int) -> None: ...
 
     def end(self, outcome: str) -> None: ...
+
+
+# A new Meter for one generation: (model name, prompt tokens) -> Meter. The server passes one to each Engine
+# (service.observability.metrics.GenerationMeter), so the engine knows nothing of metrics or tracing.
+MeterFactory = Callable[[str, int], Meter]
 
 
 class Generation:

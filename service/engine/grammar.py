@@ -23,8 +23,8 @@ from collections import OrderedDict
 from multiprocessing.connection import Connection
 from pathlib import Path
 
-from service.engine.process import start_child
 from service.engine.sampling import OutputConstraint
+from service.workers.process import start_child
 
 log = logging.getLogger(__name__)
 

@@ -1,7 +1,7 @@
 """What the server and the engine process say to each other over their pipe: one record type per message.
 
-server -> engine: a ``Submission`` (see core.py), ``Cancel``, ``QueryStats``, ``Stop``;
-engine -> server: ``Ready`` or ``LoadFailed`` once at start, then ``Outcomes`` at each
+server -> engine: a ``Submission`` (see core.py), ``Cancel``, ``QueryStats``, ``Stop`` (service.workers.messages);
+engine -> server: ``Ready`` or ``LoadFailed`` once at start (service.workers.messages), then ``Outcomes`` at each
 flush of output (see EngineCore), a ``StatsReport`` per ``QueryStats``, and ``Alive``
 when it has worked for HEARTBEAT_S without saying anything (the server's watchdog
 takes a busy engine that stays silent for long as wedged).
@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from service.engine.types import EngineError, EngineStats, Update
+from service.engine.types import EngineStats, Update
+from service.workers.errors import EngineError
 
 
 @dataclass(frozen=True)
@@ -26,23 +27,6 @@ class QueryStats:
     """Ask for an EngineStats; the answer carries the same token."""
 
     token: int
-
-
-@dataclass(frozen=True)
-class Stop:
-    """Fail what runs and end the process."""
-
-
-@dataclass(frozen=True)
-class Ready:
-    """The pipeline is compiled: submissions are welcome."""
-
-
-@dataclass(frozen=True)
-class LoadFailed:
-    """The pipeline could not be built; the process ends."""
-
-    message: str
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""What the engine hands back for a request, step by step."""
+"""What the engine hands back for a request, step by step (its errors: service/workers/errors.py)."""
 
 from __future__ import annotations
 
@@ -61,22 +61,6 @@ class Update:
             else:
                 earlier.extend(delta)
         self.finished = later.finished
-
-
-class EngineError(RuntimeError):
-    """The engine failed the request (not the client's fault)."""
-
-
-class EngineRejected(EngineError):
-    """The engine cannot run the request's settings (a combination the API's rules did not foresee)."""
-
-
-class EngineUnavailable(EngineError):
-    """The engine's process is not running (stopped, or died); retrying later may succeed."""
-
-
-class EngineOverloaded(EngineError):
-    """The engine had no room for the request (its KV cache is full); retrying later may succeed."""
 
 
 @dataclass(frozen=True)

@@ -21,18 +21,9 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 
 from service.engine.core import EngineCore, Submission
-from service.engine.messages import (
-    HEARTBEAT_S,
-    Alive,
-    Cancel,
-    LoadFailed,
-    Outcomes,
-    QueryStats,
-    Ready,
-    StatsReport,
-    Stop,
-)
-from service.engine.types import EngineError
+from service.engine.messages import HEARTBEAT_S, Alive, Cancel, Outcomes, QueryStats, StatsReport
+from service.workers.errors import EngineError
+from service.workers.messages import LoadFailed, Ready, Stop
 
 
 @dataclass(frozen=True)
@@ -75,7 +66,7 @@ def main() -> None:
 def _load(spec: WorkerSpec) -> EngineCore:
     import openvino_genai as ov_genai
 
-    from service.engine.codec import TokenCodec
+    from service.workers.codec import TokenCodec
 
     scheduler = ov_genai.SchedulerConfig()
     for name, value in spec.scheduler.items():

@@ -7,8 +7,11 @@ Three sources, all in one registry of this process:
 - every generation, as the engine hands out its output (``GenerationMeter``): time to first token,
   inter-token latency, end-to-end time, prompt and generated tokens, and how it ended (finished, cancelled
   by its caller, failed), with the generations running now;
-- each served model's engine, asked when ``/metrics`` is scraped (``refresh``): requests the pipeline holds
-  and those waiting for a slot, KV-cache use, engine restarts; and the stored responses.
+- each served model's process (an LLM's engine, an embedding, rerank or speech pipeline), asked when
+  ``/metrics`` is scraped (``refresh``): whether it is up, its restarts and CPU, the requests it runs and those
+  waiting, KV-cache use where the model has a KV cache; and the stored responses.
+
+The engine does not import this module: the server hands ``GenerationMeter`` to each engine it loads.
 
 A model label only ever holds a served model's name (``other`` for anything a client made up), so a client
 cannot grow the label set. Names follow Prometheus conventions (``_total``, ``_seconds``, base units).
@@ -36,6 +39,7 @@ from service.observability import tracing
 if TYPE_CHECKING:
     from service.models import ModelRegistry
     from service.store.responses import ResponseStore
+    from service.workers import Load, Served
 
 CONTENT_TYPE = CONTENT_TYPE_LATEST
 REGISTRY = CollectorRegistry(auto_describe=True)  # this process's; not prometheus_client's global one
@@ -77,7 +81,7 @@ GENERATION_SECONDS = Histogram(
 PROMPT_TOKENS = Counter("ovserve_prompt_tokens", "Prompt tokens submitted", ["model"], registry=REGISTRY)
 GENERATED_TOKENS = Counter("ovserve_generation_tokens", "Tokens generated", ["model"], registry=REGISTRY)
 ENGINE_RUNNING = Gauge(
-    "ovserve_engine_requests_running", "Requests the model's pipeline holds (being generated)", ["model"],
+    "ovserve_engine_requests_running", "Requests the model's process runs (generates, embeds, scores...)", ["model"],
     registry=REGISTRY,
 )  # fmt: skip
 ENGINE_WAITING = Gauge(
@@ -213,25 +217,34 @@ def process_cpu_seconds(pid: int) -> float | None:
     return (int(fields[11]) + int(fields[12])) / _CLOCK_TICKS  # utime and stime, fields 14 and 15
 
 
+async def _load(worker: Served) -> Load | None:
+    """What ``worker`` works on now; None while its process is down, restarting or too slow to answer."""
+    if not worker.up:
+        return None
+    try:
+        return await asyncio.wait_for(worker.load(), STATS_TIMEOUT_S)
+    except Exception:  # restarting, or slow: it reports nothing this time
+        return None
+
+
 async def refresh(models: ModelRegistry, store: ResponseStore | None = None) -> None:
-    """Ask each model's engine (and the store) for the figures only they know, for the scrape about to happen."""
+    """Ask each served model's process (and the store) for the figures only they know, for the scrape about to
+    happen: every kind of model the same way, KV-cache figures for those that have a KV cache."""
     PROCESS_CPU.labels("server", "").set(time.process_time())
-    for model in models:
-        engine = model.engine
-        ENGINE_UP.labels(model.name).set(1 if engine.up else 0)
-        ENGINE_RESTARTS.labels(model.name).set(engine.restarts)
-        if engine.pid is not None and (seconds := process_cpu_seconds(engine.pid)) is not None:
-            PROCESS_CPU.labels("engine", model.name).set(seconds)
-        if not engine.up:
+    for worker in models.workers():
+        name = worker.name
+        ENGINE_UP.labels(name).set(1 if worker.up else 0)
+        ENGINE_RESTARTS.labels(name).set(worker.restarts)
+        if worker.pid is not None and (seconds := process_cpu_seconds(worker.pid)) is not None:
+            PROCESS_CPU.labels("engine", name).set(seconds)
+        load = await _load(worker)
+        if load is None:  # its last figures stand
             continue
-        try:
-            stats = await asyncio.wait_for(engine.stats(), STATS_TIMEOUT_S)
-        except Exception:  # the engine is restarting or slow: its last figures stand
-            continue
-        ENGINE_RUNNING.labels(model.name).set(stats.engine_requests)
-        ENGINE_WAITING.labels(model.name).set(stats.waiting)
-        KV_CACHE_USAGE.labels(model.name).set(stats.cache_usage / 100)
-        KV_CACHE_BYTES.labels(model.name).set(stats.kv_cache_bytes)
+        ENGINE_RUNNING.labels(name).set(load.running)
+        ENGINE_WAITING.labels(name).set(load.waiting)
+        if load.kv_cache is not None:
+            KV_CACHE_USAGE.labels(name).set(load.kv_cache.usage)
+            KV_CACHE_BYTES.labels(name).set(load.kv_cache.bytes)
     if store is not None:
         STORED_RESPONSES.set(await store.count())
 
@@ -239,25 +252,23 @@ async def refresh(models: ModelRegistry, store: ResponseStore | None = None) -> 
 async def loads(models: ModelRegistry, in_flight: int, limit: int) -> dict[str, Any]:
     """SGLang's ``GET /v1/loads`` answer (smg's load-aware policies read it): this server's load as one rank.
 
-    Running and waiting requests and KV tokens are summed over the served models; ``token_usage`` is the
-    fullest model's KV-cache share (the one a new request would wait on); ``utilization`` is the share of the
-    server's concurrency bound in use (0 without a bound). Each model's own figures are under ``models``.
+    Running and waiting requests and KV tokens are summed over the served models (embedding, rerank and speech
+    models count their requests, and hold no KV tokens); ``token_usage`` is the fullest model's KV-cache share
+    (the one a new request would wait on); ``utilization`` is the share of the server's concurrency bound in use
+    (0 without a bound). Each model's own figures are under ``models``.
     """
-    per_model = []
-    for model in models:
-        engine = model.engine
-        try:
-            stats = await asyncio.wait_for(engine.stats(), STATS_TIMEOUT_S) if engine.up else None
-        except Exception:  # the engine is restarting or slow: it counts as holding nothing it can report
-            stats = None
-        capacity = engine.kv_cache_tokens
-        usage = 0.0 if stats is None else stats.cache_usage / 100
+    per_model: list[dict[str, Any]] = []
+    for worker in models.workers():
+        load = await _load(worker)  # None: it counts as holding nothing it can report
+        cache = load.kv_cache if load is not None else None
+        usage = cache.usage if cache is not None else 0.0
+        capacity = cache.capacity_tokens if cache is not None else 0
         per_model.append(
             {
-                "model": model.name,
-                "up": stats is not None,
-                "num_running_reqs": 0 if stats is None else stats.engine_requests,
-                "num_waiting_reqs": 0 if stats is None else stats.waiting,
+                "model": worker.name,
+                "up": load is not None,
+                "num_running_reqs": 0 if load is None else load.running,
+                "num_waiting_reqs": 0 if load is None else load.waiting,
                 "num_used_tokens": round(usage * capacity),
                 "max_total_num_tokens": capacity,
                 "token_usage": usage,

@@ -2,8 +2,9 @@
 
 Unlike the LLM engine these pipelines are not continuous-batching: a worker process
 runs one call at a time, and batches the embedding inputs of whatever requests wait
-together into one call. The server side (``Pipeline``) bounds the queue, supervises
-the process like the engine's, and never blocks the event loop.
+together into one call. The server side (``Pipeline``) bounds the queue, runs the
+process on the engine's runtime (service.workers: supervised, replaced when it dies),
+and never blocks the event loop.
 """
 
 from service.pipelines.kinds import PipelineKind, kind_of

@@ -1,3 +1,5 @@
+"""``python -m service.pipelines FD``: a pipeline process (see service/pipelines/worker.py)."""
+
 from service.pipelines.worker import main
 
 main()

@@ -1,8 +1,10 @@
 """What the server and a pipeline process say to each other: one record type per message.
 
-server -> pipeline: the PipelineSpec once, then jobs (``Embed``, ``Rerank``, ``Transcribe``) and ``CancelJob``;
-pipeline -> server: ``Ready`` or ``LoadFailed`` once (service.engine.messages), then per job any number of
-``Partial`` (streamed transcription text) and one ``Done`` or ``Failed``.
+server -> pipeline: the PipelineSpec once, then jobs (``Embed``, ``Rerank``, ``Transcribe``) and ``CancelJob``,
+and ``Stop`` (service.workers.messages);
+pipeline -> server: ``Ready`` or ``LoadFailed`` once (service.workers.messages), then ``Started`` for each call
+it makes (the jobs it takes from its queue), and per job any number of ``Partial`` (streamed transcription text)
+and one ``Done`` or ``Failed``.
 """
 
 from __future__ import annotations
@@ -61,6 +63,13 @@ class CancelJob:
     """Drop a job that has not started (one that runs finishes, and its answer is ignored)."""
 
     job_id: int
+
+
+@dataclass(frozen=True)
+class Started:
+    """The jobs of the call the process starts now: they leave its queue (the server counts them as running)."""
+
+    job_ids: list[int]
 
 
 @dataclass(frozen=True)

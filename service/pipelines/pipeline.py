@@ -16,11 +16,6 @@ from typing import Any
 import numpy as np
 
 from service import model_files
-from service.engine import EngineSettings
-from service.engine.codec import TokenCodec
-from service.engine.process import EngineProcess
-from service.engine.supervisor import Supervised, Supervisor
-from service.engine.types import EngineError, EngineOverloaded, EngineUnavailable
 from service.pipelines.kinds import EmbeddingConfig, PipelineKind, embedding_config
 from service.pipelines.messages import (
     CancelJob,
@@ -30,9 +25,15 @@ from service.pipelines.messages import (
     Partial,
     PipelineSpec,
     Rerank,
+    Started,
     Transcribe,
     Transcript,
 )
+from service.workers.codec import TokenCodec
+from service.workers.errors import EngineError, EngineOverloaded, EngineUnavailable
+from service.workers.process import WorkerProcess
+from service.workers.served import Load, ProcessSettings
+from service.workers.supervisor import Supervised, Supervisor
 
 log = logging.getLogger(__name__)
 
@@ -60,21 +61,21 @@ class _Pending:
 
     def __init__(self) -> None:
         self.answers: asyncio.Queue[object] = asyncio.Queue()
+        self.started = False  # the process took it from its queue (Started)
 
 
 class Pipeline(Supervised):
-    """A served model of a non-generating kind, in its own process (see worker.py)."""
+    """A served model of a non-generating kind, in its own process (see worker.py); a ``service.workers.Served``."""
 
     def __init__(
         self,
         name: str,
         kind: PipelineKind,
         model_dir: Path,
-        engine: EngineSettings | None = None,
+        process: ProcessSettings,
         settings: PipelineSettings | None = None,
     ) -> None:
         """Load the model's pipeline in a new process (blocking until it is compiled; EngineError if it fails)."""
-        engine = engine or EngineSettings()
         self.settings = settings or PipelineSettings()
         self.name, self.kind, self.model_dir = name, kind, model_dir
         started = time.monotonic()
@@ -87,31 +88,43 @@ class Pipeline(Supervised):
         spec = PipelineSpec(
             kind,
             model_dir,
-            engine.device,
+            process.device,
             embedding=self.embedding,
             max_batch_inputs=self.settings.max_batch_inputs,
-            properties=engine.properties(),
+            properties=process.properties,
         )
         self._pending: dict[int, _Pending] = {}
         self._ids = itertools.count()
-        self._worker = Supervisor(
+        self._supervisor = Supervisor(
             f"the {kind.value} pipeline of {name!r}",
-            lambda: EngineProcess(spec, name, module="service.pipelines"),
+            lambda: WorkerProcess(spec, name, "pipeline"),
             self._dispatch,
             self._lost,
             waiting=lambda: len(self._pending),
-            stall_timeout_s=engine.stall_timeout_s,
+            stall_timeout_s=process.stall_timeout_s,
         )
         log.info("%s model %r ready in %.1f s", kind.value, name, time.monotonic() - started)
+
+    @property
+    def worker(self) -> Pipeline:
+        """Itself: a pipeline is its own process's Served (a generating model's is its engine)."""
+        return self
 
     @property
     def queued(self) -> int:
         """Requests sent and not answered yet."""
         return len(self._pending)
 
+    async def load(self) -> Load:
+        """The jobs the process runs now (its current call's) and those waiting in its queue or on the pipe."""
+        if not self.up:
+            raise self._supervisor.unavailable()
+        running = sum(pending.started for pending in self._pending.values())
+        return Load(running, len(self._pending) - running)
+
     def close(self) -> None:
         """End the process; what waits fails."""
-        self._worker.close()
+        self._supervisor.close()
 
     def end_requests(self, reason: str) -> None:
         """Fail every waiting request with a retriable EngineUnavailable(``reason``)."""
@@ -140,8 +153,8 @@ class Pipeline(Supervised):
         raise EngineError("the pipeline gave no answer")  # unreachable: _answers ends with one
 
     async def _answers(self, make_job: Callable[[int], object]) -> AsyncIterator[Any]:
-        if not self._worker.started or not self.up:
-            raise self._worker.unavailable()
+        if not self._supervisor.started or not self.up:
+            raise self._supervisor.unavailable()
         if len(self._pending) >= self.settings.max_queued_jobs:
             raise EngineOverloaded(
                 f"{self.name!r} has {len(self._pending)} requests waiting (--max-queued-jobs); retry shortly"
@@ -150,7 +163,7 @@ class Pipeline(Supervised):
         pending = self._pending[job_id] = _Pending()
         finished = False
         try:
-            self._worker.send(make_job(job_id))
+            self._supervisor.send(make_job(job_id))
             while True:
                 answer = await pending.answers.get()
                 match answer:
@@ -170,9 +183,14 @@ class Pipeline(Supervised):
             del self._pending[job_id]
             if not finished and self.up:  # the caller went away: drop the job if it has not started
                 with contextlib.suppress(OSError, EngineUnavailable):
-                    self._worker.send(CancelJob(job_id))
+                    self._supervisor.send(CancelJob(job_id))
 
     def _dispatch(self, message: object) -> None:
+        if isinstance(message, Started):
+            for started in message.job_ids:
+                if (pending := self._pending.get(started)) is not None:
+                    pending.started = True
+            return
         job_id = getattr(message, "job_id", None)
         pending = self._pending.get(job_id) if isinstance(job_id, int) else None
         if pending is not None:

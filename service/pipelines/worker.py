@@ -1,7 +1,7 @@
 """The pipeline process: loads one OpenVINO GenAI pipeline and runs the jobs the server sends, in order.
 
 ``python -m service.pipelines FD`` (started like the engine process, see
-service/engine/process.py). Jobs wait in a queue here; between calls every
+service/workers/process.py). Jobs wait in a queue here; between calls every
 message waiting on the pipe is read first, so that a cancelled job is dropped
 before it runs and the embedding inputs of all waiting requests go into one call.
 """
@@ -20,7 +20,6 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from service.engine.messages import LoadFailed, Ready, Stop
 from service.pipelines.kinds import EmbeddingConfig, PipelineKind
 from service.pipelines.messages import (
     CancelJob,
@@ -31,9 +30,11 @@ from service.pipelines.messages import (
     PipelineSpec,
     Rerank,
     Segment,
+    Started,
     Transcribe,
     Transcript,
 )
+from service.workers.messages import LoadFailed, Ready, Stop
 
 Job = Embed | Rerank | Transcribe
 Send = Callable[[object], None]
@@ -239,4 +240,6 @@ def serve(connection: Connection, runner: Runner) -> None:
                 queue.append(message)
             timeout = 0.0
         if queue:
-            runner.run(runner.take(queue), connection.send)
+            jobs = runner.take(queue)
+            connection.send(Started([job.job_id for job in jobs]))
+            runner.run(jobs, connection.send)

@@ -6,57 +6,25 @@ import asyncio
 import functools
 import logging
 import time
-from collections.abc import Callable
 from typing import Any
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
 from clients.defaults import MESSAGE_SIZE_OPTIONS
-from clients.v1 import (
-    audio_pb2,
-    audio_pb2_grpc,
-    chat_pb2,
-    chat_pb2_grpc,
-    completion_pb2,
-    completion_pb2_grpc,
-    conversation_pb2,
-    conversation_pb2_grpc,
-    embedding_pb2,
-    embedding_pb2_grpc,
-    model_pb2,
-    model_pb2_grpc,
-    rerank_pb2,
-    rerank_pb2_grpc,
-    response_pb2,
-    response_pb2_grpc,
-    tokenizer_pb2,
-    tokenizer_pb2_grpc,
-)
 from service.api.stored_chat import StoredChatCompletions
 from service.config import ServeConfig
 from service.config import key_file_keys as config_keys
 from service.limits import ConcurrencyLimit
-from service.models import ModelRegistry, ServedModel
+from service.models import ModelRegistry, load_model
 from service.observability import metrics
 from service.observability.endpoint import MetricsEndpoint
-from service.pipelines import Pipeline, PipelineKind
 from service.responses.api import ResponsesApi
 from service.responses.conversations import MAX_CONVERSATION_ITEMS, ConversationsApi
 from service.server import tls
 from service.server.interceptors import CallPolicyInterceptor
 from service.server.reflection import enable_server_reflection
-from service.server.servicers import (
-    AudioServicer,
-    ChatServicer,
-    CompletionServicer,
-    ConversationServicer,
-    EmbeddingServicer,
-    ModelServicer,
-    RerankServicer,
-    ResponseServicer,
-    TokenizerServicer,
-)
+from service.server.services import SERVED
 from service.store.chat_completions import ChatCompletionStore
 from service.store.conversations import ConversationStore
 from service.store.responses import ResponseStore
@@ -153,20 +121,12 @@ class Server:
         return await metrics.loads(self.registry, self.limit.in_use, self.limit.limit)
 
     async def load_models(self) -> None:
-        """Load every configured model (off the event loop), start its engine, then report SERVING."""
+        """Load every configured model (off the event loop), start its process, then report SERVING."""
         loop = asyncio.get_running_loop()
         for spec in self.config.models:
-            if spec.task is not PipelineKind.GENERATE:
-                pipeline = await loop.run_in_executor(
-                    None, Pipeline, spec.name, spec.task, spec.path, spec.settings, spec.pipeline
-                )
-                pipeline.start()
-                pipeline.watch(functools.partial(self._engine_changed, spec.name))
-                self.registry.add_pipeline(pipeline)
-                continue
-            model = await loop.run_in_executor(None, ServedModel.load, spec)
-            model.engine.start()
-            model.engine.watch(functools.partial(self._engine_changed, model.name))
+            model = await loop.run_in_executor(None, load_model, spec, metrics.GenerationMeter)
+            model.worker.start()
+            model.worker.watch(functools.partial(self._engine_changed, model.name))
             self.registry.add(model)
         self.registry.mark_ready()
         failed = await self.responses.recover()
@@ -226,7 +186,7 @@ class Server:
             await self.health.set(name, health_pb2.HealthCheckResponse.NOT_SERVING if down else status)
 
     def _engine_changed(self, name: str, up: bool) -> None:
-        """An engine went down or came back: the server serves only while every engine does."""
+        """A model's process (an engine, a pipeline) went down or came back: the server serves only while all do."""
         (self._engines_down.discard if up else self._engines_down.add)(name)
         if self._stopping or not self.registry.ready:  # load_models / stop set the health themselves
             return
@@ -237,37 +197,6 @@ class Server:
         task.add_done_callback(self._health_updates.discard)
 
 
-# The services this server implements, by full name (health and reflection list them):
-# how to register each, and how to build its servicer from the server.
-SERVED: dict[str, tuple[Callable[[Any, grpc.aio.Server], None], Callable[[Server], Any]]] = {
-    completion_pb2.DESCRIPTOR.services_by_name["CompletionService"].full_name: (
-        completion_pb2_grpc.add_CompletionServiceServicer_to_server, lambda s: CompletionServicer(s.registry)
-    ),
-    chat_pb2.DESCRIPTOR.services_by_name["ChatService"].full_name: (
-        chat_pb2_grpc.add_ChatServiceServicer_to_server, lambda s: ChatServicer(s.registry, s.stored_chat)
-    ),
-    response_pb2.DESCRIPTOR.services_by_name["ResponseService"].full_name: (
-        response_pb2_grpc.add_ResponseServiceServicer_to_server, lambda s: ResponseServicer(s.responses)
-    ),
-    conversation_pb2.DESCRIPTOR.services_by_name["ConversationService"].full_name: (
-        conversation_pb2_grpc.add_ConversationServiceServicer_to_server, lambda s: ConversationServicer(s.conversations)
-    ),
-    model_pb2.DESCRIPTOR.services_by_name["ModelService"].full_name: (
-        model_pb2_grpc.add_ModelServiceServicer_to_server, lambda s: ModelServicer(s.registry)
-    ),
-    tokenizer_pb2.DESCRIPTOR.services_by_name["TokenizerService"].full_name: (
-        tokenizer_pb2_grpc.add_TokenizerServiceServicer_to_server, lambda s: TokenizerServicer(s.registry)
-    ),
-    embedding_pb2.DESCRIPTOR.services_by_name["EmbeddingService"].full_name: (
-        embedding_pb2_grpc.add_EmbeddingServiceServicer_to_server, lambda s: EmbeddingServicer(s.registry)
-    ),
-    audio_pb2.DESCRIPTOR.services_by_name["AudioService"].full_name: (
-        audio_pb2_grpc.add_AudioServiceServicer_to_server, lambda s: AudioServicer(s.registry)
-    ),
-    rerank_pb2.DESCRIPTOR.services_by_name["RerankService"].full_name: (
-        rerank_pb2_grpc.add_RerankServiceServicer_to_server, lambda s: RerankServicer(s.registry)
-    ),
-}  # fmt: skip
 EXPIRY_INTERVAL_SECONDS = 600.0  # how often stored responses past --response-max-age are deleted
 STOP_POLL_SECONDS = 0.05  # how often a stopping server looks whether its API calls have ended
 WATCHERS_NOTICE_SECONDS = 0.2  # time for health watchers to receive NOT_SERVING before their streams close

@@ -4,6 +4,10 @@ Each method reads like a table of contents: call the API function, return or
 yield what it gives. ServiceError becomes its own status code with google.rpc
 details; anything unexpected is logged and becomes INTERNAL. CancelledError
 (the client went away) and AbortError pass through untouched.
+
+Which service each servicer implements, and how the server builds it, is
+``service.server.services``; a servicer that lacks an RPC of its service
+fails the server's start (its ``add_*_to_server`` looks every RPC up).
 """
 
 from __future__ import annotations
@@ -16,26 +20,7 @@ from typing import Any, TypeVar
 
 import grpc
 
-from clients.v1 import (
-    audio_pb2,
-    audio_pb2_grpc,
-    chat_pb2,
-    chat_pb2_grpc,
-    completion_pb2,
-    completion_pb2_grpc,
-    conversation_pb2,
-    conversation_pb2_grpc,
-    embedding_pb2,
-    embedding_pb2_grpc,
-    model_pb2,
-    model_pb2_grpc,
-    rerank_pb2,
-    rerank_pb2_grpc,
-    response_pb2,
-    response_pb2_grpc,
-    tokenizer_pb2,
-    tokenizer_pb2_grpc,
-)
+from clients.v1 import chat_pb2, conversation_pb2, model_pb2, response_pb2
 from service.api import chat, completions, embeddings, models, rerank, tokenizer, transcriptions
 from service.api.stored_chat import StoredChatCompletions
 from service.errors import ServiceError, to_rpc_status
@@ -45,6 +30,7 @@ from service.responses.conversations import ConversationsApi
 
 log = logging.getLogger(__name__)
 Response = TypeVar("Response")
+Handler = Callable[[Any, Any, grpc.aio.ServicerContext], Any]  # an RPC method: (servicer, request, context)
 
 
 async def _abort(context: grpc.aio.ServicerContext, error: Exception) -> None:
@@ -90,23 +76,81 @@ def streaming(method: Callable[..., AsyncGenerator[Response, None]]) -> Callable
     return handler
 
 
-class CompletionServicer(completion_pb2_grpc.CompletionServiceServicer):
-    """ovserve.v1.CompletionService."""
+class _RegistryServicer:
+    """A servicer whose RPCs the API layer answers from the served models alone: ``api(registry, request)``."""
 
     def __init__(self, registry: ModelRegistry) -> None:
         self._models = registry
 
+
+def _answered_by(api: Callable[[ModelRegistry, Any], Awaitable[Any]]) -> Handler:
+    """A unary RPC of a _RegistryServicer: the reply of ``api(registry, request)``."""
+
     @unary
-    async def CreateCompletion(self, request: completion_pb2.CreateCompletionRequest, context: Any) -> Any:
-        return await completions.create_completion(self._models, request)
+    async def rpc(self: _RegistryServicer, request: Any, context: Any) -> Any:
+        return await api(self._models, request)
+
+    return rpc
+
+
+def _streamed_by(api: Callable[[ModelRegistry, Any], AsyncIterator[Any]]) -> Handler:
+    """A server-streaming RPC of a _RegistryServicer: the messages of ``api(registry, request)``."""
 
     @streaming
-    async def StreamCompletion(self, request: completion_pb2.StreamCompletionRequest, context: Any) -> Any:
-        async for chunk in completions.stream_completion(self._models, request):
-            yield chunk
+    async def rpc(self: _RegistryServicer, request: Any, context: Any) -> AsyncGenerator[Any, None]:
+        async for message in api(self._models, request):
+            yield message
+
+    return rpc
 
 
-class ChatServicer(chat_pb2_grpc.ChatServiceServicer):
+class CompletionServicer(_RegistryServicer):
+    """ovserve.v1.CompletionService."""
+
+    CreateCompletion = _answered_by(completions.create_completion)
+    StreamCompletion = _streamed_by(completions.stream_completion)
+
+
+class TokenizerServicer(_RegistryServicer):
+    """ovserve.v1.TokenizerService."""
+
+    Tokenize = _answered_by(tokenizer.tokenize)
+    Detokenize = _answered_by(tokenizer.detokenize)
+
+
+class EmbeddingServicer(_RegistryServicer):
+    """ovserve.v1.EmbeddingService."""
+
+    CreateEmbedding = _answered_by(embeddings.create_embedding)
+
+
+class RerankServicer(_RegistryServicer):
+    """ovserve.v1.RerankService."""
+
+    Rerank = _answered_by(rerank.rerank)
+    Score = _answered_by(rerank.score)
+
+
+class AudioServicer(_RegistryServicer):
+    """ovserve.v1.AudioService."""
+
+    CreateTranscription = _answered_by(transcriptions.create_transcription)
+    StreamTranscription = _streamed_by(transcriptions.stream_transcription)
+
+
+class ModelServicer(_RegistryServicer):
+    """ovserve.v1.ModelService."""
+
+    @unary
+    async def ListModels(self, request: model_pb2.ListModelsRequest, context: Any) -> Any:
+        return models.list_models(self._models)
+
+    @unary
+    async def GetModel(self, request: model_pb2.GetModelRequest, context: Any) -> Any:
+        return models.get_model(self._models, request)
+
+
+class ChatServicer:
     """ovserve.v1.ChatService."""
 
     def __init__(self, registry: ModelRegistry, stored: StoredChatCompletions) -> None:
@@ -146,81 +190,7 @@ class ChatServicer(chat_pb2_grpc.ChatServiceServicer):
         return await self._stored.delete(request)
 
 
-class ModelServicer(model_pb2_grpc.ModelServiceServicer):
-    """ovserve.v1.ModelService."""
-
-    def __init__(self, registry: ModelRegistry) -> None:
-        self._models = registry
-
-    @unary
-    async def ListModels(self, request: model_pb2.ListModelsRequest, context: Any) -> Any:
-        return models.list_models(self._models)
-
-    @unary
-    async def GetModel(self, request: model_pb2.GetModelRequest, context: Any) -> Any:
-        return models.get_model(self._models, request)
-
-
-class TokenizerServicer(tokenizer_pb2_grpc.TokenizerServiceServicer):
-    """ovserve.v1.TokenizerService."""
-
-    def __init__(self, registry: ModelRegistry) -> None:
-        self._models = registry
-
-    @unary
-    async def Tokenize(self, request: tokenizer_pb2.TokenizeRequest, context: Any) -> Any:
-        return await tokenizer.tokenize(self._models, request)
-
-    @unary
-    async def Detokenize(self, request: tokenizer_pb2.DetokenizeRequest, context: Any) -> Any:
-        return await tokenizer.detokenize(self._models, request)
-
-
-class EmbeddingServicer(embedding_pb2_grpc.EmbeddingServiceServicer):
-    """ovserve.v1.EmbeddingService."""
-
-    def __init__(self, registry: ModelRegistry) -> None:
-        self._models = registry
-
-    @unary
-    async def CreateEmbedding(self, request: embedding_pb2.CreateEmbeddingRequest, context: Any) -> Any:
-        return await embeddings.create_embedding(self._models, request)
-
-
-class RerankServicer(rerank_pb2_grpc.RerankServiceServicer):
-    """ovserve.v1.RerankService."""
-
-    def __init__(self, registry: ModelRegistry) -> None:
-        self._models = registry
-
-    @unary
-    async def Rerank(self, request: rerank_pb2.RerankRequest, context: Any) -> Any:
-        return await rerank.rerank(self._models, request)
-
-    @unary
-    async def Score(self, request: rerank_pb2.ScoreRequest, context: Any) -> Any:
-        return await rerank.score(self._models, request)
-
-
-class AudioServicer(audio_pb2_grpc.AudioServiceServicer):
-    """ovserve.v1.AudioService."""
-
-    def __init__(self, registry: ModelRegistry) -> None:
-        self._models = registry
-
-    @unary
-    async def CreateTranscription(self, request: audio_pb2.CreateTranscriptionRequest, context: Any) -> Any:
-        return await transcriptions.create_transcription(self._models, request)
-
-    @streaming
-    async def StreamTranscription(
-        self, request: audio_pb2.StreamTranscriptionRequest, context: Any
-    ) -> AsyncGenerator[Any, None]:
-        async for event in transcriptions.stream_transcription(self._models, request):
-            yield event
-
-
-class ResponseServicer(response_pb2_grpc.ResponseServiceServicer):
+class ResponseServicer:
     """ovserve.v1.ResponseService."""
 
     def __init__(self, api: ResponsesApi) -> None:
@@ -268,7 +238,7 @@ class ResponseServicer(response_pb2_grpc.ResponseServiceServicer):
         return await self._api.compact(request)
 
 
-class ConversationServicer(conversation_pb2_grpc.ConversationServiceServicer):
+class ConversationServicer:
     """ovserve.v1.ConversationService."""
 
     def __init__(self, api: ConversationsApi) -> None:

@@ -122,7 +122,7 @@ class ConversationStore:
     async def items(self, conversation_id: str, owner: str) -> list[Item] | None:
         """Every item of the conversation, oldest first; None if unknown."""
 
-        def work(conn: sqlite3.Connection) -> tuple[list[bytes], bool] | None:
+        def work(conn: sqlite3.Connection) -> list[bytes] | None:
             with transaction(conn, write=False):
                 if _blob(conn, conversation_id, owner) is None:
                     return None

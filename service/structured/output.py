@@ -38,11 +38,11 @@ from typing import Any
 import jsonschema
 from google.protobuf import json_format
 
-from service.api.common import canonical
 from service.engine import OutputConstraint
 from service.errors import FieldViolation, InvalidArgument, quote
 from service.models import ServedModel
 from service.parsing.markup import HERMES, THINK, CallMarkup, ThinkMarkup, spaced_ebnf
+from service.structured.canonical import canonical
 from service.structured.json_grammar import GrammarBuilder, SchemaError, check_size, literal, schema_grammar
 from service.structured.limits import (
     MAX_ALTERNATIVES,

@@ -22,7 +22,7 @@ from tokenizers import Tokenizer
 
 from clients.v1 import embedding_pb2, embedding_pb2_grpc, model_pb2
 from service.models import BUNDLED_MODELS_DIR
-from service.pipelines import Pipeline, PipelineSettings
+from service.pipelines import Pipeline, PipelineKind, PipelineSettings
 from tests.conformance import violations
 from tests.conftest import TEST_SETTINGS, ServerThread, start_server
 from tests.rest_bridge.conftest import RunningBridge, http_request
@@ -180,7 +180,7 @@ def _until(condition: Callable[[], bool], seconds: float = 60.0) -> None:
 
 
 def _pipeline(running: ServerThread) -> Pipeline:
-    return running.server.registry.pipelines[0]
+    return running.server.registry.pipeline(MODEL, PipelineKind.EMBED)
 
 
 def _embed(stub: embedding_pb2_grpc.EmbeddingServiceStub, text: str, timeout: float = 60) -> grpc.Future:
@@ -220,7 +220,7 @@ def test_a_killed_pipeline_fails_its_requests_retriably_and_comes_back(own_serve
         with pytest.raises(grpc.RpcError) as failed:
             waiting.result()
         assert failed.value.code() == grpc.StatusCode.UNAVAILABLE
-        # The supervisor counts the restart after the new process is up (service.engine.supervisor): wait for
+        # The supervisor counts the restart after the new process is up (service.workers.supervisor): wait for
         # the count, the last thing it sets, or a check of it right after "up" races the server's thread.
         _until(lambda: pipeline.restarts >= 1)
         assert pipeline.restarts == 1 and pipeline.up and pipeline.pid != pid

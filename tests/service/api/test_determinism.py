@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from service.api.common import canonical
+from service.structured.canonical import canonical
 
 ROOT = Path(__file__).resolve().parents[3]
 

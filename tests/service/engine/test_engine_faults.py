@@ -15,9 +15,9 @@ import openvino_genai as ov_genai
 import pytest
 
 from service.engine import EngineError, EngineSettings, Update
-from service.engine.codec import TokenCodec
 from service.engine.core import EngineCore, Submission
 from service.engine.sampling import SamplingParams
+from service.workers.codec import TokenCodec
 
 PROMPTS = ["Tell me about Paris", "Once upon a time", "The weather today", "A story about ships"]
 GREEDY = SamplingParams(max_new_tokens=48, ignore_eos=True, do_sample=False)

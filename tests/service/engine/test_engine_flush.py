@@ -8,9 +8,9 @@ import openvino_genai as ov_genai
 import pytest
 
 from service.engine import EngineSettings, Update
-from service.engine.codec import TokenCodec
 from service.engine.core import EngineCore, Submission
 from service.engine.sampling import SamplingParams
+from service.workers.codec import TokenCodec
 
 MAX_TOKENS = 24
 

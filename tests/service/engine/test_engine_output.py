@@ -11,9 +11,9 @@ import openvino_genai as ov_genai
 import pytest
 
 from service.engine import EngineError, FinishReason, SequenceDelta, Update
-from service.engine.codec import TokenCodec
 from service.engine.detokenizer import Pending, SequenceText, detokenize_step
 from service.engine.generation import Mailbox as _Mailbox
+from service.workers.codec import TokenCodec
 
 TEXTS = [
     "The capital of France is Paris.",

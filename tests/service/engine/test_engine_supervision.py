@@ -19,8 +19,8 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from clients.v1 import chat_pb2, chat_pb2_grpc
 from service.engine import engine as engine_module
-from service.engine.process import EngineProcess
 from service.models import ModelSpec
+from service.workers.process import WorkerProcess
 from tests.conftest import TEST_SETTINGS, TINY_CHAT, ServerThread, start_server
 from tests.rpc import parse
 
@@ -119,11 +119,11 @@ def test_health_is_not_serving_while_the_engine_is_replaced(
     # Hold the replacement back until the test has looked, so "meanwhile" lasts as long as needed.
     release = threading.Event()
 
-    def held_back(*args: object) -> EngineProcess:
+    def held_back(*args: object) -> WorkerProcess:
         assert release.wait(timeout=60)
-        return EngineProcess(*args)  # type: ignore[arg-type]
+        return WorkerProcess(*args)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(engine_module, "EngineProcess", held_back)
+    monkeypatch.setattr(engine_module, "WorkerProcess", held_back)
     with grpc.insecure_channel(running.target) as channel:
         assert health(channel) == SERVING
         pid = engine.pid

@@ -8,11 +8,12 @@ import openvino_genai as ov_genai
 import pytest
 
 from service.engine import EngineSettings
-from service.engine.codec import TokenCodec
 from service.engine.core import EngineCore, Submission
 from service.engine.engine import _max_model_len
 from service.engine.sampling import SamplingParams
-from service.engine.types import EngineError, Update
+from service.engine.types import Update
+from service.workers.codec import TokenCodec
+from service.workers.errors import EngineError
 
 STEP_TOKENS = 64
 

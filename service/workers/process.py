@@ -1,9 +1,9 @@
-"""EngineProcess: the engine's child process (or a pipeline's), the pipe to it, and the thread that reads it.
+"""WorkerProcess: a served model's child process, the pipe to it, and the thread that reads it.
 
 Started with subprocess (not multiprocessing's spawn, which would re-run the
-parent's ``__main__``) as ``python -m service.engine FD``; the first message on
-the pipe is its WorkerSpec, the first answer Ready or LoadFailed (see worker.py
-and messages.py).
+parent's ``__main__``) as ``python -m MODULE FD``, where MODULE is one of
+``ENTRY_POINTS``; the first message on the pipe is the spec of what it loads,
+the first answer Ready or LoadFailed (see messages.py).
 """
 
 from __future__ import annotations
@@ -20,9 +20,14 @@ from collections.abc import Callable
 from multiprocessing.connection import Connection
 from pathlib import Path
 
-from service.engine.messages import LoadFailed, Ready, Stop
-from service.engine.types import EngineError
+from service.workers.errors import EngineError
+from service.workers.messages import LoadFailed, Ready, Stop
 
+# The worker processes' entry points (``python -m MODULE FD``), by what they run.
+ENTRY_POINTS = {
+    "engine": "service.engine",  # an LLM's continuous-batching engine (service/engine/worker.py)
+    "pipeline": "service.pipelines",  # an embedding, rerank or speech pipeline (service/pipelines/worker.py)
+}
 GONE = object()  # what the reader hands over when the pipe closes: the process ended
 
 
@@ -42,23 +47,23 @@ def start_child(module: str) -> tuple[subprocess.Popen[bytes], Connection]:
     return process, Connection(ours.detach())
 
 
-class EngineProcess:
-    """A loaded engine process; ``start_reading`` hands its messages to an event loop, in batches."""
+class WorkerProcess:
+    """A loaded worker process; ``start_reading`` hands its messages to an event loop, in batches."""
 
-    def __init__(self, spec: object, name: str, module: str = "service.engine") -> None:
-        """Start ``python -m module`` and wait (blocking) until its pipeline is compiled; EngineError if it fails.
+    def __init__(self, spec: object, name: str, runs: str) -> None:
+        """Start ``ENTRY_POINTS[runs]`` and wait (blocking) until its model is loaded; EngineError if it fails.
 
-        ``spec`` is what the process loads: a WorkerSpec for the engine, a PipelineSpec for service.pipelines.
+        ``spec`` is what the process loads: a WorkerSpec for the engine, a PipelineSpec for a pipeline.
         """
         self.name = name
-        self.process, self._connection = start_child(module)
+        self.process, self._connection = start_child(ENTRY_POINTS[runs])
         self._send_lock = threading.Lock()
         self.last_heard = time.monotonic()  # when it last said anything (the supervisor's watchdog reads it)
         try:
             self._connection.send(spec)
             answer = self._connection.recv()  # blocks until the pipeline is compiled
         except (EOFError, OSError) as error:
-            answer = LoadFailed(f"the engine process ended while loading ({error or type(error).__name__})")
+            answer = LoadFailed(f"the {runs} process ended while loading ({error or type(error).__name__})")
         if not isinstance(answer, Ready):
             self.kill()
             detail = answer.message if isinstance(answer, LoadFailed) else repr(answer)
@@ -72,7 +77,7 @@ class EngineProcess:
     def start_reading(self, loop: asyncio.AbstractEventLoop, dispatch: Callable[[list[object]], None]) -> None:
         """Hand every message to ``dispatch`` on ``loop``, all that are waiting in one call; GONE last."""
         threading.Thread(
-            target=self._read, args=(loop, dispatch), name=f"engine-reader-{self.name}", daemon=True
+            target=self._read, args=(loop, dispatch), name=f"worker-reader-{self.name}", daemon=True
         ).start()
 
     def send(self, message: object) -> None:

@@ -1,4 +1,4 @@
-"""Supervisor: a worker process (an engine, a pipeline) kept running while the server serves.
+"""Supervisor: a served model's worker process (an engine, a pipeline) kept running while the server serves.
 
 If the process dies, or says nothing for ``stall_timeout_s`` while work waits on
 it (it is then killed), its owner hears ``on_lost`` (to fail what the process
@@ -15,8 +15,8 @@ import time
 from collections.abc import Callable, Coroutine
 from typing import Any
 
-from service.engine.process import GONE, EngineProcess
-from service.engine.types import EngineError, EngineUnavailable
+from service.workers.errors import EngineError, EngineUnavailable
+from service.workers.process import GONE, WorkerProcess
 
 log = logging.getLogger(__name__)
 
@@ -31,7 +31,7 @@ class Supervisor:
     def __init__(
         self,
         what: str,
-        start: Callable[[], EngineProcess],
+        start: Callable[[], WorkerProcess],
         on_message: Callable[[object], None],
         on_lost: Callable[[EngineUnavailable], None],
         *,
@@ -49,7 +49,7 @@ class Supervisor:
         self._on_lost = on_lost
         self._waiting = waiting
         self._stall_timeout_s = stall_timeout_s
-        self._process: EngineProcess | None = start()
+        self._process: WorkerProcess | None = start()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         self._listeners: list[Callable[[bool], None]] = []
@@ -169,29 +169,29 @@ class Supervisor:
 
 
 class Supervised:
-    """What a supervised model (an Engine, a Pipeline) says of its process; it sets ``_worker``."""
+    """The members of ``Served`` that only the supervisor knows, for a served model that sets ``_supervisor``."""
 
-    _worker: Supervisor
+    _supervisor: Supervisor
 
     @property
     def up(self) -> bool:
         """Whether its process runs and takes work."""
-        return self._worker.up
+        return self._supervisor.up
 
     @property
     def pid(self) -> int | None:
         """The process's id, while one runs."""
-        return self._worker.pid
+        return self._supervisor.pid
 
     @property
     def restarts(self) -> int:
         """Processes replaced after dying or stalling."""
-        return self._worker.restarts
+        return self._supervisor.restarts
 
     def watch(self, listener: Callable[[bool], None]) -> None:
         """Call ``listener(up)`` on the event loop whenever the process goes down or comes back."""
-        self._worker.watch(listener)
+        self._supervisor.watch(listener)
 
     def start(self) -> None:
         """Start delivering the process's messages to the running event loop, and watching the process."""
-        self._worker.start()
+        self._supervisor.start()

@@ -1,0 +1,244 @@
+"""What each typed-client method calls, written once for ``OvserveClient`` and ``AsyncOvserveClient``.
+
+A function here is one client method: it takes the client's stubs and the
+method's own arguments, builds the request (``clients._requests``) and returns
+the call to make: the stub's method, the request, the call's own deadline and
+what of the reply the caller gets. ``clients.client`` makes each call
+blocking or with grpc.aio; its docstring is the method's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from operator import attrgetter
+from typing import Any, Generic, TypeVar
+
+import grpc
+from google.protobuf.message import Message
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from clients._requests import (
+    ChatMessageLike,
+    InputItemLike,
+    Prompt,
+    chat_request,
+    completion_request,
+    embedding_request,
+    input_items,
+    rerank_request,
+    transcription_request,
+)
+from clients.services import Service
+from clients.v1 import audio_pb2, chat_pb2, completion_pb2, conversation_pb2, embedding_pb2, model_pb2, rerank_pb2
+from clients.v1 import response_object_pb2 as objects_pb2
+
+Result = TypeVar("Result")
+
+
+def _whole(reply: Any) -> Any:
+    return reply
+
+
+@dataclass(frozen=True)
+class Call(Generic[Result]):
+    """A unary call: ``rpc(request)``, and what of its reply the caller gets."""
+
+    rpc: Callable[..., Any]  # a stub's method
+    request: Message
+    timeout: float | None  # the call's own deadline; None: the client's
+    result: Callable[[Any], Result] = _whole
+
+
+@dataclass(frozen=True)
+class Stream(Generic[Result]):
+    """A server-streaming call: ``rpc(request)``, whose messages (``Result``) the caller iterates."""
+
+    rpc: Callable[..., Any]
+    request: Message
+    timeout: float | None
+
+
+class Stubs:
+    """A stub of every service of the contract on one channel (sync or grpc.aio), and of gRPC's health service."""
+
+    def __init__(self, channel: grpc.Channel | grpc.aio.Channel) -> None:
+        self._by_service = {service: service.stub(channel) for service in Service}
+        self.health = health_pb2_grpc.HealthStub(channel)
+
+    def __getitem__(self, service: Service) -> Any:
+        return self._by_service[service]
+
+
+# ---- completions and chat ----
+
+
+def chat(
+    stubs: Stubs, /, model: str, messages: Iterable[ChatMessageLike], *, timeout: float | None = None, **params: Any
+) -> Call[chat_pb2.CreateChatCompletionResponse]:
+    """The model's reply to ``messages`` (dicts in OpenAI's shape or ChatMessage), once complete."""
+    request = chat_request(chat_pb2.CreateChatCompletionRequest, model, messages, params)
+    return Call(stubs[Service.CHAT].CreateChatCompletion, request, timeout)
+
+
+def stream_chat(
+    stubs: Stubs, /, model: str, messages: Iterable[ChatMessageLike], *, timeout: float | None = None, **params: Any
+) -> Stream[chat_pb2.StreamChatCompletionResponse]:
+    """The model's reply as chunks while it is generated; leaving the loop early cancels the call."""
+    request = chat_request(chat_pb2.StreamChatCompletionRequest, model, messages, params)
+    return Stream(stubs[Service.CHAT].StreamChatCompletion, request, timeout)
+
+
+def complete(
+    stubs: Stubs, /, model: str, prompt: Prompt, *, timeout: float | None = None, **params: Any
+) -> Call[completion_pb2.CreateCompletionResponse]:
+    """Completion of ``prompt``: a string, strings, token ids or token-id lists (one choice per prompt)."""
+    request = completion_request(completion_pb2.CreateCompletionRequest, model, prompt, params)
+    return Call(stubs[Service.COMPLETION].CreateCompletion, request, timeout)
+
+
+def stream_complete(
+    stubs: Stubs, /, model: str, prompt: Prompt, *, timeout: float | None = None, **params: Any
+) -> Stream[completion_pb2.StreamCompletionResponse]:
+    """Completion of ``prompt`` as chunks while it is generated; leaving the loop early cancels the call."""
+    request = completion_request(completion_pb2.StreamCompletionRequest, model, prompt, params)
+    return Stream(stubs[Service.COMPLETION].StreamCompletion, request, timeout)
+
+
+# ---- embeddings, rerank, transcription (models of those tasks) ----
+
+
+def embed(
+    stubs: Stubs, /, model: str, inputs: Prompt, *, timeout: float | None = None, **params: Any
+) -> Call[embedding_pb2.CreateEmbeddingResponse]:
+    """One vector per input: a string, strings, token ids or token-id lists (``input_type``, ``dimensions``)."""
+    return Call(stubs[Service.EMBEDDING].CreateEmbedding, embedding_request(model, inputs, params), timeout)
+
+
+def rerank(
+    stubs: Stubs, /, model: str, query: str, documents: Iterable[str], *, timeout: float | None = None, **params: Any
+) -> Call[rerank_pb2.RerankResponse]:
+    """``documents`` ranked by relevance to ``query``, best first (``top_n``, ``return_documents``)."""
+    return Call(stubs[Service.RERANK].Rerank, rerank_request(model, query, documents, params), timeout)
+
+
+def transcribe(
+    stubs: Stubs, /, model: str, audio: bytes, *, timeout: float | None = None, **params: Any
+) -> Call[audio_pb2.CreateTranscriptionResponse]:
+    """The transcript of an audio file's bytes (``language``, ``prompt``, ``timestamp_granularities``...)."""
+    request = transcription_request(audio_pb2.CreateTranscriptionRequest, model, audio, params)
+    return Call(stubs[Service.AUDIO].CreateTranscription, request, timeout)
+
+
+def stream_transcription(
+    stubs: Stubs, /, model: str, audio: bytes, *, timeout: float | None = None, **params: Any
+) -> Stream[audio_pb2.StreamTranscriptionResponse]:
+    """The transcript as deltas while it is decoded, then the whole of it; leaving the loop cancels the call."""
+    request = transcription_request(audio_pb2.StreamTranscriptionRequest, model, audio, params)
+    return Stream(stubs[Service.AUDIO].StreamTranscription, request, timeout)
+
+
+# ---- models and health ----
+
+
+def list_models(stubs: Stubs, /, *, timeout: float | None = None) -> Call[list[model_pb2.Model]]:
+    """The served models."""
+    return Call(stubs[Service.MODEL].ListModels, model_pb2.ListModelsRequest(), timeout, lambda reply: list(reply.data))
+
+
+def get_model(stubs: Stubs, /, model: str, *, timeout: float | None = None) -> Call[model_pb2.Model]:
+    """One served model; NOT_FOUND if it is not served."""
+    return Call(stubs[Service.MODEL].GetModel, model_pb2.GetModelRequest(model=model), timeout, attrgetter("model"))
+
+
+def health(stubs: Stubs, /, service: str = "", *, timeout: float | None = None) -> Call[str]:
+    """The standard gRPC health status of the server (or one service): "SERVING", "NOT_SERVING", ..."""
+    return Call(stubs.health.Check, health_pb2.HealthCheckRequest(service=service), timeout, _status_name)
+
+
+def _status_name(reply: health_pb2.HealthCheckResponse) -> str:
+    return health_pb2.HealthCheckResponse.ServingStatus.Name(reply.status)
+
+
+# ---- conversations (ConversationService; items are Responses input items, dicts in OpenAI's shape) ----
+
+
+def create_conversation(
+    stubs: Stubs,
+    /,
+    items: Iterable[InputItemLike] = (),
+    *,
+    metadata: Mapping[str, str] | None = None,
+    timeout: float | None = None,
+) -> Call[conversation_pb2.Conversation]:
+    """A new conversation holding ``items`` (at most 20)."""
+    request = conversation_pb2.CreateConversationRequest(items=input_items(items), metadata=metadata)
+    return Call(stubs[Service.CONVERSATION].CreateConversation, request, timeout, attrgetter("conversation"))
+
+
+def get_conversation(
+    stubs: Stubs, /, conversation_id: str, *, timeout: float | None = None
+) -> Call[conversation_pb2.Conversation]:
+    """A conversation; NOT_FOUND if unknown (or another API key's)."""
+    request = conversation_pb2.GetConversationRequest(conversation_id=conversation_id)
+    return Call(stubs[Service.CONVERSATION].GetConversation, request, timeout, attrgetter("conversation"))
+
+
+def update_conversation(
+    stubs: Stubs, /, conversation_id: str, metadata: Mapping[str, str], *, timeout: float | None = None
+) -> Call[conversation_pb2.Conversation]:
+    """Replace a conversation's metadata."""
+    request = conversation_pb2.UpdateConversationRequest(conversation_id=conversation_id, metadata=metadata)
+    return Call(stubs[Service.CONVERSATION].UpdateConversation, request, timeout, attrgetter("conversation"))
+
+
+def delete_conversation(
+    stubs: Stubs, /, conversation_id: str, *, timeout: float | None = None
+) -> Call[conversation_pb2.DeleteConversationResponse]:
+    """Delete a conversation and its items."""
+    request = conversation_pb2.DeleteConversationRequest(conversation_id=conversation_id)
+    return Call(stubs[Service.CONVERSATION].DeleteConversation, request, timeout)
+
+
+def list_conversation_items(
+    stubs: Stubs,
+    /,
+    conversation_id: str,
+    *,
+    after: str | None = None,
+    limit: int | None = None,
+    order: str | None = None,
+    timeout: float | None = None,
+) -> Call[conversation_pb2.ListConversationItemsResponse]:
+    """One page of a conversation's items (newest first unless ``order="asc"``)."""
+    request = conversation_pb2.ListConversationItemsRequest(
+        conversation_id=conversation_id,
+        after=after,
+        limit=limit,
+        order=order,  # None: the field stays unset
+    )
+    return Call(stubs[Service.CONVERSATION].ListConversationItems, request, timeout)
+
+
+def add_conversation_items(
+    stubs: Stubs, /, conversation_id: str, items: Iterable[InputItemLike], *, timeout: float | None = None
+) -> Call[list[objects_pb2.InputItem]]:
+    """Append items (at most 20) to a conversation; returns them with their ids."""
+    request = conversation_pb2.CreateConversationItemsRequest(conversation_id=conversation_id, items=input_items(items))
+    return Call(stubs[Service.CONVERSATION].CreateConversationItems, request, timeout, lambda reply: list(reply.data))
+
+
+def get_conversation_item(
+    stubs: Stubs, /, conversation_id: str, item_id: str, *, timeout: float | None = None
+) -> Call[objects_pb2.InputItem]:
+    """One item of a conversation."""
+    request = conversation_pb2.GetConversationItemRequest(conversation_id=conversation_id, item_id=item_id)
+    return Call(stubs[Service.CONVERSATION].GetConversationItem, request, timeout, attrgetter("item"))
+
+
+def delete_conversation_item(
+    stubs: Stubs, /, conversation_id: str, item_id: str, *, timeout: float | None = None
+) -> Call[conversation_pb2.Conversation]:
+    """Delete one item of a conversation; returns the conversation."""
+    request = conversation_pb2.DeleteConversationItemRequest(conversation_id=conversation_id, item_id=item_id)
+    return Call(stubs[Service.CONVERSATION].DeleteConversationItem, request, timeout, attrgetter("conversation"))

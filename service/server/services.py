@@ -1,0 +1,58 @@
+"""The services this server implements: every service of the contract (``clients.services``) and its servicer.
+
+The server registers each servicer, lists each service in reflection and
+reports each one's health, all from ``SERVED``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Protocol
+
+import grpc
+
+from clients.services import Service
+from service.api.stored_chat import StoredChatCompletions
+from service.models import ModelRegistry
+from service.responses.api import ResponsesApi
+from service.responses.conversations import ConversationsApi
+from service.server.servicers import (
+    AudioServicer,
+    ChatServicer,
+    CompletionServicer,
+    ConversationServicer,
+    EmbeddingServicer,
+    ModelServicer,
+    RerankServicer,
+    ResponseServicer,
+    TokenizerServicer,
+)
+
+
+class ServerParts(Protocol):
+    """What the servicers are built from: the server's (``service.server.grpc_server.Server``)."""
+
+    registry: ModelRegistry
+    stored_chat: StoredChatCompletions
+    responses: ResponsesApi
+    conversations: ConversationsApi
+
+
+# How the server builds each service's servicer from its parts.
+SERVICERS: dict[Service, Callable[[ServerParts], Any]] = {
+    Service.COMPLETION: lambda server: CompletionServicer(server.registry),
+    Service.CHAT: lambda server: ChatServicer(server.registry, server.stored_chat),
+    Service.RESPONSE: lambda server: ResponseServicer(server.responses),
+    Service.CONVERSATION: lambda server: ConversationServicer(server.conversations),
+    Service.MODEL: lambda server: ModelServicer(server.registry),
+    Service.TOKENIZER: lambda server: TokenizerServicer(server.registry),
+    Service.EMBEDDING: lambda server: EmbeddingServicer(server.registry),
+    Service.AUDIO: lambda server: AudioServicer(server.registry),
+    Service.RERANK: lambda server: RerankServicer(server.registry),
+}
+
+# The services served, by full name (health and reflection list them): how to register each, and how to build
+# its servicer from the server. Every service of the contract: one without a servicer fails here, at import.
+SERVED: dict[str, tuple[Callable[[Any, grpc.aio.Server], None], Callable[[ServerParts], Any]]] = {
+    service.full_name: (service.add_to_server, SERVICERS[service]) for service in Service
+}

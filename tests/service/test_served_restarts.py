@@ -1,0 +1,147 @@
+"""Every kind of served model's process, killed, is replaced, and looks the same from outside while it is.
+
+One server with the bundled chat, embedding, rerank and speech models, and the REST bridge in front of it as
+``ovserve serve`` runs them; for each model its process is SIGKILLed and its replacement held back until the
+outside has seen it down: the model's health (and the server's) NOT_SERVING, ``ovserve_engine_up`` 0 in
+/metrics and ``"up": false`` in /v1/loads; then SERVING again, ``ovserve_engine_restarts`` one higher and
+``ovserve_engine_up`` 1. Every wait polls with a bound.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
+
+import grpc
+import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from clients.v1 import embedding_pb2, embedding_pb2_grpc
+from rest_bridge.server import Bridge
+from service.models import BUNDLED_MODELS_DIR, ModelSpec
+from service.workers.process import WorkerProcess
+from tests.conftest import TEST_SETTINGS, start_server
+from tests.rest_bridge.conftest import RunningBridge, http_request
+from tests.service.test_metrics import Samples, samples, value
+
+MODELS = ("tiny-chat", "tiny-embed", "tiny-rerank", "tiny-whisper")  # one of each kind
+DOWN_BOUND_S = 30.0  # for the outside to see a killed process
+RECOVERY_BOUND_S = 120.0  # for a replacement to load (a generous cap; tiny models take a second or two)
+POLL_S = 0.05
+SERVING = health_pb2.HealthCheckResponse.SERVING
+NOT_SERVING = health_pb2.HealthCheckResponse.NOT_SERVING
+T = TypeVar("T")
+
+
+@pytest.fixture(scope="module")
+def running() -> Iterator[RunningBridge]:
+    server = start_server([ModelSpec(name, BUNDLED_MODELS_DIR / name, settings=TEST_SETTINGS) for name in MODELS])
+    bridge = Bridge(server.target, "127.0.0.1", 0, figures=server.server)  # /metrics and /v1/loads, as served
+    server.run(bridge.start())
+    yield RunningBridge(bridge, server)
+    server.run(bridge.stop())
+    server.stop()
+
+
+def awaited(look: Callable[[], T], wanted: Callable[[T], bool], bound: float, what: str) -> T:
+    """Look again every POLL_S until what is seen is ``wanted``; fail past ``bound`` seconds, saying the last look."""
+    deadline = time.monotonic() + bound
+    while not wanted(seen := look()):
+        assert time.monotonic() < deadline, f"{what} not seen within {bound} s; last seen: {seen!r}"
+        time.sleep(POLL_S)
+    return seen
+
+
+def health(channel: grpc.Channel, service: str) -> int:
+    reply = health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(service=service), timeout=10)
+    return int(reply.status)
+
+
+def metrics(running: RunningBridge) -> Samples:
+    reply = http_request(running.port, "GET", "/metrics")
+    assert reply.status == 200
+    return samples(reply.body.decode())
+
+
+def loaded(running: RunningBridge, name: str) -> dict[str, Any]:
+    """The model's entry in /v1/loads."""
+    reply = http_request(running.port, "GET", "/v1/loads")
+    assert reply.status == 200
+    (entry,) = [entry for entry in reply.json()["models"] if entry["model"] == name]
+    return dict(entry)
+
+
+@pytest.fixture
+def held_back(monkeypatch: pytest.MonkeyPatch) -> Iterator[threading.Event]:
+    """Every new worker process waits for the event before it starts: "meanwhile" lasts as long as a test looks."""
+    release = threading.Event()
+    start = WorkerProcess.__init__
+
+    def waiting(self: WorkerProcess, *args: Any, **kwargs: Any) -> None:
+        assert release.wait(timeout=RECOVERY_BOUND_S)
+        start(self, *args, **kwargs)
+
+    monkeypatch.setattr(WorkerProcess, "__init__", waiting)
+    yield release
+    release.set()  # a failed test must not leave a restart waiting
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_a_killed_process_is_seen_down_then_serving_again(
+    running: RunningBridge, held_back: threading.Event, name: str
+) -> None:
+    worker = running.server.server.registry.model(name).worker
+    with grpc.insecure_channel(running.server.target) as channel:
+        awaited(lambda: health(channel, ""), lambda status: status == SERVING, RECOVERY_BOUND_S, "the server serving")
+        before = metrics(running)
+        assert value(before, "ovserve_engine_up", model=name) == 1 and loaded(running, name)["up"] is True
+        restarts = value(before, "ovserve_engine_restarts", model=name)
+        pid = worker.pid
+        assert pid is not None
+
+        os.kill(pid, signal.SIGKILL)
+        awaited(lambda: (health(channel, name), health(channel, "")), lambda seen: seen == (NOT_SERVING,) * 2,
+                DOWN_BOUND_S, f"{name} and the server NOT_SERVING")  # fmt: skip
+        assert value(metrics(running), "ovserve_engine_up", model=name) == 0
+        assert loaded(running, name)["up"] is False
+
+        held_back.set()
+        awaited(lambda: (health(channel, name), health(channel, "")), lambda seen: seen == (SERVING,) * 2,
+                RECOVERY_BOUND_S, f"{name} and the server SERVING")  # fmt: skip
+        # The restart is counted once the new process is up (see service.workers.supervisor): await the count.
+        after = awaited(lambda: metrics(running), lambda found: value(found, "ovserve_engine_restarts", model=name)
+                        == restarts + 1, RECOVERY_BOUND_S, f"ovserve_engine_restarts of {name} one higher")  # fmt: skip
+        assert value(after, "ovserve_engine_up", model=name) == 1
+        assert ("ovserve_process_cpu_seconds", (("model", name), ("process", "engine"))) in after  # the new process's
+        assert loaded(running, name)["up"] is True
+    assert worker.pid not in (None, pid)
+
+
+def test_a_pipeline_reports_what_waits_on_it(running: RunningBridge) -> None:
+    """An embedding model's requests show in /metrics and /v1/loads as they do for a chat model's."""
+    name = "tiny-embed"
+    worker = running.server.server.registry.model(name).worker
+    assert worker.pid is not None
+    with grpc.insecure_channel(running.server.target) as channel:
+        stub = embedding_pb2_grpc.EmbeddingServiceStub(channel)
+        os.kill(worker.pid, signal.SIGSTOP)  # the process holds what it is sent: nothing starts
+        try:
+            waiting = [
+                stub.CreateEmbedding.future(embedding_pb2.CreateEmbeddingRequest(model=name, input=text), timeout=60)
+                for text in ("one", "two")
+            ]
+            entry = awaited(lambda: loaded(running, name), lambda seen: seen["num_waiting_reqs"] == 2, DOWN_BOUND_S,
+                            "two requests waiting in /v1/loads")  # fmt: skip
+            assert entry["num_running_reqs"] == 0 and entry["max_total_num_tokens"] == 0 and entry["up"] is True
+            found = metrics(running)
+            assert value(found, "ovserve_engine_requests_waiting", model=name) == 2
+            assert value(found, "ovserve_engine_requests_running", model=name) == 0
+        finally:
+            os.kill(worker.pid, signal.SIGCONT)
+        assert all(future.result().data for future in waiting)
+    awaited(lambda: loaded(running, name), lambda seen: seen["num_waiting_reqs"] == seen["num_running_reqs"] == 0,
+            DOWN_BOUND_S, "nothing waiting once answered")  # fmt: skip
