@@ -131,9 +131,13 @@ class BridgeHandler(tornado.web.RequestHandler):
 
     def write_json(self, payload: dict[str, Any], status: int = 200) -> None:
         """Finish with a JSON body."""
+        self.write_encoded(encode_json(payload), status)
+
+    def write_encoded(self, body: bytes | str, status: int = 200) -> None:
+        """Finish with a JSON body already encoded."""
         self.set_status(status)
         self.set_header("Content-Type", "application/json")
-        self.finish(encode_json(payload))
+        self.finish(body)
 
     def write_error(self, status_code: int, **kwargs: Any) -> None:
         """Every error as OpenAI's envelope, also tornado's own (405, malformed requests) and unexpected ones."""
@@ -164,8 +168,10 @@ class BridgeHandler(tornado.web.RequestHandler):
             raise
 
     async def answer(self, method: Any, request: Message, render: Callable[[Any], dict[str, Any]]) -> None:
-        """Call a unary RPC and finish with its reply ``render``ed as OpenAI JSON."""
-        self.write_json(render(await self.unary(method, request)))
+        """Call a unary RPC and finish with its reply ``render``ed as OpenAI JSON (in PARSER when the reply is
+        large: a tokenize reply of millions of tokens took seconds of the loop to render and encode)."""
+        reply = await self.unary(method, request)
+        self.write_encoded(await off_the_loop_if_large(reply.ByteSize(), lambda: encode_json(render(reply))))
 
     async def relay(self, call: Any, framing: sse.Framing) -> None:
         """Stream ``call``'s messages as server-sent events, framed by ``framing``.

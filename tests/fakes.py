@@ -210,6 +210,10 @@ class FakeEngine:
         """The characters of ``token_ids``."""
         return "".join(chr(token) for token in token_ids)
 
+    def token_texts(self, token_ids: list[int]) -> list[str]:
+        """Each token's character."""
+        return [chr(token) for token in token_ids]
+
     def render_chat(
         self,
         history: list[dict[str, Any]],

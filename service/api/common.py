@@ -40,7 +40,7 @@ def streaming_violations(request: Any, *, streaming: bool, rpc: str) -> list[Fie
 
 def token_texts(model: ServedModel, token_ids: list[int]) -> list[str]:
     """Each token's own text, for logprobs (special tokens kept; a partial character shows as U+FFFD)."""
-    return [model.engine.decode([token], skip_special_tokens=False) for token in token_ids]
+    return model.engine.token_texts(token_ids)
 
 
 def token_logprobs(model: ServedModel, token_ids: list[int], logprobs: list[float]) -> list[common_pb2.TokenLogprob]:

@@ -77,7 +77,9 @@ async def render_prompt(
     A conversation surely longer than the model allows is refused before any work (``check_length``);
     a large one is rendered and tokenised in a worker thread, off the event loop.
     """
-    return await _sized(model, history, field, lambda: _encode(model, _render(model, history, tools, context, field)))
+    return await _sized(
+        model, history, tools, field, lambda: _encode(model, _render(model, history, tools, context, field))
+    )
 
 
 async def render_text(
@@ -90,14 +92,18 @@ async def render_text(
 ) -> str:
     """The conversation rendered by the model's chat template as text (a vision model's pipeline takes text),
     checked and rendered as ``render_prompt`` does."""
-    return await _sized(model, history, field, lambda: _render(model, history, tools, context, field))
+    return await _sized(model, history, tools, field, lambda: _render(model, history, tools, context, field))
 
 
-async def _sized(model: ServedModel, history: list[dict[str, Any]], field: str, work: Callable[[], T]) -> T:
-    """``work`` after the length check: on the event loop for a small conversation, in a thread for a large one."""
+async def _sized(
+    model: ServedModel, history: list[dict[str, Any]], tools: list[dict[str, Any]], field: str, work: Callable[[], T]
+) -> T:
+    """``work`` after the length check: on the event loop for a small conversation without tools, else in a
+    thread (tool definitions are rendered as JSON by the template: a megabyte of schema held the loop 2 s, and
+    measuring them first would cost the loop as much as the thread hop saves)."""
     text = sum(len(message["content"]) for message in history if isinstance(message.get("content"), str))
     check_length(model, text, field)
-    return work() if text <= INLINE_PROMPT_CHARS else await asyncio.to_thread(work)
+    return work() if text <= INLINE_PROMPT_CHARS and not tools else await asyncio.to_thread(work)
 
 
 def _render(

@@ -52,7 +52,7 @@ async def tokenize(models: ModelRegistry, request: tokenizer_pb2.TokenizeRequest
     add_special = request.add_special_tokens if request.HasField("add_special_tokens") else has_prompt
     generation_prompt = not request.HasField("add_generation_prompt") or request.add_generation_prompt
 
-    def work() -> tuple[list[int], list[str]]:
+    def work() -> tokenizer_pb2.TokenizeResponse:  # the reply too: millions of token strings take a while
         if has_prompt:
             text = request.prompt
         else:
@@ -64,13 +64,13 @@ async def tokenize(models: ModelRegistry, request: tokenizer_pb2.TokenizeRequest
             if images.sources
             else model.engine.encode(text, add_special_tokens=add_special)
         )
-        return ids, token_texts(model, ids) if request.return_token_strs else []
+        texts = token_texts(model, ids) if request.return_token_strs else []
+        return tokenizer_pb2.TokenizeResponse(
+            tokens=ids, count=len(ids), max_model_len=model.limits.max_model_len, token_strs=texts
+        )
 
     size = len(request.prompt) if has_prompt else sum(len(m.get("content") or "") for m in history)
-    ids, texts = work() if size <= INLINE_PROMPT_CHARS else await asyncio.to_thread(work)
-    return tokenizer_pb2.TokenizeResponse(
-        tokens=ids, count=len(ids), max_model_len=model.limits.max_model_len, token_strs=texts
-    )
+    return work() if size <= INLINE_PROMPT_CHARS else await asyncio.to_thread(work)
 
 
 async def detokenize(

@@ -350,6 +350,10 @@ class Engine(Supervised):
         """
         return characters // (2 * self._codec.max_token_chars)
 
+    def token_texts(self, token_ids: list[int]) -> list[str]:
+        """Each token's own text, special tokens kept (for logprobs and tokenize's token strings)."""
+        return self._codec.token_texts(token_ids)
+
     def decode(self, token_ids: list[int], *, skip_special_tokens: bool = True) -> str:
         """Text of ``token_ids``."""
         return self._codec.decode_windows([token_ids], skip_special_tokens)[0]

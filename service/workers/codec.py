@@ -24,6 +24,12 @@ import openvino_genai as ov_genai
 
 log = logging.getLogger(__name__)
 
+# Past these sizes a call goes through tokenizers' batch functions, which release the GIL while they work (the
+# single-text ones hold it: a 4 MiB encode held a server's event loop for 14 s); below, the batch call's thread
+# pool costs more than the work.
+GIL_FREE_CHARS = 64 * 1024
+GIL_FREE_TOKENS = 16 * 1024
+
 
 class TokenCodec:
     """Encode text and decode windows of token ids for one model directory.
@@ -51,6 +57,7 @@ class TokenCodec:
             if self._fast is not None
             else ov_genai.Tokenizer(str(model_dir), INFERENCE_NUM_THREADS=1, ENABLE_CPU_PINNING=False)
         )
+        self._token_texts: dict[int, str] = {}  # token_texts' cache: at most one entry per vocabulary id
         special = self.special_tokens()
         self._kept = {id_ for text, id_ in special.items() if any(text in piece for piece in markup)}
         self._skipped = set(special.values()) - self._kept
@@ -87,10 +94,29 @@ class TokenCodec:
     def encode(self, text: str, *, add_special_tokens: bool) -> list[int]:
         """Token ids of ``text``."""
         if self._fast is not None:
+            if len(text) > GIL_FREE_CHARS:  # encode_batch lets go of the GIL; encode holds it throughout
+                return list(self._fast.encode_batch([text], add_special_tokens=add_special_tokens)[0].ids)
             return list(self._fast.encode(text, add_special_tokens=add_special_tokens).ids)
         assert self._openvino is not None
         ids = self._openvino.encode(text, add_special_tokens=add_special_tokens).input_ids.data[0]
         return [int(token) for token in ids]
+
+    def encode_many(self, texts: list[str], *, add_special_tokens: bool) -> list[list[int]]:
+        """Token ids of each text (one batch call, without the GIL and across cores, when there is much)."""
+        if self._fast is not None and sum(map(len, texts)) > GIL_FREE_CHARS:
+            return [list(done.ids) for done in self._fast.encode_batch(texts, add_special_tokens=add_special_tokens)]
+        return [self.encode(text, add_special_tokens=add_special_tokens) for text in texts]
+
+    def token_texts(self, token_ids: list[int]) -> list[str]:
+        """Each token's own text (special tokens kept; a partial character shows as U+FFFD).
+
+        A token's text does not depend on its neighbours, so each id is decoded once per codec and kept: a
+        million-token prompt has a few thousand distinct ids, decoded in one batch call without the GIL."""
+        known = self._token_texts
+        new = list({token for token in token_ids if token not in known})
+        if new:
+            known.update(zip(new, self.decode_windows([[token] for token in new], False), strict=True))
+        return [known[token] for token in token_ids]
 
     def count_pair(self, first: str, second: str) -> int:
         """Tokens of a text pair as a cross-encoder reads it (special tokens and separators included)."""
@@ -101,6 +127,8 @@ class TokenCodec:
     def decode_windows(self, windows: list[list[int]], skip_special_tokens: bool) -> list[str]:
         """The text of every window of token ids."""
         if self._fast is not None:
+            if not (skip_special_tokens and self._kept) and sum(map(len, windows)) > GIL_FREE_TOKENS:
+                return list(self._fast.decode_batch(windows, skip_special_tokens=skip_special_tokens))  # no GIL
             # One call per window: decode_batch would hand microseconds of work to a thread pool.
             if skip_special_tokens and self._kept:
                 return [self._decode_keeping(window) for window in windows]
