@@ -163,3 +163,17 @@ def test_service_rooms_import_only_the_layers_below() -> None:
         and layer.get(room(target), -1) >= layer[room(name)]
     )
     assert upward == []
+
+
+def test_the_readme_layout_names_every_package() -> None:
+    """README's Layout block lists each package directory (``api/`` under ``service/``, ``routes/``...)."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    layout = readme[readme.index("## Layout") :].split("```")[1]
+    named = {line.split()[0] for line in layout.splitlines() if line.strip() and line.startswith("  ")}
+    packages = {
+        f"{path.parent.name}/"
+        for package in PACKAGES
+        for path in (ROOT / package).rglob("__init__.py")
+        if path.parent != ROOT / package and "v1" not in path.parts
+    }
+    assert sorted(packages - named) == []

@@ -121,6 +121,14 @@ class EngineSettings:
         },
     )
 
+    heartbeat_timeout_s: float = field(
+        default=10.0,
+        metadata={
+            "help": "seconds any model's process may send no heartbeat (a thread of its own sends one every 0.5 s, "
+            "also during the longest step) before it is taken for stopped or wedged, killed and replaced"
+        },
+    )
+
     # OpenVINO's CPU plugin keeps compiled kernels per input shape, and continuous batching makes a new
     # shape at almost every step: the cache (5,000 entries by default) fills over thousands of requests,
     # measured +100-200 MB on tiny-chat (tools/memory_repro.py), a bounded cache, not a leak.
@@ -155,7 +163,7 @@ class EngineSettings:
 
     def process(self) -> ProcessSettings:
         """How every model's process is started and watched (the embedding, rerank and speech models' too)."""
-        return ProcessSettings(self.device, self.stall_timeout_s, self.properties())
+        return ProcessSettings(self.device, self.stall_timeout_s, self.heartbeat_timeout_s, self.properties())
 
     def scheduler(self, model_dir: Path) -> dict[str, object]:
         """SchedulerConfig attributes for the model in ``model_dir`` (the stream interval is the server's)."""
@@ -273,6 +281,7 @@ class Engine(Supervised):
             self._lost,
             waiting=lambda: sum(not mailbox.ended for mailbox in self._mailboxes.values()),
             stall_timeout_s=settings.stall_timeout_s,
+            heartbeat_timeout_s=settings.heartbeat_timeout_s,
         )
         self.handovers = 0  # Outcomes messages received from the engine process (see --stream-interval-ms)
         elapsed = time.monotonic() - started

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from service.engine.core import EngineCore, Submission
 from service.engine.messages import HEARTBEAT_S, Alive, Cancel, Outcomes, QueryStats, StatsReport
+from service.workers.child import Channel, ChildConnection
 from service.workers.errors import EngineError
 from service.workers.messages import LoadFailed, Ready, Stop
 
@@ -51,7 +52,7 @@ def main() -> None:
     # Ctrl-C reaches the whole process group; the server decides when the engine stops.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s engine: %(message)s")
-    connection = Connection(int(sys.argv[1]))
+    connection = ChildConnection(Connection(int(sys.argv[1])))
     spec: WorkerSpec = connection.recv()
     try:
         core = _load(spec)
@@ -59,6 +60,7 @@ def main() -> None:
         connection.send(LoadFailed(f"{type(error).__name__}: {error}"))
         return
     connection.send(Ready())
+    connection.start_heartbeat()
     with contextlib.suppress(EOFError, BrokenPipeError):  # the server is gone: nothing left to serve
         _serve(connection, core)
 
@@ -95,7 +97,7 @@ def _load(spec: WorkerSpec) -> EngineCore:
     )
 
 
-def _serve(connection: Connection, core: EngineCore) -> None:
+def _serve(connection: Channel, core: EngineCore) -> None:
     said = time.monotonic()  # when the server last heard from us
     while True:
         # Drain every waiting command without blocking while requests run;

@@ -102,6 +102,7 @@ class Pipeline(Supervised):
             self._lost,
             waiting=lambda: len(self._pending),
             stall_timeout_s=process.stall_timeout_s,
+            heartbeat_timeout_s=process.heartbeat_timeout_s,
         )
         log.info("%s model %r ready in %.1f s", kind.value, name, time.monotonic() - started)
 

@@ -34,6 +34,7 @@ from service.pipelines.messages import (
     Transcribe,
     Transcript,
 )
+from service.workers.child import Channel, ChildConnection
 from service.workers.messages import LoadFailed, Ready, Stop
 
 Job = Embed | Rerank | Transcribe
@@ -211,7 +212,7 @@ def main() -> None:
     """Entry point: ``python -m service.pipelines FD``; the first message on FD is the PipelineSpec."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the server decides when its pipelines stop
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s pipeline: %(message)s")
-    connection = Connection(int(sys.argv[1]))
+    connection = ChildConnection(Connection(int(sys.argv[1])))
     spec: PipelineSpec = connection.recv()
     try:
         runner = RUNNERS[spec.kind](spec)
@@ -219,11 +220,12 @@ def main() -> None:
         connection.send(LoadFailed(_failure(error)))
         return
     connection.send(Ready())
+    connection.start_heartbeat()
     with contextlib.suppress(EOFError, BrokenPipeError):  # the server is gone
         serve(connection, runner)
 
 
-def serve(connection: Connection, runner: Runner) -> None:
+def serve(connection: Channel, runner: Runner) -> None:
     """Read jobs, run them in order, answer each; return on Stop."""
     queue: collections.deque[Job] = collections.deque()
     while True:

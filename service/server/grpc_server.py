@@ -186,11 +186,12 @@ class Server:
             await self.health.set(name, health_pb2.HealthCheckResponse.NOT_SERVING if down else status)
 
     def _engine_changed(self, name: str, up: bool) -> None:
-        """A model's process (an engine, a pipeline) went down or came back: the server serves only while all do."""
+        """A model's process (an engine, a pipeline) went down or came back: that model's health follows it; the
+        server's says SERVING while any model can serve (a pipeline restarting does not stop the chat models)."""
         (self._engines_down.discard if up else self._engines_down.add)(name)
         if self._stopping or not self.registry.ready:  # load_models / stop set the health themselves
             return
-        serving = not self._engines_down
+        serving = bool(set(self.registry.names) - self._engines_down)
         status = health_pb2.HealthCheckResponse.SERVING if serving else health_pb2.HealthCheckResponse.NOT_SERVING
         task = asyncio.get_running_loop().create_task(self._set_health(status))
         self._health_updates.add(task)

@@ -25,3 +25,8 @@ class LoadFailed:
     """The model could not be loaded; the process ends."""
 
     message: str
+
+
+@dataclass(frozen=True)
+class Heartbeat:
+    """The process is alive (sent by a thread of its own: service/workers/child.py); never dispatched."""

@@ -21,7 +21,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 
 from service.workers.errors import EngineError
-from service.workers.messages import LoadFailed, Ready, Stop
+from service.workers.messages import Heartbeat, LoadFailed, Ready, Stop
 
 # The worker processes' entry points (``python -m MODULE FD``), by what they run.
 ENTRY_POINTS = {
@@ -58,7 +58,8 @@ class WorkerProcess:
         self.name = name
         self.process, self._connection = start_child(ENTRY_POINTS[runs])
         self._send_lock = threading.Lock()
-        self.last_heard = time.monotonic()  # when it last said anything (the supervisor's watchdog reads it)
+        self.last_heard = time.monotonic()  # when it last said something other than a heartbeat (progress)
+        self.last_beat = self.last_heard  # when it last said anything, heartbeats included (alive)
         try:
             self._connection.send(spec)
             answer = self._connection.recv()  # blocks until the pipeline is compiled
@@ -113,7 +114,12 @@ class WorkerProcess:
             except (EOFError, OSError):
                 batch.append(GONE)
                 gone = True
-            self.last_heard = time.monotonic()
+            self.last_beat = now = time.monotonic()
+            said = [message for message in batch if not isinstance(message, Heartbeat)]
+            if not said:
+                continue
+            self.last_heard = now
+            batch = said
             try:
                 loop.call_soon_threadsafe(dispatch, batch)
             except RuntimeError:  # the event loop is closed

@@ -17,6 +17,7 @@ class ProcessSettings:
 
     device: str
     stall_timeout_s: float  # silent this long while work waits on it: taken for wedged and replaced
+    heartbeat_timeout_s: float = 10.0  # no heartbeat this long: stopped or wedged, replaced
     properties: dict[str, object] = field(default_factory=dict)  # the device's properties
 
 

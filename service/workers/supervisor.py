@@ -1,10 +1,10 @@
 """Supervisor: a served model's worker process (an engine, a pipeline) kept running while the server serves.
 
-If the process dies, or says nothing for ``stall_timeout_s`` while work waits on
-it (it is then killed), its owner hears ``on_lost`` (to fail what the process
-held), a new process is started, again and again with growing pauses until one
-loads, and listeners given to ``watch`` hear when it goes down and comes back.
-Meanwhile ``send`` raises EngineUnavailable: the caller gets a retriable error.
+If the process dies, sends no heartbeat for ``heartbeat_timeout_s`` (stopped or wedged: see child.py), or
+makes no progress for ``stall_timeout_s`` while work waits on it (it is then killed), its owner hears
+``on_lost`` (to fail what the process held), a new process is started, again and again with growing pauses
+until one loads, and listeners given to ``watch`` hear when it goes down and comes back. Meanwhile ``send``
+raises EngineUnavailable: the caller gets a retriable error.
 """
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ class Supervisor:
         *,
         waiting: Callable[[], int],
         stall_timeout_s: float,
+        heartbeat_timeout_s: float = 10.0,
     ) -> None:
         """Start the first process now (blocking until it loads; EngineError if it does not).
 
@@ -49,6 +50,7 @@ class Supervisor:
         self._on_lost = on_lost
         self._waiting = waiting
         self._stall_timeout_s = stall_timeout_s
+        self._heartbeat_timeout_s = heartbeat_timeout_s
         self._process: WorkerProcess | None = start()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._tasks: set[asyncio.Task[None]] = set()
@@ -143,15 +145,21 @@ class Supervisor:
             return
 
     async def _watch_progress(self) -> None:
-        """Kill a process that says nothing for stall_timeout_s while work waits on it."""
-        timeout = self._stall_timeout_s
+        """Kill a process that sends no heartbeat for heartbeat_timeout_s, or makes no progress for
+        stall_timeout_s while work waits on it."""
         while not self.closed:
-            await asyncio.sleep(max(timeout / 4, 0.1))
+            stall, beat = self._stall_timeout_s, self._heartbeat_timeout_s  # read each round: tests shorten them
+            await asyncio.sleep(max(min(stall, beat) / 4, 0.1))
             process = self._process
-            waiting = self._waiting()
-            if process is None or not waiting or time.monotonic() - process.last_heard < timeout:
+            if process is None:
                 continue
-            log.error("%s made no progress for %.0f s with %d waiting on it; killing it", self.what, timeout, waiting)
+            now, waiting = time.monotonic(), self._waiting()
+            if now - process.last_beat >= beat:
+                log.error("%s sent no heartbeat for %.0f s (stopped or wedged); killing it", self.what, beat)
+            elif waiting and now - process.last_heard >= stall:
+                log.error("%s made no progress for %.0f s with %d waiting on it; killing it", self.what, stall, waiting)
+            else:
+                continue
             await asyncio.to_thread(process.kill)  # its reader then hands over GONE: see _lost
 
     def _notify(self, *, up: bool) -> None:

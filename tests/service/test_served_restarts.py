@@ -1,25 +1,29 @@
 """Every kind of served model's process, killed, is replaced, and looks the same from outside while it is.
 
 One server with the bundled chat, embedding, rerank and speech models, and the REST bridge in front of it as
-``ovserve serve`` runs them; for each model its process is SIGKILLed and its replacement held back until the
-outside has seen it down: the model's health (and the server's) NOT_SERVING, ``ovserve_engine_up`` 0 in
-/metrics and ``"up": false`` in /v1/loads; then SERVING again, ``ovserve_engine_restarts`` one higher and
-``ovserve_engine_up`` 1. Every wait polls with a bound.
+``ovserve serve`` runs them; for each model its process is SIGKILLed (or SIGSTOPped: its heartbeat stops) and
+its replacement held back until the outside has seen it down: the model's health NOT_SERVING while the server's
+and the other models' stay SERVING, ``ovserve_engine_up`` 0 in /metrics and ``"up": false`` in /v1/loads; then
+SERVING again, ``ovserve_engine_restarts`` one higher and ``ovserve_engine_up`` 1. Every wait polls with a
+bound.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import threading
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any, TypeVar
 
 import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from clients.client import OvserveClient
 from clients.v1 import embedding_pb2, embedding_pb2_grpc
 from rest_bridge.server import Bridge
 from service.models import BUNDLED_MODELS_DIR, ModelSpec
@@ -34,6 +38,14 @@ RECOVERY_BOUND_S = 120.0  # for a replacement to load (a generous cap; tiny mode
 POLL_S = 0.05
 SERVING = health_pb2.HealthCheckResponse.SERVING
 NOT_SERVING = health_pb2.HealthCheckResponse.NOT_SERVING
+STOPPED_TIMEOUT_S = 2.0  # the heartbeat timeout while a test stops a process (10 s by default)
+SPEECH = (Path(__file__).parents[1] / "data" / "speech" / "held-out-0.wav").read_bytes()
+REQUESTS: dict[str, Callable[[OvserveClient], object]] = {  # one request per model, whatever its kind
+    "tiny-chat": lambda client: client.chat("tiny-chat", [{"role": "user", "content": "hi"}], max_tokens=8),
+    "tiny-embed": lambda client: client.embed("tiny-embed", "hello"),
+    "tiny-rerank": lambda client: client.rerank("tiny-rerank", "fruit", ["plum", "stone"]),
+    "tiny-whisper": lambda client: client.transcribe("tiny-whisper", SPEECH),
+}
 T = TypeVar("T")
 
 
@@ -59,6 +71,16 @@ def awaited(look: Callable[[], T], wanted: Callable[[T], bool], bound: float, wh
 def health(channel: grpc.Channel, service: str) -> int:
     reply = health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(service=service), timeout=10)
     return int(reply.status)
+
+
+def healths(channel: grpc.Channel, name: str) -> tuple[int, ...]:
+    """The health of ``name``, of the server, then of every other model."""
+    return tuple(health(channel, service) for service in (name, "", *(other for other in MODELS if other != name)))
+
+
+def down(name: str) -> tuple[int, ...]:
+    """``healths`` while ``name`` alone is down: a model's health is its own."""
+    return (NOT_SERVING, SERVING, *(SERVING for other in MODELS if other != name))
 
 
 def metrics(running: RunningBridge) -> Samples:
@@ -104,8 +126,8 @@ def test_a_killed_process_is_seen_down_then_serving_again(
         assert pid is not None
 
         os.kill(pid, signal.SIGKILL)
-        awaited(lambda: (health(channel, name), health(channel, "")), lambda seen: seen == (NOT_SERVING,) * 2,
-                DOWN_BOUND_S, f"{name} and the server NOT_SERVING")  # fmt: skip
+        awaited(lambda: healths(channel, name), lambda seen: seen == down(name), DOWN_BOUND_S,
+                f"{name} NOT_SERVING, the server and the other models SERVING")  # fmt: skip
         assert value(metrics(running), "ovserve_engine_up", model=name) == 0
         assert loaded(running, name)["up"] is False
 
@@ -145,3 +167,41 @@ def test_a_pipeline_reports_what_waits_on_it(running: RunningBridge) -> None:
         assert all(future.result().data for future in waiting)
     awaited(lambda: loaded(running, name), lambda seen: seen["num_waiting_reqs"] == seen["num_running_reqs"] == 0,
             DOWN_BOUND_S, "nothing waiting once answered")  # fmt: skip
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_a_stopped_process_fails_its_request_and_is_replaced_while_the_others_serve(
+    running: RunningBridge, held_back: threading.Event, monkeypatch: pytest.MonkeyPatch, name: str
+) -> None:
+    """SIGSTOP: the process's heartbeat stops, so it is killed after the heartbeat timeout (not the minute a
+    silent step may take): the request it held ends UNAVAILABLE, its health is NOT_SERVING while the server and
+    the other models serve, and a replacement takes over."""
+    worker = running.server.server.registry.model(name).worker
+    monkeypatch.setattr(worker._supervisor, "_heartbeat_timeout_s", STOPPED_TIMEOUT_S)  # type: ignore[attr-defined]
+    with (
+        grpc.insecure_channel(running.server.target) as channel,
+        OvserveClient(running.server.target, timeout=RECOVERY_BOUND_S, retries=0) as client,
+    ):
+        awaited(lambda: healths(channel, name), lambda seen: set(seen) == {SERVING}, RECOVERY_BOUND_S, "all serving")
+        REQUESTS[name](client)  # answered while the process runs
+        restarts, pid = worker.restarts, worker.pid
+        assert pid is not None
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            began = time.monotonic()
+            with pytest.raises(grpc.RpcError) as failed:
+                REQUESTS[name](client)
+            ended_after = time.monotonic() - began
+            assert failed.value.code() == grpc.StatusCode.UNAVAILABLE
+            awaited(lambda: healths(channel, name), lambda seen: seen == down(name), DOWN_BOUND_S,
+                    f"{name} NOT_SERVING, the server and the other models SERVING")  # fmt: skip
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGCONT)  # if it was not killed, it must not stay stopped
+        # Ended by the heartbeat watch (a few rounds of STOPPED_TIMEOUT_S), not by the request's deadline.
+        assert ended_after < RECOVERY_BOUND_S / 4
+        held_back.set()
+        awaited(lambda: healths(channel, name), lambda seen: set(seen) == {SERVING}, RECOVERY_BOUND_S, "serving")
+        awaited(lambda: worker.restarts, lambda count: count == restarts + 1, RECOVERY_BOUND_S, "the restart counted")
+        assert worker.pid not in (None, pid)
+        REQUESTS[name](client)

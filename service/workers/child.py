@@ -1,0 +1,66 @@
+"""The child's end of a worker process's pipe: sends from any thread, and a heartbeat the work cannot block.
+
+A worker process (engine or pipeline) sends its answers from its main loop; a daemon thread sends a Heartbeat
+every HEARTBEAT_INTERVAL_S beside it. OpenVINO GenAI lets go of the GIL while it infers (measured: a 1 ms
+ticker thread was never more than 4 ms late during a second of generation or a batch of embeddings), so the
+heartbeat goes on during the longest step and stops only when the process does: stopped (SIGSTOP), wedged
+holding the GIL, or dead. The supervisor replaces a process silent past its heartbeat timeout in seconds,
+without shortening the time a long step may take (that is ``stall_timeout_s``, which heartbeats do not reset).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from multiprocessing.connection import Connection
+from typing import Any, Protocol
+
+from service.workers.messages import Heartbeat
+
+HEARTBEAT_INTERVAL_S = 0.5
+
+
+class Channel(Protocol):
+    """What a worker's loop needs of its pipe (a ChildConnection; a bare Connection in tests)."""
+
+    def send(self, message: Any, /) -> None:
+        """Send one message."""
+
+    def recv(self) -> Any:
+        """The next message (blocking)."""
+
+    def poll(self, timeout: float | None = 0.0, /) -> bool:
+        """Whether a message waits, waiting up to ``timeout`` seconds."""
+
+
+class ChildConnection:
+    """A worker process's connection to the server, safe to send on from several threads."""
+
+    def __init__(self, connection: Connection) -> None:
+        self._connection = connection
+        self._lock = threading.Lock()
+
+    def send(self, message: Any, /) -> None:
+        """Send ``message`` whole, never interleaved with another thread's."""
+        with self._lock:
+            self._connection.send(message)
+
+    def recv(self) -> Any:
+        """The next message from the server (blocking)."""
+        return self._connection.recv()
+
+    def poll(self, timeout: float | None = 0.0, /) -> bool:
+        """Whether a message waits, waiting up to ``timeout`` seconds (None: until one does)."""
+        return self._connection.poll(timeout)
+
+    def start_heartbeat(self, interval_s: float = HEARTBEAT_INTERVAL_S) -> None:
+        """Send a Heartbeat every ``interval_s`` from a daemon thread, until the pipe closes."""
+        threading.Thread(target=self._beat, args=(interval_s,), name="heartbeat", daemon=True).start()
+
+    def _beat(self, interval_s: float) -> None:
+        while True:
+            time.sleep(interval_s)
+            try:
+                self.send(Heartbeat())
+            except OSError:  # the server closed the pipe: the process is ending
+                return
