@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from clients.defaults import MIB
 from service import model_files
 from service.pipelines.kinds import EmbeddingConfig, PipelineKind, embedding_config
 from service.pipelines.messages import (
@@ -54,13 +55,22 @@ class PipelineSettings:
     max_batch_inputs: int = field(
         default=32, metadata={"help": "embedding inputs, of several requests, run in one call"}
     )
+    max_queued_audio_bytes: int = field(
+        default=512 * MIB,
+        metadata={
+            "help": "decoded audio (32-bit samples at 16 kHz: 230 MB an hour) that may wait for one speech model; "
+            "beyond, 429 / RESOURCE_EXHAUSTED (one recording is always taken)",
+            "metavar": "BYTES",
+        },
+    )
 
 
 class _Pending:
     """A job's answers as they come: Partials, then a Done, a Failed or an EngineUnavailable."""
 
-    def __init__(self) -> None:
+    def __init__(self, size: int = 0) -> None:
         self.answers: asyncio.Queue[object] = asyncio.Queue()
+        self.size = size  # bytes of audio it holds
         self.started = False  # the process took it from its queue (Started)
 
 
@@ -145,7 +155,11 @@ class Pipeline(Supervised):
         """The transcription of 16 kHz mono ``samples``: streamed text pieces (with ``stream=True``), then the
         Transcript. ``options``: Transcribe's fields (language, prompt, temperature, timestamps, stream)."""
         data = np.asarray(samples, dtype=np.float32).tobytes()  # asarray: no copy before the one tobytes makes
-        async for answer in self._answers(lambda job_id: Transcribe(job_id, data, **options)):  # type: ignore[arg-type]
+
+        def job(job_id: int) -> Transcribe:
+            return Transcribe(job_id, data, **options)  # type: ignore[arg-type]
+
+        async for answer in self._answers(job, size=len(data)):
             yield answer
 
     async def _result(self, make_job: Callable[[int], object]) -> Any:
@@ -153,15 +167,21 @@ class Pipeline(Supervised):
             return answer
         raise EngineError("the pipeline gave no answer")  # unreachable: _answers ends with one
 
-    async def _answers(self, make_job: Callable[[int], object]) -> AsyncIterator[Any]:
+    async def _answers(self, make_job: Callable[[int], object], size: int = 0) -> AsyncIterator[Any]:
+        """The job's answers; ``size``: the bytes of audio it holds, counted against --max-queued-audio-bytes."""
         if not self._supervisor.started or not self.up:
             raise self._supervisor.unavailable()
         if len(self._pending) >= self.settings.max_queued_jobs:
             raise EngineOverloaded(
                 f"{self.name!r} has {len(self._pending)} requests waiting (--max-queued-jobs); retry shortly"
             )
+        held = sum(pending.size for pending in self._pending.values())
+        if size and held and held + size > self.settings.max_queued_audio_bytes:
+            raise EngineOverloaded(
+                f"{self.name!r} holds {held} bytes of audio waiting (--max-queued-audio-bytes); retry shortly"
+            )
         job_id = next(self._ids)
-        pending = self._pending[job_id] = _Pending()
+        pending = self._pending[job_id] = _Pending(size)
         finished = False
         try:
             self._supervisor.send(make_job(job_id))

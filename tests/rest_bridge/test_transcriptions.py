@@ -128,3 +128,48 @@ def test_grpc_unary_and_streamed(server: ServerThread) -> None:
         events = list(stub.StreamTranscription(audio_pb2.StreamTranscriptionRequest(model=MODEL, file=audio)))
     assert reply.text == text and reply.duration > 0
     assert "".join(e.delta.delta for e in events if e.HasField("delta")) == text and events[-1].done.text == text
+
+
+def test_decoded_audio_waiting_for_the_model_is_bounded_in_bytes() -> None:
+    """Recordings queued for a speech model hold their decoded samples (4 bytes each at 16 kHz): past
+    --max-queued-audio-bytes another is refused RESOURCE_EXHAUSTED (retriable), one always fits, and the
+    budget comes back as recordings are answered."""
+    import os
+    import signal
+    import time
+
+    from service.models import BUNDLED_MODELS_DIR, ModelSpec
+    from service.pipelines import PipelineKind, PipelineSettings
+    from tests.conftest import TEST_SETTINGS, start_server
+
+    speech = (SPEECH / "held-out-0.wav").read_bytes()
+    seconds = soundfile.info(io.BytesIO(speech)).duration
+    decoded = int(seconds * 16_000) * 4  # what one recording holds in the queue, within a sample
+    budget = decoded + decoded // 2  # one fits, two do not
+    running = start_server(
+        [ModelSpec("tiny-whisper", BUNDLED_MODELS_DIR / "tiny-whisper", settings=TEST_SETTINGS,
+                   pipeline=PipelineSettings(max_queued_audio_bytes=budget))]
+    )  # fmt: skip
+    try:
+        pipeline = running.server.registry.pipeline("tiny-whisper", PipelineKind.TRANSCRIBE)
+        request = audio_pb2.CreateTranscriptionRequest(model="tiny-whisper", file=speech, filename="a.wav")
+        with grpc.insecure_channel(running.target) as channel:
+            stub = audio_pb2_grpc.AudioServiceStub(channel)
+            assert pipeline.pid is not None
+            os.kill(pipeline.pid, signal.SIGSTOP)  # the process holds what it is sent
+            try:
+                first = stub.CreateTranscription.future(request, timeout=60)
+                deadline = time.monotonic() + 60
+                while pipeline.queued < 1:
+                    assert time.monotonic() < deadline, "the first recording never queued"
+                    time.sleep(0.01)
+                with pytest.raises(grpc.RpcError) as refused:
+                    stub.CreateTranscription(request, timeout=60)
+                assert refused.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+                assert "--max-queued-audio-bytes" in (refused.value.details() or "")
+            finally:
+                os.kill(pipeline.pid, signal.SIGCONT)
+            assert first.result().text
+            assert stub.CreateTranscription(request, timeout=60).text  # the budget is back
+    finally:
+        running.stop()
