@@ -10,8 +10,8 @@ typed alternative (``stop_sequences``, ``prompts``, ``content_parts``,
 
 ``POLYMORPHIC_FIELDS`` drives every place that knows this:
 
-- the REST bridge's OpenAI JSON -> proto JSON normalisation (``rest_bridge.requests``,
-  ``rest_bridge.responses_requests``) and the typed clients' request building
+- the REST bridge's OpenAI JSON -> proto JSON normalisation (``rest_bridge.translate.proto_json``,
+  ``rest_bridge.translate.responses``) and the typed clients' request building
   (``clients._requests``), both through ``normalise``;
 - the way back, for errors: the service names proto paths (``stop_sequences[1]``),
   which ``openai_param`` and ``openai_text`` turn into what the client wrote
