@@ -1,0 +1,700 @@
+"""Generated bad inputs for the newer surfaces: audio uploads, documents, images, rerank and score, embeddings,
+tokenize, conversations and the Responses WebSocket (the standing fuzz of tests/rest_bridge/test_surface_fuzz.py).
+
+Each surface has a valid seed request and a maker that breaks it one way or several with a seeded
+``random.Random``: the hostile inputs the surface is known to meet (multipart bodies cut short, WAV headers
+declaring hours at 1 Hz, PDFs that inflate to 40 MB, PNG headers claiming 10^10 pixels, token ids past the
+vocabulary, image URLs that point back at the server's own machine), drawn among the generic broken values of
+the HTTP fuzz. Outputs stay a few tokens long, so the inputs that are valid finish fast. Builders of the large
+fixed files are cached: the storm pays for them once, before it is measured.
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import io
+import json
+import random
+import struct
+import zlib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from PIL import Image
+
+from tests import documents, images
+from tests.rest_bridge.test_http_fuzz import RAW, VALUES, encode, mutated_body
+
+AUDIO_MODEL, CHAT_MODEL, VISION_MODEL = "tiny-whisper", "tiny-chat", "tiny-vision"
+EMBED_MODEL, RERANK_MODEL = "tiny-embed", "tiny-rerank"
+MODELS = [CHAT_MODEL, VISION_MODEL, EMBED_MODEL, RERANK_MODEL, AUDIO_MODEL, "nope", "", "a" * 5000]
+BOUNDARY = "surface-fuzz-boundary"
+MIB = 1 << 20
+JSON_TYPE = {"Content-Type": "application/json"}
+FORM_TYPE = {"Content-Type": f"multipart/form-data; boundary={BOUNDARY}"}
+
+
+@dataclass(frozen=True)
+class HttpCase:
+    """One generated request, and what a 400 to it must say."""
+
+    surface: str
+    label: str  # what the generator meant to break, for the report
+    method: str
+    path: str
+    body: bytes | None
+    headers: dict[str, str]
+    names_param: bool  # the body was one the bridge could read: a 400 names the field
+
+    def describe(self) -> str:
+        """The request as a report line shows it (the body cut to 300 bytes)."""
+        return f"[{self.surface}: {self.label}] {self.method} {self.path[:200]} {(self.body or b'')[:300]!r}"
+
+
+@dataclass
+class Context:
+    """What the cases point at that exists only at run time."""
+
+    trap_port: int  # a loopback port that must never be connected to (image and file URLs point there)
+    conversation: str  # a conversation id of the storm's own
+    created: list[str] = field(default_factory=list)  # item ids it holds
+
+
+def json_case(surface: str, label: str, path: str, body: Any) -> HttpCase:
+    """A POST of ``body`` as JSON (RAW pieces spliced in); a JSON object names the field of a 400."""
+    return HttpCase(surface, label, "POST", path, encode(body).encode(), JSON_TYPE, isinstance(body, dict))
+
+
+def mutated(surface: str, path: str, seed: dict[str, Any], rng: random.Random) -> HttpCase:
+    """The HTTP fuzz's generic mutation of ``seed`` (other types, extremes, fields dropped and added)."""
+    body, parsed = mutated_body(seed, rng)
+    return HttpCase(surface, "generic mutation", "POST", path, body, JSON_TYPE, parsed)
+
+
+# ---- audio: multipart forms and WAV headers ----
+
+
+def wav(rate: int, frames: int, channels: int = 1, bits: int = 8, tag: int = 1, declared: int | None = None) -> bytes:
+    """A RIFF WAV written by hand (any header, even one no encoder writes) and 8-bit silence; ``declared``: the
+    data chunk's length as the header states it, whatever follows."""
+    data = b"\x80" * (frames * max(channels, 0))
+    align = max(channels, 0) * max(bits, 8) // 8
+    fmt = struct.pack("<HHIIHH", tag, channels, rate, (rate * align) & 0xFFFFFFFF, align & 0xFFFF, bits)
+    size = len(data) if declared is None else declared
+    body = b"WAVE" + b"fmt " + struct.pack("<I", len(fmt)) + fmt + b"data" + struct.pack("<I", size) + data
+    return b"RIFF" + struct.pack("<I", min(len(body) if declared is None else size + 36, 0xFFFFFFFF)) + body
+
+
+SHORT_WAV = wav(8000, 2000)  # a quarter of a second: Whisper's cheapest valid input
+# (label, file bytes): what a header declares, then what is not audio at all. Every readable one holds 1,000
+# frames at least: a recording of 200 samples or fewer (at 16 kHz) fails Whisper with a 500, a fault pinned by
+# its own test (test_the_shortest_recordings_are_not_a_server_error) so the storm stays about the rest.
+AUDIO_FILES: list[tuple[str, Callable[[], bytes]]] = [
+    ("1 Hz, 1,795 s", lambda: wav(1, 1795)),
+    ("2^31-1 Hz", lambda: wav(2**31 - 1, 1000)),
+    ("0 Hz", lambda: wav(0, 1000)),
+    ("0 channels", lambda: wav(8000, 1000, channels=0)),
+    ("65535 channels", lambda: wav(8000, 1, channels=65535)),
+    ("9 channels", lambda: wav(8000, 1000, channels=9)),
+    ("declares 4 GB of data", lambda: wav(8000, 1000, declared=0xFFFFFF00)),
+    ("declares 100x its data", lambda: wav(16000, 1600, declared=160_000)),
+    ("1,801 s at 1 kHz", lambda: wav(1000, 1_801_000)),
+    ("0 bits", lambda: wav(8000, 1000, bits=0)),
+    ("7 bits", lambda: wav(8000, 1000, bits=7)),
+    ("64-bit integers", lambda: wav(8000, 1000, bits=64)),
+    ("float of 8 bits", lambda: wav(8000, 1000, tag=3)),
+    ("extensible without its extension", lambda: wav(8000, 1000, tag=0xFFFE)),
+    ("MP3 inside WAV", lambda: wav(8000, 1000, tag=0x55)),
+    ("header only", lambda: SHORT_WAV[:44]),
+    ("cut in the header", lambda: SHORT_WAV[:30]),
+    ("RIFF and nothing", lambda: b"RIFF"),
+    ("empty", lambda: b""),
+    ("a PNG", lambda: images.encoded()),
+    ("a PDF", lambda: documents.pdf(["not audio"])),
+    ("text", lambda: b"hello, I am not audio"),
+    ("OggS garbage", lambda: b"OggS" + bytes(200)),
+    ("fLaC garbage", lambda: b"fLaC" + bytes(200)),
+    ("ID3 garbage", lambda: b"ID3\x04\x00\x00\x00\x00\x00\x00" + bytes(200)),
+]  # fmt: skip
+AUDIO_FIELDS: dict[str, list[bytes]] = {  # form fields -> bad (and a few good) values, as the form carries them
+    "language": [b"xx", b"", b"EN", b"english", b"a" * 70_000, b"\xff\xfe", b"en\x00", b"zh-Hans"],
+    "response_format": [b"yaml", b"", b"JSON", b"srt", b"vtt", b"text", b"verbose_json", b"x" * 70_000],
+    "temperature": [b"nan", b"inf", b"-inf", b"-1", b"1e309", b"warm", b"2", b"0.5", b"", b"1" * 70_000],
+    "prompt": [b"a" * 5000, b"\xff", b""],
+    "stream": [b"true", b"maybe", b"TRUE"],
+    "timestamp_granularities[]": [b"word", b"segment", b"nope"],
+    "model": [b"", b"tiny-chat", b"nope", b"a" * 70_000],
+    "frobnicate": [b"1"],
+}
+
+
+def part(name: str, value: bytes, filename: str | None = None, headers: bytes = b"") -> bytes:
+    """One form-data part (``headers``: extra header lines, each ending CRLF)."""
+    disposition = f'form-data; name="{name}"' + (f'; filename="{filename}"' if filename is not None else "")
+    return f"--{BOUNDARY}\r\nContent-Disposition: {disposition}\r\n".encode() + headers + b"\r\n" + value + b"\r\n"
+
+
+def form(*parts: bytes) -> bytes:
+    """The parts and the closing boundary."""
+    return b"".join(parts) + f"--{BOUNDARY}--\r\n".encode()
+
+
+def _form_breakers(rng: random.Random, good: list[bytes]) -> tuple[str, bytes, str]:
+    """A body and Content-Type broken as multipart (label, body, Content-Type)."""
+    body, content_type = form(*good), FORM_TYPE["Content-Type"]
+    return rng.choice([
+        ("no boundary", body, "multipart/form-data"),
+        ("another boundary", body, "multipart/form-data; boundary=not-the-one"),
+        ("truncated body", body[: rng.randint(0, len(body) - 1)], content_type),
+        ("too many parts", form(*[part("timestamp_granularities[]", b"segment")] * rng.randint(33, 400), *good),
+         content_type),
+        ("1 MB filename", form(good[0], part("file", SHORT_WAV, "a" * MIB + ".wav")), content_type),
+        ("huge part headers", form(good[0], part("file", SHORT_WAV, "a.wav", b"X-Pad: " + b"p" * rng.choice(
+            [5000, 100_000, MIB]) + b"\r\n")), content_type),
+        ("part without a name", form(b"--" + BOUNDARY.encode() + b"\r\nContent-Disposition: form-data\r\n\r\nx\r\n"),
+         content_type),
+        ("no Content-Disposition", form(f"--{BOUNDARY}\r\n\r\nx\r\n".encode()), content_type),
+        ("file without filename", form(good[0], part("file", SHORT_WAV)), content_type),
+        ("two files", form(good[0], good[1], good[1]), content_type),
+        ("no CRLF at all", body.replace(b"\r\n", b"\n"), content_type),
+        ("JSON body", b'{"model": "tiny-whisper"}', content_type),
+        ("empty body", b"", content_type),
+        ("quoted boundary", body, f'multipart/form-data; boundary="{BOUNDARY}"'),
+        ("boundary of 5,000 characters", body, "multipart/form-data; boundary=" + "b" * 5000),
+        ("text/plain", body, "text/plain"),
+        ("no Content-Type", body, ""),
+        ("nested multipart", form(good[0], part("file", body, "a.wav", b"Content-Type: multipart/mixed; boundary="
+                                              + BOUNDARY.encode() + b"\r\n")), content_type),
+        ("filename with path and NUL", form(good[0], part("file", SHORT_WAV, "../../etc/pass\x00wd")), content_type),
+    ])  # fmt: skip
+
+
+def audio_case(rng: random.Random, context: Context) -> HttpCase:
+    """A transcription (1 in 10 a translation) upload broken as multipart, in its WAV, or in a field."""
+    # /audio/translations is not served: tornado reads a multipart body before the route's 404 is reached, and a
+    # 400 for a malformed one names no field (it is about the route, not the form).
+    translation = rng.random() < 0.1
+    path = "/v3/audio/translations" if translation else "/v3/audio/transcriptions"
+    good = [part("model", AUDIO_MODEL.encode()), part("file", SHORT_WAV, "a.wav")]
+    roll = rng.random()
+    if roll < 0.35:
+        label, body, content_type = _form_breakers(rng, good)
+        headers = {"Content-Type": content_type} if content_type else {}
+        return HttpCase("audio", label, "POST", path, body, headers, not translation)
+    parts = list(good)
+    labels = []
+    if roll < 0.7:
+        name, make = rng.choice(AUDIO_FILES)
+        parts[1] = part("file", make(), "a.wav")
+        labels.append(f"file: {name}")
+    elif roll < 0.75:
+        parts.pop(rng.randrange(2))
+        labels.append("model or file missing")
+    for _ in range(rng.choice([0, 1, 1, 2])):
+        name = rng.choice(list(AUDIO_FIELDS))
+        value = rng.choice(AUDIO_FIELDS[name])
+        parts.append(part(name, value))
+        labels.append(f"{name}={value[:20]!r}")
+    return HttpCase("audio", ", ".join(labels) or "valid", "POST", path, form(*parts), FORM_TYPE, not translation)
+
+
+# A recording of 1,790 s at 1 kHz: 1.8 MB that Whisper runs through in 60 windows (the longest a request may
+# ask for). Sent once: it is the storm's slowest valid input.
+LONG_SILENCE = HttpCase("audio", "1,790 s of silence at 1 kHz", "POST", "/v3/audio/transcriptions",
+                        form(part("model", AUDIO_MODEL.encode()), part("file", wav(1000, 1_790_000), "long.wav")),
+                        FORM_TYPE, True)  # fmt: skip
+
+
+# ---- documents: chat file parts and Responses input_file ----
+
+
+@functools.cache
+def inflating_pdf() -> bytes:
+    """A 130 KB PDF whose text is 40 MB once inflated."""
+    return documents.inflating(40_000_000)
+
+
+@functools.cache
+def deep_pdf() -> bytes:
+    """A PDF whose page tree is 5,000 levels deep."""
+    return documents.deep(5000)
+
+
+@functools.cache
+def encrypted_pdf() -> bytes:
+    """A PDF with a password."""
+    return documents.encrypted(documents.pdf(["secret"]))
+
+
+def _pdf_bytes(rng: random.Random) -> tuple[str, bytes]:
+    plain = documents.pdf(["Chapter one: the plum.", "Chapter two: the pear."])
+    flipped = bytearray(plain)
+    for _ in range(rng.randint(1, 30)):
+        flipped[rng.randrange(9, len(flipped))] = rng.randrange(256)
+    return rng.choice([
+        ("inflating to 40 MB", inflating_pdf()),
+        ("page tree 5,000 deep", deep_pdf()),
+        ("truncated", plain[: rng.randint(8, len(plain) - 1)]),
+        ("encrypted", encrypted_pdf()),
+        ("bytes flipped", bytes(flipped)),
+        ("header and garbage", b"%PDF-1.7\n" + bytes(rng.randrange(256) for _ in range(2000))),
+        ("400 pages", documents.pdf([f"page {i}" for i in range(400)])),
+        ("valid", plain),
+    ])  # fmt: skip
+
+
+def _file_fields(rng: random.Random, context: Context) -> tuple[str, dict[str, Any]]:
+    """A file's fields (chat's ``file`` object; Responses takes the same at the part's top level)."""
+    text = rng.choice([b"\xff\xfe\x00bad \xc3\x28 text", "caf\xe9".encode("latin-1"), "hi".encode("utf-16"),
+                       b"a" * (2 * MIB), b"\x00" * 1000])  # fmt: skip
+    label, pdf = _pdf_bytes(rng)
+    fields: list[tuple[str, dict[str, Any]]] = [
+        (f"PDF {label}", {"file_data": documents.data_url(pdf, "application/pdf"), "filename": "a.pdf"}),
+        (f"PDF {label}", {"file_data": documents.data_url(pdf, "application/pdf")}),
+        ("text not UTF-8 or huge", {"file_data": documents.data_url(text, "text/plain"), "filename": "a.txt"}),
+        ("bad base64", {"file_data": "data:application/pdf;base64,@@@" + "A" * rng.randint(0, 3)}),
+        ("base64 with bad padding", {"file_data": "data:text/plain;base64,aGk"}),
+        ("data URL not base64", {"file_data": "data:text/plain,hello"}),
+        ("not a data URL", {"file_data": base64.b64encode(b"hello").decode()}),
+        ("executable media type", {"file_data": documents.data_url(b"MZ" + bytes(100), "application/x-msdownload")}),
+        ("empty file_data", {"file_data": ""}),
+        ("file_id", {"file_id": rng.choice(["file-123", "", "a" * MIB, "../etc/passwd"])}),
+        ("file_id not a string", {"file_id": rng.choice([5, None, [], {}])}),
+        ("file_id and file_data", {"file_id": "file-1", "file_data": documents.data_url(b"hi", "text/plain")}),
+        ("neither", {"filename": "a.pdf"}),
+        ("1 MB filename", {"file_data": documents.data_url(b"hi", "text/plain"), "filename": "n" * MIB}),
+        ("file_url to loopback", {"file_url": f"http://127.0.0.1:{context.trap_port}/a.pdf"}),
+    ]  # fmt: skip
+    return rng.choice(fields)
+
+
+def document_case(rng: random.Random, context: Context) -> HttpCase:
+    """A chat ``file`` part, a Responses ``input_file`` or an input-token count of one, holding a bad file."""
+    label, fields = _file_fields(rng, context)
+    route = rng.choice(["chat", "chat", "responses", "input_tokens"])
+    if route == "chat":
+        part_value: Any = fields if rng.random() < 0.95 else rng.choice(VALUES[:12])
+        content = [{"type": "text", "text": "Read:"}, {"type": "file", "file": part_value}]
+        model = CHAT_MODEL if rng.random() < 0.9 else rng.choice(MODELS)
+        body = {"model": model, "messages": [{"role": "user", "content": content}], "max_tokens": 2}
+        return json_case("documents", f"chat {label}", "/v3/chat/completions", body)
+    content = [{"type": "input_text", "text": "Read:"}, {"type": "input_file", **fields}]
+    body = {"model": CHAT_MODEL, "input": [{"role": "user", "content": content}], "max_output_tokens": 16,
+            "store": False}  # fmt: skip
+    path = "/v3/responses" if route == "responses" else "/v3/responses/input_tokens"
+    return json_case("documents", f"{route} {label}", path, body)
+
+
+# ---- images: image_url parts to tiny-vision ----
+
+
+def png_claiming(width: int, height: int) -> bytes:
+    """A PNG whose header (with a right CRC) claims ``width`` x ``height`` pixels, over a few bytes of data."""
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    return (
+        b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(bytes(64))) + chunk(b"IEND", b"")
+    )
+
+
+def jpeg_claiming(width: int, height: int) -> bytes:
+    """A small JPEG whose frame header is patched to claim ``width`` x ``height``."""
+    data = bytearray(images.encoded(kind="JPEG"))
+    at = data.index(b"\xff\xc0") + 5  # SOF0: marker, length (2), precision (1), then height and width
+    data[at : at + 4] = struct.pack(">HH", height, width)
+    return bytes(data)
+
+
+@functools.cache
+def zero_bomb_png() -> bytes:
+    """10,000 x 10,000 black pixels: ~100 KB that decode to 300 MB."""
+    out = io.BytesIO()
+    Image.new("L", (10_000, 10_000)).save(out, "PNG", optimize=False)
+    return out.getvalue()
+
+
+@functools.cache
+def animated_gif() -> bytes:
+    """200 frames of 8 x 6 pixels."""
+    frames = [Image.new("RGB", (8, 6), (i, 0, 0)) for i in range(200)]
+    out = io.BytesIO()
+    frames[0].save(out, "GIF", save_all=True, append_images=frames[1:])
+    return out.getvalue()
+
+
+SVG_HUGE = b'<svg xmlns="http://www.w3.org/2000/svg" width="100000" height="100000"><rect width="9" height="9"/></svg>'
+SVG_ENTITY = b'<?xml version="1.0"?><!DOCTYPE svg [<!ENTITY x SYSTEM "file:///etc/passwd">]><svg>&x;</svg>'
+
+
+def _image_url(rng: random.Random, context: Context) -> tuple[str, str]:
+    """A bad (rarely a good) image URL, and its label."""
+    good = images.encoded()
+    flipped = bytearray(good)
+    for _ in range(rng.randint(1, 20)):
+        flipped[rng.randrange(8, len(flipped))] = rng.randrange(256)
+    jpeg = images.encoded(kind="JPEG")
+    loopback = rng.choice([f"http://127.0.0.1:{context.trap_port}/a.png", f"http://localhost:{context.trap_port}/",
+                           f"http://[::1]:{context.trap_port}/a.png", f"http://127.1:{context.trap_port}/a.png",
+                           f"http://2130706433:{context.trap_port}/a.png", f"http://0.0.0.0:{context.trap_port}/",
+                           f"https://127.0.0.1:{context.trap_port}/a.png",
+                           f"http://user:pw@127.0.0.1:{context.trap_port}/a.png"])  # fmt: skip
+    return rng.choice([
+        ("corrupt PNG", images.data_url(bytes(flipped))),
+        ("truncated PNG", images.data_url(good[: rng.randint(8, len(good) - 1)])),
+        ("truncated JPEG", images.data_url(jpeg[: rng.randint(2, len(jpeg) - 1)], "image/jpeg")),
+        ("PNG claiming 100k x 100k", images.data_url(png_claiming(100_000, 100_000))),
+        ("PNG claiming 2^31-1 x 1", images.data_url(png_claiming(2**31 - 1, 1))),
+        ("PNG claiming 0 x 0", images.data_url(png_claiming(0, 0))),
+        ("JPEG claiming 65535 x 65535", images.data_url(jpeg_claiming(65535, 65535), "image/jpeg")),
+        ("10,000 x 10,000 zeros", images.data_url(zero_bomb_png())),
+        ("GIF", images.data_url(images.encoded(kind="GIF"), "image/gif")),
+        ("animated GIF", images.data_url(animated_gif(), "image/gif")),
+        ("TIFF", images.data_url(images.encoded(kind="TIFF"), "image/tiff")),
+        ("SVG 100k x 100k", images.data_url(SVG_HUGE, "image/svg+xml")),
+        ("SVG with an entity", images.data_url(SVG_ENTITY, "image/svg+xml")),
+        ("bad base64", "data:image/png;base64," + rng.choice(["@@@", "iVBOR", "", "a b c", "-_-_"])),
+        ("PNG said to be text", images.data_url(good, "text/plain")),
+        ("loopback URL", loopback),
+        ("file URL", "file:///etc/passwd"),
+        ("valid PNG", images.data_url(good)),
+    ])  # fmt: skip
+
+
+def image_case(rng: random.Random, context: Context) -> HttpCase:
+    """A chat to tiny-vision (or a Responses input_image) with one to four images, one of them bad."""
+    count = rng.choice([1, 1, 1, 2, 4])
+    urls = [_image_url(rng, context) for _ in range(count)]
+    label = " + ".join(name for name, _ in urls)
+    if rng.random() < 0.8:
+        detail = rng.choice(["auto", "low", "high", "bogus", None])
+        parts = [{"type": "image_url", "image_url": {"url": url, **({"detail": detail} if detail else {})}}
+                 for _, url in urls]  # fmt: skip
+        model = VISION_MODEL if rng.random() < 0.9 else CHAT_MODEL
+        body = {"model": model, "max_tokens": 2, "messages": [
+            {"role": "user", "content": [*parts, {"type": "text", "text": "What colour?"}]}]}  # fmt: skip
+        return json_case("images", f"chat {label}", "/v3/chat/completions", body)
+    parts = [{"type": "input_image", "image_url": url} for _, url in urls]
+    body = {
+        "model": VISION_MODEL,
+        "max_output_tokens": 16,
+        "store": False,
+        "input": [{"role": "user", "content": [*parts, {"type": "input_text", "text": "What colour?"}]}],
+    }
+    return json_case("images", f"responses {label}", "/v3/responses", body)  # fmt: skip
+
+
+# ---- rerank and score ----
+
+WORDS = ["a", "the", "cat", "kitten", "dog", "puppy", "naps", "sleeps", "runs", "in", "yard", "park", "green", "old",
+         "door", "where", "does"]  # fmt: skip
+
+
+def _text(rng: random.Random) -> Any:
+    roll = rng.random()
+    if roll < 0.05:
+        return ""
+    if roll < 0.1:
+        return " ".join(rng.choices(WORDS, k=rng.randint(1000, 40_000)))  # far past the model's 64 tokens
+    if roll < 0.55:
+        return rng.choice(["kitten", "a kitten naps", "a dog runs"])  # short duplicates
+    if roll < 0.9:
+        return " ".join(rng.choices(WORDS, k=rng.randint(1, 12)))
+    return rng.choice([*VALUES[:12], {"text": "a"}, {"text": 5}, {"title": "x"}, ["a"]])  # another type
+
+
+RERANK_SEED = {"model": RERANK_MODEL, "query": "where does the cat sleep", "documents": ["a kitten naps", "a dog"],
+               "top_n": 2, "return_documents": True}  # fmt: skip
+SCORE_SEED = {"model": RERANK_MODEL, "text_1": "where does the cat sleep", "text_2": ["a kitten naps", "a dog"]}
+TOP_N = [0, -1, 1, 64, 65, 2**31, 2**64, 1.5, "3", True, None, (RAW, "1e309"), (RAW, "NaN")]
+
+
+def rerank_case(rng: random.Random, context: Context) -> HttpCase:
+    """A rerank or score over 1-64 texts (short duplicates, empty, 40,000 words, other types) or a mutation."""
+    path = rng.choice(["/v3/rerank", "/v3/score"])
+    seed = RERANK_SEED if path == "/v3/rerank" else SCORE_SEED
+    if rng.random() < 0.25:
+        return mutated("rerank", path, seed, rng)
+    count = rng.choice([1, 2, 8, 16, 32, 64, rng.randint(1, 64)])
+    texts = [_text(rng) for _ in range(count)]
+    if path == "/v3/rerank":
+        body: dict[str, Any] = {"model": RERANK_MODEL, "query": _text(rng), "documents": texts}
+        if rng.random() < 0.4:
+            body["top_n"] = rng.choice(TOP_N)
+        if rng.random() < 0.2:
+            body["return_documents"] = rng.choice([False, "yes", 1, None])
+        if rng.random() < 0.1:
+            body["documents"] = [{"text": t} if isinstance(t, str) else t for t in texts]
+    else:
+        first = _text(rng) if rng.random() < 0.6 else [_text(rng) for _ in range(rng.choice([count, count + 1, 0]))]
+        body = {"model": RERANK_MODEL, "text_1": first, "text_2": texts}
+    if rng.random() < 0.05:
+        body["model"] = rng.choice(MODELS)
+    duplicates = len(texts) - len({json.dumps(t) for t in texts})
+    return json_case("rerank", f"{path[4:]} of {count} ({duplicates} duplicates)", path, body)
+
+
+# ---- embeddings ----
+
+EMBED_SEED = {"model": EMBED_MODEL, "input": ["the cat sat", "prices rose"], "encoding_format": "float",
+              "dimensions": None, "input_type": "document", "user": "u"}  # fmt: skip
+TOKEN_IDS = [0, 1, 100, 10**6, 2**31 - 1, 2**31, 2**40, -1, -(2**40), (RAW, "18446744073709551616"), 1.5, True]
+EMBED_INPUTS: list[tuple[str, Callable[[random.Random], Any]]] = [
+    ("a string", lambda rng: " ".join(rng.choices(WORDS, k=rng.randint(1, 20)))),
+    ("token ids", lambda rng: [rng.choice(TOKEN_IDS) for _ in range(rng.randint(1, 8))]),
+    ("lists of token ids", lambda rng: [[rng.choice(TOKEN_IDS[:3])] * rng.randint(0, 4) for _ in range(3)]),
+    ("2,048 inputs", lambda rng: ["kitten"] * 2048),
+    ("2,049 inputs", lambda rng: ["kitten"] * 2049),
+    ("nested arrays", lambda rng: rng.choice([[[[1]]], [["a"]], [[1, "a"]], [[], []], [{"text": "a"}]])),
+    ("empty", lambda rng: rng.choice(["", [], [""], [[]]])),
+    ("5,000 words", lambda rng: "word " * 5000),
+    ("1 MB", lambda rng: "a" * MIB),
+    ("raw values", lambda rng: rng.choice([(RAW, '"\\ud800"'), (RAW, "[NaN]"), "\x00" * 100])),
+]
+DIMENSIONS = [0, -1, 1, 31, 32, 2**31, 2**40, 1.5, "8", True, None, (RAW, "1e309")]
+ENCODINGS: list[Any] = ["float", "base64", "", "int8", "FLOAT", None, 5, [], "a" * MIB, (RAW, '"\\udfff"')]
+
+
+def embedding_case(rng: random.Random, context: Context) -> HttpCase:
+    """Embeddings of strings, token ids (past the vocabulary, negative, 2^40), 2,048 inputs, nested arrays, with
+    extreme dimensions and encoding formats."""
+    if rng.random() < 0.25:
+        return mutated("embeddings", "/v3/embeddings", EMBED_SEED, rng)
+    label, make = rng.choice(EMBED_INPUTS)
+    body: dict[str, Any] = {"model": EMBED_MODEL, "input": make(rng)}
+    if rng.random() < 0.4:
+        body["dimensions"] = rng.choice(DIMENSIONS)
+        label += f", dimensions {str(body['dimensions'])[:20]}"
+    if rng.random() < 0.4:
+        body["encoding_format"] = rng.choice(ENCODINGS)
+        label += f", encoding_format {str(body['encoding_format'])[:20]}"
+    if rng.random() < 0.05:
+        body["model"] = rng.choice(MODELS)
+    return json_case("embeddings", label, "/v3/embeddings", body)
+
+
+# ---- tokenize and detokenize ----
+
+TOKENIZE_SEED = {"model": CHAT_MODEL, "prompt": "Once upon a time", "add_special_tokens": True,
+                 "return_token_strs": True}  # fmt: skip
+CHAT_TOKENIZE_SEED = {
+    "model": CHAT_MODEL,
+    "messages": [{"role": "user", "content": "hi"}],
+    "add_generation_prompt": True,
+    "chat_template_kwargs": {"enable_thinking": False},
+}
+DETOKENIZE_SEED = {"model": CHAT_MODEL, "tokens": [1, 2, 3]}
+TOKENIZER_SEEDS: list[tuple[str, dict[str, Any]]] = [
+    ("/v3/tokenize", TOKENIZE_SEED), ("/v3/tokenize", CHAT_TOKENIZE_SEED), ("/v3/detokenize", DETOKENIZE_SEED)
+]  # fmt: skip
+PROMPTS = ["", "a" * MIB, "\x00" * 1000, "\u202e\ufeff" * 100, (RAW, '"\\ud800\\udc00\\ud800"'), ["a", "b"], [1, 2]]
+
+
+def tokenizer_case(rng: random.Random, context: Context) -> HttpCase:
+    """Tokenize and detokenize at the extremes: 1 MB prompts, 1,000 messages, ids negative or 2^40, 200,000 ids,
+    the models that do not generate."""
+    roll = rng.random()
+    if roll < 0.3:
+        path, seed = rng.choice(TOKENIZER_SEEDS)
+        return mutated("tokenizer", path, seed, rng)
+    model = CHAT_MODEL if rng.random() < 0.7 else rng.choice(MODELS)
+    if roll < 0.55:
+        body: dict[str, Any] = {"model": model, "prompt": rng.choice(PROMPTS)}
+        label = "prompt"
+    elif roll < 0.7:
+        messages = [{"role": rng.choice(["user", "assistant", "system", "tool", "robot"]), "content": "hi"}]
+        body = {
+            "model": model,
+            "messages": messages * rng.choice([1, 2, 1000]),
+            "chat_template_kwargs": rng.choice([{}, {"x": VALUES[rng.randrange(len(VALUES))]}, 5]),
+        }
+        label = "messages"  # fmt: skip
+    else:
+        tokens = rng.choice([
+            [], [-1], [2**40], [10**7], [2**31 - 1], [1.5], ["a"], [[1]], [None], [True],
+            list(range(1, 100)) * 2000, [rng.randrange(-10, 70_000) for _ in range(50)],
+        ])  # fmt: skip
+        body = {"model": model, "tokens": tokens}
+        label = "tokens"
+        return json_case("tokenizer", label, "/v3/detokenize", body)
+    return json_case("tokenizer", label, "/v3/tokenize", body)
+
+
+# ---- conversations ----
+
+ITEMS: list[Any] = [
+    {"role": "user", "content": "hi"},
+    {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "ok", "annotations": []}]},
+    {"role": "developer", "content": [{"type": "input_text", "text": "x" * MIB}]},
+    {"role": "robot", "content": "x"},
+    {"role": "user", "content": [{"type": "input_image", "image_url": "data:image/png;base64,@@"}]},
+    {"role": "user", "content": [{"type": "input_file", "file_data": "data:application/pdf;base64,JVBERi0="}]},
+    {"role": "user", "content": [{"type": "refusal", "refusal": "no"}]},
+    {"role": "user", "content": [{"type": "mystery"}]},
+    {"role": "user", "content": None},
+    {"type": "function_call", "call_id": "c1", "name": "f", "arguments": "{}"},
+    {"type": "function_call", "name": "f"},
+    {"type": "function_call_output", "call_id": "c1", "output": "42"},
+    {"type": "function_call_output", "call_id": "c1", "output": [{"type": "input_text", "text": "42"}]},
+    {"type": "function_call_output", "call_id": "c1", "output": {"a": 1}},
+    {"type": "reasoning", "summary": [{"type": "summary_text", "text": "hmm"}]},
+    {"type": "item_reference", "id": "msg_nope"},
+    {"type": "compaction", "encrypted_content": "not ours"},
+    {"type": "web_search_call"},
+    {"type": "mcp_call", "name": "x"},
+    {"type": ""},
+    "a string",
+    5,
+    None,
+]
+METADATA: list[Any] = [
+    {f"k{i}": "v" for i in range(16)}, {f"k{i}": "v" for i in range(17)}, {"k" * 64: "v"}, {"k" * 65: "v"},
+    {"k": "v" * 512}, {"k": "v" * 513}, {"k": 5}, {"k": {"nested": "v"}}, {"k": None}, {"": "v"}, {"k\u00e9": "v"},
+    {"k": "v" * MIB}, None, [], "x",
+]  # fmt: skip
+NOT_UTF8_ID = "%ED%A0%80"  # a lone surrogate, percent-encoded
+PAGING = {"limit": ["-1", "0", "1", "100", "101", "1e9", "abc", ""], "order": ["asc", "desc", "sideways", ""],
+          "after": ["msg_nope", "", "a" * 3000, "%00"], "include[]": ["message.input_image.image_url", "nope"],
+          "include": ["file_search_call.results", "x"]}  # fmt: skip
+
+
+def conversation_case(rng: random.Random, context: Context) -> HttpCase:
+    """Conversations created, extended and listed with items of many shapes, big metadata and odd paging."""
+    items = [rng.choice(ITEMS) for _ in range(rng.choice([0, 1, 2, 3, 20, 21]))]
+    # A path that is not UTF-8 goes with GET and DELETE only: with a body it is the fault pinned by
+    # test_a_path_that_is_not_utf8_is_answered_to_a_client_still_sending.
+    conversation = rng.choice([context.conversation] * 4 + ["conv_nope", "a" * 3000])
+    roll = rng.random()
+    if roll < 0.3:
+        body: dict[str, Any] = {"items": items}
+        if rng.random() < 0.5:
+            body["metadata"] = rng.choice(METADATA)
+        return json_case("conversations", f"create with {len(items)} items", "/v3/conversations", body)
+    if roll < 0.55:
+        body = {"items": items if rng.random() < 0.9 else rng.choice(VALUES[:12])}
+        path = f"/v3/conversations/{conversation}/items"
+        return json_case("conversations", f"add {len(items)} items", path, body)
+    if roll < 0.65:
+        path = f"/v3/conversations/{conversation}"
+        return json_case("conversations", "update metadata", path, {"metadata": rng.choice(METADATA)})
+    conversation = rng.choice([conversation, NOT_UTF8_ID])
+    if roll < 0.9:
+        query = "&".join(f"{name}={rng.choice(values)}" for name, values in rng.sample(list(PAGING.items()), 2))
+        path = f"/v3/conversations/{conversation}/items?{query}"
+        return HttpCase("conversations", "list items", "GET", path, None, {}, False)
+    item = rng.choice([*context.created, "msg_nope", "", "a" * 3000]) or "x"
+    method = rng.choice(["GET", "DELETE"])
+    path = f"/v3/conversations/{conversation}/items/{item}"
+    return HttpCase("conversations", f"{method} an item", method, path, None, {}, False)
+
+
+# ---- the surfaces' table ----
+
+# surface -> (requests per storm, maker). Counts are sized so the storm takes about a minute (the file 80 s) on two
+# busy cores (documents and audio cost most: a PDF is read in a child process, a valid upload is transcribed).
+SURFACES: dict[str, tuple[int, Callable[[random.Random, Context], HttpCase]]] = {
+    "audio": (320, audio_case),
+    "documents": (180, document_case),
+    "images": (280, image_case),
+    "rerank": (280, rerank_case),
+    "embeddings": (280, embedding_case),
+    "tokenizer": (280, tokenizer_case),
+    "conversations": (300, conversation_case),
+}
+
+
+def seed_cases() -> list[HttpCase]:
+    """One valid request per surface, the seeds the storm breaks: each must answer 200 (so a 400 in the storm is
+    about what was broken)."""
+    pdf = {"file_data": documents.data_url(documents.pdf(["the plum"]), "application/pdf"), "filename": "a.pdf"}
+    image = [{"type": "image_url", "image_url": {"url": images.data_url(images.encoded())}},
+             {"type": "text", "text": "What colour?"}]  # fmt: skip
+    bodies: list[tuple[str, str, dict[str, Any]]] = [
+        ("documents", "/v3/chat/completions", {"model": CHAT_MODEL, "max_tokens": 2, "messages": [
+            {"role": "user", "content": [{"type": "file", "file": pdf}]}]}),
+        ("images", "/v3/chat/completions", {"model": VISION_MODEL, "max_tokens": 2, "messages": [
+            {"role": "user", "content": image}]}),
+        ("rerank", "/v3/rerank", RERANK_SEED),
+        ("rerank", "/v3/score", SCORE_SEED),
+        ("embeddings", "/v3/embeddings", EMBED_SEED),
+        ("tokenizer", "/v3/tokenize", TOKENIZE_SEED),
+        ("tokenizer", "/v3/tokenize", CHAT_TOKENIZE_SEED),
+        ("tokenizer", "/v3/detokenize", DETOKENIZE_SEED),
+    ]  # fmt: skip
+    audio = form(part("model", AUDIO_MODEL.encode()), part("file", SHORT_WAV, "a.wav"))
+    return [HttpCase("audio", "seed", "POST", "/v3/audio/transcriptions", audio, FORM_TYPE, True)] + [
+        json_case(surface, "seed", path, body) for surface, path, body in bodies
+    ]
+
+
+def http_cases(rng: random.Random, context: Context) -> Iterator[HttpCase]:
+    """The storm's requests in a fixed order: the long recording first (it runs beside everything else), then
+    the surfaces' requests shuffled together. Made one at a time as they are sent, not held all at once."""
+    yield LONG_SILENCE
+    order = [surface for surface, (count, _) in SURFACES.items() for _ in range(count)]
+    rng.shuffle(order)
+    for surface in order:
+        yield SURFACES[surface][1](rng, context)
+
+
+# ---- the Responses WebSocket ----
+
+WS_SEED = {"type": "response.create", "model": CHAT_MODEL, "input": "hi", "max_output_tokens": 16, "temperature": 0,
+           "store": False, "stream": True}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Frame:
+    """One message sent on the Responses WebSocket."""
+
+    label: str
+    data: str | bytes  # bytes go as a binary message
+    names_param: bool  # a JSON object: a 400 error event names the field
+
+
+def _create(**fields: Any) -> str:
+    return json.dumps({**WS_SEED, **fields})
+
+
+# (label, names_param, maker): made only when drawn, since some are megabytes.
+FRAMES: list[tuple[str, bool, Callable[[random.Random], str | bytes]]] = [
+    ("not JSON", False, lambda rng: rng.choice(["{oops", "", "}{", "[1, 2", "\ufeff{}", "nul\x00l"])),
+    ("JSON not an object", False, lambda rng: rng.choice(["null", "[]", "1", '"text"', "true"])),
+    ("binary, not UTF-8", False, lambda rng: bytes(rng.randrange(256) for _ in range(64))),
+    ("binary JSON", True, lambda rng: _create().encode()),
+    ("100,000 deep", False, lambda rng: '{"type": "response.create", "input": ' + "[" * 100_000 + "]" * 100_000 + "}"),
+    ("100,000 deep objects", False, lambda rng: '{"a":' * 100_000 + "1" + "}" * 100_000),
+    ("unknown type", True, lambda rng: _create(type=rng.choice(["response.cancel", "session.update", "", None, 5,
+                                                                "response.create "]))),
+    ("no type", True, lambda rng: json.dumps({"model": CHAT_MODEL, "input": "hi"})),
+    ("2 MB input", True, lambda rng: _create(input="word " * 400_000)),
+    ("9 MB of metadata", True, lambda rng: _create(metadata={"k": "v" * 9 * MIB})),
+    ("stream true", True, lambda rng: _create(stream=True)),
+    ("stream not a boolean", True, lambda rng: _create(stream=rng.choice(["yes", 1, None, {}]))),
+    ("background", True, lambda rng: _create(background=True)),
+    ("previous_response_id unknown", True, lambda rng: _create(previous_response_id="resp_nope")),
+    ("valid", True, lambda rng: _create()),
+]  # fmt: skip
+
+
+def socket_frame(rng: random.Random) -> Frame:
+    """A WebSocket-mode message: not JSON, 100,000 deep, of an unknown type, huge, with ``stream`` set, or a
+    mutated response.create."""
+    if rng.random() < 0.3:
+        body, parsed = mutated_body(WS_SEED, rng)
+        try:  # a text message is UTF-8 by the protocol's rule: what is not goes as a binary message
+            return Frame("generic mutation", body.decode(), parsed)
+        except UnicodeDecodeError:
+            return Frame("generic mutation", body, parsed)
+    label, names_param, make = rng.choice(FRAMES)
+    return Frame(label, make(rng), names_param)
+
+
+def prepare() -> None:
+    """Make the large fixed inputs now (they are cached), so the storm does not pay for them while measured."""
+    for build in (inflating_pdf, deep_pdf, encrypted_pdf, zero_bomb_png, animated_gif):
+        build()
