@@ -7,6 +7,7 @@ from typing import Any
 import grpc
 import tornado.web
 
+from clients.defaults import MIB
 from rest_bridge.backend import Backend
 from rest_bridge.config import BridgeSettings
 from rest_bridge.handler import NotFoundHandler
@@ -25,6 +26,7 @@ from rest_bridge.routes import (
 )
 from rest_bridge.routes.health import ServerFigures
 
+WEBSOCKET_SLACK_BYTES = MIB
 # /v3 is OVMS's prefix; /v1 is OpenAI's, so clients configured for OpenAI's default path work too.
 PREFIXES = ("/v3", "/v1")
 ROUTES: list[tuple[str, type[tornado.web.RequestHandler]]] = [
@@ -54,5 +56,7 @@ def make_app(
         default_handler_class=NotFoundHandler,
         default_handler_args=arguments,
         compress_response=False,  # per-event flushes of an SSE stream do not mix with gzip
-        websocket_max_message_size=(settings or BridgeSettings()).max_body_bytes,
+        # Past the body limit by a margin, so that a message just over it is answered with a 413 error event
+        # (routes/responses_websocket.py); far larger ones are closed by tornado with 1009 (message too big).
+        websocket_max_message_size=(settings or BridgeSettings()).max_body_bytes + WEBSOCKET_SLACK_BYTES,
     )

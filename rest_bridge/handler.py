@@ -72,6 +72,12 @@ class BridgeHandler(tornado.web.RequestHandler):
             attributes={"http.request.method": self.request.method or "", "url.path": self.request.path},
         )  # fmt: skip
 
+    def decode_argument(self, value: bytes, name: str | None = None) -> str:
+        """Path and query arguments as text, bytes that are not UTF-8 as U+FFFD: tornado's own decoding refused
+        them with a 400 before the body was read and closed the connection under a client still sending it;
+        the id then simply names nothing (404), a query value is checked as any other."""
+        return value.decode("utf-8", errors="replace")
+
     @functools.cached_property
     def request_id(self) -> str:
         """The client's x-request-id if it is usable as gRPC metadata (printable ASCII), else a new one."""

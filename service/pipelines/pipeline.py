@@ -95,6 +95,7 @@ class Pipeline(Supervised):
         self.vocab_size = int(model_files.config(model_dir).get("vocab_size") or 0)
         self.created = int(time.time())
         self.window_s = _window_seconds(model_dir)  # a speech model's audio window (Whisper's: 30 s)
+        self.fft_samples = _fft_samples(model_dir)  # its analysis window: shorter recordings are padded
         spec = PipelineSpec(
             kind,
             model_dir,
@@ -154,7 +155,10 @@ class Pipeline(Supervised):
     async def transcribe(self, samples: np.ndarray, **options: object) -> AsyncIterator[str | Transcript]:
         """The transcription of 16 kHz mono ``samples``: streamed text pieces (with ``stream=True``), then the
         Transcript. ``options``: Transcribe's fields (language, prompt, temperature, timestamps, stream)."""
-        data = np.asarray(samples, dtype=np.float32).tobytes()  # asarray: no copy before the one tobytes makes
+        samples = np.asarray(samples, dtype=np.float32)  # asarray: no copy before the one tobytes makes
+        if samples.size < self.fft_samples:  # a few milliseconds: silence after it, as the model hears a pause
+            samples = np.pad(samples, (0, self.fft_samples - samples.size))
+        data = samples.tobytes()
 
         def job(job_id: int) -> Transcribe:
             return Transcribe(job_id, data, **options)  # type: ignore[arg-type]
@@ -222,14 +226,26 @@ class Pipeline(Supervised):
             pending.answers.put_nowait(error)
 
 
-def _window_seconds(model_dir: Path) -> float:
-    """The audio a speech model reads at once (preprocessor_config.json's chunk_length; Whisper's 30 s)."""
+def _preprocessor(model_dir: Path) -> dict[str, Any]:
+    """A speech model's preprocessor_config.json ({} if it has none or it cannot be read)."""
     try:
         config = json.loads((model_dir / "preprocessor_config.json").read_text())
     except (OSError, ValueError):
-        return 30.0
-    value = config.get("chunk_length") if isinstance(config, dict) else None
+        return {}
+    return config if isinstance(config, dict) else {}
+
+
+def _window_seconds(model_dir: Path) -> float:
+    """The audio a speech model reads at once (preprocessor_config.json's chunk_length; Whisper's 30 s)."""
+    value = _preprocessor(model_dir).get("chunk_length")
     return float(value) if isinstance(value, int | float) and value > 0 else 30.0
+
+
+def _fft_samples(model_dir: Path) -> int:
+    """The samples of a speech model's analysis window (n_fft; Whisper's 400): its feature extractor pads a
+    recording by reflecting half a window, and fails on one no longer than that."""
+    value = _preprocessor(model_dir).get("n_fft")
+    return int(value) if isinstance(value, int) and value > 0 else 400
 
 
 def _max_length(model_dir: Path) -> int:
