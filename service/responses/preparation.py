@@ -35,6 +35,7 @@ from service.api.prompting import (
     unsupported,
 )
 from service.api.runs import Run
+from service.api.stored_chat import metadata_violations
 from service.engine import SamplingParams
 from service.errors import FieldViolation, InvalidArgument, NotFound, quote
 from service.ids import new_id, now
@@ -100,6 +101,7 @@ async def prepare(
     images = MediaParts(model)
     turn = input_turn(request, images=images, violations=violations)
     violations += _option_violations(request)
+    violations += metadata_violations(request.metadata)  # OpenAI's bounds, as chat completions and conversations
     tools = [_tool(tool, f"tools[{i}]", violations) for i, tool in enumerate(request.tools)]
     effort = request.reasoning.effort if request.reasoning.HasField("effort") else None
     context = template_context(request, violations, effort=effort)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import openai
+import pytest
 
 MODEL = "tiny-chat"
 CITY = {"type": "object", "properties": {"city": {"type": "string", "maxLength": 12}}, "required": ["city"],
@@ -48,3 +49,19 @@ def test_streamed_max_tool_calls_and_the_done_events_name(client: openai.OpenAI)
     assert len(done) == 1 and done[0].name in ("get_weather", "get_time")
     final = events[-1].response  # type: ignore[union-attr]
     assert [item.name for item in final.output if item.type == "function_call"] == [done[0].name]
+
+
+@pytest.mark.parametrize(
+    ("metadata", "param"),
+    [
+        ({f"k{i}": "v" for i in range(17)}, "metadata"),
+        ({"k" * 65: "v"}, "metadata." + "k" * 64),
+        ({"k": "v" * 513}, "metadata.k"),
+    ],
+)
+def test_metadata_over_openai_bounds_is_refused(client: openai.OpenAI, metadata: dict[str, str], param: str) -> None:
+    """Responses hold metadata to OpenAI's bounds as chat completions and conversations do (the fuzz suite sent
+    a 9 MiB value that was stored)."""
+    with pytest.raises(openai.BadRequestError) as raised:
+        client.responses.create(model="tiny-chat", input="hi", max_output_tokens=2, metadata=metadata)
+    assert raised.value.body["param"] == param  # type: ignore[index]
