@@ -233,6 +233,10 @@ class ModelRegistry:
         """Every served model's name, in configuration order."""
         return list(self._served)
 
+    def kinds(self) -> dict[str, PipelineKind]:
+        """What each served model serves, by name, in configuration order (also before ``mark_ready``)."""
+        return {name: model.kind for name, model in self._served.items()}
+
     def workers(self) -> list[Served]:
         """Every served model's process, whatever the model serves (health, metrics and shutdown read them)."""
         return [model.worker for model in self._served.values()]

@@ -24,7 +24,7 @@ from service.responses.conversations import MAX_CONVERSATION_ITEMS, Conversation
 from service.server import tls
 from service.server.interceptors import CallPolicyInterceptor
 from service.server.reflection import enable_server_reflection
-from service.server.services import SERVED
+from service.server.services import SERVED, services_down
 from service.store.chat_completions import ChatCompletionStore
 from service.store.conversations import ConversationStore
 from service.store.responses import ResponseStore
@@ -178,12 +178,13 @@ class Server:
             await asyncio.sleep(EXPIRY_INTERVAL_SECONDS)
 
     async def _set_health(self, status: int) -> None:
-        """The whole server's health ("" and every service), and each model's (by its name)."""
-        for name in ("", *SERVED):
-            await self.health.set(name, status)
-        for name in self.registry.names:
-            down = name in self._engines_down
-            await self.health.set(name, health_pb2.HealthCheckResponse.NOT_SERVING if down else status)
+        """The server's health (""), each service's (NOT_SERVING too while every model it answers with is down)
+        and each model's (NOT_SERVING too while its process is replaced)."""
+        not_serving = health_pb2.HealthCheckResponse.NOT_SERVING
+        kinds = self.registry.kinds()
+        stopped = {*services_down(kinds, self._engines_down), *self._engines_down}
+        for name in ("", *SERVED, *kinds):
+            await self.health.set(name, not_serving if name in stopped else status)
 
     def _engine_changed(self, name: str, up: bool) -> None:
         """A model's process (an engine, a pipeline) went down or came back: that model's health follows it; the

@@ -14,6 +14,7 @@ import grpc
 from clients.services import Service
 from service.api.stored_chat import StoredChatCompletions
 from service.models import ModelRegistry
+from service.pipelines import PipelineKind
 from service.responses.api import ResponsesApi
 from service.responses.conversations import ConversationsApi
 from service.server.servicers import (
@@ -56,3 +57,29 @@ SERVICERS: dict[Service, Callable[[ServerParts], Any]] = {
 SERVED: dict[str, tuple[Callable[[Any, grpc.aio.Server], None], Callable[[ServerParts], Any]]] = {
     service.full_name: (service.add_to_server, SERVICERS[service]) for service in Service
 }
+
+# The kind of model each service answers with (None: it needs none: conversations, the model list). A service
+# is NOT_SERVING while every model of its kind is down; with no model of its kind configured it follows the
+# server (it answers such requests with NOT_FOUND or INVALID_ARGUMENT anyway).
+ANSWERS_WITH: dict[Service, PipelineKind | None] = {
+    Service.COMPLETION: PipelineKind.GENERATE,
+    Service.CHAT: PipelineKind.GENERATE,
+    Service.RESPONSE: PipelineKind.GENERATE,
+    Service.TOKENIZER: PipelineKind.GENERATE,
+    Service.EMBEDDING: PipelineKind.EMBED,
+    Service.RERANK: PipelineKind.RERANK,
+    Service.AUDIO: PipelineKind.TRANSCRIBE,
+    Service.CONVERSATION: None,
+    Service.MODEL: None,
+}
+
+
+def services_down(kinds: dict[str, PipelineKind], down: set[str]) -> list[str]:
+    """The full names of the services that cannot answer now: every model of their kind is in ``down``."""
+    served = set(kinds.values())
+    up = {kind for name, kind in kinds.items() if name not in down}
+    return [
+        service.full_name
+        for service, kind in ANSWERS_WITH.items()
+        if kind is not None and kind in served and kind not in up
+    ]

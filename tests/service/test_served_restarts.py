@@ -2,10 +2,10 @@
 
 One server with the bundled chat, embedding, rerank and speech models, and the REST bridge in front of it as
 ``ovserve serve`` runs them; for each model its process is SIGKILLed (or SIGSTOPped: its heartbeat stops) and
-its replacement held back until the outside has seen it down: the model's health NOT_SERVING while the server's
-and the other models' stay SERVING, ``ovserve_engine_up`` 0 in /metrics and ``"up": false`` in /v1/loads; then
-SERVING again, ``ovserve_engine_restarts`` one higher and ``ovserve_engine_up`` 1. Every wait polls with a
-bound.
+its replacement held back until the outside has seen it down: the model's health and its service's NOT_SERVING
+while the server's and the other models' stay SERVING, ``ovserve_engine_up`` 0 in /metrics and ``"up": false``
+in /v1/loads; then SERVING again, ``ovserve_engine_restarts`` one higher and ``ovserve_engine_up`` 1. Every wait
+polls with a bound.
 """
 
 from __future__ import annotations
@@ -46,6 +46,12 @@ REQUESTS: dict[str, Callable[[OvserveClient], object]] = {  # one request per mo
     "tiny-rerank": lambda client: client.rerank("tiny-rerank", "fruit", ["plum", "stone"]),
     "tiny-whisper": lambda client: client.transcribe("tiny-whisper", SPEECH),
 }
+SERVICE_OF = {  # the service each model answers for
+    "tiny-chat": "ovserve.v1.ChatService",
+    "tiny-embed": "ovserve.v1.EmbeddingService",
+    "tiny-rerank": "ovserve.v1.RerankService",
+    "tiny-whisper": "ovserve.v1.AudioService",
+}
 T = TypeVar("T")
 
 
@@ -74,13 +80,17 @@ def health(channel: grpc.Channel, service: str) -> int:
 
 
 def healths(channel: grpc.Channel, name: str) -> tuple[int, ...]:
-    """The health of ``name``, of the server, then of every other model."""
-    return tuple(health(channel, service) for service in (name, "", *(other for other in MODELS if other != name)))
+    """The health of ``name`` and of the service it answers for, of the server, then of every other model and
+    the services they answer for."""
+    others = [other for other in MODELS if other != name]
+    names = (name, SERVICE_OF[name], "", *others, *(SERVICE_OF[other] for other in others))
+    return tuple(health(channel, service) for service in names)
 
 
 def down(name: str) -> tuple[int, ...]:
-    """``healths`` while ``name`` alone is down: a model's health is its own."""
-    return (NOT_SERVING, SERVING, *(SERVING for other in MODELS if other != name))
+    """``healths`` while ``name`` alone is down: a model's health is its own (and its service's, the only model of
+    its kind here)."""
+    return (NOT_SERVING, NOT_SERVING, SERVING, *(SERVING for _ in range(2 * (len(MODELS) - 1))))
 
 
 def metrics(running: RunningBridge) -> Samples:
