@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import dataclasses
 import json
 import os
 import signal
@@ -160,12 +161,17 @@ def test_models_say_what_each_serves(server: ServerThread) -> None:
 # ---- the pipeline process: bounded queue, cancellation, supervision (a server of their own) ----
 
 
+# These tests stop the pipeline process (SIGSTOP) to hold its queue: on a loaded machine that can outlast the
+# default heartbeat timeout, which would replace the process under the test.
+PAUSABLE = dataclasses.replace(TEST_SETTINGS, heartbeat_timeout_s=600.0)
+
+
 @pytest.fixture
 def own_server() -> Iterator[ServerThread]:
     from service.models import ModelSpec
 
     running = start_server(
-        [ModelSpec(MODEL, MODEL_DIR, settings=TEST_SETTINGS, pipeline=PipelineSettings(max_queued_jobs=2))]
+        [ModelSpec(MODEL, MODEL_DIR, settings=PAUSABLE, pipeline=PipelineSettings(max_queued_jobs=2))]
     )
     yield running
     running.stop()

@@ -134,6 +134,7 @@ def test_decoded_audio_waiting_for_the_model_is_bounded_in_bytes() -> None:
     """Recordings queued for a speech model hold their decoded samples (4 bytes each at 16 kHz): past
     --max-queued-audio-bytes another is refused RESOURCE_EXHAUSTED (retriable), one always fits, and the
     budget comes back as recordings are answered."""
+    import dataclasses
     import os
     import signal
     import time
@@ -142,12 +143,13 @@ def test_decoded_audio_waiting_for_the_model_is_bounded_in_bytes() -> None:
     from service.pipelines import PipelineKind, PipelineSettings
     from tests.conftest import TEST_SETTINGS, start_server
 
+    pausable = dataclasses.replace(TEST_SETTINGS, heartbeat_timeout_s=600.0)  # SIGSTOP below must not end it
     speech = (SPEECH / "held-out-0.wav").read_bytes()
     seconds = soundfile.info(io.BytesIO(speech)).duration
     decoded = int(seconds * 16_000) * 4  # what one recording holds in the queue, within a sample
     budget = decoded + decoded // 2  # one fits, two do not
     running = start_server(
-        [ModelSpec("tiny-whisper", BUNDLED_MODELS_DIR / "tiny-whisper", settings=TEST_SETTINGS,
+        [ModelSpec("tiny-whisper", BUNDLED_MODELS_DIR / "tiny-whisper", settings=pausable,
                    pipeline=PipelineSettings(max_queued_audio_bytes=budget))]
     )  # fmt: skip
     try:

@@ -11,6 +11,7 @@ polls with a bound.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import signal
 import threading
@@ -57,7 +58,10 @@ T = TypeVar("T")
 
 @pytest.fixture(scope="module")
 def running() -> Iterator[RunningBridge]:
-    server = start_server([ModelSpec(name, BUNDLED_MODELS_DIR / name, settings=TEST_SETTINGS) for name in MODELS])
+    # Heartbeats timed out only where a test shortens the timeout (a stopped process is replaced): the waiting test
+    # stops a process too, and on a loaded machine that may outlast the default 10 s.
+    settings = dataclasses.replace(TEST_SETTINGS, heartbeat_timeout_s=600.0)
+    server = start_server([ModelSpec(name, BUNDLED_MODELS_DIR / name, settings=settings) for name in MODELS])
     bridge = Bridge(server.target, "127.0.0.1", 0, figures=server.server)  # /metrics and /v1/loads, as served
     server.run(bridge.start())
     yield RunningBridge(bridge, server)
