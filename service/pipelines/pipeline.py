@@ -8,7 +8,7 @@ import itertools
 import json
 import logging
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -163,15 +163,19 @@ class Pipeline(Supervised):
         def job(job_id: int) -> Transcribe:
             return Transcribe(job_id, data, **options)  # type: ignore[arg-type]
 
-        async for answer in self._answers(job, size=len(data)):
-            yield answer
+        async with contextlib.aclosing(self._answers(job, size=len(data))) as answers:
+            async for answer in answers:
+                yield answer
 
     async def _result(self, make_job: Callable[[int], object]) -> Any:
-        async for answer in self._answers(make_job):
-            return answer
+        # Closed on return, not whenever the event loop finalises it: its finally lets go of the job, which until
+        # then still counted as queued after its answer had gone out (against --max-queued-jobs).
+        async with contextlib.aclosing(self._answers(make_job)) as answers:
+            async for answer in answers:
+                return answer
         raise EngineError("the pipeline gave no answer")  # unreachable: _answers ends with one
 
-    async def _answers(self, make_job: Callable[[int], object], size: int = 0) -> AsyncIterator[Any]:
+    async def _answers(self, make_job: Callable[[int], object], size: int = 0) -> AsyncGenerator[Any, None]:
         """The job's answers; ``size``: the bytes of audio it holds, counted against --max-queued-audio-bytes."""
         if not self._supervisor.started or not self.up:
             raise self._supervisor.unavailable()

@@ -240,3 +240,15 @@ def test_the_model_directory_declares_what_the_server_reads() -> None:
     config = embedding_config(Path(MODEL_DIR))
     assert config.normalize and config.pooling in ("mean", "cls", "last_token")
     assert dict(config.prompts) == dict(CARD["prompts"])
+
+
+def test_an_answered_job_leaves_the_queue_before_its_answer_is_used(own_server: ServerThread) -> None:
+    """Once ``embed`` returns, its job no longer counts against --max-queued-jobs: the answers' generator is
+    closed on return, not whenever the event loop finalises it (a clean-clone run saw a job still queued)."""
+    pipeline = _pipeline(own_server)
+
+    async def embed_then_count() -> int:
+        await pipeline.embed(["hello"])
+        return pipeline.queued
+
+    assert own_server.run(embed_then_count()) == 0
