@@ -8,22 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from service.config import MODEL_SETTINGS, ConfigError, ServeConfig, add_arguments, from_arguments
+from service.config import MODEL_SETTINGS, ConfigError, add_arguments
 from service.models import ModelSpec
 from service.pipelines import PipelineKind
-
-
-def configure(*argv: str | Path) -> ServeConfig:
-    parser = argparse.ArgumentParser()
-    add_arguments(parser)
-    return from_arguments(parser.parse_args([str(arg) for arg in argv]))
-
-
-def model_dir(root: Path, name: str) -> Path:
-    path = root / name
-    path.mkdir()
-    (path / "openvino_model.xml").write_text("<net/>")
-    return path
+from tests.service.test_config import configure, model_dir
 
 
 def test_every_field_with_help_is_a_serve_flag_in_field_order() -> None:
