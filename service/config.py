@@ -14,6 +14,7 @@ A TOML file describes several models with their own scheduler settings::
     path = "/models/tiny-chat"
     draft_path = "/models/tiny-chat-draft"   # optional: speculative decoding
     prompt_lookup = false                    # optional: prompt lookup decoding
+    tool_guided_generation = false           # optional: calls with tool_choice auto follow the tools' schemas
     tool_parser = "hermes"                   # optional: default from the chat template
     reasoning_parser = "think"               # optional: default from the chat template
     chat_template = "/models/template.jinja" # optional: replaces the model's own chat template

@@ -57,6 +57,13 @@ class ModelSpec:
     prompt_lookup: bool = field(
         default=False, metadata={"help": "serve model NAME with prompt lookup decoding", "metavar": "NAME"}
     )
+    tool_guided_generation: bool = field(
+        default=False,
+        metadata={"help": "guide model NAME's tool calls when it may answer or call (tool_choice auto): a call "
+                          "it opens names an offered tool, with arguments valid for its parameters (OVMS's "
+                          "enable_tool_guided_generation; models whose calls open with a tag, such as "
+                          "<tool_call>)", "metavar": "NAME"},
+    )  # fmt: skip
     chat_template: Path | None = field(  # a template file that replaces the model's own
         default=None,
         metadata={"help": "a Jinja chat template file for model NAME, instead of its own", "metavar": "NAME=FILE",

@@ -93,7 +93,8 @@ async def templated_constraint(
     output = model.output_format
     return await output_constraint(
         request, violations, tools=tools, thinking=bool(context.get("enable_thinking")),
-        markup=output.call_markup, think=output.think_markup, **field_names,
+        markup=output.call_markup, think=output.think_markup, guided=model.spec.tool_guided_generation,
+        **field_names,
     )  # fmt: skip
 
 

@@ -122,6 +122,7 @@ def output_plan(
     think: ThinkMarkup | None = None,
     named_field: str = "named_tool_choice",
     parameters_field: str = "tools[{}].function.parameters",
+    guided: bool = False,
 ) -> Guide | None:
     """The request's output constraint, or None; appends what is wrong to ``violations``.
 
@@ -135,7 +136,9 @@ def output_plan(
     (``OutputFormat.call_markup`` / ``think_markup``; ``markup`` None: the model's tool-call format is
     unknown, so no call can be forced (a violation); ``think`` None: ``<think>``);
     ``named_field`` / ``parameters_field``: how this request type names the named tool choice and a
-    tool's parameters in errors.
+    tool's parameters in errors; ``guided``: the served model's calls are guided when the model may call
+    any tool or answer (``ModelSpec.tool_guided_generation``), as allowed_tools' are: a call it opens
+    is one of the tools, with valid arguments (only for a markup whose calls open with a tag).
     """
     before = len(violations)
     choice = _tool_choice(request, violations, tools, named_field)
@@ -165,7 +168,7 @@ def output_plan(
         # Tools the model may call, and a format its answer must follow: either is a valid reply.
         combined = _calls_or_answer(request, violations, choice, calling, guides[0], parameters_field)
         guides = [combined] if combined is not None else []
-    elif choice is not None and choice.mode == "auto" and choice.restricted and not guides:
+    elif choice is not None and choice.mode == "auto" and not guides and (choice.restricted or guided and calling.tag):
         allowed = _allowed_calls(violations, choice, calling, parameters_field)
         guides = [allowed] if allowed is not None else []
     if len(guides) > 1:

@@ -1,0 +1,123 @@
+"""--tool-guided-generation: with tool_choice auto, a call the model opens is one of the tools with valid arguments.
+
+The plan is allowed_tools' "auto" over every tool (an XGrammar triggered tag per tool on the markup's
+opening tag), run here on the real engine with tiny-chat: whatever it writes reads back as calls of the
+offered tools only, with arguments valid against their schemas.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import jsonschema
+import openai
+import openvino_genai as ov_genai
+import pytest
+
+from clients.v1 import chat_pb2
+from service.engine.generation_config import structured_output_config as engine_form
+from service.errors import FieldViolation
+from service.models import ModelSpec
+from service.parsing import OutputFormat
+from service.structured.output import structured_output_config
+from tests.conftest import TEST_SETTINGS, TINY_CHAT
+from tests.rest_bridge.conftest import served_with_bridge
+from tests.rpc import parse
+from tests.service.api.ebnf import to_regex
+from tests.service.api.test_call_markup import pipeline
+
+LOCATION = {"type": "object", "properties": {"location": {"type": "string", "maxLength": 24}},
+            "required": ["location"], "additionalProperties": False}  # fmt: skip
+TOOLS: list[dict[str, Any]] = [
+    {"type": "function", "function": {"name": "get_weather", "parameters": LOCATION}},
+    {"type": "function", "function": {"name": "get_time"}},
+]
+ASK = [{"role": "user", "content": "What is the weather in Paris?"}]
+
+
+def generate(config: ov_genai.StructuredOutputConfig, seed: int) -> str:
+    """tiny-chat's reply to ASK with TOOLS in its prompt, under ``config``: sampled with ``seed``."""
+    tokenizer = pipeline().get_tokenizer()
+    prompt = tokenizer.apply_chat_template(ov_genai.ChatHistory(ASK), add_generation_prompt=True, tools=TOOLS)
+    settings = ov_genai.GenerationConfig(
+        max_new_tokens=60, do_sample=True, temperature=1.0, rng_seed=seed, apply_chat_template=False,
+        structured_output_config=config,
+    )  # fmt: skip
+    return str(pipeline().generate(prompt, settings))
+
+
+def plan(fields: dict[str, Any], *, guided: bool, parser: str = "hermes") -> tuple[Any, list[FieldViolation]]:
+    request = parse(chat_pb2.CreateChatCompletionRequest, {"model": "m", "messages": ASK, "tools": TOOLS, **fields})
+    violations: list[FieldViolation] = []
+    markup = OutputFormat(parser).call_markup
+    return structured_output_config(request, violations, tools=TOOLS, markup=markup, guided=guided), violations
+
+
+def test_guided_auto_tags_every_tool_on_the_opening_tag() -> None:
+    config, violations = plan({}, guided=True)
+    assert config is not None and not violations, violations
+    document = json.loads(config.value)["format"]
+    assert document["type"] == "triggered_tags" and document["triggers"] == ["<tool_call>"]
+    assert [tag["begin"] for tag in document["tags"]] == [
+        '<tool_call>\n{"name": "get_weather", "arguments": ',
+        '<tool_call>\n{"name": "get_time", "arguments": ',
+    ]
+    inside = '{"location":"Paris"}'
+    assert re.fullmatch(to_regex(document["tags"][0]["content"]["grammar"]), inside)
+    assert not re.fullmatch(to_regex(document["tags"][0]["content"]["grammar"]), '{"city":"Paris"}')
+
+
+@pytest.mark.parametrize(
+    ("fields", "guided"),
+    [({}, False), ({"tool_choice": "none"}, True), ({"response_format": {"type": "json_object"}}, True)],
+    ids=["not-guided", "tool-choice-none", "with-an-answer-format"],
+)
+def test_guidance_only_when_the_model_may_call_or_answer_freely(fields: dict[str, Any], guided: bool) -> None:
+    config, violations = plan(fields, guided=guided)
+    assert not violations, violations
+    if "response_format" in fields:  # calls or the answer's format, as without guidance
+        assert config is not None and config.kind == "grammar"
+    else:
+        assert config is None
+
+
+def test_a_markup_without_an_opening_tag_is_left_unguided() -> None:
+    """llama3_json's calls are bare JSON: nothing tells a call from text, so guidance cannot trigger (no error)."""
+    config, violations = plan({}, guided=True, parser="llama3_json")
+    assert config is None and not violations
+
+
+def test_tiny_chat_under_guidance_calls_only_offered_tools_with_valid_arguments() -> None:
+    config, _ = plan({}, guided=True)
+    schemas = {"get_weather": LOCATION, "get_time": {"type": "object"}}
+    calls = 0
+    for seed in range(1, 7):
+        parser = OutputFormat("hermes").parser(prompt_tail="", schemas=schemas)
+        parser.feed(generate(engine_form(config), seed))
+        parser.finish()
+        for call in parser.result.calls:
+            assert call.name in schemas
+            jsonschema.validate(json.loads(call.arguments), schemas[call.name])
+            calls += 1
+    assert calls  # what the check holds for: the model opened calls
+
+
+def test_a_server_guides_the_model_it_was_told_to() -> None:
+    """--tool-guided-generation reaches the engine: over HTTP, every call follows its tool's schema."""
+    guided = ModelSpec("tiny-chat", TINY_CHAT, tool_guided_generation=True, settings=TEST_SETTINGS)
+    with (
+        served_with_bridge([guided]) as bridge,
+        openai.OpenAI(base_url=bridge.url, api_key="k", max_retries=0) as client,
+    ):
+        calls = []
+        for seed in range(1, 5):
+            reply = client.chat.completions.create(
+                model="tiny-chat", messages=ASK, tools=TOOLS, temperature=1.0, seed=seed, max_tokens=60
+            )
+            calls += reply.choices[0].message.tool_calls or []
+    assert calls
+    for call in calls:
+        assert call.function.name == "get_weather", call
+        jsonschema.validate(json.loads(call.function.arguments), LOCATION)
