@@ -168,7 +168,9 @@ def output_plan(
         # Tools the model may call, and a format its answer must follow: either is a valid reply.
         combined = _calls_or_answer(request, violations, choice, calling, guides[0], parameters_field)
         guides = [combined] if combined is not None else []
-    elif choice is not None and choice.mode == "auto" and not guides and (choice.restricted or guided and calling.tag):
+    elif (
+        choice is not None and choice.mode == "auto" and not guides and (choice.restricted or (guided and calling.tag))
+    ):
         allowed = _allowed_calls(violations, choice, calling, parameters_field)
         guides = [allowed] if allowed is not None else []
     if len(guides) > 1:
