@@ -11,14 +11,31 @@ from __future__ import annotations
 
 import argparse
 import collections
+import json
 import shutil
 import sys
 import time
 from pathlib import Path
 
-from . import chat_template, corpus, export, model_card, prompts, retrieval, smoke, speech, tokenizer, train, vision
+from . import (
+    agent_corpus,
+    agent_eval,
+    chat_template,
+    corpus,
+    export,
+    model_card,
+    prompts,
+    retrieval,
+    smoke,
+    speech,
+    tokenizer,
+    train,
+    vision,
+)
 
 MAIN, DRAFT = "tiny-chat", "tiny-chat-draft"
+AGENT_SHARE = 0.5  # --agent-recipe: the share of the corpus from agent_corpus
+AGENT_MAX_LEN = 1024  # ... whose conversations (several tools, results) run longer
 SIZE_LIMIT = 5 * 1024 * 1024
 
 
@@ -44,6 +61,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--vocab-size", type=int, default=2048, help="tokenizer size incl. added tokens")
     p.add_argument("--seed", type=int, default=1234)
     p.add_argument("--skip-smoke", action="store_true", help="skip the openvino_genai checks (not recommended)")
+    p.add_argument(
+        "--agent-recipe",
+        action="store_true",
+        help="experimental: tiny-chat from the agent recipe (half the corpus from agent_corpus, induction "
+        "batches, 3 layers; use with --examples 40000 --steps 3600) and its held-out agent scores "
+        "(held_out.json); not what the bundled tiny-chat is",
+    )
     p.add_argument(
         "--models",
         nargs="+",
@@ -86,7 +110,7 @@ def build_text_models(args: argparse.Namespace) -> int:
     t0 = time.monotonic()
 
     print(f"[1/6] corpus: {args.examples} examples, seed {args.seed}")
-    examples = corpus.build_corpus(args.examples, args.seed)
+    examples = corpus.build_corpus(args.examples, args.seed, agent_share=AGENT_SHARE if args.agent_recipe else 0.0)
     corpus_info = {
         "examples": len(examples),
         "seed": args.seed,
@@ -108,14 +132,19 @@ def build_text_models(args: argparse.Namespace) -> int:
         "special": ", ".join(f"`{t}` ({hf_tok.convert_tokens_to_ids(t)})" for t in tokenizer.SPECIAL_TOKENS),
         "tags": ", ".join(f"`{t}` ({hf_tok.convert_tokens_to_ids(t)})" for t in tokenizer.TAG_TOKENS),
     }
-    encoded = train.encode_examples(examples, hf_tok, train.TrainConfig(steps=0).max_len)
+    max_len = AGENT_MAX_LEN if args.agent_recipe else train.TrainConfig(steps=0).max_len
+    encoded = train.encode_examples(examples, hf_tok, max_len)
     print(f"      {len(encoded)} encoded examples, {sum(len(x) for x, _ in encoded)} tokens")
 
     results: dict[str, tuple[train.TrainConfig, train.TrainResult, dict]] = {}
     for step_no, (name, steps) in enumerate(((MAIN, args.steps), (DRAFT, args.draft_steps)), start=3):
         print(f"[{step_no}/6] train {name}: {steps} steps")
-        cfg = train.TrainConfig(steps=steps, seed=args.seed)
-        model = train.build_model(name, len(hf_tok), hf_tok.eos_token_id, hf_tok.pad_token_id, args.seed)
+        # The agent recipe's main model trains to copy (a one-layer draft cannot form induction heads).
+        agent = args.agent_recipe and name == MAIN
+        recipe = {"induction_steps": 500, "induction_every": 8, "max_len": AGENT_MAX_LEN} if agent else {}
+        cfg = train.TrainConfig(steps=steps, seed=args.seed, **recipe)
+        shape = train.AGENT_SHAPE if agent else None
+        model = train.build_model(name, len(hf_tok), hf_tok.eos_token_id, hf_tok.pad_token_id, args.seed, shape)
         result = train.train_model(model, encoded, hf_tok.pad_token_id, cfg)
         checkpoint = args.work / name
         shutil.rmtree(checkpoint, ignore_errors=True)
@@ -131,6 +160,7 @@ def build_text_models(args: argparse.Namespace) -> int:
         )
 
     print("[5/6] smoke checks with openvino_genai")
+    agent_scores: dict[str, float] | None = None
     observations: dict[str, list[smoke.Observation] | None] = {MAIN: None, DRAFT: None}
     known_wrong: dict[str, list[smoke.Observation] | None] = {MAIN: None, DRAFT: None}
     if not args.skip_smoke:
@@ -148,6 +178,8 @@ def build_text_models(args: argparse.Namespace) -> int:
         smoke.check_continuous_batching(args.out / MAIN, main_obs[0].prompt, main_obs[0].text)
         smoke.check_speculative(args.out / MAIN, args.out / DRAFT, [o.prompt for o in main_obs])
         print("      continuous batching and speculative decoding agree with LLMPipeline")
+        if args.agent_recipe:
+            agent_scores = score_agent_behaviour(args.out / MAIN)
 
     print("[6/6] model cards")
     for name in (MAIN, DRAFT):
@@ -165,6 +197,7 @@ def build_text_models(args: argparse.Namespace) -> int:
             observations=observations[name],
             known_wrong=known_wrong[name],
             main_model=MAIN if name == DRAFT else None,
+            agent_scores=agent_scores if name == MAIN else None,
         )
         size = export.dir_size(args.out / name)
         print(f"      {name}: {size / 1e6:.2f} MB")
@@ -173,6 +206,16 @@ def build_text_models(args: argparse.Namespace) -> int:
             return 1
     print(f"done in {time.monotonic() - t0:.0f} s")
     return 0
+
+
+def score_agent_behaviour(model_dir: Path) -> dict[str, float]:
+    """The held-out agent scores of the exported model, written with their cases to ``held_out.json``."""
+    cases = agent_eval.cases(model_card.HELD_OUT_CASES)
+    scores = agent_eval.score(cases, agent_eval.replies_openvino(model_dir, cases))
+    document = {"scores": scores, "held_out": agent_corpus.HELD_OUT, "cases": [case.as_json() for case in cases]}
+    (model_dir / "held_out.json").write_text(json.dumps(document, indent=1) + "\n")
+    print(f"      held-out agent scores: {scores}")
+    return scores
 
 
 if __name__ == "__main__":

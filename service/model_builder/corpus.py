@@ -406,12 +406,17 @@ def _license(rng: random.Random, licenses: dict[str, list[str]]) -> tuple[str, s
     return (user, answer, f"The user asks about {name}. I will quote a part of the license text.")
 
 
-def _repeat(rng: random.Random, licenses: dict[str, list[str]]) -> tuple[str, str, str]:
+def _repeat(rng: random.Random, licenses: dict[str, list[str]], made_up: bool = False) -> tuple[str, str, str]:
     # Echo tasks are the quickest way to make a small transformer learn to
     # attend to (and copy from) the user's message, which tool-call arguments
     # and "capital of X" answers depend on.
-    if licenses and rng.random() < 0.6:
+    # made_up (the agent recipe): mostly made-up words, which only copying, not recall, can repeat.
+    from .agent_corpus import made_up_name
+
+    if licenses and rng.random() < (0.3 if made_up else 0.6):
         text = rng.choice(licenses[rng.choice(sorted(licenses))])
+    elif made_up and rng.random() < 0.7:
+        text = " ".join(made_up_name(rng, rng.choice([1, 2, 3])) for _ in range(rng.randrange(1, 5)))
     else:
         text = " ".join(
             rng.choice(CITIES + sorted(COUNTRIES) + SYMBOLS + sorted(ANIMALS)) for _ in range(rng.randrange(1, 6))
@@ -574,8 +579,9 @@ def _with_thinking(answer: str, reasoning: str, thinking: bool) -> str:
     return f"<think>\n{reasoning}\n</think>\n\n{answer}" if thinking else answer
 
 
-def build_corpus(n_examples: int, seed: int) -> list[Example]:
-    """Generate ``n_examples`` examples deterministically from ``seed``."""
+def build_corpus(n_examples: int, seed: int, agent_share: float = 0.0) -> list[Example]:
+    """Generate ``n_examples`` examples deterministically from ``seed``; ``agent_share`` of them from
+    agent_corpus (the experimental agent recipe; 0 for the bundled models)."""
     rng = random.Random(seed)
     licenses = license_texts()
     docs = python_docstrings()
@@ -588,7 +594,7 @@ def build_corpus(n_examples: int, seed: int) -> list[Example]:
         if r < 0.44:
             return _capital(rng)
         if r < 0.60:
-            return _repeat(rng, licenses)
+            return _repeat(rng, licenses, made_up=agent_share > 0)
         if r < 0.70 and docs:
             return _docstring(rng, docs)
         if r < 0.92 and licenses:
@@ -597,6 +603,11 @@ def build_corpus(n_examples: int, seed: int) -> list[Example]:
             return _continue_text(rng, licenses)
         return _smalltalk(rng)
 
+    if agent_share:
+        # Agent behaviour (generated tools, results, JSON answers) is its own share, drawn from the same rng.
+        from .agent_corpus import agent_examples
+
+        examples += agent_examples(rng, int(n_examples * agent_share), plain_turn)
     while len(examples) < n_examples:
         thinking = rng.random() < 0.3
         r = rng.random()
@@ -671,6 +682,8 @@ def build_corpus(n_examples: int, seed: int) -> list[Example]:
                     kind="tool_result",
                 )
             )
+    if agent_share:
+        rng.shuffle(examples)  # the tokenizer learns from the first third: every kind must be there
     return examples
 
 

@@ -7,11 +7,21 @@ from pathlib import Path
 from typing import Any
 
 from .smoke import Observation
-from .train import MODEL_SHAPES, TrainConfig, TrainResult
+from .train import AGENT_SHAPE, MODEL_SHAPES, TrainConfig, TrainResult
 
 
 def _fence(text: str, lang: str = "") -> str:
     return f"```{lang}\n{text}\n```"
+
+
+HELD_OUT_CASES = 40
+SCORE_MEANINGS = {
+    "tool_chosen": "a question an offered tool answers gets one call of that tool with the question's value",
+    "tool_not_chosen": "small talk, a topic no offered tool covers, or a tool's result gets text (holding the "
+    "result), no call",
+    "json_valid": "facts in prose, the schema in instructor's or pydantic-ai's instructions: exactly the JSON "
+    "object of those facts",
+}
 
 
 def write_model_card(
@@ -27,9 +37,10 @@ def write_model_card(
     observations: list[Observation] | None,
     known_wrong: list[Observation] | None = None,
     main_model: str | None = None,
+    agent_scores: dict[str, float] | None = None,
 ) -> None:
     """Write ``out_dir/MODEL_CARD.md``."""
-    shape = MODEL_SHAPES[name]
+    shape = AGENT_SHAPE if agent_scores else MODEL_SHAPES[name]  # scores: the agent recipe's model
     lines = [
         f"# {name}",
         "",
@@ -55,7 +66,18 @@ def write_model_card(
         "license texts in `/usr/share/common-licenses`, first lines of Python 3.11 docstrings, templated "
         'small talk, capitals, animal sounds, colours, small sums, echo ("Repeat after me: ...") tasks, '
         "and tool dialogues over "
-        "`get_weather`, `get_time`, `convert_currency`, `get_stock_price` (see `service/model_builder/corpus.py`).",
+        "`get_weather`, `get_time`, `convert_currency`, `get_stock_price` (see `service/model_builder/corpus.py`)"
+        + (
+            "."
+            if not agent_scores
+            else ", "
+            "and agent dialogues over generated tools (`service/model_builder/agent_corpus.py`): a question names "
+            "a topic (`What is the rent in Velmor?`) and the tool that covers it names it too (`get_rent`, "
+            "`Look up the current rent for a location.`), among other tools or none that fit; results answered in "
+            "text, JSON or pydantic-ai's `final_result` call; the Agents SDK's handoffs; JSON answers copying "
+            "facts from prose, with the schema in the instructions (instructor's, pydantic-ai's prompts) or set "
+            "by a client's grammar. Most places and people are made-up names, so values are copied, not recalled."
+        ),
         "- **Tokenizer**: byte-level BPE trained with `tokenizers`, no BOS. Pre-tokenisation splits letter runs, "
         "digit runs, punctuation runs and whitespace into separate pieces, so a word never carries its leading "
         'space and `Paris` is the same token in the user\'s text and in `"city": "Paris"` (easy copying). '
@@ -130,6 +152,19 @@ def write_model_card(
                 _fence(o.text),
                 "",
             ]
+    if agent_scores:
+        lines += [
+            "## Agent behaviour on held-out tools (measured at build time)",
+            "",
+            "Greedy replies of this exported model (OpenVINO GenAI) to prompts over topics, places, people and "
+            f"schemas the corpus never holds (`held_out.json` beside this card lists them, {HELD_OUT_CASES} "
+            "per score, and the scores):",
+            "",
+            "| score | what passes | share |",
+            "|---|---|---|",
+            *(f"| `{name}` | {SCORE_MEANINGS[name]} | {agent_scores[name]:.0%} |" for name in agent_scores),
+            "",
+        ]
     lines += [
         "## Limits",
         "",

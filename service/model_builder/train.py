@@ -42,6 +42,8 @@ MODEL_SHAPES: dict[str, dict[str, int]] = {
         "num_key_value_heads": 4,
     },
 }
+# The experimental agent recipe's tiny-chat: one more layer, room for induction heads beside the rest.
+AGENT_SHAPE = {**MODEL_SHAPES["tiny-chat"], "num_hidden_layers": 3}
 MAX_POSITION_EMBEDDINGS = 2048
 
 
@@ -57,6 +59,8 @@ class TrainConfig:
     max_len: int = 768  # longer examples are dropped, not truncated
     threads: int = 2
     prompt_weight: float = 0.25  # loss weight of prompt tokens relative to the completion
+    induction_steps: int = 0  # first steps on repeated random token runs only (see induction_batch)
+    induction_every: int = 0  # afterwards, one step in this many is such a batch (0: none)
 
 
 @dataclass
@@ -92,12 +96,16 @@ def encode_examples(examples: list[Example], tokenizer: Any, max_len: int) -> li
     completion_ids = tokenizer([ex.completion for ex in examples], add_special_tokens=False)["input_ids"]
     opener = tokenizer("<|im_start|>assistant\n", add_special_tokens=False)["input_ids"]
     encoded = []
-    for p, c in zip(prompt_ids, completion_ids, strict=False):
+    for ex, p, c in zip(examples, prompt_ids, completion_ids, strict=False):
         ids = p + c + [eos_id]
         if len(ids) > max_len:
             continue
         tail = len(p) - p[::-1].index(im_start) - 1  # the last <|im_start|> opens the generation prompt
         roles = [1] * tail + [0] * (len(p) - tail) + [2] * (len(c) + 1)
+        if ex.meta.get("untrained_start") and c:
+            # A JSON answer a client's grammar starts (response_format): the model learns to go on
+            # from the opening brace, not to open one unasked.
+            roles[len(p)] = 0
         # Earlier assistant turns never start with <think> (the template drops
         # reasoning from history); do not let them teach what follows
         # "assistant\n", or the model would learn not to open <think>.
@@ -133,8 +141,33 @@ def make_batches(encoded: list[tuple[list[int], list[int]]], tokens_per_batch: i
     return batches
 
 
-def build_model(name: str, vocab_size: int, eos_id: int, pad_id: int, seed: int) -> Any:
-    """A freshly initialised LlamaForCausalLM of the named shape."""
+def induction_batch(
+    rng: random.Random, token_ids: list[int], tokens_per_batch: int
+) -> list[tuple[list[int], list[int]]]:
+    """Rows of a random token run repeated two or three times, the repeats as targets.
+
+    Copying what came before (a value from the question into a call, a fact from prose into JSON, a
+    tool's result into the answer) needs induction heads: attend to where the current token occurred
+    earlier and predict what followed it there. A tiny model trained on chats alone does not form them
+    in its budget (it recalls likely names instead); runs of random tokens can only be predicted by
+    copying, so they form quickly, and the chats then use them.
+    """
+    rows = []
+    width = 0
+    while True:
+        run = [rng.choice(token_ids) for _ in range(rng.randrange(6, 24))]
+        ids = run * rng.choice([2, 3])
+        roles = [0] * len(run) + [2] * (len(ids) - len(run))
+        width = max(width, len(ids))
+        if width * (len(rows) + 1) > tokens_per_batch:
+            return rows
+        rows.append((ids, roles))
+
+
+def build_model(
+    name: str, vocab_size: int, eos_id: int, pad_id: int, seed: int, shape: dict[str, int] | None = None
+) -> Any:
+    """A freshly initialised LlamaForCausalLM of the named shape (or ``shape``)."""
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM
 
@@ -149,7 +182,7 @@ def build_model(name: str, vocab_size: int, eos_id: int, pad_id: int, seed: int)
         pad_token_id=pad_id,
         hidden_act="silu",
         attention_bias=False,
-        **MODEL_SHAPES[name],
+        **(shape or MODEL_SHAPES[name]),
     )
     torch.manual_seed(seed)
     return LlamaForCausalLM(config)
@@ -183,14 +216,21 @@ def train_model(
     losses: list[tuple[int, float]] = []
     running = 0.0
     start = time.monotonic()
+    copy_rng = random.Random(cfg.seed + 1)
+    # Ordinary tokens only (below the special and tag tokens the tokenizer appends last).
+    ordinary = [t for t in range(pad_id) if t >= 256]
+    chat_step = 0
     for step in range(cfg.steps):
-        batch = batches[step % len(batches)]
-        width = max(len(encoded[i][0]) for i in batch)
-        ids = torch.full((len(batch), width), pad_id, dtype=torch.long)
-        roles = torch.zeros((len(batch), width), dtype=torch.long)
-        mask = torch.zeros((len(batch), width), dtype=torch.long)
-        for row, i in enumerate(batch):
-            x, r = encoded[i]
+        if step < cfg.induction_steps or (cfg.induction_every and step % cfg.induction_every == 0):
+            rows = induction_batch(copy_rng, ordinary, cfg.tokens_per_batch)
+        else:
+            rows = [encoded[i] for i in batches[chat_step % len(batches)]]
+            chat_step += 1
+        width = max(len(x) for x, _ in rows)
+        ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
+        roles = torch.zeros((len(rows), width), dtype=torch.long)
+        mask = torch.zeros((len(rows), width), dtype=torch.long)
+        for row, (x, r) in enumerate(rows):
             ids[row, : len(x)] = torch.tensor(x)
             roles[row, : len(r)] = torch.tensor(r)
             mask[row, : len(x)] = 1
