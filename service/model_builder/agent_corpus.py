@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import random
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -575,27 +576,30 @@ def short_json_example(rng: random.Random, plain: tuple[str, str, str]) -> Examp
     return Example(messages, json.dumps(data), kind="json_short", meta={"untrained_start": True})
 
 
-def agent_examples(rng: random.Random, n: int, plain_turn: Any) -> list[Example]:
-    """``n`` agent and JSON examples in fixed proportions."""
+# The agent share of the corpus: (share, generator of one example from the rng and the plain-turn source).
+MIX: list[tuple[float, Callable[[random.Random, Callable[[], tuple[str, str, str]]], Example]]] = [
+    (0.26, lambda rng, plain: call_example(rng)),
+    (0.06, lambda rng, plain: parallel_example(rng)),
+    (0.05, lambda rng, plain: handoff_example(rng)),
+    (0.12, lambda rng, plain: no_fit_example(rng, plain() if rng.random() < 0.6 else None)),
+    (0.17, lambda rng, plain: result_example(rng)),
+    (0.04, lambda rng, plain: two_results_example(rng)),
+    (0.08, lambda rng, plain: result_json_example(rng)),
+    (0.16, lambda rng, plain: json_example(rng)),
+    (0.06, lambda rng, plain: short_json_example(rng, plain())),
+]
+
+
+def agent_examples(rng: random.Random, n: int, plain_turn: Callable[[], tuple[str, str, str]]) -> list[Example]:
+    """``n`` agent and JSON examples, each kind drawn with its ``MIX`` share."""
     out: list[Example] = []
     while len(out) < n:
         r = rng.random()
-        if r < 0.26:
-            out.append(call_example(rng))
-        elif r < 0.32:
-            out.append(parallel_example(rng))
-        elif r < 0.37:
-            out.append(handoff_example(rng))
-        elif r < 0.49:
-            out.append(no_fit_example(rng, plain_turn() if rng.random() < 0.6 else None))
-        elif r < 0.66:
-            out.append(result_example(rng))
-        elif r < 0.70:
-            out.append(two_results_example(rng))
-        elif r < 0.78:
-            out.append(result_json_example(rng))
-        elif r < 0.94:
-            out.append(json_example(rng))
-        else:
-            out.append(short_json_example(rng, plain_turn()))
+        for share, make in MIX:
+            if r < share:
+                out.append(make(rng, plain_turn))
+                break
+            r -= share
+        else:  # rounding: the last kind
+            out.append(MIX[-1][1](rng, plain_turn))
     return out
