@@ -65,7 +65,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--agent-recipe",
         action="store_true",
         help="experimental: tiny-chat from the agent recipe (half the corpus from agent_corpus, induction "
-        "batches, 3 layers; use with --examples 40000 --steps 3600) and its held-out agent scores "
+        "batches first; use with --examples 40000 --steps 2500) and its held-out agent scores "
         "(held_out.json); not what the bundled tiny-chat is",
     )
     p.add_argument(
@@ -141,7 +141,7 @@ def build_text_models(args: argparse.Namespace) -> int:
         print(f"[{step_no}/6] train {name}: {steps} steps")
         # The agent recipe's main model trains to copy (a one-layer draft cannot form induction heads).
         agent = args.agent_recipe and name == MAIN
-        recipe = {"induction_steps": 500, "induction_every": 8, "max_len": AGENT_MAX_LEN} if agent else {}
+        recipe = {"induction_steps": 400, "induction_every": 8, "max_len": AGENT_MAX_LEN} if agent else {}
         cfg = train.TrainConfig(steps=steps, seed=args.seed, **recipe)
         shape = train.AGENT_SHAPE if agent else None
         model = train.build_model(name, len(hf_tok), hf_tok.eos_token_id, hf_tok.pad_token_id, args.seed, shape)

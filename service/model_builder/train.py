@@ -42,8 +42,9 @@ MODEL_SHAPES: dict[str, dict[str, int]] = {
         "num_key_value_heads": 4,
     },
 }
-# The experimental agent recipe's tiny-chat: one more layer, room for induction heads beside the rest.
-AGENT_SHAPE = {**MODEL_SHAPES["tiny-chat"], "num_hidden_layers": 3}
+# The experimental agent recipe's tiny-chat: the same shape (with induction batches first, two layers copy;
+# a third layer without them did not).
+AGENT_SHAPE = dict(MODEL_SHAPES["tiny-chat"])
 MAX_POSITION_EMBEDDINGS = 2048
 
 
