@@ -20,7 +20,7 @@ from clients.v1 import chat_pb2
 from service.engine.generation_config import structured_output_config as engine_form
 from service.errors import FieldViolation
 from service.models import ModelSpec
-from service.parsing import OutputFormat
+from service.parsing import TOOL_PARSERS, OutputFormat
 from service.structured.output import structured_output_config
 from tests.conftest import TEST_SETTINGS, TINY_CHAT
 from tests.rest_bridge.conftest import served_with_bridge
@@ -34,6 +34,7 @@ TOOLS: list[dict[str, Any]] = [
     {"type": "function", "function": {"name": "get_weather", "parameters": LOCATION}},
     {"type": "function", "function": {"name": "get_time"}},
 ]
+SCHEMAS = {"get_weather": LOCATION, "get_time": {"type": "object"}}
 ASK = [{"role": "user", "content": "What is the weather in Paris?"}]
 
 
@@ -83,6 +84,26 @@ def test_guidance_only_when_the_model_may_call_or_answer_freely(fields: dict[str
         assert config is None
 
 
+@pytest.mark.parametrize("parser", sorted(TOOL_PARSERS))
+def test_every_tagged_family_format_guides_each_tool(parser: str) -> None:
+    """Every --tool-parser format: one triggered tag per tool on the format's opening tag, or no guide at all
+    when its calls open without one; never an error (the setting is the server's, not the request's)."""
+    markup = OutputFormat(parser).call_markup
+    assert markup is not None
+    config, violations = plan({}, guided=True, parser=parser)
+    assert not violations, violations
+    if not markup.tag:
+        assert config is None
+        return
+    assert config is not None
+    document = json.loads(config.value)["format"]
+    assert document["triggers"] == [markup.tag] and len(document["tags"]) == len(TOOLS)
+    for tag, tool in zip(document["tags"], TOOLS, strict=True):
+        assert (
+            tag["begin"].startswith(markup.tag) and tool["function"]["name"] in tag["begin"] + tag["content"]["grammar"]
+        )
+
+
 def test_a_markup_without_an_opening_tag_is_left_unguided() -> None:
     """llama3_json's calls are bare JSON: nothing tells a call from text, so guidance cannot trigger (no error)."""
     config, violations = plan({}, guided=True, parser="llama3_json")
@@ -91,15 +112,14 @@ def test_a_markup_without_an_opening_tag_is_left_unguided() -> None:
 
 def test_tiny_chat_under_guidance_calls_only_offered_tools_with_valid_arguments() -> None:
     config, _ = plan({}, guided=True)
-    schemas = {"get_weather": LOCATION, "get_time": {"type": "object"}}
     calls = 0
     for seed in range(1, 7):
-        parser = OutputFormat("hermes").parser(prompt_tail="", schemas=schemas)
+        parser = OutputFormat("hermes").parser(prompt_tail="", schemas=SCHEMAS)
         parser.feed(generate(engine_form(config), seed))
         parser.finish()
         for call in parser.result.calls:
-            assert call.name in schemas
-            jsonschema.validate(json.loads(call.arguments), schemas[call.name])
+            assert call.name in SCHEMAS
+            jsonschema.validate(json.loads(call.arguments), SCHEMAS[call.name])
             calls += 1
     assert calls  # what the check holds for: the model opened calls
 
@@ -112,12 +132,12 @@ def test_a_server_guides_the_model_it_was_told_to() -> None:
         openai.OpenAI(base_url=bridge.url, api_key="k", max_retries=0) as client,
     ):
         calls = []
-        for seed in range(1, 5):
+        for seed in range(1, 7):
             reply = client.chat.completions.create(
                 model="tiny-chat", messages=ASK, tools=TOOLS, temperature=1.0, seed=seed, max_tokens=60
             )
             calls += reply.choices[0].message.tool_calls or []
     assert calls
-    for call in calls:
-        assert call.function.name == "get_weather", call
-        jsonschema.validate(json.loads(call.function.arguments), LOCATION)
+    for call in calls:  # which tool is the model's choice; that it is an offered one, well called, the guide's
+        assert call.function.name in SCHEMAS, call
+        jsonschema.validate(json.loads(call.function.arguments), SCHEMAS[call.function.name])
