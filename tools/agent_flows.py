@@ -74,6 +74,27 @@ def sync_openai() -> openai.OpenAI:
     return openai.OpenAI(base_url=URL, api_key="any-key", max_retries=0, timeout=120)
 
 
+# The tools every client gets: topic -> (description, what it answers per city).
+FACTS: dict[str, tuple[str, dict[str, Any]]] = {
+    "air_quality": ("Look up the air quality in a city.", AIR_QUALITY),
+    "population": ("Get the population of a city.", POPULATION),
+}
+
+
+def lookup(topic: str, asked: list[tuple[str, str]]) -> Callable[[str], str]:
+    """``get_<topic>(city)`` as the clients' tool decorators take it (name, docstring, typed argument),
+    recording each call in ``asked``."""
+    description, table = FACTS[topic]
+
+    def tool(city: str) -> str:
+        asked.append((topic, city))
+        return json.dumps({"city": city, topic: table[city]})
+
+    tool.__name__ = tool.__qualname__ = f"get_{topic}"
+    tool.__doc__ = description
+    return tool
+
+
 # ---- the OpenAI Agents SDK (Responses API) ----
 
 
@@ -83,56 +104,29 @@ def sdk_agent(**fields: Any) -> Agent[Any]:
 
 
 def agents_sdk_tool_then_output_type() -> None:
-    asked: list[str] = []
-
-    @function_tool
-    def get_air_quality(city: str) -> str:
-        """Look up the air quality in a city."""
-        asked.append(city)
-        return json.dumps({"city": city, "air_quality": AIR_QUALITY[city]})
-
-    agent = sdk_agent(name="air", instructions="You are a helpful agent.", tools=[get_air_quality],
-                      output_type=AirQuality)  # fmt: skip
+    asked: list[tuple[str, str]] = []
+    agent = sdk_agent(name="air", instructions="You are a helpful agent.",
+                      tools=[function_tool(lookup("air_quality", asked))], output_type=AirQuality)  # fmt: skip
     result = asyncio.run(Runner.run(agent, "What is the air quality in Kyoto?", max_turns=4))
-    assert asked == ["Kyoto"]
-    assert result.final_output == AirQuality(city="Kyoto", air_quality="good")
+    assert asked == [("air_quality", "Kyoto")], asked
+    assert result.final_output == AirQuality(city="Kyoto", air_quality="good"), result.final_output
 
 
 def agents_sdk_two_tools() -> None:
     asked: list[tuple[str, str]] = []
-
-    @function_tool
-    def get_air_quality(city: str) -> str:
-        """Look up the air quality in a city."""
-        asked.append(("air_quality", city))
-        return json.dumps({"city": city, "air_quality": AIR_QUALITY[city]})
-
-    @function_tool
-    def get_population(city: str) -> str:
-        """Get the population of a city."""
-        asked.append(("population", city))
-        return json.dumps({"city": city, "population": POPULATION[city]})
-
-    agent = sdk_agent(name="facts", instructions="You are a helpful agent.",
-                      tools=[get_air_quality, get_population])  # fmt: skip
+    tools = [function_tool(lookup(topic, asked)) for topic in ("air_quality", "population")]
+    agent = sdk_agent(name="facts", instructions="You are a helpful agent.", tools=tools)
     result = asyncio.run(Runner.run(agent, "What is the air quality and the population in Osaka?", max_turns=4))
-    assert sorted(asked) == [("air_quality", "Osaka"), ("population", "Osaka")]
+    assert sorted(asked) == [("air_quality", "Osaka"), ("population", "Osaka")], asked
     assert "poor" in result.final_output and "2750" in result.final_output, result.final_output
 
 
 def agents_sdk_handoff() -> None:
-    asked: list[str] = []
-
-    @function_tool
-    def get_population(city: str) -> str:
-        """Get the population of a city."""
-        asked.append(city)
-        return json.dumps({"city": city, "population": POPULATION[city]})
-
+    asked: list[tuple[str, str]] = []
     expert = sdk_agent(
         name="population_agent",
         instructions="You are a helpful agent.",
-        tools=[get_population],
+        tools=[function_tool(lookup("population", asked))],
         handoff_description="Answers questions about the population.",
     )
     triage = sdk_agent(
@@ -141,8 +135,8 @@ def agents_sdk_handoff() -> None:
         instructions="You are a triage agent. Hand off to the right agent.",
     )
     result = asyncio.run(Runner.run(triage, "What is the population in Cape Town?", max_turns=5))
-    assert result.last_agent.name == "population_agent"
-    assert asked == ["Cape Town"]
+    assert result.last_agent.name == "population_agent", result.last_agent.name
+    assert asked == [("population", "Cape Town")], asked
     assert "4770" in result.final_output, result.final_output
 
 
@@ -152,17 +146,11 @@ def agents_sdk_handoff() -> None:
 def pydantic_ai_tool_and_structured_output() -> None:
     model = OpenAIChatModel(MODEL, provider=OpenAIProvider(base_url=URL, api_key="any-key"))
     agent = PydanticAgent(model, output_type=Population, model_settings={"temperature": 0})
-    asked: list[str] = []
-
-    @agent.tool_plain
-    def get_population(city: str) -> str:
-        """Get the population of a city."""
-        asked.append(city)
-        return json.dumps({"city": city, "population": POPULATION[city]})
-
+    asked: list[tuple[str, str]] = []
+    agent.tool_plain(lookup("population", asked))
     result = agent.run_sync("What is the population in Kyoto?")
-    assert asked == ["Kyoto"]
-    assert result.output == Population(city="Kyoto", population=1460)
+    assert asked == [("population", "Kyoto")], asked
+    assert result.output == Population(city="Kyoto", population=1460), result.output
 
 
 # ---- LangChain ----
@@ -173,10 +161,7 @@ def langchain_model() -> ChatOpenAI:
 
 
 def langchain_bind_tools_round_trip() -> None:
-    @langchain_tool
-    def get_air_quality(city: str) -> str:
-        """Look up the air quality in a city."""
-        return json.dumps({"city": city, "air_quality": AIR_QUALITY[city]})
+    get_air_quality = langchain_tool(lookup("air_quality", []))
 
     chat = langchain_model().bind_tools([get_air_quality])
     messages: list[Any] = [HumanMessage("What is the air quality in Cape Town?")]

@@ -143,8 +143,7 @@ def build_text_models(args: argparse.Namespace) -> int:
         agent = args.agent_recipe and name == MAIN
         recipe = {"induction_steps": 400, "induction_every": 8, "max_len": AGENT_MAX_LEN} if agent else {}
         cfg = train.TrainConfig(steps=steps, seed=args.seed, **recipe)
-        shape = train.AGENT_SHAPE if agent else None
-        model = train.build_model(name, len(hf_tok), hf_tok.eos_token_id, hf_tok.pad_token_id, args.seed, shape)
+        model = train.build_model(name, len(hf_tok), hf_tok.eos_token_id, hf_tok.pad_token_id, args.seed)
         result = train.train_model(model, encoded, hf_tok.pad_token_id, cfg)
         checkpoint = args.work / name
         shutil.rmtree(checkpoint, ignore_errors=True)

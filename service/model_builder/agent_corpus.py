@@ -26,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from .corpus import Example
+from .corpus import Example, _openai_tool_calls, format_tool_calls
 
 # ---- vocabulary ----
 
@@ -229,24 +229,18 @@ def answer_sentence(tool: Tool, value: str, result: str | int) -> str:
     return f"The {tool.topic} {preposition} {value} is {result}."
 
 
+def _as_calls(calls: list[tuple[str, dict[str, Any]]]) -> list[dict[str, Any]]:
+    return [{"name": name, "arguments": arguments} for name, arguments in calls]
+
+
 def call_text(calls: list[tuple[str, dict[str, Any]]]) -> str:
     """Hermes tool-call blocks, as the template renders them back."""
-    return "\n".join(
-        "<tool_call>\n" + json.dumps({"name": name, "arguments": arguments}) + "\n</tool_call>"
-        for name, arguments in calls
-    )
+    return format_tool_calls(_as_calls(calls))
 
 
 def _openai_calls(rng: random.Random, calls: list[tuple[str, dict[str, Any]]]) -> list[dict[str, Any]]:
-    as_string = rng.random() < 0.6
-    return [
-        {
-            "id": f"call_{i}",
-            "type": "function",
-            "function": {"name": name, "arguments": json.dumps(arguments) if as_string else arguments},
-        }
-        for i, (name, arguments) in enumerate(calls)
-    ]
+    """The calls as a client sends them back (arguments a JSON string or an object)."""
+    return _openai_tool_calls(rng, _as_calls(calls))
 
 
 def _system(rng: random.Random) -> list[dict[str, Any]]:

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from .smoke import Observation
-from .train import AGENT_SHAPE, MODEL_SHAPES, TrainConfig, TrainResult
+from .train import MODEL_SHAPES, TrainConfig, TrainResult
 
 
 def _fence(text: str, lang: str = "") -> str:
@@ -40,7 +40,8 @@ def write_model_card(
     agent_scores: dict[str, float] | None = None,
 ) -> None:
     """Write ``out_dir/MODEL_CARD.md``."""
-    shape = AGENT_SHAPE if agent_scores else MODEL_SHAPES[name]  # scores: the agent recipe's model
+    shape = MODEL_SHAPES[name]
+    agent_recipe = "agent_call" in corpus_info["kinds"]  # --agent-recipe's corpus
     lines = [
         f"# {name}",
         "",
@@ -69,7 +70,7 @@ def write_model_card(
         "`get_weather`, `get_time`, `convert_currency`, `get_stock_price` (see `service/model_builder/corpus.py`)"
         + (
             "."
-            if not agent_scores
+            if not agent_recipe
             else ", "
             "and agent dialogues over generated tools (`service/model_builder/agent_corpus.py`): a question names "
             "a topic (`What is the rent in Velmor?`) and the tool that covers it names it too (`get_rent`, "

@@ -42,9 +42,6 @@ MODEL_SHAPES: dict[str, dict[str, int]] = {
         "num_key_value_heads": 4,
     },
 }
-# The experimental agent recipe's tiny-chat: the same shape (with induction batches first, two layers copy;
-# a third layer without them did not).
-AGENT_SHAPE = dict(MODEL_SHAPES["tiny-chat"])
 MAX_POSITION_EMBEDDINGS = 2048
 
 
@@ -165,10 +162,8 @@ def induction_batch(
         rows.append((ids, roles))
 
 
-def build_model(
-    name: str, vocab_size: int, eos_id: int, pad_id: int, seed: int, shape: dict[str, int] | None = None
-) -> Any:
-    """A freshly initialised LlamaForCausalLM of the named shape (or ``shape``)."""
+def build_model(name: str, vocab_size: int, eos_id: int, pad_id: int, seed: int) -> Any:
+    """A freshly initialised LlamaForCausalLM of the named shape."""
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM
 
@@ -183,7 +178,7 @@ def build_model(
         pad_token_id=pad_id,
         hidden_act="silu",
         attention_bias=False,
-        **(shape or MODEL_SHAPES[name]),
+        **MODEL_SHAPES[name],
     )
     torch.manual_seed(seed)
     return LlamaForCausalLM(config)
@@ -218,8 +213,8 @@ def train_model(
     running = 0.0
     start = time.monotonic()
     copy_rng = random.Random(cfg.seed + 1)
-    # Ordinary tokens only (below the special and tag tokens the tokenizer appends last).
-    ordinary = [t for t in range(pad_id) if t >= 256]
+    # Merged tokens only: above the 256 bytes, below the special and tag tokens the tokenizer appends last.
+    ordinary = list(range(256, pad_id))
     chat_step = 0
     for step in range(cfg.steps):
         if step < cfg.induction_steps or (cfg.induction_every and step % cfg.induction_every == 0):
