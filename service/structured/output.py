@@ -47,9 +47,11 @@ from service.structured.json_grammar import GrammarBuilder, SchemaError, check_s
 from service.structured.limits import (
     MAX_ALTERNATIVES,
     MAX_CHOICE_BYTES,
+    MAX_GRAMMAR_BYTES,
     MAX_PATTERN_LENGTH,
     MAX_STRUCTURAL_TAG_BYTES,
     MAX_STRUCTURES,
+    MAX_TOTAL_PROPERTIES,
 )
 
 FORMAT_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")  # OpenAI's rule for json_schema.name
@@ -444,9 +446,14 @@ def _allowed_calls(
         )
         return None
     tags = []
+    spent = (0, 0)  # rule text and properties so far: the tags share one grammar's limits, as "required"'s calls do
     for index, tool in choice.callable:
         grammar = GrammarBuilder(markup.arguments)
+        grammar.size, grammar.properties = spent
         arguments = _arguments(violations, grammar, index, tool, markup, parameters_field)
+        spent = (grammar.size, grammar.properties)
+        if grammar.size > MAX_GRAMMAR_BYTES or grammar.properties > MAX_TOTAL_PROPERTIES:
+            break  # the budget is spent: every tool after this one would be refused the same way
         if arguments is not None:
             # A tag's begin is fixed text: the list's opening (a section's token, for DeepSeek and Kimi K2)
             # and the call's up to any "{index}"; its digits and the rest are grammar. One call a tag.

@@ -141,3 +141,24 @@ def test_a_server_guides_the_model_it_was_told_to() -> None:
     for call in calls:  # which tool is the model's choice; that it is an offered one, well called, the guide's
         assert call.function.name in SCHEMAS, call
         jsonschema.validate(json.loads(call.function.arguments), SCHEMAS[call.function.name])
+
+
+def nested(depth: int) -> dict[str, Any]:
+    """An object three properties wide, ``depth`` levels deep (121 properties at depth 4)."""
+    if depth == 0:
+        return {"type": "string", "maxLength": 20}
+    return {"type": "object", "properties": {f"p{i}": nested(depth - 1) for i in range(3)}, "required": ["p0"]}
+
+
+def test_the_tags_share_one_grammars_limits() -> None:
+    """Each tool's tag has a grammar of its own, but together they are bounded as one grammar of all the calls
+    is ("required"): past the total, the request is refused naming the tool where it ran out, and the tools
+    after it are not converted at all."""
+    many = [{"type": "function", "function": {"name": f"tool_{i}", "parameters": nested(4)}} for i in range(20)]
+    request = parse(chat_pb2.CreateChatCompletionRequest, {"model": "m", "messages": ASK, "tools": many})
+    violations: list[FieldViolation] = []
+    config = structured_output_config(request, violations, tools=many, markup=OutputFormat("hermes").call_markup,
+                                      guided=True)  # fmt: skip
+    assert config is None
+    assert [v.field for v in violations] == ["tools[17].function.parameters.properties.p0.properties.p0.properties"]
+    assert "too many properties" in violations[0].description
