@@ -57,6 +57,7 @@ class Supervisor:
         self._listeners: list[Callable[[bool], None]] = []
         self.closed = False
         self.restarts = 0  # processes replaced after dying or stalling
+        self._busy_since: float | None = None  # when work began waiting on the process, as the watch saw it
 
     @property
     def up(self) -> bool:
@@ -153,14 +154,28 @@ class Supervisor:
             process = self._process
             if process is None:
                 continue
-            now, waiting = time.monotonic(), self._waiting()
-            if now - process.last_beat >= beat:
-                log.error("%s sent no heartbeat for %.0f s (stopped or wedged); killing it", self.what, beat)
-            elif waiting and now - process.last_heard >= stall:
-                log.error("%s made no progress for %.0f s with %d waiting on it; killing it", self.what, stall, waiting)
-            else:
+            fault = self._fault(process, time.monotonic())
+            if fault is None:
                 continue
+            log.error("%s %s; killing it", self.what, fault)
             await asyncio.to_thread(process.kill)  # its reader then hands over GONE: see _lost
+
+    def _fault(self, process: WorkerProcess, now: float) -> str | None:
+        """Why ``process`` must be killed at ``now``, or None; called once a watch round.
+
+        Progress is owed from when work began waiting, not from the process's last word: a process idle
+        for longer than stall_timeout_s before a request came had nothing to say, and is not stalled.
+        """
+        waiting = self._waiting()
+        if not waiting:
+            self._busy_since = None
+        elif self._busy_since is None:
+            self._busy_since = now  # up to one round late: the stall is noticed at most a round later
+        if now - process.last_beat >= self._heartbeat_timeout_s:
+            return f"sent no heartbeat for {self._heartbeat_timeout_s:.0f} s (stopped or wedged)"
+        if self._busy_since is not None and now - max(process.last_heard, self._busy_since) >= self._stall_timeout_s:
+            return f"made no progress for {self._stall_timeout_s:.0f} s with {waiting} waiting on it"
+        return None
 
     def _notify(self, *, up: bool) -> None:
         for listener in self._listeners:

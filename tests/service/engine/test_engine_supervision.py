@@ -138,3 +138,17 @@ def test_health_is_not_serving_while_the_engine_is_replaced(
         release.set()
         wait_for(channel, SERVING, RECOVERY_BOUND_S)
     assert seen == [False, True]
+
+
+def test_an_engine_idle_past_the_stall_timeout_serves_its_next_request(running: ServerThread) -> None:
+    engine = running.server.registry.get("tiny-chat").engine
+    with grpc.insecure_channel(running.target) as channel:
+        wait_for(channel, SERVING, RECOVERY_BOUND_S)
+        restarts = engine.restarts
+        time.sleep(3 * STALL_TIMEOUT_S)  # idle: the engine has nothing to say for longer than the stall timeout
+        chat = chat_pb2_grpc.ChatServiceStub(channel)
+        request = parse(chat_pb2.CreateChatCompletionRequest, {**GREEDY, "max_tokens": 24})
+        for _ in range(3):
+            assert chat.CreateChatCompletion(request, timeout=60).choices[0].message.content
+            time.sleep(3 * STALL_TIMEOUT_S)
+    assert engine.restarts == restarts
