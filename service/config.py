@@ -20,7 +20,8 @@ A TOML file describes several models with their own scheduler settings::
     chat_template = "/models/template.jinja" # optional: replaces the model's own chat template
     scheduler = { max_num_seqs = 64 }        # optional: overrides [scheduler]
 
-Flags win over the file; ``--model NAME=PATH`` adds models to the file's.
+Flags win over the file; ``--model NAME=SOURCE`` adds models to the file's. A model's ``path`` (a SOURCE) may
+also be a Hugging Face directory or repository id, or a .gguf file: see service/sources.
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ from service.models import ModelSpec, bundled_model_specs
 from service.parsing import parser_name_problem
 from service.pipelines import PipelineKind, PipelineSettings
 from service.pipelines.kinds import missing_files
+from service.sources import SourceError, default_cache_dir, resolve
 
 DEFAULT_MAX_CONCURRENT = 512
 
@@ -118,6 +120,15 @@ class ServeConfig:
             "default_text": "never",
         },
     )
+    model_cache: Path = field(
+        default_factory=default_cache_dir,
+        metadata={
+            "help": "where models converted from a Hugging Face checkpoint or a GGUF file are kept, one directory "
+            "per source and options, reused on the next start",
+            "metavar": "DIR",
+            "default_text": "$XDG_CACHE_HOME/ovserve/models",
+        },
+    )
     metrics_port: int | None = field(
         default=None,
         metadata={
@@ -186,6 +197,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_flags(
         parser.add_argument_group("Responses API"), ServeConfig, only=("response_store", "response_max_age_seconds")
     )
+    add_flags(parser, ServeConfig, only=("model_cache",))
     add_flags(parser.add_argument_group("operations"), ServeConfig, only=("metrics_port", "max_connection_age_seconds"))
     add_flags(parser.add_argument_group("TLS (gRPC)"), ServeConfig, only=("tls_cert", "tls_key", "tls_client_ca"))
     add_flags(parser.add_argument_group("images (vision models) and files"), MediaPolicy)
@@ -203,7 +215,8 @@ def from_arguments(args: argparse.Namespace) -> ServeConfig:
     specs = _flag_models(args, _toml_models(data.get("models", []), base), base)
     pipelines = PipelineSettings(**given(args, PipelineSettings))
     chosen = list(specs.values()) or bundled_model_specs(base)
-    models = [dataclasses.replace(spec, pipeline=pipelines) for spec in chosen]
+    cache = Path(getattr(args, "model_cache", None) or server.get("model_cache") or default_cache_dir()).expanduser()
+    models = [dataclasses.replace(_resolved(spec, cache), pipeline=pipelines) for spec in chosen]
     for spec in models:
         if spec.task is not PipelineKind.GENERATE:
             if spec.draft_path or spec.prompt_lookup:
@@ -248,6 +261,20 @@ def from_arguments(args: argparse.Namespace) -> ServeConfig:
     if age is not None and not age > 0:
         raise ConfigError(f"--max-connection-age-seconds must be more than 0; got {age}")
     return ServeConfig(models=models, **values)
+
+
+def _resolved(spec: ModelSpec, cache: Path) -> ModelSpec:
+    """``spec`` with its sources made OpenVINO directories (converted into ``cache`` when needed); SourceError
+    naming the model when one cannot be served."""
+    try:
+        path, provenance = resolve(str(spec.path), cache_dir=cache, weight_format=spec.weight_format, task=spec.kind)
+    except SourceError as error:
+        raise SourceError(f"model {spec.name!r}: {error}") from None
+    try:
+        draft = spec.draft_path and resolve(str(spec.draft_path), cache_dir=cache)[0]
+    except SourceError as error:
+        raise SourceError(f"draft model of {spec.name!r}: {error}") from None
+    return dataclasses.replace(spec, path=path, draft_path=draft or None, provenance=provenance)
 
 
 def _toml_models(entries: list[dict[str, Any]], base: EngineSettings) -> dict[str, ModelSpec]:

@@ -15,6 +15,7 @@ from service.media import MediaPolicy
 from service.model_files import Vision, vision
 from service.parsing import REASONING_PARSERS, TOOL_PARSERS, OutputFormat
 from service.pipelines import Pipeline, PipelineKind, PipelineSettings, kind_of
+from service.sources import Provenance
 from service.workers import Served
 
 log = logging.getLogger(__name__)
@@ -41,13 +42,21 @@ class ModelSpec:
 
     name: str
     path: Path = field(
-        metadata={"help": "serve the OpenVINO model in PATH as NAME (repeatable)", "flag": "model",
-                  "metavar": "NAME=PATH", "default_text": "the bundled tiny-chat"},
+        metadata={"help": "serve SOURCE as NAME (repeatable): an OpenVINO model directory, a Hugging Face model "
+                          "directory or repository id (org/name[@revision]), or a .gguf file; the last three "
+                          "are converted once into --model-cache", "flag": "model",
+                  "metavar": "NAME=SOURCE", "default_text": "the bundled tiny-chat"},
     )  # fmt: skip
     draft_path: Path | None = field(
         default=None,
-        metadata={"help": "use the model in PATH as the speculative-decoding draft of model NAME",
-                  "flag": "draft-model", "metavar": "NAME=PATH"},
+        metadata={"help": "use SOURCE (as --model takes) as the speculative-decoding draft of model NAME",
+                  "flag": "draft-model", "metavar": "NAME=SOURCE"},
+    )  # fmt: skip
+    weight_format: str | None = field(
+        default=None,
+        metadata={"help": "weights of model NAME when converted from a Hugging Face checkpoint: int4, int8, fp16 "
+                          "or fp32", "metavar": "NAME=FORMAT",
+                  "default_text": "optimum-intel's choice: int8 from a billion parameters up"},
     )  # fmt: skip
     kind: PipelineKind | None = field(  # None: from the model's files (see pipelines.kind_of)
         default=None,
@@ -81,6 +90,7 @@ class ModelSpec:
                   "metavar": "NAME=PARSER", "default_text": "recognised from the chat template"},
     )  # fmt: skip
     settings: EngineSettings = field(default_factory=EngineSettings)  # the TOML entry's scheduler table
+    provenance: Provenance | None = field(default=None, compare=False)  # what path was made from (service/sources)
     pipeline: PipelineSettings = field(default_factory=PipelineSettings)  # embedding, rerank, speech models
 
     @property
@@ -222,6 +232,7 @@ class ModelRegistry:
 
     def __init__(self, models: list[Model] | None = None, media: MediaPolicy | None = None) -> None:
         self._served: dict[str, Model] = {model.name: model for model in models or []}
+        self._provenance: dict[str, Provenance] = {}  # what each model was built from, when known
         self._ready = models is not None
         self.media = media or MediaPolicy()  # what images requests to these models may carry
 
@@ -231,9 +242,15 @@ class ModelRegistry:
     def __len__(self) -> int:
         return len(self._served)
 
-    def add(self, model: Model) -> None:
-        """Serve one more loaded model."""
+    def add(self, model: Model, provenance: Provenance | None = None) -> None:
+        """Serve one more loaded model, built from ``provenance`` (service.sources) when known."""
         self._served[model.name] = model
+        if provenance is not None:
+            self._provenance[model.name] = provenance
+
+    def provenance(self, name: str) -> Provenance | None:
+        """What the served model ``name`` was built from, when known."""
+        return self._provenance.get(name)
 
     @property
     def names(self) -> list[str]:

@@ -10,7 +10,8 @@ from rest_bridge.handler import BridgeHandler
 
 def model(value: model_pb2.Model) -> dict[str, Any]:
     """OpenAI's model object, with vLLM's max_model_len, what the model serves (task) and, for a generating
-    model, where its chat template came from and which parsers read its output (null: none)."""
+    model, where its chat template came from and which parsers read its output (null: none), and what it was
+    built from."""
     body: dict[str, Any] = {
         "id": value.id,
         "object": "model",
@@ -23,7 +24,13 @@ def model(value: model_pb2.Model) -> dict[str, Any]:
         body["chat_template_source"] = value.chat_template_source
         body["tool_parser"] = value.tool_parser or None
         body["reasoning_parser"] = value.reasoning_parser or None
+    if value.source:  # what it was built from (service/sources): null where it does not apply
+        body.update({name: getattr(value, name) or None for name in PROVENANCE})
     return body
+
+
+# The model object's provenance fields, named as in the contract.
+PROVENANCE = ("source", "source_kind", "revision", "weight_format", "precision")
 
 
 def model_list(response: model_pb2.ListModelsResponse) -> dict[str, Any]:

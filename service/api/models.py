@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
+
 from clients.v1 import model_pb2
 from service.models import Model, ModelRegistry
 from service.pipelines import Pipeline, PipelineKind
+from service.sources import Provenance
 
 
-def _model(model: Model) -> model_pb2.Model:
+def _model(model: Model, provenance: Provenance | None) -> model_pb2.Model:
+    built_from = asdict(provenance) if provenance else {}
     if isinstance(model, Pipeline):
         return model_pb2.Model(
             id=model.name,
@@ -16,6 +20,7 @@ def _model(model: Model) -> model_pb2.Model:
             owned_by="ovserve",
             max_model_len=model.max_model_len,
             task=model.kind.value,
+            **built_from,
         )
     return model_pb2.Model(
         id=model.name,
@@ -27,15 +32,18 @@ def _model(model: Model) -> model_pb2.Model:
         chat_template_source=model.engine.chat_template.source,
         tool_parser=model.output_format.tool_parser or "",
         reasoning_parser=model.output_format.reasoning_parser or "",
+        **built_from,
     )
 
 
 def list_models(registry: ModelRegistry) -> model_pb2.ListModelsResponse:
     """Every served model: the generating ones, then the others, each in configuration order."""
     served = sorted(registry, key=lambda model: model.kind is not PipelineKind.GENERATE)  # a stable sort
-    return model_pb2.ListModelsResponse(object="list", data=[_model(model) for model in served])
+    data = [_model(model, registry.provenance(model.name)) for model in served]
+    return model_pb2.ListModelsResponse(object="list", data=data)
 
 
 def get_model(registry: ModelRegistry, request: model_pb2.GetModelRequest) -> model_pb2.GetModelResponse:
     """One served model; NOT_FOUND naming ``model`` if it is not served."""
-    return model_pb2.GetModelResponse(model=_model(registry.model(request.model)))
+    model = registry.model(request.model)
+    return model_pb2.GetModelResponse(model=_model(model, registry.provenance(model.name)))

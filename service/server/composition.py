@@ -26,6 +26,7 @@ from rest_bridge.server import Bridge, serve_bridge
 from service.observability import logs, tracing
 from service.server import startup
 from service.server.tls import TlsError
+from service.sources import SourceError
 
 if TYPE_CHECKING:
     from service.config import ServeConfig
@@ -64,6 +65,9 @@ def serve_main(argv: Sequence[str]) -> int:
     tracing.configure()
     try:
         serve_config = config.from_arguments(args)
+    except SourceError as error:  # one line, before anything listens
+        print(f"ovserve serve: {error}", file=sys.stderr)
+        return 1
     except (config.ConfigError, OSError) as error:
         parser.error(str(error))
     bridge = None

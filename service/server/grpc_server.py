@@ -127,7 +127,7 @@ class Server:
             model = await loop.run_in_executor(None, load_model, spec, metrics.GenerationMeter)
             model.worker.start()
             model.worker.watch(functools.partial(self._engine_changed, model.name))
-            self.registry.add(model)
+            self.registry.add(model, spec.provenance)
         self.registry.mark_ready()
         failed = await self.responses.recover()
         if failed:

@@ -20,6 +20,7 @@ from service.models import (
     bundled_model_specs,
 )
 from service.pipelines import PipelineKind
+from service.sources import SourceError
 from tests.conftest import SERVED_BY_DEFAULT, TINY_CHAT, TINY_CHAT_DRAFT
 
 needs_bundled = pytest.mark.skipif(
@@ -226,13 +227,13 @@ def test_flag_for_an_unknown_model_names_it(tmp_path: Path, flag: str) -> None:
 
 @pytest.mark.parametrize("value", ["nopath", "=/some/where", "name=", "", "name/without/equals"])
 def test_malformed_name_path(value: str) -> None:
-    with pytest.raises(ConfigError, match="expected NAME=PATH"):
+    with pytest.raises(ConfigError, match="expected NAME=SOURCE"):
         configure("--model", value)
 
 
 def test_malformed_draft_name_path(tmp_path: Path) -> None:
     one = model_dir(tmp_path, "one")
-    with pytest.raises(ConfigError, match="expected NAME=PATH"):
+    with pytest.raises(ConfigError, match="expected NAME=SOURCE"):
         configure("--model", f"one={one}", "--draft-model", "one")
 
 
@@ -245,12 +246,12 @@ def test_path_with_equals_sign_splits_at_the_first(tmp_path: Path) -> None:
 def test_model_path_without_ir_is_refused(tmp_path: Path) -> None:
     empty = tmp_path / "empty"
     empty.mkdir()
-    with pytest.raises(ConfigError, match=r"model of 'x': .*empty has no openvino_model.xml"):
+    with pytest.raises(SourceError, match=r"model 'x': .*empty: neither an OpenVINO model directory"):
         configure("--model", f"x={empty}")
 
 
 def test_missing_model_directory_is_refused(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match=r"has no openvino_model\.xml"):
+    with pytest.raises(SourceError, match=r"nowhere: no such file or directory, and not a Hugging Face repository"):
         configure("--model", f"x={tmp_path / 'nowhere'}")
 
 
@@ -259,7 +260,7 @@ def test_draft_path_without_ir_is_refused(tmp_path: Path) -> None:
     empty = tmp_path / "empty"
     empty.mkdir()
     path = toml_file(tmp_path, f'[[models]]\nname = "one"\npath = "{one}"\ndraft_path = "{empty}"\n')
-    with pytest.raises(ConfigError, match=r"draft model of 'one': .*has no openvino_model.xml"):
+    with pytest.raises(SourceError, match=r"draft model of 'one': .*empty: neither an OpenVINO model directory"):
         configure("--config", path)
 
 

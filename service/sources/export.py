@@ -1,0 +1,186 @@
+"""Conversions into OpenVINO GenAI directories: optimum-intel's exporter for Hugging Face checkpoints, OpenVINO
+GenAI's own GGUF reader for GGUF files."""
+
+from __future__ import annotations
+
+import collections
+import importlib.util
+import json
+import logging
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from service.model_files import config
+from service.pipelines import PipelineKind, kind_of
+from service.sources.errors import SourceError
+
+log = logging.getLogger(__name__)
+
+INSTALL_HINT = "install the converter with: pip install 'ovserve[convert]'"
+# What each kind of model is exported as (optimum-cli's --task); a generating model with a vision tower is a
+# vision-language model.
+EXPORT_TASKS = {
+    PipelineKind.GENERATE: "text-generation-with-past",
+    PipelineKind.EMBED: "feature-extraction",
+    PipelineKind.RERANK: "text-classification",
+    PipelineKind.TRANSCRIBE: "automatic-speech-recognition-with-past",
+}
+VISION_TASK = "image-text-to-text"
+# The exporter's last lines kept for the error message when it fails.
+TAIL_LINES = 15
+
+
+def export_task(checkpoint: Path, kind: PipelineKind | None) -> str:
+    """optimum-cli's task for a checkpoint: from ``--task`` when given, else from its config.json."""
+    kind = kind or kind_of(checkpoint)
+    if kind is PipelineKind.GENERATE and "vision_config" in config(checkpoint):
+        return VISION_TASK
+    return EXPORT_TASKS[kind]
+
+
+def export_checkpoint(checkpoint: Path, out: Path, task: str, weight_format: str | None) -> None:
+    """Export a transformers checkpoint with optimum-intel (``optimum-cli export openvino``) into ``out``.
+
+    Run as a child process: the exporter imports torch and holds the whole model, which the server should not
+    keep; its output streams to this process's stderr as it goes (a person sees its progress), and its last
+    lines make the error when it fails.
+    """
+    if importlib.util.find_spec("optimum") is None or importlib.util.find_spec("optimum.intel") is None:
+        raise SourceError(f"{checkpoint} is a Hugging Face checkpoint: converting it needs optimum-intel; "
+                          f"{INSTALL_HINT}")  # fmt: skip
+    command = [sys.executable, "-m", "optimum.commands.optimum_cli", "export", "openvino", "--model", str(checkpoint),
+               "--task", task]  # fmt: skip
+    if weight_format:
+        command += ["--weight-format", weight_format]
+    command.append(str(out))
+    log.info("converting %s: %s", checkpoint, " ".join(command[2:]))
+    tail: collections.deque[str] = collections.deque(maxlen=TAIL_LINES)
+    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                          text=True, errors="replace") as process:  # fmt: skip
+        assert process.stdout is not None
+        for line in process.stdout:
+            tail.append(line.rstrip())
+            sys.stderr.write(line)
+    if process.returncode != 0:
+        raise SourceError(f"converting {checkpoint} failed (optimum-cli exit {process.returncode}):\n"
+                          + "\n".join(tail))  # fmt: skip
+
+
+# What OpenVINO GenAI 2026.4's GGUF reader takes: architectures, and tensor types (gguf's GGMLQuantizationType
+# names) of the weights.
+GGUF_ARCHITECTURES = ("llama", "qwen2", "qwen3")
+GGUF_TYPES = ("F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q4_K", "Q6_K")
+
+
+def gguf_metadata(path: Path) -> dict[str, Any]:
+    """The GGUF file's metadata that a served directory needs, and its weights' types; SourceError if OpenVINO
+    GenAI cannot read it."""
+    try:
+        import gguf
+    except ImportError:
+        raise SourceError(f"{path} is a GGUF file: reading it needs the gguf package; {INSTALL_HINT}") from None
+    try:
+        reader = gguf.GGUFReader(str(path))
+    except Exception as error:
+        raise SourceError(f"{path}: not a readable GGUF file ({error})") from None
+    fields = {name: reader.fields[name].contents() for name in reader.fields}
+    arch = str(fields.get("general.architecture", ""))
+    if arch not in GGUF_ARCHITECTURES:
+        raise SourceError(f"{path}: GGUF architecture {arch!r} is not one OpenVINO GenAI reads "
+                          f"({', '.join(GGUF_ARCHITECTURES)}); convert the original checkpoint instead")  # fmt: skip
+    types = sorted({tensor.tensor_type.name for tensor in reader.tensors})
+    unreadable = [name for name in types if name not in GGUF_TYPES]
+    if unreadable:
+        raise SourceError(f"{path}: GGUF quantisation {', '.join(unreadable)} is not one OpenVINO GenAI reads "
+                          f"({', '.join(GGUF_TYPES)}); Q4_0 and Q8_0 are closest to OpenVINO's")  # fmt: skip
+    return {"fields": fields, "arch": arch, "types": types}
+
+
+def export_gguf(path: Path, out: Path) -> None:
+    """Make ``out`` an OpenVINO GenAI directory of the GGUF file: OpenVINO GenAI converts the model and its
+    tokenizer (``enable_save_ov_model`` writes them beside the file it reads, here a link in ``out``), and
+    config.json, generation_config.json and chat_template.jinja are written from the file's metadata."""
+    metadata = gguf_metadata(path)
+    fields, arch = metadata["fields"], metadata["arch"]
+    import openvino_genai as ov_genai
+
+    link = out / path.name
+    link.symlink_to(path)
+    try:
+        ov_genai.LLMPipeline(str(link), "CPU", {"enable_save_ov_model": True})
+    except RuntimeError as error:
+        raise SourceError(f"OpenVINO GenAI could not read {path}: {error}") from None
+    finally:
+        link.unlink()
+    if not (out / "openvino_model.xml").is_file():
+        raise SourceError(f"OpenVINO GenAI read {path} but wrote no openvino_model.xml into {out}")
+    tokens = fields.get("tokenizer.ggml.tokens") or []
+    model_config = {
+        "architectures": [GGUF_CLASSES[arch]],
+        "model_type": arch,
+        "vocab_size": len(tokens),
+        "max_position_embeddings": fields.get(f"{arch}.context_length"),
+        "hidden_size": fields.get(f"{arch}.embedding_length"),
+        "num_hidden_layers": fields.get(f"{arch}.block_count"),
+        "num_attention_heads": fields.get(f"{arch}.attention.head_count"),
+        "num_key_value_heads": fields.get(f"{arch}.attention.head_count_kv"),
+    }
+    write_json(out / "config.json", {key: value for key, value in model_config.items() if value is not None})
+    ends = sorted(
+        {fields[key] for key in ("tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id") if key in fields}
+    )
+    generation: dict[str, Any] = {"eos_token_id": ends[0] if len(ends) == 1 else ends} if ends else {}
+    if "tokenizer.ggml.bos_token_id" in fields:
+        generation["bos_token_id"] = fields["tokenizer.ggml.bos_token_id"]
+    write_json(out / "generation_config.json", generation)
+    if template := fields.get("tokenizer.chat_template"):
+        (out / "chat_template.jinja").write_text(str(template), encoding="utf-8")
+    _save_tokenizer_json(path, out, fields)
+
+
+# llama.cpp's token types (gguf.TokenType) of the tokens a tokenizer matches whole: control tokens (special,
+# skipped in replies) and user-defined ones (text such as <tool_call>, kept).
+CONTROL, USER_DEFINED = 3, 4
+# tokenizers' decoder of a byte-level BPE.
+BYTE_LEVEL = {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True}
+
+
+def _save_tokenizer_json(path: Path, out: Path, fields: dict[str, Any]) -> None:
+    """The GGUF tokenizer as tokenizer.json, for the server's fast codec: transformers converts it, and its
+    added tokens and decoder are then set from the file's own metadata, where the conversion loses them.
+
+    The added tokens are the file's control tokens (special) and user-defined ones (``<tool_call>``,
+    ``<think>``: text the model writes, kept in replies, which OpenVINO GenAI's GGUF detokenizer drops with the
+    control tokens), each matched whole; a byte-level BPE (Qwen, Llama 3) decodes bytes alone, as its own
+    tokenizer.json does (the converter's SentencePiece steps strip a leading space, which breaks decoding window
+    by window). Without tokenizer.json the model is served on OpenVINO GenAI's tokenizer alone.
+    """
+    try:
+        from transformers import AutoTokenizer
+
+        AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name).save_pretrained(str(out))
+    except Exception as error:  # transformers absent, or a tokenizer it does not convert
+        log.warning("no tokenizer.json for %s (%s); tool-call markup may not be parsed", path, error)
+        return
+    saved = out / "tokenizer.json"
+    tokenizer = json.loads(saved.read_text(encoding="utf-8"))
+    tokens, types = fields.get("tokenizer.ggml.tokens") or [], fields.get("tokenizer.ggml.token_type") or []
+    tokenizer["added_tokens"] = [
+        {"id": id_, "content": str(tokens[id_]), "single_word": False, "lstrip": False, "rstrip": False,
+         "normalized": False, "special": kind == CONTROL}
+        for id_, kind in enumerate(types) if kind in (CONTROL, USER_DEFINED)
+    ]  # fmt: skip
+    if fields.get("tokenizer.ggml.model") == "gpt2":
+        tokenizer["decoder"] = BYTE_LEVEL
+    write_json(saved, tokenizer)
+
+
+# A GGUF architecture -> the transformers class config.json names (what model_files and kinds read).
+GGUF_CLASSES = {"llama": "LlamaForCausalLM", "qwen2": "Qwen2ForCausalLM", "qwen3": "Qwen3ForCausalLM"}
+
+
+def write_json(path: Path, value: Any) -> None:
+    """``value`` as indented JSON."""
+    path.write_text(json.dumps(value, indent=2) + "\n", encoding="utf-8")

@@ -1,0 +1,206 @@
+"""Serving the model the user has: a Hugging Face directory, a repository id from the hub cache, a GGUF file.
+
+Each is the bundled tiny-chat's own weights in that form (tests/sources/checkpoints.py), served by ``ovserve
+serve`` as a user starts it, beside the bundled IR: every answer must equal the bundled model's. Conversions go
+to a model cache that the next start reuses, and that two processes starting at once fill once.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import gguf
+import numpy as np
+import pytest
+from huggingface_hub.file_download import repo_folder_name
+
+from service.models import BUNDLED_MODEL, BUNDLED_MODELS_DIR
+from tests.rest_bridge.conftest import http_request
+from tests.rest_bridge.test_cli import ROOT, ovserve, read_until
+from tests.sources.checkpoints import gguf_file, hf_checkpoint
+
+REPO = "ovserve-tests/tiny-chat"
+COMMIT = "0123456789abcdef0123456789abcdef01234567"
+SOURCES = ("from-hf", "from-hub", "from-gguf")
+# Prompts without digits: the GGUF tokenizer splits digit runs one by one, as Qwen2's pre-tokenizer does
+# (checkpoints.gguf_file), so a number would be other tokens than the bundled model's.
+PROMPTS = ["Hello!", "Who are you?", "What's the weather like in Paris?", "Tell me about Rome."]
+CITY = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
+WEATHER = {
+    "type": "function",
+    "function": {"name": "get_weather", "description": "Get the weather in a city.", "parameters": CITY},
+}
+
+
+@dataclass
+class Sources:
+    hf: Path
+    gguf: Path
+    hub_home: Path  # HF_HOME holding REPO at COMMIT in the hub cache's layout
+
+    def env(self) -> dict[str, str]:
+        """The hub cache, offline."""
+        return {**os.environ, "HF_HOME": str(self.hub_home), "HF_HUB_OFFLINE": "1"}
+
+    def serve_args(self, cache: Path) -> list[str]:
+        return ["serve", "--port", "0", "--rest-port", "0", "--cache-size-gb", "1", "--model-cache", str(cache),
+                "--model", f"{BUNDLED_MODEL}={BUNDLED_MODELS_DIR / BUNDLED_MODEL}",
+                "--model", f"from-hf={self.hf}", "--weight-format", "from-hf=fp16",
+                "--model", f"from-hub={REPO}", "--model", f"from-gguf={self.gguf}"]  # fmt: skip
+
+
+def hub_cache(home: Path, checkpoint: Path) -> Path:
+    """HF_HOME with ``checkpoint`` as REPO's snapshot at COMMIT, its main branch pointing there (the layout
+    huggingface_hub's downloads leave, folder named by its own function)."""
+    repo = home / "hub" / repo_folder_name(repo_id=REPO, repo_type="model")
+    (repo / "refs").mkdir(parents=True)
+    (repo / "refs" / "main").write_text(COMMIT)
+    snapshot = repo / "snapshots" / COMMIT
+    snapshot.mkdir(parents=True)
+    for item in checkpoint.iterdir():
+        (snapshot / item.name).write_bytes(item.read_bytes())
+    return home
+
+
+@pytest.fixture(scope="module")
+def sources(tmp_path_factory: pytest.TempPathFactory) -> Sources:
+    root = tmp_path_factory.mktemp("sources")
+    hf = hf_checkpoint(root / "tiny-chat-hf")
+    return Sources(hf, gguf_file(root / "tiny-chat.gguf"), hub_cache(root / "hf-home", hf))
+
+
+@dataclass
+class Started:
+    port: int
+    log: list[str]
+    seconds: float  # from the command to "serving"
+
+
+@contextmanager
+def serving(sources: Sources, cache: Path) -> Iterator[Started]:
+    """``ovserve serve`` on the bundled model and the three sources, until SIGTERM."""
+    began = time.monotonic()
+    with ovserve(*sources.serve_args(cache), env=sources.env()) as process:
+        lines: list[str] = []
+        port = int(read_until(process, r"REST listening on 127\.0\.0\.1:(\d+)", lines).group(1))
+        read_until(process, r"serving tiny-chat", lines)
+        yield Started(port, lines, time.monotonic() - began)
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=60) == 0
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("model-cache")
+
+
+@pytest.fixture(scope="module")
+def first(sources: Sources, cache: Path) -> Iterator[Started]:
+    with serving(sources, cache) as started:
+        yield started
+
+
+def answer(port: int, model: str, prompt: str, **extra: object) -> dict[str, object]:
+    reply = http_request(port, "POST", "/v3/chat/completions", {
+        "model": model, "messages": [{"role": "user", "content": prompt}], "temperature": 0, "max_tokens": 40,
+        **extra})  # fmt: skip
+    assert reply.status == 200, reply.body
+    message = reply.json()["choices"][0]["message"]
+    return {"content": message.get("content"), "tool_calls": [call["function"] for call in
+            message.get("tool_calls") or []]}  # fmt: skip
+
+
+@pytest.mark.parametrize("model", SOURCES)
+def test_each_source_answers_as_the_bundled_model(first: Started, model: str) -> None:
+    for prompt in PROMPTS:
+        assert answer(first.port, model, prompt) == answer(first.port, BUNDLED_MODEL, prompt), prompt
+    expected = answer(first.port, BUNDLED_MODEL, PROMPTS[2], tools=[WEATHER])
+    assert expected["tool_calls"], expected  # the bundled model calls the tool: the comparison means something
+    assert answer(first.port, model, PROMPTS[2], tools=[WEATHER]) == expected
+
+
+def test_each_source_says_what_it_was_built_from(first: Started, sources: Sources) -> None:
+    described = {model["id"]: model for model in http_request(first.port, "GET", "/v3/models").json()["data"]}
+    assert described["from-hf"]["source"] == str(sources.hf)
+    assert (described["from-hf"]["source_kind"], described["from-hf"]["weight_format"]) == ("huggingface", "fp16")
+    assert described["from-hf"]["precision"] == "fp16"
+    assert (described["from-hub"]["source"], described["from-hub"]["revision"]) == (REPO, COMMIT)
+    assert described["from-gguf"]["source_kind"] == "gguf"
+    assert described[BUNDLED_MODEL]["source_kind"] == "openvino" and described[BUNDLED_MODEL]["precision"] == "fp16"
+    converted = [line for line in first.log if "converted " in line and " into " in line]
+    assert len(converted) == 3, "".join(first.log)
+
+
+def test_the_next_start_reuses_the_conversions(first: Started, sources: Sources, cache: Path) -> None:
+    with serving(sources, cache) as again:
+        reused = [line for line in again.log if "(converted before)" in line]
+        assert len(reused) == 3 and not [line for line in again.log if " in " in line and "converted " in line
+                                         and "before" not in line], "".join(again.log)  # fmt: skip
+        assert answer(again.port, "from-hf", PROMPTS[1]) == answer(again.port, BUNDLED_MODEL, PROMPTS[1])
+    print(f"\nstart with three conversions {first.seconds:.1f} s; reusing them {again.seconds:.1f} s "
+          f"({first.seconds / again.seconds:.1f}x)")  # fmt: skip
+
+
+def test_two_processes_starting_at_once_convert_once(sources: Sources, tmp_path: Path) -> None:
+    script = ("import logging, sys; from pathlib import Path; from service.sources import resolve; "
+              "logging.basicConfig(level=logging.INFO); "
+              "print(resolve(sys.argv[1], cache_dir=Path(sys.argv[2]))[0])")  # fmt: skip
+    runs = [subprocess.Popen([sys.executable, "-c", script, str(sources.gguf), str(tmp_path)], cwd=ROOT,
+                             env=sources.env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            for _ in range(2)]  # fmt: skip
+    outputs = [run.communicate(timeout=600) for run in runs]
+    assert [run.returncode for run in runs] == [0, 0], outputs
+    assert outputs[0][0] == outputs[1][0]  # the same directory
+    logs = "".join(err for _, err in outputs)
+    assert len(re.findall(r"converted \S+ into", logs)) == 1 and logs.count("(converted before)") == 1, logs
+
+
+def unsupported_gguf(path: Path) -> Path:
+    """A GGUF file of an architecture OpenVINO GenAI does not read."""
+    writer = gguf.GGUFWriter(str(path), "gpt2")
+    writer.add_tensor("token_embd.weight", np.zeros((4, 4), dtype=np.float32))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return path
+
+
+@pytest.mark.parametrize(
+    ("source", "says"),
+    [
+        ("/nowhere/model", "no such file or directory, and not a Hugging Face repository id"),
+        ("nobody/no-such-model", "not in the Hugging Face cache, and the hub cannot be reached"),
+        ("notes.txt", "a file must be a .gguf model"),
+        ("gpt2.gguf", "GGUF architecture 'gpt2' is not one OpenVINO GenAI reads"),
+        ("empty-dir", "neither an OpenVINO model directory"),
+    ],
+)
+def test_a_bad_source_is_one_line_and_exit_1(sources: Sources, tmp_path: Path, source: str, says: str) -> None:
+    (tmp_path / "notes.txt").write_text("hello")
+    (tmp_path / "empty-dir").mkdir()
+    unsupported_gguf(tmp_path / "gpt2.gguf")
+    run = subprocess.run([sys.executable, "-m", "service.cli", "serve", "--port", "0", "--rest-port", "0",
+                          "--model-cache", str(tmp_path / "cache"), "--model", f"x={source}"],
+                         cwd=tmp_path, env={**sources.env(), "PYTHONPATH": str(ROOT)}, capture_output=True,
+                         text=True, timeout=120)  # fmt: skip
+    assert run.returncode == 1, run.stderr
+    last = run.stderr.strip().splitlines()[-1]
+    assert last.startswith("ovserve serve: model 'x': ") and says in last, run.stderr
+    assert "listening" not in run.stderr
+
+
+def test_a_weight_format_for_an_openvino_model_is_refused(sources: Sources, tmp_path: Path) -> None:
+    run = subprocess.run([sys.executable, "-m", "service.cli", "serve", "--model-cache", str(tmp_path),
+                          "--model", f"x={BUNDLED_MODELS_DIR / BUNDLED_MODEL}", "--weight-format", "x=int4"],
+                         cwd=ROOT, env=sources.env(), capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert run.returncode == 1 and "already an OpenVINO model" in run.stderr, run.stderr
