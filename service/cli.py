@@ -90,6 +90,18 @@ def _build_real_size_model(argv: Sequence[str]) -> int:
     return real_size_main(list(argv))
 
 
+def _convert(argv: Sequence[str]) -> int:
+    from service.sources.commands import convert_main
+
+    return convert_main(argv)
+
+
+def _pull(argv: Sequence[str]) -> int:
+    from service.sources.commands import pull_main
+
+    return pull_main(argv)
+
+
 # subcommand -> (help, handler taking the remaining argv). The handlers parse
 # their own options so each subcommand's --help is complete.
 SUBCOMMANDS: dict[str, tuple[str, Callable[[Sequence[str]], int]]] = {
@@ -100,6 +112,8 @@ SUBCOMMANDS: dict[str, tuple[str, Callable[[Sequence[str]], int]]] = {
         "write the contract's FileDescriptorSet (for Envoy's JSON transcoder, grpcurl)",
         _descriptor_set,
     ),
+    "convert": ("convert a Hugging Face model or GGUF file into an OpenVINO directory (needs 'convert')", _convert),
+    "pull": ("download a Hugging Face repository and convert it into the model cache", _pull),
     "bench": ("streaming load against a running service, optionally against the engine alone", _bench),
     "build-models": ("rebuild the bundled test models (needs the 'export' extra)", _build_models),
     "build-real-size-model": (

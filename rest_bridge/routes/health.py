@@ -16,7 +16,12 @@ from rest_bridge.handler import BridgeHandler
 
 
 class HealthHandler(BridgeHandler):
-    """GET /health: 200 when the gRPC service reports SERVING, else 503 (for load balancers)."""
+    """GET /health: 200 when the gRPC service reports SERVING, else 503 (for load balancers); beside the
+    server, a 503 also says why (``reason``: which model is loading, shutting down)."""
+
+    def initialize(self, figures: ServerFigures | None = None, **arguments: Any) -> None:  # type: ignore[override]
+        super().initialize(**arguments)
+        self._figures = figures
 
     async def get(self) -> None:
         try:
@@ -29,7 +34,10 @@ class HealthHandler(BridgeHandler):
         except grpc.aio.AioRpcError as error:
             status = f"UNREACHABLE ({error.code().name})"
         serving = status == "SERVING"
-        self.write_json({"status": status}, 200 if serving else 503)
+        body = {"status": status}
+        if not serving and self._figures is not None and (reason := self._figures.not_serving_reason()):
+            body["reason"] = reason
+        self.write_json(body, 200 if serving else 503)
 
 
 class ServerFigures(Protocol):
@@ -41,6 +49,10 @@ class ServerFigures(Protocol):
 
     async def loads(self) -> dict[str, Any]:
         """The load in SGLang's /v1/loads shape."""
+        ...
+
+    def not_serving_reason(self) -> str:
+        """Why the server is not SERVING ("" if it is, or cannot say)."""
         ...
 
 
@@ -69,7 +81,9 @@ def rules(
     prefixes: tuple[str, ...], arguments: dict[str, Any], figures: ServerFigures | None
 ) -> list[tuple[str, type[tornado.web.RequestHandler], dict[str, Any]]]:
     """/health, and with ``figures`` /metrics and {prefix}/loads."""
-    found: list[tuple[str, type[tornado.web.RequestHandler], dict[str, Any]]] = [("/health", HealthHandler, arguments)]
+    found: list[tuple[str, type[tornado.web.RequestHandler], dict[str, Any]]] = [
+        ("/health", HealthHandler, {**arguments, "figures": figures})
+    ]
     if figures is not None:
         found.append(("/metrics", MetricsHandler, {"figures": figures}))
         found += [(prefix + "/loads", LoadsHandler, {"figures": figures}) for prefix in prefixes]

@@ -50,6 +50,7 @@ class Server:
         self._engines_down: set[str] = set()  # models whose engine is being replaced
         self._health_updates: set[asyncio.Task[None]] = set()
         self._stopping = False
+        self._loading: str | None = "the models load next"  # what load_models does, until every model is served
         file_keys = config_keys(config.api_key_file) if config.api_key_file else []
         self._static_keys = [key for key in config.api_keys if key not in file_keys]  # TOML and --api-key
         self.local_socket: str | None = None  # a unix socket for the bridge in this process (under TLS)
@@ -123,7 +124,8 @@ class Server:
     async def load_models(self) -> None:
         """Load every configured model (off the event loop), start its process, then report SERVING."""
         loop = asyncio.get_running_loop()
-        for spec in self.config.models:
+        for number, spec in enumerate(self.config.models, 1):
+            self._loading = f"loading model {spec.name!r} ({number} of {len(self.config.models)})"
             model = await loop.run_in_executor(None, load_model, spec, metrics.GenerationMeter)
             model.worker.start()
             model.worker.watch(functools.partial(self._engine_changed, model.name))
@@ -134,8 +136,16 @@ class Server:
             log.warning("%d stored responses were unfinished at the last stop; marked failed", failed)
         if self.config.response_max_age_seconds:
             self._expiry = asyncio.create_task(self._expire_responses())
+        self._loading = None
         await self._set_health(health_pb2.HealthCheckResponse.SERVING)
         log.info("serving %s", ", ".join(self.registry.names))
+
+    def not_serving_reason(self) -> str:
+        """Why health is not SERVING, for a person reading /health: which model is loading, or shutting down
+        ("" once serving)."""
+        if self._stopping:
+            return "shutting down"
+        return self._loading or ""
 
     async def stop(self) -> None:
         """NOT_SERVING, let in-flight API calls finish within the grace period, then stop the engines.

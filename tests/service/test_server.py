@@ -283,6 +283,63 @@ def test_health_is_not_serving_until_models_are_loaded() -> None:
     assert serving == health_pb2.HealthCheckResponse.SERVING
 
 
+def test_health_says_which_model_is_loading(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Beside the server, a 503 from /health says why: which model loads, then shutting down."""
+    import asyncio
+    import threading
+
+    from tornado.httpclient import AsyncHTTPClient, HTTPClientError
+
+    from rest_bridge.server import Bridge
+    from service.config import ServeConfig
+    from service.models import load_model
+    from service.server import grpc_server
+    from service.server.grpc_server import Server
+
+    release = threading.Event()
+
+    def held_back(*args: object) -> object:
+        assert release.wait(timeout=60)
+        return load_model(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(grpc_server, "load_model", held_back)
+
+    async def health(port: int) -> tuple[int, dict[str, str]]:
+        try:
+            reply = await AsyncHTTPClient().fetch(f"http://127.0.0.1:{port}/health")
+        except HTTPClientError as error:
+            assert error.response is not None
+            reply = error.response
+        return reply.code, json.loads(reply.body)
+
+    async def scenario() -> list[tuple[int, dict[str, str]]]:
+        server = Server(ServeConfig(port=0, models=[ModelSpec("tiny-chat", TINY_CHAT, settings=TEST_SETTINGS)]))
+        port = await server.start()
+        bridge = Bridge(f"127.0.0.1:{port}", "127.0.0.1", 0, figures=server)
+        await bridge.start()
+        seen = [await health(bridge.port)]
+        loading = asyncio.create_task(server.load_models())
+        while server.not_serving_reason() != "loading model 'tiny-chat' (1 of 1)":
+            await asyncio.sleep(0.01)
+        seen.append(await health(bridge.port))
+        release.set()
+        await loading
+        seen.append(await health(bridge.port))
+        stopping = asyncio.create_task(server.stop())
+        while server.not_serving_reason() != "shutting down":
+            await asyncio.sleep(0.01)
+        seen.append(await health(bridge.port))
+        await stopping
+        await bridge.stop()
+        return seen
+
+    before, loading, serving, stopping = asyncio.run(scenario())
+    assert before == (503, {"status": "NOT_SERVING", "reason": "the models load next"})
+    assert loading == (503, {"status": "NOT_SERVING", "reason": "loading model 'tiny-chat' (1 of 1)"})
+    assert serving == (200, {"status": "SERVING"})
+    assert stopping[0] == 503 and stopping[1]["reason"] == "shutting down"  # gRPC may refuse the check by then
+
+
 def test_prompt_lookup_decoding() -> None:
     """A model served with prompt lookup takes max_ngram_size and keeps greedy output."""
     plain = start_server([ModelSpec("tiny-chat", TINY_CHAT, settings=TEST_SETTINGS)])

@@ -89,8 +89,9 @@ def _permute_rope(w: np.ndarray, n_head: int) -> np.ndarray:
     return w.reshape(n_head, 2, w.shape[0] // n_head // 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
 
 
-def gguf_file(out_path: Path) -> Path:
-    """Write tiny-chat as one GGUF file (arch "llama", F16 matrices, F32 norms); return it.
+def gguf_file(out_path: Path, matrices: str = "F16") -> Path:
+    """Write tiny-chat as one GGUF file (arch "llama", F16 matrices or ``matrices``, a type gguf can quantise to:
+    Q8_0, Q4_0, Q5_0...; F32 norms); return it.
 
     Tensor names and the Q/K row permutation follow llama.cpp's converter. The
     tokenizer is the byte-level BPE of tokenizer.json as a "gpt2" vocab with
@@ -112,7 +113,7 @@ def gguf_file(out_path: Path) -> Path:
 
     w = gguf.GGUFWriter(str(out_path), "llama")
     w.add_name("tiny-chat")
-    w.add_file_type(gguf.LlamaFileType.MOSTLY_F16)
+    w.add_file_type(gguf.LlamaFileType[f"MOSTLY_{matrices}"])
     w.add_context_length(cfg["max_position_embeddings"])
     w.add_embedding_length(cfg["hidden_size"])
     w.add_block_count(cfg["num_hidden_layers"])
@@ -168,7 +169,11 @@ def gguf_file(out_path: Path) -> Path:
                 value = _permute_rope(value, n_head)
             elif module == "self_attn.k_proj":
                 value = _permute_rope(value, n_kv)
-        w.add_tensor(name, value.astype(np.float32 if value.ndim == 1 else np.float16))
+        if value.ndim == 1 or matrices == "F16":
+            w.add_tensor(name, value.astype(np.float32 if value.ndim == 1 else np.float16))
+        else:
+            kind = gguf.GGMLQuantizationType[matrices]
+            w.add_tensor(name, gguf.quants.quantize(value, kind), raw_dtype=kind)
 
     w.write_header_to_file()
     w.write_kv_data_to_file()

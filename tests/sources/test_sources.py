@@ -20,10 +20,12 @@ from pathlib import Path
 
 import gguf
 import numpy as np
+import openvino_genai as ov_genai
 import pytest
 from huggingface_hub.file_download import repo_folder_name
 
 from service.models import BUNDLED_MODEL, BUNDLED_MODELS_DIR
+from service.sources import resolve
 from tests.rest_bridge.conftest import http_request
 from tests.rest_bridge.test_cli import ROOT, ovserve, read_until
 from tests.sources.checkpoints import gguf_file, hf_checkpoint
@@ -150,18 +152,42 @@ def test_the_next_start_reuses_the_conversions(first: Started, sources: Sources,
           f"({first.seconds / again.seconds:.1f}x)")  # fmt: skip
 
 
-def test_two_processes_starting_at_once_convert_once(sources: Sources, tmp_path: Path) -> None:
-    script = ("import logging, sys; from pathlib import Path; from service.sources import resolve; "
-              "logging.basicConfig(level=logging.INFO); "
-              "print(resolve(sys.argv[1], cache_dir=Path(sys.argv[2]))[0])")  # fmt: skip
-    runs = [subprocess.Popen([sys.executable, "-c", script, str(sources.gguf), str(tmp_path)], cwd=ROOT,
-                             env=sources.env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-            for _ in range(2)]  # fmt: skip
-    outputs = [run.communicate(timeout=600) for run in runs]
-    assert [run.returncode for run in runs] == [0, 0], outputs
-    assert outputs[0][0] == outputs[1][0]  # the same directory
-    logs = "".join(err for _, err in outputs)
-    assert len(re.findall(r"converted \S+ into", logs)) == 1 and logs.count("(converted before)") == 1, logs
+def test_two_servers_starting_at_once_on_a_new_source_convert_it_once(sources: Sources, tmp_path: Path) -> None:
+    args = ["serve", "--port", "0", "--rest-port", "0", "--cache-size-gb", "1", "--model-cache", str(tmp_path),
+            "--model", f"g={sources.gguf}"]  # fmt: skip
+    with ovserve(*args, env=sources.env()) as one, ovserve(*args, env=sources.env()) as two:
+        logs: list[list[str]] = [[], []]
+        ports = [int(read_until(process, r"REST listening on 127\.0\.0\.1:(\d+)", lines).group(1))
+                 for process, lines in zip((one, two), logs, strict=True)]  # fmt: skip
+        for process, lines in zip((one, two), logs, strict=True):
+            read_until(process, r"serving g", lines)
+        assert answer(ports[0], "g", PROMPTS[0]) == answer(ports[1], "g", PROMPTS[0])
+        for process in (one, two):
+            process.send_signal(signal.SIGTERM)
+            assert process.wait(timeout=60) == 0
+    text = "".join(logs[0] + logs[1])
+    assert len(re.findall(r"converted \S+ into", text)) == 1 and text.count("(converted before)") == 1, text
+    assert len([entry for entry in tmp_path.iterdir() if entry.is_dir()]) == 1  # no partial directory left
+
+
+def test_convert_and_pull_ahead_of_time(sources: Sources, tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    pulled = subprocess.run([sys.executable, "-m", "service.cli", "pull", REPO, "--model-cache", str(cache)],
+                            cwd=ROOT, env=sources.env(), capture_output=True, text=True, timeout=600)  # fmt: skip
+    assert pulled.returncode == 0, pulled.stderr
+    directory = Path(pulled.stdout.strip())
+    assert directory.parent == cache and (directory / "openvino_model.xml").is_file()
+    again = subprocess.run([sys.executable, "-m", "service.cli", "pull", REPO, "--model-cache", str(cache)],
+                           cwd=ROOT, env=sources.env(), capture_output=True, text=True, timeout=600)  # fmt: skip
+    assert again.stdout == pulled.stdout and "(converted before)" in again.stderr, again.stderr
+    out = tmp_path / "tiny-chat-ov"
+    converted = subprocess.run([sys.executable, "-m", "service.cli", "convert", str(sources.gguf), str(out),
+                                "--model-cache", str(cache)], cwd=ROOT, env=sources.env(), capture_output=True,
+                               text=True, timeout=600)  # fmt: skip
+    assert converted.returncode == 0, converted.stderr
+    assert {"openvino_model.xml", "openvino_tokenizer.xml", "config.json", "tokenizer.json"} <= {
+        item.name for item in out.iterdir()
+    }
 
 
 def unsupported_gguf(path: Path) -> Path:
@@ -175,6 +201,16 @@ def unsupported_gguf(path: Path) -> Path:
     return path
 
 
+def test_a_quantised_gguf_is_served_in_its_quantisation(tmp_path: Path) -> None:
+    directory, provenance = resolve(str(gguf_file(tmp_path / "q8.gguf", "Q8_0")), cache_dir=tmp_path / "cache")
+    assert (provenance.source_kind, provenance.precision) == ("gguf", "int8")
+    pipe = ov_genai.LLMPipeline(str(directory), "CPU")
+    bundled = ov_genai.LLMPipeline(str(BUNDLED_MODELS_DIR / BUNDLED_MODEL), "CPU")
+    config = ov_genai.GenerationConfig(max_new_tokens=16, do_sample=False)
+    history = ov_genai.ChatHistory([{"role": "user", "content": "Hello!"}])
+    assert pipe.generate(history, config).texts == bundled.generate(history, config).texts
+
+
 @pytest.mark.parametrize(
     ("source", "says"),
     [
@@ -182,6 +218,7 @@ def unsupported_gguf(path: Path) -> Path:
         ("nobody/no-such-model", "not in the Hugging Face cache, and the hub cannot be reached"),
         ("notes.txt", "a file must be a .gguf model"),
         ("gpt2.gguf", "GGUF architecture 'gpt2' is not one OpenVINO GenAI reads"),
+        ("q5.gguf", "is Q5_0, which OpenVINO GenAI's GGUF reader does not read"),
         ("empty-dir", "neither an OpenVINO model directory"),
     ],
 )
@@ -189,6 +226,8 @@ def test_a_bad_source_is_one_line_and_exit_1(sources: Sources, tmp_path: Path, s
     (tmp_path / "notes.txt").write_text("hello")
     (tmp_path / "empty-dir").mkdir()
     unsupported_gguf(tmp_path / "gpt2.gguf")
+    if source == "q5.gguf":
+        gguf_file(tmp_path / source, "Q5_0")
     run = subprocess.run([sys.executable, "-m", "service.cli", "serve", "--port", "0", "--rest-port", "0",
                           "--model-cache", str(tmp_path / "cache"), "--model", f"x={source}"],
                          cwd=tmp_path, env={**sources.env(), "PYTHONPATH": str(ROOT)}, capture_output=True,
