@@ -4,9 +4,11 @@ GenAI's own GGUF reader for GGUF files."""
 from __future__ import annotations
 
 import collections
+import collections.abc
 import importlib.util
 import json
 import logging
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -28,8 +30,8 @@ EXPORT_TASKS = {
     PipelineKind.TRANSCRIBE: "automatic-speech-recognition-with-past",
 }
 VISION_TASK = "image-text-to-text"
-# The exporter's last lines kept for the error message when it fails.
-TAIL_LINES = 15
+# The exporter's last lines kept to find its error message when it fails (a traceback ends it).
+TAIL_LINES = 40
 
 
 def export_task(checkpoint: Path, kind: PipelineKind | None) -> str:
@@ -64,8 +66,18 @@ def export_checkpoint(checkpoint: Path, out: Path, task: str, weight_format: str
             tail.append(line.rstrip())
             sys.stderr.write(line)
     if process.returncode != 0:
-        raise SourceError(f"converting {checkpoint} failed (optimum-cli exit {process.returncode}):\n"
-                          + "\n".join(tail))  # fmt: skip
+        raise SourceError(f"converting {checkpoint} failed (optimum-cli exit {process.returncode}): {_reason(tail)}")
+
+
+# A line of an exporter's traceback that says what went wrong: ``ValueError: ...``.
+EXCEPTION_LINE = re.compile(r"^\w+(?:\.\w+)*(?:Error|Exception): .+")
+
+
+def _reason(tail: collections.abc.Iterable[str]) -> str:
+    """The exporter's own account of its failure, in one line: its last exception line, else its last line."""
+    lines = [line.strip() for line in tail if line.strip()]
+    found = [line for line in lines if EXCEPTION_LINE.match(line)]
+    return (found or lines or ["no output"])[-1]
 
 
 # What OpenVINO GenAI 2026.4's GGUF reader takes (measured: each type written into a GGUF of tiny-chat, loaded and

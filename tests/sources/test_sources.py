@@ -220,12 +220,20 @@ def test_a_quantised_gguf_is_served_in_its_quantisation(tmp_path: Path) -> None:
         ("gpt2.gguf", "GGUF architecture 'gpt2' is not one OpenVINO GenAI reads"),
         ("q5.gguf", "is Q5_0, which OpenVINO GenAI's GGUF reader does not read"),
         ("empty-dir", "neither an OpenVINO model directory"),
+        (
+            "unknown-arch",
+            "failed (optimum-cli exit 1): ValueError: The checkpoint you are trying to load has model "
+            "type `no-such-architecture` but Transformers does not recognize this architecture",
+        ),
     ],
 )
 def test_a_bad_source_is_one_line_and_exit_1(sources: Sources, tmp_path: Path, source: str, says: str) -> None:
     (tmp_path / "notes.txt").write_text("hello")
     (tmp_path / "empty-dir").mkdir()
     unsupported_gguf(tmp_path / "gpt2.gguf")
+    (tmp_path / "unknown-arch").mkdir()
+    (tmp_path / "unknown-arch" / "config.json").write_text('{"model_type": "no-such-architecture"}')
+    (tmp_path / "unknown-arch" / "model.safetensors").write_bytes(b"")
     if source == "q5.gguf":
         gguf_file(tmp_path / source, "Q5_0")
     run = subprocess.run([sys.executable, "-m", "service.cli", "serve", "--port", "0", "--rest-port", "0",
