@@ -32,7 +32,10 @@ from tests.sources.checkpoints import gguf_file, hf_checkpoint
 
 REPO = "ovserve-tests/tiny-chat"
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
-SOURCES = ("from-hf", "from-hub", "from-gguf")
+# The three sources, and the bundled model with the repository as its speculative-decoding draft (the same
+# weights: every drafted token is accepted, the answers stay the bundled model's). A GGUF file could not be its
+# draft: OpenVINO GenAI refuses a draft whose tokenizer differs, and the GGUF one splits digits.
+SOURCES = ("from-hf", "from-hub", "from-gguf", "with-draft")
 # Prompts without digits: the GGUF tokenizer splits digit runs one by one, as Qwen2's pre-tokenizer does
 # (checkpoints.gguf_file), so a number would be other tokens than the bundled model's.
 PROMPTS = ["Hello!", "Who are you?", "What's the weather like in Paris?", "Tell me about Rome."]
@@ -54,10 +57,13 @@ class Sources:
         return {**os.environ, "HF_HOME": str(self.hub_home), "HF_HUB_OFFLINE": "1"}
 
     def serve_args(self, cache: Path) -> list[str]:
+        """``ovserve serve`` with the bundled model and every source, converting into ``cache``."""
+        bundled = BUNDLED_MODELS_DIR / BUNDLED_MODEL
         return ["serve", "--port", "0", "--rest-port", "0", "--cache-size-gb", "1", "--model-cache", str(cache),
-                "--model", f"{BUNDLED_MODEL}={BUNDLED_MODELS_DIR / BUNDLED_MODEL}",
+                "--model", f"{BUNDLED_MODEL}={bundled}",
                 "--model", f"from-hf={self.hf}", "--weight-format", "from-hf=fp16",
-                "--model", f"from-hub={REPO}", "--model", f"from-gguf={self.gguf}"]  # fmt: skip
+                "--model", f"from-hub={REPO}", "--model", f"from-gguf={self.gguf}",
+                "--model", f"with-draft={bundled}", "--draft-model", f"with-draft={REPO}"]  # fmt: skip
 
 
 def hub_cache(home: Path, checkpoint: Path) -> Path:
@@ -139,13 +145,13 @@ def test_each_source_says_what_it_was_built_from(first: Started, sources: Source
     assert described["from-gguf"]["source_kind"] == "gguf"
     assert described[BUNDLED_MODEL]["source_kind"] == "openvino" and described[BUNDLED_MODEL]["precision"] == "fp16"
     converted = [line for line in first.log if "converted " in line and " into " in line]
-    assert len(converted) == 3, "".join(first.log)
+    assert len(converted) == 3, "".join(first.log)  # the draft is from-hub's conversion, reused
 
 
 def test_the_next_start_reuses_the_conversions(first: Started, sources: Sources, cache: Path) -> None:
     with serving(sources, cache) as again:
         reused = [line for line in again.log if "(converted before)" in line]
-        assert len(reused) == 3 and not [line for line in again.log if " in " in line and "converted " in line
+        assert len(reused) == 4 and not [line for line in again.log if " in " in line and "converted " in line
                                          and "before" not in line], "".join(again.log)  # fmt: skip
         assert answer(again.port, "from-hf", PROMPTS[1]) == answer(again.port, BUNDLED_MODEL, PROMPTS[1])
     print(f"\nstart with three conversions {first.seconds:.1f} s; reusing them {again.seconds:.1f} s "
