@@ -1,7 +1,11 @@
 # ovserve: gRPC on 50051 and the OpenAI-compatible REST bridge on 8000, serving
 # the bundled tiny-chat models (mount a model directory and pass --model to
 # serve your own: docker run -v /models:/models IMAGE ovserve serve --model qwen=/models/qwen ...).
+# To serve Hugging Face checkpoints, repository ids or GGUF files, build with the
+# converter (docker build --build-arg EXTRAS='[convert]' .) and keep conversions and
+# downloads in a volume: -v ovserve-cache:/home/ovserve/.cache.
 FROM python:3.11-slim
+ARG EXTRAS=""
 
 # No bytecode files, unbuffered logs (docker logs shows model loading as it happens).
 ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1
@@ -11,7 +15,7 @@ COPY pyproject.toml README.md ./
 COPY service ./service
 COPY rest_bridge ./rest_bridge
 COPY clients ./clients
-RUN pip install --no-cache-dir . \
+RUN pip install --no-cache-dir ".${EXTRAS}" \
     && useradd --create-home --uid 10001 ovserve
 USER ovserve
 
