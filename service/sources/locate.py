@@ -24,7 +24,8 @@ class SourceKind(enum.Enum):
 HUB_ID = re.compile(r"^(?P<repo>[A-Za-z0-9][\w.-]*/[\w.-]+)(?:@(?P<revision>[\w./-]+))?$")
 # Files whose presence makes a directory a transformers checkpoint.
 WEIGHT_FILES = ("*.safetensors", "pytorch_model*.bin")
-# OpenVINO IRs a served directory may hold, besides a language model's (see model_files.LANGUAGE_IRS).
+# OpenVINO IRs a served directory may hold besides a language model's (model_files.LANGUAGE_IRS, which an embedding
+# or rerank model's openvino_model.xml is too): a speech model's.
 OTHER_IRS = ("openvino_encoder_model.xml",)
 
 
@@ -50,7 +51,7 @@ def locate(text: str) -> Located:
     if path.is_dir():
         return Located(local_kind(path, text), text, path.resolve())
     match = HUB_ID.match(text)
-    if match is None or text.startswith((".", "/", "~")):
+    if match is None:
         raise SourceError(f"{text}: no such file or directory, and not a Hugging Face repository id (org/name)")
     return Located(SourceKind.HUB, text, repo=match["repo"], revision=match["revision"])
 
@@ -58,8 +59,6 @@ def locate(text: str) -> Located:
 def local_kind(directory: Path, text: str) -> SourceKind:
     """Whether ``directory`` holds OpenVINO IR or a transformers checkpoint; SourceError if neither."""
     if has_language_model(directory) or any((directory / name).is_file() for name in OTHER_IRS):
-        return SourceKind.OPENVINO
-    if (directory / "openvino_model.xml").is_file():
         return SourceKind.OPENVINO
     if (directory / "config.json").is_file() and any(any(directory.glob(pattern)) for pattern in WEIGHT_FILES):
         return SourceKind.HUGGING_FACE
