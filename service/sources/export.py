@@ -9,6 +9,7 @@ import importlib.util
 import json
 import logging
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -67,6 +68,29 @@ def export_checkpoint(checkpoint: Path, out: Path, task: str, weight_format: str
             sys.stderr.write(line)
     if process.returncode != 0:
         raise SourceError(f"converting {checkpoint} failed (optimum-cli exit {process.returncode}): {_reason(tail)}")
+    _copy_sentence_transformers(checkpoint, out)
+
+
+# sentence-transformers' own files: how an embedding model pools, normalises and prompts (query: / passage:),
+# which the server reads (pipelines.kinds.EmbeddingConfig) and the exporter leaves behind.
+SENTENCE_TRANSFORMERS_FILES = ("modules.json", "config_sentence_transformers.json", "sentence_bert_config.json")
+
+
+def _copy_sentence_transformers(checkpoint: Path, out: Path) -> None:
+    """Copy a sentence-transformers checkpoint's files and module directories (1_Pooling, 2_Normalize) into
+    ``out``; a module path that is not a plain relative one (``..``, absolute) is left out."""
+    for name in SENTENCE_TRANSFORMERS_FILES:
+        if (checkpoint / name).is_file():
+            shutil.copy2(checkpoint / name, out / name)
+    try:
+        modules = json.loads((checkpoint / "modules.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return
+    for module in modules if isinstance(modules, list) else []:
+        relative = Path(str(module.get("path") or "")) if isinstance(module, dict) else Path()
+        plain = relative.parts and not relative.is_absolute() and ".." not in relative.parts
+        if plain and (checkpoint / relative).is_dir() and not (out / relative).exists():
+            shutil.copytree(checkpoint / relative, out / relative)
 
 
 # A line of an exporter's traceback that says what went wrong: ``ValueError: ...``.

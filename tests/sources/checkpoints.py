@@ -180,3 +180,95 @@ def gguf_file(out_path: Path, matrices: str = "F16") -> Path:
     w.write_tensors_to_file()
     w.close()
     return out_path
+
+
+# tiny-embed and tiny-rerank: 2-layer BERTs whose IRs hold float32 weights.
+EMBED = BUNDLED.parent / "tiny-embed"
+RERANK = BUNDLED.parent / "tiny-rerank"
+_BERT_TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json")
+# sentence-transformers' files of tiny-embed (its modules.json names a 2_Normalize module, which has no files).
+_SENTENCE_TRANSFORMERS_FILES = ("modules.json", "config_sentence_transformers.json", "1_Pooling/config.json")
+# The anonymous constants of a BERT IR, by the node that consumes them: "__module.<module>/<step>".
+_BERT_STEPS = {"aten::linear/Add": "bias", "aten::layer_norm/Multiply_1": "weight", "aten::layer_norm/Add": "bias"}
+
+
+def bert_ir_weights(model_dir: Path) -> dict[str, np.ndarray]:
+    """The weights of a BERT IR exported by optimum-intel (fp32), under transformers' names.
+
+    Embedding and linear weights keep their torch names (`self.encoder.layer.0.attention.self.query.weight`);
+    linear biases and LayerNorm weights and biases are anonymous constants, named here after the node consuming
+    them: `__module.<module>/aten::linear/Add` (bias), `.../aten::layer_norm/Multiply_1` (weight) and
+    `.../aten::layer_norm/Add` (bias), reshaped from their broadcast shape to one dimension.
+    """
+    model = ov.Core().read_model(Path(model_dir) / "openvino_model.xml")
+    weights: dict[str, np.ndarray] = {}
+    for op in model.get_ordered_ops():
+        if op.get_type_name() != "Constant" or op.get_element_type() != ov.Type.f32:
+            continue
+        name = op.get_friendly_name()
+        if name.startswith("self.") and name.endswith(".weight"):
+            weights[name.removeprefix("self.")] = op.get_data().copy()
+            continue
+        users = [t.get_node() for t in op.output(0).get_target_inputs()]
+        module, _, step = users[0].get_friendly_name().removeprefix("__module.").partition("/")
+        if len(users) == 1 and step in _BERT_STEPS:
+            key = f"{module}.{_BERT_STEPS[step]}"
+            assert key not in weights, key
+            weights[key] = op.get_data().reshape(-1).copy()
+    return weights
+
+
+def _bert_names(cfg: dict, prefix: str) -> set[str]:
+    """transformers' BertModel parameter names (``prefix`` before each: "bert." inside a task model)."""
+    layer = [f"attention.self.{p}" for p in ("query", "key", "value")] + [
+        "attention.output.dense", "attention.output.LayerNorm", "intermediate.dense", "output.dense",
+        "output.LayerNorm",
+    ]  # fmt: skip
+    names = {f"embeddings.{p}_embeddings.weight" for p in ("word", "position", "token_type")}
+    names |= {f"{m}.{p}" for m in ("embeddings.LayerNorm", "pooler.dense") for p in ("weight", "bias")}
+    names |= {
+        f"encoder.layer.{i}.{m}.{p}" for i in range(cfg["num_hidden_layers"]) for m in layer for p in ("weight", "bias")
+    }
+    return {prefix + name for name in names}
+
+
+def _write_bert(source: Path, out_dir: Path, weights: dict[str, np.ndarray], extra: tuple[str, ...]) -> Path:
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for name in ("config.json", *_BERT_TOKENIZER_FILES, *extra):
+        (out_dir / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source / name, out_dir / name)
+    save_file(weights, str(out_dir / "model.safetensors"), metadata={"format": "pt"})
+    return out_dir
+
+
+def hf_embedding_checkpoint(out_dir: Path) -> Path:
+    """Write tiny-embed as a Hugging Face BertModel directory in sentence-transformers' layout; return it.
+
+    config.json, the tokenizer files, modules.json, config_sentence_transformers.json (the query and passage
+    prompts) and 1_Pooling/config.json (mean pooling) are copied from the bundled model; model.safetensors holds
+    the IR's float32 weights. The IR has no pooler (its output is last_hidden_state, which the pooler does not
+    feed), but transformers' BertModel has one: it is written as zeros, so that the checkpoint loads with no
+    missing keys, without touching any output the server uses.
+    """
+    cfg = json.loads((EMBED / "config.json").read_text())
+    weights = bert_ir_weights(EMBED)
+    hidden = cfg["hidden_size"]
+    weights["pooler.dense.weight"] = np.zeros((hidden, hidden), dtype=np.float32)
+    weights["pooler.dense.bias"] = np.zeros(hidden, dtype=np.float32)
+    expected = _bert_names(cfg, "")
+    assert set(weights) == expected, sorted(set(weights) ^ expected)
+    return _write_bert(EMBED, out_dir, weights, _SENTENCE_TRANSFORMERS_FILES)
+
+
+def hf_rerank_checkpoint(out_dir: Path) -> Path:
+    """Write tiny-rerank as a Hugging Face BertForSequenceClassification directory (one label); return it.
+
+    config.json and the tokenizer files are copied from the bundled model; model.safetensors holds every weight
+    of the IR (float32), pooler and classifier included: all of them feed the score.
+    """
+    cfg = json.loads((RERANK / "config.json").read_text())
+    weights = bert_ir_weights(RERANK)
+    expected = _bert_names(cfg, "bert.") | {"classifier.weight", "classifier.bias"}
+    assert set(weights) == expected, sorted(set(weights) ^ expected)
+    return _write_bert(RERANK, out_dir, weights, ())
