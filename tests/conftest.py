@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -78,6 +79,17 @@ def start_server(models: list[ModelSpec], **config: Any) -> ServerThread:
     return ServerThread(
         ServeConfig(**{"host": "127.0.0.1", "port": 0, "models": models, "grace_seconds": 1.0, **config})
     ).start()
+
+
+@contextmanager
+def channel_to(specs: list[ModelSpec], **config: Any) -> Iterator[grpc.Channel]:
+    """A channel to a server of ``specs`` started for the block (``config`` as start_server takes), stopped after."""
+    running = start_server(specs, **config)
+    try:
+        with grpc.insecure_channel(running.target) as open_channel:
+            yield open_channel
+    finally:
+        running.stop()
 
 
 @pytest.fixture(scope="session")

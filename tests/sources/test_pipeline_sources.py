@@ -32,7 +32,7 @@ from clients.v1 import (
 )
 from service.models import ModelSpec
 from service.sources import resolve
-from tests.conftest import ServerThread, start_server
+from tests.conftest import channel_to
 from tests.sources.checkpoints import EMBED, RERANK, hf_embedding_checkpoint, hf_rerank_checkpoint
 
 EMBED_HF, RERANK_HF = "tiny-embed-from-hf", "tiny-rerank-from-hf"
@@ -46,7 +46,7 @@ SCORE_ATOL = 1e-6
 
 
 @pytest.fixture(scope="module")
-def retrieval_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerThread]:
+def retrieval(tmp_path_factory: pytest.TempPathFactory) -> Iterator[grpc.Channel]:
     """The bundled tiny-embed and tiny-rerank, and their checkpoints converted into a fresh model cache."""
     root = tmp_path_factory.mktemp("pipeline-sources")
     specs = [ModelSpec(EMBED.name, EMBED), ModelSpec(RERANK.name, RERANK)]
@@ -54,15 +54,8 @@ def retrieval_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Serve
                              (RERANK_HF, hf_rerank_checkpoint(root / "tiny-rerank-hf"))):  # fmt: skip
         directory, provenance = resolve(str(checkpoint), cache_dir=root / "cache", task=None)
         specs.append(ModelSpec(name, directory, provenance=provenance))
-    running = start_server(specs)
-    yield running
-    running.stop()
-
-
-@pytest.fixture(scope="module")
-def retrieval(retrieval_server: ServerThread) -> Iterator[grpc.Channel]:
-    with grpc.insecure_channel(retrieval_server.target) as open_channel:
-        yield open_channel
+    with channel_to(specs) as channel:
+        yield channel
 
 
 def embed(channel: grpc.Channel, model: str, inputs: list[completion_pb2.Prompt], input_type: str = "") -> np.ndarray:

@@ -19,7 +19,7 @@ import pytest
 from clients.v1 import chat_pb2, chat_pb2_grpc, common_pb2, response_pb2, response_pb2_grpc
 from service.models import ModelSpec
 from service.parsing import TOOL_PARSERS
-from tests.conftest import TEST_SETTINGS, TINY_CHAT, ServerThread, start_server
+from tests.conftest import TEST_SETTINGS, TINY_CHAT, channel_to
 from tests.rpc import parse
 
 # Every format; aliases share these (test_call_markup).
@@ -49,17 +49,10 @@ TOOL_CALLS = common_pb2.FINISH_REASON_TOOL_CALLS
 
 
 @pytest.fixture(scope="module")
-def formats_server() -> Iterator[ServerThread]:
+def formats_channel() -> Iterator[grpc.Channel]:
     """tiny-chat as ``tiny-<format>`` for each format, on one server."""
-    specs = [ModelSpec(f"tiny-{name}", TINY_CHAT, settings=TEST_SETTINGS, tool_parser=name) for name in FORMATS]
-    running = start_server(specs)
-    yield running
-    running.stop()
-
-
-@pytest.fixture(scope="module")
-def formats_channel(formats_server: ServerThread) -> Iterator[grpc.Channel]:
-    with grpc.insecure_channel(formats_server.target) as channel:
+    with channel_to([ModelSpec(f"tiny-{name}", TINY_CHAT, settings=TEST_SETTINGS, tool_parser=name)
+                     for name in FORMATS]) as channel:  # fmt: skip
         yield channel
 
 
