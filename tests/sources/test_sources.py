@@ -7,6 +7,7 @@ to a model cache that the next start reuses, and that two processes starting at 
 
 from __future__ import annotations
 
+import argparse
 import os
 import re
 import signal
@@ -24,8 +25,10 @@ import openvino_genai as ov_genai
 import pytest
 from huggingface_hub.file_download import repo_folder_name
 
+from service.config import add_arguments, from_arguments
 from service.models import BUNDLED_MODEL, BUNDLED_MODELS_DIR
-from service.sources import resolve
+from service.sources import Provenance, resolve
+from service.sources.cache import ModelCache
 from tests.rest_bridge.conftest import http_request
 from tests.rest_bridge.test_cli import ROOT, ovserve, read_until
 from tests.sources.checkpoints import gguf_file, hf_checkpoint
@@ -257,3 +260,37 @@ def test_a_weight_format_for_an_openvino_model_is_refused(sources: Sources, tmp_
                           "--model", f"x={BUNDLED_MODELS_DIR / BUNDLED_MODEL}", "--weight-format", "x=int4"],
                          cwd=ROOT, env=sources.env(), capture_output=True, text=True, timeout=120)  # fmt: skip
     assert run.returncode == 1 and "already an OpenVINO model" in run.stderr, run.stderr
+
+
+def test_a_toml_entry_names_a_source_and_the_cache(sources: Sources, tmp_path: Path) -> None:
+    """[[models]] path takes a SOURCE as --model does, [server] model_cache the cache, weight_format a format."""
+    toml = tmp_path / "ovserve.toml"
+    toml.write_text(f'[server]\nmodel_cache = "{tmp_path / "cache"}"\n\n'
+                    f'[[models]]\nname = "q"\npath = "{sources.hf}"\nweight_format = "int8"\n')  # fmt: skip
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    (spec,) = from_arguments(parser.parse_args(["--config", str(toml)])).models
+    assert spec.path.parent == tmp_path / "cache" and spec.provenance is not None
+    assert (spec.provenance.source_kind, spec.provenance.weight_format, spec.provenance.precision) == (
+        "huggingface", "int8", "int8")  # fmt: skip
+    history = ov_genai.ChatHistory([{"role": "user", "content": "Hello!"}])
+    reply = ov_genai.LLMPipeline(str(spec.path), "CPU").generate(history, max_new_tokens=16, do_sample=False)
+    assert reply.texts[0].strip()  # int8 weights answer (not necessarily as fp16 ones do)
+
+
+def test_a_half_written_conversion_is_made_again(tmp_path: Path) -> None:
+    """A conversion killed midway leaves a directory without its provenance file: never served, made again."""
+    cache, made = ModelCache(tmp_path), []
+
+    def make(out: Path) -> None:
+        made.append(out)
+        (out / "openvino_model.xml").write_text("<net/>")
+        Provenance("s", "gguf").write(out)
+
+    entry = cache.entry("m", "0123")
+    entry.mkdir(parents=True)
+    (entry / "openvino_model.xml").write_text("half")  # what a killed conversion left
+    directory, fresh = cache.get_or_make("m", "0123", make)
+    assert (directory, fresh, len(made)) == (entry, True, 1)
+    assert (entry / "openvino_model.xml").read_text() == "<net/>"
+    assert cache.get_or_make("m", "0123", make) == (entry, False) and len(made) == 1
