@@ -4,7 +4,6 @@ GenAI's own GGUF reader for GGUF files."""
 from __future__ import annotations
 
 import collections
-import collections.abc
 import importlib.util
 import json
 import logging
@@ -12,6 +11,7 @@ import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -97,7 +97,7 @@ def _copy_sentence_transformers(checkpoint: Path, out: Path) -> None:
 EXCEPTION_LINE = re.compile(r"^\w+(?:\.\w+)*(?:Error|Exception): .+")
 
 
-def _reason(tail: collections.abc.Iterable[str]) -> str:
+def _reason(tail: Iterable[str]) -> str:
     """The exporter's own account of its failure, in one line: its last exception line, else its last line."""
     lines = [line.strip() for line in tail if line.strip()]
     found = [line for line in lines if EXCEPTION_LINE.match(line)]

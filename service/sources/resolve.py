@@ -52,10 +52,8 @@ def resolve(
         if weight_format:
             raise SourceError(f"{source}: already an OpenVINO model; --weight-format applies to converted ones")
         return located.path, Provenance(source, "openvino", revision, "", weight_precision(located.path))
-    if located.kind is SourceKind.GGUF:
-        if weight_format:
-            raise SourceError(f"{source}: a GGUF file is served in its own quantisation; drop --weight-format")
-        export.gguf_metadata(located.path)  # refused before any cache entry is made
+    if located.kind is SourceKind.GGUF and weight_format:
+        raise SourceError(f"{source}: a GGUF file is served in its own quantisation; drop --weight-format")
     identity = {
         "source": [located.repo, revision] if revision else _fingerprint(located.path),
         "kind": located.kind.value,
