@@ -106,8 +106,6 @@ RESPONSES: dict[str, Parameter] = {
 # Contract fields that are honoured only in part: what the rest is answered with (400 naming the field).
 PARTLY: dict[str, str] = {
     "suffix": "refused unless empty: the engine does not fill in the middle",
-    "top_logprobs": "0 only: the engine computes the chosen token's logprob, not alternatives",
-    "logprobs": "completions: 0 or 1 (the chosen token's logprob); echo with logprobs refused (prompt not scored)",
     "best_of": "beam search; refused with stop strings, sampling or a speculative-decoding model",
     "n": "samples at default settings; refused with temperature 0 (the choices would be the same)",
     "tools": "function tools; custom tools are refused (no free-form tool calls here)",

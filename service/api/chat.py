@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from clients.v1 import chat_pb2, common_pb2
+from service.api import logprobs
 from service.api.chat_output import (
     fill_message,
     finish_reason,
@@ -14,7 +15,8 @@ from service.api.chat_output import (
     reasoning_tokens,
     stream_deltas,
 )
-from service.api.common import FINISH_REASONS, token_logprobs, usage
+from service.api.common import FINISH_REASONS, usage
+from service.api.logprobs import LogprobAsk
 from service.api.media_parts import MediaParts
 from service.api.prepare import (
     CHAT,
@@ -33,13 +35,12 @@ from service.api.prompting import (
     REASONING_EFFORTS,
     TOOL_CHOICES,
     json_object,
-    logprob_violations,
     template_context,
     template_tool,
     unsupported,
 )
 from service.api.runs import DeltaStream, collect_choices
-from service.engine import SequenceDelta
+from service.engine import SequenceDelta, TokenScores
 from service.errors import FieldViolation, quote
 from service.ids import new_id, now
 from service.models import ModelRegistry, ServedModel
@@ -61,20 +62,22 @@ async def prepare(models: ModelRegistry, request: Request, *, streaming: bool) -
     tools = _tools(request, violations)
     context = _template_context(request, violations)
     plan = await templated_constraint(model, request, violations, tools, context)
-    violations += logprob_violations(request)
+    top = logprobs.top_logprobs(request, violations, needs_logprobs=True)
+    ask = LogprobAsk(chosen=request.logprobs, top=top, prompt=logprobs.prompt_logprobs(request, violations))
+    violations += logprobs.vision_violations(model, ask)
     refuse_invalid(request, model, violations, streaming=streaming)
 
     history = await media.with_files(history, models.media)
     rendered = await render(model, history, tools, context, CHAT.prompt_field)
     prompt = await templated_prompt(model, rendered, media, models.media, CHAT.prompt_field)
     n = choice_count(request)
-    runs = await build_runs(model, request, [prompt], plan, CHAT, streaming=streaming, logprobs=request.logprobs, n=n)
+    runs = await build_runs(model, request, [prompt], plan, CHAT, streaming=streaming, ask=ask, n=n)
     return PreparedRuns(
         model,
         runs,
         n=n,
         prompt_tokens=len(prompt.ids),
-        logprobs=request.logprobs,
+        ask=ask,
         skip_special_tokens=skips_special_tokens(request),
         include_usage=includes_usage(request, streaming=streaming),
     )
@@ -191,8 +194,16 @@ def _template_context(request: Request, violations: list[FieldViolation]) -> dic
     return template_context(request, violations, effort=effort)
 
 
-def _logprobs(model: ServedModel, token_ids: list[int], logprobs: list[float]) -> chat_pb2.ChatLogprobs:
-    return chat_pb2.ChatLogprobs(content=token_logprobs(model, token_ids, logprobs))
+def _logprobs(prep: PreparedRuns, delta: SequenceDelta) -> chat_pb2.ChatLogprobs:
+    entries = logprobs.token_logprobs(prep.model, delta.token_ids, delta.logprobs, delta.top_logprobs, prep.ask.top)
+    return chat_pb2.ChatLogprobs(content=entries)
+
+
+def _prompt_logprobs(prep: PreparedRuns, prompts: dict[int, TokenScores]) -> list[common_pb2.PromptLogprobs]:
+    """The scored prompt (vLLM's prompt_logprobs), when asked and scored: every run's prompt is the same one."""
+    if prep.ask.prompt is None or not prompts:
+        return []
+    return logprobs.prompt_entries(prep.model, prep.runs[0].prompt_ids, next(iter(prompts.values())), prep.ask.prompt)
 
 
 async def create_chat_completion(
@@ -200,10 +211,14 @@ async def create_chat_completion(
 ) -> chat_pb2.CreateChatCompletionResponse:
     """ChatService.CreateChatCompletion: generate every choice to the end."""
     prep = await prepare(models, request, streaming=False)
-    choices = await collect_choices(prep.model, prep.runs, skip_special_tokens=prep.skip_special_tokens)
+    prompts: dict[int, TokenScores] = {}
+    choices = await collect_choices(
+        prep.model, prep.runs, skip_special_tokens=prep.skip_special_tokens, prompts=prompts
+    )
     response = chat_pb2.CreateChatCompletionResponse(
         id=new_id("chatcmpl-"), object="chat.completion", created=now(), model=prep.model.name
     )
+    response.prompt_logprobs.extend(_prompt_logprobs(prep, prompts))
     parsers = []
     for choice in choices:
         out = response.choices.add(index=choice.index, finish_reason=FINISH_REASONS[choice.finish_reason])
@@ -218,7 +233,7 @@ async def create_chat_completion(
             fill_message(out.message, parser.result)
             out.finish_reason = finish_reason(out.finish_reason, parser.result)
         if prep.logprobs:
-            out.logprobs.CopyFrom(_logprobs(prep.model, choice.token_ids, choice.logprobs))
+            out.logprobs.CopyFrom(_logprobs(prep, choice))
     response.usage.CopyFrom(usage(prep.prompt_tokens, sum(len(c.token_ids) for c in choices)))
     if reasoning := reasoning_tokens(prep.model, parsers):  # the details appear only when there is reasoning
         response.usage.completion_tokens_details.reasoning_tokens = reasoning
@@ -246,8 +261,13 @@ async def stream_chat_completion(
     deltas = DeltaStream(prep.model, prep.runs, skip_special_tokens=prep.skip_special_tokens, logprobs=prep.logprobs)
     try:
         yield first
+        prompt_sent = False
         async for ready in deltas:
-            for out in _delta_chunks(prep, parsers, ready, chunk):
+            chunks = _delta_chunks(prep, parsers, ready, chunk)
+            if chunks and not prompt_sent and (scored := _prompt_logprobs(prep, deltas.prompts)):
+                chunks[0].prompt_logprobs.extend(scored)
+                prompt_sent = True
+            for out in chunks:
                 yield out
     finally:
         deltas.close()
@@ -283,5 +303,5 @@ def _delta_chunks(
             reason = FINISH_REASONS[delta.finish_reason]
             choice.finish_reason = finish_reason(reason, parser.result if parser else None)
         if prep.logprobs:
-            choice.logprobs.CopyFrom(_logprobs(prep.model, delta.token_ids, delta.logprobs))
+            choice.logprobs.CopyFrom(_logprobs(prep, delta))
     return chunks

@@ -5,9 +5,12 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from typing import Any
 
 from clients.v1 import completion_pb2
-from service.api.common import FINISH_REASONS, token_texts, usage
+from service.api import logprobs
+from service.api.common import FINISH_REASONS, usage
+from service.api.logprobs import MAX_COMPLETION_LOGPROBS, LogprobAsk
 from service.api.prepare import (
     COMPLETIONS,
     PreparedRuns,
@@ -21,14 +24,13 @@ from service.api.prepare import (
 )
 from service.api.prompting import INLINE_PROMPT_CHARS, check_length
 from service.api.runs import DeltaStream, collect_choices
-from service.engine import PromptImages
+from service.engine import PromptImages, SequenceDelta, TokenScores
 from service.errors import FieldViolation, InvalidArgument
 from service.ids import new_id, now
 from service.models import ModelRegistry, ServedModel
 from service.structured.output import output_constraint
 
 MAX_PROMPTS = 64
-MAX_LOGPROBS = 1  # the engine scores the chosen token only
 
 Request = completion_pb2.CreateCompletionRequest | completion_pb2.StreamCompletionRequest
 
@@ -38,7 +40,46 @@ class PreparedCompletion(PreparedRuns):
     """A validated completions request, split into engine runs."""
 
     echoes: list[str]  # per prompt: the text that opens each of its choices (echo), or ""
-    top_logprobs: int  # alternatives asked for per position (0 or 1: the chosen token itself)
+    prompt_logprobs_asked: int | None  # the request's own prompt_logprobs (vLLM's), returned as such
+
+    def prompt_logprobs(self, index: int, prompts: dict[int, TokenScores]) -> list[Any]:
+        """vLLM's prompt_logprobs of choice ``index``, when the request set prompt_logprobs."""
+        scored = self.scored_prompt(index, prompts)
+        if self.prompt_logprobs_asked is None or scored is None:
+            return []
+        return logprobs.prompt_entries(self.model, *scored, self.prompt_logprobs_asked)
+
+    def scored_prompt(self, index: int, prompts: dict[int, TokenScores]) -> tuple[list[int], TokenScores] | None:
+        """Choice ``index``'s prompt and its scores (by the run it came from), if they are asked and arrived."""
+        run = next((run for run in reversed(self.runs) if run.first_choice <= index), None)
+        if run is None or run.first_choice not in prompts:
+            return None
+        return run.prompt_ids, prompts[run.first_choice]
+
+    def choice_logprobs(
+        self,
+        index: int,
+        delta: SequenceDelta,
+        prompts: dict[int, TokenScores],
+        *,
+        echoed: bool,
+        offset: int | None = None,
+    ) -> completion_pb2.CompletionLogprobs:
+        """A choice's logprobs: with ``echoed`` (the echo goes out with them) the prompt's tokens first; text
+        offsets of the output from ``offset`` (by default, right after the echo)."""
+        result = completion_pb2.CompletionLogprobs()
+        scored = self.scored_prompt(index, prompts) if echoed else None
+        if scored is not None:
+            ids, scores = scored
+            logprobs.completion_logprobs(
+                self.model, ids, scores.logprobs, scores.top, top=self.ask.top, offset=0, into=result
+            )
+        if offset is None:
+            offset = len(self.echoes[index // self.n]) if echoed else 0
+        return logprobs.completion_logprobs(
+            self.model, delta.token_ids, delta.logprobs, delta.top_logprobs, top=self.ask.top, offset=offset,
+            into=result,
+        )  # fmt: skip
 
 
 async def prepare(models: ModelRegistry, request: Request, *, streaming: bool) -> PreparedCompletion:
@@ -52,34 +93,41 @@ async def prepare(models: ModelRegistry, request: Request, *, streaming: bool) -
     plan = await output_constraint(request, violations)  # a completion's prompt is the client's own text
     if request.HasField("suffix") and request.suffix:
         violations.append(FieldViolation("suffix", "not supported: the engine does not fill in the middle"))
-    # Any logprobs, 0 included, returns the chosen tokens' logprobs: OpenAI's API always returns those.
-    wanted = request.HasField("logprobs")
-    logprobs = request.logprobs if wanted else 0
-    if not 0 <= logprobs <= MAX_LOGPROBS:
-        violations.append(
-            FieldViolation("logprobs", f"must be 0 or 1 (the chosen token's log probability); got {logprobs}")
-        )
-    echo = request.HasField("echo") and request.echo
-    if echo and wanted:
-        violations.append(FieldViolation("echo", "echo with logprobs is not supported: prompt tokens are not scored"))
+    ask = _logprob_ask(request, violations)
+    violations += logprobs.vision_violations(model, ask)
     refuse_invalid(request, model, violations, streaming=streaming)
 
     n = choice_count(request)
     engine_prompts = [prompt for prompt, _ in prompts]
-    runs = await build_runs(
-        model, request, engine_prompts, plan, COMPLETIONS, streaming=streaming, logprobs=wanted, n=n
-    )
+    runs = await build_runs(model, request, engine_prompts, plan, COMPLETIONS, streaming=streaming, ask=ask, n=n)
+    echo = request.HasField("echo") and request.echo
     return PreparedCompletion(
         model,
         runs,
         n,
         prompt_tokens=sum(len(prompt.ids) for prompt in engine_prompts),
-        logprobs=wanted,
+        ask=ask,
         skip_special_tokens=skips_special_tokens(request),
         include_usage=includes_usage(request, streaming=streaming),
         echoes=[text if echo else "" for _, text in prompts],
-        top_logprobs=logprobs,
+        prompt_logprobs_asked=request.prompt_logprobs if request.HasField("prompt_logprobs") else None,
     )
+
+
+def _logprob_ask(request: Request, violations: list[FieldViolation]) -> LogprobAsk:
+    """``logprobs`` 0-5 (any value, 0 included, returns the chosen tokens': OpenAI always does), ``echo`` with
+    them (the prompt's tokens scored too), ``max_tokens`` 0 (nothing generated: the prompt scored, with echo),
+    ``prompt_logprobs`` (vLLM's)."""
+    top = logprobs.ranged(request, "logprobs", MAX_COMPLETION_LOGPROBS, violations)
+    prompt = logprobs.prompt_logprobs(request, violations)
+    echo = request.HasField("echo") and request.echo
+    generate = not (request.HasField("max_tokens") and request.max_tokens == 0)
+    if not generate and not echo:
+        violations.append(FieldViolation("max_tokens", "0 is only valid with echo (the prompt scored, none generated)"))
+    wanted = request.HasField("logprobs")
+    if echo and wanted:  # the echoed prompt's tokens carry logprobs like the output's (OpenAI's legacy shape)
+        prompt = max(prompt or 0, top or 0)
+    return LogprobAsk(chosen=wanted, top=top or 0, prompt=prompt, generate=generate)
 
 
 def _encode(model: ServedModel, text: str, field: str, violations: list[FieldViolation]) -> list[int] | None:
@@ -141,26 +189,15 @@ def _prompts(model: ServedModel, request: Request, violations: list[FieldViolati
     return prompts
 
 
-def _logprobs(
-    model: ServedModel, token_ids: list[int], logprobs: list[float], offset: int, top: int
-) -> completion_pb2.CompletionLogprobs:
-    tokens = token_texts(model, token_ids)
-    result = completion_pb2.CompletionLogprobs(tokens=tokens, token_logprobs=logprobs)
-    for token, logprob in zip(tokens, logprobs, strict=True):
-        alternatives = result.top_logprobs.add()
-        if top:  # the one alternative the engine computes: the chosen token
-            alternatives.logprobs[token] = logprob
-        result.text_offset.append(offset)
-        offset += len(token)
-    return result
-
-
 async def create_completion(
     models: ModelRegistry, request: completion_pb2.CreateCompletionRequest
 ) -> completion_pb2.CreateCompletionResponse:
     """CompletionService.CreateCompletion: generate every choice to the end."""
     prep = await prepare(models, request, streaming=False)
-    choices = await collect_choices(prep.model, prep.runs, skip_special_tokens=prep.skip_special_tokens)
+    prompts: dict[int, TokenScores] = {}
+    choices = await collect_choices(
+        prep.model, prep.runs, skip_special_tokens=prep.skip_special_tokens, prompts=prompts
+    )
     response = completion_pb2.CreateCompletionResponse(
         id=new_id("cmpl-"), object="text_completion", created=now(), model=prep.model.name
     )
@@ -170,9 +207,8 @@ async def create_completion(
             index=choice.index, text=echo + choice.text, finish_reason=FINISH_REASONS[choice.finish_reason]
         )
         if prep.logprobs:
-            out.logprobs.CopyFrom(
-                _logprobs(prep.model, choice.token_ids, choice.logprobs, len(echo), prep.top_logprobs)
-            )
+            out.logprobs.CopyFrom(prep.choice_logprobs(choice.index, choice, prompts, echoed=bool(echo)))
+        out.prompt_logprobs.extend(prep.prompt_logprobs(choice.index, prompts))
     response.usage.CopyFrom(usage(prep.prompt_tokens, sum(len(c.token_ids) for c in choices)))
     return response
 
@@ -180,7 +216,10 @@ async def create_completion(
 async def stream_completion(
     models: ModelRegistry, request: completion_pb2.StreamCompletionRequest
 ) -> AsyncIterator[completion_pb2.StreamCompletionResponse]:
-    """CompletionService.StreamCompletion: a chunk per hand-over of output with every choice's new text."""
+    """CompletionService.StreamCompletion: a chunk per hand-over of output with every choice's new text.
+
+    With echo the prompt opens each choice: in a chunk of its own before the engine's first output, or, when
+    its tokens carry logprobs, in the choice's first chunk, once the prompt is scored."""
     prep = await prepare(models, request, streaming=True)
     completion_id, created = new_id("cmpl-"), now()
 
@@ -190,28 +229,33 @@ async def stream_completion(
         )
 
     offsets: dict[int, int] = {}  # choice index -> characters sent, for logprobs.text_offset
+    started: set[int] = set()  # choices whose prompt went out (echo, prompt_logprobs)
     # Submitted here, so the engine starts while an echo chunk goes out.
     deltas = DeltaStream(prep.model, prep.runs, skip_special_tokens=prep.skip_special_tokens, logprobs=prep.logprobs)
     try:
-        if any(prep.echoes):  # echo: the prompt opens each choice
+        if any(prep.echoes) and not prep.logprobs and prep.prompt_logprobs_asked is None:
             first = chunk()
-            for position, echo in enumerate(prep.echoes):
-                for index in range(position * prep.n, (position + 1) * prep.n):
-                    first.choices.add(index=index, text=echo)
-                    offsets[index] = len(echo)
+            for index in range(len(prep.echoes) * prep.n):
+                first.choices.add(index=index, text=prep.echoes[index // prep.n])
+                offsets[index] = len(prep.echoes[index // prep.n])
+                started.add(index)
             yield first
         async for ready in deltas:
             out = chunk()
             for index, delta in ready:
-                choice = out.choices.add(index=index, text=delta.text)
+                echo = "" if index in started else prep.echoes[index // prep.n]
+                choice = out.choices.add(index=index, text=echo + delta.text)
                 if delta.finish_reason is not None:
                     choice.finish_reason = FINISH_REASONS[delta.finish_reason]
+                if index not in started:
+                    choice.prompt_logprobs.extend(prep.prompt_logprobs(index, deltas.prompts))
+                    started.add(index)
+                offset = offsets.get(index, 0) + len(echo)
                 if prep.logprobs:
-                    logprobs = _logprobs(
-                        prep.model, delta.token_ids, delta.logprobs, offsets.get(index, 0), prep.top_logprobs
+                    choice.logprobs.CopyFrom(
+                        prep.choice_logprobs(index, delta, deltas.prompts, echoed=bool(echo), offset=offset)
                     )
-                    choice.logprobs.CopyFrom(logprobs)
-                offsets[index] = offsets.get(index, 0) + len(delta.text)
+                offsets[index] = offset + len(delta.text)
             yield out
     finally:
         deltas.close()

@@ -84,6 +84,7 @@ class Budget:
     value: int | None
     prompt_tokens: int
     prompt_field: str  # prompt | messages | input
+    least: int = 1  # the smallest value allowed (0: completions scoring a prompt with echo, nothing generated)
 
 
 def build_sampling_params(
@@ -273,8 +274,8 @@ def _length_rules(budget: Budget, settings: dict[str, Any], limits: ModelLimits)
     if budget.value is None:
         settings["max_new_tokens"] = min(settings.get("max_new_tokens", room), room)
         return []
-    if budget.value < 1:
-        return [FieldViolation(budget.field, f"must be at least 1; got {budget.value}")]
+    if budget.value < budget.least:
+        return [FieldViolation(budget.field, f"must be at least {budget.least}; got {budget.value}")]
     if budget.value > room:
         return [
             FieldViolation(

@@ -17,6 +17,7 @@ from typing import Any
 from service.api.chat_output import opens_reasoning
 from service.api.common import streaming_violations
 from service.api.generation import Budget, build_sampling_params, generation_violations
+from service.api.logprobs import LogprobAsk
 from service.api.media_parts import MediaParts, prompt_with_images
 from service.api.prompting import render_prompt, render_text
 from service.api.runs import Run, fan_out
@@ -59,9 +60,14 @@ class PreparedRuns:
     runs: list[Run]  # one per prompt, or n per prompt for an assisted model (see runs.fan_out)
     n: int
     prompt_tokens: int
-    logprobs: bool  # the chosen tokens' logprobs are returned
+    ask: LogprobAsk  # the logprobs asked for (service.api.logprobs)
     skip_special_tokens: bool
     include_usage: bool
+
+    @property
+    def logprobs(self) -> bool:
+        """Whether the output tokens' logprobs are returned."""
+        return self.ask.chosen
 
 
 def begin(
@@ -126,7 +132,7 @@ async def build_runs(
     api: ApiNames,
     *,
     streaming: bool,
-    logprobs: bool,
+    ask: LogprobAsk,
     n: int = 1,
 ) -> list[Run]:
     """The engine runs of a validated request: its output constraint (``plan``) compiled by the model's grammar
@@ -140,14 +146,16 @@ async def build_runs(
     await check_compiles(model, constraint)
     field = next((name for name in api.length_fields if request.HasField(name)), api.length_fields[0])
     limit = getattr(request, field) if request.HasField(field) else None
+    scoring = ask.scoring()
     runs = []
     for position, prompt in enumerate(prompts):
         params = build_sampling_params(
             request, defaults=model.defaults, limits=model.limits,
-            budget=Budget(field, limit, len(prompt.ids), prompt.field), streaming=streaming,
-            logprobs=1 if logprobs else 0, constraint=constraint,
+            budget=Budget(field, limit, len(prompt.ids), prompt.field, least=0 if not ask.generate else 1),
+            streaming=streaming, logprobs=1 if ask.chosen else 0, constraint=constraint,
         )  # fmt: skip
-        runs += fan_out(Run(prompt.ids, params, first_choice=position * n, images=prompt.images), n, model)
+        run = Run(prompt.ids, params, first_choice=position * n, images=prompt.images, scoring=scoring)
+        runs += fan_out(run, n, model)
     return runs
 
 

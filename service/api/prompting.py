@@ -184,25 +184,3 @@ def json_object(message: Any, where: str, violations: list[FieldViolation]) -> d
     except (ValueError, json_format.Error) as error:  # nested Structs raise json_format's own error
         violations.append(FieldViolation(where, f"must be valid JSON: {error}"))
         return {}
-
-
-def logprob_violations(request: Any, *, needs_logprobs: bool = True) -> list[FieldViolation]:
-    """The top_logprobs rules (chat and Responses share them).
-
-    ``needs_logprobs``: top_logprobs is refused without logprobs true (chat; the Responses API asks for
-    logprobs with ``include`` and has no such rule).
-    """
-    if not request.HasField("top_logprobs"):
-        return []
-    if needs_logprobs and not request.logprobs:
-        return [FieldViolation("top_logprobs", "requires logprobs to be true")]
-    if request.top_logprobs != 0:
-        return [FieldViolation("top_logprobs", TOP_LOGPROBS_LIMIT)]
-    return []
-
-
-# Why alternatives are refused: OpenVINO GenAI's engine returns the sampled token's logprob only.
-TOP_LOGPROBS_LIMIT = (
-    "only 0 is supported: the OpenVINO GenAI engine returns the logprob of the chosen token, not of the "
-    "alternatives (the logprob of each chosen token is returned)"
-)

@@ -21,7 +21,9 @@ from service.engine import (
     Generation,
     PromptImages,
     SamplingParams,
+    Scoring,
     SequenceDelta,
+    TokenScores,
     Update,
 )
 from service.errors import Internal, InvalidArgument, ResourceExhausted, ServiceError, Unavailable
@@ -50,6 +52,7 @@ class Run:
     params: SamplingParams
     first_choice: int  # OpenAI index of this run's first choice
     images: PromptImages | None = None  # a vision request's images and text prompt
+    scoring: Scoring | None = None  # alternatives or prompt logprobs asked for (service.engine.scoring)
 
 
 def fan_out(run: Run, n: int, model: ServedModel) -> list[Run]:
@@ -86,7 +89,11 @@ class RunStream:
         try:
             for run in runs:
                 generation = model.engine.submit(
-                    run.prompt_ids, run.params, skip_special_tokens=skip_special_tokens, images=run.images
+                    run.prompt_ids,
+                    run.params,
+                    skip_special_tokens=skip_special_tokens,
+                    images=run.images,
+                    scoring=run.scoring,
                 )
                 self._generations.append(generation)
         except EngineError as error:
@@ -143,10 +150,19 @@ class RunStream:
             await asyncio.gather(*tasks, return_exceptions=True)
 
 
-async def collect_choices(model: ServedModel, runs: list[Run], *, skip_special_tokens: bool) -> list[SequenceDelta]:
-    """Run to the end and return every choice whole (index = its OpenAI index), in OpenAI order."""
+async def collect_choices(
+    model: ServedModel,
+    runs: list[Run],
+    *,
+    skip_special_tokens: bool,
+    prompts: dict[int, TokenScores] | None = None,
+) -> list[SequenceDelta]:
+    """Run to the end and return every choice whole (index = its OpenAI index), in OpenAI order; ``prompts``
+    gets each run's scored prompt, when asked, by the index of the run's first choice."""
     choices: dict[int, SequenceDelta] = {}
     async for run, update in RunStream(model, runs, skip_special_tokens=skip_special_tokens):
+        if update.prompt is not None and prompts is not None:
+            prompts[run.first_choice] = update.prompt
         for delta in update.sequences:
             index = run.first_choice + delta.index
             choices.setdefault(index, SequenceDelta(index)).extend(delta)
@@ -168,6 +184,7 @@ class DeltaStream:
         self._updates = RunStream(model, runs, skip_special_tokens=skip_special_tokens)  # submitted now
         self._logprobs = logprobs
         self.completion_tokens = 0
+        self.prompts: dict[int, TokenScores] = {}  # scored prompts (when asked), by their run's first choice
 
     def close(self) -> None:
         """Cancel the runs still going (see RunStream)."""
@@ -175,6 +192,8 @@ class DeltaStream:
 
     async def __aiter__(self) -> AsyncIterator[list[tuple[int, SequenceDelta]]]:
         async for run, update in self._updates:
+            if update.prompt is not None:
+                self.prompts[run.first_choice] = update.prompt
             ready = []
             for delta in update.sequences:
                 self.completion_tokens += len(delta.token_ids)

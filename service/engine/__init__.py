@@ -9,10 +9,21 @@ from service.engine.chat_template import ChatTemplate, TemplateError
 from service.engine.engine import Engine, EngineSettings
 from service.engine.generation import Generation, Meter, MeterFactory
 from service.engine.sampling import OutputConstraint, SamplingParams
-from service.engine.types import EngineStats, FinishReason, PromptImages, SequenceDelta, Update
+from service.engine.scoring import MAX_ALTERNATIVES, Scoring
+from service.engine.types import (
+    Alternatives,
+    EngineStats,
+    FinishReason,
+    PromptImages,
+    SequenceDelta,
+    TokenScores,
+    Update,
+)
 from service.workers.errors import EngineError, EngineOverloaded, EngineRejected, EngineUnavailable
 
 __all__ = [
+    "MAX_ALTERNATIVES",
+    "Alternatives",
     "ChatTemplate",
     "Engine",
     "EngineError",
@@ -28,7 +39,9 @@ __all__ = [
     "OutputConstraint",
     "PromptImages",
     "SamplingParams",
+    "Scoring",
     "SequenceDelta",
     "TemplateError",
+    "TokenScores",
     "Update",
 ]

@@ -33,6 +33,7 @@ from service.engine.detokenizer import Pending, SequenceText, WindowDecoder, det
 from service.engine.generation_config import generation_config
 from service.engine.messages import Outcome
 from service.engine.sampling import SamplingParams
+from service.engine.scoring import Scoring
 from service.engine.stops import StopText
 from service.engine.types import EngineStats, FinishReason, SequenceDelta, Update
 from service.workers.errors import EngineError, EngineOverloaded, EngineRejected
@@ -57,6 +58,7 @@ class Submission:
     skip_special_tokens: bool = True
     images: tuple[np.ndarray, ...] = ()  # RGB uint8 (height, width, 3): a vision model's images, in prompt order
     prompt_text: str = ""  # a vision model's request: the rendered prompt, an <ov_genai_image_N> tag per image
+    scoring: Scoring | None = None  # logprobs beyond the sampler's: scored by the ScoringLane (scoring_lane.py)
 
 
 @dataclass

@@ -23,6 +23,7 @@ from service.engine.generation_config import model_defaults
 from service.engine.grammar import GrammarChecker
 from service.engine.messages import Cancel, Outcomes, QueryStats, StatsReport
 from service.engine.sampling import OutputConstraint, SamplingParams
+from service.engine.scoring import Scoring
 from service.engine.types import EngineStats, PromptImages
 from service.engine.worker import WorkerSpec
 from service.workers.codec import TokenCodec
@@ -388,12 +389,14 @@ class Engine(Supervised):
         *,
         skip_special_tokens: bool = True,
         images: PromptImages | None = None,
+        scoring: Scoring | None = None,
     ) -> Generation:
         """Send a request to the engine now; iterate the Generation for its output, and close it when done.
 
         With ``images``, the engine gets their pixels and the prompt as text; ``prompt_ids`` is then the prompt as
         the model sees it (image tokens included), for counts. Submitting before the caller sends anything of its
-        own (a role chunk, the Responses API's first events) lets the engine start meanwhile.
+        own (a role chunk, the Responses API's first events) lets the engine start meanwhile. ``scoring``: the
+        logprobs the sampler does not give (alternatives, the prompt's), computed by the model's scoring copy.
         """
         if not self._supervisor.started or not self.up:
             raise self._supervisor.unavailable()
@@ -402,7 +405,7 @@ class Engine(Supervised):
         self._mailboxes[request_id] = mailbox
         try:
             pixels, text = (images.pixels, images.text) if images else ((), "")
-            self._send(Submission(request_id, prompt_ids, params, skip_special_tokens, pixels, text))
+            self._send(Submission(request_id, prompt_ids, params, skip_special_tokens, pixels, text, scoring))
         except BaseException:
             del self._mailboxes[request_id]
             raise

@@ -25,6 +25,20 @@ class PromptImages:
     pixels: tuple[np.ndarray, ...]  # RGB uint8 (height, width, 3), in tag order
 
 
+Alternatives = tuple[tuple[int, float], ...]  # (token id, logprob) at one position, most likely first
+
+
+@dataclass
+class TokenScores:
+    """Tokens scored by the model (service.engine.scoring): per token its logprob given the tokens before it, its
+    rank there (1: the most likely) and the most likely tokens there. A sequence's first token has none: NaN,
+    rank 0, no alternatives."""
+
+    logprobs: list[float] = field(default_factory=list)
+    ranks: list[int] = field(default_factory=list)
+    top: list[Alternatives] = field(default_factory=list)
+
+
 @dataclass
 class SequenceDelta:
     """What one output sequence gained in one engine step."""
@@ -33,6 +47,7 @@ class SequenceDelta:
     token_ids: list[int] = field(default_factory=list)
     text: str = ""  # the newly printable text (incremental detokenisation)
     logprobs: list[float] = field(default_factory=list)  # one per token id, when requested
+    top_logprobs: list[Alternatives] = field(default_factory=list)  # one per token id, when alternatives are asked
     finish_reason: FinishReason | None = None
 
     def extend(self, later: SequenceDelta) -> None:
@@ -40,6 +55,7 @@ class SequenceDelta:
         self.token_ids += later.token_ids
         self.text += later.text
         self.logprobs += later.logprobs
+        self.top_logprobs += later.top_logprobs
         self.finish_reason = later.finish_reason or self.finish_reason
 
 
@@ -49,6 +65,7 @@ class Update:
 
     sequences: list[SequenceDelta]
     finished: bool = False  # the request is done; no more updates follow
+    prompt: TokenScores | None = None  # the prompt's tokens scored, when asked (with the request's first update)
 
     def absorb(self, later: Update) -> None:
         """Append a later step's output to this one, as if both steps had been one."""
@@ -61,6 +78,7 @@ class Update:
             else:
                 earlier.extend(delta)
         self.finished = later.finished
+        self.prompt = self.prompt or later.prompt
 
 
 @dataclass(frozen=True)
@@ -73,8 +91,15 @@ class EngineStats:
     cache_usage: float  # KV cache in use, percent
     kv_cache_bytes: int = 0  # KV cache allocated so far (the pipeline grows it as it is used, up to its size)
     waiting: int = 0  # requests not yet handed to the pipeline (a speculative pipeline takes one at a time)
+    scoring: int = 0  # requests whose logprobs the scoring lane still computes (service.engine.scoring_lane)
 
     @property
     def idle(self) -> bool:
         """Nothing running and no KV cache held."""
-        return not self.running and not self.unfinished and not self.engine_requests and self.cache_usage == 0.0
+        return (
+            not self.running
+            and not self.scoring
+            and not self.unfinished
+            and not self.engine_requests
+            and self.cache_usage == 0.0
+        )

@@ -12,6 +12,7 @@ Messages: see messages.py (one record type each).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import signal
 import sys
@@ -21,7 +22,9 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 
 from service.engine.core import EngineCore, Submission
-from service.engine.messages import HEARTBEAT_S, Alive, Cancel, Outcomes, QueryStats, StatsReport
+from service.engine.messages import HEARTBEAT_S, Alive, Cancel, Outcome, Outcomes, QueryStats, StatsReport
+from service.engine.scoring import ScoringModel
+from service.engine.scoring_lane import ScoringLane
 from service.workers.child import Channel, ChildConnection
 from service.workers.errors import EngineError
 from service.workers.messages import LoadFailed, Ready, Stop
@@ -61,8 +64,10 @@ def main() -> None:
         return
     connection.send(Ready())
     connection.start_heartbeat()
+    # Compiled at the first request that asks for alternatives or prompt logprobs (see scoring.py).
+    lane = ScoringLane(ScoringModel(spec.model_dir, spec.device, dict(spec.properties)), connection.send)
     with contextlib.suppress(EOFError, BrokenPipeError):  # the server is gone: nothing left to serve
-        _serve(connection, core)
+        _serve(connection, core, lane)
 
 
 def _load(spec: WorkerSpec) -> EngineCore:
@@ -97,8 +102,21 @@ def _load(spec: WorkerSpec) -> EngineCore:
     )
 
 
-def _serve(connection: Channel, core: EngineCore) -> None:
+def _serve(connection: Channel, core: EngineCore, lane: ScoringLane) -> None:
     said = time.monotonic()  # when the server last heard from us
+
+    def hand_over(outcomes: list[Outcome]) -> bool:
+        """Send the outcomes; the scored requests' go through the lane. Whether anything was sent now."""
+        direct = []
+        for outcome in outcomes:
+            if lane.claims(outcome[0]):
+                lane.put(outcome)
+            else:
+                direct.append(outcome)
+        if direct:
+            connection.send(Outcomes(direct))
+        return bool(direct)
+
     while True:
         # Drain every waiting command without blocking while requests run;
         # block on the pipe (no spinning) when there is nothing to step.
@@ -106,21 +124,27 @@ def _serve(connection: Channel, core: EngineCore) -> None:
         while connection.poll(timeout):
             match connection.recv():
                 case Submission() as submission:
-                    failed = core.add(submission)
-                    if failed:
-                        connection.send(Outcomes(failed))
+                    if submission.scoring is not None:
+                        lane.open(submission)
+                    if submission.scoring is None or submission.scoring.generate:
+                        hand_over(core.add(submission))
                 case Cancel(request_id):
                     core.cancel(request_id)
+                    lane.cancel(request_id)
                 case QueryStats(token):
-                    connection.send(StatsReport(token, core.stats()))
+                    stats = dataclasses.replace(core.stats(), scoring=lane.active)
+                    connection.send(StatsReport(token, stats))
                 case Stop():
-                    connection.send(Outcomes(core.fail_all(EngineError("the engine is shutting down"))))
+                    stopping = EngineError("the engine is shutting down")
+                    failed = dict(core.fail_all(stopping))
+                    failed.update((request_id, stopping) for request_id in lane.stop())
+                    connection.send(Outcomes(list(failed.items())))
                     return
             timeout = 0.0
+        for request_id in lane.take_failed():  # the scoring failed: the pipeline need not go on
+            core.cancel(request_id)
         if core.busy:
-            outcomes = core.step()
-            if outcomes:
-                connection.send(Outcomes(outcomes))
+            if hand_over(core.step()):
                 said = time.monotonic()
             elif time.monotonic() - said >= HEARTBEAT_S:
                 connection.send(Alive())

@@ -14,6 +14,8 @@ from typing import Any
 
 from clients.v1 import response_object_pb2 as objects_pb2
 from clients.v1 import response_pb2
+from service.api import logprobs
+from service.api.logprobs import LogprobAsk
 from service.api.media_parts import MediaParts, forget_images, image_prompt_ids
 from service.api.prepare import (
     RESPONSES,
@@ -29,7 +31,6 @@ from service.api.prompting import (
     REASONING_EFFORTS,
     TOOL_CHOICES,
     json_object,
-    logprob_violations,
     template_context,
     template_tool,
     unsupported,
@@ -81,8 +82,9 @@ class Prepared:
 
 
 def wants_logprobs(request: Request | response_pb2.CreateResponseRequest) -> bool:
-    """Whether the output text carries logprobs: include asks for them (or OVMS's logprobs flag)."""
-    return request.logprobs or LOGPROBS in request.include
+    """Whether the output text carries logprobs: include asks for them (or OVMS's logprobs flag, or
+    top_logprobs above 0)."""
+    return request.logprobs or LOGPROBS in request.include or request.top_logprobs > 0
 
 
 async def prepare(
@@ -108,7 +110,10 @@ async def prepare(
     plan = await templated_constraint(
         model, request, violations, tools, context, named_field="tool_choice", parameters_field="tools[{}].parameters"
     )
-    violations += logprob_violations(request, needs_logprobs=False)
+    ask = LogprobAsk(
+        chosen=wants_logprobs(request), top=logprobs.top_logprobs(request, violations, needs_logprobs=False)
+    )
+    violations += logprobs.vision_violations(model, ask)
     keep = not request.HasField("store") or request.store
     background = request.HasField("background") and request.background
     if background and not keep:
@@ -140,9 +145,7 @@ async def prepare(
     limit = request.max_output_tokens if request.HasField("max_output_tokens") else None
     history, rendered = await _fit(model, instructions, history, tools, context, request, limit)
     prompt = await templated_prompt(model, rendered, images, models.media, RESPONSES.prompt_field)
-    (run,) = await build_runs(
-        model, request, [prompt], plan, RESPONSES, streaming=streaming, logprobs=wants_logprobs(request)
-    )
+    (run,) = await build_runs(model, request, [prompt], plan, RESPONSES, streaming=streaming, ask=ask)
     canonical = response_pb2.CreateResponseRequest()
     canonical.ParseFromString(request.SerializeToString())  # the twins are wire-identical
     return Prepared(

@@ -15,7 +15,7 @@ from typing import Any
 
 from clients.v1 import response_object_pb2 as objects_pb2
 from service.api.chat_output import output_parser, reasoning_tokens
-from service.api.common import token_logprobs
+from service.api.logprobs import token_logprobs
 from service.api.runs import RunStream
 from service.engine import FinishReason
 from service.errors import ServiceError
@@ -32,6 +32,7 @@ async def generate(
     """The response's events from start to end (``queued``: its created event went out already)."""
     output_tokens, finish, started = 0, None, False
     logprobs = wants_logprobs(prep.request)
+    top = prep.request.top_logprobs  # validated: 0-20
     parser = output_parser(prep.model, prep.run.prompt_ids, prep.request, raw=not prep.skip_special_tokens)
     runs: RunStream | None = None
     try:
@@ -45,7 +46,9 @@ async def generate(
                 output_tokens += len(delta.token_ids)
                 finish = delta.finish_reason or finish
                 if logprobs:
-                    events.logprobs(token_logprobs(prep.model, delta.token_ids, delta.logprobs))
+                    events.logprobs(
+                        token_logprobs(prep.model, delta.token_ids, delta.logprobs, delta.top_logprobs, top)
+                    )
                 output = events.text(delta.text) if parser is None else events.apply(parser.feed(delta.text))
                 for event in output:
                     yield event
