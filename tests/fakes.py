@@ -39,6 +39,7 @@ from service.engine import (
     OutputConstraint,
     PromptImages,
     SamplingParams,
+    Scoring,
     SequenceDelta,
     Update,
 )
@@ -187,8 +188,10 @@ class FakeEngine:
         *,
         skip_special_tokens: bool = True,
         images: PromptImages | None = None,
+        scoring: Scoring | None = None,
     ) -> FakeGeneration:
-        """Play the next script (an empty reply if none is queued); raises its ``refuse`` error if it has one."""
+        """Play the next script (an empty reply if none is queued); raises its ``refuse`` error if it has one.
+        (``scoring`` is taken and ignored: scoring is the real engine's, tested end to end.)"""
         if self.stopped:
             raise EngineUnavailable(f"engine for {self.name!r} is not running")
         script = self.scripts.popleft() if self.scripts else Script(text(""))

@@ -5,7 +5,15 @@ from __future__ import annotations
 from typing import Any
 
 from clients.v1 import chat_pb2
-from rest_bridge.render.common import FINISH_REASONS, ROLES, fingerprinted, token_logprob, tool_call, usage
+from rest_bridge.render.common import (
+    FINISH_REASONS,
+    ROLES,
+    fingerprinted,
+    prompt_logprobs,
+    token_logprob,
+    tool_call,
+    usage,
+)
 
 # The tier that served a chat completion, as OpenAI's replies say it: there is one here, whatever was asked
 # (README: service_tier "accepted, no effect"; the Responses API's service sets the same on its objects).
@@ -50,6 +58,7 @@ def chat_completion(response: chat_pb2.CreateChatCompletionResponse) -> dict[str
         "choices": choices,
         "usage": usage(response.usage),
         "service_tier": SERVICE_TIER,
+        **({"prompt_logprobs": prompt_logprobs(response.prompt_logprobs)} if response.prompt_logprobs else {}),
     }, response.system_fingerprint)  # fmt: skip
 
 
@@ -101,6 +110,8 @@ def chat_chunk(chunk: chat_pb2.StreamChatCompletionResponse, include_usage: bool
         out["usage"] = usage(chunk.usage)
     elif include_usage:
         out["usage"] = None
+    if chunk.prompt_logprobs:  # vLLM's extension, asked for: on one chunk
+        out["prompt_logprobs"] = prompt_logprobs(chunk.prompt_logprobs)
     out["service_tier"] = SERVICE_TIER
     return fingerprinted(out, chunk.system_fingerprint)
 

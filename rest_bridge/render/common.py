@@ -64,3 +64,15 @@ def fingerprinted(out: dict[str, Any], fingerprint: str) -> dict[str, Any]:
     if fingerprint:
         out["system_fingerprint"] = fingerprint
     return out
+
+
+def prompt_logprobs(entries: Any) -> list[dict[str, Any] | None]:
+    """vLLM's ``prompt_logprobs``: per prompt token, {token id: {logprob, rank, decoded_token}}; null first."""
+    return [
+        {
+            str(token.token_id): {"logprob": token.logprob, "rank": token.rank, "decoded_token": token.decoded_token}
+            for token in entry.tokens
+        }
+        or None
+        for entry in entries
+    ]

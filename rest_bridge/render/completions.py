@@ -6,7 +6,7 @@ import math
 from typing import Any
 
 from clients.v1 import completion_pb2
-from rest_bridge.render.common import FINISH_REASONS, fingerprinted, usage
+from rest_bridge.render.common import FINISH_REASONS, fingerprinted, prompt_logprobs, usage
 
 
 def completion_logprobs(value: completion_pb2.CompletionLogprobs) -> dict[str, Any]:
@@ -28,6 +28,8 @@ def _choices(choices: Any) -> list[dict[str, Any]]:
             "text": choice.text,
             "logprobs": completion_logprobs(choice.logprobs) if choice.HasField("logprobs") else None,
             "finish_reason": FINISH_REASONS[choice.finish_reason],
+            # vLLM's extension, when asked for (in a stream, on the choice's first chunk)
+            **({"prompt_logprobs": prompt_logprobs(choice.prompt_logprobs)} if choice.prompt_logprobs else {}),
         }
         for choice in choices
     ]

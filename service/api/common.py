@@ -41,11 +41,3 @@ def streaming_violations(request: Any, *, streaming: bool, rpc: str) -> list[Fie
 def token_texts(model: ServedModel, token_ids: list[int]) -> list[str]:
     """Each token's own text, for logprobs (special tokens kept; a partial character shows as U+FFFD)."""
     return model.engine.token_texts(token_ids)
-
-
-def token_logprobs(model: ServedModel, token_ids: list[int], logprobs: list[float]) -> list[common_pb2.TokenLogprob]:
-    """OpenAI's logprobs entries (token, logprob, bytes) of generated tokens, in order."""
-    return [
-        common_pb2.TokenLogprob(token=token, logprob=logprob, bytes=list(token.encode()))
-        for token, logprob in zip(token_texts(model, token_ids), logprobs, strict=True)
-    ]

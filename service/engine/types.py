@@ -47,8 +47,8 @@ class SequenceDelta:
     token_ids: list[int] = field(default_factory=list)
     text: str = ""  # the newly printable text (incremental detokenisation)
     logprobs: list[float] = field(default_factory=list)  # one per token id, when requested
-    top_logprobs: list[Alternatives] = field(default_factory=list)  # one per token id, when alternatives are asked
     finish_reason: FinishReason | None = None
+    top_logprobs: list[Alternatives] = field(default_factory=list)  # one per token id, when alternatives are asked
 
     def extend(self, later: SequenceDelta) -> None:
         """Append what the same sequence gained after this delta."""

@@ -250,5 +250,7 @@ def test_completions_logprobs_0_still_returns_the_chosen_tokens_logprobs(client:
     assert len(token_logprobs) == 5 and all(value <= 0 for value in token_logprobs)
     assert tops == [{}] * 5  # no alternatives asked for
     with_one = client.completions.create(**{**fields, "logprobs": 1}).choices[0].logprobs
-    assert with_one is not None and with_one.token_logprobs == token_logprobs  # the same tokens, greedy
+    # The same tokens (greedy); logprobs 1 is scored by the scoring copy of the model, 0 by the sampler: they
+    # agree within 2e-3 (measured on tiny-chat: at most 7e-4, float32 logits summed in another order).
+    assert with_one is not None and with_one.token_logprobs == pytest.approx(token_logprobs, abs=2e-3)
     assert all(len(top) == 1 for top in with_one.top_logprobs or [])

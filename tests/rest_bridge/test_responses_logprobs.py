@@ -53,10 +53,10 @@ def test_without_include_there_are_none(client: openai.OpenAI) -> None:
     assert unary.output[0].content[0].logprobs == []  # type: ignore[union-attr]
 
 
-def test_top_logprobs_beyond_the_engine_are_refused_saying_why(client: openai.OpenAI) -> None:
+def test_top_logprobs_beyond_openais_range_are_refused_naming_the_field(client: openai.OpenAI) -> None:
     with pytest.raises(openai.BadRequestError) as raised:
-        client.responses.create(model=MODEL, input=ASK, include=INCLUDE, top_logprobs=3, store=False)
-    assert raised.value.param == "top_logprobs" and "engine" in raised.value.message  # type: ignore[attr-defined]
+        client.responses.create(model=MODEL, input=ASK, include=INCLUDE, top_logprobs=21, store=False)
+    assert raised.value.param == "top_logprobs" and "20" in raised.value.message  # type: ignore[attr-defined]
     zero = client.responses.create(model=MODEL, input=ASK, include=INCLUDE, top_logprobs=0, max_output_tokens=4,
                                    store=False)  # fmt: skip
     assert zero.output[0].content[0].logprobs  # type: ignore[union-attr]

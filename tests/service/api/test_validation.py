@@ -273,7 +273,9 @@ CASES: list[Bad] = [
         ("tools",)),
     Bad("reasoning_effort-unknown", "chat", {"reasoning_effort": "extreme"}, ("reasoning_effort",)),
     Bad("top_logprobs-without-logprobs", "chat", {"top_logprobs": 0}, ("top_logprobs",)),
-    Bad("top_logprobs>0", "chat", {"logprobs": True, "top_logprobs": 3}, ("top_logprobs",)),
+    Bad("top_logprobs>20", "chat", {"logprobs": True, "top_logprobs": 21}, ("top_logprobs",)),
+    Bad("prompt_logprobs>20", "chat", {"prompt_logprobs": 21}, ("prompt_logprobs",)),
+    Bad("prompt_logprobs<0", "chat", {"prompt_logprobs": -1}, ("prompt_logprobs",)),
     Bad("top_logprobs-negative", "chat", {"logprobs": True, "top_logprobs": -1}, ("top_logprobs",)),
     # --- completion prompts
     Bad("prompt-and-prompts", "completion", {"prompts": [{"text": "b"}]}, ("prompts",)),
@@ -290,10 +292,11 @@ CASES: list[Bad] = [
     Bad("negative-token-id", "completion", {"prompt": DROP, "prompts": [{"token_ids": {"ids": [1, 2, -1]}}]},
         ("prompts[0].token_ids.ids[2]",)),
     Bad("suffix", "completion", {"suffix": "The end."}, ("suffix",)),
-    Bad("logprobs=2", "completion", {"logprobs": 2}, ("logprobs",)),
+    Bad("logprobs=6", "completion", {"logprobs": 6}, ("logprobs",)),
+    Bad("prompt_logprobs>20", "completion", {"prompt_logprobs": 21}, ("prompt_logprobs",)),
     Bad("logprobs<0", "completion", {"logprobs": -1}, ("logprobs",)),
-    Bad("echo+logprobs", "completion", {"echo": True, "logprobs": 1}, ("echo",)),
-    Bad("several-completion-fields", "completion", {"suffix": "x", "logprobs": 5, "stream": True},
+    Bad("max_tokens=0-without-echo", "completion", {"max_tokens": 0, "logprobs": 1}, ("max_tokens",)),
+    Bad("several-completion-fields", "completion", {"suffix": "x", "logprobs": 6, "stream": True},
         ("stream", "suffix", "logprobs"), rpcs=("create",)),
 ]  # fmt: skip
 
