@@ -25,6 +25,10 @@ from service.errors import FieldViolation
 from service.models import ServedModel
 
 MAX_COMPLETION_LOGPROBS = 5  # OpenAI's completions range
+# Most prompt positions x (alternatives + 1) one prompt may have scored: each is an entry of the answer (~60 bytes
+# of JSON, and a Python tuple on the way), so 20 alternatives allow ~12,000 prompt tokens, the chosen token alone
+# 262,144. Past that the request is refused naming its prompt field, before any work.
+MAX_PROMPT_SCORES = 262_144
 
 
 @dataclass(frozen=True)
@@ -66,6 +70,20 @@ def top_logprobs(request: Any, violations: list[FieldViolation], *, needs_logpro
 def prompt_logprobs(request: Any, violations: list[FieldViolation]) -> int | None:
     """vLLM's ``prompt_logprobs``: 0-20 alternatives per prompt token, None when not asked."""
     return ranged(request, "prompt_logprobs", MAX_ALTERNATIVES, violations)
+
+
+def prompt_score_violations(ask: LogprobAsk, prompt_tokens: int, field: str) -> list[FieldViolation]:
+    """A prompt too long to have its tokens scored (echo with logprobs, prompt_logprobs): refused naming it."""
+    if ask.prompt is None or prompt_tokens * (ask.prompt + 1) <= MAX_PROMPT_SCORES:
+        return []
+    most = MAX_PROMPT_SCORES // (ask.prompt + 1)
+    return [
+        FieldViolation(
+            field,
+            f"the prompt is {prompt_tokens} tokens; its tokens' logprobs are returned for at most {most} tokens "
+            f"with {ask.prompt} alternatives each",
+        )
+    ]
 
 
 def vision_violations(model: ServedModel, ask: LogprobAsk) -> list[FieldViolation]:

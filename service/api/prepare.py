@@ -17,7 +17,7 @@ from typing import Any
 from service.api.chat_output import opens_reasoning
 from service.api.common import streaming_violations
 from service.api.generation import Budget, build_sampling_params, generation_violations
-from service.api.logprobs import LogprobAsk
+from service.api.logprobs import LogprobAsk, prompt_score_violations
 from service.api.media_parts import MediaParts, prompt_with_images
 from service.api.prompting import render_prompt, render_text
 from service.api.runs import Run, fan_out
@@ -147,6 +147,9 @@ async def build_runs(
     field = next((name for name in api.length_fields if request.HasField(name)), api.length_fields[0])
     limit = getattr(request, field) if request.HasField(field) else None
     scoring = ask.scoring()
+    InvalidArgument.check(
+        [v for prompt in prompts for v in prompt_score_violations(ask, len(prompt.ids), prompt.field)]
+    )
     runs = []
     for position, prompt in enumerate(prompts):
         params = build_sampling_params(

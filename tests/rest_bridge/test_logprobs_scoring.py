@@ -21,8 +21,10 @@ import openvino as ov
 import pytest
 from tokenizers import Tokenizer
 
-from service.models import BUNDLED_MODELS_DIR
+from service.api import logprobs
+from service.models import BUNDLED_MODELS_DIR, BUNDLED_SPECULATIVE
 from tests.rest_bridge.conftest import RunningBridge, http_request, served_with_bridge
+from tests.rest_bridge.test_disconnect import CHAT_STREAM, engine_stats, open_stream, wait_idle
 
 MODEL = "tiny-chat"
 VALUES = 2e-3  # absolute tolerance on logprobs, plus RELATIVE of the value (see the module's docstring)
@@ -281,3 +283,50 @@ def test_a_vision_model_refuses_alternatives_naming_the_field() -> None:
         assert json.loads(reply.body)["error"]["param"] == "top_logprobs"
         chosen = http_request(running.port, "POST", "/v3/chat/completions", {**body, "top_logprobs": 0})
         assert chosen.status == 200, chosen.body
+
+
+def test_dropped_scored_streams_leave_the_engine_and_its_scorer_idle(bridge: RunningBridge) -> None:
+    """Clients that leave mid-stream: their scoring is dropped with their requests (stats.scoring back to 0)."""
+    body = {**CHAT_STREAM, "logprobs": True, "top_logprobs": 5, "prompt_logprobs": 3}
+    sockets = [open_stream(bridge.port, "/v3/chat/completions", body) for _ in range(4)]
+    assert not engine_stats(bridge).idle
+    for sock in sockets:
+        sock.close()
+    stats = wait_idle(bridge)
+    assert stats.idle and stats.scoring == 0, stats
+
+
+def test_a_prompt_too_long_to_score_is_refused_naming_its_field(
+    bridge: RunningBridge, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(logprobs, "MAX_PROMPT_SCORES", 60)  # 10 prompt tokens at 5 alternatives each
+    prompt = _tokenizer().encode(STORY).ids
+    assert len(prompt) > 10
+    for body, field in [
+        ({"prompt": prompt, "prompt_logprobs": 5}, "prompt"),
+        ({"prompts": [prompt[:5], prompt], "echo": True, "logprobs": 5}, "prompt"),
+    ]:
+        body = {"model": MODEL, "max_tokens": 2, **body}
+        if "prompts" in body:  # the bridge's form of a batch: a list of token lists
+            body["prompt"] = body.pop("prompts")
+        reply = http_request(bridge.port, "POST", "/v3/completions", body)
+        assert reply.status == 400, reply.body
+        error = json.loads(reply.body)["error"]
+        assert error["param"].startswith(field) and "at most 10 tokens" in error["message"]
+    short = {"model": MODEL, "max_tokens": 2, "prompt": prompt[:10], "prompt_logprobs": 5}
+    assert http_request(bridge.port, "POST", "/v3/completions", short).status == 200
+
+
+def test_a_speculative_models_alternatives_are_its_main_models(client: openai.OpenAI, bridge: RunningBridge) -> None:
+    """tiny-chat-speculative hands over several tokens a step (its draft's); they are scored by the main model."""
+    reply = client.chat.completions.create(
+        model=BUNDLED_SPECULATIVE, messages=ASK, max_tokens=12, logprobs=True, top_logprobs=3, temperature=0
+    )
+    logprobs_ = reply.choices[0].logprobs
+    assert logprobs_ is not None and logprobs_.content
+    prompt = chat_ids(bridge, ASK)
+    output = ids_of(logprobs_.content)
+    rows = reference(prompt + output)[len(prompt) - 1 :]
+    for row, token, entry in zip(rows, output, logprobs_.content, strict=True):
+        assert entry.logprob == near(row[token])
+        assert_top(row, [(top.token, top.logprob) for top in entry.top_logprobs], 3)
