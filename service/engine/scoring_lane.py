@@ -92,7 +92,12 @@ class ScoringLane:
                 if isinstance(item, EngineError) or item.finished:
                     self._dropped.discard(request_id)
                 return
-            job.todo.append(item)
+            if len(job.todo) >= 2 and isinstance(item, Update) and isinstance(job.todo[-1], Update):
+                # Behind: outputs waiting (not the head, which may be being scored) are scored as one, so a
+                # lane that falls behind feeds more tokens per forward pass instead of more passes.
+                job.todo[-1].absorb(item)
+            else:
+                job.todo.append(item)
             if request_id not in self._turns:
                 self._turns.append(request_id)
             self._changed.notify()

@@ -38,6 +38,9 @@ CHAT_CASES: dict[str, dict[str, Any]] = {
     "stop-at-once": {"stop": ["Once", "The", "A", "I"], "temperature": 0},
     "sampling": {"temperature": 0.7, "top_p": 0.9, "seed": 3, "presence_penalty": 0.5, "frequency_penalty": 0.5},
     "logprobs": {"logprobs": True, "top_logprobs": 0},
+    "top-logprobs-5": {"logprobs": True, "top_logprobs": 5},
+    "top-logprobs-20-n-2": {"logprobs": True, "top_logprobs": 20, "n": 2, "temperature": 0.8, "seed": 9},
+    "prompt-logprobs": {"prompt_logprobs": 2, "logprobs": True, "top_logprobs": 1},
     "tools-required": {"tools": [TOOL], "tool_choice": "required"},
     "tools-named": {"tools": [TOOL], "tool_choice": {"type": "function", "function": {"name": "get_weather"}}},
     "tools-none": {"tools": [TOOL], "tool_choice": "none"},
@@ -58,6 +61,12 @@ COMPLETION_CASES: dict[str, dict[str, Any]] = {
     "echo": {"echo": True},
     "logprobs": {"logprobs": 1},
     "logprobs-0": {"logprobs": 0},
+    "logprobs-5": {"logprobs": 5},
+    "logprobs-5-n-2": {"logprobs": 5, "n": 2, "temperature": 0.9, "seed": 6},
+    "echo-logprobs": {"echo": True, "logprobs": 3},
+    "echo-logprobs-0": {"echo": True, "logprobs": 0},
+    "echo-score-only": {"echo": True, "logprobs": 1, "max_tokens": 0},
+    "prompt-logprobs": {"prompt_logprobs": 3},
     "stop": {"stop": "."},
     "best-of": {"best_of": 2, "n": 1},
 }
@@ -73,17 +82,31 @@ def completion_body(case: dict[str, Any], stream: bool) -> dict[str, Any]:
     return {"model": "tiny-chat", "prompt": "Once upon a time", "max_tokens": 8, "stream": stream, **extra, **case}
 
 
+def echoed_first_token(payload: dict[str, Any]) -> dict[str, Any]:
+    """``payload`` with the echoed first prompt token's null logprob and null alternatives let through.
+
+    With echo and logprobs, OpenAI's API answers null for the prompt's first token (nothing comes before it to
+    predict it) in token_logprobs and top_logprobs; the document types their items as never null. Only a first
+    item that is null in both lists, in a choice whose text starts with the echoed prompt, is let through."""
+    for choice in payload.get("choices", []):
+        logprobs = choice.get("logprobs") or {}
+        values, tops = logprobs.get("token_logprobs") or [], logprobs.get("top_logprobs") or []
+        if values and values[0] is None and tops and tops[0] is None and logprobs.get("text_offset", [None])[0] == 0:
+            logprobs["token_logprobs"], logprobs["top_logprobs"] = [0.0, *values[1:]], [{}, *tops[1:]]
+    return payload
+
+
 def checked(port: int, path: str, body: dict[str, Any], unary: str, chunk: str) -> list[str]:
     """The violations of one request's reply: the body, or every stream chunk."""
     reply = http_request(port, "POST", path, body)
     assert reply.status == 200, reply.body
     if not body["stream"]:
-        return violations(unary, reply.json())
+        return violations(unary, echoed_first_token(reply.json()))
     events = reply.events()
     assert events[-1] == "[DONE]"
     found = []
     for i, event in enumerate(events[:-1]):
-        payload = json.loads(event)
+        payload = echoed_first_token(json.loads(event))
         if chunk == "CreateCompletionResponse":
             # The document has no schema of its own for streamed completions and reuses the unary one, whose
             # finish_reason and usage are never null; OpenAI's API streams null in both until a choice ends
