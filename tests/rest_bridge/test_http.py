@@ -238,7 +238,7 @@ BAD_INPUTS: list[tuple[str, str, str, Any, dict[str, str], int, str | None, str 
     ("prompt-mixed-list", "POST", COMPLETIONS, completion_body(prompt=[1, "a"]), {}, 400, "prompt", None),
     ("prompt-missing", "POST", COMPLETIONS, {"model": "tiny-chat"}, {}, 400, "prompt", None),
     ("prompt-token-outside-vocab", "POST", COMPLETIONS, completion_body(prompt=[10**9]), {}, 400, "prompt", None),
-    ("completion-logprobs-too-many", "POST", COMPLETIONS, completion_body(logprobs=5), {}, 400, "logprobs", None),
+    ("completion-logprobs-too-many", "POST", COMPLETIONS, completion_body(logprobs=6), {}, 400, "logprobs", None),
     ("completion-unknown-field", "POST", COMPLETIONS, completion_body(messages=HI), {}, 400, "messages", None),
     ("get-on-post-route", "GET", COMPLETIONS, None, {}, 405, None, None),  # GET on CHAT lists stored ones
     ("post-on-get-route", "POST", "/v3/models", b"{}", JSON, 405, None, None),

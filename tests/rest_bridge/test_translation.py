@@ -112,14 +112,19 @@ def test_chat_chunk_tool_call_fragments_and_usage_null() -> None:
     assert "usage" not in chat_chunk(chunk, include_usage=False)
 
 
-def test_completion_logprobs_nan_is_null_and_empty_top_is_an_empty_object() -> None:
-    logprobs = completion_pb2.CompletionLogprobs(tokens=["a", "b"], token_logprobs=[math.nan, -0.5], text_offset=[0, 1])
+def test_completion_logprobs_nan_is_null_and_an_empty_top_stays_an_empty_object() -> None:
+    """NaN (the echoed first prompt token) is null in both lists; {} (logprobs 0: no alternatives) stays {}."""
+    logprobs = completion_pb2.CompletionLogprobs(
+        tokens=["a", "b", "c"], token_logprobs=[math.nan, -0.5, -0.2], text_offset=[0, 1, 2]
+    )
     logprobs.top_logprobs.add()
     top = logprobs.top_logprobs.add()
     top.logprobs.update({"b": -0.5, "c": -0.1})
+    logprobs.top_logprobs.add()
     out = completion_logprobs(logprobs)
-    assert out["token_logprobs"] == [None, -0.5]
-    assert out["top_logprobs"][0] == {} and list(out["top_logprobs"][1]) == ["c", "b"]  # most likely first
+    assert out["token_logprobs"] == [None, -0.5, -0.2]
+    assert out["top_logprobs"][0] is None and list(out["top_logprobs"][1]) == ["c", "b"]  # most likely first
+    assert out["top_logprobs"][2] == {}
 
 
 def test_finish_reasons_and_roles_are_openai_strings() -> None:
