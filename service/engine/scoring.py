@@ -129,7 +129,10 @@ class ScoredSequence:
             values["beam_idx"] = np.zeros(1, dtype=np.int32)
         self._request.infer({name: value for name, value in values.items() if name in self._inputs})
         self._length += count
-        return np.asarray(self._request.get_tensor("logits").data[0], dtype=np.float32)
+        logits = np.asarray(self._request.get_output_tensor(0).data[0], dtype=np.float32)  # the IR's one output
+        if logits.shape[0] != count:  # an IR that keeps the last position's logits alone cannot score a prompt
+            raise ScoringUnavailable(f"the model's IR returns logits for {logits.shape[0]} of {count} positions")
+        return logits
 
 
 def _score_rows(rows: np.ndarray, chosen: np.ndarray, top: int, into: TokenScores) -> None:
