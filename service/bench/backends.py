@@ -19,6 +19,7 @@ from clients import AsyncOvserveClient
 from service.bench.load import BenchRequest, Schedule
 from service.bench.metrics import RequestResult
 from service.bench.progress import ProgressBar
+from service.bench.urls import ApiBase
 
 # Greedy with ignore_eos, so every request makes exactly output_tokens tokens and runs compare like for like.
 SAMPLING: dict[str, Any] = {"temperature": 0, "ignore_eos": True, "stream_options": {"include_usage": True}}
@@ -77,15 +78,12 @@ class GrpcBackend:
 
 
 class HttpBackend:
-    """POST /v3/chat/completions or /v3/completions with ``"stream": true``, reading the SSE as it arrives."""
+    """POST chat/completions or completions with ``"stream": true``, reading the SSE as it arrives: ovserve's
+    bridge ("http"), or any OpenAI-compatible server ("peer": llama.cpp's llama-server, vLLM, OVMS)."""
 
-    def __init__(self, url: str, model: str, endpoint: str, max_clients: int) -> None:
-        self.name = "http"
-        base = url.rstrip("/")
-        if not base.startswith(("http://", "https://")):
-            base = f"http://{base}"
-        path = "/v3/chat/completions" if endpoint == "chat" else "/v3/completions"
-        self._url = base if base.endswith(path) else base.removesuffix("/v3") + path
+    def __init__(self, base: ApiBase, model: str, endpoint: str, max_clients: int, name: str = "http") -> None:
+        self.name = name
+        self._url = base.route(endpoint)
         self._model, self._endpoint = model, endpoint
         # Tornado's default pool queues beyond 10 requests: size it to the load, or the client throttles the run.
         self._http = AsyncHTTPClient(force_instance=True, max_clients=max(10, max_clients))

@@ -17,6 +17,7 @@ EPILOG = f"""examples:
   ovserve bench --concurrency 1 8 --requests 64 --output-tokens 128
   ovserve bench --backend grpc http --model-dir MODEL --engine --concurrency 1 8 --rounds 3 --json out.json
   ovserve bench --backend http --url {DEFAULT_REST_URL} --rate 4 --max-concurrency 16 --prompts prompts.jsonl
+  ovserve bench --backend http --model-dir MODEL --peer http://127.0.0.1:8080 --concurrency 1 8 --rounds 3
 """
 
 
@@ -32,7 +33,14 @@ def parser() -> argparse.ArgumentParser:
     where.add_argument("--backend", nargs="+", choices=["grpc", "http"], default=["grpc"],
                        help="grpc, http or both (default grpc)")  # fmt: skip
     where.add_argument("--target", default=DEFAULT_TARGET, help=f"gRPC HOST:PORT (default {DEFAULT_TARGET})")
-    where.add_argument("--url", default=DEFAULT_REST_URL, help=f"REST base URL (default {DEFAULT_REST_URL})")
+    where.add_argument("--url", default=DEFAULT_REST_URL,
+                       help="the REST server: its root, its API base (/v3) or a route under it, the same for every "
+                            f"endpoint (default {DEFAULT_REST_URL})")  # fmt: skip
+    where.add_argument("--peer", metavar="URL",
+                       help="also run the same load against another OpenAI-compatible server (llama.cpp's "
+                            "llama-server, vLLM, OVMS; its root or API base, /v1 by default) and print ratios "
+                            "against it")  # fmt: skip
+    where.add_argument("--peer-model", metavar="NAME", help="the model the peer serves (default: the first it lists)")
     where.add_argument("--endpoint", choices=["chat", "completions", "embeddings"], default="chat",
                        help="chat completions, completions, or embeddings (inputs per second; needs --model) "
                             "(default chat)")  # fmt: skip
@@ -105,6 +113,8 @@ def config_from(args: argparse.Namespace) -> BenchConfig:
         rounds=args.rounds,
         prefix_tokens=args.prefix_tokens,
         metrics_url=args.metrics_url,
+        peer=args.peer,
+        peer_model=args.peer_model,
         images=args.images,
         image_size=args.image_size,
         seed=args.seed if args.seed is not None else random.randrange(2**31),

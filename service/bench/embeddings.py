@@ -21,6 +21,7 @@ from typing import Any
 from tornado.httpclient import AsyncHTTPClient, HTTPRequest
 
 from clients.v1 import embedding_pb2, embedding_pb2_grpc
+from service.bench.urls import ApiBase, first_grpc_model, first_model
 from service.pipelines import PipelineSettings
 
 WORDS = (
@@ -87,7 +88,7 @@ class _Http:
 
     def __init__(self, url: str, model: str) -> None:
         self._client = AsyncHTTPClient(force_instance=True, max_clients=256)
-        self._url, self._model = url.rstrip("/") + "/embeddings", model
+        self._url, self._model = ApiBase.parse(url).route("embeddings"), model
 
     async def send(self, texts: list[str]) -> None:
         body = json.dumps({"model": self._model, "input": texts, "encoding_format": "base64"})
@@ -129,6 +130,8 @@ async def bench_embeddings(
 ) -> dict[str, Any]:
     """Inputs per second by (backend, concurrency), medians over rounds, and service ÷ engine ratios."""
     rng = random.Random(load.seed)
+    for name in backends:  # a wrong URL or target ends in one line naming it, before any load
+        await (first_grpc_model(target) if name == "grpc" else first_model(ApiBase.parse(url)))
     services = [_Grpc(target, model) if name == "grpc" else _Http(url, model) for name in backends]
     engine = _Engine(model_dir) if model_dir is not None else None
     seconds: dict[tuple[str, int], list[float]] = {}

@@ -21,6 +21,7 @@ from service.bench.load import BenchRequest, PromptSource, Schedule, cycle, nois
 from service.bench.metrics import RequestResult, median_summary, summarize
 from service.bench.progress import ProgressBar
 from service.bench.targets import median_ratios, ratios
+from service.bench.urls import ApiBase, first_grpc_model, first_model
 
 
 @dataclass
@@ -46,6 +47,8 @@ class BenchConfig:
     rounds: int = 1
     prefix_tokens: int = 1024  # length of the cached-prefix probe (--engine only; 0 skips it)
     metrics_url: str | None = None  # the server's /metrics (None: next to --url; "": none)
+    peer: str | None = None  # another OpenAI-compatible server's URL, run the same load (llama-server, vLLM, OVMS)
+    peer_model: str | None = None  # the model the peer serves (None: the first it lists)
     images: int = 0  # images per request (chat; random noise, new for every request)
     image_size: int = 64  # their side in pixels
     seed: int = 0
@@ -68,7 +71,7 @@ class Bench:
         self._prompts: PromptSource | None = None
         self._offset = 0  # where the next run starts in a --prompts file
         self._model = config.model or ""  # the served model benched (found in _open_backends if not given)
-        self._metrics_url = config.metrics_url if config.metrics_url is not None else _metrics_url(config.url)
+        self._metrics_url = config.metrics_url if config.metrics_url is not None else ApiBase.parse(config.url).metrics
 
     async def run(self) -> dict[str, Any]:
         """Every round of every load on every backend; the report with summaries (medians over rounds)."""
@@ -95,7 +98,7 @@ class Bench:
             "summary": summaries,
         }
         report["config"]["prompts"] = len(config.prompts) if config.prompts else None  # the count, not the text
-        if config.engine:
+        if config.engine or config.peer:
             concurrencies = [] if config.rate is not None else config.concurrency
             real_size = _is_real_size(config.model_dir)
             per_round = [
@@ -129,13 +132,22 @@ class Bench:
         if config.prompts is None:
             tokenizer = self._engine.tokenizer if self._engine is not None else _tokenizer(config.model_dir)
             self._prompts = PromptSource(tokenizer, config.seed)
-        model = self._model = config.model or await _first_model(config)
+        # Every server is asked for its models first: a wrong URL or target ends in one line naming it.
+        service = ApiBase.parse(config.url)
+        listed = [await first_grpc_model(config.target) if name == "grpc" else await first_model(service)
+                  for name in config.backends]  # fmt: skip
+        model = self._model = config.model or listed[0]
         slots = max([*config.concurrency, config.max_concurrency or 0, 64 if config.rate else 0])
         makers: dict[str, Callable[[], Backend]] = {
             "grpc": lambda: GrpcBackend(config.target, model, config.endpoint),
-            "http": lambda: HttpBackend(config.url, model, config.endpoint, slots),
+            "http": lambda: HttpBackend(service, model, config.endpoint, slots),
         }
-        return [makers[name]() for name in config.backends]
+        backends = [makers[name]() for name in config.backends]
+        if config.peer:
+            peer = ApiBase.parse(config.peer, default_prefix="/v1")  # the OpenAI path other servers use
+            peer_model = config.peer_model or await first_model(peer)
+            backends.append(HttpBackend(peer, peer_model, config.endpoint, slots, name="peer"))
+        return backends
 
     def _requests(self, count: int) -> list[BenchRequest]:
         """Fresh prompts (and images) for every run: a prompt seen before would hit the prefix cache and flatter
@@ -170,7 +182,7 @@ class Bench:
         requests = self._requests(config.requests)
         progress = ProgressBar(label, config.requests, enabled=config.progress)
         in_process = runner is self._engine  # the bench drives the engine itself: its own CPU is the engine's
-        metrics = None if in_process else self._metrics_url
+        metrics = None if in_process or runner.name == "peer" else self._metrics_url  # a peer's are not ovserve's
         before = await cpu.sample(metrics, self._model)
         results, duration = await self._load(runner, requests, schedule, progress)
         after = await cpu.sample(metrics, self._model)
@@ -225,35 +237,12 @@ def _median_runs(runs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     return merged
 
 
-def _metrics_url(url: str) -> str:
-    """The /metrics beside a REST base URL (``ovserve serve`` serves both on its HTTP port)."""
-    base = url.rstrip("/").removesuffix("/v3")
-    return (base if base.startswith(("http://", "https://")) else f"http://{base}") + "/metrics"
-
-
 def _tokenizer(model_dir: Path | None) -> Any:
     if model_dir is None:
         return None
     import openvino_genai as ov_genai
 
     return ov_genai.Tokenizer(str(model_dir))
-
-
-async def _first_model(config: BenchConfig) -> str:
-    """The served model to load, when --model is not given: the first the server lists."""
-    if "grpc" in config.backends:
-        from clients import AsyncOvserveClient
-
-        async with AsyncOvserveClient(config.target, retries=0) as client:
-            return (await client.list_models())[0].id
-    import json
-
-    from tornado.httpclient import AsyncHTTPClient
-
-    base = config.url.rstrip("/").removesuffix("/v3")
-    base = base if base.startswith(("http://", "https://")) else f"http://{base}"
-    reply = await AsyncHTTPClient().fetch(f"{base}/v3/models")
-    return str(json.loads(reply.body)["data"][0]["id"])
 
 
 def _is_real_size(model_dir: Path | None) -> bool:

@@ -1,4 +1,5 @@
-"""Target ratios (service against engine, REST against gRPC; the README's table), from one bench run's summaries.
+"""Target ratios (service against engine, REST against gRPC, service against a peer server; the README's
+table), from one bench run's summaries.
 
 Each ratio is printed beside its target with met / not met; nothing here
 asserts: a shared machine's figures are for people to read.
@@ -13,7 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-# Summaries keyed by (backend, concurrency): "engine", "grpc", "http".
+# Summaries keyed by (backend, concurrency): "engine", "grpc", "http", "peer".
 Summaries = Mapping[tuple[str, int], Mapping[str, Any]]
 
 _COMPARE: dict[str, Callable[[float, float], bool]] = {">=": operator.ge, "<=": operator.le}
@@ -29,6 +30,10 @@ _THROUGHPUT_TARGETS: dict[tuple[bool, str, int], float] = {
     (True, "http", 1): 0.97,
     (True, "http", 8): 0.97,
 }
+# Against another OpenAI-compatible server on the same weights (--peer, e.g. llama.cpp's llama-server): more
+# throughput, first token no later.
+PEER_THROUGHPUT = 1.05
+PEER_TTFT = 1.0
 
 
 @dataclass(frozen=True)
@@ -78,7 +83,9 @@ def ratios(
     """
     services = [backend for backend in ("grpc", "http") if any(key[0] == backend for key in summaries)]
     high = 8 if 8 in concurrencies else max(concurrencies)
-    found: list[Ratio] = []
+    found = _peer_ratios(summaries, services, concurrencies)
+    if not any(key[0] == "engine" for key in summaries):
+        return found
     for backend in services:
         for concurrency in concurrencies:
             service = _get(summaries, backend, concurrency, "output_throughput")
@@ -111,6 +118,26 @@ def ratios(
         if probe:
             found.append(
                 Ratio(f"{backend} TTFT cached prefix / cold", _div(probe["warm_ms"], probe["cold_ms"]), "<=", 0.3)
+            )
+    return found
+
+
+def _peer_ratios(summaries: Summaries, services: Sequence[str], concurrencies: Sequence[int]) -> list[Ratio]:
+    """Each service backend against the peer server (when one ran): throughput and TTFT p50, per concurrency."""
+    if not any(key[0] == "peer" for key in summaries):
+        return []
+    found = []
+    for backend in services:
+        for concurrency in concurrencies:
+            ours = _get(summaries, backend, concurrency, "output_throughput")
+            theirs = _get(summaries, "peer", concurrency, "output_throughput")
+            found.append(
+                Ratio(f"{backend} tok/s / peer tok/s, c={concurrency}", _div(ours, theirs), ">=", PEER_THROUGHPUT)
+            )
+            ours = _get(summaries, backend, concurrency, "ttft_ms", "p50")
+            theirs = _get(summaries, "peer", concurrency, "ttft_ms", "p50")
+            found.append(
+                Ratio(f"{backend} TTFT p50 / peer TTFT p50, c={concurrency}", _div(ours, theirs), "<=", PEER_TTFT)
             )
     return found
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import socket
 from pathlib import Path
 from typing import Any
 
@@ -13,11 +14,19 @@ from rest_bridge.server import Bridge
 from service.bench.cli import main
 from service.bench.metrics import LATENCIES, STATS, median_summary
 from service.bench.targets import Ratio, median_ratios
+from service.bench.urls import ApiBase
 from tests.conftest import ServerThread
 from tests.rest_bridge.conftest import RunningBridge
 from tests.rest_bridge.conftest import bridge as bridge  # the REST fixture, shared with tests/rest_bridge
 
 REQUESTS, OUTPUT_TOKENS = 4, 16
+
+
+def _free_port() -> int:
+    """A local port nothing listens on (bound, then let go)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
 
 
 def _bench(tmp_path: Path, *args: str) -> dict[str, Any]:
@@ -152,3 +161,63 @@ def test_each_run_draws_its_own_seed_and_records_it(server: ServerThread, tmp_pa
     assert all(isinstance(seed, int) for seed in seeds) and seeds[0] != seeds[1], seeds
     repeated = _bench(tmp_path, "--target", server.target, "--concurrency", "1", "--seed", str(seeds[0]))
     assert repeated["config"]["seed"] == seeds[0]
+
+
+@pytest.mark.parametrize(
+    ("url", "default", "api"),
+    [
+        ("127.0.0.1:8000", "/v3", "http://127.0.0.1:8000/v3"),
+        ("http://127.0.0.1:8000/", "/v3", "http://127.0.0.1:8000/v3"),
+        ("http://127.0.0.1:8000/v3", "/v3", "http://127.0.0.1:8000/v3"),
+        ("https://h:1/v3/chat/completions", "/v3", "https://h:1/v3"),
+        ("http://h:8080", "/v1", "http://h:8080/v1"),
+        ("http://h:8080/v1/embeddings", "/v1", "http://h:8080/v1"),
+        ("http://h:8080/v1/models", "/v3", "http://h:8080/v1"),
+        ("http://h:8080/proxy/v1", "/v3", "http://h:8080/proxy/v1"),
+    ],
+)
+def test_one_url_names_every_endpoint(url: str, default: str, api: str) -> None:
+    base = ApiBase.parse(url, default)
+    assert base.api == api
+    assert [base.route(e) for e in ("chat", "completions", "embeddings", "/models")] == [
+        f"{api}/chat/completions", f"{api}/completions", f"{api}/embeddings", f"{api}/models",
+    ]  # fmt: skip
+    assert base.metrics == api.rsplit("/", 1)[0] + "/metrics"
+
+
+@pytest.mark.parametrize("endpoint", ["chat", "embeddings"])
+def test_a_wrong_url_or_target_ends_in_one_line_naming_it(
+    server: ServerThread, bridge: RunningBridge, tmp_path: Path, endpoint: str
+) -> None:
+    """A port with nothing OpenAI-compatible behind it (the gRPC port, for HTTP), a path that is not the API, a
+    target with no gRPC service: SystemExit with the URL or target in its one line, before any load."""
+    model = "tiny-embed" if endpoint == "embeddings" else "tiny-chat"
+    host, grpc_port = server.target.rsplit(":", 1)
+    closed = f"127.0.0.1:{_free_port()}"
+    cases = [
+        (["--backend", "http", "--url", f"http://{host}:{grpc_port}"], f"{host}:{grpc_port}"),
+        (["--backend", "http", "--url", f"http://127.0.0.1:{bridge.port}/nothing"], "/nothing"),
+        (["--backend", "http", "--url", f"http://{closed}"], closed),
+        (["--backend", "grpc", "--target", closed], closed),
+    ]
+    for args, named in cases:
+        with pytest.raises(SystemExit) as stopped:
+            main(["--endpoint", endpoint, "--model", model, "--requests", "1", "--no-progress", *args])
+        message = str(stopped.value.code)
+        assert named in message and "\n" not in message, message
+
+
+def test_bench_against_a_peer_prints_ratios_against_it(
+    server: ServerThread, bridge: RunningBridge, tmp_path: Path, tiny_chat_dir: Path
+) -> None:
+    """--peer: the same load on another OpenAI-compatible server (here ovserve's own bridge, named by a route
+    URL), its model the first it lists; ratios of each service backend against it, without --engine."""
+    report = _bench(
+        tmp_path, "--backend", "grpc", "--target", server.target, "--peer",
+        f"http://127.0.0.1:{bridge.port}/v3/chat/completions", "--model-dir", str(tiny_chat_dir),
+        "--concurrency", "1", "2", "--metrics-url", "",
+    )  # fmt: skip
+    _check_summaries(report, {"grpc", "peer"})
+    metrics = {ratio["metric"]: ratio for ratio in report["ratios"]}
+    assert set(metrics) == {f"grpc {what} / peer {what}, c={c}" for what in ("tok/s", "TTFT p50") for c in (1, 2)}
+    assert all(ratio["value"] > 0 and ratio["met"] is not None for ratio in metrics.values())
