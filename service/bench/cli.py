@@ -8,7 +8,7 @@ import random
 from collections.abc import Sequence
 from pathlib import Path
 
-from clients.defaults import DEFAULT_REST_URL, DEFAULT_TARGET
+from clients.defaults import DEFAULT_REST_URL, DEFAULT_TARGET, LOOPBACK
 from service.bench import report
 from service.bench.load import read_prompts
 from service.bench.runner import Bench, BenchConfig
@@ -17,7 +17,7 @@ EPILOG = f"""examples:
   ovserve bench --concurrency 1 8 --requests 64 --output-tokens 128
   ovserve bench --backend grpc http --model-dir MODEL --engine --concurrency 1 8 --rounds 3 --json out.json
   ovserve bench --backend http --url {DEFAULT_REST_URL} --rate 4 --max-concurrency 16 --prompts prompts.jsonl
-  ovserve bench --backend http --model-dir MODEL --peer http://127.0.0.1:8080 --concurrency 1 8 --rounds 3
+  ovserve bench --backend http --model-dir MODEL --peer http://{LOOPBACK}:8080 --concurrency 1 8 --rounds 3
 """
 
 
