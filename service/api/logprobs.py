@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from clients.v1 import common_pb2, completion_pb2
+from service.api.common import token_texts
 from service.engine import MAX_ALTERNATIVES, Alternatives, Scoring, TokenScores
 from service.errors import FieldViolation
 from service.models import ServedModel
@@ -109,13 +110,13 @@ def token_logprobs(
 ) -> list[common_pb2.TokenLogprob]:
     """OpenAI's logprobs entries (token, logprob, bytes, top_logprobs) of generated tokens, in order (chat and
     Responses); ``alternatives`` holds the scored ones per token when ``top`` > 0."""
-    texts = model.engine.token_texts(token_ids)
+    texts = token_texts(model, token_ids)
     entries = []
     for position, (text, logprob) in enumerate(zip(texts, logprobs, strict=True)):
         entry = common_pb2.TokenLogprob(token=text, logprob=logprob, bytes=list(text.encode()))
         if top:
             best = alternatives[position][:top]
-            for best_text, (_, value) in zip(model.engine.token_texts([t for t, _ in best]), best, strict=True):
+            for best_text, (_, value) in zip(token_texts(model, [t for t, _ in best]), best, strict=True):
                 entry.top_logprobs.add(token=best_text, logprob=value, bytes=list(best_text.encode()))
         entries.append(entry)
     return entries
@@ -135,7 +136,7 @@ def completion_logprobs(
     ``offset``. ``top_logprobs`` holds the ``top`` most likely tokens and the chosen one (OpenAI: up to
     logprobs+1 entries); a NaN logprob (the prompt's first token) has no alternatives (null in JSON)."""
     result = into if into is not None else completion_pb2.CompletionLogprobs()
-    texts = model.engine.token_texts(token_ids)
+    texts = token_texts(model, token_ids)
     for position, (token, text, logprob) in enumerate(zip(token_ids, texts, logprobs, strict=True)):
         result.tokens.append(text)
         result.token_logprobs.append(logprob)
@@ -145,7 +146,7 @@ def completion_logprobs(
         if math.isnan(logprob):
             continue
         best = alternatives[position][:top] if top else ()
-        for best_text, (_, value) in zip(model.engine.token_texts([t for t, _ in best]), best, strict=True):
+        for best_text, (_, value) in zip(token_texts(model, [t for t, _ in best]), best, strict=True):
             entry.logprobs[best_text] = value
         if top and token not in {t for t, _ in best}:
             entry.logprobs.setdefault(text, logprob)
@@ -155,7 +156,7 @@ def completion_logprobs(
 def prompt_entries(model: ServedModel, prompt_ids: list[int], scores: TokenScores, top: int) -> list[Any]:
     """vLLM's prompt_logprobs: per prompt token, the token itself (logprob, rank, text) and the ``top`` most
     likely there; the first position is empty (null)."""
-    texts = model.engine.token_texts(prompt_ids)
+    texts = token_texts(model, prompt_ids)
     entries = []
     for position, token in enumerate(prompt_ids):
         entry = common_pb2.PromptLogprobs()
@@ -168,7 +169,7 @@ def prompt_entries(model: ServedModel, prompt_ids: list[int], scores: TokenScore
             )
             best = scores.top[position][:top]
             for rank, ((alternative, value), text) in enumerate(
-                zip(best, model.engine.token_texts([t for t, _ in best]), strict=True), start=1
+                zip(best, token_texts(model, [t for t, _ in best]), strict=True), start=1
             ):
                 if alternative != token:
                     entry.tokens.add(token_id=alternative, logprob=value, rank=rank, decoded_token=text)

@@ -155,7 +155,9 @@ async def build_runs(
         params = build_sampling_params(
             request, defaults=model.defaults, limits=model.limits,
             budget=Budget(field, limit, len(prompt.ids), prompt.field, least=0 if not ask.generate else 1),
-            streaming=streaming, logprobs=1 if ask.chosen else 0, constraint=constraint,
+            # the sampler's logprob of each chosen token, unless the scoring copy computes it anyway
+            streaming=streaming, logprobs=1 if ask.chosen and not (scoring and scoring.output) else 0,
+            constraint=constraint,
         )  # fmt: skip
         run = Run(prompt.ids, params, first_choice=position * n, images=prompt.images, scoring=scoring)
         runs += fan_out(run, n, model)
