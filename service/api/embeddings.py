@@ -37,13 +37,14 @@ INPUT_TYPES = {
 ENCODING_FORMATS = ("", "float", "base64")
 
 
-def _texts(
-    pipeline: Pipeline, request: embedding_pb2.CreateEmbeddingRequest, prefix: str
-) -> tuple[list[str], list[str]]:
-    """Each input as the text embedded, and the field that names it in errors.
+Input = str | list[int]  # a text (instruction prefix applied) or token ids as sent
 
-    A text input gets the instruction ``prefix``; token ids are the model's input as sent, decoded to their text.
-    """
+
+def _inputs(
+    pipeline: Pipeline, request: embedding_pb2.CreateEmbeddingRequest, prefix: str
+) -> tuple[list[Input], list[str]]:
+    """Each input, and the field that names it in errors: a text input with the instruction ``prefix``, token
+    ids as sent."""
     if request.input_prompts and request.input:
         raise InvalidArgument.of("input", "give input as a string or a list, not both")
     if not request.input_prompts:
@@ -52,10 +53,9 @@ def _texts(
         return [prefix + request.input], ["input"]
     if len(request.input_prompts) > MAX_INPUTS:
         raise InvalidArgument.of("input", f"{len(request.input_prompts)} inputs: at most {MAX_INPUTS}")
-    assert pipeline.codec is not None
     vocab = pipeline.vocab_size
-    texts: list[str | None] = []  # None: decoded from token ids below, in one batch call
-    windows, fields, violations = [], [], []
+    inputs: list[Input] = []
+    fields, violations = [], []
     for index, prompt in enumerate(request.input_prompts):
         where = f"input_prompts[{index}]"
         if prompt.WhichOneof("prompt") == "token_ids":
@@ -67,23 +67,44 @@ def _texts(
                 )
                 violations.append(FieldViolation(where, problem))
                 continue
-            windows.append(ids)
-            texts.append(None)
+            inputs.append(ids)
         elif not prompt.text:
             violations.append(FieldViolation(where, "an empty string"))
             continue
         else:
-            texts.append(prefix + prompt.text)
+            inputs.append(prefix + prompt.text)
         fields.append(where)
-    decoded = iter(pipeline.codec.decode_windows(windows, True))
-    done = [text if text is not None else next(decoded) for text in texts]
-    violations += [  # the pipeline embeds text: ids of special tokens alone have none
-        FieldViolation(where, "these token ids decode to no text (special tokens only?)")
-        for where, text in zip(fields, done, strict=True)
-        if not text
-    ]
     InvalidArgument.check(violations)
-    return done, fields
+    return inputs, fields
+
+
+def _tokenized(pipeline: Pipeline, inputs: list[Input], fields: list[str]) -> tuple[list[list[int]], list[str]]:
+    """The token ids the model reads for each input (the one tokenisation: usage counts them), and the texts
+    for a pipeline that takes text only (none when the model takes the ids themselves).
+
+    Text is tokenised with the model's special tokens; token ids go in as sent. A pipeline that takes text gets
+    token ids decoded to their text, which it tokenises again.
+    """
+    codec = pipeline.codec
+    assert codec is not None
+    texts = [item for item in inputs if isinstance(item, str)]
+    encoded = iter(codec.encode_many(texts, add_special_tokens=True))
+    rows = [item if isinstance(item, list) else next(encoded) for item in inputs]
+    if pipeline.takes_token_ids:
+        return rows, []
+    windows = [item for item in inputs if isinstance(item, list)]
+    decoded = iter(codec.decode_windows(windows, True))
+    texts = [item if isinstance(item, str) else next(decoded) for item in inputs]
+    InvalidArgument.check(
+        [  # the pipeline embeds text: ids of special tokens alone have none
+            FieldViolation(where, "these token ids decode to no text (special tokens only?)")
+            for where, text in zip(fields, texts, strict=True)
+            if not text
+        ]
+    )
+    retexts = [text for text, item in zip(texts, inputs, strict=True) if isinstance(item, list)]
+    again = iter(codec.encode_many(retexts, add_special_tokens=True))
+    return [next(again) if isinstance(item, list) else row for item, row in zip(inputs, rows, strict=True)], texts
 
 
 def _dimensions(pipeline: Pipeline, request: embedding_pb2.CreateEmbeddingRequest) -> int:
@@ -127,28 +148,28 @@ async def create_embedding(
     if size > MAX_INPUT_CHARS:
         raise InvalidArgument.of("input", f"{size} characters: at most {MAX_INPUT_CHARS} in all")
     prefix = config.prompt(INPUT_TYPES[request.input_type])
-    codec = pipeline.codec
 
-    def prepare() -> tuple[list[str], list[str], list[int]]:
-        texts, fields = _texts(pipeline, request, prefix)
-        return texts, fields, [len(ids) for ids in codec.encode_many(texts, add_special_tokens=True)]
+    def prepare() -> tuple[list[list[int]], list[str], list[str]]:
+        inputs, fields = _inputs(pipeline, request, prefix)
+        return (*_tokenized(pipeline, inputs, fields), fields)
 
     # Token ids count like characters here: decoding 2,048 inputs of 1,000 ids is work for a thread too.
     work = size + sum(len(prompt.token_ids.ids) for prompt in request.input_prompts)
-    texts, fields, counts = prepare() if work <= INLINE_PROMPT_CHARS else await asyncio.to_thread(prepare)
+    rows, texts, fields = prepare() if work <= INLINE_PROMPT_CHARS else await asyncio.to_thread(prepare)
     longest = pipeline.max_model_len
     InvalidArgument.check(
         [
-            FieldViolation(where, f"{tokens} tokens: model {pipeline.name!r} takes at most {longest}")
-            for where, tokens in zip(fields, counts, strict=True)
-            if tokens > longest
+            FieldViolation(where, f"{len(row)} tokens: model {pipeline.name!r} takes at most {longest}")
+            for where, row in zip(fields, rows, strict=True)
+            if len(row) > longest
         ]
     )
     try:
-        vectors = await pipeline.embed(texts)
+        vectors = await pipeline.embed(rows, texts)
     except EngineError as error:
         raise service_error(error) from None
     vectors = _shorten(vectors, dimensions, config.normalize)
+    tokens = sum(map(len, rows))
     return embedding_pb2.CreateEmbeddingResponse(
         object="list",
         data=[
@@ -156,5 +177,5 @@ async def create_embedding(
             for index, vector in enumerate(vectors)
         ],
         model=pipeline.name,
-        usage=embedding_pb2.EmbeddingUsage(prompt_tokens=sum(counts), total_tokens=sum(counts)),
+        usage=embedding_pb2.EmbeddingUsage(prompt_tokens=tokens, total_tokens=tokens),
     )

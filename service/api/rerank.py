@@ -43,20 +43,26 @@ def _check_size(field: str, texts: Sequence[str]) -> int:
     return size
 
 
-async def _tokens(pipeline: Pipeline, pairs: list[tuple[str, str]], size: int) -> int:
-    """Tokens the model reads over all pairs (usage), off the event loop when the texts are large."""
+async def _scored(pipeline: Pipeline, pairs: list[tuple[str, str]], size: int) -> tuple[list[float], int]:
+    """Each pair's relevance, in order, and the tokens the model read over all pairs (usage).
+
+    The pairs are tokenised once, off the event loop when the texts are large: as the model's input when it runs
+    on token ids, else only to count (its pipeline tokenises the texts). Either way a pair is cut to the model's
+    length: usage counts what it reads, not what was sent.
+    """
     codec = pipeline.codec
     assert codec is not None
+    longest = pipeline.max_model_len
 
-    def count() -> int:  # the pipeline truncates a pair to the model's length: what it reads, not what was sent
-        return sum(min(codec.count_pair(first, second), pipeline.max_model_len) for first, second in pairs)
+    def tokenize() -> tuple[list[list[int]], list[list[int]], int]:
+        if pipeline.takes_token_ids:
+            ids, types = codec.encode_pairs(pairs, longest)
+            return ids, types, sum(map(len, ids))
+        return [], [], sum(min(codec.count_pair(first, second), longest) for first, second in pairs)
 
-    return count() if size <= INLINE_PROMPT_CHARS else await asyncio.to_thread(count)
-
-
-async def _scores(pipeline: Pipeline, query: str, documents: list[str]) -> list[tuple[int, float]]:
+    ids, types, tokens = tokenize() if size <= INLINE_PROMPT_CHARS else await asyncio.to_thread(tokenize)
     try:
-        return await pipeline.rerank(query, documents)
+        return await pipeline.rerank(pairs, ids, types), tokens
     except EngineError as error:
         raise service_error(error) from None
 
@@ -73,7 +79,7 @@ async def rerank(registry: ModelRegistry, request: rerank_pb2.RerankRequest) -> 
         violations.append(FieldViolation("top_n", f"{request.top_n}: at least 1"))
     InvalidArgument.check(violations)
     size = _check_size("documents", [request.query, *documents])
-    scored = await _scores(pipeline, request.query, documents)
+    scores, tokens = await _scored(pipeline, [(request.query, document) for document in documents], size)
     top_n = min(request.top_n, len(documents)) if request.HasField("top_n") else len(documents)
     with_documents = not request.HasField("return_documents") or request.return_documents
     results = [
@@ -82,9 +88,8 @@ async def rerank(registry: ModelRegistry, request: rerank_pb2.RerankRequest) -> 
             relevance_score=score,
             document=rerank_pb2.RerankDocument(text=documents[index]) if with_documents else None,
         )
-        for index, score in sorted(scored, key=lambda item: -item[1])[:top_n]
+        for index, score in sorted(enumerate(scores), key=lambda item: -item[1])[:top_n]
     ]
-    tokens = await _tokens(pipeline, [(request.query, document) for document in documents], size)
     return rerank_pb2.RerankResponse(
         id=f"rerank-{uuid.uuid4().hex}",
         model=pipeline.name,
@@ -105,17 +110,7 @@ async def score(registry: ModelRegistry, request: rerank_pb2.ScoreRequest) -> re
     InvalidArgument.check(violations)
     size = _check_size("text_2", [*firsts, *seconds])
     pairs = [(firsts[0] if len(firsts) == 1 else firsts[index], second) for index, second in enumerate(seconds)]
-    scores: dict[int, float] = {}
-    if len(firsts) == 1:
-        scores = dict(await _scores(pipeline, firsts[0], seconds))
-    else:  # one call per distinct first text, with its documents
-        by_first: dict[str, list[int]] = {}
-        for index, (first, _) in enumerate(pairs):
-            by_first.setdefault(first, []).append(index)
-        for first, indexes in by_first.items():
-            for position, value in await _scores(pipeline, first, [seconds[index] for index in indexes]):
-                scores[indexes[position]] = value
-    tokens = await _tokens(pipeline, pairs, size)
+    scores, tokens = await _scored(pipeline, pairs, size)
     return rerank_pb2.ScoreResponse(
         id=f"score-{uuid.uuid4().hex}",
         object="list",

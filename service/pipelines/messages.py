@@ -24,25 +24,51 @@ class PipelineSpec:
     model_dir: Path
     device: str
     embedding: EmbeddingConfig | None = None  # embedding models: pooling and normalisation
-    max_batch_inputs: int = 32  # embedding inputs (of several requests) run in one call
+    max_batch_inputs: int = 32  # embedding inputs or rerank pairs (of several requests) run in one call
+    max_batch_tokens: int = 8192  # and their tokens, padded, in one inference
+    batch_delay_s: float = 0.0  # how long a call that could take more inputs waits for them
+    token_ids: bool = False  # the IR runs here on token ids (encoder.direct_encoder)
     properties: dict[str, object] = field(default_factory=dict)  # device properties
 
 
 @dataclass(frozen=True)
 class Embed:
-    """Embed each text (instruction prefixes already applied)."""
+    """Embed each input: its token ids when the model runs on ids, else its text (instruction prefixes already
+    applied to both)."""
 
     job_id: int
-    texts: list[str]
+    ids: list[list[int]]
+    texts: list[str] = field(default_factory=list)  # for a pipeline that takes text only
+
+    @property
+    def size(self) -> int:
+        """Inputs."""
+        return len(self.ids)
+
+    @property
+    def tokens(self) -> int:
+        """Tokens over all inputs."""
+        return sum(map(len, self.ids))
 
 
 @dataclass(frozen=True)
 class Rerank:
-    """Score each document against the query."""
+    """Score each (query, document) pair: its token ids and types when the model runs on ids, else its texts."""
 
     job_id: int
-    query: str
-    documents: list[str]
+    pairs: list[tuple[str, str]]  # for a pipeline that takes text only
+    ids: list[list[int]] = field(default_factory=list)
+    types: list[list[int]] = field(default_factory=list)
+
+    @property
+    def size(self) -> int:
+        """Pairs."""
+        return len(self.ids) or len(self.pairs)
+
+    @property
+    def tokens(self) -> int:
+        """Tokens over all pairs (0 for texts)."""
+        return sum(map(len, self.ids))
 
 
 @dataclass(frozen=True)
@@ -82,7 +108,7 @@ class Partial:
 
 @dataclass(frozen=True)
 class Done:
-    """A job's result: vectors (float32 arrays), (index, score) pairs, or a Transcript."""
+    """A job's result: vectors (a float32 array), scores (floats, in pair order), or a Transcript."""
 
     job_id: int
     result: Any

@@ -17,6 +17,7 @@ import numpy as np
 
 from clients.defaults import MIB
 from service import model_files
+from service.pipelines.encoder import direct_encoder
 from service.pipelines.kinds import EmbeddingConfig, PipelineKind, embedding_config
 from service.pipelines.messages import (
     CancelJob,
@@ -53,7 +54,21 @@ class PipelineSettings:
         default=1800.0, metadata={"help": "longest recording a speech model transcribes, seconds (beyond: 400)"}
     )
     max_batch_inputs: int = field(
-        default=32, metadata={"help": "embedding inputs, of several requests, run in one call"}
+        default=32, metadata={"help": "embedding inputs or rerank pairs, of several requests, run in one call"}
+    )
+    max_batch_tokens: int = field(
+        default=8192,
+        metadata={
+            "help": "tokens of those inputs in one call, and padded tokens in one inference",
+            "metavar": "TOKENS",
+        },
+    )
+    batch_delay_ms: float = field(
+        default=0.0,
+        metadata={
+            "help": "how long an embedding or rerank call with room for more waits for other requests' inputs",
+            "metavar": "MS",
+        },
     )
     max_queued_audio_bytes: int = field(
         default=512 * MIB,
@@ -91,6 +106,11 @@ class Pipeline(Supervised):
         started = time.monotonic()
         self.codec = TokenCodec(model_dir)
         self.embedding: EmbeddingConfig | None = embedding_config(model_dir) if kind is PipelineKind.EMBED else None
+        #: The embedding or cross-encoder IR runs on token ids the server made (encoder.py); else its pipeline
+        #: takes text. Pairs are tokenised with tokenizer.json only.
+        self.takes_token_ids = direct_encoder(model_dir, kind) and (
+            kind is PipelineKind.EMBED or self.codec.backend == "tokenizers"
+        )
         self.max_model_len = _max_length(model_dir)
         self.vocab_size = int(model_files.config(model_dir).get("vocab_size") or 0)
         self.created = int(time.time())
@@ -102,6 +122,9 @@ class Pipeline(Supervised):
             process.device,
             embedding=self.embedding,
             max_batch_inputs=self.settings.max_batch_inputs,
+            max_batch_tokens=self.settings.max_batch_tokens,
+            batch_delay_s=self.settings.batch_delay_ms / 1000,
+            token_ids=self.takes_token_ids,
             properties=process.properties,
         )
         self._pending: dict[int, _Pending] = {}
@@ -142,15 +165,17 @@ class Pipeline(Supervised):
         """Fail every waiting request with a retriable EngineUnavailable(``reason``)."""
         self._lost(EngineUnavailable(reason))
 
-    async def embed(self, texts: list[str]) -> np.ndarray:
-        """One float32 vector per text (a row each), as the model's pooling and normalisation make them."""
-        vectors: np.ndarray = await self._result(lambda job_id: Embed(job_id, texts))
+    async def embed(self, ids: list[list[int]], texts: list[str]) -> np.ndarray:
+        """One float32 vector per input (a row each), as the model's pooling and normalisation make them: from
+        its token ``ids``, or its text when the model does not take ids (``takes_token_ids``)."""
+        vectors: np.ndarray = await self._result(lambda job_id: Embed(job_id, ids, texts))
         return vectors
 
-    async def rerank(self, query: str, documents: list[str]) -> list[tuple[int, float]]:
-        """(document index, relevance score) for every document, best first."""
-        scored: list[tuple[int, float]] = await self._result(lambda job_id: Rerank(job_id, query, documents))
-        return scored
+    async def rerank(self, pairs: list[tuple[str, str]], ids: list[list[int]], types: list[list[int]]) -> list[float]:
+        """The relevance of each (query, document) pair, in order: from its token ``ids`` and ``types``
+        (``TokenCodec.encode_pairs``) when the model takes ids (``takes_token_ids``), else from its texts."""
+        scores: list[float] = await self._result(lambda job_id: Rerank(job_id, [] if ids else pairs, ids, types))
+        return scores
 
     async def transcribe(self, samples: np.ndarray, **options: object) -> AsyncIterator[str | Transcript]:
         """The transcription of 16 kHz mono ``samples``: streamed text pieces (with ``stream=True``), then the

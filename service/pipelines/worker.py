@@ -13,6 +13,7 @@ import contextlib
 import logging
 import signal
 import sys
+import time
 from collections.abc import Callable
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -20,6 +21,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from service.pipelines.encoder import EncoderModel
 from service.pipelines.kinds import EmbeddingConfig, PipelineKind
 from service.pipelines.messages import (
     CancelJob,
@@ -49,6 +51,9 @@ class Runner(Protocol):
     def take(self, queue: collections.deque[Job]) -> list[Job]:
         """Pop the jobs of the next call from the front of ``queue`` (at least one)."""
 
+    def room(self, queue: collections.deque[Job]) -> bool:
+        """Whether the next call could take more than ``queue`` holds (worth a short wait for more)."""
+
     def run(self, jobs: list[Job], send: Send) -> None:
         """Run ``jobs``, sending each a Done or Failed (and a streamed one its Partials first)."""
 
@@ -69,47 +74,84 @@ def text_embedding_pipeline(
     return ov_genai.TextEmbeddingPipeline(str(model_dir), device, settings, **(properties or {}))
 
 
-class EmbedRunner:
-    """TextEmbeddingPipeline; the inputs of every waiting request, up to max_batch_inputs, in one call."""
+class _Batched:
+    """Takes the waiting jobs, in order, while their inputs and tokens fit one call's budgets."""
 
     def __init__(self, spec: PipelineSpec) -> None:
-        assert spec.embedding is not None
-        self._pipeline = text_embedding_pipeline(spec.model_dir, spec.embedding, spec.device, spec.properties)
-        self._max_inputs = spec.max_batch_inputs
+        self._max_inputs, self._max_tokens = spec.max_batch_inputs, spec.max_batch_tokens
+        self._encoder = (
+            EncoderModel(spec.model_dir, spec.device, spec.properties, spec.max_batch_tokens)
+            if spec.token_ids
+            else None
+        )
 
     def take(self, queue: collections.deque[Job]) -> list[Job]:
-        jobs = [queue.popleft()]
-        inputs = len(jobs[0].texts)  # type: ignore[union-attr]
-        while queue and inputs + len(queue[0].texts) <= self._max_inputs:  # type: ignore[union-attr]
-            inputs += len(queue[0].texts)  # type: ignore[union-attr]
-            jobs.append(queue.popleft())
-        return jobs
+        jobs: list[Embed | Rerank] = [queue.popleft()]  # type: ignore[list-item]
+        inputs, tokens = jobs[0].size, jobs[0].tokens
+        while queue and isinstance(job := queue[0], Embed | Rerank):
+            inputs, tokens = inputs + job.size, tokens + job.tokens
+            if inputs > self._max_inputs or tokens > self._max_tokens:
+                break
+            jobs.append(queue.popleft())  # type: ignore[arg-type]
+        return list(jobs)
+
+    def room(self, queue: collections.deque[Job]) -> bool:
+        waiting = [job for job in queue if isinstance(job, Embed | Rerank)]
+        return sum(job.size for job in waiting) < self._max_inputs and sum(job.tokens for job in waiting) < (
+            self._max_tokens
+        )
 
     def run(self, jobs: list[Job], send: Send) -> None:
-        embeds = [job for job in jobs if isinstance(job, Embed)]
+        batched = [job for job in jobs if isinstance(job, Embed | Rerank)]
         try:
-            vectors = self._embed([text for job in embeds for text in job.texts])
+            results = self._results(batched)
         except Exception as error:
-            if len(embeds) == 1:
-                send(Failed(embeds[0].job_id, _failure(error)))
+            if len(batched) == 1:
+                send(Failed(batched[0].job_id, _failure(error)))
                 return
-            for job in embeds:  # one request's input must not fail the others batched with it
+            for job in batched:  # one request's input must not fail the others batched with it
                 self.run([job], send)
             return
         start = 0
-        for job in embeds:
-            send(Done(job.job_id, vectors[start : start + len(job.texts)]))
-            start += len(job.texts)
+        for job in batched:
+            send(Done(job.job_id, results[start : start + job.size]))
+            start += job.size
 
-    def _embed(self, texts: list[str]) -> np.ndarray:
+    def _results(self, jobs: list[Any]) -> Any:
+        """The results of every input of ``jobs``, in order (a sequence sliced per job)."""
+        raise NotImplementedError
+
+
+class EmbedRunner(_Batched):
+    """Embedding inputs of every waiting request in one call: on the model's IR directly (token ids; see
+    encoder.py) or, for an IR that cannot run so, TextEmbeddingPipeline (texts)."""
+
+    def __init__(self, spec: PipelineSpec) -> None:
+        super().__init__(spec)
+        assert spec.embedding is not None
+        self._config = spec.embedding
+        self._pipeline = (
+            None
+            if spec.token_ids
+            else text_embedding_pipeline(spec.model_dir, self._config, spec.device, spec.properties)
+        )
+
+    def _results(self, jobs: list[Embed]) -> np.ndarray:
+        if self._encoder is not None:
+            return self._encoder.embed(
+                [row for job in jobs for row in job.ids], self._config.pooling, self._config.normalize
+            )
+        assert self._pipeline is not None
+        texts = [text for job in jobs for text in job.texts]
         vectors = np.asarray(self._pipeline.embed_documents(texts), dtype=np.float32)
         if vectors.shape[0] != len(texts):  # openvino-genai 2026.4 gives one row for a batch of empty texts
             raise ValueError(f"the pipeline gave {vectors.shape[0]} vectors for {len(texts)} texts")
         return vectors
 
 
-class RerankRunner:
-    """TextRerankPipeline: one call per distinct document of a request.
+class RerankRunner(_Batched):
+    """Cross-encoder pairs of every waiting request in one call on the model's IR directly (encoder.py), or
+    TextRerankPipeline one document per call.
 
     openvino-genai 2026.4 tokenizes a call's (query, document) pairs with the single query broadcast over the
     documents, and openvino_tokenizers' CombineSegments then writes past its output buffer when the documents are
@@ -121,32 +163,24 @@ class RerankRunner:
     """
 
     def __init__(self, spec: PipelineSpec) -> None:
-        import openvino_genai as ov_genai
+        super().__init__(spec)
+        self._pipeline: Any = None
+        if not spec.token_ids:
+            import openvino_genai as ov_genai
 
-        # The pipeline keeps only its top_n best (3 by default): every document's score is asked for, the API cuts.
-        config = ov_genai.TextRerankPipeline.Config(top_n=RERANK_TOP_N)
-        self._pipeline = ov_genai.TextRerankPipeline(str(spec.model_dir), spec.device, config, **spec.properties)
+            # The pipeline keeps only its top_n best (3 by default): every document's score is asked for.
+            config = ov_genai.TextRerankPipeline.Config(top_n=RERANK_TOP_N)
+            self._pipeline = ov_genai.TextRerankPipeline(str(spec.model_dir), spec.device, config, **spec.properties)
 
-    def take(self, queue: collections.deque[Job]) -> list[Job]:
-        return [queue.popleft()]
-
-    def run(self, jobs: list[Job], send: Send) -> None:
-        for job in jobs:
-            assert isinstance(job, Rerank)
-            try:
-                scores = self._scores(job.query, job.documents)
-            except Exception as error:
-                send(Failed(job.job_id, _failure(error)))
-                continue
-            send(Done(job.job_id, sorted(enumerate(scores), key=lambda item: -item[1])))  # best first, as the pipeline
-
-    def _scores(self, query: str, documents: list[str]) -> list[float]:
-        """Each document's score, in order; a text sent several times is scored once."""
-        distinct = {text: 0.0 for text in documents}
-        for text in distinct:
-            ((_, score),) = self._pipeline.rerank(query, [text])  # one document: see the class docstring
-            distinct[text] = float(score)
-        return [distinct[text] for text in documents]
+    def _results(self, jobs: list[Rerank]) -> list[float]:
+        if self._encoder is not None:
+            rows = [row for job in jobs for row in job.ids]
+            return [float(score) for score in self._encoder.score(rows, [types for job in jobs for types in job.types])]
+        distinct = {pair: 0.0 for job in jobs for pair in job.pairs}  # a pair sent several times is scored once
+        for query, document in distinct:
+            ((_, score),) = self._pipeline.rerank(query, [document])  # one document: see the class docstring
+            distinct[query, document] = float(score)
+        return [distinct[pair] for job in jobs for pair in job.pairs]
 
 
 class TranscribeRunner:
@@ -159,6 +193,9 @@ class TranscribeRunner:
 
     def take(self, queue: collections.deque[Job]) -> list[Job]:
         return [queue.popleft()]
+
+    def room(self, queue: collections.deque[Job]) -> bool:
+        return False  # one job per call
 
     def run(self, jobs: list[Job], send: Send) -> None:
         for job in jobs:
@@ -222,15 +259,25 @@ def main() -> None:
     connection.send(Ready())
     connection.start_heartbeat()
     with contextlib.suppress(EOFError, BrokenPipeError):  # the server is gone
-        serve(connection, runner)
+        serve(connection, runner, spec.batch_delay_s)
 
 
-def serve(connection: Channel, runner: Runner) -> None:
-    """Read jobs, run them in order, answer each; return on Stop."""
+def serve(connection: Channel, runner: Runner, delay_s: float = 0.0) -> None:
+    """Read jobs, run them in order, answer each; return on Stop.
+
+    Every message waiting on the pipe is read before a call; while the runner has room for more, the call also
+    waits up to ``delay_s`` after its oldest job arrived, for other requests' inputs to share it.
+    """
     queue: collections.deque[Job] = collections.deque()
+    arrived: dict[int, float] = {}  # job id -> when it came (time.monotonic)
     while True:
-        timeout: float | None = 0.0 if queue else None
-        while connection.poll(timeout):
+        if not queue:
+            timeout: float | None = None
+        elif delay_s and runner.room(queue):
+            timeout = max(0.0, arrived[queue[0].job_id] + delay_s - time.monotonic())
+        else:
+            timeout = 0.0
+        if connection.poll(timeout):
             message = connection.recv()
             if isinstance(message, Stop):
                 for job in queue:
@@ -238,10 +285,14 @@ def serve(connection: Channel, runner: Runner) -> None:
                 return
             if isinstance(message, CancelJob):
                 queue = collections.deque(job for job in queue if job.job_id != message.job_id)
+                arrived.pop(message.job_id, None)
             else:
                 queue.append(message)
-            timeout = 0.0
+                arrived[message.job_id] = time.monotonic()
+            continue
         if queue:
             jobs = runner.take(queue)
+            for job in jobs:
+                del arrived[job.job_id]
             connection.send(Started([job.job_id for job in jobs]))
             runner.run(jobs, connection.send)

@@ -124,6 +124,28 @@ class TokenCodec:
             return len(self._fast.encode(first, second, add_special_tokens=True).ids)
         return len(self.encode(first, add_special_tokens=True)) + len(self.encode(second, add_special_tokens=True))
 
+    def encode_pairs(self, pairs: list[tuple[str, str]], max_length: int) -> tuple[list[list[int]], list[list[int]]]:
+        """A cross-encoder's input for each (query, document) pair: token ids and token types, cut to
+        ``max_length`` tokens longest text first (sentence-transformers' CrossEncoder). Needs tokenizer.json."""
+        if self._fast is None:
+            raise ValueError("text pairs need the model's tokenizer.json")
+        pairing = self._pairing(max_length)
+        if sum(len(first) + len(second) for first, second in pairs) > GIL_FREE_CHARS:
+            done = pairing.encode_batch(pairs, add_special_tokens=True)  # without the GIL
+        else:
+            done = [pairing.encode(first, second, add_special_tokens=True) for first, second in pairs]
+        return [list(item.ids) for item in done], [list(item.type_ids) for item in done]
+
+    @functools.cache  # noqa: B019 (one codec per model, kept for the server's life)
+    def _pairing(self, max_length: int) -> Any:
+        """A copy of the tokenizer that cuts pairs to ``max_length`` (truncation is a tokenizer's state)."""
+        from tokenizers import Tokenizer
+
+        pairing = Tokenizer.from_str(self._fast.to_str())
+        pairing.no_padding()
+        pairing.enable_truncation(max_length, strategy="longest_first")
+        return pairing
+
     def decode_windows(self, windows: list[list[int]], skip_special_tokens: bool) -> list[str]:
         """The text of every window of token ids."""
         if self._fast is not None:

@@ -79,13 +79,20 @@ def test_paraphrases_are_closer_than_unrelated_sentences(client: openai.OpenAI) 
 
 
 def test_token_ids_embed_as_their_text(client: openai.OpenAI) -> None:
-    """Token ids are the model's input as sent (no prefix added): the ids of the prefixed text embed as the text."""
+    """Token ids are the model's input as sent (no prefix or special tokens added, as vLLM): the ids the model's
+    tokenizer makes of the prefixed text embed as the text, and usage counts them."""
     tokenizer = Tokenizer.from_file(str(MODEL_DIR / "tokenizer.json"))
-    ids = tokenizer.encode(dict(CARD["prompts"])["document"] + TEXTS[0], add_special_tokens=False).ids
+    ids = tokenizer.encode(dict(CARD["prompts"])["document"] + TEXTS[0]).ids
     from_text = _vectors(client.embeddings.create(model=MODEL, input=TEXTS[0], encoding_format="float"))
-    from_ids = _vectors(client.embeddings.create(model=MODEL, input=ids, encoding_format="float"))
+    from_ids = client.embeddings.create(model=MODEL, input=ids, encoding_format="float")
     from_lists = _vectors(client.embeddings.create(model=MODEL, input=[ids, ids], encoding_format="float"))
-    assert np.allclose(from_ids, from_text, atol=1e-5) and np.allclose(from_lists, np.vstack([from_text] * 2))
+    assert np.allclose(_vectors(from_ids), from_text, atol=1e-5) and np.allclose(from_lists, np.vstack([from_text] * 2))
+    assert from_ids.usage.prompt_tokens == len(ids)
+    # Without the special tokens the model reads other input: another vector (the ids are not re-tokenised).
+    bare = tokenizer.encode(dict(CARD["prompts"])["document"] + TEXTS[0], add_special_tokens=False).ids
+    from_bare = client.embeddings.create(model=MODEL, input=bare, encoding_format="float")
+    assert from_bare.usage.prompt_tokens == len(bare) < len(ids)
+    assert not np.allclose(_vectors(from_bare), from_text, atol=1e-3)
 
 
 def test_queries_and_documents_get_the_models_prefixes(client: openai.OpenAI) -> None:
@@ -248,7 +255,7 @@ def test_an_answered_job_leaves_the_queue_before_its_answer_is_used(own_server: 
     pipeline = _pipeline(own_server)
 
     async def embed_then_count() -> int:
-        await pipeline.embed(["hello"])
+        await pipeline.embed([[2, 100, 3]], ["hello"])
         return pipeline.queued
 
     assert own_server.run(embed_then_count()) == 0
