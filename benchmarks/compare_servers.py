@@ -136,8 +136,8 @@ def main() -> None:
 
 def _report(rounds: list[dict[str, list[dict]]], names: list[str], loads: list[int]) -> None:
     baseline = names[0]
-    print(f"{'load':>5}  {'config':>12}  {'tok/s':>9}  {'ratio':>6}  {'TTFT p50':>9}  {'server us/tok':>13}  "
-          f"{'engine us/tok':>13}  {'client us/tok':>13}")  # fmt: skip
+    print(f"{'load':>5}  {'config':>12}  {'tok/s':>9}  {'ratio':>6}  {'TTFT p50':>9}  {'ITL p50':>8}  {'ITL p99':>8}  "
+          f"{'p99/p50':>7}  {'server us/tok':>13}  {'engine us/tok':>13}  {'client us/tok':>13}")  # fmt: skip
     for index, load in enumerate(loads):
         for name in names:
             runs = [round_[name][index]["summary"] for round_ in rounds]
@@ -147,12 +147,16 @@ def _report(rounds: list[dict[str, list[dict]]], names: list[str], loads: list[i
                 for run, round_ in zip(runs, rounds, strict=True)
             )
             ttft = statistics.median(run["ttft_ms"]["p50"] for run in runs)
+            itl = {point: statistics.median(run["itl_ms"][point] for run in runs) for point in ("p50", "p99")}
+            # The tail's ratio within each round, then the median: inter-token gaps move with the machine's load.
+            tail = statistics.median(run["itl_ms"]["p99"] / run["itl_ms"]["p50"] for run in runs)
             cpu = {
                 process: statistics.median(run.get("cpu_us_per_token", {}).get(process, float("nan")) for run in runs)
                 for process in ("server", "engine", "client")
             }
-            print(f"{load:>5}  {name:>12}  {throughput:>9.0f}  {ratio:>6.2f}  {ttft:>9.2f}  {cpu['server']:>13.0f}  "
-                  f"{cpu['engine']:>13.0f}  {cpu['client']:>13.0f}")  # fmt: skip
+            print(f"{load:>5}  {name:>12}  {throughput:>9.0f}  {ratio:>6.2f}  {ttft:>9.2f}  {itl['p50']:>8.1f}  "
+                  f"{itl['p99']:>8.1f}  {tail:>7.1f}  {cpu['server']:>13.0f}  {cpu['engine']:>13.0f}  "
+                  f"{cpu['client']:>13.0f}")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -29,6 +29,9 @@ log = logging.getLogger(__name__)
 # pool costs more than the work.
 GIL_FREE_CHARS = 64 * 1024
 GIL_FREE_TOKENS = 16 * 1024
+# A pair's text is kept to the model's length and this many tokens more before the pair is cut: the cut text
+# tokenises as the whole one did up to there (a pre-tokenized word broken at the cut is far past what is read).
+PAIR_MARGIN_TOKENS = 64
 
 
 class TokenCodec:
@@ -126,15 +129,42 @@ class TokenCodec:
 
     def encode_pairs(self, pairs: list[tuple[str, str]], max_length: int) -> tuple[list[list[int]], list[list[int]]]:
         """A cross-encoder's input for each (query, document) pair: token ids and token types, cut to
-        ``max_length`` tokens longest text first (sentence-transformers' CrossEncoder). Needs tokenizer.json."""
+        ``max_length`` tokens longest text first (sentence-transformers' CrossEncoder). Needs tokenizer.json.
+
+        Each distinct text is tokenised once (a query is shared by every pair of a rerank), and only as far as
+        the model can read it: a 4 MiB query paired with 1,000 documents was tokenised whole 1,000 times.
+        """
         if self._fast is None:
             raise ValueError("text pairs need the model's tokenizer.json")
+        texts = list({text: None for pair in pairs for text in pair})
+        keep = max_length + PAIR_MARGIN_TOKENS
+        encoded = {text: self._head(text, keep) for text in texts}
         pairing = self._pairing(max_length)
-        if sum(len(first) + len(second) for first, second in pairs) > GIL_FREE_CHARS:
-            done = pairing.encode_batch(pairs, add_special_tokens=True)  # without the GIL
-        else:
-            done = [pairing.encode(first, second, add_special_tokens=True) for first, second in pairs]
+        done = [
+            pairing.post_process(encoded[first], encoded[second], add_special_tokens=True) for first, second in pairs
+        ]
         return [list(item.ids) for item in done], [list(item.type_ids) for item in done]
+
+    def _head(self, text: str, tokens: int) -> Any:
+        """tokenizers' Encoding (no special tokens) of the text's first ``tokens`` tokens at least, or of all of it.
+
+        A prefix of the text is tokenised, longer and longer until it gives that many: a token stands for at most
+        ``max_token_chars`` characters besides the spaces around it, so the first try is usually the last. The
+        prefix's last word may be cut, and tokenise otherwise than whole: the caller asks for a margin of tokens
+        past what it reads.
+        """
+        assert self._fast is not None
+        size = tokens * self.max_token_chars
+        while True:
+            head = text[:size]
+            encoded = (
+                self._fast.encode_batch([head], add_special_tokens=False)[0]  # lets go of the GIL
+                if len(head) > GIL_FREE_CHARS
+                else self._fast.encode(head, add_special_tokens=False)
+            )
+            if len(encoded) >= tokens or size >= len(text):
+                return encoded
+            size *= 4
 
     @functools.cache  # noqa: B019 (one codec per model, kept for the server's life)
     def _pairing(self, max_length: int) -> Any:

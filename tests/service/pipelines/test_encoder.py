@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import random
+import time
 
 import numpy as np
 import openvino_genai as ov_genai
@@ -89,3 +90,21 @@ def test_a_plan_keeps_each_call_within_its_padded_tokens() -> None:
         longest = max(lengths[index] for index in call)
         assert len(call) * longest <= 512 or len(call) == 1
     assert plan([600, 3], 512) == [[1], [0]]  # one input longer than a call runs alone
+
+
+def test_a_long_query_costs_no_more_than_a_short_one() -> None:
+    """200 documents against a 200,000-word query cost about what they cost against a 5-word one: the query is
+    tokenised once, and only as far as the model reads (whole, per pair, it cost ~1,000 times as much).
+    A ratio within one run."""
+    codec = TokenCodec(RERANK)
+    short = "where does the kitten sleep"
+    documents = _texts(200, seed=9)
+
+    def seconds(query: str) -> float:
+        started = time.perf_counter()
+        ids, _ = codec.encode_pairs([(query, document) for document in documents], 64)
+        assert len(ids) == len(documents) and max(map(len, ids)) <= 64
+        return time.perf_counter() - started
+
+    seconds(short)  # warm-up
+    assert seconds(" ".join([short] * 40_000)) < 5 * seconds(short)
