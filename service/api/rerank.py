@@ -55,10 +55,10 @@ async def _scored(pipeline: Pipeline, pairs: list[tuple[str, str]], size: int) -
     longest = pipeline.max_model_len
 
     def tokenize() -> tuple[list[list[int]], list[list[int]], int]:
-        if pipeline.takes_token_ids:
-            ids, types = codec.encode_pairs(pairs, longest)
-            return ids, types, sum(map(len, ids))
-        return [], [], sum(min(codec.count_pair(first, second), longest) for first, second in pairs)
+        if codec.backend != "tokenizers":  # no tokenizer.json: the pipeline's own tokenizer, counted per text
+            return [], [], sum(min(codec.count_pair(first, second), longest) for first, second in pairs)
+        ids, types = codec.encode_pairs(pairs, longest)
+        return (ids, types, sum(map(len, ids))) if pipeline.takes_token_ids else ([], [], sum(map(len, ids)))
 
     ids, types, tokens = tokenize() if size <= INLINE_PROMPT_CHARS else await asyncio.to_thread(tokenize)
     try:
