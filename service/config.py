@@ -214,6 +214,8 @@ def from_arguments(args: argparse.Namespace) -> ServeConfig:
 
     specs = _flag_models(args, _toml_models(data.get("models", []), base), base)
     pipelines = PipelineSettings(**given(args, PipelineSettings))
+    if problems := pipelines.problems():
+        raise ConfigError("; ".join(problems))
     chosen = list(specs.values()) or bundled_model_specs(base)
     cache = Path(getattr(args, "model_cache", None) or server.get("model_cache") or default_cache_dir()).expanduser()
     models = [dataclasses.replace(_resolved(spec, cache), pipeline=pipelines) for spec in chosen]

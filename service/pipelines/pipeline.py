@@ -79,6 +79,17 @@ class PipelineSettings:
         },
     )
 
+    def problems(self) -> list[str]:
+        """What is wrong with these settings (empty when they can be served)."""
+        found = [
+            f"--{name.replace('_', '-')} must be more than 0; got {getattr(self, name)}"
+            for name in ("max_queued_jobs", "max_audio_seconds", "max_batch_inputs", "max_batch_tokens")
+            if not getattr(self, name) > 0
+        ]
+        if not self.batch_delay_ms >= 0:
+            found.append(f"--batch-delay-ms must be 0 or more; got {self.batch_delay_ms}")
+        return found
+
 
 class _Pending:
     """A job's answers as they come: Partials, then a Done, a Failed or an EngineUnavailable."""

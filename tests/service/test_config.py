@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -442,3 +443,24 @@ def test_inference_threads_reach_the_engine_settings_and_zero_is_refused() -> No
     assert EngineSettings().properties() == {}  # OpenVINO's own default
     with pytest.raises(ConfigError, match="inference_threads must be 1 or more"):
         configure("--inference-threads", "0")
+
+
+@pytest.mark.parametrize(
+    ("flag", "value", "message"),
+    [
+        ("--max-batch-inputs", "0", "--max-batch-inputs must be more than 0; got 0"),
+        ("--max-batch-tokens", "-8", "--max-batch-tokens must be more than 0; got -8"),
+        ("--max-queued-jobs", "0", "--max-queued-jobs must be more than 0"),
+        ("--batch-delay-ms", "-1", "--batch-delay-ms must be 0 or more; got -1.0"),
+        ("--batch-delay-ms", "nan", "--batch-delay-ms must be 0 or more; got nan"),
+    ],
+)
+def test_pipeline_bounds_out_of_range_are_refused_naming_the_flag(flag: str, value: str, message: str) -> None:
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        configure(flag, value)
+
+
+def test_pipeline_batch_settings_reach_the_pipelines() -> None:
+    config = configure("--max-batch-tokens", "4096", "--batch-delay-ms", "2.5")
+    embed = next(spec for spec in config.models if spec.name == "tiny-embed")
+    assert (embed.pipeline.max_batch_tokens, embed.pipeline.batch_delay_ms) == (4096, 2.5)
