@@ -18,25 +18,7 @@ from service.pipelines.worker import text_embedding_pipeline
 from service.workers.codec import TokenCodec
 
 EMBED, RERANK = BUNDLED_MODELS_DIR / "tiny-embed", BUNDLED_MODELS_DIR / "tiny-rerank"
-WORDS = [
-    "the",
-    "cat",
-    "kitten",
-    "dog",
-    "naps",
-    "sleeps",
-    "runs",
-    "in",
-    "yard",
-    "park",
-    "garden",
-    "market",
-    "where",
-    "does",
-    "a",
-    "old",
-    "green",
-]
+WORDS = "the cat kitten dog naps sleeps runs in yard park garden market where does a old green".split()  # noqa: SIM905
 # float32 through a 2-layer model, in batches of other shapes than the pipeline's: kernels may sum in another
 # order. Components of unit vectors and sigmoid scores are at most 1; a wrong pooling or pad moves them by >1e-2.
 TOLERANCE = 1e-5
