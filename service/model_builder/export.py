@@ -36,9 +36,11 @@ KEEP = (
 )
 
 
-def export_openvino(checkpoint_dir: Path, out_dir: Path, weight_format: str = "fp16") -> None:
-    """Run ``optimum-cli export openvino`` into a scratch dir, then copy the
-    kept files into ``out_dir`` (replacing what was there)."""
+def export_openvino(
+    checkpoint_dir: Path, out_dir: Path, weight_format: str = "fp16", task: str = "text-generation-with-past"
+) -> None:
+    """Run ``optimum-cli export openvino --task TASK`` into a scratch dir, then
+    copy the kept files into ``out_dir`` (replacing what was there)."""
     scratch = out_dir.parent / f".{out_dir.name}.export"
     shutil.rmtree(scratch, ignore_errors=True)
     cmd = [
@@ -50,7 +52,7 @@ def export_openvino(checkpoint_dir: Path, out_dir: Path, weight_format: str = "f
         "--model",
         str(checkpoint_dir),
         "--task",
-        "text-generation-with-past",
+        task,
         "--weight-format",
         weight_format,
         str(scratch),

@@ -18,6 +18,10 @@ decode: fillers make the tokenizer exactly as large as the embedding. Training a
 real 150k-token BPE would need far more text than is available locally and buys
 nothing for a model whose output is noise anyway.
 
+An embedding model and a cross-encoder of real size (``--like
+bge-small-en-v1.5``, ``--like bge-reranker-base``) are built the same way, with
+a padded WordPiece tokenizer: see real_size_encoders.py.
+
 Needs the ``export`` extra (torch, transformers, optimum-intel with nncf for
 the int8 compression, openvino-tokenizers).
 """
@@ -33,11 +37,16 @@ from pathlib import Path
 from typing import Any
 
 from . import chat_template, export
-from .tokenizer import EOS_TOKEN, PAD_TOKEN
+from . import real_size_encoders as encoders
+from .tokenizer import EOS_TOKEN, PAD_TOKEN, pad_vocabulary
 
 BUNDLED_TOKENIZER = Path(__file__).resolve().parent.parent / "bundled_models" / "tiny-chat" / "tokenizer.json"
 DEFAULT_ROOT = Path("build/real-size")
 WEIGHT_FORMATS = ("int8", "int4", "fp16")
+TOKENIZER_NOTE = (
+    "the bundled tiny-chat byte-level BPE padded with `<|filler_N|>` tokens to the vocabulary size; "
+    "ChatML chat template"
+)
 
 # Architecture fields of real models, as published in their config.json on the
 # Hugging Face hub (transformers 5 names: rope settings go in rope_parameters).
@@ -96,28 +105,15 @@ def padded_tokenizer(vocab_size: int, source: Path = BUNDLED_TOKENIZER) -> Any:
     """The bundled tiny-chat tokenizer with filler tokens appended to its BPE
     vocabulary until it has exactly ``vocab_size`` ids.
 
-    Fillers (``<|filler_N|>``, ids after the existing ones) have no merges, so
-    encoding never produces them and the tokenisation of real text is unchanged;
+    Fillers (``<|filler_N|>``, ids after the existing ones, see
+    ``tokenizer.pad_vocabulary``) leave the tokenisation of real text unchanged;
     they only make every id the model can emit decodable. The tokenizer keeps the
     ChatML special tokens and gets the bundled chat template.
     """
     from tokenizers import Tokenizer
     from transformers import PreTrainedTokenizerFast
 
-    spec = json.loads(source.read_text(encoding="utf-8"))
-    vocab: dict[str, int] = spec["model"]["vocab"]
-    taken = set(vocab.values()) | {t["id"] for t in spec["added_tokens"]}
-    used = len(taken)
-    if taken != set(range(used)):
-        raise ValueError(f"{source}: ids are not contiguous from 0")
-    if vocab_size < used:
-        raise ValueError(f"vocab_size {vocab_size} is smaller than the bundled tokenizer ({used} ids)")
-    # The added tokens get their (same) ids in the BPE vocabulary too, so it has
-    # no holes before the fillers; they are still matched as added tokens first.
-    for added in spec["added_tokens"]:
-        vocab[added["content"]] = added["id"]
-    for token_id in range(used, vocab_size):
-        vocab[f"<|filler_{token_id}|>"] = token_id
+    spec = pad_vocabulary(json.loads(source.read_text(encoding="utf-8")), vocab_size, "<|filler_{}|>")
     tok = Tokenizer.from_str(json.dumps(spec))
     hf = PreTrainedTokenizerFast(
         tokenizer_object=tok,
@@ -132,29 +128,23 @@ def padded_tokenizer(vocab_size: int, source: Path = BUNDLED_TOKENIZER) -> Any:
     return hf
 
 
-def build_model(like: str, tokenizer: Any, seed: int) -> Any:
-    """A randomly initialised transformers model with the ``like`` configuration
-    (the library's own initialiser, seeded, so the weights are reproducible)."""
+def build_model(fields: dict[str, Any], auto_class: str, token_ids: dict[str, Any], seed: int) -> Any:
+    """A randomly initialised transformers model (``auto_class``, e.g. ``AutoModelForCausalLM``) with the
+    configuration ``fields`` of ``REAL_CONFIGS`` or ``real_size_encoders.REAL_CONFIGS`` and our tokenizer's
+    ``token_ids`` (the library's own initialiser, seeded, so the weights are reproducible)."""
     import torch
-    from transformers import AutoConfig, AutoModelForCausalLM
+    import transformers
 
-    fields = dict(REAL_CONFIGS[like])
-    model_type = fields.pop("model_type")
-    config = AutoConfig.for_model(
-        model_type,
-        **fields,
-        bos_token_id=None,
-        eos_token_id=tokenizer.convert_tokens_to_ids(EOS_TOKEN),
-        pad_token_id=tokenizer.convert_tokens_to_ids(PAD_TOKEN),
-    )
+    fields = dict(fields)
+    config = transformers.AutoConfig.for_model(fields.pop("model_type"), **fields, **token_ids)
     torch.manual_seed(seed)
-    model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+    model = getattr(transformers, auto_class).from_config(config, dtype=torch.float32)
     model.eval()
     return model
 
 
-def write_card(out_dir: Path, like: str, seed: int, weight_format: str, parameters: int) -> None:
-    """A short MODEL_CARD.md saying what this is (and that its text is noise)."""
+def write_card(out_dir: Path, like: str, seed: int, weight_format: str, parameters: int, tokenizer_note: str) -> None:
+    """A short MODEL_CARD.md saying what this is (and that its output is noise)."""
     text = (
         f"# {out_dir.name}: random weights, {like} configuration\n\n"
         f"Built by `python -m service.model_builder.real_size --like {like} --seed {seed} "
@@ -162,8 +152,7 @@ def write_card(out_dir: Path, like: str, seed: int, weight_format: str, paramete
         f"- Architecture: `{like}` ({parameters / 1e6:.0f}M parameters), same layers, width, heads and "
         "vocabulary as the real model (see config.json).\n"
         f"- Weights: random (seed {seed}), exported to OpenVINO IR with {weight_format} weights.\n"
-        "- Tokenizer: the bundled tiny-chat byte-level BPE padded with `<|filler_N|>` tokens to the "
-        "vocabulary size; ChatML chat template.\n\n"
+        f"- Tokenizer: {tokenizer_note}.\n\n"
         "Its output is noise. Use it for speed and memory measurements only; do not commit it.\n"
     )
     (out_dir / "MODEL_CARD.md").write_text(text, encoding="utf-8")
@@ -184,7 +173,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(
         prog="python -m service.model_builder.real_size", description=__doc__.splitlines()[0].split(":")[0]
     )
-    p.add_argument("--like", required=True, choices=sorted(REAL_CONFIGS), help="real model whose shape to copy")
+    p.add_argument(
+        "--like",
+        required=True,
+        choices=sorted(REAL_CONFIGS) + sorted(encoders.REAL_CONFIGS),
+        help="real model whose shape to copy",
+    )
     p.add_argument("--out", type=Path, help=f"output directory (default: {DEFAULT_ROOT}/<like>)")
     p.add_argument(
         "--weight-format",
@@ -194,7 +188,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     p.add_argument("--seed", type=int, default=1234, help="torch seed of the random weights (default: %(default)s)")
     p.add_argument("--keep-checkpoint", action="store_true", help="keep the torch checkpoint next to the output")
-    p.add_argument("--skip-smoke", action="store_true", help="skip the openvino_genai load-and-generate check")
+    p.add_argument("--skip-smoke", action="store_true", help="skip the openvino_genai load-and-run check")
     return p.parse_args(argv)
 
 
@@ -202,14 +196,24 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     out_dir: Path = args.out or DEFAULT_ROOT / args.like
     checkpoint = out_dir.parent / f".{out_dir.name}.checkpoint"
-    vocab_size = REAL_CONFIGS[args.like]["vocab_size"]
+    encoder = args.like in encoders.REAL_CONFIGS
     t0 = time.monotonic()
 
-    print(f"[1/4] tokenizer: tiny-chat padded to {vocab_size} ids")
-    hf_tok = padded_tokenizer(vocab_size)
+    if encoder:
+        fields, task, note = encoders.REAL_CONFIGS[args.like], encoders.task(args.like), encoders.TOKENIZER_NOTE
+        print(f"[1/4] tokenizer: tiny-embed padded to {fields['vocab_size']} ids")
+        hf_tok = encoders.padded_tokenizer(args.like)
+        auto_class, token_ids = encoders.auto_class(args.like), encoders.token_ids(args.like, hf_tok)
+    else:
+        fields, task, note = REAL_CONFIGS[args.like], "text-generation-with-past", TOKENIZER_NOTE
+        print(f"[1/4] tokenizer: tiny-chat padded to {fields['vocab_size']} ids")
+        hf_tok = padded_tokenizer(fields["vocab_size"])
+        auto_class = "AutoModelForCausalLM"
+        eos, pad = hf_tok.convert_tokens_to_ids([EOS_TOKEN, PAD_TOKEN])
+        token_ids = {"bos_token_id": None, "eos_token_id": eos, "pad_token_id": pad}
 
     print(f"[2/4] model: {args.like}, random weights, seed {args.seed}")
-    model = build_model(args.like, hf_tok, args.seed)
+    model = build_model(fields, auto_class, token_ids, args.seed)
     parameters = sum(p.numel() for p in model.parameters())
     shutil.rmtree(checkpoint, ignore_errors=True)
     model.save_pretrained(str(checkpoint))
@@ -218,9 +222,12 @@ def main(argv: list[str] | None = None) -> int:
     print(f"      {parameters / 1e6:.0f}M parameters, checkpoint {export.dir_size(checkpoint) / 1e9:.2f} GB")
 
     print(f"[3/4] export to OpenVINO IR ({args.weight_format} weights) into {out_dir}")
-    export.export_openvino(checkpoint, out_dir, weight_format=args.weight_format)
-    export.write_generation_config(out_dir, hf_tok)
-    write_card(out_dir, args.like, args.seed, args.weight_format, parameters)
+    export.export_openvino(checkpoint, out_dir, weight_format=args.weight_format, task=task)
+    if encoder:
+        encoders.finish(out_dir, args.like)
+    else:
+        export.write_generation_config(out_dir, hf_tok)
+    write_card(out_dir, args.like, args.seed, args.weight_format, parameters, note)
     if not args.keep_checkpoint:
         shutil.rmtree(checkpoint, ignore_errors=True)
     print(f"      {export.dir_size(out_dir) / 1e6:.0f} MB")
@@ -229,7 +236,10 @@ def main(argv: list[str] | None = None) -> int:
         print("[4/4] smoke check skipped")
     else:
         print("[4/4] smoke check with openvino_genai")
-        print(f"      generated {smoke_check(out_dir)!r}")
+        if encoder:
+            print(f"      {encoders.smoke_check(out_dir, args.like)}")
+        else:
+            print(f"      generated {smoke_check(out_dir)!r}")
     print(f"done in {time.monotonic() - t0:.0f} s")
     return 0
 

@@ -251,7 +251,10 @@ def _export(model: Any, tokenizer: Any, task: str, work: Path, out: Path) -> Non
         (out / name).unlink(missing_ok=True)
 
 
-def _sentence_transformers_files(out: Path) -> None:
+def sentence_transformers_files(out: Path, dimension: int, pooling: str, prompts: dict[str, str] | None) -> None:
+    """sentence-transformers' files the server reads (``service.pipelines.kinds.embedding_config``): modules.json
+    (Transformer, Pooling, Normalize: unit vectors), 1_Pooling/config.json with ``pooling`` ("mean", "cls" or
+    "last_token") and, with ``prompts``, config_sentence_transformers.json."""
     modules = [
         {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
         {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
@@ -259,16 +262,18 @@ def _sentence_transformers_files(out: Path) -> None:
     ]
     (out / "modules.json").write_text(json.dumps(modules, indent=2) + "\n")
     (out / "1_Pooling").mkdir(exist_ok=True)
-    pooling = {"word_embedding_dimension": HIDDEN, "pooling_mode_cls_token": False, "pooling_mode_mean_tokens": True,
-               "pooling_mode_max_tokens": False, "pooling_mode_lasttoken": False}  # fmt: skip
-    (out / "1_Pooling" / "config.json").write_text(json.dumps(pooling, indent=2) + "\n")
-    (out / "config_sentence_transformers.json").write_text(json.dumps({"prompts": PROMPTS}, indent=2) + "\n")
+    flags = {"word_embedding_dimension": dimension, "pooling_mode_cls_token": pooling == "cls",
+             "pooling_mode_mean_tokens": pooling == "mean", "pooling_mode_max_tokens": False,
+             "pooling_mode_lasttoken": pooling == "last_token"}  # fmt: skip
+    (out / "1_Pooling" / "config.json").write_text(json.dumps(flags, indent=2) + "\n")
+    if prompts:
+        (out / "config_sentence_transformers.json").write_text(json.dumps({"prompts": prompts}, indent=2) + "\n")
 
 
 def check(out_dir: Path, cases: dict[str, Any]) -> dict[str, Any]:
     """The held-out checks, on the exported models through openvino_genai (the pipelines the server runs).
 
-    The pipelines are configured here from what ``_sentence_transformers_files`` wrote, not through
+    The pipelines are configured here from what ``sentence_transformers_files`` wrote, not through
     ``service.pipelines``: that package pulls the server's runtime dependencies, which the export environment
     lacks. ``tests/test_bundled_retrieval_models.py`` checks that the server reads the same settings.
     """
@@ -334,7 +339,7 @@ def build(out_dir: Path, work: Path, steps: int = 3000, seed: int = 1234) -> int
     rerank, rerank_loss = train_rerank(tokenizer, steps, seed)
     print(f"      {RERANK}: {steps} steps, final loss {rerank_loss:.4f}")
     _export(embed, tokenizer, "feature-extraction", work, out_dir / EMBED)
-    _sentence_transformers_files(out_dir / EMBED)
+    sentence_transformers_files(out_dir / EMBED, HIDDEN, "mean", PROMPTS)
     _export(rerank, tokenizer, "text-classification", work, out_dir / RERANK)
     results = check(out_dir, cases)
     seconds = time.monotonic() - started

@@ -84,3 +84,28 @@ def save_tokenizer(hf_tokenizer: Any, out_dir: Path) -> None:
     """Write tokenizer.json / tokenizer_config.json / chat_template.jinja."""
     out_dir.mkdir(parents=True, exist_ok=True)
     hf_tokenizer.save_pretrained(str(out_dir))
+
+
+def pad_vocabulary(spec: dict[str, Any], vocab_size: int, filler: str) -> dict[str, Any]:
+    """A tokenizer.json ``spec`` (BPE or WordPiece) with filler tokens appended to its model's vocabulary until
+    it has exactly ``vocab_size`` ids; ``filler`` is their name with ``{}`` for the id (``<|filler_{}|>``).
+
+    The real-size models (real_size.py) use it to give a small bundled tokenizer a real model's vocabulary
+    size. A filler has no merges and cannot be a whole word after pre-tokenisation (it contains punctuation),
+    so encoding never produces one and real text is tokenised as before; fillers only make every id the
+    embedding has decodable. The spec is changed in place and returned.
+    """
+    vocab: dict[str, int] = spec["model"]["vocab"]
+    taken = set(vocab.values()) | {t["id"] for t in spec["added_tokens"]}
+    used = len(taken)
+    if taken != set(range(used)):
+        raise ValueError("tokenizer ids are not contiguous from 0")
+    if vocab_size < used:
+        raise ValueError(f"vocab_size {vocab_size} is smaller than the tokenizer ({used} ids)")
+    # The added tokens get their (same) ids in the model's vocabulary too, so it has no holes before the
+    # fillers; they are still matched as added tokens first.
+    for added in spec["added_tokens"]:
+        vocab[added["content"]] = added["id"]
+    for token_id in range(used, vocab_size):
+        vocab[filler.format(token_id)] = token_id
+    return spec
