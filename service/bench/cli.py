@@ -18,6 +18,8 @@ EPILOG = f"""examples:
   ovserve bench --backend grpc http --model-dir MODEL --engine --concurrency 1 8 --rounds 3 --json out.json
   ovserve bench --backend http --url {DEFAULT_REST_URL} --rate 4 --max-concurrency 16 --prompts prompts.jsonl
   ovserve bench --backend http --model-dir MODEL --peer http://{LOOPBACK}:8080 --concurrency 1 8 --rounds 3
+  ovserve bench --endpoint rerank --model tiny-rerank --backend grpc http --inputs-per-request 4 --input-tokens 6 \
+      --model-dir service/bundled_models/tiny-rerank --engine --peer http://{LOOPBACK}:7997
 """
 
 
@@ -38,12 +40,12 @@ def parser() -> argparse.ArgumentParser:
                             f"endpoint (default {DEFAULT_REST_URL})")  # fmt: skip
     where.add_argument("--peer", metavar="URL",
                        help="also run the same load against another OpenAI-compatible server (llama.cpp's "
-                            "llama-server, vLLM, OVMS; its root or API base, /v1 by default) and print ratios "
-                            "against it")  # fmt: skip
+                            "llama-server, vLLM, OVMS; for embeddings and rerank infinity-emb too; its root or "
+                            "API base, /v1 by default) and print ratios against it")  # fmt: skip
     where.add_argument("--peer-model", metavar="NAME", help="the model the peer serves (default: the first it lists)")
-    where.add_argument("--endpoint", choices=["chat", "completions", "embeddings"], default="chat",
-                       help="chat completions, completions, or embeddings (inputs per second; needs --model) "
-                            "(default chat)")  # fmt: skip
+    where.add_argument("--endpoint", choices=["chat", "completions", "embeddings", "rerank"], default="chat",
+                       help="chat completions, completions, embeddings (inputs per second) or rerank (documents "
+                            "per second); embeddings and rerank need --model (default chat)")  # fmt: skip
     where.add_argument("--model", help="served model name (default: the first the server lists)")
     where.add_argument("--metrics-url",
                        help="the server's /metrics, for CPU per token (default: beside --url)")  # fmt: skip
@@ -57,8 +59,9 @@ def parser() -> argparse.ArgumentParser:
     load.add_argument("--requests", type=int, default=32, help="measured requests per run (default 32)")
     load.add_argument("--warmup", type=int, default=4, help="unmeasured requests before each run (default 4)")
     load.add_argument("--input-tokens", type=int, default=128, help="prompt length in tokens (default 128)")
-    load.add_argument("--inputs-per-request", type=int, default=1,
-                      help="with --endpoint embeddings: texts per request (default 1)")  # fmt: skip
+    load.add_argument("--inputs-per-request", type=int,
+                      help="texts per request: --endpoint embeddings' inputs (default 1), rerank's documents, "
+                           "with one query each (default 4)")  # fmt: skip
     load.add_argument("--input-range", type=float, default=0.1, help="prompt length spread, +/- fraction (default 0.1)")
     load.add_argument("--output-tokens", type=int, default=128,
                       help="tokens per reply, sent with ignore_eos (default 128)")  # fmt: skip
@@ -78,7 +81,8 @@ def parser() -> argparse.ArgumentParser:
     load.add_argument("--image-size", type=int, default=64, help="their side in pixels (default 64)")
     engine = options.add_argument_group("against the engine alone")
     engine.add_argument("--engine", action="store_true",
-                        help="also load a bare ContinuousBatchingPipeline (--model-dir); print ratios")  # fmt: skip
+                        help="also load the bare pipeline (--model-dir; ContinuousBatchingPipeline, "
+                             "TextEmbeddingPipeline or TextRerankPipeline); print ratios")  # fmt: skip
     engine.add_argument("--rounds", type=int, default=1,
                         help="alternating engine/service rounds; figures are medians over rounds, ratios "
                              "medians of each round's own ratio (default 1)")  # fmt: skip
@@ -122,22 +126,30 @@ def config_from(args: argparse.Namespace) -> BenchConfig:
     )
 
 
-def _embeddings(options: argparse.ArgumentParser, args: argparse.Namespace) -> int:
-    """``--endpoint embeddings``: inputs per second, and service ÷ bare pipeline with --engine."""
-    from service.bench.embeddings import EmbeddingLoad, bench_embeddings, table
+def _inputs(options: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    """``--endpoint embeddings|rerank``: inputs per second, service ÷ bare pipeline (--engine) and ÷ peer (--peer)."""
+    from service.bench.embeddings import EMBEDDINGS, InputLoad, bench, table
+    from service.bench.rerank import RERANK
 
-    if not args.model or args.inputs_per_request < 1:
-        options.error("--endpoint embeddings needs --model (an embedding model) and --inputs-per-request >= 1")
-    load = EmbeddingLoad(
+    endpoint = EMBEDDINGS if args.endpoint == "embeddings" else RERANK
+    per_request = args.inputs_per_request
+    if per_request is None:
+        per_request = 1 if endpoint is EMBEDDINGS else 4
+    if not args.model or per_request < 1:
+        options.error(f"--endpoint {endpoint.name} needs --model (a served {endpoint.name} model) and "
+                      "--inputs-per-request >= 1")  # fmt: skip
+    load = InputLoad(
         requests=args.requests,
-        inputs_per_request=args.inputs_per_request,
+        inputs_per_request=per_request,
         input_words=max(1, args.input_tokens),
         concurrency=tuple(args.concurrency),
         rounds=args.rounds,
         seed=args.seed if args.seed is not None else random.randrange(2**31),
     )
     model_dir = args.model_dir if args.engine else None
-    result = asyncio.run(bench_embeddings(load, args.backend, args.target, args.url, args.model, model_dir))
+    result = asyncio.run(
+        bench(endpoint, load, args.backend, args.target, args.url, args.model, model_dir, args.peer, args.peer_model)
+    )
     print(table(result))
     if args.json:
         report.write_json(args.json, result)
@@ -156,8 +168,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         options.error("--images must be 0 or more and --image-size at least 1")
     if args.images and (args.endpoint != "chat" or args.engine):
         options.error("--images needs the chat endpoint, and the engine-alone run takes no images")
-    if args.endpoint == "embeddings":
-        return _embeddings(options, args)
+    if args.endpoint in ("embeddings", "rerank"):
+        return _inputs(options, args)
     try:
         config = config_from(args)
     except (OSError, ValueError) as error:

@@ -2,8 +2,8 @@
 
 ``--url`` (and ``--peer``) may name the server (``127.0.0.1:8000``, ``http://host:8000``), its API base
 (``http://host:8000/v3``, a peer's ``/v1``) or one of its routes (``.../v1/chat/completions``): every endpoint
-is found from it the same way, so one URL serves chat, completions, embeddings and the model list. Before any
-load, ``reachable`` asks the server for its models, so a wrong URL ends in one line naming it, not a traceback.
+is found from it the same way, so one URL serves chat, completions, embeddings, rerank and the model list. Before
+any load, ``reachable`` asks the server for its models, so a wrong URL ends in one line naming it, not a traceback.
 """
 
 from __future__ import annotations
@@ -15,9 +15,14 @@ from dataclasses import dataclass
 from tornado.httpclient import AsyncHTTPClient, HTTPClientError
 
 # The API's own routes, as a URL may end with them (the longest first, so a route is never cut short).
-_ROUTES = ("/chat/completions", "/completions", "/embeddings", "/models")
+_ROUTES = ("/chat/completions", "/completions", "/embeddings", "/rerank", "/models")
 _VERSION = re.compile(r"/v\d+$")
-ENDPOINT_PATHS = {"chat": "/chat/completions", "completions": "/completions", "embeddings": "/embeddings"}
+ENDPOINT_PATHS = {
+    "chat": "/chat/completions",
+    "completions": "/completions",
+    "embeddings": "/embeddings",
+    "rerank": "/rerank",
+}
 
 
 class UnreachableServer(SystemExit):
@@ -52,7 +57,7 @@ class ApiBase:
         return self.root + self.prefix
 
     def route(self, endpoint: str) -> str:
-        """The URL of ``endpoint`` (chat, completions, embeddings) or of ``/models``."""
+        """The URL of ``endpoint`` (chat, completions, embeddings, rerank) or of ``/models``."""
         return self.api + ENDPOINT_PATHS.get(endpoint, endpoint)
 
     @property

@@ -1,4 +1,5 @@
-"""``ovserve bench`` end to end on tiny-chat: the report is complete and sane (no timing assertions)."""
+"""``ovserve bench`` end to end on tiny-chat, tiny-embed and tiny-rerank: the report is complete and sane (no timing
+assertions)."""
 
 from __future__ import annotations
 
@@ -12,9 +13,11 @@ import pytest
 
 from rest_bridge.server import Bridge
 from service.bench.cli import main
+from service.bench.embeddings import EMBEDDINGS, InputLoad, rates_and_ratios
 from service.bench.metrics import LATENCIES, STATS, median_summary
 from service.bench.targets import Ratio, median_ratios
 from service.bench.urls import ApiBase
+from service.models import BUNDLED_MODELS_DIR
 from tests.conftest import ServerThread
 from tests.rest_bridge.conftest import RunningBridge
 from tests.rest_bridge.conftest import bridge as bridge  # the REST fixture, shared with tests/rest_bridge
@@ -172,6 +175,7 @@ def test_each_run_draws_its_own_seed_and_records_it(server: ServerThread, tmp_pa
         ("https://h:1/v3/chat/completions", "/v3", "https://h:1/v3"),
         ("http://h:8080", "/v1", "http://h:8080/v1"),
         ("http://h:8080/v1/embeddings", "/v1", "http://h:8080/v1"),
+        ("http://h:8080/v1/rerank", "/v3", "http://h:8080/v1"),
         ("http://h:8080/v1/models", "/v3", "http://h:8080/v1"),
         ("http://h:8080/proxy/v1", "/v3", "http://h:8080/proxy/v1"),
     ],
@@ -179,19 +183,19 @@ def test_each_run_draws_its_own_seed_and_records_it(server: ServerThread, tmp_pa
 def test_one_url_names_every_endpoint(url: str, default: str, api: str) -> None:
     base = ApiBase.parse(url, default)
     assert base.api == api
-    assert [base.route(e) for e in ("chat", "completions", "embeddings", "/models")] == [
-        f"{api}/chat/completions", f"{api}/completions", f"{api}/embeddings", f"{api}/models",
+    assert [base.route(e) for e in ("chat", "completions", "embeddings", "rerank", "/models")] == [
+        f"{api}/chat/completions", f"{api}/completions", f"{api}/embeddings", f"{api}/rerank", f"{api}/models",
     ]  # fmt: skip
     assert base.metrics == api.rsplit("/", 1)[0] + "/metrics"
 
 
-@pytest.mark.parametrize("endpoint", ["chat", "embeddings"])
+@pytest.mark.parametrize("endpoint", ["chat", "embeddings", "rerank"])
 def test_a_wrong_url_or_target_ends_in_one_line_naming_it(
     server: ServerThread, bridge: RunningBridge, tmp_path: Path, endpoint: str
 ) -> None:
     """A port with nothing OpenAI-compatible behind it (the gRPC port, for HTTP), a path that is not the API, a
     target with no gRPC service: SystemExit with the URL or target in its one line, before any load."""
-    model = "tiny-embed" if endpoint == "embeddings" else "tiny-chat"
+    model = {"embeddings": "tiny-embed", "rerank": "tiny-rerank"}.get(endpoint, "tiny-chat")
     host, grpc_port = server.target.rsplit(":", 1)
     closed = f"127.0.0.1:{_free_port()}"
     cases = [
@@ -221,3 +225,114 @@ def test_bench_against_a_peer_prints_ratios_against_it(
     metrics = {ratio["metric"]: ratio for ratio in report["ratios"]}
     assert set(metrics) == {f"grpc {what} / peer {what}, c={c}" for what in ("tok/s", "TTFT p50") for c in (1, 2)}
     assert all(ratio["value"] > 0 and ratio["met"] is not None for ratio in metrics.values())
+
+
+def _inputs_bench(tmp_path: Path, *args: str) -> dict[str, Any]:
+    """An embeddings or rerank bench of REQUESTS requests of 6-word texts; its JSON report."""
+    report = tmp_path / "inputs.json"
+    common = ["--requests", str(REQUESTS), "--input-tokens", "6", "--no-progress", "--json", str(report)]
+    assert main([*common, *args]) == 0
+    result: dict[str, Any] = json.loads(report.read_text())
+    return result
+
+
+def _rates(report: dict[str, Any]) -> dict[tuple[str, int], float]:
+    return {(row["backend"], row["concurrency"]): row["inputs_per_s"] for row in report["inputs_per_s"]}
+
+
+def test_rerank_bench_against_the_service_and_the_bare_pipeline(
+    server: ServerThread, bridge: RunningBridge, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--endpoint rerank over gRPC and HTTP beside TextRerankPipeline: documents per second for every runner and
+    concurrency, and each service backend's ratio to the engine; the default is 4 documents a request."""
+    report = _inputs_bench(
+        tmp_path, "--endpoint", "rerank", "--model", "tiny-rerank", "--backend", "grpc", "http",
+        "--target", server.target, "--url", f"http://127.0.0.1:{bridge.port}", "--engine",
+        "--model-dir", str(BUNDLED_MODELS_DIR / "tiny-rerank"), "--concurrency", "1", "2", "--rounds", "2",
+    )  # fmt: skip
+    assert (report["endpoint"], report["unit"]) == ("rerank", "documents")
+    assert report["load"]["inputs_per_request"] == 4 and report["load"]["query_words"] > 0
+    rates = _rates(report)
+    assert set(rates) == {(name, c) for name in ("engine", "grpc", "http") for c in (1, 2)}
+    assert all(rate > 0 and math.isfinite(rate) for rate in rates.values()), rates
+    assert set(report["ratios"]) == {f"{name} / engine, c={c}" for name in ("grpc", "http") for c in (1, 2)}
+    assert all(value > 0 and math.isfinite(value) for value in report["ratios"].values())
+    printed = capsys.readouterr().out
+    assert "documents/s" in printed and "http / engine, c=2" in printed
+
+
+def test_embeddings_bench_against_a_peer_prints_ratios_against_it(
+    server: ServerThread, bridge: RunningBridge, tmp_path: Path
+) -> None:
+    """--peer on --endpoint embeddings: the same requests to another server's embeddings route (here ovserve's own
+    bridge, named by its API base, its model named by --peer-model); ratios of each service backend to it."""
+    report = _inputs_bench(
+        tmp_path, "--endpoint", "embeddings", "--model", "tiny-embed", "--backend", "grpc", "--target",
+        server.target, "--url", f"http://127.0.0.1:{bridge.port}", "--peer", f"http://127.0.0.1:{bridge.port}/v3",
+        "--peer-model", "tiny-embed", "--inputs-per-request", "3", "--concurrency", "1", "2",
+    )  # fmt: skip
+    assert (report["endpoint"], report["load"]["inputs_per_request"]) == ("embeddings", 3)
+    rates = _rates(report)
+    assert set(rates) == {(name, c) for name in ("grpc", "peer") for c in (1, 2)}
+    assert all(rate > 0 for rate in rates.values())
+    assert set(report["ratios"]) == {"grpc / peer, c=1", "grpc / peer, c=2"}
+    assert all(value > 0 and math.isfinite(value) for value in report["ratios"].values())
+
+
+class _ShortPeer:
+    """A peer that lists a model and answers every rerank with one result, whatever the documents."""
+
+    def __init__(self, loop_of: ServerThread) -> None:
+        self._thread = loop_of
+        self.port = 0
+        self._server: Any = None
+
+    async def _start(self) -> None:
+        from tornado.httpserver import HTTPServer
+        from tornado.netutil import bind_sockets
+        from tornado.web import Application, RequestHandler
+
+        class Models(RequestHandler):
+            def get(self) -> None:
+                self.write({"object": "list", "data": [{"id": "short"}]})
+
+        class Rerank(RequestHandler):
+            def post(self) -> None:
+                self.write({"results": [{"index": 0, "relevance_score": 0.5}]})
+
+        sockets = bind_sockets(0, "127.0.0.1")
+        self.port = sockets[0].getsockname()[1]
+        self._server = HTTPServer(Application([(r"/v1/models", Models), (r"/v1/rerank", Rerank)]))
+        self._server.add_sockets(sockets)
+
+    async def _stop(self) -> None:
+        self._server.stop()
+
+    def __enter__(self) -> _ShortPeer:
+        self._thread.run(self._start())
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._thread.run(self._stop())
+
+
+def test_a_peer_whose_answer_lacks_documents_ends_the_bench_naming_it(server: ServerThread, tmp_path: Path) -> None:
+    """Every answer must cover every input sent: a peer that scores one of 4 documents (its model the first it
+    lists) stops the bench with one line naming the peer and the counts, not a ratio of work it did not do."""
+    with _ShortPeer(server) as peer, pytest.raises(SystemExit) as stopped:
+        main([
+            "--endpoint", "rerank", "--model", "tiny-rerank", "--target", server.target, "--requests", "2",
+            "--no-progress", "--peer", f"http://127.0.0.1:{peer.port}",
+        ])  # fmt: skip
+    message = str(stopped.value.code)
+    assert "peer answered 1 results for 4 inputs" in message and "\n" not in message, message
+
+
+def test_ratios_to_the_engine_and_the_peer_are_paired_within_rounds() -> None:
+    """Each round's ratio from its own back-to-back runs, then the median: not the ratio of the medians (which
+    here would be 0.5), so a slow round on a shared machine slows every runner of that round alike."""
+    load = InputLoad(requests=10, inputs_per_request=2, concurrency=(1,), rounds=3)
+    seconds = {("engine", 1): [1.0, 1.0, 4.0], ("grpc", 1): [2.0, 1.0, 2.0], ("peer", 1): [4.0, 2.0, 8.0]}
+    report = rates_and_ratios(EMBEDDINGS, load, seconds)
+    assert report["ratios"] == {"grpc / engine, c=1": 1.0, "grpc / peer, c=1": 2.0}
+    assert _rates(report) == {("engine", 1): 20.0, ("grpc", 1): 10.0, ("peer", 1): 5.0}
