@@ -8,7 +8,7 @@ servers that do no work at all in a child process (a grpc.aio EmbeddingService a
 answering a vector of the model's length without computing it) loaded by the bench's clients (grpc.aio, aiohttp).
 A server that does nothing is the ceiling of any server written with the same stacks: its inputs per second ÷ the
 bare pipeline's is the highest ratio ovserve's gRPC and REST faces could reach on this model, whatever the
-service does. On tiny-embed, whose call costs ~0.3 ms, that ceiling is far below 1: the request is the cost.
+service does (on 2 shared cores the clients' own CPU counts against the servers, not against the bare pipeline).
 """
 
 from __future__ import annotations
