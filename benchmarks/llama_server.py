@@ -182,7 +182,9 @@ def bench(gguf: Path, slots: int, tokens_per_slot: int, threads: int, bench_args
     url = f"http://127.0.0.1:{port}"
     command = server_command(gguf, port, slots, slots * tokens_per_slot, threads)
     print("+", " ".join(command), flush=True)
-    log = (WORK / "llama-server.log").open("wb")
+    log_path = WORK / "llama-server.log"
+    print(f"llama-server's log (with its own per-request timings), appended: {log_path}", flush=True)
+    log = log_path.open("ab")
     process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
     try:
         wait_healthy(process, url)
