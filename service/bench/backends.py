@@ -157,7 +157,9 @@ def http_session(connections: int) -> aiohttp.ClientSession:
     """An HTTP client session keeping up to ``connections`` connections open, without a total timeout (a long
     bench request is a figure, not a failure; each read still times out after 600 s)."""
     return aiohttp.ClientSession(
-        connector=aiohttp.TCPConnector(limit=connections),
+        # An idle connection is dropped after 2 s: llama-server closes its own after 5, and a request sent on a
+        # connection the server is closing fails (aiohttp keeps them 15 s by default).
+        connector=aiohttp.TCPConnector(limit=connections, keepalive_timeout=2.0),
         timeout=aiohttp.ClientTimeout(total=None, sock_read=600),
     )
 
