@@ -93,7 +93,7 @@ class _Batched:
             if inputs > self._max_inputs or tokens > self._max_tokens:
                 break
             jobs.append(queue.popleft())  # type: ignore[arg-type]
-        return list(jobs)
+        return jobs  # type: ignore[return-value]
 
     def room(self, queue: collections.deque[Job]) -> bool:
         waiting = [job for job in queue if isinstance(job, Embed | Rerank)]

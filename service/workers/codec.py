@@ -122,9 +122,8 @@ class TokenCodec:
         return [known[token] for token in token_ids]
 
     def count_pair(self, first: str, second: str) -> int:
-        """Tokens of a text pair as a cross-encoder reads it (special tokens and separators included)."""
-        if self._fast is not None:
-            return len(self._fast.encode(first, second, add_special_tokens=True).ids)
+        """Tokens of a text pair as a cross-encoder reads it, for a model without tokenizer.json (with it,
+        ``encode_pairs`` gives the pair's very ids): each text with its special tokens."""
         return len(self.encode(first, add_special_tokens=True)) + len(self.encode(second, add_special_tokens=True))
 
     def encode_pairs(self, pairs: list[tuple[str, str]], max_length: int) -> tuple[list[list[int]], list[list[int]]]:
