@@ -97,18 +97,24 @@ def summarize(results: Sequence[RequestResult], duration: float) -> dict[str, An
 
 
 def median_summary(runs: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """One summary from several rounds of the same run: the median of every number, the union of errors."""
+    """One summary from several rounds of the same run: the median of every number over the rounds in which no
+    request failed (a round cut short by failures says nothing of speed: its throughput counts only what was
+    answered), the failures summed over every round, the union of errors."""
+    clean = [run for run in runs if not run.get("failed")] or list(runs)
     merged: dict[str, Any] = {}
     for key, value in runs[0].items():
         if isinstance(value, dict):
             # A figure some rounds lack (CPU per token of a round that generated nothing) is the median of the rest.
-            names = dict.fromkeys(name for run in runs for name in run[key])
+            names = dict.fromkeys(name for run in clean for name in run[key])
             merged[key] = {
-                name: statistics.median(run[key][name] for run in runs if name in run[key]) for name in names
+                name: statistics.median(run[key][name] for run in clean if name in run[key]) for name in names
             }
         elif isinstance(value, list):
             merged[key] = sorted({item for run in runs for item in run[key]})
         else:
-            merged[key] = statistics.median(run[key] for run in runs)
+            merged[key] = statistics.median(run[key] for run in clean)
+    if "failed" in runs[0]:
+        merged["failed"] = sum(run["failed"] for run in runs)
     merged["rounds"] = len(runs)
+    merged["rounds_left_out"] = len(runs) - len(clean)
     return merged

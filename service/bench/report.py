@@ -11,6 +11,7 @@ from typing import Any
 # Table columns: header -> how to read it from a run's summary.
 _COLUMNS: tuple[tuple[str, tuple[str, ...], str], ...] = (
     ("done", ("completed",), "{:.0f}"),
+    ("failed", ("failed",), "{:.0f}"),  # over every round; a round with failures is left out of the figures
     ("req/s", ("request_throughput",), "{:.2f}"),
     ("out tok/s", ("output_throughput",), "{:.1f}"),
     ("TTFT mean", ("ttft_ms", "mean"), "{:.2f}"),

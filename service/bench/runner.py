@@ -106,7 +106,8 @@ class Bench:
                     {
                         (run["backend"], run["concurrency"]): run["summary"]
                         for run in runs
-                        if run["round"] == number + 1
+                        # A run with failures is left out: its ratios are NaN that round, not a false 0.
+                        if run["round"] == number + 1 and not run["summary"]["failed"]
                     },
                     concurrencies,
                     prefix,

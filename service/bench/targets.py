@@ -149,9 +149,14 @@ def median_ratios(rounds: Sequence[list[Ratio]]) -> list[Ratio]:
     within the round cancels the slow drift of a shared machine that a ratio
     of medians over all rounds would keep.
     """
+    # By name: a round in which a backend failed lacks that backend's ratios.
+    by_metric: dict[str, list[Ratio]] = {}
+    for ratio in (ratio for round_ratios in rounds for ratio in round_ratios):
+        by_metric.setdefault(ratio.metric, []).append(ratio)
     found: list[Ratio] = []
-    for position, first in enumerate(rounds[0]):
-        values = [ratio[position].value for ratio in rounds if not math.isnan(ratio[position].value)]
+    for metric, measured in by_metric.items():
+        values = [ratio.value for ratio in measured if not math.isnan(ratio.value)]
         value = statistics.median(values) if values else math.nan
-        found.append(Ratio(first.metric, value, first.op, first.target, first.unit))
+        first = measured[0]
+        found.append(Ratio(metric, value, first.op, first.target, first.unit))
     return found

@@ -157,6 +157,30 @@ def test_a_figure_some_rounds_lack_is_the_median_of_the_others() -> None:
     assert merged["errors"] == ["a", "b"]
 
 
+def test_a_round_with_failures_is_left_out_of_the_figures_and_ratios() -> None:
+    """A round in which requests failed (an engine restarting) would count its answered requests only, a false
+    low throughput: its figures are left out, its failures summed and its errors kept; its ratios are missing
+    that round, and the median is of the rounds that measured them."""
+    rounds = [
+        {"failed": 0, "output_throughput": 10.0, "cpu_us_per_token": {"client": 5.0}, "errors": []},
+        {"failed": 16, "output_throughput": 0.0, "cpu_us_per_token": {"client": 1.0}, "errors": ["503"]},
+        {"failed": 0, "output_throughput": 14.0, "cpu_us_per_token": {"client": 7.0}, "errors": []},
+    ]
+    merged = median_summary(rounds)
+    assert merged["output_throughput"] == 12.0 and merged["cpu_us_per_token"] == {"client": 6.0}
+    assert (merged["failed"], merged["rounds_left_out"], merged["errors"]) == (16, 1, ["503"])
+    all_failed = median_summary([rounds[1], rounds[1]])
+    assert (all_failed["output_throughput"], all_failed["failed"], all_failed["rounds_left_out"]) == (0.0, 32, 0)
+    by_round = [
+        [Ratio("grpc / engine", 0.9, ">=", 0.8), Ratio("http / engine", 0.8, ">=", 0.8)],
+        [Ratio("http / engine", 0.6, ">=", 0.8)],  # gRPC failed this round
+        [Ratio("grpc / engine", 1.0, ">=", 0.8), Ratio("http / engine", 0.7, ">=", 0.8)],
+    ]
+    assert {ratio.metric: ratio.value for ratio in median_ratios(by_round)} == pytest.approx(
+        {"grpc / engine": 0.95, "http / engine": 0.7}
+    )
+
+
 def test_each_run_draws_its_own_seed_and_records_it(server: ServerThread, tmp_path: Path) -> None:
     """Without --seed, two runs against one server send different prompts (the same ones would hit its prefix
     cache), and each report says which seed it used, so that a run can be repeated."""
