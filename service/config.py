@@ -37,6 +37,7 @@ from typing import Any
 from clients.defaults import DEFAULT_GRPC_PORT, DEFAULT_HOST
 from clients.flags import add_flags, given, value_type, with_default
 from service.engine import EngineSettings
+from service.engine.engine import KV_CACHE_PRECISIONS
 from service.media import MediaPolicy
 from service.model_files import LANGUAGE_IRS, has_language_model
 from service.models import ModelSpec, bundled_model_specs
@@ -364,6 +365,14 @@ def _settings(base: EngineSettings, overrides: dict[str, Any], where: str) -> En
         raise ConfigError(f"{where}: stream_updates_per_s must be 0 or more; got {settings.stream_updates_per_s}")
     if settings.inference_threads is not None and settings.inference_threads < 1:
         raise ConfigError(f"{where}: inference_threads must be 1 or more; got {settings.inference_threads}")
+    if settings.kv_cache_precision is not None and settings.kv_cache_precision not in KV_CACHE_PRECISIONS:
+        raise ConfigError(
+            f"{where}: kv_cache_precision must be one of {', '.join(KV_CACHE_PRECISIONS)}; "
+            f"got {settings.kv_cache_precision!r}"
+        )
+    group_size = settings.dynamic_quantization_group_size
+    if group_size is not None and group_size < 0:
+        raise ConfigError(f"{where}: dynamic_quantization_group_size must be 0 or more; got {group_size}")
     if settings.cache_size_gb is not None and settings.kv_cache_blocks is not None:
         raise ConfigError(f"{where}: give cache_size_gb or kv_cache_blocks, not both")
     return settings

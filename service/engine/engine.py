@@ -18,6 +18,7 @@ import openvino_genai as ov_genai
 from service import model_files
 from service.engine.chat_template import ChatTemplate, TemplateRenderer, find_chat_template
 from service.engine.core import Submission
+from service.engine.cpu_features import int8_dot_product
 from service.engine.generation import Generation, Mailbox, MeterFactory
 from service.engine.generation_config import model_defaults
 from service.engine.grammar import GrammarChecker
@@ -35,16 +36,24 @@ from service.workers.supervisor import Supervised, Supervisor
 log = logging.getLogger(__name__)
 
 
-# The CPU plugin's KV cache: 32-token blocks of u8 keys and values (openvino 2026.4 defaults).
+# The CPU plugin's KV cache: 32-token blocks of keys and values (u8 by default here: see kv_cache_precision).
 KV_BLOCK_TOKENS = 32
-KV_BYTES_PER_VALUE = 1
+# By KV_CACHE_PRECISION: bytes per cached value, and bytes more per head and token (u8's scale and zero point).
+# Measured on tiny-chat (head size 32): 64 blocks take 1.25 MiB in u8, 2 MiB in f16, 4 MiB in f32. (bf16 is
+# refused by the plugin on an AVX2 CPU; u4, which took more than u8, is left out.)
+KV_BYTES = {"u8": (1, 8), "f16": (2, 0), "bf16": (2, 0), "f32": (4, 0)}
 # Left to itself, the KV cache is 1 GB but at most this many blocks. openvino-genai 2026.4.1
 # gets slower with every cached prefix block it keeps: on the bundled tiny-chat (1 GB =
 # 65,536 blocks) a steady load fell from ~17,000 to ~2,000 tokens/s after ~30 s, once the
 # cache had filled with earlier prompts; with 4,096 blocks it held ~21,000 tokens/s, with
 # 8,192 it sagged to 8,000-15,000, and with prefix caching off it never fell. A real model's
-# 1 GB is a few thousand blocks anyway (Qwen2.5-0.5B: 5,461; Llama-3.2-1B: 2,048).
+# 1 GB is a few thousand blocks anyway (Qwen2.5-0.5B: 4,854; Llama-3.2-1B: 1,820).
 AUTO_MAX_KV_BLOCKS = 4096
+# Tokens per step by default (see EngineSettings.max_num_batched_tokens): on a CPU with an int8 dot-product
+# instruction, and on one without, whose prompt tokens cost several times more.
+STEP_TOKENS = 512
+STEP_TOKENS_SLOW_PREFILL = 128
+KV_CACHE_PRECISIONS = tuple(KV_BYTES)
 
 
 @dataclass(frozen=True)
@@ -63,11 +72,22 @@ class EngineSettings:
     max_num_seqs: int = field(
         default=256, metadata={"help": "sequences batched per step"}
     )  # sequences batched in one step
-    # Tokens (prompt chunks + decodes) in one step. Measured on a Qwen2.5-0.5B-shaped model on 2 cores (paired
-    # rounds, benchmarks/compare_servers.py): 512 against 2,048 gave first tokens 0.67x as late at 8 and 32
-    # streams for 0.98-1.01x the throughput; 256 sooner still at 8 streams (0.43x) but 0.90x the throughput.
-    # (On tiny-chat, whose steps cost almost nothing, 512 costs throughput at 32+ streams: 0.80x.)
-    max_num_batched_tokens: int = field(default=512, metadata={"help": "tokens per step (prompt chunks and decodes)"})
+    # Tokens (prompt chunks + decodes) in one step: a step holds every running stream for as long as its prompt
+    # chunk takes, so this trades inter-token tail latency against throughput, and the trade depends on how fast
+    # the CPU prefills (README, "Scheduler defaults"; Qwen2.5-0.5B-shaped int8 model, 2 cores, paired rounds).
+    # With VNNI/AMX (an AVX-512 machine): 512 against 2,048 gave first tokens 0.67x as late at 8 and 32 streams
+    # for 0.98-1.01x the throughput; 256 cost 0.90x. Without (AVX2 EPYC, ~10 ms a prompt token): 128 against 512
+    # cut inter-token p99 / p50 from 23 to 7.4-8.0 at 8 streams and from 10 to 3.1 at 32, for 0.95-0.99x / 1.04x
+    # the throughput; 64 reached 4.4-5.3 for 0.92-0.97x (and caps a step at 64 decodes).
+    max_num_batched_tokens: int | None = field(
+        default=None,
+        metadata={
+            "help": "tokens per step (prompt chunks and decodes): fewer keeps running streams moving while "
+            "prompts are read, more reads prompts faster",
+            "default_text": f"{STEP_TOKENS_SLOW_PREFILL} on a CPU without VNNI or AMX (/proc/cpuinfo), else "
+            f"{STEP_TOKENS}",
+        },
+    )
     dynamic_split_fuse: bool = field(
         default=True,
         metadata={
@@ -125,8 +145,9 @@ class EngineSettings:
     heartbeat_timeout_s: float = field(
         default=10.0,
         metadata={
-            "help": "seconds any model's process may send no heartbeat (a thread of its own sends one every 0.5 s, "
-            "also during the longest step) before it is taken for stopped or wedged, killed and replaced"
+            "help": "seconds any model's process may send no heartbeat (a thread of its own sends one every 0.5 s) "
+            "while idle or stopped before it is taken for stopped or wedged, killed and replaced (an engine step "
+            "holds the heartbeat back: while requests wait on a running process, --stall-timeout-s applies)"
         },
     )
 
@@ -157,9 +178,47 @@ class EngineSettings:
         },
     )
 
+    # Measured on a Qwen2.5-0.5B-shaped int8 model, 2-core AVX2 EPYC without VNNI (README, "Engine settings"):
+    # openvino-genai 2026.4 left to itself caches keys and values in f16 there (OpenVINO's plugin reports u8);
+    # u8 given explicitly holds the same tokens in 0.6x the bytes, makes --cache-size-gb mean what it says, and
+    # was as fast (1.00-1.04x at 1 stream, 0.98-1.09x at 8, two paired runs).
+    kv_cache_precision: str | None = field(
+        default=None,
+        metadata={
+            "help": f"precision of the KV cache (KV_CACHE_PRECISION): {', '.join(KV_CACHE_PRECISIONS)}; lower "
+            "holds more tokens in --cache-size-gb and reads less per step, at some accuracy",
+            "default_text": "u8 on CPU",
+            "metavar": "PRECISION",
+        },
+    )
+    # Quantising activations to int8 before int8 weight matmuls: turning it off was inconclusive on that CPU
+    # (1.00x / 1.15x at 1 / 8 streams in one run, 1.00x / 0.98x with u8 in the next): OpenVINO's default stays.
+    dynamic_quantization_group_size: int | None = field(
+        default=None,
+        metadata={
+            "help": "activations quantised to int8 in groups of this many values before int8/int4 weight matmuls "
+            "(DYNAMIC_QUANTIZATION_GROUP_SIZE); 0 turns it off",
+            "default_text": "OpenVINO's, 32 on CPU",
+            "metavar": "VALUES",
+        },
+    )
+
+    def step_tokens(self) -> int:
+        """Tokens per step: as given, else the default measured for this kind of CPU."""
+        if self.max_num_batched_tokens is not None:
+            return self.max_num_batched_tokens
+        slow_prefill = self.device.upper() == "CPU" and int8_dot_product() is False
+        return STEP_TOKENS_SLOW_PREFILL if slow_prefill else STEP_TOKENS
+
     def properties(self) -> dict[str, object]:
-        """Device properties of the pipeline."""
-        chosen = {"CPU_RUNTIME_CACHE_CAPACITY": self.cpu_runtime_cache, "INFERENCE_NUM_THREADS": self.inference_threads}
+        """Device properties of the pipeline: those given, and a u8 KV cache on a CPU."""
+        on_cpu = self.device.upper() == "CPU"
+        chosen = {
+            "CPU_RUNTIME_CACHE_CAPACITY": self.cpu_runtime_cache,
+            "INFERENCE_NUM_THREADS": self.inference_threads,
+            "KV_CACHE_PRECISION": self.kv_cache_precision or ("u8" if on_cpu else None),
+            "DYNAMIC_QUANTIZATION_GROUP_SIZE": self.dynamic_quantization_group_size,
+        }
         return {name: value for name, value in chosen.items() if value is not None}
 
     def process(self) -> ProcessSettings:
@@ -168,9 +227,9 @@ class EngineSettings:
 
     def scheduler(self, model_dir: Path) -> dict[str, object]:
         """SchedulerConfig attributes for the model in ``model_dir`` (the stream interval is the server's)."""
-        blocks = self.kv_cache_blocks or kv_blocks(model_dir, self.cache_size_gb)
+        blocks = self.kv_cache_blocks or kv_blocks(model_dir, self.cache_size_gb, self.kv_cache_precision or "u8")
         cache = {"cache_size": 0, "num_kv_blocks": blocks} if blocks else {"cache_size": 1}
-        tokens = self.max_num_batched_tokens
+        tokens = self.step_tokens()
         if not self.dynamic_split_fuse:
             # Unsplit, a prompt must fit in one step: openvino-genai fails the step (every request's) on a longer
             # one. As vLLM does without chunked prefill, a step then takes the model's whole context.
@@ -185,7 +244,7 @@ class EngineSettings:
         }
 
 
-def kv_blocks(model_dir: Path, size_gb: float | None) -> int | None:
+def kv_blocks(model_dir: Path, size_gb: float | None, precision: str = "u8") -> int | None:
     """KV blocks that fill ``size_gb`` for this model (None: 1 GB, at most AUTO_MAX_KV_BLOCKS).
 
     None if config.json does not give the attention shape: the pipeline then
@@ -198,7 +257,8 @@ def kv_blocks(model_dir: Path, size_gb: float | None) -> int | None:
         head_dim = int(config.get("head_dim") or int(config["hidden_size"]) // heads)
     except (OSError, ValueError, KeyError, TypeError, ZeroDivisionError):
         return None
-    block_bytes = KV_BLOCK_TOKENS * layers * 2 * kv_heads * head_dim * KV_BYTES_PER_VALUE  # keys and values
+    per_value, per_head = KV_BYTES[precision]
+    block_bytes = KV_BLOCK_TOKENS * layers * 2 * kv_heads * (head_dim * per_value + per_head)  # keys and values
     if block_bytes <= 0:
         return None
     blocks = max(1, int((size_gb or 1.0) * 2**30 // block_bytes))

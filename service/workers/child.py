@@ -1,11 +1,12 @@
 """The child's end of a worker process's pipe: sends from any thread, and a heartbeat the work cannot block.
 
 A worker process (engine or pipeline) sends its answers from its main loop; a daemon thread sends a Heartbeat
-every HEARTBEAT_INTERVAL_S beside it. OpenVINO GenAI lets go of the GIL while it infers (measured: a 1 ms
-ticker thread was never more than 4 ms late during a second of generation or a batch of embeddings), so the
-heartbeat goes on during the longest step and stops only when the process does: stopped (SIGSTOP), wedged
-holding the GIL, or dead. The supervisor replaces a process silent past its heartbeat timeout in seconds,
-without shortening the time a long step may take (that is ``stall_timeout_s``, which heartbeats do not reset).
+every HEARTBEAT_INTERVAL_S beside it. The pipelines' ``generate`` and encoders' inference let go of the GIL (a
+1 ms ticker thread was never more than 4 ms late during a second of generation or a batch of embeddings), but
+``ContinuousBatchingPipeline.step()`` holds it for the whole step (the ticker was 2.4 s late across a
+300-token prefill of a 0.5B model on 2 cores): an engine is silent for its longest step. So the supervisor
+takes silence past the heartbeat timeout for stopped or wedged only when the process is idle or the kernel
+says it is stopped (see Supervisor._fault); a long step is bounded by ``stall_timeout_s`` instead.
 """
 
 from __future__ import annotations

@@ -75,6 +75,18 @@ class WorkerProcess:
         """The process id."""
         return self.process.pid
 
+    def state(self) -> str | None:
+        """The process's state letter in /proc/<pid>/stat (R running, S sleeping, D in I/O, T stopped, Z dead),
+        or None where it cannot be read."""
+        try:
+            with open(f"/proc/{self.pid}/stat", "rb") as stat:
+                text = stat.read()
+        except OSError:
+            return None
+        end = text.rfind(b")")  # the command before it is in parentheses and may hold spaces
+        letter = text[end + 2 : end + 3].decode() if end >= 0 else ""
+        return letter or None
+
     def start_reading(self, loop: asyncio.AbstractEventLoop, dispatch: Callable[[list[object]], None]) -> None:
         """Hand every message to ``dispatch`` on ``loop``, all that are waiting in one call; GONE last."""
         threading.Thread(

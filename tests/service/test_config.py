@@ -11,7 +11,8 @@ import pytest
 
 from service.config import DEFAULT_GRPC_PORT, DEFAULT_HOST, ConfigError, ServeConfig, add_arguments, from_arguments
 from service.engine import EngineSettings
-from service.engine.engine import AUTO_MAX_KV_BLOCKS, kv_blocks
+from service.engine.cpu_features import cpu_flags, int8_dot_product
+from service.engine.engine import AUTO_MAX_KV_BLOCKS, STEP_TOKENS, STEP_TOKENS_SLOW_PREFILL, kv_blocks
 from service.models import (
     BUNDLED_DRAFT,
     BUNDLED_MODEL,
@@ -347,19 +348,22 @@ def _model_config(root: Path, name: str, **config: object) -> Path:
 
 def test_kv_cache_is_sized_in_blocks_from_the_models_attention_shape(tmp_path: Path) -> None:
     tiny = TINY_CHAT
-    # tiny-chat: 2 layers x (keys + values) x 4 heads x 32 dims x 1 byte = 512 bytes a token, 16 KiB a block
+    # tiny-chat: 2 layers x (keys + values) x 4 heads x (32 dims x 1 byte + 8) = 640 bytes a token, 20 KiB a block
     assert EngineSettings().scheduler(tiny)["num_kv_blocks"] == AUTO_MAX_KV_BLOCKS  # 1 GB would be 65,536
-    assert EngineSettings(cache_size_gb=0.25).scheduler(tiny)["num_kv_blocks"] == 16384
+    assert EngineSettings(cache_size_gb=0.25).scheduler(tiny)["num_kv_blocks"] == 13107
     exact = EngineSettings(kv_cache_blocks=100).scheduler(tiny)
     assert (exact["num_kv_blocks"], exact["cache_size"]) == (100, 0)  # blocks, not a size
     qwen = _model_config(
         tmp_path, "qwen", num_hidden_layers=24, num_attention_heads=14, num_key_value_heads=2, hidden_size=896
     )
-    assert kv_blocks(qwen, None) == AUTO_MAX_KV_BLOCKS and kv_blocks(qwen, 1.0) == 5461
+    assert kv_blocks(qwen, None) == AUTO_MAX_KV_BLOCKS and kv_blocks(qwen, 1.0) == 4854
     llama = _model_config(
         tmp_path, "llama", num_hidden_layers=16, num_attention_heads=32, num_key_value_heads=8, head_dim=64
     )
-    assert kv_blocks(llama, None) == 2048  # its 1 GB is under the cap
+    assert kv_blocks(llama, None) == 1820  # its 1 GB is under the cap
+    assert kv_blocks(qwen, 1.0, "f16") == 2730  # 2 bytes a value, no scales
+    half = EngineSettings(cache_size_gb=0.25, kv_cache_precision="f16").scheduler(tiny)["num_kv_blocks"]
+    assert half == 8192  # a size means bytes, whatever the precision
     shapeless = _model_config(tmp_path, "shapeless", model_type="odd")
     assert kv_blocks(shapeless, None) is None
     assert EngineSettings().scheduler(shapeless)["cache_size"] == 1  # the pipeline sizes 1 GB itself
@@ -416,6 +420,45 @@ def test_a_negative_cpu_runtime_cache_is_refused() -> None:
         configure("--cpu-runtime-cache", "-1")
 
 
+def test_cpu_properties_reach_the_engine_and_bad_values_are_refused_naming_the_setting() -> None:
+    for spec in configure("--kv-cache-precision", "f16", "--dynamic-quantization-group-size", "64").models:
+        assert spec.settings.properties() == {"KV_CACHE_PRECISION": "f16", "DYNAMIC_QUANTIZATION_GROUP_SIZE": 64}
+    assert EngineSettings(device="GPU").properties() == {}  # another device: its plugin's own defaults
+    with pytest.raises(ConfigError, match="kv_cache_precision must be one of u8, f16, bf16, f32; got 'u4'"):
+        configure("--kv-cache-precision", "u4")
+    with pytest.raises(ConfigError, match="dynamic_quantization_group_size must be 0 or more"):
+        configure("--dynamic-quantization-group-size", "-32")
+
+
+def test_a_cpu_caches_keys_and_values_in_u8_unless_told() -> None:
+    assert EngineSettings().properties() == {"KV_CACHE_PRECISION": "u8"}
+    given = EngineSettings(kv_cache_precision="f16", dynamic_quantization_group_size=64).properties()
+    assert given == {"KV_CACHE_PRECISION": "f16", "DYNAMIC_QUANTIZATION_GROUP_SIZE": 64}
+
+
+@pytest.mark.parametrize(
+    ("int8_dot", "tokens"), [(False, STEP_TOKENS_SLOW_PREFILL), (True, STEP_TOKENS), (None, STEP_TOKENS)]
+)
+def test_tokens_per_step_default_to_what_was_measured_for_the_cpu(
+    monkeypatch: pytest.MonkeyPatch, int8_dot: bool | None, tokens: int
+) -> None:
+    """Fewer tokens a step on a CPU known to lack an int8 dot-product instruction (its prompt tokens cost several
+    times more); a value given wins, and another device keeps the larger step."""
+    monkeypatch.setattr("service.engine.engine.int8_dot_product", lambda: int8_dot)
+    assert EngineSettings().scheduler(TINY_CHAT)["max_num_batched_tokens"] == tokens
+    assert EngineSettings(max_num_batched_tokens=300).scheduler(TINY_CHAT)["max_num_batched_tokens"] == 300
+    assert EngineSettings(device="GPU").step_tokens() == STEP_TOKENS
+
+
+def test_cpu_flags_are_read_from_cpuinfo(tmp_path: Path) -> None:
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text("processor\t: 0\nflags\t\t: fpu sse2 avx2 fma\n\nprocessor\t: 1\nflags\t\t: fpu avx2\n")
+    flags = cpu_flags.__wrapped__(cpuinfo)
+    assert flags == {"fpu", "sse2", "avx2", "fma"} and int8_dot_product(flags) is False
+    assert int8_dot_product(frozenset({"avx2", "avx_vnni"})) is True
+    assert cpu_flags.__wrapped__(tmp_path / "missing") is None
+
+
 def test_image_flags_become_the_media_policy(tmp_path: Path) -> None:
     config = configure("--allowed-media-domain", "img.example.com", "--allowed-media-domain", "cdn.example.com",
                        "--allow-private-media-hosts", "--allowed-local-media-path", tmp_path,
@@ -439,8 +482,8 @@ def test_bad_image_flags_are_refused(flag: str, value: str, message: str) -> Non
 
 def test_inference_threads_reach_the_engine_settings_and_zero_is_refused() -> None:
     assert all(spec.settings.inference_threads == 1 for spec in configure("--inference-threads", "1").models)
-    assert EngineSettings(inference_threads=1).properties() == {"INFERENCE_NUM_THREADS": 1}
-    assert EngineSettings().properties() == {}  # OpenVINO's own default
+    assert EngineSettings(inference_threads=1).properties()["INFERENCE_NUM_THREADS"] == 1
+    assert "INFERENCE_NUM_THREADS" not in EngineSettings().properties()  # OpenVINO's own default
     with pytest.raises(ConfigError, match="inference_threads must be 1 or more"):
         configure("--inference-threads", "0")
 

@@ -7,8 +7,13 @@ killed within a watch round of its next request, which then failed with 503.)
 
 from __future__ import annotations
 
+import signal
+import subprocess
+import sys
+import time
 from dataclasses import dataclass
 
+from service.workers.process import WorkerProcess
 from service.workers.supervisor import Supervisor
 
 STALL_S = 60.0
@@ -17,10 +22,15 @@ BEAT_S = 10.0
 
 @dataclass
 class Quiet:
-    """A process that last said something (``last_heard``) and last beat (``last_beat``) at given instants."""
+    """A process that last said something (``last_heard``) and last beat (``last_beat``) at given instants, in a
+    given /proc state (None: unreadable)."""
 
     last_heard: float
     last_beat: float
+    proc_state: str | None = "S"
+
+    def state(self) -> str | None:
+        return self.proc_state
 
 
 def supervisor(process: Quiet, waiting: list[int]) -> Supervisor:
@@ -79,3 +89,36 @@ def test_a_silent_process_is_killed_for_its_heartbeat_busy_or_not() -> None:
     watch = supervisor(process, waiting)
     assert watch._fault(process, 9.0) is None  # type: ignore[arg-type]
     assert watch._fault(process, 10.0) == "sent no heartbeat for 10 s (stopped or wedged)"  # type: ignore[arg-type]
+
+
+def test_a_running_process_silent_in_a_long_step_is_given_the_stall_timeout() -> None:
+    """An engine step holds the GIL, heartbeat thread included: while work waits and the kernel says the process
+    runs, silence is a long step (up to the stall timeout); stopped (T) or unreadable, it is the heartbeat's."""
+    process, waiting = Quiet(last_heard=0.0, last_beat=0.0, proc_state="R"), [1]
+    watch = supervisor(process, waiting)
+    assert watch._fault(process, 0.0) is None  # type: ignore[arg-type]
+    assert watch._fault(process, 30.0) is None  # type: ignore[arg-type]
+    assert watch._fault(process, 60.0) == "made no progress for 60 s with 1 waiting on it"  # type: ignore[arg-type]
+    for stopped in ("T", None):
+        process.proc_state = stopped
+        assert watch._fault(process, 10.0) == "sent no heartbeat for 10 s (stopped or wedged)"  # type: ignore[arg-type]
+
+
+def test_a_worker_process_reads_its_own_state() -> None:
+    """The state letter is read from /proc/<pid>/stat: S while the child sleeps, T once stopped."""
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        process = WorkerProcess.__new__(WorkerProcess)
+        process.process = child
+        deadline = time.monotonic() + 30
+        while process.state() != "S" and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert process.state() == "S"
+        child.send_signal(signal.SIGSTOP)
+        while process.state() != "T" and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert process.state() == "T"
+    finally:
+        child.kill()
+        child.wait()
+    assert process.state() is None  # reaped: no /proc entry
