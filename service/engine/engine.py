@@ -36,8 +36,11 @@ from service.workers.supervisor import Supervised, Supervisor
 log = logging.getLogger(__name__)
 
 
-# The CPU plugin's KV cache: 32-token blocks of keys and values (u8 by default here: see kv_cache_precision).
+# The CPU plugin's KV cache: 32-token blocks of keys and values, f16 unless --kv-cache-precision says otherwise
+# (what openvino-genai 2026.4 allocates when not told, measured on AVX2 and AVX-512 CPUs, although the CPU
+# plugin itself reports u8).
 KV_BLOCK_TOKENS = 32
+DEFAULT_KV_PRECISION = "f16"
 # By KV_CACHE_PRECISION: bytes per cached value, and bytes more per head and token (u8's scale and zero point).
 # Measured on tiny-chat (head size 32): 64 blocks take 1.25 MiB in u8, 2 MiB in f16, 4 MiB in f32. (bf16 is
 # refused by the plugin on an AVX2 CPU; u4, which took more than u8, is left out.)
@@ -47,7 +50,7 @@ KV_BYTES = {"u8": (1, 8), "f16": (2, 0), "bf16": (2, 0), "f32": (4, 0)}
 # 65,536 blocks) a steady load fell from ~17,000 to ~2,000 tokens/s after ~30 s, once the
 # cache had filled with earlier prompts; with 4,096 blocks it held ~21,000 tokens/s, with
 # 8,192 it sagged to 8,000-15,000, and with prefix caching off it never fell. A real model's
-# 1 GB is a few thousand blocks anyway (Qwen2.5-0.5B: 4,854; Llama-3.2-1B: 1,820).
+# 1 GB is a few thousand blocks anyway (Qwen2.5-0.5B: 2,730; Llama-3.2-1B: 1,024).
 AUTO_MAX_KV_BLOCKS = 4096
 # Tokens per step by default (see EngineSettings.max_num_batched_tokens): on a CPU with an int8 dot-product
 # instruction, and on one without, whose prompt tokens cost several times more.
@@ -179,15 +182,15 @@ class EngineSettings:
     )
 
     # Measured on a Qwen2.5-0.5B-shaped int8 model, 2-core AVX2 EPYC without VNNI (README, "Engine settings"):
-    # openvino-genai 2026.4 left to itself caches keys and values in f16 there (OpenVINO's plugin reports u8);
-    # u8 given explicitly holds the same tokens in 0.6x the bytes, makes --cache-size-gb mean what it says, and
-    # was as fast (1.00-1.04x at 1 stream, 0.98-1.09x at 8, two paired runs).
+    # u8 holds the same tokens in 0.6x the bytes of the default f16 and was as fast (1.00-1.04x at 1 stream,
+    # 0.98-1.09x at 8, two paired runs), but moves the sampler's logprobs by more than 2e-3 on tiny-chat against
+    # the model's own: not a default.
     kv_cache_precision: str | None = field(
         default=None,
         metadata={
             "help": f"precision of the KV cache (KV_CACHE_PRECISION): {', '.join(KV_CACHE_PRECISIONS)}; lower "
             "holds more tokens in --cache-size-gb and reads less per step, at some accuracy",
-            "default_text": "u8 on CPU",
+            "default_text": f"openvino-genai's, {DEFAULT_KV_PRECISION} on CPU",
             "metavar": "PRECISION",
         },
     )
@@ -211,12 +214,11 @@ class EngineSettings:
         return STEP_TOKENS_SLOW_PREFILL if slow_prefill else STEP_TOKENS
 
     def properties(self) -> dict[str, object]:
-        """Device properties of the pipeline: those given, and a u8 KV cache on a CPU."""
-        on_cpu = self.device.upper() == "CPU"
+        """Device properties of the pipeline: those given."""
         chosen = {
             "CPU_RUNTIME_CACHE_CAPACITY": self.cpu_runtime_cache,
             "INFERENCE_NUM_THREADS": self.inference_threads,
-            "KV_CACHE_PRECISION": self.kv_cache_precision or ("u8" if on_cpu else None),
+            "KV_CACHE_PRECISION": self.kv_cache_precision,
             "DYNAMIC_QUANTIZATION_GROUP_SIZE": self.dynamic_quantization_group_size,
         }
         return {name: value for name, value in chosen.items() if value is not None}
@@ -227,7 +229,9 @@ class EngineSettings:
 
     def scheduler(self, model_dir: Path) -> dict[str, object]:
         """SchedulerConfig attributes for the model in ``model_dir`` (the stream interval is the server's)."""
-        blocks = self.kv_cache_blocks or kv_blocks(model_dir, self.cache_size_gb, self.kv_cache_precision or "u8")
+        blocks = self.kv_cache_blocks or kv_blocks(
+            model_dir, self.cache_size_gb, self.kv_cache_precision or DEFAULT_KV_PRECISION
+        )
         cache = {"cache_size": 0, "num_kv_blocks": blocks} if blocks else {"cache_size": 1}
         tokens = self.step_tokens()
         if not self.dynamic_split_fuse:
@@ -244,7 +248,7 @@ class EngineSettings:
         }
 
 
-def kv_blocks(model_dir: Path, size_gb: float | None, precision: str = "u8") -> int | None:
+def kv_blocks(model_dir: Path, size_gb: float | None, precision: str = DEFAULT_KV_PRECISION) -> int | None:
     """KV blocks that fill ``size_gb`` for this model (None: 1 GB, at most AUTO_MAX_KV_BLOCKS).
 
     None if config.json does not give the attention shape: the pipeline then

@@ -348,22 +348,22 @@ def _model_config(root: Path, name: str, **config: object) -> Path:
 
 def test_kv_cache_is_sized_in_blocks_from_the_models_attention_shape(tmp_path: Path) -> None:
     tiny = TINY_CHAT
-    # tiny-chat: 2 layers x (keys + values) x 4 heads x (32 dims x 1 byte + 8) = 640 bytes a token, 20 KiB a block
-    assert EngineSettings().scheduler(tiny)["num_kv_blocks"] == AUTO_MAX_KV_BLOCKS  # 1 GB would be 65,536
-    assert EngineSettings(cache_size_gb=0.25).scheduler(tiny)["num_kv_blocks"] == 13107
+    # tiny-chat: 2 layers x (keys + values) x 4 heads x 32 dims x 2 bytes (f16) = 1 KiB a token, 32 KiB a block
+    assert EngineSettings().scheduler(tiny)["num_kv_blocks"] == AUTO_MAX_KV_BLOCKS  # 1 GB would be 32,768
+    assert EngineSettings(cache_size_gb=0.25).scheduler(tiny)["num_kv_blocks"] == 8192
     exact = EngineSettings(kv_cache_blocks=100).scheduler(tiny)
     assert (exact["num_kv_blocks"], exact["cache_size"]) == (100, 0)  # blocks, not a size
     qwen = _model_config(
         tmp_path, "qwen", num_hidden_layers=24, num_attention_heads=14, num_key_value_heads=2, hidden_size=896
     )
-    assert kv_blocks(qwen, None) == AUTO_MAX_KV_BLOCKS and kv_blocks(qwen, 1.0) == 4854
+    assert kv_blocks(qwen, None) == kv_blocks(qwen, 1.0) == 2730  # its 1 GB is under the cap
     llama = _model_config(
         tmp_path, "llama", num_hidden_layers=16, num_attention_heads=32, num_key_value_heads=8, head_dim=64
     )
-    assert kv_blocks(llama, None) == 1820  # its 1 GB is under the cap
-    assert kv_blocks(qwen, 1.0, "f16") == 2730  # 2 bytes a value, no scales
-    half = EngineSettings(cache_size_gb=0.25, kv_cache_precision="f16").scheduler(tiny)["num_kv_blocks"]
-    assert half == 8192  # a size means bytes, whatever the precision
+    assert kv_blocks(llama, None) == 1024  # its 1 GB is under the cap
+    assert kv_blocks(qwen, 1.0, "u8") == 4854  # a byte a value, and a scale and zero point per head and token
+    narrow = EngineSettings(cache_size_gb=0.25, kv_cache_precision="u8").scheduler(tiny)["num_kv_blocks"]
+    assert narrow == 13107  # a size means bytes, whatever the precision: (32 + 8) bytes a head and token
     shapeless = _model_config(tmp_path, "shapeless", model_type="odd")
     assert kv_blocks(shapeless, None) is None
     assert EngineSettings().scheduler(shapeless)["cache_size"] == 1  # the pipeline sizes 1 GB itself
@@ -430,8 +430,8 @@ def test_cpu_properties_reach_the_engine_and_bad_values_are_refused_naming_the_s
         configure("--dynamic-quantization-group-size", "-32")
 
 
-def test_a_cpu_caches_keys_and_values_in_u8_unless_told() -> None:
-    assert EngineSettings().properties() == {"KV_CACHE_PRECISION": "u8"}
+def test_cpu_properties_are_openvinos_unless_given() -> None:
+    assert EngineSettings().properties() == {}
     given = EngineSettings(kv_cache_precision="f16", dynamic_quantization_group_size=64).properties()
     assert given == {"KV_CACHE_PRECISION": "f16", "DYNAMIC_QUANTIZATION_GROUP_SIZE": 64}
 
@@ -482,8 +482,8 @@ def test_bad_image_flags_are_refused(flag: str, value: str, message: str) -> Non
 
 def test_inference_threads_reach_the_engine_settings_and_zero_is_refused() -> None:
     assert all(spec.settings.inference_threads == 1 for spec in configure("--inference-threads", "1").models)
-    assert EngineSettings(inference_threads=1).properties()["INFERENCE_NUM_THREADS"] == 1
-    assert "INFERENCE_NUM_THREADS" not in EngineSettings().properties()  # OpenVINO's own default
+    assert EngineSettings(inference_threads=1).properties() == {"INFERENCE_NUM_THREADS": 1}
+    assert EngineSettings().properties() == {}  # OpenVINO's own default
     with pytest.raises(ConfigError, match="inference_threads must be 1 or more"):
         configure("--inference-threads", "0")
 
