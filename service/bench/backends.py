@@ -98,7 +98,10 @@ class HttpBackend:
         """The client's one session (made in the running event loop, as aiohttp wants), its pool sized to the
         load: a pool smaller than the concurrency would throttle the run."""
         if self._session is None:
-            self._session = http_session(self._max_clients)
+            # A peer's connections are not reused: llama-server (cpp-httplib) closed kept-alive ones under the
+            # bench, and requests sent on them failed (7 of 48, "Server disconnected"); a loopback connect costs
+            # the peer nothing it is measured on.
+            self._session = http_session(self._max_clients, reuse=self.name != "peer")
         return self._session
 
     async def stream(self, request: BenchRequest) -> RequestResult:
@@ -153,13 +156,19 @@ class HttpBackend:
             await self._session.close()
 
 
-def http_session(connections: int) -> aiohttp.ClientSession:
-    """An HTTP client session keeping up to ``connections`` connections open, without a total timeout (a long
-    bench request is a figure, not a failure; each read still times out after 600 s)."""
+def http_session(connections: int, *, reuse: bool = True) -> aiohttp.ClientSession:
+    """An HTTP client session keeping up to ``connections`` connections open (or a new one per request, without
+    ``reuse``), without a total timeout (a long bench request is a figure, not a failure; each read still times
+    out after 600 s)."""
+    # An idle connection is dropped after 2 s: llama-server closes its own after 5, and a request sent on a
+    # connection the server is closing fails (aiohttp keeps them 15 s by default).
+    connector = (
+        aiohttp.TCPConnector(limit=connections, keepalive_timeout=2.0)
+        if reuse
+        else aiohttp.TCPConnector(limit=connections, force_close=True)
+    )
     return aiohttp.ClientSession(
-        # An idle connection is dropped after 2 s: llama-server closes its own after 5, and a request sent on a
-        # connection the server is closing fails (aiohttp keeps them 15 s by default).
-        connector=aiohttp.TCPConnector(limit=connections, keepalive_timeout=2.0),
+        connector=connector,
         timeout=aiohttp.ClientTimeout(total=None, sock_read=600),
     )
 

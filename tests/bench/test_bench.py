@@ -3,6 +3,7 @@ assertions)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import math
 import socket
@@ -360,3 +361,50 @@ def test_ratios_to_the_engine_and_the_peer_are_paired_within_rounds() -> None:
     report = rates_and_ratios(EMBEDDINGS, load, seconds)
     assert report["ratios"] == {"grpc / engine, c=1": 1.0, "grpc / peer, c=1": 2.0}
     assert _rates(report) == {("engine", 1): 20.0, ("grpc", 1): 10.0, ("peer", 1): 5.0}
+
+
+def test_a_peers_requests_each_get_their_own_connection_and_ovserves_share_one() -> None:
+    """llama-server closed kept-alive connections under the bench and requests sent on them failed, so a peer's
+    requests open a connection each; ovserve's bridge keeps its connections (as real clients do)."""
+    asyncio.run(_connections_by_backend())
+
+
+async def _connections_by_backend() -> None:
+    from aiohttp import web
+
+    from service.bench.backends import HttpBackend
+    from service.bench.load import BenchRequest
+
+    seen: list[object] = []
+
+    async def completions(request: web.Request) -> web.StreamResponse:
+        seen.append(request.transport.get_extra_info("peername") if request.transport else None)
+        reply = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await reply.prepare(request)
+        chunk = {"choices": [{"index": 0, "delta": {"content": "hi"}}], "usage": None}
+        usage = {"choices": [], "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}
+        for event in (chunk, usage):
+            await reply.write(b"data: " + json.dumps(event).encode() + b"\n\n")
+        await reply.write(b"data: [DONE]\n\n")
+        return reply
+
+    app = web.Application()
+    app.router.add_post("/v1/chat/completions", completions)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    try:
+        for name, connections in (("peer", 3), ("http", 1)):
+            seen.clear()
+            backend = HttpBackend(ApiBase.parse(f"http://127.0.0.1:{port}", "/v1"), "m", "chat", 4, name=name)
+            try:
+                for _ in range(3):
+                    result = await backend.stream(BenchRequest("hello", 1))
+                    assert result.error is None and result.output_tokens == 1, result.error
+            finally:
+                await backend.close()
+            assert len(set(seen)) == connections, (name, seen)
+    finally:
+        await runner.cleanup()
