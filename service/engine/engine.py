@@ -45,6 +45,7 @@ DEFAULT_KV_PRECISION = "f16"
 # Measured on tiny-chat (head size 32): 64 blocks take 1.25 MiB in u8, 2 MiB in f16, 4 MiB in f32. (bf16 is
 # refused by the plugin on an AVX2 CPU; u4, which took more than u8, is left out.)
 KV_BYTES = {"u8": (1, 8), "f16": (2, 0), "bf16": (2, 0), "f32": (4, 0)}
+KV_CACHE_PRECISIONS = tuple(KV_BYTES)  # what --kv-cache-precision takes
 # Left to itself, the KV cache is 1 GB but at most this many blocks. openvino-genai 2026.4.1
 # gets slower with every cached prefix block it keeps: on the bundled tiny-chat (1 GB =
 # 65,536 blocks) a steady load fell from ~17,000 to ~2,000 tokens/s after ~30 s, once the
@@ -56,7 +57,6 @@ AUTO_MAX_KV_BLOCKS = 4096
 # instruction, and on one without, whose prompt tokens cost several times more.
 STEP_TOKENS = 512
 STEP_TOKENS_SLOW_PREFILL = 128
-KV_CACHE_PRECISIONS = tuple(KV_BYTES)
 
 
 @dataclass(frozen=True)
