@@ -29,8 +29,18 @@ from clients._requests import (
     rerank_request,
     transcription_request,
 )
+from clients.defaults import FILE_CHUNK_BYTES
 from clients.services import Service
-from clients.v1 import audio_pb2, chat_pb2, completion_pb2, conversation_pb2, embedding_pb2, model_pb2, rerank_pb2
+from clients.v1 import (
+    audio_pb2,
+    chat_pb2,
+    completion_pb2,
+    conversation_pb2,
+    embedding_pb2,
+    file_pb2,
+    model_pb2,
+    rerank_pb2,
+)
 from clients.v1 import response_object_pb2 as objects_pb2
 
 Result = TypeVar("Result")
@@ -45,7 +55,7 @@ class Call(Generic[Result]):
     """A unary call: ``rpc(request)``, and what of its reply the caller gets."""
 
     rpc: Callable[..., Any]  # a stub's method
-    request: Message
+    request: Message | list[Message]  # a list: the messages of a client stream (an upload)
     timeout: float | None  # the call's own deadline; None: the client's
     result: Callable[[Any], Result] = _whole
 
@@ -242,3 +252,64 @@ def delete_conversation_item(
     """Delete one item of a conversation; returns the conversation."""
     request = conversation_pb2.DeleteConversationItemRequest(conversation_id=conversation_id, item_id=item_id)
     return Call(stubs[Service.CONVERSATION].DeleteConversationItem, request, timeout, attrgetter("conversation"))
+
+
+# ---- files (FileService) ----
+
+
+def upload_file(
+    stubs: Stubs,
+    /,
+    data: bytes,
+    filename: str,
+    purpose: str,
+    *,
+    expires_after_seconds: int | None = None,
+    timeout: float | None = None,
+) -> Call[file_pb2.File]:
+    """Store ``data`` as a file ("user_data", "assistants", "vision" or "batch"); its record, with its id."""
+    header = file_pb2.FileHeader(filename=filename, purpose=purpose, bytes=len(data))
+    if expires_after_seconds is not None:
+        header.expires_after.anchor, header.expires_after.seconds = "created_at", expires_after_seconds
+    chunks = [
+        file_pb2.CreateFileRequest(chunk=data[at : at + FILE_CHUNK_BYTES])
+        for at in range(0, len(data), FILE_CHUNK_BYTES)
+    ]
+    return Call(
+        stubs[Service.FILE].CreateFile,
+        [file_pb2.CreateFileRequest(header=header), *chunks],
+        timeout,
+        attrgetter("file"),
+    )
+
+
+def get_file(stubs: Stubs, /, file_id: str, *, timeout: float | None = None) -> Call[file_pb2.File]:
+    """A file's record; NOT_FOUND if unknown (or another API key's)."""
+    return Call(stubs[Service.FILE].GetFile, file_pb2.GetFileRequest(file_id=file_id), timeout, attrgetter("file"))
+
+
+def list_files(
+    stubs: Stubs,
+    /,
+    *,
+    purpose: str | None = None,
+    after: str | None = None,
+    limit: int | None = None,
+    order: str | None = None,
+    timeout: float | None = None,
+) -> Call[file_pb2.ListFilesResponse]:
+    """One page of the caller's files (newest first unless ``order="asc"``)."""
+    request = file_pb2.ListFilesRequest(purpose=purpose, after=after, limit=limit, order=order)
+    return Call(stubs[Service.FILE].ListFiles, request, timeout)
+
+
+def delete_file(stubs: Stubs, /, file_id: str, *, timeout: float | None = None) -> Call[file_pb2.DeleteFileResponse]:
+    """Delete a file and its bytes."""
+    return Call(stubs[Service.FILE].DeleteFile, file_pb2.DeleteFileRequest(file_id=file_id), timeout)
+
+
+def download_file(
+    stubs: Stubs, /, file_id: str, *, timeout: float | None = None
+) -> Stream[file_pb2.GetFileContentResponse]:
+    """A file's bytes as they come, in chunks of at most 1 MiB (``b"".join(m.chunk for m in ...)``)."""
+    return Stream(stubs[Service.FILE].GetFileContent, file_pb2.GetFileContentRequest(file_id=file_id), timeout)

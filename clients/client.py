@@ -24,6 +24,7 @@ from types import TracebackType
 from typing import Any, ClassVar, Concatenate, Generic, ParamSpec, Self, TypeVar, overload
 
 import grpc
+from google.protobuf.message import Message
 
 from clients import _calls
 from clients._calls import Call, Stream, Stubs
@@ -148,6 +149,11 @@ class _Client:
     add_conversation_items = _Unary(_calls.add_conversation_items)
     get_conversation_item = _Unary(_calls.get_conversation_item)
     delete_conversation_item = _Unary(_calls.delete_conversation_item)
+    upload_file = _Unary(_calls.upload_file)
+    get_file = _Unary(_calls.get_file)
+    list_files = _Unary(_calls.list_files)
+    delete_file = _Unary(_calls.delete_file)
+    download_file = _Streaming(_calls.download_file)
 
 
 class OvserveClient(_Client):
@@ -171,7 +177,7 @@ class OvserveClient(_Client):
     def _unary(self, plan: Plan) -> Callable[..., Any]:
         def method(*args: Any, **kwargs: Any) -> Any:
             call: Call[Any] = plan(self._stubs, *args, **kwargs)
-            return call.result(call.rpc(call.request, **self._call_options(call.timeout)))
+            return call.result(call.rpc(_sent(call.request), **self._call_options(call.timeout)))
 
         return method
 
@@ -205,7 +211,7 @@ class AsyncOvserveClient(_Client):
     def _unary(self, plan: Plan) -> Callable[..., Coroutine[Any, Any, Any]]:
         async def method(*args: Any, **kwargs: Any) -> Any:
             call: Call[Any] = plan(self._stubs, *args, **kwargs)
-            return call.result(await call.rpc(call.request, **self._call_options(call.timeout)))
+            return call.result(await call.rpc(_sent(call.request), **self._call_options(call.timeout)))
 
         return method
 
@@ -227,6 +233,11 @@ class AsyncOvserveClient(_Client):
         self, exc_type: type[BaseException] | None, exc: BaseException | None, traceback: TracebackType | None
     ) -> None:
         await self.close()
+
+
+def _sent(request: Message | list[Message]) -> Any:
+    """What a stub's method takes: the request, or for a client stream an iterator over its messages."""
+    return iter(request) if isinstance(request, list) else request
 
 
 def _cancelling(call: Any) -> Iterator[Any]:

@@ -19,6 +19,8 @@ DEFAULT_REST_URL = f"http://{DEFAULT_HOST}:{DEFAULT_REST_PORT}"  # the bridge's 
 # stored conversation's input items can be larger, so the server and the
 # bridge's channel both allow this much each way.
 MAX_MESSAGE_BYTES = 64 * MIB
+#: The most bytes of a file one FileService.CreateFile message carries (the server refuses more).
+FILE_CHUNK_BYTES = 4 * MIB
 MESSAGE_SIZE_OPTIONS: tuple[tuple[str, int], ...] = (
     ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
     ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),

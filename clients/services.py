@@ -27,6 +27,8 @@ from clients.v1 import (
     conversation_pb2_grpc,
     embedding_pb2,
     embedding_pb2_grpc,
+    file_pb2,
+    file_pb2_grpc,
     model_pb2,
     model_pb2_grpc,
     rerank_pb2,
@@ -47,6 +49,7 @@ class Service(Enum):
     CHAT = (chat_pb2, chat_pb2_grpc)
     RESPONSE = (response_pb2, response_pb2_grpc)
     CONVERSATION = (conversation_pb2, conversation_pb2_grpc)
+    FILE = (file_pb2, file_pb2_grpc)
     MODEL = (model_pb2, model_pb2_grpc)
     TOKENIZER = (tokenizer_pb2, tokenizer_pb2_grpc)
     EMBEDDING = (embedding_pb2, embedding_pb2_grpc)

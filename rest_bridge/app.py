@@ -17,6 +17,7 @@ from rest_bridge.routes import (
     completions,
     conversations,
     embeddings,
+    files,
     health,
     models,
     rerank,
@@ -39,6 +40,7 @@ ROUTES: list[tuple[str, type[tornado.web.RequestHandler]]] = [
     *embeddings.ROUTES,
     *rerank.ROUTES,
     *audio.ROUTES,
+    *files.ROUTES,
 ]
 
 

@@ -13,6 +13,7 @@ from clients.v1 import (
     completion_pb2_grpc,
     conversation_pb2_grpc,
     embedding_pb2_grpc,
+    file_pb2_grpc,
     model_pb2_grpc,
     rerank_pb2_grpc,
     response_pb2_grpc,
@@ -34,6 +35,7 @@ class Backend:
     embeddings: embedding_pb2_grpc.EmbeddingServiceStub
     rerank: rerank_pb2_grpc.RerankServiceStub
     audio: audio_pb2_grpc.AudioServiceStub
+    files: file_pb2_grpc.FileServiceStub
 
     @classmethod
     def on(cls, channel: grpc.aio.Channel) -> Backend:
@@ -49,4 +51,5 @@ class Backend:
             embedding_pb2_grpc.EmbeddingServiceStub(channel),
             rerank_pb2_grpc.RerankServiceStub(channel),
             audio_pb2_grpc.AudioServiceStub(channel),
+            file_pb2_grpc.FileServiceStub(channel),
         )

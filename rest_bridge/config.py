@@ -45,6 +45,14 @@ class BridgeSettings:
         default=10 * MIB,
         metadata={"help": "largest accepted request body, bytes; larger gets 413", "default_text": "10 MiB"},
     )
+    max_upload_body_bytes: int = field(
+        default=512 * MIB,
+        metadata={
+            "help": "largest file upload body (POST /v3/files) the bridge reads, bytes; larger gets 413 (the "
+            "server's --max-upload-bytes decides what it stores)",
+            "default_text": "512 MiB",
+        },
+    )
     # Deeper nesting gets 400 naming the field. Below what protobuf's 100-level decoder takes: a JSON object
     # inside a google.protobuf.Struct costs 3 message levels, so a body 35 deep can fail to decode in the
     # service (tests/rest_bridge/test_json_values.py checks this bound against the decoder).

@@ -16,6 +16,7 @@ from service.model_files import Vision, vision
 from service.parsing import REASONING_PARSERS, TOOL_PARSERS, OutputFormat
 from service.pipelines import Pipeline, PipelineKind, PipelineSettings, kind_of
 from service.sources import Provenance
+from service.store.files import UploadedFiles
 from service.workers import Served
 
 log = logging.getLogger(__name__)
@@ -235,6 +236,8 @@ class ModelRegistry:
         self._provenance: dict[str, Provenance] = {}  # what each model was built from, when known
         self._ready = models is not None
         self.media = media or MediaPolicy()  # what images requests to these models may carry
+        #: Where a file part's ``file_id`` is read (the server's Files API); None: file ids are refused.
+        self.files: UploadedFiles | None = None
 
     def __iter__(self) -> Iterator[Model]:
         return iter(list(self._served.values()))

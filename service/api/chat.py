@@ -67,7 +67,7 @@ async def prepare(models: ModelRegistry, request: Request, *, streaming: bool) -
     violations += logprobs.vision_violations(model, ask)
     refuse_invalid(request, model, violations, streaming=streaming)
 
-    history = await media.with_files(history, models.media)
+    history = await media.with_files(history, models.media, models.files)
     rendered = await render(model, history, tools, context, CHAT.prompt_field)
     prompt = await templated_prompt(model, rendered, media, models.media, CHAT.prompt_field)
     n = choice_count(request)

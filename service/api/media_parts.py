@@ -21,6 +21,7 @@ from service.media.files import document_text
 from service.media.sources import media_bytes
 from service.model_files import IMAGE_TAG
 from service.models import ServedModel
+from service.store.files import UploadedFiles
 
 _TAG = re.compile(re.escape(IMAGE_TAG).replace(r"\{\}", r"(\d+)"))
 EARLIER_IMAGE = "[an image from an earlier turn]"
@@ -28,11 +29,13 @@ EARLIER_IMAGE = "[an image from an earlier turn]"
 
 @dataclass(frozen=True)
 class FilePart:
-    """A document part: where it comes from, its name, and its type if a data URL said it."""
+    """A document part: where it comes from (its bytes or URL, or an uploaded file's id), its name, and its type
+    if a data URL said it."""
 
     source: ImageSource
     filename: str
     media_type: str
+    file_id: str = ""
 
 
 class MediaParts:
@@ -48,13 +51,14 @@ class MediaParts:
     def add_file(
         self, field: str, data: str, url: str, file_id: str, filename: str, violations: list[FieldViolation]
     ) -> str:
-        """Record the file part at ``field`` (``data``: a data URL or bare base64); the placeholder for its text."""
+        """Record the file part at ``field`` (``data``: a data URL or bare base64; ``file_id``: an uploaded
+        file's); the placeholder for its text."""
+        if sum(map(bool, (data, url, file_id))) != 1:
+            violations.append(FieldViolation(field, "give exactly one of file_data, file_url and file_id"))
+            return ""
         if file_id:
-            violations.append(FieldViolation(f"{field}.file_id", "uploaded files are not served here; send file_data"))
-            return ""
-        if bool(data) == bool(url):
-            violations.append(FieldViolation(field, "give exactly one of file_data and file_url"))
-            return ""
+            self.files.append(FilePart(ImageSource(f"{field}.file_id"), filename, "", file_id))
+            return self._placeholder(len(self.files) - 1)
         media_type = data[len("data:") :].split(";", 1)[0].split(",", 1)[0].lower() if data.startswith("data:") else ""
         url = url or (data if data.startswith("data:") else f"data:;base64,{data}")
         self.files.append(FilePart(ImageSource(field, url=url), filename, media_type))
@@ -63,18 +67,26 @@ class MediaParts:
     def _placeholder(self, index: int) -> str:
         return f"\u2063ovserve-file-{self._nonce}-{index}\u2063"
 
-    async def with_files(self, messages: list[dict[str, Any]], policy: MediaPolicy) -> list[dict[str, Any]]:
+    async def with_files(
+        self, messages: list[dict[str, Any]], policy: MediaPolicy, uploaded: UploadedFiles | None = None
+    ) -> list[dict[str, Any]]:
         """``messages`` with each file placeholder replaced by the file's name and text (loaded together, read
-        off the event loop); INVALID_ARGUMENT naming the part of a file that cannot be read."""
+        off the event loop; a ``file_id`` from ``uploaded``); INVALID_ARGUMENT naming the part of a file that
+        cannot be read."""
         if not self.files:
             return messages
 
         async def text(part: FilePart) -> str:
-            data = await media_bytes(part.source, policy, limit=policy.max_file_bytes)
-            body = await asyncio.to_thread(
-                document_text, part.source.field, data, part.media_type, part.filename, policy
-            )
-            return f"[file {part.filename or 'unnamed'}]\n{body}\n[end of file]"
+            filename = part.filename
+            if not part.file_id:
+                data = await media_bytes(part.source, policy, limit=policy.max_file_bytes)
+            elif uploaded is None:
+                raise InvalidArgument.of(part.source.field, "uploaded files are not served here; send file_data")
+            else:
+                record, data = await uploaded.content(part.file_id, part.source.field, limit=policy.max_file_bytes)
+                filename = filename or record.filename
+            body = await asyncio.to_thread(document_text, part.source.field, data, part.media_type, filename, policy)
+            return f"[file {filename or 'unnamed'}]\n{body}\n[end of file]"
 
         try:
             texts = await asyncio.gather(*(text(part) for part in self.files))

@@ -11,6 +11,8 @@ import contextlib
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
 from typing import cast
 
+from google.protobuf.message import Message
+
 from clients.v1 import chat_pb2, common_pb2
 from service.errors import FieldViolation, InvalidArgument, NotFound, quote
 from service.store.chat_completions import ChatCompletionStore, Completion
@@ -48,21 +50,19 @@ def metadata_violations(metadata: Mapping[str, str], field: str = "metadata") ->
     return violations
 
 
-def _page(limit: int | None, order: str | None, default_order: str = "asc") -> tuple[int, str]:
-    """The page size and order of a listing request, checked."""
-    size = DEFAULT_PAGE if limit is None else limit
-    direction = default_order if order is None else order
+def page_bounds(
+    request: Message, *, default_order: str = "asc", default_size: int = DEFAULT_PAGE, max_size: int = MAX_PAGE
+) -> tuple[int, str]:
+    """The page size and order of a listing request (its optional ``limit`` and ``order``), checked."""
+    size = request.limit if request.HasField("limit") else default_size  # type: ignore[attr-defined]
+    direction = request.order if request.HasField("order") else default_order  # type: ignore[attr-defined]
     violations = []
-    if not 1 <= size <= MAX_PAGE:
-        violations.append(FieldViolation("limit", f"must be between 1 and {MAX_PAGE}; got {size}"))
+    if not 1 <= size <= max_size:
+        violations.append(FieldViolation("limit", f"must be between 1 and {max_size}; got {size}"))
     if direction not in ORDERS:
         violations.append(FieldViolation("order", f"must be asc or desc; got {quote(direction)}"))
     InvalidArgument.check(violations)
     return size, direction
-
-
-def _optional(message: object, name: str) -> object | None:
-    return getattr(message, name) if message.HasField(name) else None  # type: ignore[attr-defined]
 
 
 class StoredChatCompletions:
@@ -123,7 +123,7 @@ class StoredChatCompletions:
         self, request: chat_pb2.ListChatCompletionsRequest
     ) -> chat_pb2.ListChatCompletionsResponse:
         """ListChatCompletions."""
-        limit, order = _page(_optional(request, "limit"), _optional(request, "order"))  # type: ignore[arg-type]
+        limit, order = page_bounds(request)
         InvalidArgument.check(metadata_violations(request.metadata))
         after = request.after if request.HasField("after") else None
         try:
@@ -150,7 +150,7 @@ class StoredChatCompletions:
         self, request: chat_pb2.ListChatCompletionMessagesRequest
     ) -> chat_pb2.ListChatCompletionMessagesResponse:
         """ListChatCompletionMessages: message ids are ``<completion id>-<position>``."""
-        limit, order = _page(_optional(request, "limit"), _optional(request, "order"))  # type: ignore[arg-type]
+        limit, order = page_bounds(request)
         after = None
         if request.HasField("after"):
             prefix, _, position = request.after.rpartition("-")

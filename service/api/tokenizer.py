@@ -44,7 +44,7 @@ async def tokenize(models: ModelRegistry, request: tokenizer_pb2.TokenizeRequest
         context = template_context(request, violations, effort=None)
     InvalidArgument.check(violations)
     if has_messages:
-        history = await images.with_files(history, models.media)
+        history = await images.with_files(history, models.media, models.files)
         size = sum(len(m["content"]) for m in history if isinstance(m.get("content"), str))
         if size > MAX_TOKENIZE_CHARS:
             raise InvalidArgument.of("messages", f"at most {MAX_TOKENIZE_CHARS} characters in all")

@@ -16,13 +16,14 @@ from typing import Any, TypeVar
 from clients.v1 import conversation_pb2 as pb
 from clients.v1 import response_object_pb2 as objects_pb2
 from service.api.media_parts import MediaParts
-from service.api.stored_chat import DEFAULT_PAGE, MAX_PAGE, ORDERS, metadata_violations
+from service.api.stored_chat import metadata_violations, page_bounds
 from service.errors import FieldViolation, InvalidArgument, NotFound, quote
 from service.ids import new_id, now
 from service.media import MediaPolicy
 from service.models import ServedModel
 from service.responses.conversation import items_turn
 from service.store.conversations import ConversationFull, ConversationStore
+from service.store.files import UploadedFiles
 from service.store.items import output_items
 from service.store.tenancy import tenant
 
@@ -74,14 +75,7 @@ class ConversationsApi:
 
     async def list_items(self, request: pb.ListConversationItemsRequest) -> pb.ListConversationItemsResponse:
         """ListConversationItems: one page, newest first unless ``order`` is "asc"."""
-        limit = request.limit if request.HasField("limit") else DEFAULT_PAGE
-        order = request.order if request.HasField("order") else "desc"
-        violations = []
-        if not 1 <= limit <= MAX_PAGE:
-            violations.append(FieldViolation("limit", f"must be between 1 and {MAX_PAGE}; got {limit}"))
-        if order not in ORDERS:
-            violations.append(FieldViolation("order", f"must be asc or desc; got {quote(order)}"))
-        InvalidArgument.check(violations)
+        limit, order = page_bounds(request, default_order="desc")
         after = request.after if request.HasField("after") else None
         try:
             page = await self._store.page(request.conversation_id, tenant.get(), after=after, limit=limit, order=order)
@@ -132,7 +126,13 @@ class ConversationsApi:
     # ---- what a response in a conversation reads and adds ----
 
     async def context(
-        self, conversation_id: str, *, adding: int, model: ServedModel, media: MediaPolicy
+        self,
+        conversation_id: str,
+        *,
+        adding: int,
+        model: ServedModel,
+        media: MediaPolicy,
+        uploaded: UploadedFiles | None = None,
     ) -> list[dict[str, Any]]:
         """The conversation's items as chat messages, before a request that will add ``adding`` input items.
 
@@ -147,7 +147,7 @@ class ConversationsApi:
         parts = MediaParts(model)
         turn = items_turn(items, "conversation.items", images=parts, violations=violations)
         InvalidArgument.check(violations)  # e.g. an image stored for a model that takes none
-        return await parts.with_files(turn.messages, media)  # (images: the caller leaves earlier turns' out)
+        return await parts.with_files(turn.messages, media, uploaded)  # (images: the caller leaves earlier turns' out)
 
     async def record(
         self, conversation_id: str, owner: str, inputs: Sequence[objects_pb2.InputItem], response: objects_pb2.Response

@@ -128,7 +128,7 @@ async def prepare(
             violations.append(FieldViolation("conversation", "conversations are not served here"))
         else:
             previous = await conversations.context(
-                request.conversation, adding=len(turn.items), model=model, media=models.media
+                request.conversation, adding=len(turn.items), model=model, media=models.media, uploaded=models.files
             )
             turn_in = ConversationTurn(request.conversation, tenant.get(), conversations)
     elif request.HasField("previous_response_id"):
@@ -141,7 +141,7 @@ async def prepare(
     refuse_invalid(request, model, violations, streaming=streaming)
 
     instructions = [{"role": "system", "content": request.instructions}] if request.instructions else []
-    history = forget_images(previous) + await images.with_files(turn.messages, models.media)
+    history = forget_images(previous) + await images.with_files(turn.messages, models.media, models.files)
     limit = request.max_output_tokens if request.HasField("max_output_tokens") else None
     history, rendered = await _fit(model, instructions, history, tools, context, request, limit)
     prompt = await templated_prompt(model, rendered, images, models.media, RESPONSES.prompt_field)

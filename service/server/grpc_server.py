@@ -12,6 +12,7 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
 from clients.defaults import MESSAGE_SIZE_OPTIONS
+from service.api.files import FilesApi
 from service.api.stored_chat import StoredChatCompletions
 from service.config import ServeConfig
 from service.config import key_file_keys as config_keys
@@ -27,6 +28,7 @@ from service.server.reflection import enable_server_reflection
 from service.server.services import SERVED, services_down
 from service.store.chat_completions import ChatCompletionStore
 from service.store.conversations import ConversationStore
+from service.store.files import FileStore
 from service.store.responses import ResponseStore
 
 log = logging.getLogger(__name__)
@@ -43,6 +45,8 @@ class Server:
         self.store = ResponseStore(config.response_store, max_age_seconds=config.response_max_age_seconds)
         self.limit = ConcurrencyLimit(config.max_concurrent_requests)  # calls and background responses
         self.conversations = ConversationsApi(ConversationStore(self.store, max_items=MAX_CONVERSATION_ITEMS))
+        self.files = FilesApi(FileStore(self.store), config.files)
+        self.registry.files = self.files
         self.responses = ResponsesApi(self.registry, self.store, self.limit, self.conversations)
         self.stored_chat = StoredChatCompletions(ChatCompletionStore(self.store))
         self.port = 0
@@ -134,8 +138,7 @@ class Server:
         failed = await self.responses.recover()
         if failed:
             log.warning("%d stored responses were unfinished at the last stop; marked failed", failed)
-        if self.config.response_max_age_seconds:
-            self._expiry = asyncio.create_task(self._expire_responses())
+        self._expiry = asyncio.create_task(self._expire())
         self._loading = None
         await self._set_health(health_pb2.HealthCheckResponse.SERVING)
         log.info("serving %s", ", ".join(self.registry.names))
@@ -180,11 +183,13 @@ class Server:
         while self.policy.in_flight and time.monotonic() < deadline and not graceful.done():
             await asyncio.sleep(STOP_POLL_SECONDS)
 
-    async def _expire_responses(self) -> None:
+    async def _expire(self) -> None:
+        """Delete expired files and abandoned uploads, and responses older than --response-max-age if set."""
         while True:
-            removed = await self.store.expire()
-            if removed:
+            if removed := await self.store.expire():
                 log.info("expired %d stored responses", removed)
+            if removed := await self.files.expire():
+                log.info("deleted %d expired files or abandoned uploads", removed)
             await asyncio.sleep(EXPIRY_INTERVAL_SECONDS)
 
     async def _set_health(self, status: int) -> None:
@@ -209,7 +214,7 @@ class Server:
         task.add_done_callback(self._health_updates.discard)
 
 
-EXPIRY_INTERVAL_SECONDS = 600.0  # how often stored responses past --response-max-age are deleted
+EXPIRY_INTERVAL_SECONDS = 600.0  # how often expired files and responses past --response-max-age are deleted
 STOP_POLL_SECONDS = 0.05  # how often a stopping server looks whether its API calls have ended
 WATCHERS_NOTICE_SECONDS = 0.2  # time for health watchers to receive NOT_SERVING before their streams close
 ENDING_SECONDS = 1.0  # time for calls still running at the end of the grace period to end with UNAVAILABLE

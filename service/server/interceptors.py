@@ -109,7 +109,14 @@ class CallPolicyInterceptor(grpc.aio.ServerInterceptor):
                 request_deserializer=deserialize,
                 response_serializer=handler.response_serializer,
             )
-        return handler  # ovserve has no client-streaming RPCs
+        if handler.stream_unary is not None:  # an upload: its messages are checked as they come
+            upload = handler.stream_unary
+            return grpc.stream_unary_rpc_method_handler(
+                self._unary(lambda requests, context: upload(_decoded(requests), context), details.method, metadata),
+                request_deserializer=deserialize,
+                response_serializer=handler.response_serializer,
+            )
+        return handler  # ovserve has no bidirectional RPCs
 
     def _unary(self, behavior: Callable[..., Any], method: str, metadata: dict[str, Any]) -> Callable[..., Any]:
         async def guarded(request: Any, context: grpc.aio.ServicerContext) -> Any:
@@ -226,6 +233,14 @@ class CallPolicyInterceptor(grpc.aio.ServerInterceptor):
         if any(matches):
             tenant.set(fingerprint(key.strip()))
         return any(matches)
+
+
+async def _decoded(requests: AsyncIterator[Any]) -> AsyncIterator[Any]:
+    """A client stream's messages, failing with INVALID_ARGUMENT at the first one protobuf could not decode."""
+    async for message in requests:
+        if isinstance(message, Undecodable):
+            raise InvalidArgument(message.reason)
+        yield message
 
 
 def _span(method: str, metadata: dict[str, Any], request: Any) -> trace.Span:

@@ -20,8 +20,9 @@ from typing import Any, TypeVar
 
 import grpc
 
-from clients.v1 import chat_pb2, conversation_pb2, model_pb2, response_pb2
+from clients.v1 import chat_pb2, conversation_pb2, file_pb2, model_pb2, response_pb2
 from service.api import chat, completions, embeddings, models, rerank, tokenizer, transcriptions
+from service.api.files import FilesApi
 from service.api.stored_chat import StoredChatCompletions
 from service.errors import ServiceError, to_rpc_status
 from service.models import ModelRegistry
@@ -279,3 +280,31 @@ class ConversationServicer:
         self, request: conversation_pb2.DeleteConversationItemRequest, context: Any
     ) -> Any:
         return conversation_pb2.DeleteConversationItemResponse(conversation=await self._api.delete_item(request))
+
+
+class FileServicer:
+    """ovserve.v1.FileService."""
+
+    def __init__(self, api: FilesApi) -> None:
+        self._api = api
+
+    @unary
+    async def CreateFile(self, requests: AsyncIterator[file_pb2.CreateFileRequest], context: Any) -> Any:
+        return file_pb2.CreateFileResponse(file=await self._api.create(requests))
+
+    @unary
+    async def GetFile(self, request: file_pb2.GetFileRequest, context: Any) -> Any:
+        return file_pb2.GetFileResponse(file=await self._api.get(request.file_id))
+
+    @unary
+    async def ListFiles(self, request: file_pb2.ListFilesRequest, context: Any) -> Any:
+        return await self._api.list(request)
+
+    @unary
+    async def DeleteFile(self, request: file_pb2.DeleteFileRequest, context: Any) -> Any:
+        return await self._api.delete(request.file_id)
+
+    @streaming
+    async def GetFileContent(self, request: file_pb2.GetFileContentRequest, context: Any) -> Any:
+        async for message in self._api.download(request.file_id):
+            yield message

@@ -12,6 +12,7 @@ from typing import Any, Protocol
 import grpc
 
 from clients.services import Service
+from service.api.files import FilesApi
 from service.api.stored_chat import StoredChatCompletions
 from service.models import ModelRegistry
 from service.pipelines import PipelineKind
@@ -23,6 +24,7 @@ from service.server.servicers import (
     CompletionServicer,
     ConversationServicer,
     EmbeddingServicer,
+    FileServicer,
     ModelServicer,
     RerankServicer,
     ResponseServicer,
@@ -37,6 +39,7 @@ class ServerParts(Protocol):
     stored_chat: StoredChatCompletions
     responses: ResponsesApi
     conversations: ConversationsApi
+    files: FilesApi
 
 
 # How the server builds each service's servicer from its parts.
@@ -45,6 +48,7 @@ SERVICERS: dict[Service, Callable[[ServerParts], Any]] = {
     Service.CHAT: lambda server: ChatServicer(server.registry, server.stored_chat),
     Service.RESPONSE: lambda server: ResponseServicer(server.responses),
     Service.CONVERSATION: lambda server: ConversationServicer(server.conversations),
+    Service.FILE: lambda server: FileServicer(server.files),
     Service.MODEL: lambda server: ModelServicer(server.registry),
     Service.TOKENIZER: lambda server: TokenizerServicer(server.registry),
     Service.EMBEDDING: lambda server: EmbeddingServicer(server.registry),

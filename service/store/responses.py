@@ -28,8 +28,8 @@ from service.store.items import output_items
 
 #: Bumped whenever the tables change; a file written by a newer ovserve is refused rather than misread.
 # 2: responses.owner; 3: stored chat completions (service/store/chat_completions.py); 4: conversations; 5: output items
-# (what item_reference finds) and item-id indexes
-SCHEMA_VERSION = 5
+# (what item_reference finds) and item-id indexes; 6: uploaded files (service/store/files.py)
+SCHEMA_VERSION = 6
 # (service/store/conversations.py); each step only adds tables, so older files are upgraded in place
 
 #: How long a statement waits for another process's write lock before giving up.
@@ -108,6 +108,26 @@ CREATE TABLE IF NOT EXISTS conversation_items (
 ) WITHOUT ROWID;
 CREATE UNIQUE INDEX IF NOT EXISTS conversation_items_by_id ON conversation_items (conversation_id, item_id);
 CREATE INDEX IF NOT EXISTS conversation_items_by_item ON conversation_items (item_id);
+
+CREATE TABLE IF NOT EXISTS files (   -- rowid: upload order, what pagination walks
+    id TEXT PRIMARY KEY,
+    owner TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    expires_at INTEGER,            -- NULL: never
+    purpose TEXT NOT NULL,
+    bytes INTEGER NOT NULL,        -- stored so far
+    complete INTEGER NOT NULL,     -- 0 while the upload streams in
+    touched REAL NOT NULL,         -- when it last grew (an upload abandoned by a crash is old)
+    file BLOB NOT NULL             -- file_pb2.File
+);
+CREATE INDEX IF NOT EXISTS files_by_owner ON files (owner, complete);
+
+CREATE TABLE IF NOT EXISTS file_chunks (
+    file_id TEXT NOT NULL,
+    seq INTEGER NOT NULL,          -- 0, 1, 2...: the order the bytes came in
+    data BLOB NOT NULL,
+    PRIMARY KEY (file_id, seq)
+) WITHOUT ROWID;
 """
 
 # Response.status values that mean "work still running"; must match the partial index above.

@@ -25,8 +25,9 @@ UNARY = {
     "chat", "complete", "embed", "rerank", "transcribe", "list_models", "get_model", "health",
     "create_conversation", "get_conversation", "update_conversation", "delete_conversation",
     "list_conversation_items", "add_conversation_items", "get_conversation_item", "delete_conversation_item",
+    "upload_file", "get_file", "list_files", "delete_file",
 }  # fmt: skip
-STREAMING = {"stream_chat", "stream_complete", "stream_transcription"}
+STREAMING = {"stream_chat", "stream_complete", "stream_transcription", "download_file"}
 
 
 def generated_services() -> set[str]:
@@ -41,7 +42,7 @@ def generated_services() -> set[str]:
 
 def test_every_generated_service_is_declared_once() -> None:
     declared = [service.full_name for service in Service]
-    assert len(declared) == len(set(declared)) == 9
+    assert len(declared) == len(set(declared)) == 10
     assert set(declared) == generated_services()
 
 
@@ -55,7 +56,7 @@ def test_a_declared_service_names_its_own_generated_code(service: Service) -> No
 
 def test_the_server_serves_every_declared_service_and_every_rpc_of_it() -> None:
     assert list(SERVED) == [service.full_name for service in Service]  # reflection and health list these
-    parts = SimpleNamespace(registry=None, stored_chat=None, responses=None, conversations=None)
+    parts = SimpleNamespace(registry=None, stored_chat=None, responses=None, conversations=None, files=None)
     pool = descriptor_pool.Default()
     for name, (add_to_server, build) in SERVED.items():
         servicer = build(parts)
@@ -94,6 +95,11 @@ ARGUMENTS: dict[str, tuple[Any, ...]] = {
     "add_conversation_items": ("conv_1", [{"type": "message", "role": "user", "content": "Hi"}]),
     "get_conversation_item": ("conv_1", "msg_1"),
     "delete_conversation_item": ("conv_1", "msg_1"),
+    "upload_file": (b"data", "a.txt", "user_data"),
+    "get_file": ("file-1",),
+    "list_files": (),
+    "delete_file": ("file-1",),
+    "download_file": ("file-1",),
 }
 
 
@@ -106,7 +112,9 @@ def test_each_method_sends_its_rpc_the_request_that_rpc_takes(name: str) -> None
         method = health_pb2.DESCRIPTOR.services_by_name["Health"].methods_by_name[rpc]
     else:
         method = descriptor_pool.Default().FindServiceByName(service).methods_by_name[rpc]
-    assert call.request.DESCRIPTOR is method.input_type
+    messages = call.request if isinstance(call.request, list) else [call.request]
+    assert [message.DESCRIPTOR for message in messages] == [method.input_type] * len(messages)
+    assert method.client_streaming == isinstance(call.request, list)
     assert method.server_streaming == (name in STREAMING)
     assert call.timeout == 7
 

@@ -11,9 +11,11 @@ from __future__ import annotations
 import functools
 import gzip
 import json
+import re
 from pathlib import Path
 from typing import Any
 
+import httpx2 as httpx
 from jsonschema import Draft202012Validator
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
@@ -81,3 +83,33 @@ def request_parameters(api: str) -> list[str]:
         return found
 
     return sorted(properties(REQUEST_SCHEMAS[api]))
+
+
+class SpecCheck:
+    """An httpx response hook: every JSON reply checked against its route's OpenAPI schema, errors against
+    ErrorResponse. ``schemas``: (method, path regex after /v3, component) of each route checked; a 200 of another
+    route is left to its own tests, as are event streams and the raw bytes of ``/content`` routes."""
+
+    def __init__(self, schemas: list[tuple[str, str, str]]) -> None:
+        self.schemas = schemas
+        self.problems: list[str] = []
+        self.checked = 0
+
+    def __call__(self, response: httpx.Response) -> None:
+        if response.headers.get("Content-Type", "").startswith("text/event-stream"):
+            return
+        response.read()
+        path = response.request.url.path.removeprefix("/v3")
+        method = response.request.method
+        if response.status_code != 200:
+            component = "ErrorResponse"
+        else:
+            found = [c for m, p, c in self.schemas if m == method and re.fullmatch(p, path)]
+            if not found or path.endswith("/content"):
+                return
+            component = found[0]
+        self.checked += 1
+        problems = violations(component, response.json())
+        if component == "Response":  # null, not OpenAI's string, as the Open Responses schema wants it
+            problems = [problem for problem in problems if problem != "user: None is not of type 'string'"]
+        self.problems += [f"{method} {path} {component}: {problem}" for problem in problems]

@@ -7,7 +7,6 @@ conversation; servers of their own for two API keys and for a restart with a sto
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,7 +17,7 @@ import pytest
 
 from rest_bridge.server import Bridge
 from service.models import ModelSpec
-from tests.conformance import violations
+from tests.conformance import SpecCheck
 from tests.conftest import TEST_SETTINGS, TINY_CHAT, ServerThread, start_server
 from tests.rest_bridge.conftest import RunningBridge, http_request, served_with_bridge
 
@@ -41,35 +40,9 @@ SCHEMAS = [
 ]
 
 
-class SpecCheck:
-    """An httpx response hook: every reply body, checked against its route's schema (errors: ErrorResponse)."""
-
-    def __init__(self) -> None:
-        self.problems: list[str] = []
-        self.checked = 0
-
-    def __call__(self, response: httpx.Response) -> None:
-        if response.headers.get("Content-Type", "").startswith("text/event-stream"):
-            return  # streamed events are checked event by event elsewhere (test_responses_http.py)
-        response.read()
-        path = response.request.url.path.removeprefix("/v3")
-        method = response.request.method
-        if response.status_code != 200:
-            component = "ErrorResponse"
-        else:
-            found = [c for m, p, c in SCHEMAS if m == method and re.fullmatch(p, path)]
-            assert found, f"no schema for {method} {path}"
-            component = found[0]
-        self.checked += 1
-        found = violations(component, response.json())
-        if component == "Response":  # null, not OpenAI's string, as the Open Responses schema wants it
-            found = [problem for problem in found if problem != "user: None is not of type 'string'"]
-        self.problems += [f"{method} {path} {component}: {problem}" for problem in found]
-
-
 @pytest.fixture
 def spec() -> SpecCheck:
-    return SpecCheck()
+    return SpecCheck(SCHEMAS)
 
 
 def spec_client(bridge: RunningBridge, spec: SpecCheck, key: str = "any-key") -> openai.OpenAI:

@@ -58,7 +58,7 @@ def test_a_responses_input_file_pdf_is_its_pages_text(client: openai.OpenAI) -> 
      ({"file_data": data_url(b"%PDF-1.4 broken", "application/pdf")}, "could not be read"),
      ({"file_data": data_url(inflating(40_000_000), "application/pdf")}, "past the limits of what is read"),
      ({"file_data": data_url(deep(5000), "application/pdf")}, "page tree depth"),
-     ({"file_id": "file-123"}, "not served here")],
+     ({"file_id": "file-123"}, "no file 'file-123'")],
 )  # fmt: skip
 def test_a_bad_file_is_a_400_naming_its_part(client: openai.OpenAI, file: dict[str, str], message: str) -> None:
     with pytest.raises(openai.BadRequestError) as raised:

@@ -88,7 +88,7 @@ def test_a_schema_2_file_gets_the_chat_tables(tmp_path: Path) -> None:
     finally:
         store.close()
     with sqlite3.connect(path) as conn:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 5
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 6
 
 
 def test_grpc_store_get_list_update_delete(server: ServerThread) -> None:
