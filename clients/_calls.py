@@ -33,6 +33,7 @@ from clients.defaults import FILE_CHUNK_BYTES
 from clients.services import Service
 from clients.v1 import (
     audio_pb2,
+    batch_pb2,
     chat_pb2,
     completion_pb2,
     conversation_pb2,
@@ -313,3 +314,42 @@ def download_file(
 ) -> Stream[file_pb2.GetFileContentResponse]:
     """A file's bytes as they come, in chunks of at most 1 MiB (``b"".join(m.chunk for m in ...)``)."""
     return Stream(stubs[Service.FILE].GetFileContent, file_pb2.GetFileContentRequest(file_id=file_id), timeout)
+
+
+# ---- batches (BatchService; the input file uploaded with upload_file, purpose "batch") ----
+
+
+def create_batch(
+    stubs: Stubs,
+    /,
+    input_file_id: str,
+    endpoint: str,
+    *,
+    metadata: Mapping[str, str] | None = None,
+    timeout: float | None = None,
+) -> Call[batch_pb2.Batch]:
+    """Run the requests of an uploaded JSONL file (OpenAI's request lines) in the background; the new batch."""
+    request = batch_pb2.CreateBatchRequest(
+        input_file_id=input_file_id, endpoint=endpoint, completion_window="24h", metadata=metadata
+    )
+    return Call(stubs[Service.BATCH].CreateBatch, request, timeout, attrgetter("batch"))
+
+
+def get_batch(stubs: Stubs, /, batch_id: str, *, timeout: float | None = None) -> Call[batch_pb2.Batch]:
+    """A batch: its status, counts and, once it ended, its output and error files."""
+    return Call(
+        stubs[Service.BATCH].GetBatch, batch_pb2.GetBatchRequest(batch_id=batch_id), timeout, attrgetter("batch")
+    )
+
+
+def list_batches(
+    stubs: Stubs, /, *, after: str | None = None, limit: int | None = None, timeout: float | None = None
+) -> Call[batch_pb2.ListBatchesResponse]:
+    """One page of the caller's batches, newest first."""
+    return Call(stubs[Service.BATCH].ListBatches, batch_pb2.ListBatchesRequest(after=after, limit=limit), timeout)
+
+
+def cancel_batch(stubs: Stubs, /, batch_id: str, *, timeout: float | None = None) -> Call[batch_pb2.Batch]:
+    """Cancel a batch: lines not started do not run; it ends "cancelled" with its files."""
+    request = batch_pb2.CancelBatchRequest(batch_id=batch_id)
+    return Call(stubs[Service.BATCH].CancelBatch, request, timeout, attrgetter("batch"))

@@ -154,6 +154,10 @@ class _Client:
     list_files = _Unary(_calls.list_files)
     delete_file = _Unary(_calls.delete_file)
     download_file = _Streaming(_calls.download_file)
+    create_batch = _Unary(_calls.create_batch)
+    get_batch = _Unary(_calls.get_batch)
+    list_batches = _Unary(_calls.list_batches)
+    cancel_batch = _Unary(_calls.cancel_batch)
 
 
 class OvserveClient(_Client):

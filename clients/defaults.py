@@ -25,3 +25,8 @@ MESSAGE_SIZE_OPTIONS: tuple[tuple[str, int], ...] = (
     ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
     ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
 )
+
+# A batch line's call to the server (the server's batch runner through the bridge's translation): the runner's
+# per-process token and the tenant it acts for. The server's call policy alone checks them.
+BATCH_TOKEN_KEY = "x-ovserve-batch-token"
+BATCH_OWNER_KEY = "x-ovserve-batch-owner"

@@ -19,6 +19,8 @@ import grpc
 from clients.v1 import (
     audio_pb2,
     audio_pb2_grpc,
+    batch_pb2,
+    batch_pb2_grpc,
     chat_pb2,
     chat_pb2_grpc,
     completion_pb2,
@@ -50,6 +52,7 @@ class Service(Enum):
     RESPONSE = (response_pb2, response_pb2_grpc)
     CONVERSATION = (conversation_pb2, conversation_pb2_grpc)
     FILE = (file_pb2, file_pb2_grpc)
+    BATCH = (batch_pb2, batch_pb2_grpc)
     MODEL = (model_pb2, model_pb2_grpc)
     TOKENIZER = (tokenizer_pb2, tokenizer_pb2_grpc)
     EMBEDDING = (embedding_pb2, embedding_pb2_grpc)

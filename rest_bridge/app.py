@@ -13,6 +13,7 @@ from rest_bridge.config import BridgeSettings
 from rest_bridge.handler import NotFoundHandler
 from rest_bridge.routes import (
     audio,
+    batches,
     chat_completions,
     completions,
     conversations,
@@ -41,6 +42,7 @@ ROUTES: list[tuple[str, type[tornado.web.RequestHandler]]] = [
     *rerank.ROUTES,
     *audio.ROUTES,
     *files.ROUTES,
+    *batches.ROUTES,
 ]
 
 

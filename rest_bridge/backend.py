@@ -9,6 +9,7 @@ from grpc_health.v1 import health_pb2_grpc
 
 from clients.v1 import (
     audio_pb2_grpc,
+    batch_pb2_grpc,
     chat_pb2_grpc,
     completion_pb2_grpc,
     conversation_pb2_grpc,
@@ -36,6 +37,7 @@ class Backend:
     rerank: rerank_pb2_grpc.RerankServiceStub
     audio: audio_pb2_grpc.AudioServiceStub
     files: file_pb2_grpc.FileServiceStub
+    batches: batch_pb2_grpc.BatchServiceStub
 
     @classmethod
     def on(cls, channel: grpc.aio.Channel) -> Backend:
@@ -52,4 +54,5 @@ class Backend:
             rerank_pb2_grpc.RerankServiceStub(channel),
             audio_pb2_grpc.AudioServiceStub(channel),
             file_pb2_grpc.FileServiceStub(channel),
+            batch_pb2_grpc.BatchServiceStub(channel),
         )

@@ -45,6 +45,7 @@ from service.parsing import parser_name_problem
 from service.pipelines import PipelineKind, PipelineSettings
 from service.pipelines.kinds import missing_files
 from service.sources import SourceError, default_cache_dir, resolve
+from service.store.batches import BatchSettings
 from service.store.files import FileLimits
 
 DEFAULT_MAX_CONCURRENT = 512
@@ -114,6 +115,7 @@ class ServeConfig:
     api_key_file: Path | None = None  # --api-key-file: its keys are read again on SIGHUP
     media: MediaPolicy = field(default_factory=MediaPolicy)  # the "images" flags
     files: FileLimits = field(default_factory=FileLimits)  # the "Files API" flags
+    batches: BatchSettings = field(default_factory=BatchSettings)  # the "Batch API" flags
     max_connection_age_seconds: float | None = field(
         default=None,
         metadata={
@@ -205,6 +207,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_flags(parser.add_argument_group("TLS (gRPC)"), ServeConfig, only=("tls_cert", "tls_key", "tls_client_ca"))
     add_flags(parser.add_argument_group("images (vision models) and files"), MediaPolicy)
     add_flags(parser.add_argument_group("Files API (uploads, in the response store)"), FileLimits)
+    add_flags(parser.add_argument_group("Batch API"), BatchSettings)
     add_flags(parser.add_argument_group("scheduler (every model)"), EngineSettings)
     add_flags(parser.add_argument_group("embedding, rerank and speech models"), PipelineSettings)
 
@@ -262,7 +265,8 @@ def from_arguments(args: argparse.Namespace) -> ServeConfig:
         raise ConfigError(f"--max-concurrent-requests must be 0 (no bound) or more; got {limit}")
     values["media"] = MediaPolicy(**given(args, MediaPolicy))
     values["files"] = FileLimits(**given(args, FileLimits))
-    if problems := values["files"].problems():
+    values["batches"] = BatchSettings(**given(args, BatchSettings))
+    if problems := values["files"].problems() + values["batches"].problems():
         raise ConfigError("; ".join(problems))
     if problems := values["media"].problems():
         raise ConfigError("; ".join(problems))

@@ -16,6 +16,7 @@ from clients.v1 import chat_pb2_grpc, completion_pb2_grpc, model_pb2_grpc
 from service.config import ServeConfig
 from service.engine import EngineSettings
 from service.models import BUNDLED_DRAFT, BUNDLED_MODEL, BUNDLED_MODELS_DIR, ModelSpec, bundled_model_specs
+from service.server.composition import batch_lines
 from service.server.grpc_server import Server
 
 TINY_CHAT = BUNDLED_MODELS_DIR / BUNDLED_MODEL
@@ -40,6 +41,7 @@ class ServerThread:
         asyncio.set_event_loop(self.loop)
         try:
             self.loop.run_until_complete(self.server.start())
+            self.server.batch_lines = batch_lines(self.server, self.target)  # as `ovserve serve` wires it
             self.loop.run_until_complete(self.server.load_models())
         except BaseException as error:
             self._error = error

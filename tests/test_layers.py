@@ -120,7 +120,7 @@ SERVICE_LAYERS: list[set[str]] = [
     {"service.models"},  # the registry of served models
     {"service.structured", "service.observability", "service.config"},
     {"service.api"},
-    {"service.responses"},
+    {"service.responses", "service.batches"},  # the Responses API; the Batch API and its runner
     {"service.server"},
     {"service.bench", "service.model_builder"},  # the benchmark and the builder of the bundled models
     {"service.cli"},

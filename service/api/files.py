@@ -13,7 +13,7 @@ from typing import TypeVar
 
 from clients.defaults import FILE_CHUNK_BYTES, MIB
 from clients.v1 import file_pb2 as pb
-from service.api.stored_chat import page_bounds
+from service.api.stored_chat import page_bounds, page_reply
 from service.errors import FieldViolation, InvalidArgument, NotFound, ResourceExhausted, quote
 from service.ids import new_id, now
 from service.store.files import FileLimits, FileStore, StorageFull
@@ -123,13 +123,7 @@ class FilesApi:
             )
         except KeyError:
             raise InvalidArgument.of("after", f"no file {quote(after)}") from None
-        return pb.ListFilesResponse(
-            object="list",
-            data=page.files,
-            first_id=page.files[0].id if page.files else "",
-            last_id=page.files[-1].id if page.files else "",
-            has_more=page.has_more,
-        )
+        return page_reply(pb.ListFilesResponse, page.files, page.has_more)
 
     async def delete(self, file_id: str) -> pb.DeleteFileResponse:
         """DeleteFile: the record and its bytes."""

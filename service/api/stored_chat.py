@@ -8,8 +8,8 @@ belongs to the caller's tenant. The other ChatService RPCs read it back, list, u
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
-from typing import cast
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from typing import Any, TypeVar, cast
 
 from google.protobuf.message import Message
 
@@ -26,6 +26,7 @@ MAX_METADATA_PAIRS = 16
 MAX_METADATA_KEY = 64
 MAX_METADATA_VALUE = 512
 MAX_PAGE = 100
+_Reply = TypeVar("_Reply", bound=Message)
 DEFAULT_PAGE = 20
 ORDERS = ("asc", "desc")
 
@@ -50,12 +51,25 @@ def metadata_violations(metadata: Mapping[str, str], field: str = "metadata") ->
     return violations
 
 
+def page_reply(reply_class: type[_Reply], items: Sequence[Any], has_more: bool) -> _Reply:
+    """OpenAI's list object of one page of ``items`` (each with an ``id``): ``reply_class`` with object "list",
+    the items, the first and last ids (empty for an empty page) and whether more follow."""
+    return reply_class(
+        object="list",
+        data=items,
+        first_id=items[0].id if items else "",
+        last_id=items[-1].id if items else "",
+        has_more=has_more,
+    )
+
+
 def page_bounds(
     request: Message, *, default_order: str = "asc", default_size: int = DEFAULT_PAGE, max_size: int = MAX_PAGE
 ) -> tuple[int, str]:
     """The page size and order of a listing request (its optional ``limit`` and ``order``), checked."""
+    fields = request.DESCRIPTOR.fields_by_name
     size = request.limit if request.HasField("limit") else default_size  # type: ignore[attr-defined]
-    direction = request.order if request.HasField("order") else default_order  # type: ignore[attr-defined]
+    direction = request.order if "order" in fields and request.HasField("order") else default_order  # type: ignore[attr-defined]
     violations = []
     if not 1 <= size <= max_size:
         violations.append(FieldViolation("limit", f"must be between 1 and {max_size}; got {size}"))

@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 from clients.v1 import conversation_pb2 as pb
 from clients.v1 import response_object_pb2 as objects_pb2
 from service.api.media_parts import MediaParts
-from service.api.stored_chat import metadata_violations, page_bounds
+from service.api.stored_chat import metadata_violations, page_bounds, page_reply
 from service.errors import FieldViolation, InvalidArgument, NotFound, quote
 from service.ids import new_id, now
 from service.media import MediaPolicy
@@ -83,13 +83,7 @@ class ConversationsApi:
             raise InvalidArgument.of("after", f"no item {quote(after)} in this conversation") from None
         if page is None:
             raise _not_found(request.conversation_id)
-        return pb.ListConversationItemsResponse(
-            object="list",
-            data=page.items,
-            first_id=page.items[0].id if page.items else "",
-            last_id=page.items[-1].id if page.items else "",
-            has_more=page.has_more,
-        )
+        return page_reply(pb.ListConversationItemsResponse, page.items, page.has_more)
 
     async def add_items(self, request: pb.CreateConversationItemsRequest) -> pb.CreateConversationItemsResponse:
         """CreateConversationItems: append 1-20 items; returns them with their ids."""

@@ -14,6 +14,8 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from clients.defaults import MESSAGE_SIZE_OPTIONS
 from service.api.files import FilesApi
 from service.api.stored_chat import StoredChatCompletions
+from service.batches.api import BatchesApi
+from service.batches.runner import BatchRunner, LineExecutor
 from service.config import ServeConfig
 from service.config import key_file_keys as config_keys
 from service.limits import ConcurrencyLimit
@@ -26,6 +28,7 @@ from service.server import tls
 from service.server.interceptors import CallPolicyInterceptor
 from service.server.reflection import enable_server_reflection
 from service.server.services import SERVED, services_down
+from service.store.batches import BatchStore
 from service.store.chat_completions import ChatCompletionStore
 from service.store.conversations import ConversationStore
 from service.store.files import FileStore
@@ -45,8 +48,20 @@ class Server:
         self.store = ResponseStore(config.response_store, max_age_seconds=config.response_max_age_seconds)
         self.limit = ConcurrencyLimit(config.max_concurrent_requests)  # calls and background responses
         self.conversations = ConversationsApi(ConversationStore(self.store, max_items=MAX_CONVERSATION_ITEMS))
-        self.files = FilesApi(FileStore(self.store), config.files)
+        files = FileStore(self.store)
+        self.files = FilesApi(files, config.files)
         self.registry.files = self.files
+        batches = BatchStore(self.store)
+        runner = BatchRunner(
+            batches,
+            files,
+            concurrency=config.batches.batch_concurrency,
+            interactive=lambda seconds: self.policy.interactive_within(seconds),
+        )
+        self.batches = BatchesApi(batches, files, runner)
+        #: How batch lines run (the composition root's: the REST bridge's translation over gRPC to this server);
+        #: set after start(), the runner starts once the models are loaded. None: batches wait.
+        self.batch_lines: LineExecutor | None = None
         self.responses = ResponsesApi(self.registry, self.store, self.limit, self.conversations)
         self.stored_chat = StoredChatCompletions(ChatCompletionStore(self.store))
         self.port = 0
@@ -138,6 +153,8 @@ class Server:
         failed = await self.responses.recover()
         if failed:
             log.warning("%d stored responses were unfinished at the last stop; marked failed", failed)
+        if self.batch_lines is not None:
+            await self.batches.runner.start(self.batch_lines)  # unfinished batches resume
         self._expiry = asyncio.create_task(self._expire())
         self._loading = None
         await self._set_health(health_pb2.HealthCheckResponse.SERVING)
@@ -157,6 +174,9 @@ class Server:
         API call has ended (or the grace period is over) whatever is still open is cancelled.
         """
         self._stopping = True
+        # Batch lines stop first, unrecorded: they run again at the next start, rather than be recorded as
+        # failed by the shutdown.
+        await self.batches.runner.close()
         await self._set_health(health_pb2.HealthCheckResponse.NOT_SERVING)
         # gRPC's own grace outlasts ours by ENDING_SECONDS: what still runs at our deadline is ended by us,
         # with a status that says why, before grpc.aio would cancel it ("Cancelling all calls").
@@ -175,6 +195,8 @@ class Server:
         if self._expiry is not None:
             self._expiry.cancel()
         await self.responses.close()
+        if self.batch_lines is not None:
+            await self.batch_lines.close()
         self.registry.close()
         self.store.close()
 

@@ -16,7 +16,9 @@ import asyncio
 import contextlib
 import hmac
 import logging
+import math
 import re
+import secrets
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
@@ -26,6 +28,7 @@ from typing import Any
 import grpc
 from opentelemetry import trace
 
+from clients.defaults import BATCH_OWNER_KEY, BATCH_TOKEN_KEY
 from clients.tracing import extracted
 from service.errors import InvalidArgument, ResourceExhausted, to_rpc_status
 from service.limits import ConcurrencyLimit
@@ -82,6 +85,10 @@ class CallPolicyInterceptor(grpc.aio.ServerInterceptor):
         self._served = served
         self._limit = limit or ConcurrencyLimit()  # shared with background responses
         self.in_flight = 0  # API calls under way
+        self.interactive = 0  # generating calls under way that are not batch lines
+        self._interactive_ended = -math.inf  # when the last of them ended (time.monotonic())
+        #: What the batch runner's calls carry (BATCH_TOKEN_KEY): made per process, never sent elsewhere.
+        self.internal_token = secrets.token_hex(32)
 
     def set_keys(self, api_keys: Sequence[str]) -> None:
         """The API keys calls must bear from now on (none: every call is let in)."""
@@ -123,14 +130,13 @@ class CallPolicyInterceptor(grpc.aio.ServerInterceptor):
             started, status = self._enter(metadata), "OK"
             with _current(_span(method, metadata, request), end=True) as span:
                 try:
-                    counted = await self._admit(method, metadata, context, request)
+                    release = await self._admit(method, metadata, context, request)
                     self.in_flight += 1
                     try:
                         return await behavior(request, context)
                     finally:
                         self.in_flight -= 1
-                        if counted:
-                            self._limit.release()
+                        release()
                 except BaseException as error:
                     status = _status_of(error, context)
                     raise
@@ -148,7 +154,7 @@ class CallPolicyInterceptor(grpc.aio.ServerInterceptor):
             span = _span(method, metadata, request)
             try:
                 with _current(span):
-                    counted = await self._admit(method, metadata, context, request)
+                    release = await self._admit(method, metadata, context, request)
                 self.in_flight += 1
                 try:
                     async with contextlib.aclosing(behavior(request, context)) as stream:
@@ -162,8 +168,7 @@ class CallPolicyInterceptor(grpc.aio.ServerInterceptor):
                             yield message
                 finally:
                     self.in_flight -= 1
-                    if counted:
-                        self._limit.release()
+                    release()
             except BaseException as error:
                 status = _status_of(error, context)
                 raise
@@ -200,27 +205,52 @@ class CallPolicyInterceptor(grpc.aio.ServerInterceptor):
 
     async def _admit(
         self, method: str, metadata: dict[str, Any], context: grpc.aio.ServicerContext, request: Any
-    ) -> bool:
+    ) -> Callable[[], None]:
         """Echo the request id, then refuse the call if its key is wrong, its bytes undecodable or the server full.
 
-        Returns whether the call took a place of the concurrency bound (the caller gives it back). Only
+        Returns what gives back the call's place of the concurrency bound (a no-op if it took none). Only
         calls that generate take one (reading, listing, cancelling or deleting stays possible under
-        load); a call that starts a background response takes none: the run waits for its own place.
+        load); a call that starts a background response takes none: the run waits for its own place. A batch
+        line (a call made by this server's batch runner, which alone knows ``internal_token``) acts as the
+        batch's owner and is not counted as interactive.
         """
         await context.send_initial_metadata(((REQUEST_ID_KEY, request_id.get()),))
-        if self._keys and not self._authorized(str(metadata.get("authorization", ""))):
+        batch_line = self._batch_line(metadata)
+        if self._keys and not batch_line and not self._authorized(str(metadata.get("authorization", ""))):
             await context.abort(
                 grpc.StatusCode.UNAUTHENTICATED, "missing or invalid API key (send authorization: Bearer <key>)"
             )
         if isinstance(request, Undecodable):
             await context.abort_with_status(to_rpc_status(InvalidArgument(request.reason)))
         if not _GENERATES.match(method) or getattr(request, "background", False) is True:
-            return False
+            return _nothing
         if not self._limit.try_take():
             full = ResourceExhausted(
                 f"the server is handling its maximum of {self._limit.limit} concurrent requests; retry later"
             )
             await context.abort_with_status(to_rpc_status(full))
+        if batch_line:
+            return self._limit.release
+        self.interactive += 1
+
+        def release() -> None:
+            self.interactive -= 1
+            self._interactive_ended = time.monotonic()
+            self._limit.release()
+
+        return release
+
+    def interactive_within(self, seconds: float) -> bool:
+        """Whether an interactive generating call runs, or ended less than ``seconds`` ago (a client sending one
+        request after another is busy between them too)."""
+        return self.interactive > 0 or time.monotonic() - self._interactive_ended < seconds
+
+    def _batch_line(self, metadata: dict[str, Any]) -> bool:
+        """Whether the call is the batch runner's (its token matches); if so, it acts as the owner it names."""
+        token = str(metadata.get(BATCH_TOKEN_KEY, ""))
+        if not token or not hmac.compare_digest(token.encode(), self.internal_token.encode()):
+            return False
+        tenant.set(str(metadata.get(BATCH_OWNER_KEY, "")))
         return True
 
     def _authorized(self, header: str) -> bool:
@@ -233,6 +263,10 @@ class CallPolicyInterceptor(grpc.aio.ServerInterceptor):
         if any(matches):
             tenant.set(fingerprint(key.strip()))
         return any(matches)
+
+
+def _nothing() -> None:
+    """A call that took no place gives none back."""
 
 
 async def _decoded(requests: AsyncIterator[Any]) -> AsyncIterator[Any]:

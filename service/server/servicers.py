@@ -20,10 +20,11 @@ from typing import Any, TypeVar
 
 import grpc
 
-from clients.v1 import chat_pb2, conversation_pb2, file_pb2, model_pb2, response_pb2
+from clients.v1 import batch_pb2, chat_pb2, conversation_pb2, file_pb2, model_pb2, response_pb2
 from service.api import chat, completions, embeddings, models, rerank, tokenizer, transcriptions
 from service.api.files import FilesApi
 from service.api.stored_chat import StoredChatCompletions
+from service.batches.api import BatchesApi
 from service.errors import ServiceError, to_rpc_status
 from service.models import ModelRegistry
 from service.responses.api import ResponsesApi
@@ -308,3 +309,26 @@ class FileServicer:
     async def GetFileContent(self, request: file_pb2.GetFileContentRequest, context: Any) -> Any:
         async for message in self._api.download(request.file_id):
             yield message
+
+
+class BatchServicer:
+    """ovserve.v1.BatchService."""
+
+    def __init__(self, api: BatchesApi) -> None:
+        self._api = api
+
+    @unary
+    async def CreateBatch(self, request: batch_pb2.CreateBatchRequest, context: Any) -> Any:
+        return batch_pb2.CreateBatchResponse(batch=await self._api.create(request))
+
+    @unary
+    async def GetBatch(self, request: batch_pb2.GetBatchRequest, context: Any) -> Any:
+        return batch_pb2.GetBatchResponse(batch=await self._api.get(request.batch_id))
+
+    @unary
+    async def ListBatches(self, request: batch_pb2.ListBatchesRequest, context: Any) -> Any:
+        return await self._api.list(request)
+
+    @unary
+    async def CancelBatch(self, request: batch_pb2.CancelBatchRequest, context: Any) -> Any:
+        return batch_pb2.CancelBatchResponse(batch=await self._api.cancel(request.batch_id))

@@ -14,12 +14,14 @@ import grpc
 from clients.services import Service
 from service.api.files import FilesApi
 from service.api.stored_chat import StoredChatCompletions
+from service.batches.api import BatchesApi
 from service.models import ModelRegistry
 from service.pipelines import PipelineKind
 from service.responses.api import ResponsesApi
 from service.responses.conversations import ConversationsApi
 from service.server.servicers import (
     AudioServicer,
+    BatchServicer,
     ChatServicer,
     CompletionServicer,
     ConversationServicer,
@@ -40,6 +42,7 @@ class ServerParts(Protocol):
     responses: ResponsesApi
     conversations: ConversationsApi
     files: FilesApi
+    batches: BatchesApi
 
 
 # How the server builds each service's servicer from its parts.
@@ -49,6 +52,7 @@ SERVICERS: dict[Service, Callable[[ServerParts], Any]] = {
     Service.RESPONSE: lambda server: ResponseServicer(server.responses),
     Service.CONVERSATION: lambda server: ConversationServicer(server.conversations),
     Service.FILE: lambda server: FileServicer(server.files),
+    Service.BATCH: lambda server: BatchServicer(server.batches),
     Service.MODEL: lambda server: ModelServicer(server.registry),
     Service.TOKENIZER: lambda server: TokenizerServicer(server.registry),
     Service.EMBEDDING: lambda server: EmbeddingServicer(server.registry),

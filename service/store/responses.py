@@ -28,7 +28,8 @@ from service.store.items import output_items
 
 #: Bumped whenever the tables change; a file written by a newer ovserve is refused rather than misread.
 # 2: responses.owner; 3: stored chat completions (service/store/chat_completions.py); 4: conversations; 5: output items
-# (what item_reference finds) and item-id indexes; 6: uploaded files (service/store/files.py)
+# (what item_reference finds) and item-id indexes; 6: uploaded files (service/store/files.py) and batches
+# (service/store/batches.py)
 SCHEMA_VERSION = 6
 # (service/store/conversations.py); each step only adds tables, so older files are upgraded in place
 
@@ -127,6 +128,26 @@ CREATE TABLE IF NOT EXISTS file_chunks (
     seq INTEGER NOT NULL,          -- 0, 1, 2...: the order the bytes came in
     data BLOB NOT NULL,
     PRIMARY KEY (file_id, seq)
+) WITHOUT ROWID;
+
+CREATE TABLE IF NOT EXISTS batches (   -- rowid: creation order, what pagination walks
+    id TEXT PRIMARY KEY,
+    owner TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    status TEXT NOT NULL,          -- copied from the batch: what a restart resumes
+    batch BLOB NOT NULL            -- batch_pb2.Batch as last written
+);
+CREATE INDEX IF NOT EXISTS batches_by_owner ON batches (owner);
+CREATE INDEX IF NOT EXISTS batches_by_status ON batches (status);
+
+CREATE TABLE IF NOT EXISTS batch_lines (
+    batch_id TEXT NOT NULL,
+    line INTEGER NOT NULL,         -- 1-based, the input file's order
+    custom_id TEXT NOT NULL,
+    body TEXT NOT NULL,            -- the request's body, JSON
+    status INTEGER,                -- NULL until it ran: the HTTP status of its result
+    output TEXT,                   -- its output line, JSON
+    PRIMARY KEY (batch_id, line)
 ) WITHOUT ROWID;
 """
 

@@ -1,9 +1,12 @@
-"""The typed clients' file methods against the real session server: an upload of several chunks, read back."""
+"""The typed clients' file and batch methods against the real session server: an upload of several chunks, read
+back; a batch of two chat requests run from an uploaded file."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 import os
+import time
 
 import grpc
 import pytest
@@ -43,3 +46,25 @@ def test_async_file_methods(server: ServerThread) -> None:
             assert (await client.delete_file(uploaded.id)).deleted
 
     asyncio.run(main())
+
+
+def test_batch_methods(server: ServerThread) -> None:
+    body = {"model": "tiny-chat", "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 3}
+    lines = [{"custom_id": f"c{i}", "method": "POST", "url": "/v1/chat/completions", "body": body} for i in range(2)]
+    data = "".join(json.dumps(line) + "\n" for line in lines).encode()
+    with OvserveClient(server.target) as client:
+        uploaded = client.upload_file(data, "batch.jsonl", "batch")
+        batch = client.create_batch(uploaded.id, "/v1/chat/completions", metadata={"job": "demo"})
+        assert (
+            batch.status == "in_progress"
+            and batch.request_counts.total == 2
+            and dict(batch.metadata) == {"job": "demo"}
+        )
+        deadline = time.monotonic() + 120
+        while (batch := client.get_batch(batch.id)).status != "completed":
+            assert time.monotonic() < deadline, batch
+            time.sleep(0.1)
+        output = b"".join(message.chunk for message in client.download_file(batch.output_file_id))
+        assert [json.loads(line)["custom_id"] for line in output.splitlines()] == ["c0", "c1"]
+        assert batch.id in [b.id for b in client.list_batches(limit=100).data]
+        assert client.cancel_batch(batch.id).status == "completed"

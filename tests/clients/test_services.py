@@ -25,7 +25,8 @@ UNARY = {
     "chat", "complete", "embed", "rerank", "transcribe", "list_models", "get_model", "health",
     "create_conversation", "get_conversation", "update_conversation", "delete_conversation",
     "list_conversation_items", "add_conversation_items", "get_conversation_item", "delete_conversation_item",
-    "upload_file", "get_file", "list_files", "delete_file",
+    "upload_file", "get_file", "list_files", "delete_file", "create_batch", "get_batch", "list_batches",
+    "cancel_batch",
 }  # fmt: skip
 STREAMING = {"stream_chat", "stream_complete", "stream_transcription", "download_file"}
 
@@ -42,7 +43,7 @@ def generated_services() -> set[str]:
 
 def test_every_generated_service_is_declared_once() -> None:
     declared = [service.full_name for service in Service]
-    assert len(declared) == len(set(declared)) == 10
+    assert len(declared) == len(set(declared)) == 11
     assert set(declared) == generated_services()
 
 
@@ -56,7 +57,9 @@ def test_a_declared_service_names_its_own_generated_code(service: Service) -> No
 
 def test_the_server_serves_every_declared_service_and_every_rpc_of_it() -> None:
     assert list(SERVED) == [service.full_name for service in Service]  # reflection and health list these
-    parts = SimpleNamespace(registry=None, stored_chat=None, responses=None, conversations=None, files=None)
+    parts = SimpleNamespace(
+        registry=None, stored_chat=None, responses=None, conversations=None, files=None, batches=None
+    )
     pool = descriptor_pool.Default()
     for name, (add_to_server, build) in SERVED.items():
         servicer = build(parts)
@@ -100,6 +103,10 @@ ARGUMENTS: dict[str, tuple[Any, ...]] = {
     "list_files": (),
     "delete_file": ("file-1",),
     "download_file": ("file-1",),
+    "create_batch": ("file-1", "/v1/chat/completions"),
+    "get_batch": ("batch_1",),
+    "list_batches": (),
+    "cancel_batch": ("batch_1",),
 }
 
 

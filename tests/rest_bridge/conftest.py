@@ -9,11 +9,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+import httpx2 as httpx
 import openai
 import pytest
 
 from rest_bridge.server import Bridge
 from service.models import ModelSpec
+from tests.conformance import SpecCheck
 from tests.conftest import ServerThread, start_server
 
 
@@ -106,3 +108,25 @@ def http_request(
         return Reply(response.status, response.headers, response.read())
     finally:
         connection.close()
+
+
+@pytest.fixture
+def spec(request: pytest.FixtureRequest) -> Iterator[SpecCheck]:
+    """Every JSON body an ``spec_client`` receives, checked against the test module's ``SCHEMAS``; at the end, at
+    least one was, and none broke its schema."""
+    checks = SpecCheck(request.module.SCHEMAS)
+    yield checks
+    assert checks.checked and not checks.problems, checks.problems
+
+
+def spec_client(bridge: RunningBridge, spec: SpecCheck, key: str = "any-key") -> openai.OpenAI:
+    """The openai client on ``bridge`` (as ``key``), every reply passed to ``spec``."""
+    http = httpx.Client(event_hooks={"response": [spec]}, timeout=120)
+    return openai.OpenAI(base_url=bridge.url, api_key=key, max_retries=0, http_client=http)
+
+
+@pytest.fixture
+def spec_checked_client(bridge: RunningBridge, spec: SpecCheck) -> Iterator[openai.OpenAI]:
+    """The session bridge's openai client, its replies checked by ``spec``."""
+    with spec_client(bridge, spec) as opened:
+        yield opened

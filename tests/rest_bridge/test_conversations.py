@@ -11,7 +11,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx2 as httpx
 import openai
 import pytest
 
@@ -19,7 +18,7 @@ from rest_bridge.server import Bridge
 from service.models import ModelSpec
 from tests.conformance import SpecCheck
 from tests.conftest import TEST_SETTINGS, TINY_CHAT, ServerThread, start_server
-from tests.rest_bridge.conftest import RunningBridge, http_request, served_with_bridge
+from tests.rest_bridge.conftest import RunningBridge, http_request, served_with_bridge, spec_client
 
 KEYS = ("key-of-alice", "key-of-bob")
 TINY = [ModelSpec("tiny-chat", TINY_CHAT, settings=TEST_SETTINGS)]
@@ -41,20 +40,8 @@ SCHEMAS = [
 
 
 @pytest.fixture
-def spec() -> SpecCheck:
-    return SpecCheck(SCHEMAS)
-
-
-def spec_client(bridge: RunningBridge, spec: SpecCheck, key: str = "any-key") -> openai.OpenAI:
-    http = httpx.Client(event_hooks={"response": [spec]}, timeout=120)
-    return openai.OpenAI(base_url=bridge.url, api_key=key, max_retries=0, http_client=http)
-
-
-@pytest.fixture
-def client(bridge: RunningBridge, spec: SpecCheck) -> Iterator[openai.OpenAI]:
-    with spec_client(bridge, spec) as opened:
-        yield opened
-    assert spec.checked and not spec.problems, spec.problems
+def client(spec_checked_client: openai.OpenAI) -> openai.OpenAI:
+    return spec_checked_client
 
 
 def texts(items: Any) -> list[tuple[str, str, str]]:

@@ -20,8 +20,8 @@ import pytest
 from rest_bridge.routes.files import SPOOL_MEMORY_BYTES
 from service.store.files import FileLimits
 from tests.conformance import SpecCheck, violations
-from tests.rest_bridge.conftest import RunningBridge, http_request, served_with_bridge
-from tests.rest_bridge.test_conversations import TINY, serve, spec_client
+from tests.rest_bridge.conftest import RunningBridge, http_request, served_with_bridge, spec_client
+from tests.rest_bridge.test_conversations import TINY, serve
 from tests.rest_bridge.test_file_inputs import NOTE, chat_prompt_tokens, inline
 
 KEYS = ("key-of-alice", "key-of-bob")
@@ -34,16 +34,8 @@ SCHEMAS = [
 
 
 @pytest.fixture
-def spec() -> Iterator[SpecCheck]:
-    checks = SpecCheck(SCHEMAS)
-    yield checks
-    assert checks.checked and not checks.problems, checks.problems
-
-
-@pytest.fixture
-def files_client(bridge: RunningBridge, spec: SpecCheck) -> Iterator[openai.OpenAI]:
-    with spec_client(bridge, spec) as opened:
-        yield opened
+def files_client(spec_checked_client: openai.OpenAI) -> openai.OpenAI:
+    return spec_checked_client
 
 
 def test_upload_read_list_download_delete(files_client: openai.OpenAI) -> None:
