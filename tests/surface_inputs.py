@@ -60,6 +60,7 @@ class Context:
     trap_port: int  # a loopback port that must never be connected to (image and file URLs point there)
     conversation: str  # a conversation id of the storm's own
     created: list[str] = field(default_factory=list)  # item ids it holds
+    batch_file: str = ""  # an uploaded batch input file of the storm's own (one request line)
 
 
 def json_case(surface: str, label: str, path: str, body: Any) -> HttpCase:
@@ -592,6 +593,67 @@ def conversation_case(rng: random.Random, context: Context) -> HttpCase:
     return HttpCase("conversations", f"{method} an item", method, path, None, {}, False)
 
 
+# ---- files: uploads broken as multipart or in a field, and the file routes' ids and queries ----
+
+FILE_FIELDS = {
+    "purpose": [b"user_data", b"batch", b"assistants", b"vision", b"fine-tune", b"", b"\xff\xfe", b"p" * 2000],
+    "expires_after[anchor]": [b"created_at", b"now", b"", b"\x00"],
+    "expires_after[seconds]": [b"3600", b"2592000", b"59", b"-1", b"1e9", b"99999999999999999999", b"abc", b""],
+}
+FILE_PATHS = ["file-nope", "", "a" * 3000, "%00", "file-" + "9" * 40, NOT_UTF8_ID]
+
+
+def file_case(rng: random.Random, context: Context) -> HttpCase:
+    """An upload (POST /v3/files) broken as multipart or in a field; or a read, list, download or delete of an
+    odd id or query."""
+    roll = rng.random()
+    good = [part("purpose", b"user_data"), part("file", rng.choice([b"hello", SHORT_WAV, b"\x00" * 3000]), "a.txt")]
+    if roll < 0.3:
+        label, body, content_type = _form_breakers(rng, good)
+        headers = {"Content-Type": content_type} if content_type else {}
+        return HttpCase("files", label, "POST", "/v3/files", body, headers, True)
+    if roll < 0.65:
+        parts, labels = list(good), []
+        if rng.random() < 0.2:
+            parts.reverse()  # the file before the fields: as OpenAI's Node client sends it
+            labels.append("file first")
+        for _ in range(rng.choice([0, 1, 1, 2])):
+            name = rng.choice(list(FILE_FIELDS))
+            value = rng.choice(FILE_FIELDS[name])
+            parts = [p for p in parts if f'name="{name}"'.encode() not in p] + [part(name, value)]
+            labels.append(f"{name}={value[:20]!r}")
+        return HttpCase("files", ", ".join(labels) or "valid", "POST", "/v3/files", form(*parts), FORM_TYPE, True)
+    ident = rng.choice(FILE_PATHS)
+    query = "&".join(f"{name}={rng.choice(values)}" for name, values in rng.sample(list(FILE_QUERIES.items()), 2))
+    method, path = rng.choice([("GET", f"/v3/files?{query}"), ("GET", f"/v3/files/{ident}"),
+                               ("GET", f"/v3/files/{ident}/content"), ("DELETE", f"/v3/files/{ident}")])  # fmt: skip
+    return HttpCase("files", f"{method} {path.split('?')[0][:30]}", method, path, None, {}, False)
+
+
+FILE_QUERIES = {"limit": ["-1", "0", "1", "10000", "10001", "abc", ""], "order": ["asc", "desc", "up", ""],
+                "purpose": ["batch", "user_data", "fine-tune", ""], "after": ["file-nope", "", "a" * 3000]}  # fmt: skip
+
+
+# ---- batches: creations from the storm's own input file, mutated; reads, lists and cancels of odd ids ----
+
+BATCH_SEED = {"input_file_id": "", "endpoint": "/v1/chat/completions", "completion_window": "24h",
+              "metadata": {"storm": "yes"}}  # fmt: skip
+
+
+def batch_case(rng: random.Random, context: Context) -> HttpCase:
+    """A batch created from the storm's input file (mutated as the HTTP fuzz mutates), or read, listed or
+    cancelled by an odd id or query."""
+    roll = rng.random()
+    if roll < 0.6:
+        return mutated("batches", "/v3/batches", {**BATCH_SEED, "input_file_id": context.batch_file}, rng)
+    ident = rng.choice(["batch_nope", "", "a" * 3000, "%00", "batch_" + "9" * 40])
+    if roll < 0.8:
+        query = rng.choice(["limit=0", "limit=101", "limit=abc", "after=batch_nope", "after=", "order=asc"])
+        return HttpCase("batches", "list or get", "GET", rng.choice([f"/v3/batches?{query}", f"/v3/batches/{ident}"]),
+                        None, {}, False)  # fmt: skip
+    return HttpCase("batches", "cancel", "POST", f"/v3/batches/{ident}/cancel", b"", {}, False)
+
+
 # ---- the surfaces' table ----
 
 # surface -> (requests per storm, maker). Counts are sized so the storm takes about a minute (the file 80 s) on two
@@ -604,6 +666,8 @@ SURFACES: dict[str, tuple[int, Callable[[random.Random, Context], HttpCase]]] = 
     "embeddings": (280, embedding_case),
     "tokenizer": (280, tokenizer_case),
     "conversations": (300, conversation_case),
+    "files": (240, file_case),
+    "batches": (160, batch_case),
 }
 
 
@@ -626,9 +690,11 @@ def seed_cases() -> list[HttpCase]:
         ("tokenizer", "/v3/detokenize", DETOKENIZE_SEED),
     ]  # fmt: skip
     audio = form(part("model", AUDIO_MODEL.encode()), part("file", SHORT_WAV, "a.wav"))
-    return [HttpCase("audio", "seed", "POST", "/v3/audio/transcriptions", audio, FORM_TYPE, True)] + [
-        json_case(surface, "seed", path, body) for surface, path, body in bodies
-    ]
+    upload = form(part("purpose", b"user_data"), part("file", b"hello", "a.txt"))
+    return [
+        HttpCase("audio", "seed", "POST", "/v3/audio/transcriptions", audio, FORM_TYPE, True),
+        HttpCase("files", "seed", "POST", "/v3/files", upload, FORM_TYPE, True),
+    ] + [json_case(surface, "seed", path, body) for surface, path, body in bodies]
 
 
 def http_cases(rng: random.Random, context: Context) -> Iterator[HttpCase]:

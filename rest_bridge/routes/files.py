@@ -74,11 +74,12 @@ class UploadForm:
             "on_part_data": self._part_data,
             "on_end": self._end,
         }
-        self._parser = python_multipart.MultipartParser(
-            options[b"boundary"],
-            callbacks,
-            max_header_size=MAX_PART_HEADER_BYTES,
-        )
+        try:
+            self._parser = python_multipart.MultipartParser(
+                options[b"boundary"], callbacks, max_header_size=MAX_PART_HEADER_BYTES
+            )
+        except python_multipart.exceptions.FormParserError as error:  # a boundary past RFC 2046's (and its) bound
+            self.error = bad_request("file", f"file: not a readable multipart/form-data body: {error}")
 
     def feed(self, chunk: bytes) -> None:
         """Parse the next bytes of the body (nothing more once an error was found)."""
@@ -88,7 +89,7 @@ class UploadForm:
             self._parser.write(chunk)
         except BridgeError as error:
             self.error = error
-        except python_multipart.exceptions.MultipartParseError as error:
+        except python_multipart.exceptions.FormParserError as error:
             self.error = bad_request("file", f"file: not a readable multipart/form-data body: {error}")
 
     def close(self) -> None:
@@ -100,7 +101,7 @@ class UploadForm:
     def _part_begin(self) -> None:
         self._parts += 1
         if self._parts > MAX_PARTS:
-            raise bad_request(None, f"the form has more than {MAX_PARTS} parts")
+            raise bad_request("file", f"file: the form has more than {MAX_PARTS} parts")
         self._headers = {}
 
     def _header_name_data(self, data: bytes, start: int, end: int) -> None:
@@ -126,7 +127,9 @@ class UploadForm:
                 raise bad_request(name, f"{name}: give it once")
             self._target = self.fields[name] = bytearray()
         else:
-            raise bad_request(name or None, f"Unrecognized request argument supplied: {name}")
+            raise bad_request(
+                name or "file", f"Unrecognized request argument supplied: {name or '(a part without a name)'}"
+            )
 
     def _part_data(self, data: bytes, start: int, end: int) -> None:
         if self._target is None:
@@ -135,7 +138,8 @@ class UploadForm:
             return
         self._target.extend(data[start:end])
         if len(self._target) > MAX_FIELD_BYTES:
-            raise bad_request(None, f"a form field is longer than {MAX_FIELD_BYTES} bytes")
+            name = next(name for name, value in self.fields.items() if value is self._target)
+            raise bad_request(name, f"{name}: longer than {MAX_FIELD_BYTES} bytes")
 
     def _end(self) -> None:
         self.ended = True

@@ -145,6 +145,9 @@ def test_broken_bodies_are_refused(bridge: RunningBridge) -> None:
     assert truncated.status == 400 and "boundary" in truncated.json()["error"]["message"]
     as_json = http_request(bridge.port, "POST", "/v3/files", {"purpose": "batch"})
     assert as_json.status == 415
+    long_boundary, headers = _form([("file", "a.txt", b"x"), ("purpose", None, b"batch")], boundary="b" * 5000)
+    refused = http_request(bridge.port, "POST", "/v3/files", long_boundary, headers)  # (found by the surface fuzz)
+    assert refused.status == 400 and refused.json()["error"]["param"] == "file"
     many, headers = _form([("purpose", None, b"batch")] * 9)
     assert http_request(bridge.port, "POST", "/v3/files", many, headers).status == 400
     assert http_request(bridge.port, "GET", "/v3/files?limit=0").json()["error"]["param"] == "limit"

@@ -44,6 +44,8 @@ SEEDS: dict[str, dict[str, Any]] = {  # a valid body per POST route; every key i
                                     {"type": "function_call", "call_id": "c", "name": "f", "arguments": "{}"}],
                           "metadata": {"team": "x"}},
     "/v3/conversations/conv_nope/items": {"items": [{"type": "function_call_output", "call_id": "c", "output": "1"}]},
+    "/v3/batches": {"input_file_id": "file-nope", "endpoint": "/v1/chat/completions", "completion_window": "24h",
+                    "metadata": {"team": "x"}},
 }  # fmt: skip
 LENGTHS = {"max_tokens", "max_output_tokens"}  # kept tiny whatever is drawn, so valid inputs end fast
 
@@ -122,6 +124,11 @@ def get_paths(rng: random.Random) -> str:
             f"/v3/conversations/{ident}?{query}",
             f"/v3/conversations/{ident}/items?{query}",
             f"/v3/conversations/conv_nope/items/{ident}?{query}",
+            f"/v3/files?{query}",
+            f"/v3/files/{ident}?{query}",
+            f"/v3/files/{ident}/content?{query}",
+            f"/v3/batches?{query}",
+            f"/v3/batches/{ident}?{query}",
         ]
     )
 

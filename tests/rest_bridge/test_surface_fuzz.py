@@ -282,14 +282,25 @@ def model_health(target: str, models: list[str]) -> dict[str, str]:
 
 
 def storm_context(port: int, trap_port: int) -> inputs.Context:
-    """A conversation of the storm's own, with two items."""
+    """A conversation of the storm's own, with two items, and a batch input file of one request."""
     items = [{"role": "user", "content": "hi"}, {"type": "function_call", "call_id": "c1", "name": "f",
                                                  "arguments": "{}"}]  # fmt: skip
     created = http_request(port, "POST", "/v3/conversations", {"items": items})
     assert created.status == 200, created.body
     conversation = created.json()["id"]
     listed = http_request(port, "GET", f"/v3/conversations/{conversation}/items")
-    return inputs.Context(trap_port, conversation, [item["id"] for item in listed.json()["data"]])
+    line = {
+        "custom_id": "storm",
+        "method": "POST",
+        "url": "/v1/chat/completions",
+        "body": {"model": inputs.CHAT_MODEL, "messages": [{"role": "user", "content": "hi"}], "max_tokens": 2},
+    }
+    upload = inputs.form(inputs.part("purpose", b"batch"), inputs.part("file", json.dumps(line).encode(), "b.jsonl"))
+    batch_file = http_request(port, "POST", "/v3/files", upload, inputs.FORM_TYPE)
+    assert batch_file.status == 200, batch_file.body
+    return inputs.Context(
+        trap_port, conversation, [item["id"] for item in listed.json()["data"]], batch_file.json()["id"]
+    )
 
 
 def test_surface_fuzz(served: RunningBridge, trap: socket.socket) -> None:
