@@ -37,9 +37,10 @@ from typing import Any
 from clients.defaults import DEFAULT_GRPC_PORT, DEFAULT_HOST
 from clients.flags import add_flags, given, value_type, with_default
 from service.engine import EngineSettings
+from service.engine.adapters import AdapterError, read_adapter
 from service.engine.engine import KV_CACHE_PRECISIONS
 from service.media import MediaPolicy
-from service.model_files import LANGUAGE_IRS, has_language_model
+from service.model_files import LANGUAGE_IRS, has_language_model, vision
 from service.models import ModelSpec, bundled_model_specs
 from service.parsing import parser_name_problem
 from service.pipelines import PipelineKind, PipelineSettings
@@ -208,6 +209,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_flags(parser.add_argument_group("images (vision models) and files"), MediaPolicy)
     add_flags(parser.add_argument_group("Files API (uploads, in the response store)"), FileLimits)
     add_flags(parser.add_argument_group("Batch API"), BatchSettings)
+    lora = parser.add_argument_group("LoRA adapters")
+    lora.add_argument("--lora", action="append", default=[], metavar="NAME=BASE:PATH",
+                      help="serve the LoRA adapter at PATH (a PEFT directory: adapter_config.json and "
+                      "adapter_model.safetensors) on model BASE as model NAME (repeatable): a request naming NAME "
+                      "runs on BASE with the adapter")  # fmt: skip
     add_flags(parser.add_argument_group("scheduler (every model)"), EngineSettings)
     add_flags(parser.add_argument_group("embedding, rerank and speech models"), PipelineSettings)
 
@@ -219,7 +225,9 @@ def from_arguments(args: argparse.Namespace) -> ServeConfig:
     base = _settings(EngineSettings(), data.get("scheduler", {}), "[scheduler]")
     base = _settings(base, given(args, EngineSettings), "flags")
 
-    specs = _flag_models(args, _toml_models(data.get("models", []), base), base)
+    specs = _with_lora(
+        getattr(args, "lora", None) or [], _flag_models(args, _toml_models(data.get("models", []), base), base)
+    )
     pipelines = PipelineSettings(**given(args, PipelineSettings))
     if problems := pipelines.problems():
         raise ConfigError("; ".join(problems))
@@ -241,6 +249,15 @@ def from_arguments(args: argparse.Namespace) -> ServeConfig:
                 raise ConfigError(f"{label} of {spec.name!r}: {directory} has no {' or '.join(LANGUAGE_IRS)}")
         if spec.draft_path and spec.prompt_lookup:
             raise ConfigError(f"model {spec.name!r}: a draft model and prompt lookup exclude each other")
+        if spec.lora and (spec.draft_path or spec.prompt_lookup or vision(spec.path) is not None):
+            raise ConfigError(
+                f"model {spec.name!r}: LoRA adapters are served on a text model without a draft model or prompt lookup"
+            )
+        for adapter, source in spec.lora.items():
+            try:
+                read_adapter(adapter, source, spec.path)
+            except AdapterError as error:
+                raise ConfigError(str(error)) from None
         if spec.chat_template is not None and not spec.chat_template.is_file():
             raise ConfigError(f"chat template of {spec.name!r}: {spec.chat_template} is not a file")
         for kind in ("tool", "reasoning"):
@@ -303,7 +320,29 @@ def _toml_models(entries: list[dict[str, Any]], base: EngineSettings) -> dict[st
             if entry.get(_toml_key(setting))  # a key left empty keeps the default, as one left out
         }
         settings = _settings(base, entry.get("scheduler", {}), where)
-        specs[entry["name"]] = ModelSpec(entry["name"], settings=settings, **given_values)
+        lora = entry.get("lora", {})
+        if not isinstance(lora, dict) or not all(isinstance(path, str) for path in lora.values()):
+            raise ConfigError(f"{where} lora: a table of adapter name = path")
+        lora = {str(name): Path(path).expanduser() for name, path in lora.items()}
+        specs[entry["name"]] = ModelSpec(entry["name"], settings=settings, lora=lora, **given_values)
+    return specs
+
+
+def _with_lora(flags: list[str], specs: dict[str, ModelSpec]) -> dict[str, ModelSpec]:
+    """``specs`` with each ``--lora NAME=BASE:PATH`` added to its base model; an adapter's name is unique among
+    the models and adapters."""
+    specs = dict(specs)
+    for value in flags:
+        name, _, rest = value.partition("=")
+        base, _, path = rest.partition(":")
+        if not (name and base and path):
+            raise ConfigError(f"--lora {value}: give NAME=BASE:PATH (the adapter's name, its base model, its path)")
+        if base not in specs:
+            raise ConfigError(f"--lora {value}: no model named {base!r}")
+        specs[base] = dataclasses.replace(specs[base], lora={**specs[base].lora, name: Path(path).expanduser()})
+    names = list(specs) + [adapter for spec in specs.values() for adapter in spec.lora]
+    if taken := sorted({name for name in names if names.count(name) > 1}):
+        raise ConfigError(f"LoRA adapter {taken[0]!r}: the name of another model or adapter")
     return specs
 
 

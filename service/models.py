@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections.abc import Iterator
@@ -10,6 +11,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from service.engine import ChatTemplate, Engine, EngineSettings, MeterFactory, SamplingParams
+from service.engine.adapters import read_adapter
 from service.errors import InvalidArgument, NotFound, Unavailable, quote
 from service.media import MediaPolicy
 from service.model_files import Vision, vision
@@ -93,6 +95,8 @@ class ModelSpec:
     settings: EngineSettings = field(default_factory=EngineSettings)  # the TOML entry's scheduler table
     provenance: Provenance | None = field(default=None, compare=False)  # what path was made from (service/sources)
     pipeline: PipelineSettings = field(default_factory=PipelineSettings)  # embedding, rerank, speech models
+    #: LoRA adapters served on this model, by the name requests give as ``model`` (--lora NAME=BASE:PATH).
+    lora: dict[str, Path] = field(default_factory=dict)
 
     @property
     def task(self) -> PipelineKind:
@@ -154,6 +158,22 @@ class ServedModel:
     owned_by: str = "ovserve"
     output_format: OutputFormat = field(default_factory=OutputFormat)  # how its replies are parsed
     vision: Vision | None = None  # how it takes images; None: text only
+    adapter: str = ""  # the LoRA adapter its requests run with on ``parent``'s engine ("": its own weights)
+    parent: str = ""  # for an adapter: the base model it runs on
+
+    def adapters(self) -> list[ServedModel]:
+        """A model of each LoRA adapter of this one: its name, this model's engine, template and limits, its
+        requests run with the adapter."""
+        return [
+            dataclasses.replace(
+                self,
+                spec=dataclasses.replace(self.spec, name=name, lora={}),
+                limits=dataclasses.replace(self.limits, name=name),
+                adapter=name,
+                parent=self.name,
+            )
+            for name in self.engine.adapters
+        ]
 
     @property
     def name(self) -> str:
@@ -183,6 +203,7 @@ class ServedModel:
             chat_template=spec.chat_template,
             markup=lambda template: output_format_of(template).markup_texts,
             meter=meter,
+            adapters=tuple(read_adapter(name, path, spec.path) for name, path in spec.lora.items()),
         )
         limits = ModelLimits(
             spec.name, engine.max_model_len, has_draft_model=engine.has_draft_model, prompt_lookup=spec.prompt_lookup
@@ -234,6 +255,7 @@ class ModelRegistry:
     def __init__(self, models: list[Model] | None = None, media: MediaPolicy | None = None) -> None:
         self._served: dict[str, Model] = {model.name: model for model in models or []}
         self._provenance: dict[str, Provenance] = {}  # what each model was built from, when known
+        self._adapters: dict[str, ServedModel] = {}  # LoRA adapters by name (each on its base model's engine)
         self._ready = models is not None
         self.media = media or MediaPolicy()  # what images requests to these models may carry
         #: Where a file part's ``file_id`` is read (the server's Files API); None: file ids are refused.
@@ -246,10 +268,17 @@ class ModelRegistry:
         return len(self._served)
 
     def add(self, model: Model, provenance: Provenance | None = None) -> None:
-        """Serve one more loaded model, built from ``provenance`` (service.sources) when known."""
+        """Serve one more loaded model (and its LoRA adapters), built from ``provenance`` (service.sources) when
+        known."""
         self._served[model.name] = model
         if provenance is not None:
             self._provenance[model.name] = provenance
+        if isinstance(model, ServedModel):
+            self._adapters.update({adapter.name: adapter for adapter in model.adapters()})
+
+    def adapters(self) -> list[ServedModel]:
+        """The served LoRA adapters, each a model on its base model's engine, in configuration order."""
+        return list(self._adapters.values())
 
     def provenance(self, name: str) -> Provenance | None:
         """What the served model ``name`` was built from, when known."""
@@ -297,9 +326,9 @@ class ModelRegistry:
             raise Unavailable("the server is still loading its models; retry shortly")
         if not name:
             raise InvalidArgument.of(field_name, "required: the name of a served model")
-        model = self._served.get(name)
+        model = self._served.get(name) or self._adapters.get(name)
         if model is None:
-            served = ", ".join(sorted(self._served)) or "none"
+            served = ", ".join(sorted([*self._served, *self._adapters])) or "none"
             raise NotFound(f"model {quote(name)} is not served here (served: {served})", param=field_name)
         return model
 

@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 from google.api import annotations_pb2 as google_dot_api_dot_annotations__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x16ovserve/v1/model.proto\x12\novserve.v1\x1a\x1cgoogle/api/annotations.proto\"\x99\x02\n\x05Model\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0e\n\x06object\x18\x02 \x01(\t\x12\x0f\n\x07\x63reated\x18\x03 \x01(\x03\x12\x10\n\x08owned_by\x18\x04 \x01(\t\x12\x15\n\rmax_model_len\x18\x05 \x01(\x05\x12\x0c\n\x04task\x18\x06 \x01(\t\x12\x1c\n\x14\x63hat_template_source\x18\x07 \x01(\t\x12\x13\n\x0btool_parser\x18\x08 \x01(\t\x12\x18\n\x10reasoning_parser\x18\t \x01(\t\x12\x0e\n\x06source\x18\n \x01(\t\x12\x13\n\x0bsource_kind\x18\x0b \x01(\t\x12\x10\n\x08revision\x18\x0c \x01(\t\x12\x15\n\rweight_format\x18\r \x01(\t\x12\x11\n\tprecision\x18\x0e \x01(\t\"\x13\n\x11ListModelsRequest\"E\n\x12ListModelsResponse\x12\x0e\n\x06object\x18\x01 \x01(\t\x12\x1f\n\x04\x64\x61ta\x18\x02 \x03(\x0b\x32\x11.ovserve.v1.Model\" \n\x0fGetModelRequest\x12\r\n\x05model\x18\x01 \x01(\t\"4\n\x10GetModelResponse\x12 \n\x05model\x18\x01 \x01(\x0b\x32\x11.ovserve.v1.Model2\xd5\x01\n\x0cModelService\x12_\n\nListModels\x12\x1d.ovserve.v1.ListModelsRequest\x1a\x1e.ovserve.v1.ListModelsResponse\"\x12\x82\xd3\xe4\x93\x02\x0c\x12\n/v3/models\x12\x64\n\x08GetModel\x12\x1b.ovserve.v1.GetModelRequest\x1a\x1c.ovserve.v1.GetModelResponse\"\x1d\x82\xd3\xe4\x93\x02\x17\x12\x15/v3/models/{model=**}b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x16ovserve/v1/model.proto\x12\novserve.v1\x1a\x1cgoogle/api/annotations.proto\"\xb7\x02\n\x05Model\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0e\n\x06object\x18\x02 \x01(\t\x12\x0f\n\x07\x63reated\x18\x03 \x01(\x03\x12\x10\n\x08owned_by\x18\x04 \x01(\t\x12\x15\n\rmax_model_len\x18\x05 \x01(\x05\x12\x0c\n\x04task\x18\x06 \x01(\t\x12\x1c\n\x14\x63hat_template_source\x18\x07 \x01(\t\x12\x13\n\x0btool_parser\x18\x08 \x01(\t\x12\x18\n\x10reasoning_parser\x18\t \x01(\t\x12\x0e\n\x06source\x18\n \x01(\t\x12\x13\n\x0bsource_kind\x18\x0b \x01(\t\x12\x10\n\x08revision\x18\x0c \x01(\t\x12\x15\n\rweight_format\x18\r \x01(\t\x12\x11\n\tprecision\x18\x0e \x01(\t\x12\x0e\n\x06parent\x18\x0f \x01(\t\x12\x0c\n\x04root\x18\x10 \x01(\t\"\x13\n\x11ListModelsRequest\"E\n\x12ListModelsResponse\x12\x0e\n\x06object\x18\x01 \x01(\t\x12\x1f\n\x04\x64\x61ta\x18\x02 \x03(\x0b\x32\x11.ovserve.v1.Model\" \n\x0fGetModelRequest\x12\r\n\x05model\x18\x01 \x01(\t\"4\n\x10GetModelResponse\x12 \n\x05model\x18\x01 \x01(\x0b\x32\x11.ovserve.v1.Model2\xd5\x01\n\x0cModelService\x12_\n\nListModels\x12\x1d.ovserve.v1.ListModelsRequest\x1a\x1e.ovserve.v1.ListModelsResponse\"\x12\x82\xd3\xe4\x93\x02\x0c\x12\n/v3/models\x12\x64\n\x08GetModel\x12\x1b.ovserve.v1.GetModelRequest\x1a\x1c.ovserve.v1.GetModelResponse\"\x1d\x82\xd3\xe4\x93\x02\x17\x12\x15/v3/models/{model=**}b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -37,15 +37,15 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_MODELSERVICE'].methods_by_name['GetModel']._loaded_options = None
   _globals['_MODELSERVICE'].methods_by_name['GetModel']._serialized_options = b'\202\323\344\223\002\027\022\025/v3/models/{model=**}'
   _globals['_MODEL']._serialized_start=69
-  _globals['_MODEL']._serialized_end=350
-  _globals['_LISTMODELSREQUEST']._serialized_start=352
-  _globals['_LISTMODELSREQUEST']._serialized_end=371
-  _globals['_LISTMODELSRESPONSE']._serialized_start=373
-  _globals['_LISTMODELSRESPONSE']._serialized_end=442
-  _globals['_GETMODELREQUEST']._serialized_start=444
-  _globals['_GETMODELREQUEST']._serialized_end=476
-  _globals['_GETMODELRESPONSE']._serialized_start=478
-  _globals['_GETMODELRESPONSE']._serialized_end=530
-  _globals['_MODELSERVICE']._serialized_start=533
-  _globals['_MODELSERVICE']._serialized_end=746
+  _globals['_MODEL']._serialized_end=380
+  _globals['_LISTMODELSREQUEST']._serialized_start=382
+  _globals['_LISTMODELSREQUEST']._serialized_end=401
+  _globals['_LISTMODELSRESPONSE']._serialized_start=403
+  _globals['_LISTMODELSRESPONSE']._serialized_end=472
+  _globals['_GETMODELREQUEST']._serialized_start=474
+  _globals['_GETMODELREQUEST']._serialized_end=506
+  _globals['_GETMODELRESPONSE']._serialized_start=508
+  _globals['_GETMODELRESPONSE']._serialized_end=560
+  _globals['_MODELSERVICE']._serialized_start=563
+  _globals['_MODELSERVICE']._serialized_end=776
 # @@protoc_insertion_point(module_scope)

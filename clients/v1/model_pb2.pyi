@@ -8,7 +8,7 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class Model(_message.Message):
-    __slots__ = ("id", "object", "created", "owned_by", "max_model_len", "task", "chat_template_source", "tool_parser", "reasoning_parser", "source", "source_kind", "revision", "weight_format", "precision")
+    __slots__ = ("id", "object", "created", "owned_by", "max_model_len", "task", "chat_template_source", "tool_parser", "reasoning_parser", "source", "source_kind", "revision", "weight_format", "precision", "parent", "root")
     ID_FIELD_NUMBER: _ClassVar[int]
     OBJECT_FIELD_NUMBER: _ClassVar[int]
     CREATED_FIELD_NUMBER: _ClassVar[int]
@@ -23,6 +23,8 @@ class Model(_message.Message):
     REVISION_FIELD_NUMBER: _ClassVar[int]
     WEIGHT_FORMAT_FIELD_NUMBER: _ClassVar[int]
     PRECISION_FIELD_NUMBER: _ClassVar[int]
+    PARENT_FIELD_NUMBER: _ClassVar[int]
+    ROOT_FIELD_NUMBER: _ClassVar[int]
     id: str
     object: str
     created: int
@@ -37,7 +39,9 @@ class Model(_message.Message):
     revision: str
     weight_format: str
     precision: str
-    def __init__(self, id: _Optional[str] = ..., object: _Optional[str] = ..., created: _Optional[int] = ..., owned_by: _Optional[str] = ..., max_model_len: _Optional[int] = ..., task: _Optional[str] = ..., chat_template_source: _Optional[str] = ..., tool_parser: _Optional[str] = ..., reasoning_parser: _Optional[str] = ..., source: _Optional[str] = ..., source_kind: _Optional[str] = ..., revision: _Optional[str] = ..., weight_format: _Optional[str] = ..., precision: _Optional[str] = ...) -> None: ...
+    parent: str
+    root: str
+    def __init__(self, id: _Optional[str] = ..., object: _Optional[str] = ..., created: _Optional[int] = ..., owned_by: _Optional[str] = ..., max_model_len: _Optional[int] = ..., task: _Optional[str] = ..., chat_template_source: _Optional[str] = ..., tool_parser: _Optional[str] = ..., reasoning_parser: _Optional[str] = ..., source: _Optional[str] = ..., source_kind: _Optional[str] = ..., revision: _Optional[str] = ..., weight_format: _Optional[str] = ..., precision: _Optional[str] = ..., parent: _Optional[str] = ..., root: _Optional[str] = ...) -> None: ...
 
 class ListModelsRequest(_message.Message):
     __slots__ = ()

@@ -26,6 +26,9 @@ def model(value: model_pb2.Model) -> dict[str, Any]:
         body["reasoning_parser"] = value.reasoning_parser or None
     if value.source:  # what it was built from (service/sources): null where it does not apply
         body.update({name: getattr(value, name) or None for name in PROVENANCE})
+    body["parent"] = value.parent or None  # vLLM's: a LoRA adapter's base model (null for a model of its own)
+    if value.root:
+        body["root"] = value.root
     return body
 
 

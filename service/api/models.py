@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict
 
 from clients.v1 import model_pb2
-from service.models import Model, ModelRegistry
+from service.models import Model, ModelRegistry, ServedModel
 from service.pipelines import Pipeline, PipelineKind
 from service.sources import Provenance
 
@@ -32,18 +32,28 @@ def _model(model: Model, provenance: Provenance | None) -> model_pb2.Model:
         chat_template_source=model.engine.chat_template.source,
         tool_parser=model.output_format.tool_parser or "",
         reasoning_parser=model.output_format.reasoning_parser or "",
+        parent=model.parent,
+        root=str(model.engine.adapters[model.adapter].path) if model.adapter else "",
         **built_from,
     )
 
 
 def list_models(registry: ModelRegistry) -> model_pb2.ListModelsResponse:
-    """Every served model: the generating ones, then the others, each in configuration order."""
+    """Every served model: the generating ones, their LoRA adapters, then the others, each in configuration
+    order."""
     served = sorted(registry, key=lambda model: model.kind is not PipelineKind.GENERATE)  # a stable sort
-    data = [_model(model, registry.provenance(model.name)) for model in served]
+    generating = sum(model.kind is PipelineKind.GENERATE for model in served)
+    served[generating:generating] = registry.adapters()
+    data = [_model(model, registry.provenance(_base(model))) for model in served]
     return model_pb2.ListModelsResponse(object="list", data=data)
 
 
 def get_model(registry: ModelRegistry, request: model_pb2.GetModelRequest) -> model_pb2.GetModelResponse:
     """One served model; NOT_FOUND naming ``model`` if it is not served."""
     model = registry.model(request.model)
-    return model_pb2.GetModelResponse(model=_model(model, registry.provenance(model.name)))
+    return model_pb2.GetModelResponse(model=_model(model, registry.provenance(_base(model))))
+
+
+def _base(model: Model) -> str:
+    """The model whose weights it serves: itself, or an adapter's base model (its provenance is the base's)."""
+    return model.parent if isinstance(model, ServedModel) and model.parent else model.name

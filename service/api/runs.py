@@ -94,6 +94,7 @@ class RunStream:
                     skip_special_tokens=skip_special_tokens,
                     images=run.images,
                     scoring=run.scoring,
+                    adapter=model.adapter,
                 )
                 self._generations.append(generation)
         except EngineError as error:

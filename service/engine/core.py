@@ -59,6 +59,7 @@ class Submission:
     images: tuple[np.ndarray, ...] = ()  # RGB uint8 (height, width, 3): a vision model's images, in prompt order
     prompt_text: str = ""  # a vision model's request: the rendered prompt, an <ov_genai_image_N> tag per image
     scoring: Scoring | None = None  # logprobs beyond the sampler's: scored by the ScoringLane (scoring_lane.py)
+    adapter: str = ""  # the LoRA adapter it runs with ("": the base model)
 
 
 @dataclass
@@ -100,6 +101,9 @@ class _Pending(Pending):
 
 
 PipelineFactory = Callable[[], ov_genai.ContinuousBatchingPipeline]
+#: How long a request for another adapter waits before requests of the running one stop being admitted (the
+#: pipeline then drains and switches): adapters take turns, none starves.
+ADAPTER_TURN_SECONDS = 1.0
 
 
 class EngineCore:
@@ -109,6 +113,13 @@ class EngineCore:
     corrupts some outputs when several speculative requests share a batch
     (reproduced with 16 greedy requests), so such a pipeline runs one request
     at a time and the others wait here, in order.
+
+    ``adapters``: the LoRA adapters the pipeline was built with (name -> (Adapter, alpha)). openvino-genai 2026.4
+    applies one adapter set to a whole step and ignores a request's own (``add_request`` never reads
+    ``GenerationConfig.adapters``); the set changes only through ``generate()`` on an idle pipeline, and stays for
+    the steps after it. So requests of one adapter batch together, and adapters take turns: while requests of the
+    running adapter (or the base model) run, those of another wait, and once the oldest of them has waited
+    ADAPTER_TURN_SECONDS no more of the running one are admitted; when the pipeline is empty it switches.
     """
 
     def __init__(
@@ -117,6 +128,7 @@ class EngineCore:
         decode: WindowDecoder,
         *,
         speculative: bool = False,
+        adapters: dict[str, tuple[ov_genai.Adapter, float]] | None = None,
         flush_interval: float = 0.0,
         update_rate: float = 0.0,
         clock: Callable[[], float] = time.monotonic,
@@ -126,7 +138,10 @@ class EngineCore:
         self._decode = decode
         self._speculative = speculative
         self._running: dict[int, _Running] = {}
-        self._waiting: deque[tuple[Submission, ov_genai.GenerationConfig]] = deque()
+        self._adapters = adapters or {}
+        self._active: str | None = None if self._adapters else ""  # the adapter the pipeline applies (None: unknown)
+        # Each waiting request with its generation settings and when it came (for the adapters' turns).
+        self._waiting: deque[tuple[Submission, ov_genai.GenerationConfig, float]] = deque()
         self._steps_owed = 0
         self._flush_interval = flush_interval
         self._update_rate = update_rate
@@ -152,9 +167,11 @@ class EngineCore:
                 # Such a request would make every later step() fail (a draft model
                 # needs one of the two), so it never reaches the pipeline.
                 raise ValueError("a speculative pipeline needs num_assistant_tokens or assistant_confidence_threshold")
+            if submission.adapter and submission.adapter not in self._adapters:
+                raise ValueError(f"no LoRA adapter {submission.adapter!r} on this pipeline")
         except Exception as error:
             return [(submission.request_id, EngineRejected(f"invalid generation settings: {_engine_message(error)}"))]
-        self._waiting.append((submission, config))
+        self._waiting.append((submission, config, self._clock()))
         return self._admit()
 
     def _add_request(self, submission: Submission, config: ov_genai.GenerationConfig) -> ov_genai.GenerationHandle:
@@ -168,10 +185,37 @@ class EngineCore:
         prompt = ov.Tensor(np.array([submission.prompt_ids], dtype=np.int64))
         return self._pipeline.add_request(submission.request_id, prompt, config)
 
+    def _next(self) -> int | None:
+        """Where in the queue the next request to admit is (None: none now), switching adapters when due."""
+        head = self._waiting[0][0]
+        if head.adapter == self._active:
+            return 0
+        if not self._running and not self._pipeline.has_non_finished_requests():
+            self._switch(head.adapter)
+            return 0
+        if self._clock() - self._waiting[0][2] >= ADAPTER_TURN_SECONDS:
+            return None  # the running adapter's turn is over: let the pipeline drain
+        return next((i for i, (queued, _, _) in enumerate(self._waiting) if queued.adapter == self._active), None)
+
+    def _switch(self, adapter: str) -> None:
+        """Make the (idle) pipeline apply ``adapter`` ("": none) from its next step: a one-token generate()."""
+        chosen = ov_genai.AdapterConfig()
+        if adapter:
+            chosen = ov_genai.AdapterConfig(*self._adapters[adapter])
+        config = ov_genai.GenerationConfig()
+        config.max_new_tokens = 1
+        config.adapters = chosen
+        self._pipeline.generate([ov.Tensor(np.zeros((1, 1), dtype=np.int64))], [config])
+        self._active = adapter
+
     def _admit(self) -> list[Outcome]:
         failed: list[Outcome] = []
         while self._waiting and not (self._speculative and self._running):
-            submission, config = self._waiting.popleft()
+            index = self._next()
+            if index is None:
+                break
+            submission, config, _ = self._waiting[index]
+            del self._waiting[index]
             try:
                 handle = self._add_request(submission, config)
             except Exception as error:
@@ -214,6 +258,7 @@ class EngineCore:
             log.exception("engine step failed; rebuilding the pipeline")
             self._steps_owed = 0
             self._pipeline = self._factory()
+            self._active = None if self._adapters else ""  # a new pipeline applies no adapter yet
             return self._resume_after(error) + self._admit()
         self._read()
         outcomes = self._flush() if self._flush_due() else []
@@ -232,7 +277,8 @@ class EngineCore:
         for request_id, state in list(self._running.items()):
             params = state.submission.params
             left = (params.max_new_tokens or 0) - len(state.generated) if params.max_new_tokens else None
-            if not state.single or state.resumed or (left is not None and left < 1):
+            # (an adapter's request is not resumed: the new pipeline applies no adapter until it switches)
+            if not state.single or state.resumed or state.submission.adapter or (left is not None and left < 1):
                 del self._running[request_id]
                 failed.append((request_id, EngineError(f"engine step failed: {_engine_message(error)}")))
                 continue
@@ -261,7 +307,7 @@ class EngineCore:
     def fail_all(self, error: EngineError) -> list[Outcome]:
         """Cancel every request, running or waiting, each getting ``error``."""
         failed: list[Outcome] = [(request_id, error) for request_id in self._running]
-        failed += [(submission.request_id, error) for submission, _ in self._waiting]
+        failed += [(submission.request_id, error) for submission, _, _ in self._waiting]
         self._waiting.clear()
         for request_id in list(self._running):
             self.cancel(request_id)

@@ -16,6 +16,7 @@ from typing import Any
 import openvino_genai as ov_genai
 
 from service import model_files
+from service.engine.adapters import LoraAdapter
 from service.engine.chat_template import ChatTemplate, TemplateRenderer, find_chat_template
 from service.engine.core import Submission
 from service.engine.cpu_features import int8_dot_product
@@ -28,7 +29,7 @@ from service.engine.scoring import Scoring
 from service.engine.types import EngineStats, PromptImages
 from service.engine.worker import WorkerSpec
 from service.workers.codec import TokenCodec
-from service.workers.errors import EngineError, EngineUnavailable
+from service.workers.errors import EngineError, EngineRejected, EngineUnavailable
 from service.workers.process import WorkerProcess
 from service.workers.served import KvCacheLoad, Load, ProcessSettings
 from service.workers.supervisor import Supervised, Supervisor
@@ -297,10 +298,12 @@ class Engine(Supervised):
         chat_template: Path | None = None,
         markup: Callable[[ChatTemplate], tuple[str, ...]] = lambda template: (),
         meter: MeterFactory | None = None,
+        adapters: tuple[LoraAdapter, ...] = (),
     ) -> None:
         """Load the tokenizer and start the engine process (blocking until its pipeline is compiled).
 
         ``meter`` makes each generation's Meter (service.observability.metrics.GenerationMeter); None: unmetered.
+        ``adapters``: the LoRA adapters (checked) a request may run with (``submit(adapter=...)``).
         """
         self.name = name
         self._meter = meter
@@ -334,7 +337,9 @@ class Engine(Supervised):
             update_rate=settings.stream_updates_per_s,
             properties=settings.properties(),
             markup=markup(template),
+            adapters=adapters,
         )
+        self.adapters = {adapter.name: adapter for adapter in adapters}
         self._mailboxes: dict[int, Mailbox] = {}
         self._stats: dict[int, asyncio.Future[EngineStats]] = {}
         self._ids = itertools.count()
@@ -454,6 +459,7 @@ class Engine(Supervised):
         skip_special_tokens: bool = True,
         images: PromptImages | None = None,
         scoring: Scoring | None = None,
+        adapter: str = "",
     ) -> Generation:
         """Send a request to the engine now; iterate the Generation for its output, and close it when done.
 
@@ -461,7 +467,10 @@ class Engine(Supervised):
         the model sees it (image tokens included), for counts. Submitting before the caller sends anything of its
         own (a role chunk, the Responses API's first events) lets the engine start meanwhile. ``scoring``: the
         logprobs the sampler does not give (alternatives, the prompt's), computed by the model's scoring copy.
+        ``adapter``: the LoRA adapter it runs with ("": the base model).
         """
+        if adapter and scoring is not None:  # the scoring copy has the base model's weights only
+            raise EngineRejected("prompt logprobs and top alternatives are not served for a LoRA adapter's requests")
         if not self._supervisor.started or not self.up:
             raise self._supervisor.unavailable()
         request_id = next(self._ids)
@@ -469,7 +478,7 @@ class Engine(Supervised):
         self._mailboxes[request_id] = mailbox
         try:
             pixels, text = (images.pixels, images.text) if images else ((), "")
-            self._send(Submission(request_id, prompt_ids, params, skip_special_tokens, pixels, text, scoring))
+            self._send(Submission(request_id, prompt_ids, params, skip_special_tokens, pixels, text, scoring, adapter))
         except BaseException:
             del self._mailboxes[request_id]
             raise

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from pathlib import Path
 
+from service.engine.adapters import LoraAdapter
 from service.engine.core import EngineCore, Submission
 from service.engine.messages import HEARTBEAT_S, Alive, Cancel, Outcome, Outcomes, QueryStats, StatsReport
 from service.engine.scoring import ScoringModel
@@ -43,6 +44,7 @@ class WorkerSpec:
     update_rate: float = 0.0  # hand-overs per second over all requests (0: no budget); see EngineCore
     properties: dict[str, object] = field(default_factory=dict)  # device properties (EngineSettings.properties)
     markup: tuple[str, ...] = ()  # the output parsers' markup: its special tokens stay in the text (TokenCodec)
+    adapters: tuple[LoraAdapter, ...] = ()  # LoRA adapters requests may name (checked: service/engine/adapters.py)
 
 
 def main() -> None:
@@ -86,6 +88,13 @@ def _load(spec: WorkerSpec) -> EngineCore:
         # step ("content_length <= prompt_ids.size() + ...") after a few requests.
         logging.info("prefix caching is off for a pipeline with a draft model")
         scheduler.enable_prefix_caching = False
+    if spec.adapters and scheduler.enable_prefix_caching:
+        # openvino-genai 2026.4 keys cached blocks by tokens alone: a prefix computed under one adapter would be
+        # reused under another, or under the base model.
+        logging.info("prefix caching is off for a pipeline serving LoRA adapters")
+        scheduler.enable_prefix_caching = False
+    # One Adapter object each, kept: openvino-genai tells adapters apart by object, not by file.
+    adapters = {adapter.name: (ov_genai.Adapter(str(adapter.path)), adapter.alpha) for adapter in spec.adapters}
 
     def pipeline() -> ov_genai.ContinuousBatchingPipeline:
         properties: dict[str, object] = dict(spec.properties)
@@ -94,12 +103,16 @@ def _load(spec: WorkerSpec) -> EngineCore:
             properties["draft_model"] = ov_genai.draft_model(str(spec.draft_dir), spec.device)
         if spec.prompt_lookup:
             properties["prompt_lookup"] = True
+        if adapters:  # every adapter at construction: the pipeline hooks the layers they target, once
+            mode = ov_genai.AdapterConfig.Mode.MODE_DYNAMIC  # the one mode that takes int8/int4 weights and switches
+            properties["adapters"] = ov_genai.AdapterConfig(list(adapters.values()), mode)
         return ov_genai.ContinuousBatchingPipeline(str(spec.model_dir), scheduler, spec.device, properties)
 
     return EngineCore(
         pipeline,
         TokenCodec(spec.model_dir, spec.markup).decode_windows,
         speculative=spec.draft_dir is not None,
+        adapters=adapters,
         flush_interval=spec.flush_interval,
         update_rate=spec.update_rate,
     )
