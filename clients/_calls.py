@@ -353,3 +353,31 @@ def cancel_batch(stubs: Stubs, /, batch_id: str, *, timeout: float | None = None
     """Cancel a batch: lines not started do not run; it ends "cancelled" with its files."""
     request = batch_pb2.CancelBatchRequest(batch_id=batch_id)
     return Call(stubs[Service.BATCH].CancelBatch, request, timeout, attrgetter("batch"))
+
+
+# ---- LoRA adapters at run time (ModelService; the server runs with --allow-runtime-lora DIR) ----
+
+
+def load_lora_adapter(
+    stubs: Stubs,
+    /,
+    lora_name: str,
+    lora_path: str,
+    *,
+    base_model_name: str | None = None,
+    load_inplace: bool = False,
+    timeout: float | None = None,
+) -> Call[model_pb2.Model]:
+    """Serve the PEFT adapter at ``lora_path`` (under the server's allowed directory) as model ``lora_name``."""
+    request = model_pb2.LoadLoraAdapterRequest(
+        lora_name=lora_name, lora_path=lora_path, load_inplace=load_inplace, base_model_name=base_model_name
+    )
+    return Call(stubs[Service.MODEL].LoadLoraAdapter, request, timeout, attrgetter("model"))
+
+
+def unload_lora_adapter(
+    stubs: Stubs, /, lora_name: str, *, timeout: float | None = None
+) -> Call[model_pb2.UnloadLoraAdapterResponse]:
+    """Stop serving the LoRA adapter ``lora_name``."""
+    request = model_pb2.UnloadLoraAdapterRequest(lora_name=lora_name)
+    return Call(stubs[Service.MODEL].UnloadLoraAdapter, request, timeout)

@@ -158,6 +158,8 @@ class _Client:
     get_batch = _Unary(_calls.get_batch)
     list_batches = _Unary(_calls.list_batches)
     cancel_batch = _Unary(_calls.cancel_batch)
+    load_lora_adapter = _Unary(_calls.load_lora_adapter)
+    unload_lora_adapter = _Unary(_calls.unload_lora_adapter)
 
 
 class OvserveClient(_Client):

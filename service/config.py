@@ -115,6 +115,15 @@ class ServeConfig:
     )  # fmt: skip
     api_key_file: Path | None = None  # --api-key-file: its keys are read again on SIGHUP
     media: MediaPolicy = field(default_factory=MediaPolicy)  # the "images" flags
+    allow_runtime_lora: Path | None = field(
+        default=None,
+        metadata={
+            "help": "let API calls load and unload LoRA adapters (vLLM's /v1/load_lora_adapter; ModelService."
+            "LoadLoraAdapter) from PEFT directories under DIR; with API keys, those calls need one",
+            "metavar": "DIR",
+            "default_text": "off",
+        },
+    )
     files: FileLimits = field(default_factory=FileLimits)  # the "Files API" flags
     batches: BatchSettings = field(default_factory=BatchSettings)  # the "Batch API" flags
     max_connection_age_seconds: float | None = field(
@@ -210,6 +219,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_flags(parser.add_argument_group("Files API (uploads, in the response store)"), FileLimits)
     add_flags(parser.add_argument_group("Batch API"), BatchSettings)
     lora = parser.add_argument_group("LoRA adapters")
+    add_flags(lora, ServeConfig, only=("allow_runtime_lora",))
     lora.add_argument("--lora", action="append", default=[], metavar="NAME=BASE:PATH",
                       help="serve the LoRA adapter at PATH (a PEFT directory: adapter_config.json and "
                       "adapter_model.safetensors) on model BASE as model NAME (repeatable): a request naming NAME "

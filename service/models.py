@@ -280,6 +280,11 @@ class ModelRegistry:
         """The served LoRA adapters, each a model on its base model's engine, in configuration order."""
         return list(self._adapters.values())
 
+    def refresh_adapters(self, base: ServedModel) -> None:
+        """Serve ``base``'s adapters as its engine has them now (after a change at run time)."""
+        kept = {name: model for name, model in self._adapters.items() if model.parent != base.name}
+        self._adapters = {**kept, **{adapter.name: adapter for adapter in base.adapters()}}
+
     def provenance(self, name: str) -> Provenance | None:
         """What the served model ``name`` was built from, when known."""
         return self._provenance.get(name)

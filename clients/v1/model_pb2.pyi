@@ -7,6 +7,36 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
+class LoadLoraAdapterRequest(_message.Message):
+    __slots__ = ("lora_name", "lora_path", "load_inplace", "base_model_name")
+    LORA_NAME_FIELD_NUMBER: _ClassVar[int]
+    LORA_PATH_FIELD_NUMBER: _ClassVar[int]
+    LOAD_INPLACE_FIELD_NUMBER: _ClassVar[int]
+    BASE_MODEL_NAME_FIELD_NUMBER: _ClassVar[int]
+    lora_name: str
+    lora_path: str
+    load_inplace: bool
+    base_model_name: str
+    def __init__(self, lora_name: _Optional[str] = ..., lora_path: _Optional[str] = ..., load_inplace: _Optional[bool] = ..., base_model_name: _Optional[str] = ...) -> None: ...
+
+class LoadLoraAdapterResponse(_message.Message):
+    __slots__ = ("model",)
+    MODEL_FIELD_NUMBER: _ClassVar[int]
+    model: Model
+    def __init__(self, model: _Optional[_Union[Model, _Mapping]] = ...) -> None: ...
+
+class UnloadLoraAdapterRequest(_message.Message):
+    __slots__ = ("lora_name",)
+    LORA_NAME_FIELD_NUMBER: _ClassVar[int]
+    lora_name: str
+    def __init__(self, lora_name: _Optional[str] = ...) -> None: ...
+
+class UnloadLoraAdapterResponse(_message.Message):
+    __slots__ = ("lora_name",)
+    LORA_NAME_FIELD_NUMBER: _ClassVar[int]
+    lora_name: str
+    def __init__(self, lora_name: _Optional[str] = ...) -> None: ...
+
 class Model(_message.Message):
     __slots__ = ("id", "object", "created", "owned_by", "max_model_len", "task", "chat_template_source", "tool_parser", "reasoning_parser", "source", "source_kind", "revision", "weight_format", "precision", "parent", "root")
     ID_FIELD_NUMBER: _ClassVar[int]

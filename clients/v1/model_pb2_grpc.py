@@ -46,6 +46,16 @@ class ModelServiceStub:
                 request_serializer=ovserve_dot_v1_dot_model__pb2.GetModelRequest.SerializeToString,
                 response_deserializer=ovserve_dot_v1_dot_model__pb2.GetModelResponse.FromString,
                 _registered_method=True)
+        self.LoadLoraAdapter = channel.unary_unary(
+                '/ovserve.v1.ModelService/LoadLoraAdapter',
+                request_serializer=ovserve_dot_v1_dot_model__pb2.LoadLoraAdapterRequest.SerializeToString,
+                response_deserializer=ovserve_dot_v1_dot_model__pb2.LoadLoraAdapterResponse.FromString,
+                _registered_method=True)
+        self.UnloadLoraAdapter = channel.unary_unary(
+                '/ovserve.v1.ModelService/UnloadLoraAdapter',
+                request_serializer=ovserve_dot_v1_dot_model__pb2.UnloadLoraAdapterRequest.SerializeToString,
+                response_deserializer=ovserve_dot_v1_dot_model__pb2.UnloadLoraAdapterResponse.FromString,
+                _registered_method=True)
 
 
 class ModelServiceServicer:
@@ -69,6 +79,28 @@ class ModelServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def LoadLoraAdapter(self, request, context):
+        """Serve a LoRA adapter from now on (vLLM's POST /v1/load_lora_adapter):
+        only with --allow-runtime-lora DIR (else PERMISSION_DENIED), from a
+        PEFT directory under DIR. The adapter is checked first (INVALID_ARGUMENT
+        naming lora_path, nothing changed); then the base model's engine builds
+        its pipeline again once its running requests end (those arriving
+        meanwhile wait). ALREADY_EXISTS for a served name unless load_inplace.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def UnloadLoraAdapter(self, request, context):
+        """Stop serving a LoRA adapter loaded at run time or at start (vLLM's
+        POST /v1/unload_lora_adapter); requests waiting for it fail, those
+        running end first. PERMISSION_DENIED without --allow-runtime-lora;
+        NOT_FOUND if no adapter has that name.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ModelServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -81,6 +113,16 @@ def add_ModelServiceServicer_to_server(servicer, server):
                     servicer.GetModel,
                     request_deserializer=ovserve_dot_v1_dot_model__pb2.GetModelRequest.FromString,
                     response_serializer=ovserve_dot_v1_dot_model__pb2.GetModelResponse.SerializeToString,
+            ),
+            'LoadLoraAdapter': grpc.unary_unary_rpc_method_handler(
+                    servicer.LoadLoraAdapter,
+                    request_deserializer=ovserve_dot_v1_dot_model__pb2.LoadLoraAdapterRequest.FromString,
+                    response_serializer=ovserve_dot_v1_dot_model__pb2.LoadLoraAdapterResponse.SerializeToString,
+            ),
+            'UnloadLoraAdapter': grpc.unary_unary_rpc_method_handler(
+                    servicer.UnloadLoraAdapter,
+                    request_deserializer=ovserve_dot_v1_dot_model__pb2.UnloadLoraAdapterRequest.FromString,
+                    response_serializer=ovserve_dot_v1_dot_model__pb2.UnloadLoraAdapterResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -139,6 +181,60 @@ class ModelService:
             '/ovserve.v1.ModelService/GetModel',
             ovserve_dot_v1_dot_model__pb2.GetModelRequest.SerializeToString,
             ovserve_dot_v1_dot_model__pb2.GetModelResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def LoadLoraAdapter(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/ovserve.v1.ModelService/LoadLoraAdapter',
+            ovserve_dot_v1_dot_model__pb2.LoadLoraAdapterRequest.SerializeToString,
+            ovserve_dot_v1_dot_model__pb2.LoadLoraAdapterResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def UnloadLoraAdapter(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/ovserve.v1.ModelService/UnloadLoraAdapter',
+            ovserve_dot_v1_dot_model__pb2.UnloadLoraAdapterRequest.SerializeToString,
+            ovserve_dot_v1_dot_model__pb2.UnloadLoraAdapterResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -5,7 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from clients.v1 import model_pb2
-from rest_bridge.handler import BridgeHandler
+from rest_bridge.handler import BridgeHandler, JsonBodyHandler
+from rest_bridge.translate.message import message_from_body
+from rest_bridge.translate.proto_json import without_nulls
 
 
 def model(value: model_pb2.Model) -> dict[str, Any]:
@@ -56,7 +58,45 @@ class ModelHandler(BridgeHandler):
         await self.answer(self.backend.models.GetModel, request, lambda reply: model(reply.model))
 
 
+def load_request(body: dict[str, Any]) -> model_pb2.LoadLoraAdapterRequest:
+    """vLLM's LoadLoRAAdapterRequest: ``lora_name``, ``lora_path``, ``load_inplace`` (and ``base_model_name``)."""
+    return message_from_body(
+        body,
+        model_pb2.LoadLoraAdapterRequest,
+        without_nulls,
+        allowed={"lora_name", "lora_path", "load_inplace", "base_model_name"},
+    )
+
+
+def unload_request(body: dict[str, Any]) -> model_pb2.UnloadLoraAdapterRequest:
+    """vLLM's UnloadLoRAAdapterRequest: ``lora_name`` (its ``lora_int_id`` accepted, unused: names are unique)."""
+    body = {key: value for key, value in body.items() if key != "lora_int_id"}
+    return message_from_body(body, model_pb2.UnloadLoraAdapterRequest, without_nulls, allowed={"lora_name"})
+
+
+class LoadLoraHandler(JsonBodyHandler):
+    """POST /v1/load_lora_adapter: 200 with vLLM's plain-text line once the adapter is served."""
+
+    async def post(self) -> None:
+        request = await self.translated(load_request)
+        await self.unary(self.backend.models.LoadLoraAdapter, request)
+        self.set_header("Content-Type", "text/plain; charset=utf-8")
+        self.finish(f"Success: LoRA adapter '{request.lora_name}' added successfully.")
+
+
+class UnloadLoraHandler(JsonBodyHandler):
+    """POST /v1/unload_lora_adapter: 200 with vLLM's plain-text line once the adapter is gone."""
+
+    async def post(self) -> None:
+        request = await self.translated(unload_request)
+        await self.unary(self.backend.models.UnloadLoraAdapter, request)
+        self.set_header("Content-Type", "text/plain; charset=utf-8")
+        self.finish(f"Success: LoRA adapter '{request.lora_name}' removed successfully.")
+
+
 ROUTES = [
     ("/models", ModelsHandler),
     ("/models/(.+)", ModelHandler),  # model ids may contain "/"
+    ("/load_lora_adapter", LoadLoraHandler),
+    ("/unload_lora_adapter", UnloadLoraHandler),
 ]

@@ -19,6 +19,7 @@ the engine: each one costs the server and its client per request, not per token.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 import time
 from collections import deque
@@ -129,6 +130,8 @@ class EngineCore:
         *,
         speculative: bool = False,
         adapters: dict[str, tuple[ov_genai.Adapter, float]] | None = None,
+        rebuild: Callable[[dict[str, tuple[ov_genai.Adapter, float]]], ov_genai.ContinuousBatchingPipeline]
+        | None = None,
         flush_interval: float = 0.0,
         update_rate: float = 0.0,
         clock: Callable[[], float] = time.monotonic,
@@ -140,6 +143,9 @@ class EngineCore:
         self._running: dict[int, _Running] = {}
         self._adapters = adapters or {}
         self._active: str | None = None if self._adapters else ""  # the adapter the pipeline applies (None: unknown)
+        self._rebuild = rebuild  # a pipeline with another adapter set (``set_adapters``)
+        self._next_adapters: tuple[int, dict[str, tuple[ov_genai.Adapter, float]]] | None = None  # (token, set)
+        self._adapters_set: list[tuple[int, str | None]] = []  # (token, error or None) of changes made
         # Each waiting request with its generation settings and when it came (for the adapters' turns).
         self._waiting: deque[tuple[Submission, ov_genai.GenerationConfig, float]] = deque()
         self._steps_owed = 0
@@ -153,7 +159,52 @@ class EngineCore:
     @property
     def busy(self) -> bool:
         """Whether a step has work to do."""
-        return bool(self._running) or self._steps_owed > 0 or self._pipeline.has_non_finished_requests()
+        return (
+            bool(self._running)
+            or self._steps_owed > 0
+            or self._next_adapters is not None
+            or self._pipeline.has_non_finished_requests()
+        )
+
+    @property
+    def adapters(self) -> dict[str, tuple[ov_genai.Adapter, float]]:
+        """The adapters served now (name -> (Adapter, alpha))."""
+        return dict(self._adapters)
+
+    def set_adapters(self, token: int, adapters: dict[str, tuple[ov_genai.Adapter, float]]) -> None:
+        """Serve these adapters from now on: once the requests running end (none is admitted meanwhile), the
+        pipeline is built again with them (openvino-genai hooks an adapter's layers when a pipeline is built).
+        ``take_adapters_set`` then says the change is made (or why not), under ``token``."""
+        self._next_adapters = (token, adapters)
+
+    def take_adapters_set(self) -> list[tuple[int, str | None]]:
+        """The adapter changes made since the last call: (token, None), or (token, why it failed)."""
+        made, self._adapters_set = self._adapters_set, []
+        return made
+
+    def _change_adapters(self) -> list[Outcome]:
+        """Build the pipeline with the next adapter set (the pipeline idle); fail the requests waiting for an
+        adapter no longer served."""
+        assert self._next_adapters is not None and self._rebuild is not None
+        (token, adapters), self._next_adapters = self._next_adapters, None
+        try:
+            self._pipeline = self._rebuild(adapters)
+        except Exception as error:
+            log.exception("building the pipeline with the new adapters failed; the old ones stay")
+            self._adapters_set.append((token, _engine_message(error)))
+            return self._admit()
+        self._adapters = adapters
+        self._factory = functools.partial(self._rebuild, adapters)
+        self._active = None if adapters else ""
+        self._adapters_set.append((token, None))
+        gone = EngineRejected("the LoRA adapter it names was unloaded")
+        failed: list[Outcome] = [
+            (queued.request_id, gone)
+            for queued, _, _ in self._waiting
+            if queued.adapter and queued.adapter not in adapters
+        ]
+        self._waiting = deque(entry for entry in self._waiting if not entry[0].adapter or entry[0].adapter in adapters)
+        return failed + self._admit()
 
     def add(self, submission: Submission) -> list[Outcome]:
         """Admit (or queue) a request; returns its failure if the engine refuses it."""
@@ -167,7 +218,8 @@ class EngineCore:
                 # Such a request would make every later step() fail (a draft model
                 # needs one of the two), so it never reaches the pipeline.
                 raise ValueError("a speculative pipeline needs num_assistant_tokens or assistant_confidence_threshold")
-            if submission.adapter and submission.adapter not in self._adapters:
+            served = self._next_adapters[1] if self._next_adapters is not None else self._adapters
+            if submission.adapter and submission.adapter not in served:
                 raise ValueError(f"no LoRA adapter {submission.adapter!r} on this pipeline")
         except Exception as error:
             return [(submission.request_id, EngineRejected(f"invalid generation settings: {_engine_message(error)}"))]
@@ -187,6 +239,8 @@ class EngineCore:
 
     def _next(self) -> int | None:
         """Where in the queue the next request to admit is (None: none now), switching adapters when due."""
+        if self._next_adapters is not None:
+            return None  # the pipeline drains to be built with other adapters
         head = self._waiting[0][0]
         if head.adapter == self._active:
             return 0
@@ -249,6 +303,8 @@ class EngineCore:
     def step(self) -> list[Outcome]:
         """One engine step; when a flush is due, every request's output since the last one (one Update each)."""
         self._steps_owed = max(0, self._steps_owed - 1)
+        if self._next_adapters is not None and not self._running and not self._pipeline.has_non_finished_requests():
+            return self._change_adapters()
         try:
             self._pipeline.step()
         except Exception as error:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import functools
 import itertools
 import logging
@@ -23,7 +24,7 @@ from service.engine.cpu_features import int8_dot_product
 from service.engine.generation import Generation, Mailbox, MeterFactory
 from service.engine.generation_config import model_defaults
 from service.engine.grammar import GrammarChecker
-from service.engine.messages import Cancel, Outcomes, QueryStats, StatsReport
+from service.engine.messages import AdaptersSet, Cancel, Outcomes, QueryStats, SetAdapters, StatsReport
 from service.engine.sampling import OutputConstraint, SamplingParams
 from service.engine.scoring import Scoring
 from service.engine.types import EngineStats, PromptImages
@@ -342,6 +343,7 @@ class Engine(Supervised):
         self.adapters = {adapter.name: adapter for adapter in adapters}
         self._mailboxes: dict[int, Mailbox] = {}
         self._stats: dict[int, asyncio.Future[EngineStats]] = {}
+        self._changing: dict[int, asyncio.Future[str | None]] = {}  # adapter changes under way, by token
         self._ids = itertools.count()
         # WorkerProcess looked up at each start, so that tests can hold a restart back.
         self._supervisor = Supervisor(
@@ -445,6 +447,20 @@ class Engine(Supervised):
         self._send(QueryStats(token))
         return await future
 
+    async def set_adapters(self, adapters: tuple[LoraAdapter, ...]) -> None:
+        """Serve these (checked) LoRA adapters from now on: the engine builds its pipeline again once the requests
+        running end (those arriving meanwhile wait); EngineError if it cannot. A restarted engine keeps them."""
+        if not self._supervisor.started or not self.up:
+            raise self._supervisor.unavailable()
+        token = next(self._ids)
+        future: asyncio.Future[str | None] = asyncio.get_running_loop().create_future()
+        self._changing[token] = future
+        self._send(SetAdapters(token, adapters))
+        if (error := await future) is not None:
+            raise EngineError(f"the engine could not take the adapters: {error}")
+        self.adapters = {adapter.name: adapter for adapter in adapters}
+        self._spec = dataclasses.replace(self._spec, adapters=adapters)
+
     async def load(self) -> Load:
         """What the engine process runs and holds now (its KV cache too)."""
         stats = await self.stats()
@@ -507,16 +523,22 @@ class Engine(Supervised):
                 future = self._stats.pop(token, None)
                 if future is not None and not future.done():
                     future.set_result(stats)
+            case AdaptersSet(token, error):
+                changing = self._changing.pop(token, None)
+                if changing is not None and not changing.done():
+                    changing.set_result(error)
 
     def _lost(self, error: EngineUnavailable) -> None:
         """The engine process ended: every request it held fails with ``error`` (retriable)."""
         for mailbox in self._mailboxes.values():
             if not mailbox.ended:
                 mailbox.put(error)
-        for future in self._stats.values():
+        waiting: list[asyncio.Future[Any]] = [*self._stats.values(), *self._changing.values()]
+        for future in waiting:
             if not future.done():
                 future.set_exception(error)
         self._stats.clear()
+        self._changing.clear()
 
 
 def _vocab_size(model_dir: Path, tokenizer: ov_genai.Tokenizer) -> int:

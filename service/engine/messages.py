@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from service.engine.adapters import LoraAdapter
 from service.engine.types import EngineStats, Update
 from service.workers.errors import EngineError
 
@@ -27,6 +28,22 @@ class QueryStats:
     """Ask for an EngineStats; the answer carries the same token."""
 
     token: int
+
+
+@dataclass(frozen=True)
+class SetAdapters:
+    """Serve these LoRA adapters from now on (the pipeline is built again once idle); answered by AdaptersSet."""
+
+    token: int
+    adapters: tuple[LoraAdapter, ...]
+
+
+@dataclass(frozen=True)
+class AdaptersSet:
+    """The answer to SetAdapters: ``error`` None once the pipeline serves them, else why it does not."""
+
+    token: int
+    error: str | None
 
 
 @dataclass(frozen=True)

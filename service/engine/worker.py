@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import logging
 import signal
 import sys
@@ -20,10 +21,21 @@ import time
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from pathlib import Path
+from typing import Any
 
 from service.engine.adapters import LoraAdapter
 from service.engine.core import EngineCore, Submission
-from service.engine.messages import HEARTBEAT_S, Alive, Cancel, Outcome, Outcomes, QueryStats, StatsReport
+from service.engine.messages import (
+    HEARTBEAT_S,
+    AdaptersSet,
+    Alive,
+    Cancel,
+    Outcome,
+    Outcomes,
+    QueryStats,
+    SetAdapters,
+    StatsReport,
+)
 from service.engine.scoring import ScoringModel
 from service.engine.scoring_lane import ScoringLane
 from service.workers.child import Channel, ChildConnection
@@ -80,23 +92,24 @@ def _load(spec: WorkerSpec) -> EngineCore:
 
     from service.workers.codec import TokenCodec
 
-    scheduler = ov_genai.SchedulerConfig()
-    for name, value in spec.scheduler.items():
-        setattr(scheduler, name, value)
-    if spec.draft_dir is not None and scheduler.enable_prefix_caching:
+    if spec.draft_dir is not None and spec.scheduler.get("enable_prefix_caching"):
         # openvino-genai 2026.4: speculative sampling with prefix caching fails a
         # step ("content_length <= prompt_ids.size() + ...") after a few requests.
         logging.info("prefix caching is off for a pipeline with a draft model")
-        scheduler.enable_prefix_caching = False
-    if spec.adapters and scheduler.enable_prefix_caching:
-        # openvino-genai 2026.4 keys cached blocks by tokens alone: a prefix computed under one adapter would be
-        # reused under another, or under the base model.
-        logging.info("prefix caching is off for a pipeline serving LoRA adapters")
-        scheduler.enable_prefix_caching = False
     # One Adapter object each, kept: openvino-genai tells adapters apart by object, not by file.
-    adapters = {adapter.name: (ov_genai.Adapter(str(adapter.path)), adapter.alpha) for adapter in spec.adapters}
+    adapters = adapter_set(spec.adapters, {})
 
-    def pipeline() -> ov_genai.ContinuousBatchingPipeline:
+    def pipeline(adapters: dict[str, tuple[ov_genai.Adapter, float]]) -> ov_genai.ContinuousBatchingPipeline:
+        scheduler = ov_genai.SchedulerConfig()
+        for name, value in spec.scheduler.items():
+            setattr(scheduler, name, value)
+        if spec.draft_dir is not None:
+            scheduler.enable_prefix_caching = False
+        if adapters and scheduler.enable_prefix_caching:
+            # openvino-genai 2026.4 keys cached blocks by tokens alone: a prefix computed under one adapter would
+            # be reused under another, or under the base model.
+            logging.info("prefix caching is off for a pipeline serving LoRA adapters")
+            scheduler.enable_prefix_caching = False
         properties: dict[str, object] = dict(spec.properties)
         if spec.draft_dir is not None:
             # A fresh draft each time: a pipeline transforms the draft's graph in place.
@@ -109,13 +122,25 @@ def _load(spec: WorkerSpec) -> EngineCore:
         return ov_genai.ContinuousBatchingPipeline(str(spec.model_dir), scheduler, spec.device, properties)
 
     return EngineCore(
-        pipeline,
+        functools.partial(pipeline, adapters),
         TokenCodec(spec.model_dir, spec.markup).decode_windows,
         speculative=spec.draft_dir is not None,
         adapters=adapters,
+        rebuild=pipeline,
         flush_interval=spec.flush_interval,
         update_rate=spec.update_rate,
     )
+
+
+def adapter_set(adapters: tuple[LoraAdapter, ...], known: dict[str, tuple[Any, float]]) -> dict[str, tuple[Any, float]]:
+    """The openvino-genai Adapter and alpha of each adapter, reusing those ``known`` already (openvino-genai tells
+    adapters apart by object, not by file)."""
+    import openvino_genai as ov_genai
+
+    return {
+        adapter.name: known.get(adapter.name) or (ov_genai.Adapter(str(adapter.path)), adapter.alpha)
+        for adapter in adapters
+    }
 
 
 def _serve(connection: Channel, core: EngineCore, lane: ScoringLane) -> None:
@@ -150,6 +175,11 @@ def _serve(connection: Channel, core: EngineCore, lane: ScoringLane) -> None:
                 case QueryStats(token):
                     stats = dataclasses.replace(core.stats(), scoring=lane.active)
                     connection.send(StatsReport(token, stats))
+                case SetAdapters(token, adapters):
+                    try:
+                        core.set_adapters(token, adapter_set(adapters, core.adapters))
+                    except Exception as error:  # an adapter openvino-genai cannot read
+                        connection.send(AdaptersSet(token, f"{type(error).__name__}: {error}"))
                 case Stop():
                     stopping = EngineError("the engine is shutting down")
                     failed = dict(core.fail_all(stopping))
@@ -165,3 +195,5 @@ def _serve(connection: Channel, core: EngineCore, lane: ScoringLane) -> None:
             elif time.monotonic() - said >= HEARTBEAT_S:
                 connection.send(Alive())
                 said = time.monotonic()
+            for token, problem in core.take_adapters_set():
+                connection.send(AdaptersSet(token, problem))

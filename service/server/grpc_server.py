@@ -13,6 +13,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
 from clients.defaults import MESSAGE_SIZE_OPTIONS
 from service.api.files import FilesApi
+from service.api.lora import RuntimeLora
 from service.api.stored_chat import StoredChatCompletions
 from service.batches.api import BatchesApi
 from service.batches.runner import BatchRunner, LineExecutor
@@ -59,6 +60,7 @@ class Server:
             interactive=lambda seconds: self.policy.interactive_within(seconds),
         )
         self.batches = BatchesApi(batches, files, runner)
+        self.lora = RuntimeLora(self.registry, config.allow_runtime_lora)
         #: How batch lines run (the composition root's: the REST bridge's translation over gRPC to this server);
         #: set after start(), the runner starts once the models are loaded. None: batches wait.
         self.batch_lines: LineExecutor | None = None

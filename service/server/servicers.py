@@ -23,6 +23,7 @@ import grpc
 from clients.v1 import batch_pb2, chat_pb2, conversation_pb2, file_pb2, model_pb2, response_pb2
 from service.api import chat, completions, embeddings, models, rerank, tokenizer, transcriptions
 from service.api.files import FilesApi
+from service.api.lora import RuntimeLora
 from service.api.stored_chat import StoredChatCompletions
 from service.batches.api import BatchesApi
 from service.errors import ServiceError, to_rpc_status
@@ -142,6 +143,18 @@ class AudioServicer(_RegistryServicer):
 
 class ModelServicer(_RegistryServicer):
     """ovserve.v1.ModelService."""
+
+    def __init__(self, registry: ModelRegistry, lora: RuntimeLora) -> None:
+        super().__init__(registry)
+        self._lora = lora
+
+    @unary
+    async def LoadLoraAdapter(self, request: model_pb2.LoadLoraAdapterRequest, context: Any) -> Any:
+        return model_pb2.LoadLoraAdapterResponse(model=await self._lora.load(request))
+
+    @unary
+    async def UnloadLoraAdapter(self, request: model_pb2.UnloadLoraAdapterRequest, context: Any) -> Any:
+        return await self._lora.unload(request)
 
     @unary
     async def ListModels(self, request: model_pb2.ListModelsRequest, context: Any) -> Any:

@@ -13,6 +13,7 @@ import grpc
 
 from clients.services import Service
 from service.api.files import FilesApi
+from service.api.lora import RuntimeLora
 from service.api.stored_chat import StoredChatCompletions
 from service.batches.api import BatchesApi
 from service.models import ModelRegistry
@@ -43,6 +44,7 @@ class ServerParts(Protocol):
     conversations: ConversationsApi
     files: FilesApi
     batches: BatchesApi
+    lora: RuntimeLora
 
 
 # How the server builds each service's servicer from its parts.
@@ -53,7 +55,7 @@ SERVICERS: dict[Service, Callable[[ServerParts], Any]] = {
     Service.CONVERSATION: lambda server: ConversationServicer(server.conversations),
     Service.FILE: lambda server: FileServicer(server.files),
     Service.BATCH: lambda server: BatchServicer(server.batches),
-    Service.MODEL: lambda server: ModelServicer(server.registry),
+    Service.MODEL: lambda server: ModelServicer(server.registry, server.lora),
     Service.TOKENIZER: lambda server: TokenizerServicer(server.registry),
     Service.EMBEDDING: lambda server: EmbeddingServicer(server.registry),
     Service.AUDIO: lambda server: AudioServicer(server.registry),

@@ -26,7 +26,7 @@ UNARY = {
     "create_conversation", "get_conversation", "update_conversation", "delete_conversation",
     "list_conversation_items", "add_conversation_items", "get_conversation_item", "delete_conversation_item",
     "upload_file", "get_file", "list_files", "delete_file", "create_batch", "get_batch", "list_batches",
-    "cancel_batch",
+    "cancel_batch", "load_lora_adapter", "unload_lora_adapter",
 }  # fmt: skip
 STREAMING = {"stream_chat", "stream_complete", "stream_transcription", "download_file"}
 
@@ -58,7 +58,7 @@ def test_a_declared_service_names_its_own_generated_code(service: Service) -> No
 def test_the_server_serves_every_declared_service_and_every_rpc_of_it() -> None:
     assert list(SERVED) == [service.full_name for service in Service]  # reflection and health list these
     parts = SimpleNamespace(
-        registry=None, stored_chat=None, responses=None, conversations=None, files=None, batches=None
+        registry=None, stored_chat=None, responses=None, conversations=None, files=None, batches=None, lora=None
     )
     pool = descriptor_pool.Default()
     for name, (add_to_server, build) in SERVED.items():
@@ -107,6 +107,8 @@ ARGUMENTS: dict[str, tuple[Any, ...]] = {
     "get_batch": ("batch_1",),
     "list_batches": (),
     "cancel_batch": ("batch_1",),
+    "load_lora_adapter": ("a", "dir"),
+    "unload_lora_adapter": ("a",),
 }
 
 

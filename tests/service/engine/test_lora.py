@@ -256,3 +256,61 @@ def test_the_toml_names_adapters_per_model(tmp_path: Path) -> None:
     toml.write_text(f'[[models]]\nname = "tiny-chat"\npath = "{TINY_CHAT}"\nlora = ["a"]\n')
     with pytest.raises(ConfigError, match="lora: a table"):
         config.from_arguments(serve_parser().parse_args(["--config", str(toml)]))
+
+
+def test_adapters_load_and_unload_at_run_time(tmp_path: Path, lora_server: ServerThread) -> None:
+    """vLLM's /v1/load_lora_adapter and /v1/unload_lora_adapter through the bridge, from under the allowed
+    directory only; a loaded adapter answers as the same adapter served from the start, the base model stays."""
+    from tests.rest_bridge.conftest import http_request, served_with_bridge
+
+    allowed = tmp_path / "adapters"
+    write_adapter(allowed / "late", 1)  # lora-a's matrices
+    _broken(allowed / "bad", "another base model")
+    write_adapter(tmp_path / "outside", 1)
+    with OvserveClient(lora_server.target) as client:
+        expected = answer(client, "lora-a")
+    spec = ModelSpec("tiny-chat", TINY_CHAT, settings=TEST_SETTINGS)
+    with (
+        served_with_bridge([spec], allow_runtime_lora=allowed) as running,
+        OvserveClient(running.server.target) as client,
+    ):
+        base = answer(client, "tiny-chat")
+
+        def post(path: str, body: dict[str, object]) -> tuple[int, str]:
+            reply = http_request(running.port, "POST", path, body)
+            return reply.status, reply.body.decode()
+
+        assert post("/v1/load_lora_adapter", {"lora_name": "late", "lora_path": "late"}) == (
+            200, "Success: LoRA adapter 'late' added successfully.")  # fmt: skip
+        listed = http_request(running.port, "GET", "/v1/models").json()["data"]
+        assert [(m["id"], m["parent"]) for m in listed] == [("tiny-chat", None), ("late", "tiny-chat")]
+        assert answer(client, "late") == expected and answer(client, "tiny-chat") == base
+        status, body = post("/v1/load_lora_adapter", {"lora_name": "late", "lora_path": "late"})
+        assert status == 409 and "load_inplace" in body
+        assert post("/v1/load_lora_adapter", {"lora_name": "late", "lora_path": "late", "load_inplace": True})[0] == 200
+        for body, param in [({"lora_name": "x", "lora_path": "bad"}, "lora_path"),
+                            ({"lora_name": "x", "lora_path": str(tmp_path / "outside")}, "lora_path"),
+                            ({"lora_name": "x", "lora_path": "../outside"}, "lora_path"),
+                            ({"lora_name": "tiny-chat", "lora_path": "late"}, "lora_name"),
+                            ({"lora_name": "x", "lora_path": "late", "base_model_name": "late"}, "base_model_name"),
+                            ({"lora_path": "late"}, "lora_name")]:  # fmt: skip
+            reply = http_request(running.port, "POST", "/v1/load_lora_adapter", body)
+            assert reply.status in (400, 409) and reply.json()["error"]["param"] == param, (body, reply.body)
+        assert [m.id for m in client.list_models()] == ["tiny-chat", "late"]  # nothing changed
+        assert post("/v1/unload_lora_adapter", {"lora_name": "late"}) == (
+            200, "Success: LoRA adapter 'late' removed successfully.")  # fmt: skip
+        assert http_request(running.port, "POST", "/v1/chat/completions", {
+            "model": "late", "messages": MESSAGES}).status == 404  # fmt: skip
+        assert post("/v1/unload_lora_adapter", {"lora_name": "late"})[0] == 404
+        assert answer(client, "tiny-chat") == base
+
+
+def test_run_time_loading_is_off_by_default(lora_server: ServerThread) -> None:
+    from clients.v1 import model_pb2, model_pb2_grpc
+
+    with grpc.insecure_channel(lora_server.target) as channel, pytest.raises(grpc.RpcError) as refused:
+        model_pb2_grpc.ModelServiceStub(channel).LoadLoraAdapter(
+            model_pb2.LoadLoraAdapterRequest(lora_name="x", lora_path="/tmp")
+        )
+    assert refused.value.code() == grpc.StatusCode.PERMISSION_DENIED
+    assert "--allow-runtime-lora" in (refused.value.details() or "")
