@@ -27,6 +27,7 @@ from tests.conftest import TEST_SETTINGS, TINY_CHAT, ServerThread, start_server
 from tests.service.engine.test_engine_flush import FakeClock
 
 HIDDEN, INTERMEDIATE, LAYERS = 128, 384, 2  # tiny-chat's shape (its config.json)
+CAPITALS = TINY_CHAT.parent / "tiny-chat-capitals"
 MESSAGES = [{"role": "user", "content": "Tell me a story."}]
 
 
@@ -69,6 +70,8 @@ def adapters(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         "lora-a-rescaled": write_adapter(root / "a2", 1, alpha=2, scale_b=2.0),
         # alpha near zero: the base model
         "lora-off": write_adapter(root / "off", 4, alpha=1e-9),
+        # the bundled adapter trained to answer in capitals (service/model_builder/capitals_lora.py)
+        "tiny-chat-capitals": CAPITALS,
     }
 
 
@@ -107,6 +110,23 @@ def test_base_and_adapters_in_one_burst_each_answer_as_alone(lora_server: Server
         assert answers == [alone[model] for model in burst]
         assert answer(client, "lora-a-rescaled") == alone["lora-a"]  # alpha / r applied, the file's matrices kept
         assert answer(client, "lora-off") == alone["tiny-chat"]
+
+
+def upper_share(text: str) -> float:
+    letters = [c for c in text if c.isalpha()]
+    return sum(c.isupper() for c in letters) / max(1, len(letters))
+
+
+@pytest.mark.parametrize("question", ["Tell me a story.", "What is the capital of France?", "Hello! How are you?"])
+def test_the_bundled_adapter_answers_in_capitals_as_trained(lora_server: ServerThread, question: str) -> None:
+    with OvserveClient(lora_server.target) as client:
+        messages = [{"role": "user", "content": question}]
+        base, shouted = (
+            str(client.chat(model, messages, max_tokens=24, temperature=0).choices[0].message.content)
+            for model in ("tiny-chat", "tiny-chat-capitals")
+        )
+    assert upper_share(shouted) >= 0.95 and len(shouted) > 8, shouted
+    assert upper_share(base) <= 0.3, base
 
 
 def test_prompt_logprobs_are_refused_for_an_adapter(lora_server: ServerThread) -> None:
