@@ -50,10 +50,11 @@ def base_model(base: Path = BASE) -> Any:
         if name.startswith("self.") and name.endswith(".weight_compressed"):
             state[name.removeprefix("self.").removesuffix("_compressed")] = tensor(name)
     hidden = [1, 1, config.hidden_size]
+    unnamed = [name for name, op in constants.items() if name.startswith("Constant_")]
     scales = sorted(
-        (name for name, op in constants.items() if name.startswith("Constant_") and list(op.get_output_shape(0)) == hidden),
+        (name for name in unnamed if list(constants[name].get_output_shape(0)) == hidden),
         key=lambda name: int(name.split("_")[1]),
-    )  # fmt: skip
+    )
     norms = [f"model.layers.{i}.{kind}.weight" for i in range(config.num_hidden_layers)
              for kind in ("input_layernorm", "post_attention_layernorm")] + ["model.norm.weight"]  # fmt: skip
     assert len(scales) == len(norms), scales
@@ -160,7 +161,7 @@ def train(out: Path = OUT, base: Path = BASE) -> dict[str, float]:
         optimiser.zero_grad()
         loss.backward()
         optimiser.step()
-        losses.append(float(loss))
+        losses.append(float(loss.detach()))
     out.mkdir(parents=True, exist_ok=True)
     tensors = {}
     for module, lora in wrapped.items():
