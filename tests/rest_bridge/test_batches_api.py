@@ -211,3 +211,24 @@ def test_a_stopped_batch_resumes_after_a_restart(tmp_path: Path, spec: SpecCheck
         server.run(bridge.stop())
     finally:
         server.stop()
+
+
+def test_a_batch_past_its_window_expires_with_its_unrun_lines_in_the_error_file(spec: SpecCheck) -> None:
+    models = [ModelSpec("tiny-chat", TINY_CHAT, settings=TEST_SETTINGS)]
+    lines = [chat_line(f"r{i}", f"Story number {i}.", max_tokens=16) for i in range(30)]
+    settings = BatchSettings(batch_concurrency=1)
+    with served_with_bridge(models, batches=settings) as running, spec_client(running, spec) as client:
+        batch = submit(client, lines)
+        while client.batches.retrieve(batch.id).request_counts.completed < 2:
+            time.sleep(0.05)
+
+        def past(stored: Any) -> None:  # the 24 hours are over (the clock is not the test's to move)
+            stored.expires_at = int(time.time()) - 1
+
+        running.server.run(running.server.server.batches._store.change(batch.id, past))
+        done = wait(client, batch.id)
+        assert done.status == "expired" and done.expired_at is not None
+        outputs, errors = lines_of(client, done.output_file_id), lines_of(client, done.error_file_id)
+        assert sorted(o["custom_id"] for o in outputs + errors) == sorted(line["custom_id"] for line in lines)
+        assert errors and all(e["error"]["code"] == "batch_expired" and e["response"] is None for e in errors)
+        assert done.request_counts.failed == len(errors) and done.request_counts.completed == len(outputs)
