@@ -166,6 +166,7 @@ class FakeEngine:
         self.defaults = SamplingParams()
         self.chat_template = BUNDLED_TEMPLATE
         self.has_draft_model = False
+        self.adapters: dict[str, object] = {}  # LoRA adapters: none on a scripted engine
         self.grammar_refusal: str | None = None  # what check_constraint answers
         self.scripts: deque[Script] = deque()
         self.generations: list[FakeGeneration] = []
@@ -189,6 +190,7 @@ class FakeEngine:
         skip_special_tokens: bool = True,
         images: PromptImages | None = None,
         scoring: Scoring | None = None,
+        adapter: str = "",
     ) -> FakeGeneration:
         """Play the next script (an empty reply if none is queued); raises its ``refuse`` error if it has one.
         (``scoring`` is taken and ignored: scoring is the real engine's, tested end to end.)"""
