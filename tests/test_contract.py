@@ -50,9 +50,24 @@ EXPECTED_RPCS = {
         "GetConversationItem": False,
         "DeleteConversationItem": False,
     },
-    "ovserve.v1.ModelService": {"ListModels": False, "GetModel": False},
+    "ovserve.v1.ModelService": {
+        "ListModels": False,
+        "GetModel": False,
+        "LoadLoraAdapter": False,
+        "UnloadLoraAdapter": False,
+    },
     "ovserve.v1.TokenizerService": {"Tokenize": False, "Detokenize": False},
+    "ovserve.v1.FileService": {
+        "CreateFile": False,
+        "GetFile": False,
+        "ListFiles": False,
+        "DeleteFile": False,
+        "GetFileContent": True,
+    },
+    "ovserve.v1.BatchService": {"CreateBatch": False, "GetBatch": False, "ListBatches": False, "CancelBatch": False},
 }
+# The one client-streaming RPC: an upload's bytes arrive in chunks.
+CLIENT_STREAMING = {"CreateFile"}
 
 # Unary and streaming twins must take field-identical requests: the service
 # treats them alike and the bridge fills either from the same OpenAI body.
@@ -121,7 +136,7 @@ def test_service_exposes_every_rpc(service: str) -> None:
     actual = {m.name: m.server_streaming for m in desc.methods}
     assert actual == EXPECTED_RPCS[service]
     for method in desc.methods:
-        assert not method.client_streaming
+        assert method.client_streaming == (method.name in CLIENT_STREAMING)
         assert method.input_type.name == f"{method.name}Request"
         assert method.output_type.name == f"{method.name}Response"
 
