@@ -206,7 +206,7 @@ class BatchRunner:
         }
         for file_id, _ in names.values():
             await self._files.delete(file_id, None)
-        written: dict[bool, int] = {True: 0, False: 0}
+        written: set[bool] = set()  # which of the two files got lines
         for file_id, filename in names.values():
             record = file_pb2.File(
                 id=file_id,
@@ -225,10 +225,10 @@ class BatchRunner:
                 )
                 if text:
                     await self._files.append(names[ok][0], text.encode(), max_owner_bytes=2**62)
-                    written[ok] += 1
+                    written.add(ok)
             after = results[-1].number
         await self._files.complete(names[True][0])
-        if not written[False]:
+        if False not in written:
             await self._files.delete(names[False][0], None)
             return names[True][0], None
         await self._files.complete(names[False][0])
