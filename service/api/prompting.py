@@ -27,6 +27,7 @@ FUNCTION_KEYS = ("name", "description", "parameters")  # a flat (Responses) func
 # Prompts up to this many characters are rendered and tokenised on the event loop (well under a
 # millisecond); larger ones in a worker thread, so other streams keep their pace.
 INLINE_PROMPT_CHARS = 16_384
+INLINE_MESSAGES = 64  # minja takes ~50 us a message
 
 
 def unsupported(field: str, value: str, allowed: Iterable[str]) -> FieldViolation:
@@ -78,7 +79,7 @@ async def render_prompt(
     a large one is rendered and tokenised in a worker thread, off the event loop.
     """
     return await _sized(
-        model, history, tools, field, lambda: _encode(model, _render(model, history, tools, context, field))
+        model, history, tools, context, field, lambda: _encode(model, _render(model, history, tools, context, field))
     )
 
 
@@ -92,18 +93,44 @@ async def render_text(
 ) -> str:
     """The conversation rendered by the model's chat template as text (a vision model's pipeline takes text),
     checked and rendered as ``render_prompt`` does."""
-    return await _sized(model, history, tools, field, lambda: _render(model, history, tools, context, field))
+    return await _sized(model, history, tools, context, field, lambda: _render(model, history, tools, context, field))
 
 
 async def _sized(
-    model: ServedModel, history: list[dict[str, Any]], tools: list[dict[str, Any]], field: str, work: Callable[[], T]
+    model: ServedModel,
+    history: list[dict[str, Any]],
+    tools: list[dict[str, Any]],
+    context: dict[str, Any],
+    field: str,
+    work: Callable[[], T],
 ) -> T:
     """``work`` after the length check: on the event loop for a small conversation without tools, else in a
     thread (tool definitions are rendered as JSON by the template: a megabyte of schema held the loop 2 s, and
     measuring them first would cost the loop as much as the thread hop saves)."""
     text = sum(len(message["content"]) for message in history if isinstance(message.get("content"), str))
     check_length(model, text, field)
-    return work() if text <= INLINE_PROMPT_CHARS and not tools else await asyncio.to_thread(work)
+    return work() if renders_inline(history, tools, context) else await asyncio.to_thread(work)
+
+
+def renders_inline(history: list[dict[str, Any]], tools: list[dict[str, Any]] | None, context: dict[str, Any]) -> bool:
+    """Whether a conversation is small enough to render on the event loop: no tools, at most INLINE_MESSAGES
+    messages and INLINE_PROMPT_CHARS characters in all (its strings, keys and containers counted, the count
+    stopped once past). Anything larger is rendered in a thread (and the largest in the template's helper
+    process), which the event loop must not wait on."""
+    if tools or len(history) > INLINE_MESSAGES:
+        return False
+    budget, stack = INLINE_PROMPT_CHARS, [history, context]
+    while stack:
+        value = stack.pop()
+        budget -= len(value) if isinstance(value, (str, list, dict)) else 1
+        if budget < 0:
+            return False
+        if isinstance(value, dict):
+            stack.extend(value.keys())
+            stack.extend(value.values())
+        elif isinstance(value, list):
+            stack.extend(value)
+    return True
 
 
 def _render(

@@ -15,7 +15,7 @@ from clients.v1 import tokenizer_pb2
 from service.api.chat import _history as chat_history  # the same roles, contents and checks as chat
 from service.api.common import token_texts
 from service.api.media_parts import MediaParts, image_prompt_ids
-from service.api.prompting import INLINE_PROMPT_CHARS, render_for_model, template_context
+from service.api.prompting import INLINE_PROMPT_CHARS, render_for_model, renders_inline, template_context
 from service.errors import FieldViolation, InvalidArgument
 from service.models import ModelRegistry, ServedModel
 
@@ -69,8 +69,8 @@ async def tokenize(models: ModelRegistry, request: tokenizer_pb2.TokenizeRequest
             tokens=ids, count=len(ids), max_model_len=model.limits.max_model_len, token_strs=texts
         )
 
-    size = len(request.prompt) if has_prompt else sum(len(m.get("content") or "") for m in history)
-    return work() if size <= INLINE_PROMPT_CHARS else await asyncio.to_thread(work)
+    inline = len(request.prompt) <= INLINE_PROMPT_CHARS if has_prompt else renders_inline(history, None, context)
+    return work() if inline else await asyncio.to_thread(work)
 
 
 async def detokenize(

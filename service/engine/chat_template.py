@@ -10,13 +10,17 @@ Rendering: openvino_genai's own engine (minja), as OVMS and the GenAI pipelines 
 that minja cannot parse (GLM-4.6's, for one) is rendered with Jinja2 in a sandbox, set up as
 transformers sets it up (``tojson``, ``raise_exception``, ``strftime_now``, loop controls), so every
 published template renders with one of the two. Which one is used is decided once, at load.
+minja holds the GIL while it renders, so a large conversation is rendered in a helper process
+(template_worker.py) instead of a server thread.
 """
 
 from __future__ import annotations
 
 import datetime
+import functools
 import json
 import logging
+import pickle
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -27,6 +31,8 @@ import jinja2
 import jinja2.sandbox
 import openvino_genai as ov_genai
 
+from service.workers.helper import HelperDied, HelperProcess, HelperStartError, HelperTimeout
+
 log = logging.getLogger(__name__)
 
 TEMPLATE_FILE = "chat_template.jinja"
@@ -35,6 +41,12 @@ TOOL_USE = "tool_use"  # transformers' name of the template for requests with to
 # A template's error reaches the client: this much of it, without the template source minja quotes.
 MAX_ERROR_CHARS = 400
 _PROBE = [{"role": "user", "content": "Hello"}]
+# Renders past either size go to the helper process: minja takes ~50 us a message and ~50 ms a megabyte of
+# content, and far more for tool schemas (which it writes as JSON: 28 ms for 250 kB, 560 ms for 1.1 MB),
+# all of it holding the GIL; below these a render holds it a few milliseconds at most.
+HELPER_BYTES = 96 * 1024  # the pickled render job (above what the event loop renders: prompting.renders_inline)
+HELPER_MESSAGES = 128
+RENDER_TIMEOUT_S = 30.0  # a render past this is refused and its helper process killed
 
 
 class TemplateError(Exception):
@@ -88,16 +100,19 @@ Renderer = Callable[[str, list[dict[str, Any]], list[dict[str, Any]] | None, dic
 class TemplateRenderer:
     """Renders conversations with a model's chat template, with minja or (when minja cannot) Jinja2."""
 
-    def __init__(self, tokenizer: ov_genai.Tokenizer, template: ChatTemplate) -> None:
+    def __init__(self, tokenizer: ov_genai.Tokenizer, template: ChatTemplate, model_dir: Path | None = None) -> None:
+        """``model_dir``: the tokenizer's directory, for the helper process large renders run in (None: none
+        run there)."""
         self.template = template
         self._tokenizer = tokenizer
+        self._helper = HelperProcess("service.engine.template_worker", model_dir) if model_dir else None
         self._special = {"bos_token": tokenizer.get_bos_token(), "eos_token": tokenizer.get_eos_token()}
         self.engine = "minja"
-        self._render: Renderer = self._minja
+        self._render: Renderer = functools.partial(minja_render, tokenizer)
         texts = [text for text in (template.default, template.tool_use) if text]
         try:
             for text in texts:
-                self._minja(text, _PROBE, None, {}, True)
+                self._render(text, _PROBE, None, {}, True)
         except Exception as minja_error:
             try:
                 for text in texts:
@@ -118,27 +133,45 @@ class TemplateRenderer:
         *,
         add_generation_prompt: bool = True,
     ) -> str:
-        """The conversation as the template writes it; TemplateError (a bounded message) when it refuses."""
+        """The conversation as the template writes it; TemplateError (a bounded message) when it refuses.
+
+        Blocking, and not for the event loop unless the conversation is small: a large one is rendered by
+        the helper process (minja holds the GIL throughout a render; see template_worker.py).
+        """
+        job = (self.template.text(tools=bool(tools)), history, tools or None, context, add_generation_prompt)
         try:
-            return self._render(self.template.text(tools=bool(tools)), history, tools or None, context,
-                                add_generation_prompt)  # fmt: skip
+            if self.engine == "minja" and self._helper is not None:
+                pickled = pickle.dumps(job, pickle.HIGHEST_PROTOCOL)
+                if len(pickled) > HELPER_BYTES or len(history) > HELPER_MESSAGES:
+                    rendered = self._outside(pickled)
+                    if rendered is not None:
+                        return rendered
+            return self._render(*job)
+        except TemplateError:
+            raise
         except Exception as error:
             raise TemplateError(error_message(error)) from error
 
-    def _minja(
-        self,
-        text: str,
-        history: list[dict[str, Any]],
-        tools: list[dict[str, Any]] | None,
-        context: dict[str, Any],
-        add_generation_prompt: bool,
-    ) -> str:
-        return str(
-            self._tokenizer.apply_chat_template(
-                history, add_generation_prompt=add_generation_prompt, chat_template=text, tools=tools,
-                extra_context=context,
-            )
-        )  # fmt: skip
+    def close(self) -> None:
+        """End the helper process, if it runs."""
+        if self._helper is not None:
+            self._helper.close()
+
+    def _outside(self, job: bytes) -> str | None:
+        """The helper's rendering of a pickled job; None when the helper cannot start (render here then)."""
+        assert self._helper is not None
+        try:
+            kind, value = self._helper.ask_pickled(job, RENDER_TIMEOUT_S)
+        except HelperTimeout:
+            raise TemplateError(f"rendering it took longer than {RENDER_TIMEOUT_S:g} s") from None
+        except HelperDied:
+            raise TemplateError("the template engine failed on it") from None
+        except HelperStartError as error:
+            log.warning("the chat-template helper could not start (%s): rendering in the server", error)
+            return None
+        if kind == "error":
+            raise TemplateError(value)
+        return str(value)
 
     def _jinja(
         self,
@@ -152,6 +185,23 @@ class TemplateRenderer:
         if tools:
             variables["tools"] = tools
         return _compiled(text).render(**variables)
+
+
+def minja_render(
+    tokenizer: ov_genai.Tokenizer,
+    text: str,
+    history: list[dict[str, Any]],
+    tools: list[dict[str, Any]] | None,
+    context: dict[str, Any],
+    add_generation_prompt: bool,
+) -> str:
+    """``history`` rendered by template ``text`` with openvino_genai's engine (minja), as OVMS renders."""
+    return str(
+        tokenizer.apply_chat_template(
+            history, add_generation_prompt=add_generation_prompt, chat_template=text, tools=tools,
+            extra_context=context,
+        )
+    )  # fmt: skip
 
 
 def _raise_exception(message: str) -> None:

@@ -319,7 +319,7 @@ class Engine(Supervised):
         # Tokenizer; encoding and decoding go through the faster codec.
         self._tokenizer = ov_genai.Tokenizer(str(model_dir), INFERENCE_NUM_THREADS=1, ENABLE_CPU_PINNING=False)
         template = find_chat_template(model_dir, self._tokenizer, chat_template)
-        self._template = TemplateRenderer(self._tokenizer, template)
+        self._template = TemplateRenderer(self._tokenizer, template, model_dir)
         self._codec = TokenCodec(model_dir)
         self.defaults = model_defaults(model_dir, self._tokenizer.get_eos_token_id())
         self.max_model_len = _max_model_len(model_dir)
@@ -407,6 +407,7 @@ class Engine(Supervised):
         if self._supervisor.closed:
             return
         self._grammar.close()
+        self._template.close()
         self._supervisor.close()
 
     def end_requests(self, reason: str) -> None:

@@ -11,24 +11,19 @@ in ~30 ms for a small grammar. A grammar the compiler refuses raises here; one
 that crashes or hangs the compiler costs only this process, which the server
 kills and restarts (see service/engine/grammar.py).
 
-Protocol (tuples over a multiprocessing Connection):
-  server -> here: model_dir (once), then (kind, value) per check
-  here -> server: ("ready", None) | ("failed", message) once, then per check
-                  the compiler's complaint (str) or None
+Protocol (service/workers/helper.py's): the model directory once, then (kind, value) per check;
+answered with the compiler's complaint (str) or None.
 """
 
 from __future__ import annotations
 
-import contextlib
 import re
-import signal
-import sys
 import tempfile
-from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
 from service import model_files  # light: json only, as this process should stay
+from service.workers.helper import serve
 
 # openvino_genai prefixes its errors with a timestamp, a source path and a check expression.
 _ENGINE_NOISE = re.compile(r"^\[[\d:]+\] \S+:\d+: |Check failed: \(.*?\) is false: ")
@@ -36,19 +31,7 @@ _ENGINE_NOISE = re.compile(r"^\[[\d:]+\] \S+:\d+: |Check failed: \(.*?\) is fals
 
 def main() -> None:
     """Entry point: load the stand-in pipeline, then answer checks until the server goes away."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the server decides when this process ends
-    connection = Connection(int(sys.argv[1]))
-    model_dir: Path = connection.recv()
-    try:
-        pipeline = _stand_in_pipeline(model_dir)
-    except Exception as error:
-        connection.send(("failed", f"{type(error).__name__}: {error}"))
-        return
-    connection.send(("ready", None))
-    with contextlib.suppress(EOFError, BrokenPipeError):
-        while True:
-            kind, value = connection.recv()
-            connection.send(_compile(pipeline, kind, value))
+    serve(_stand_in_pipeline, lambda pipeline, check: _compile(pipeline, *check))
 
 
 def _compile(pipeline: Any, kind: str, value: str) -> str | None:

@@ -43,7 +43,7 @@ def test_verdicts_are_cached_by_text(checker: GrammarChecker) -> None:
     assert check(checker, "grammar", OBJECT) is None
     error = check(checker, "grammar", BROKEN)
     checker.close()  # no process left: only the cache can answer now
-    checker._started = None  # type: ignore[assignment,method-assign]  # any compile would now fail loudly
+    checker._helper._started = None  # type: ignore[assignment,method-assign]  # any compile would now fail loudly
     assert check(checker, "grammar", OBJECT) is None
     assert check(checker, "grammar", BROKEN) == error
 
@@ -65,13 +65,13 @@ def test_a_process_killed_between_checks_is_replaced_without_blaming_the_next_gr
     checker: GrammarChecker,
 ) -> None:
     assert check(checker, "grammar", OBJECT) is None
-    process = checker._process
+    process = checker._helper.process
     assert process is not None
     process.kill()
     process.wait()
     assert check(checker, "regex", "[0-9]+") is None
     assert checker.restarts == 1
-    assert checker._process is not None and checker._process.pid != process.pid
+    assert checker._helper.process is not None and checker._helper.process.pid != process.pid
 
 
 def test_concurrent_checks_share_one_process_and_all_get_answers(checker: GrammarChecker) -> None:
