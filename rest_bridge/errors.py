@@ -10,7 +10,6 @@ bridge maps back to the name the client sent (``stop``, ``prompt``) with
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import grpc
@@ -94,11 +93,3 @@ def from_rpc_error(error: grpc.aio.AioRpcError | grpc.RpcError) -> BridgeError:
     return BridgeError(
         status, message, type=error_type, param=openai_param(field), code=error_code, retry_after=details.retry_after
     )
-
-
-def encode_json(payload: dict[str, Any]) -> bytes:
-    """A JSON body as UTF-8; text that UTF-8 cannot carry (a lone surrogate echoed back) is escaped instead."""
-    try:
-        return json.dumps(payload, ensure_ascii=False).encode()
-    except UnicodeEncodeError:
-        return json.dumps(payload).encode()

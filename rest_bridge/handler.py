@@ -30,7 +30,8 @@ from clients.v1 import model_pb2
 from rest_bridge import cors, sse
 from rest_bridge.backend import Backend
 from rest_bridge.config import BridgeSettings
-from rest_bridge.errors import BridgeError, encode_json, from_rpc_error
+from rest_bridge.errors import BridgeError, from_rpc_error
+from rest_bridge.json_body import encode_json
 from rest_bridge.translate.body import parse_json_body
 
 tracer = trace.get_tracer("ovserve.rest_bridge")
@@ -177,7 +178,9 @@ class BridgeHandler(tornado.web.RequestHandler):
         """Call a unary RPC and finish with its reply ``render``ed as OpenAI JSON (in PARSER when the reply is
         large: a tokenize reply of millions of tokens took seconds of the loop to render and encode)."""
         reply = await self.unary(method, request)
-        self.write_encoded(await off_the_loop_if_large(reply.ByteSize(), lambda: encode_json(render(reply))))
+        size = reply.ByteSize()
+        sliced = size > INLINE_BODY_BYTES  # then encoded in PARSER (off_the_loop_if_large), a slice at a time
+        self.write_encoded(await off_the_loop_if_large(size, lambda: encode_json(render(reply), sliced=sliced)))
 
     async def relay(self, call: Any, framing: sse.Framing) -> None:
         """Stream ``call``'s messages as server-sent events, framed by ``framing``.

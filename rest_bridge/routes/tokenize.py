@@ -6,15 +6,16 @@ from typing import Any
 
 from clients.v1 import tokenizer_pb2
 from rest_bridge.handler import JsonBodyHandler
+from rest_bridge.json_body import listed
 from rest_bridge.translate.completions import normalise_chat
 from rest_bridge.translate.message import message_from_body
 
 
 def tokenized(reply: tokenizer_pb2.TokenizeResponse, with_strings: bool) -> dict[str, Any]:
     """vLLM's tokenize reply."""
-    out: dict[str, Any] = {"tokens": list(reply.tokens), "count": reply.count, "max_model_len": reply.max_model_len}
+    out: dict[str, Any] = {"tokens": listed(reply.tokens), "count": reply.count, "max_model_len": reply.max_model_len}
     if with_strings:
-        out["token_strs"] = list(reply.token_strs)
+        out["token_strs"] = listed(reply.token_strs)
     return out
 
 

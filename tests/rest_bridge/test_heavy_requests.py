@@ -1,10 +1,11 @@
 """The largest valid request of each heavy route stalls nobody: /health answers meanwhile about as fast as idle.
 
-Tokenising 4 Mi characters, decoding and counting 2,048 inputs of 1,000 token ids for embeddings, checking a
-1 MB tool schema: before, the tokenizer's single-text calls held the GIL for the whole work (a 4 MiB tokenize
-blocked /health 14 s; the embeddings inputs were decoded on the event loop itself, 8 s). They now run in
-worker threads through calls that release the GIL. Health checks are compared with an idle baseline measured
-in the same test, from a process of their own (tests/rest_bridge/test_big_bodies.py's checker).
+Tokenising 4 Mi characters, decoding and counting 2,048 inputs of 1,000 token ids for embeddings, checking a 1 MB
+tool schema: before, the tokenizer's single-text calls held the GIL for the whole work (a 4 MiB tokenize blocked
+/health 14 s; the embeddings inputs were decoded on the event loop itself, 8 s). They now run in worker threads
+through calls that release the GIL; the chat template renders a large conversation in a helper process (minja holds
+the GIL throughout), and a large reply is encoded a slice at a time. Health checks are compared with an idle
+baseline measured in the same test, from a process of their own (tests/rest_bridge/test_big_bodies.py's checker).
 """
 
 from __future__ import annotations
@@ -76,5 +77,7 @@ def test_the_largest_valid_request_stalls_nobody(bridge: RunningBridge, name: st
     )
     assert outcome["status"] in (200, 400)  # 400: longer than the model takes, found after the same work
     # Threads share the GIL in 5 ms turns: a check waits a few turns at most, never for the whole request.
+    # (Before the chat template's helper process and sliced JSON encoding, single C calls held the GIL
+    # 0.6 s for the tool schema and 0.4 s for the tokenize reply: a quarter of the request's time.)
     assert statistics.median(during) <= 20 * idle
-    assert max(during) <= max(200 * idle, found["took"] / 4)
+    assert max(during) <= max(200 * idle, found["took"] / 10)
