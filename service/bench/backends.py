@@ -53,9 +53,9 @@ class GrpcBackend:
         params = {**SAMPLING, "max_tokens": request.output_tokens}
         if self._endpoint == "chat":
             messages = [{"role": "user", "content": request.chat_content()}]
-            stream = self._client.stream_chat(self._model, messages, **params)
+            stream = self._client.stream_chat(request.model or self._model, messages, **params)
         else:
-            stream = self._client.stream_complete(self._model, request.prompt, **params)
+            stream = self._client.stream_complete(request.model or self._model, request.prompt, **params)
         try:
             async for chunk in stream:
                 now = time.perf_counter()
@@ -106,7 +106,12 @@ class HttpBackend:
 
     async def stream(self, request: BenchRequest) -> RequestResult:
         """One streamed POST; an output message is an SSE event with non-empty content or text."""
-        body: dict[str, Any] = {"model": self._model, "stream": True, "max_tokens": request.output_tokens, **SAMPLING}
+        body: dict[str, Any] = {
+            "model": request.model or self._model,
+            "stream": True,
+            "max_tokens": request.output_tokens,
+            **SAMPLING,
+        }
         if self._endpoint == "chat":
             body["messages"] = [{"role": "user", "content": request.chat_content()}]
         else:

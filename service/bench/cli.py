@@ -47,6 +47,9 @@ def parser() -> argparse.ArgumentParser:
                        help="chat completions, completions, embeddings (inputs per second) or rerank (documents "
                             "per second); embeddings and rerank need --model (default chat)")  # fmt: skip
     where.add_argument("--model", help="served model name (default: the first the server lists)")
+    where.add_argument("--mix", nargs="+", metavar="NAME",
+                       help="mixed traffic: the requests ask for these served names in turn (a base model and its "
+                            "LoRA adapters, say), with each name's figures after the table")  # fmt: skip
     where.add_argument("--metrics-url",
                        help="the server's /metrics, for CPU per token (default: beside --url)")  # fmt: skip
     where.add_argument("--model-dir", type=Path,
@@ -123,6 +126,7 @@ def config_from(args: argparse.Namespace) -> BenchConfig:
         image_size=args.image_size,
         seed=args.seed if args.seed is not None else random.randrange(2**31),
         progress=False if args.no_progress else None,
+        mix=tuple(args.mix or ()),
     )
 
 
@@ -168,6 +172,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         options.error("--images must be 0 or more and --image-size at least 1")
     if args.images and (args.endpoint != "chat" or args.engine):
         options.error("--images needs the chat endpoint, and the engine-alone run takes no images")
+    if args.mix and (args.engine or args.peer or args.endpoint not in ("chat", "completions")):
+        options.error("--mix is for ovserve's own chat or completions endpoints (not --engine or --peer)")
     if args.endpoint in ("embeddings", "rerank"):
         return _inputs(options, args)
     try:
@@ -176,6 +182,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         options.error(str(error))
     result = asyncio.run(Bench(config).run())
     print(report.table(result["summary"]))
+    if config.mix:
+        print()
+        print(report.by_model_table(result["summary"]))
     if "ratios" in result:
         print()
         print(report.ratio_table(result["ratios"]))

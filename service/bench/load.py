@@ -27,6 +27,7 @@ class BenchRequest:
     prompt: str
     output_tokens: int
     images: tuple[str, ...] = ()  # data: URLs sent before the prompt text (chat only)
+    model: str = ""  # the served name it asks for ("": the backend's; --mix sets one per request)
 
     def chat_content(self) -> str | list[dict[str, Any]]:
         """The user message's content: the prompt, after its images if it has any."""

@@ -48,6 +48,14 @@ def table(runs: Sequence[dict[str, Any]]) -> str:
     return "\n".join([header, "-" * len(header), *lines, "(latencies in ms; CPU microseconds per generated token)"])
 
 
+def by_model_table(runs: Sequence[dict[str, Any]]) -> str:
+    """``table`` of each served name's own figures in runs of mixed traffic (``ovserve bench --mix``)."""
+    return table(
+        [{"backend": run["backend"], "load": f"{run['load']} {name}", "summary": summary}
+         for run in runs for name, summary in run.get("by_model", {}).items()]
+    )  # fmt: skip
+
+
 def _cpu_cells(summary: dict[str, Any]) -> list[str]:
     spent = summary.get("cpu_us_per_token", {})
     return [f"{spent[name]:.0f}" if name in spent else "-" for name in CPU_PROCESSES]

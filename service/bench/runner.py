@@ -53,6 +53,7 @@ class BenchConfig:
     image_size: int = 64  # their side in pixels
     seed: int = 0
     progress: bool | None = None  # None: when stderr is a terminal
+    mix: tuple[str, ...] = ()  # served names the requests take in turn (a base model and its adapters); () none
 
     def schedules(self) -> list[Schedule]:
         """The loads, in the order they run."""
@@ -160,6 +161,9 @@ class Bench:
         else:
             assert self._prompts is not None
             requests = self._prompts.requests(count, config.input_tokens, config.input_range, config.output_tokens)
+        if config.mix:  # in turn, so that neighbours in a batch ask for different names
+            requests = [dataclasses.replace(request, model=config.mix[index % len(config.mix)])
+                        for index, request in enumerate(requests)]  # fmt: skip
         if not config.images:
             return requests
         return [
@@ -192,6 +196,11 @@ class Bench:
         summary["cpu_us_per_token"] = cpu.per_token(
             before, after, summary["output_tokens"], client_label="engine" if in_process else "client"
         )
+        by_model = {  # each name's own figures (throughput: its tokens over the whole run's time)
+            name: summarize([result for request, result in zip(requests, results, strict=True)
+                             if request.model == name], duration)
+            for name in config.mix
+        }  # fmt: skip
         return {
             "backend": runner.name,
             "load": schedule.label,
@@ -199,7 +208,7 @@ class Bench:
             "rate": schedule.rate,
             "round": round_number + 1,
             "summary": summary,
-        }
+        } | ({"by_model": by_model} if by_model else {})
 
     async def _prefix_probes(self, backends: Sequence[Backend]) -> dict[str, dict[str, float]]:
         """TTFT of a long prompt sent cold, then again with the same prefix; median over rounds, per backend."""
@@ -231,10 +240,13 @@ def _median_runs(runs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     merged = []
     for rounds in grouped.values():
         first = rounds[0]
-        merged.append(
-            {key: first[key] for key in ("backend", "load", "concurrency", "rate")}
-            | {"summary": median_summary([run["summary"] for run in rounds])}
-        )
+        entry = {key: first[key] for key in ("backend", "load", "concurrency", "rate")}
+        entry["summary"] = median_summary([run["summary"] for run in rounds])
+        if "by_model" in first:
+            entry["by_model"] = {
+                name: median_summary([run["by_model"][name] for run in rounds]) for name in first["by_model"]
+            }
+        merged.append(entry)
     return merged
 
 

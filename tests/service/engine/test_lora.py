@@ -19,6 +19,7 @@ import pytest
 from safetensors.numpy import save_file
 
 from clients import OvserveClient
+from service.bench.cli import main as bench_main
 from service.config import ConfigError
 from service.engine.adapters import AdapterError, read_adapter
 from service.models import ModelSpec
@@ -334,3 +335,21 @@ def test_run_time_loading_is_off_by_default(lora_server: ServerThread) -> None:
         )
     assert refused.value.code() == grpc.StatusCode.PERMISSION_DENIED
     assert "--allow-runtime-lora" in (refused.value.details() or "")
+
+
+def test_the_bench_mixes_adapters_and_reports_each(
+    lora_server: ServerThread, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``ovserve bench --mix``: the requests ask for the names in turn, and each name's figures are its own."""
+    report = tmp_path / "report.json"
+    names = ["tiny-chat", "lora-a", "lora-b"]
+    args = ["--target", lora_server.target, "--mix", *names, "--requests", "6", "--warmup", "0", "--concurrency", "3",
+            "--output-tokens", "8", "--input-tokens", "16", "--no-progress", "--json", str(report)]  # fmt: skip
+    assert bench_main(args) == 0
+    [run] = json.loads(report.read_text())["summary"]
+    assert list(run["by_model"]) == names
+    for figures in run["by_model"].values():
+        assert figures["completed"] == 2 and figures["failed"] == 0
+    assert sum(figures["output_tokens"] for figures in run["by_model"].values()) == run["summary"]["output_tokens"]
+    printed = capsys.readouterr().out
+    assert all(f"c=3 {name}" in printed for name in names)
