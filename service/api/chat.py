@@ -35,6 +35,7 @@ from service.api.prompting import (
     REASONING_EFFORTS,
     TOOL_CHOICES,
     json_object,
+    read_off_the_loop_if_large,
     template_context,
     template_tool,
     unsupported,
@@ -58,9 +59,12 @@ async def prepare(models: ModelRegistry, request: Request, *, streaming: bool) -
     """Validate ``request``, render its conversation with the chat template, build its engine run."""
     model, violations = begin(models, request, CHAT, streaming=streaming)
     media = MediaParts(model)
-    history = _history(model, request, media, violations)
-    tools = _tools(request, violations)
-    context = _template_context(request, violations)
+    history, tools, context = await read_off_the_loop_if_large(
+        request,
+        len(request.messages),
+        lambda: (_history(model, request, media, violations), _tools(request, violations),
+                 _template_context(request, violations)),
+    )  # fmt: skip
     plan = await templated_constraint(model, request, violations, tools, context)
     top = logprobs.top_logprobs(request, violations, needs_logprobs=True)
     ask = LogprobAsk(chosen=request.logprobs, top=top, prompt=logprobs.prompt_logprobs(request, violations))

@@ -31,6 +31,7 @@ from service.api.prompting import (
     REASONING_EFFORTS,
     TOOL_CHOICES,
     json_object,
+    read_off_the_loop_if_large,
     template_context,
     template_tool,
     unsupported,
@@ -41,7 +42,7 @@ from service.engine import SamplingParams
 from service.errors import FieldViolation, InvalidArgument, NotFound, quote
 from service.ids import new_id, now
 from service.models import ModelRegistry, ServedModel
-from service.responses.conversation import input_turn
+from service.responses.conversation import Turn, input_turn
 from service.responses.conversations import ConversationsApi, ConversationTurn
 from service.store.responses import ResponseStore
 from service.store.tenancy import tenant
@@ -101,10 +102,14 @@ async def prepare(
     model, violations = begin(models, request, RESPONSES, streaming=streaming)
     request = await _with_references_resolved(store, request)
     images = MediaParts(model)
-    turn = input_turn(request, images=images, violations=violations)
-    violations += _option_violations(request)
-    violations += metadata_violations(request.metadata)  # OpenAI's bounds, as chat completions and conversations
-    tools = [_tool(tool, f"tools[{i}]", violations) for i, tool in enumerate(request.tools)]
+
+    def read() -> tuple[Turn, list[dict[str, Any]]]:
+        turn = input_turn(request, images=images, violations=violations)
+        violations.extend(_option_violations(request))
+        violations.extend(metadata_violations(request.metadata))  # OpenAI's bounds, as chat and conversations
+        return turn, [_tool(tool, f"tools[{i}]", violations) for i, tool in enumerate(request.tools)]
+
+    turn, tools = await read_off_the_loop_if_large(request, len(request.input_items), read)
     effort = request.reasoning.effort if request.reasoning.HasField("effort") else None
     context = template_context(request, violations, effort=effort)
     plan = await templated_constraint(
@@ -137,7 +142,9 @@ async def prepare(
             message = f"no stored response {quote(request.previous_response_id)}"
             raise NotFound(message, param="previous_response_id")
         previous = stored.conversation
-    violations += unanswered_outputs(request, previous)
+    violations += await read_off_the_loop_if_large(
+        request, len(request.input_items), lambda: unanswered_outputs(request, previous)
+    )
     refuse_invalid(request, model, violations, streaming=streaming)
 
     instructions = [{"role": "system", "content": request.instructions}] if request.instructions else []

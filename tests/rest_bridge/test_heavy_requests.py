@@ -54,6 +54,14 @@ HEAVY = {
         {"model": "tiny-chat", "messages": [{"role": "user", "content": "hi"}], "tools": [TOOL],
          "tool_choice": "auto", "max_tokens": 1},
     ),
+    "a chat of 100,000 messages": (
+        "/v3/chat/completions",
+        {"model": "tiny-chat", "messages": [{"role": "user", "content": "hi"}] * 100_000, "max_tokens": 1},
+    ),
+    "a response of 100,000 input items": (
+        "/v3/responses",
+        {"model": "tiny-chat", "input": [{"role": "user", "content": "hi"}] * 100_000, "max_output_tokens": 16},
+    ),
 }  # fmt: skip
 
 
