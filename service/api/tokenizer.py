@@ -15,7 +15,13 @@ from clients.v1 import tokenizer_pb2
 from service.api.chat import _history as chat_history  # the same roles, contents and checks as chat
 from service.api.common import token_texts
 from service.api.media_parts import MediaParts, image_prompt_ids
-from service.api.prompting import INLINE_PROMPT_CHARS, render_for_model, renders_inline, template_context
+from service.api.prompting import (
+    INLINE_PROMPT_CHARS,
+    read_off_the_loop_if_large,
+    render_for_model,
+    renders_inline,
+    template_context,
+)
 from service.errors import FieldViolation, InvalidArgument
 from service.models import ModelRegistry, ServedModel
 
@@ -40,8 +46,14 @@ async def tokenize(models: ModelRegistry, request: tokenizer_pb2.TokenizeRequest
     context: dict[str, Any] = {}
     images = MediaParts(model)  # images counted as the model sees them, not fetched; files read, as chat does
     if has_messages:
-        history = chat_history(model, request, images, violations)  # type: ignore[arg-type]
-        context = template_context(request, violations, effort=None)
+        history, context = await read_off_the_loop_if_large(
+            request,
+            len(request.messages),
+            lambda: (
+                chat_history(model, request, images, violations),
+                template_context(request, violations, effort=None),
+            ),
+        )
     InvalidArgument.check(violations)
     if has_messages:
         history = await images.with_files(history, models.media, models.files)

@@ -58,6 +58,9 @@ HEAVY = {
         "/v3/chat/completions",
         {"model": "tiny-chat", "messages": [{"role": "user", "content": "hi"}] * 100_000, "max_tokens": 1},
     ),
+    "tokenize 100,000 messages": (
+        "/v3/tokenize", {"model": "tiny-chat", "messages": [{"role": "user", "content": "hi"}] * 100_000},
+    ),
     "a response of 100,000 input items": (
         "/v3/responses",
         {"model": "tiny-chat", "input": [{"role": "user", "content": "hi"}] * 100_000, "max_output_tokens": 16},
