@@ -176,12 +176,10 @@ class BatchRunner:
             ending = "expired"
         if ending != "completed":
             code = f"batch_{ending}"
+            message = f"the batch was {ending} before this request ran"
             while lines := await self._store.pending(batch_id, after=0, limit=1000):
-                for line in lines:
-                    message = f"the batch was {ending} before this request ran"
-                    await self._store.record(
-                        batch_id, Result(line.number, NOT_RUN, unrun_line(line.custom_id, code, message)), _count
-                    )
+                unrun = [Result(line.number, NOT_RUN, unrun_line(line.custom_id, code, message)) for line in lines]
+                await self._store.record_many(batch_id, unrun, _count)
         await self._store.change(batch_id, lambda b: _set(b, status="finalizing", finalizing_at=now()))
         output_id, error_id = await self._write_files(batch, owner)
         stamp = {"completed": "completed_at", "cancelled": "cancelled_at", "expired": "expired_at"}[ending]

@@ -166,21 +166,32 @@ class BatchStore:
     async def record(self, batch_id: str, result: Result, count: Callable[[Batch, Result], None]) -> bool:
         """Store a line's result and ``count`` it into the batch, in one transaction; False (nothing written) if
         the line had a result already."""
-        output = json.dumps(result.output, ensure_ascii=False)
+        return await self.record_many(batch_id, [result], count) == 1
 
-        def work(conn: sqlite3.Connection) -> bool:
+    async def record_many(
+        self, batch_id: str, results: Sequence[Result], count: Callable[[Batch, Result], None]
+    ) -> int:
+        """``record`` for several lines in one transaction (a cancelled batch's 50,000 unrun lines took a minute
+        one transaction each); the number written (a line with a result already is left as it is)."""
+        outputs = [(result, json.dumps(result.output, ensure_ascii=False)) for result in results]
+
+        def work(conn: sqlite3.Connection) -> int:
             with transaction(conn):
-                if not conn.execute(
-                    "UPDATE batch_lines SET status = ?, output = ? WHERE batch_id = ? AND line = ? AND status IS NULL",
-                    (result.status, output, batch_id, result.number),
-                ).rowcount:
-                    return False
                 batch = Batch.FromString(
                     conn.execute("SELECT batch FROM batches WHERE id = ?", (batch_id,)).fetchone()[0]
                 )
-                count(batch, result)
-                conn.execute("UPDATE batches SET batch = ? WHERE id = ?", (batch.SerializeToString(), batch_id))
-                return True
+                written = 0
+                for result, output in outputs:
+                    if conn.execute(
+                        "UPDATE batch_lines SET status = ?, output = ? "
+                        "WHERE batch_id = ? AND line = ? AND status IS NULL",
+                        (result.status, output, batch_id, result.number),
+                    ).rowcount:
+                        count(batch, result)
+                        written += 1
+                if written:
+                    conn.execute("UPDATE batches SET batch = ? WHERE id = ?", (batch.SerializeToString(), batch_id))
+                return written
 
         return await self._store.run(work)
 
