@@ -49,6 +49,10 @@ HEAVY = {
         "/v3/embeddings",
         {"model": "tiny-embed", "input": [[100 + (i + j) % 900 for j in range(1000)] for i in range(2048)]},
     ),
+    "rerank 1,000 documents of 8,000 characters": (
+        "/v3/rerank",
+        {"model": "tiny-rerank", "query": "what is it", "documents": [f"word{i} " * 1000 for i in range(1000)]},
+    ),
     "a chat with a 1 MB tool schema": (
         "/v3/chat/completions",
         {"model": "tiny-chat", "messages": [{"role": "user", "content": "hi"}], "tools": [TOOL],
