@@ -107,9 +107,8 @@ async def _sized(
     field: str,
     work: Callable[[], T],
 ) -> T:
-    """``work`` after the length check: on the event loop for a small conversation without tools, else in a
-    thread (tool definitions are rendered as JSON by the template: a megabyte of schema held the loop 2 s, and
-    measuring them first would cost the loop as much as the thread hop saves)."""
+    """``work`` after the length check: on the event loop for a small conversation (``renders_inline``), else
+    in a thread (tool definitions are rendered as JSON by the template: a megabyte of schema held the loop 2 s)."""
     text = sum(len(message["content"]) for message in history if isinstance(message.get("content"), str))
     check_length(model, text, field)
     return work() if renders_inline(history, tools, context) else await asyncio.to_thread(work)
