@@ -11,12 +11,13 @@ says it is stopped (see Supervisor._fault); a long step is bounded by ``stall_ti
 
 from __future__ import annotations
 
+import pickle
 import threading
 import time
 from multiprocessing.connection import Connection
 from typing import Any, Protocol
 
-from service.workers.messages import Heartbeat
+from service.workers.messages import Heartbeat, OutOfBand
 
 HEARTBEAT_INTERVAL_S = 0.5
 
@@ -47,8 +48,16 @@ class ChildConnection:
             self._connection.send(message)
 
     def recv(self) -> Any:
-        """The next message from the server (blocking)."""
-        return self._connection.recv()
+        """The next message from the server (blocking), its arrays read after it when they came out of band."""
+        message = self._connection.recv()
+        if not isinstance(message, OutOfBand):
+            return message
+        buffers = []
+        for size in message.sizes:
+            buffer = bytearray(size)  # writable, as the arrays were
+            self._connection.recv_bytes_into(buffer)
+            buffers.append(buffer)
+        return pickle.loads(message.head, buffers=buffers)
 
     def poll(self, timeout: float | None = 0.0, /) -> bool:
         """Whether a message waits, waiting up to ``timeout`` seconds (None: until one does)."""

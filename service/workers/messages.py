@@ -30,3 +30,12 @@ class LoadFailed:
 @dataclass(frozen=True)
 class Heartbeat:
     """The process is alive (sent by a thread of its own: service/workers/child.py); never dispatched."""
+
+
+@dataclass(frozen=True)
+class OutOfBand:
+    """A message whose arrays follow it as raw byte messages, one each, of these sizes (see process.py's send):
+    ``head`` is the message pickled (protocol 5) without them."""
+
+    head: bytes
+    sizes: tuple[int, ...]

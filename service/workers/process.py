@@ -3,7 +3,7 @@
 Started with subprocess (not multiprocessing's spawn, which would re-run the
 parent's ``__main__``) as ``python -m MODULE FD``, where MODULE is one of
 ``ENTRY_POINTS``; the first message on the pipe is the spec of what it loads,
-the first answer Ready or LoadFailed (see messages.py).
+the first answer Ready or LoadFailed (see messages.py). MessageWriter sends what follows (see its send).
 """
 
 from __future__ import annotations
@@ -11,6 +11,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import pickle
+import queue
 import socket
 import subprocess
 import sys
@@ -21,13 +23,15 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 
 from service.workers.errors import EngineError
-from service.workers.messages import Heartbeat, LoadFailed, Ready, Stop
+from service.workers.messages import Heartbeat, LoadFailed, OutOfBand, Ready, Stop
 
 # The worker processes' entry points (``python -m MODULE FD``), by what they run.
 ENTRY_POINTS = {
     "engine": "service.engine",  # an LLM's continuous-batching engine (service/engine/worker.py)
     "pipeline": "service.pipelines",  # an embedding, rerank or speech pipeline (service/pipelines/worker.py)
 }
+# A message carrying more array bytes than this is written by the sender thread (see WorkerProcess.send).
+LARGE_MESSAGE_BYTES = 1024 * 1024
 GONE = object()  # what the reader hands over when the pipe closes: the process ended
 
 
@@ -57,7 +61,7 @@ class WorkerProcess:
         """
         self.name = name
         self.process, self._connection = start_child(ENTRY_POINTS[runs])
-        self._send_lock = threading.Lock()
+        self._writer = MessageWriter(self._connection, name)
         self.last_heard = time.monotonic()  # when it last said something other than a heartbeat (progress)
         self.last_beat = self.last_heard  # when it last said anything, heartbeats included (alive)
         try:
@@ -94,9 +98,8 @@ class WorkerProcess:
         ).start()
 
     def send(self, message: object) -> None:
-        """Send a message (thread-safe); OSError if the process is gone."""
-        with self._send_lock:
-            self._connection.send(message)
+        """Send a message (thread-safe, in order; see MessageWriter); OSError if the process is gone."""
+        self._writer.send(message)
 
     def stop(self, timeout: float = 10.0) -> None:
         """Ask the process to fail what runs and end; kill it if it does not within ``timeout`` s."""
@@ -136,3 +139,61 @@ class WorkerProcess:
                 loop.call_soon_threadsafe(dispatch, batch)
             except RuntimeError:  # the event loop is closed
                 return
+
+
+class MessageWriter:
+    """Writes messages to a worker process's pipe: in order, from any thread, large ones from a thread of its own."""
+
+    def __init__(self, connection: Connection, name: str) -> None:
+        self._connection = connection
+        self._name = name
+        self._send_lock = threading.Lock()  # held for one message's write
+        self._order_lock = threading.Lock()  # held while a message is written or queued: sends keep their order
+        self._queued = 0  # messages in the outbox not yet written
+        self._outbox: queue.SimpleQueue[tuple[bytes, list[pickle.PickleBuffer]]] = queue.SimpleQueue()
+        self._sender: threading.Thread | None = None
+
+    def send(self, message: object) -> None:
+        """Send a message (thread-safe, in order); OSError if the process is gone (a queued message that meets a
+        broken pipe is dropped instead: the reader sees the process gone, and the supervisor fails its requests).
+
+        Arrays travel out of band (pickle protocol 5: not copied into the pickle, which held the GIL 0.7 s for a
+        request's 400 MB of image pixels), and a message carrying more than LARGE_MESSAGE_BYTES of them is written
+        by a sender thread, as is every message after it until the outbox is empty: such a write waits for the
+        process to read it, which the caller (the event loop) must not.
+        """
+        buffers: list[pickle.PickleBuffer] = []
+        head = pickle.dumps(message, protocol=5, buffer_callback=buffers.append)
+        with self._order_lock:
+            if self._queued or sum(buffer.raw().nbytes for buffer in buffers) > LARGE_MESSAGE_BYTES:
+                self._queued += 1
+                self._outbox.put((head, buffers))
+                if self._sender is None:
+                    self._sender = threading.Thread(target=self._send_queued, name=f"worker-sender-{self._name}",
+                                                    daemon=True)  # fmt: skip
+                    self._sender.start()
+                return
+            self._write(head, buffers)
+
+    def _write(self, head: bytes, buffers: list[pickle.PickleBuffer]) -> None:
+        with self._send_lock:
+            if not buffers:
+                self._connection.send_bytes(head)  # what Connection.send writes; recv reads it as ever
+                return
+            self._connection.send(OutOfBand(head, tuple(buffer.raw().nbytes for buffer in buffers)))
+            for buffer in buffers:
+                self._connection.send_bytes(buffer.raw())
+
+    def _send_queued(self) -> None:
+        """The sender thread: write the outbox in order; once the pipe fails, drop what is left (the reader sees
+        the process gone and the supervisor fails its requests)."""
+        broken = False
+        while True:
+            head, buffers = self._outbox.get()
+            if not broken:
+                try:
+                    self._write(head, buffers)
+                except (OSError, ValueError):  # ValueError: the connection was closed under it
+                    broken = True
+            with self._order_lock:
+                self._queued -= 1

@@ -10,6 +10,8 @@ baseline measured in the same test, from a process of their own (tests/rest_brid
 
 from __future__ import annotations
 
+import base64
+import io
 import json
 import statistics
 import subprocess
@@ -17,6 +19,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from PIL import Image
 
 from tests.rest_bridge.conftest import RunningBridge
 from tests.rest_bridge.test_big_bodies import CHECKER
@@ -30,6 +33,15 @@ response = connection.getresponse()
 print(json.dumps([{"status": response.status, "size": len(response.read())}]))
 """
 MIB = 1024 * 1024
+
+
+def largest_image() -> str:
+    """A data URL of the largest image a request may carry (4096 x 4096 pixels), of one colour: small to send."""
+    encoded = io.BytesIO()
+    Image.new("RGB", (4096, 4096), (30, 100, 200)).save(encoded, "PNG", compress_level=1)
+    return "data:image/png;base64," + base64.b64encode(encoded.getvalue()).decode()
+
+
 TOOL = {
     "type": "function",
     "function": {
@@ -52,6 +64,11 @@ HEAVY = {
     "rerank 1,000 documents of 8,000 characters": (
         "/v3/rerank",
         {"model": "tiny-rerank", "query": "what is it", "documents": [f"word{i} " * 1000 for i in range(1000)]},
+    ),
+    "a chat with 8 images of 4096 x 4096 pixels": (
+        "/v3/chat/completions",
+        {"model": "tiny-vision", "max_tokens": 1, "messages": [{"role": "user", "content": [
+            *[{"type": "image_url", "image_url": {"url": largest_image()}}] * 8, {"type": "text", "text": "what?"}]}]},
     ),
     "a chat with a 1 MB tool schema": (
         "/v3/chat/completions",
