@@ -22,6 +22,7 @@ from collections.abc import Callable
 from multiprocessing.connection import Connection
 from pathlib import Path
 
+from clients.defaults import MIB
 from service.workers.errors import EngineError
 from service.workers.messages import Heartbeat, LoadFailed, OutOfBand, Ready, Stop
 
@@ -31,7 +32,7 @@ ENTRY_POINTS = {
     "pipeline": "service.pipelines",  # an embedding, rerank or speech pipeline (service/pipelines/worker.py)
 }
 # A message carrying more array bytes than this is written by the sender thread (see WorkerProcess.send).
-LARGE_MESSAGE_BYTES = 1024 * 1024
+LARGE_MESSAGE_BYTES = MIB
 GONE = object()  # what the reader hands over when the pipe closes: the process ended
 
 
