@@ -9,6 +9,7 @@ refusals, a timeout that replaces the process, and a loop that keeps its turns m
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import openvino_genai as ov_genai
@@ -16,7 +17,16 @@ import pytest
 
 from service.api.prompting import INLINE_MESSAGES, INLINE_PROMPT_CHARS, renders_inline
 from service.engine import chat_template
-from service.engine.chat_template import HELPER_BYTES, HELPER_MESSAGES, ChatTemplate, TemplateError, TemplateRenderer
+from service.engine.chat_template import (
+    HELPER_BYTES,
+    HELPER_MESSAGES,
+    ChatTemplate,
+    TemplateError,
+    TemplateRenderer,
+    error_message,
+    minja_render,
+)
+from service.workers.helper import HelperProcess
 from tests.conftest import TINY_CHAT
 from tests.pauses import longest_pause_while
 
@@ -131,3 +141,27 @@ def test_other_threads_keep_their_turns_while_the_helper_renders(
         f"{helper_pause * 1000:.0f} ms in the helper"
     )
     assert helper_pause * 4 < server_pause
+
+
+PUBLISHED = sorted(Path(__file__).resolve().parents[2].glob("**/*.jinja"))  # tests/data and tests/families
+
+
+def test_published_templates_render_the_same_in_the_helper(tokenizer: ov_genai.Tokenizer) -> None:
+    """Every vendored template of a real family that minja renders: the helper's text is the server's."""
+    helper = HelperProcess("service.engine.template_worker", TINY_CHAT)
+    history = chat(HELPER_MESSAGES + 2)
+    tools = [big_tool(3)]
+    compared = 0
+    try:
+        for path in PUBLISHED:
+            text = path.read_text(encoding="utf-8")
+            for tool_list in (None, tools):
+                try:
+                    expected = ("text", minja_render(tokenizer, text, history, tool_list, {}, True))
+                except Exception as error:
+                    expected = ("error", error_message(error))
+                assert helper.ask((text, history, tool_list, {}, True), 60) == expected, path.name
+                compared += 1
+    finally:
+        helper.close()
+    assert compared >= 40 and helper.restarts == 0
