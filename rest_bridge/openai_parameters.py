@@ -105,7 +105,10 @@ RESPONSES: dict[str, Parameter] = {
 }  # fmt: skip
 # Contract fields that are honoured only in part: what the rest is answered with (400 naming the field).
 PARTLY: dict[str, str] = {
-    "suffix": "refused unless empty: the engine does not fill in the middle",
+    "suffix": (
+        "fill in the middle with a code model's own tokens (Qwen-Coder, StarCoder, DeepSeek-Coder, Code Llama...); "
+        "refused for a model without them, with echo or with token-id prompts"
+    ),
     "best_of": "beam search; refused with stop strings, sampling or a speculative-decoding model",
     "n": "samples at default settings; refused with temperature 0 (the choices would be the same)",
     "tools": "function tools; custom tools are refused (no free-form tool calls here)",

@@ -43,6 +43,7 @@ from service.engine import (
     SequenceDelta,
     Update,
 )
+from service.engine.infill import InfillTokens
 from service.models import BUNDLED_MODEL, BUNDLED_MODELS_DIR, ModelLimits, ModelSpec, ServedModel
 from service.parsing import OutputFormat
 from service.server.grpc_server import Server
@@ -168,6 +169,7 @@ class FakeEngine:
         self.has_draft_model = False
         self.adapters: dict[str, object] = {}  # LoRA adapters: none on a scripted engine
         self.grammar_refusal: str | None = None  # what check_constraint answers
+        self.infill: InfillTokens | None = None  # fill-in-the-middle tokens: none unless a test sets them
         self.scripts: deque[Script] = deque()
         self.generations: list[FakeGeneration] = []
         self.started = self.stopped = False

@@ -25,6 +25,7 @@ from service.api.prepare import (
 from service.api.prompting import INLINE_PROMPT_CHARS, check_length
 from service.api.runs import DeltaStream, collect_choices
 from service.engine import PromptImages, SequenceDelta, TokenScores
+from service.engine.infill import FIM_TOKENS, InfillTokens
 from service.errors import FieldViolation, InvalidArgument
 from service.ids import new_id, now
 from service.models import ModelRegistry, ServedModel
@@ -85,14 +86,12 @@ class PreparedCompletion(PreparedRuns):
 async def prepare(models: ModelRegistry, request: Request, *, streaming: bool) -> PreparedCompletion:
     """Validate ``request`` (INVALID_ARGUMENT / NOT_FOUND naming the field) and build its runs."""
     model, violations = begin(models, request, COMPLETIONS, streaming=streaming)
-    characters = len(request.prompt) + sum(len(prompt.text) for prompt in request.prompts)
+    characters = len(request.prompt) + sum(len(prompt.text) for prompt in request.prompts) + len(request.suffix)
     if characters <= INLINE_PROMPT_CHARS:
         prompts = _prompts(model, request, violations)
     else:  # tokenising a large text takes milliseconds: not on the event loop
         prompts = await asyncio.to_thread(_prompts, model, request, violations)
     plan = await output_constraint(request, violations)  # a completion's prompt is the client's own text
-    if request.HasField("suffix") and request.suffix:
-        violations.append(FieldViolation("suffix", "not supported: the engine does not fill in the middle"))
     ask = _logprob_ask(request, violations)
     violations += logprobs.vision_violations(model, ask)
     refuse_invalid(request, model, violations, streaming=streaming)
@@ -130,14 +129,52 @@ def _logprob_ask(request: Request, violations: list[FieldViolation]) -> LogprobA
     return LogprobAsk(chosen=wanted, top=top or 0, prompt=prompt, generate=generate)
 
 
-def _encode(model: ServedModel, text: str, field: str, violations: list[FieldViolation]) -> list[int] | None:
-    """The token ids of one prompt text, or None (and a violation) if it is surely too long to encode."""
+@dataclass(frozen=True)
+class Infill:
+    """A request to fill in the middle: the model's markup and the suffix's token ids."""
+
+    tokens: InfillTokens
+    suffix: str
+    suffix_ids: list[int]
+
+
+def _infill(model: ServedModel, request: Request, violations: list[FieldViolation]) -> Infill | None:
+    """What a non-empty ``suffix`` asks for, or None (none asked, or a violation appended)."""
+    if not (request.HasField("suffix") and request.suffix):
+        return None
+    tokens = model.engine.infill
+    if tokens is None:
+        names = ", ".join(prefix for prefix, _, _ in FIM_TOKENS[:3])
+        reason = f"model {model.name!r} has no fill-in-the-middle tokens (a code model's, such as {names})"
+    elif model.vision is not None:
+        reason = f"model {model.name!r} takes prompts as text: its pipeline cannot be sent the infill markup"
+    elif request.HasField("echo") and request.echo:
+        violations.append(FieldViolation("echo", "cannot be combined with suffix: the prompt sent is not the echo"))
+        return None
+    else:
+        try:
+            check_length(model, len(request.suffix), "suffix")
+        except InvalidArgument as error:
+            violations += error.violations
+            return None
+        return Infill(tokens, request.suffix, model.engine.encode(request.suffix, add_special_tokens=False))
+    violations.append(FieldViolation("suffix", reason))
+    return None
+
+
+def _encode(
+    model: ServedModel, text: str, field: str, violations: list[FieldViolation], infill: Infill | None
+) -> list[int] | None:
+    """The token ids of one prompt text (with ``infill``: the prompt that fills in between it and the suffix),
+    or None (and a violation) if it is surely too long to encode."""
     try:
-        check_length(model, len(text), field)
+        check_length(model, len(text) + (len(infill.suffix) if infill else 0), field)
     except InvalidArgument as error:
         violations += error.violations
         return None
-    return model.engine.encode(text, add_special_tokens=True)
+    if infill is None:
+        return model.engine.encode(text, add_special_tokens=True)
+    return infill.tokens.prompt(model.engine.encode(text, add_special_tokens=False), infill.suffix_ids)
 
 
 def _prompt(model: ServedModel, ids: list[int], text: str, field: str) -> tuple[Prompt, str]:
@@ -152,8 +189,9 @@ def _prompts(model: ServedModel, request: Request, violations: list[FieldViolati
     if request.prompt and len(request.prompts):
         violations.append(FieldViolation("prompts", "set either prompt or prompts, not both"))
         return []
+    infill = _infill(model, request, violations)
     if request.prompt:
-        ids = _encode(model, request.prompt, COMPLETIONS.prompt_field, violations)
+        ids = _encode(model, request.prompt, COMPLETIONS.prompt_field, violations, infill)
         return [] if ids is None else [_prompt(model, ids, request.prompt, COMPLETIONS.prompt_field)]
     if not len(request.prompts):
         violations.append(FieldViolation("prompt", "required: a non-empty prompt"))
@@ -165,9 +203,12 @@ def _prompts(model: ServedModel, request: Request, violations: list[FieldViolati
     for position, prompt in enumerate(request.prompts):
         kind = prompt.WhichOneof("prompt")
         if kind == "text" and prompt.text:
-            ids = _encode(model, prompt.text, f"prompts[{position}]", violations)
+            ids = _encode(model, prompt.text, f"prompts[{position}]", violations, infill)
             if ids is not None:
                 prompts.append(_prompt(model, ids, prompt.text, f"prompts[{position}]"))
+        elif kind == "token_ids" and len(prompt.token_ids.ids) and infill is not None:
+            message = "with a suffix the prompt is text: the middle is filled in between texts"
+            violations.append(FieldViolation(f"prompts[{position}].token_ids", message))
         elif kind == "token_ids" and len(prompt.token_ids.ids) and model.vision is not None:
             message = f"model {model.name!r} takes prompts as text: a vision model's pipeline tokenizes them itself"
             violations.append(FieldViolation(f"prompts[{position}].token_ids", message))

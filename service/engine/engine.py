@@ -24,6 +24,7 @@ from service.engine.cpu_features import int8_dot_product
 from service.engine.generation import Generation, Mailbox, MeterFactory
 from service.engine.generation_config import model_defaults
 from service.engine.grammar import GrammarChecker
+from service.engine.infill import find_infill_tokens
 from service.engine.messages import AdaptersSet, Cancel, Outcomes, QueryStats, SetAdapters, StatsReport
 from service.engine.sampling import OutputConstraint, SamplingParams
 from service.engine.scoring import Scoring
@@ -324,6 +325,10 @@ class Engine(Supervised):
         self.defaults = model_defaults(model_dir, self._tokenizer.get_eos_token_id())
         self.max_model_len = _max_model_len(model_dir)
         self.vocab_size = _vocab_size(model_dir, self._tokenizer)
+        # Its fill-in-the-middle tokens, if it has a code family's (a completion's suffix needs them).
+        self.infill = find_infill_tokens(
+            self._codec.token_id, lambda text, specials: self._codec.encode(text, add_special_tokens=specials)
+        )
         self._grammar = GrammarChecker(model_dir, timeout=settings.grammar_timeout_s)
         scheduler = settings.scheduler(model_dir)
         # KV cache capacity in tokens, when it is set in blocks (0: sized in bytes, known only to the pipeline)

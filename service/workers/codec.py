@@ -89,6 +89,16 @@ class TokenCodec:
             vocab = self._openvino.get_vocab()
         return max((len(token) for token in vocab), default=1) or 1
 
+    def token_id(self, text: str) -> int | None:
+        """The id of the vocabulary entry spelled ``text`` (an added token's content, or a piece as the
+        vocabulary stores it), or None when there is none."""
+        if self._fast is not None:
+            found = self._fast.token_to_id(text)
+            return None if found is None else int(found)
+        assert self._openvino is not None
+        found = self._openvino.get_vocab().get(text)
+        return None if found is None else int(found)
+
     @property
     def backend(self) -> str:
         """ "tokenizers" or "openvino_genai"."""
