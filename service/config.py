@@ -38,7 +38,7 @@ from clients.defaults import DEFAULT_GRPC_PORT, DEFAULT_HOST
 from clients.flags import add_flags, given, value_type, with_default
 from service.engine import EngineSettings
 from service.engine.adapters import AdapterError, read_adapter
-from service.engine.engine import KV_CACHE_PRECISIONS
+from service.engine.engine import INFERENCE_PRECISIONS, KV_CACHE_PRECISIONS
 from service.media import MediaPolicy
 from service.model_files import LANGUAGE_IRS, has_language_model, vision
 from service.models import ModelSpec, bundled_model_specs
@@ -428,6 +428,11 @@ def _settings(base: EngineSettings, overrides: dict[str, Any], where: str) -> En
         raise ConfigError(
             f"{where}: kv_cache_precision must be one of {', '.join(KV_CACHE_PRECISIONS)}; "
             f"got {settings.kv_cache_precision!r}"
+        )
+    if settings.inference_precision is not None and settings.inference_precision not in INFERENCE_PRECISIONS:
+        raise ConfigError(
+            f"{where}: inference_precision must be one of {', '.join(INFERENCE_PRECISIONS)}; "
+            f"got {settings.inference_precision!r}"
         )
     group_size = settings.dynamic_quantization_group_size
     if group_size is not None and group_size < 0:

@@ -49,6 +49,9 @@ DEFAULT_KV_PRECISION = "f16"
 # refused by the plugin on an AVX2 CPU; u4, which took more than u8, is left out.)
 KV_BYTES = {"u8": (1, 8), "f16": (2, 0), "bf16": (2, 0), "f32": (4, 0)}
 KV_CACHE_PRECISIONS = tuple(KV_BYTES)  # what --kv-cache-precision takes
+# What --inference-precision takes (INFERENCE_PRECISION_HINT). OpenVINO's CPU default is bf16 where the CPU
+# has AVX-512 BF16 or AMX, f32 elsewhere: the same model answers a little differently on the two kinds.
+INFERENCE_PRECISIONS = ("f32", "bf16", "f16")
 # Left to itself, the KV cache is 1 GB but at most this many blocks. openvino-genai 2026.4.1
 # gets slower with every cached prefix block it keeps: on the bundled tiny-chat (1 GB =
 # 65,536 blocks) a steady load fell from ~17,000 to ~2,000 tokens/s after ~30 s, once the
@@ -197,6 +200,15 @@ class EngineSettings:
             "metavar": "PRECISION",
         },
     )
+    inference_precision: str | None = field(
+        default=None,
+        metadata={
+            "help": f"precision the model computes in (INFERENCE_PRECISION_HINT): {', '.join(INFERENCE_PRECISIONS)}; "
+            "f32 gives the same numbers on every CPU, bf16 is faster where the CPU has AMX or AVX-512 BF16",
+            "default_text": "OpenVINO's: bf16 on CPUs with AMX or AVX-512 BF16, else f32",
+            "metavar": "PRECISION",
+        },
+    )
     # Quantising activations to int8 before int8 weight matmuls: turning it off was inconclusive on that CPU
     # (1.00x / 1.15x at 1 / 8 streams in one run, 1.00x / 0.98x with u8 in the next): OpenVINO's default stays.
     dynamic_quantization_group_size: int | None = field(
@@ -222,6 +234,7 @@ class EngineSettings:
             "CPU_RUNTIME_CACHE_CAPACITY": self.cpu_runtime_cache,
             "INFERENCE_NUM_THREADS": self.inference_threads,
             "KV_CACHE_PRECISION": self.kv_cache_precision,
+            "INFERENCE_PRECISION_HINT": self.inference_precision,
             "DYNAMIC_QUANTIZATION_GROUP_SIZE": self.dynamic_quantization_group_size,
         }
         return {name: value for name, value in chosen.items() if value is not None}

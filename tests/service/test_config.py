@@ -428,6 +428,10 @@ def test_cpu_properties_reach_the_engine_and_bad_values_are_refused_naming_the_s
         configure("--kv-cache-precision", "u4")
     with pytest.raises(ConfigError, match="dynamic_quantization_group_size must be 0 or more"):
         configure("--dynamic-quantization-group-size", "-32")
+    for spec in configure("--inference-precision", "f32").models:
+        assert spec.settings.properties() == {"INFERENCE_PRECISION_HINT": "f32"}
+    with pytest.raises(ConfigError, match="inference_precision must be one of f32, bf16, f16; got 'fp32'"):
+        configure("--inference-precision", "fp32")
 
 
 def test_cpu_properties_are_openvinos_unless_given() -> None:
