@@ -23,6 +23,7 @@ from tokenizers import Tokenizer
 
 from service.api import logprobs
 from service.models import BUNDLED_MODELS_DIR, BUNDLED_SPECULATIVE
+from tests.conftest import REFERENCE_PROPERTIES
 from tests.rest_bridge.conftest import RunningBridge, http_request, served_with_bridge
 from tests.rest_bridge.test_disconnect import CHAT_STREAM, engine_stats, open_stream, wait_idle
 
@@ -45,7 +46,8 @@ STORY = "Once upon a time there was a little cat who"
 
 @functools.cache
 def _compiled() -> Any:
-    return ov.Core().compile_model(str(BUNDLED_MODELS_DIR / MODEL / "openvino_model.xml"), "CPU")
+    # In f32, as the test server computes (tests/conftest.py's TEST_SETTINGS).
+    return ov.Core().compile_model(str(BUNDLED_MODELS_DIR / MODEL / "openvino_model.xml"), "CPU", REFERENCE_PROPERTIES)
 
 
 @functools.cache

@@ -19,6 +19,7 @@ from service.engine.scoring_lane import ScoringLane
 from service.engine.types import FinishReason, SequenceDelta, Update
 from service.models import BUNDLED_MODEL, BUNDLED_MODELS_DIR
 from service.workers.errors import EngineError, EngineRejected
+from tests.conftest import REFERENCE_PROPERTIES
 
 PROMPT = [5, 100, 200, 300, 400, 500, 600]
 WAIT_S = 60  # a hang guard, not a measurement
@@ -58,7 +59,7 @@ class Sent:
 
 
 def model(directory: Path = BUNDLED_MODELS_DIR / BUNDLED_MODEL) -> ScoringModel:
-    return ScoringModel(directory, "CPU", {})
+    return ScoringModel(directory, "CPU", REFERENCE_PROPERTIES)  # f32: chunked scores agree on any CPU
 
 
 def submission(request_id: int, scoring: Scoring, **params: object) -> Submission:

@@ -102,10 +102,12 @@ def test_the_templates_refusal_reads_the_same_from_the_helper(tokenizer: ov_gena
 def test_a_render_past_the_timeout_is_refused_and_the_helper_replaced(
     renderer: TemplateRenderer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    history = chat(HELPER_MESSAGES + 1)
+    # 20,000 messages: ~0.1 s or more on any CPU. The wait for an answer is polled in whole milliseconds, and a
+    # fast CPU renders a few hundred messages within one (a test with HELPER_MESSAGES + 1 got its answer).
+    history = chat(20_000)
     expected = renderer.render(history, None, {})
     first = helper_pid(renderer)
-    monkeypatch.setattr(chat_template, "RENDER_TIMEOUT_S", 1e-6)  # no render is that fast
+    monkeypatch.setattr(chat_template, "RENDER_TIMEOUT_S", 1e-6)  # polled as 1 ms: far shorter than the render
     with pytest.raises(TemplateError, match="longer than"):
         renderer.render(history, None, {})
     assert renderer._helper is not None and renderer._helper.restarts == 1
