@@ -12,6 +12,7 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
 from clients.defaults import MESSAGE_SIZE_OPTIONS
+from clients.heap import freeze_startup_heap
 from service.api.files import FilesApi
 from service.api.lora import RuntimeLora
 from service.api.stored_chat import StoredChatCompletions
@@ -159,6 +160,7 @@ class Server:
             await self.batches.runner.start(self.batch_lines)  # unfinished batches resume
         self._expiry = asyncio.create_task(self._expire())
         self._loading = None
+        log.debug("%d startup objects frozen", freeze_startup_heap())  # before SERVING: no request waits on it
         await self._set_health(health_pb2.HealthCheckResponse.SERVING)
         log.info("serving %s", ", ".join(self.registry.names))
 
