@@ -159,3 +159,23 @@ def test_more_images_than_a_request_may_carry_names_the_field() -> None:
     with pytest.raises(MediaError) as raised:
         asyncio.run(load_images(sources, MediaPolicy(max_images_per_request=2), "messages"))
     assert raised.value.field == "messages" and "at most 2 per request" in raised.value.message
+
+
+@pytest.mark.parametrize(
+    ("mode", "size"),
+    [("RGB", (4096, 300)), ("RGB", (400_000, 2)), ("RGBA", (1000, 777)), ("L", (513, 1025)), ("P", (64, 3))],
+)
+def test_pixels_copied_out_in_bands_are_pillows_own(mode: str, size: tuple[int, int]) -> None:
+    """decode copies pixels out a band of rows at a time (decode.BAND_BYTES): the same array as Pillow's whole
+    copy, for bands that do not divide the height, rows wider than a band, and the modes converted to RGB."""
+    from service.media.decode import decode
+
+    noise = np.random.default_rng(7).integers(0, 256, (size[1], size[0], 3), dtype=np.uint8)
+    image = Image.fromarray(noise).convert(mode)
+    data = io.BytesIO()
+    image.save(data, format="PNG")
+    policy = MediaPolicy(max_image_pixels=size[0] * size[1])
+    expected = np.asarray(Image.open(io.BytesIO(data.getvalue())).convert("RGB"))
+    got = decode("image", data.getvalue(), policy)
+    assert got.dtype == np.uint8 and got.flags.c_contiguous
+    np.testing.assert_array_equal(got, expected)
