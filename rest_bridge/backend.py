@@ -1,8 +1,15 @@
-"""The gRPC service as the bridge's handlers see it: one stub per service, all on one channel."""
+"""The gRPC service as the bridge's handlers see it: one stub per service, all on one channel.
+
+Unary replies are parsed by the bridge, not by grpc.aio: grpc.aio parses a reply on the event loop, one C call
+holding the GIL for its whole length (80 ms for a tokenize reply of a million tokens and their strings); here a
+large reply is parsed in the parser thread (off_loop), a small one inline as before.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Generator
 from dataclasses import dataclass
+from typing import Any, cast
 
 import grpc
 from grpc_health.v1 import health_pb2_grpc
@@ -20,6 +27,40 @@ from clients.v1 import (
     response_pb2_grpc,
     tokenizer_pb2_grpc,
 )
+from rest_bridge.off_loop import off_the_loop_if_large
+
+
+class _ParsedCall:
+    """A unary call whose reply comes as bytes, awaited as the parsed message; anything else is the call's."""
+
+    def __init__(self, call: Any, parse: Callable[[bytes], Any]) -> None:
+        self._call, self._parse = call, parse
+
+    def __await__(self) -> Generator[Any, None, Any]:
+        return self._parsed().__await__()
+
+    async def _parsed(self) -> Any:
+        raw: bytes = await self._call
+        return await off_the_loop_if_large(len(raw), lambda: self._parse(raw))
+
+    def __getattr__(self, name: str) -> Any:  # cancel(), done(), code(), initial_metadata()...
+        return getattr(self._call, name)
+
+
+class _RepliesParsedHere:
+    """The channel as the generated stubs see it: unary-unary methods return their replies unparsed to _ParsedCall."""
+
+    def __init__(self, channel: grpc.aio.Channel) -> None:
+        self._channel = channel
+
+    def unary_unary(
+        self, method: str, request_serializer: Any = None, response_deserializer: Any = None, **options: Any
+    ) -> Callable[..., _ParsedCall]:
+        raw = self._channel.unary_unary(method, request_serializer=request_serializer, **options)
+        return lambda *args, **kwargs: _ParsedCall(raw(*args, **kwargs), response_deserializer)
+
+    def __getattr__(self, name: str) -> Any:  # the streaming methods, unchanged
+        return getattr(self._channel, name)
 
 
 @dataclass(frozen=True)
@@ -42,6 +83,7 @@ class Backend:
     @classmethod
     def on(cls, channel: grpc.aio.Channel) -> Backend:
         """Stubs on ``channel``."""
+        channel = cast(grpc.aio.Channel, _RepliesParsedHere(channel))
         return cls(
             chat_pb2_grpc.ChatServiceStub(channel),
             completion_pb2_grpc.CompletionServiceStub(channel),

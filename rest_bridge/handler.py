@@ -16,7 +16,6 @@ import math
 import re
 import uuid
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 import grpc
@@ -32,26 +31,15 @@ from rest_bridge.backend import Backend
 from rest_bridge.config import BridgeSettings
 from rest_bridge.errors import BridgeError, from_rpc_error
 from rest_bridge.json_body import encode_json
+from rest_bridge.off_loop import INLINE_BODY_BYTES, off_the_loop_if_large
 from rest_bridge.translate.body import parse_json_body
 
 tracer = trace.get_tracer("ovserve.rest_bridge")
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
-INLINE_BODY_BYTES = 64 * 1024  # larger bodies are parsed and translated off the event loop, in PARSER
-# One thread: parsing holds the GIL, so more threads add no speed, only more turns the event loop
-# waits for (measured: 8 megabyte bodies at once, /health's worst 116-412 ms with a thread each).
-PARSER = ThreadPoolExecutor(1, thread_name_prefix="bridge-parser")
 RETRIABLE = {429, 503}  # statuses answered with Retry-After
 _REQUEST_ID = re.compile(r"[\x21-\x7e]{1,128}")  # what a gRPC metadata value and a log line can carry
-
-
-async def off_the_loop_if_large(size: int, work: Callable[[], T]) -> T:
-    """``work()`` (parsing and translating a body of ``size`` bytes): inline when small, else in PARSER, so other
-    requests and their streams go on meanwhile."""
-    if size <= INLINE_BODY_BYTES:
-        return work()
-    return await asyncio.get_running_loop().run_in_executor(PARSER, work)
 
 
 class BridgeHandler(tornado.web.RequestHandler):

@@ -2,7 +2,7 @@
 
 json.dumps, and turning a protobuf repeated field into a list, each hold the GIL for the whole call: on a
 reply of 800,000 tokens and their strings that was 0.4 s, in which the event loop's thread could not run.
-Large replies are handled in a thread (handler.off_the_loop_if_large) a slice at a time.
+Large replies are handled in a thread (off_loop.off_the_loop_if_large) a slice at a time.
 """
 
 from __future__ import annotations

@@ -39,7 +39,7 @@ from rest_bridge import cors
 from rest_bridge.backend import Backend
 from rest_bridge.config import BridgeSettings
 from rest_bridge.errors import BridgeError, from_rpc_error
-from rest_bridge.handler import off_the_loop_if_large
+from rest_bridge.off_loop import off_the_loop_if_large
 from rest_bridge.render import responses as render
 from rest_bridge.translate import responses as translate
 from rest_bridge.translate.body import bad_request, parse_json_body
