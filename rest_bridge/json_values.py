@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from typing import Any
 
 _PLAIN_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+PLAIN_NUMBERS_MIN = 64  # arrays at least this long are checked at once when they hold numbers only
 
 
 class JsonValueError(ValueError):
@@ -47,6 +48,8 @@ def check_values(body: dict[str, Any], max_depth: int) -> None:
         segment, key, child = entry
         if key is not None and has_surrogate(key):
             raise _error(segments, segment, "the key contains a lone UTF-16 surrogate")
+        if isinstance(child, list) and _plain_numbers(child):
+            continue
         if isinstance(child, dict | list):
             if len(stack) + 1 > max_depth:
                 raise _error(segments, segment, f"nests deeper than {max_depth} levels")
@@ -56,6 +59,15 @@ def check_values(body: dict[str, Any], max_depth: int) -> None:
             raise _error(segments, segment, "contains a lone UTF-16 surrogate (not valid Unicode text)")
         elif isinstance(child, float) and not math.isfinite(child):
             raise _error(segments, segment, f"{_spelling(child)} is not a finite number (JSON numbers are finite)")
+
+
+def _plain_numbers(values: list[Any]) -> bool:
+    """Whether a long array holds finite numbers only (token ids, vectors): nothing in it to refuse, found by C
+    calls over the array rather than a step of the walk per item (2,048 x 1,000 token ids: 0.2 s of walking)."""
+    if len(values) < PLAIN_NUMBERS_MIN:
+        return False
+    kinds = set(map(type, values))
+    return kinds <= {int, float} and (float not in kinds or all(map(math.isfinite, values)))
 
 
 def has_surrogate(text: str) -> bool:

@@ -15,14 +15,17 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from google.protobuf import json_format
 
-from clients.v1 import chat_pb2, completion_pb2, response_pb2
+from clients.v1 import chat_pb2, completion_pb2, embedding_pb2, response_pb2, tokenizer_pb2
 from rest_bridge.errors import BridgeError
+from rest_bridge.routes.embeddings import embedding_request
+from rest_bridge.routes.tokenize import detokenize_request
 from rest_bridge.translate import responses as responses_requests
 from rest_bridge.translate.body import parse_json_body
 from rest_bridge.translate.completions import chat_request, completion_request
-from rest_bridge.translate.message import LONG_STRING, lift_long_strings
+from rest_bridge.translate.message import LONG_LIST, LONG_STRING, lift_long_values
 from tests.rest_bridge.conftest import RunningBridge
 
 MIB = 1024 * 1024
@@ -117,7 +120,7 @@ def test_long_strings_set_directly_give_the_message_json_format_gives() -> None:
         message, _ = translate(json.loads(json.dumps(body)))
         proto_json = json.loads(json.dumps(body))
         assert LONG in str(json_format.MessageToDict(message))
-        lifted = lift_long_strings(proto_json, message_class.DESCRIPTOR)
+        lifted = lift_long_values(proto_json, message_class.DESCRIPTOR)
         assert not lifted or all(text == LONG for _, text in lifted)
         assert message.ByteSize() > LONG_STRING
 
@@ -130,3 +133,35 @@ def test_a_long_string_is_still_checked_for_surrogates() -> None:
         assert error.status_code == 400 and error.param == "prompt"
     else:
         raise AssertionError("a lone surrogate in a long string passed")
+
+
+IDS = list(range(LONG_LIST + 5))
+
+
+def test_long_integer_lists_set_directly_give_the_message_json_format_gives() -> None:
+    """Token-id lists past LONG_LIST are set in one C call: the same message as item by item."""
+    cases = [
+        (embedding_request, {"model": "m", "input": [IDS, IDS[:3], [7] * 1000]}, embedding_pb2.CreateEmbeddingRequest),
+        (lambda body: completion_request(body)[0], {"model": "m", "prompt": [IDS, [1, 2]]},
+         completion_pb2.CreateCompletionRequest),
+        (detokenize_request, {"model": "m", "tokens": [2**31 - 1, *IDS, 0]}, tokenizer_pb2.DetokenizeRequest),
+    ]  # fmt: skip
+    for translate, body, message_class in cases:
+        message = translate(json.loads(json.dumps(body)))
+        assert isinstance(message, message_class)
+        proto_json = json.loads(json.dumps(json_format.MessageToDict(message, preserving_proto_field_name=True)))
+        assert message == json_format.ParseDict(proto_json, message_class())  # the item-by-item reading
+        assert lift_long_values(proto_json, message_class.DESCRIPTOR)  # and it was a long list
+
+
+@pytest.mark.parametrize("bad", [True, 1.5, 2**31, -(2**31) - 1, "7"])
+def test_a_long_integer_list_with_a_bad_item_is_refused_as_before(bad: object) -> None:
+    """A long list that is not all integers in range is read item by item, and refused with the same 400, the
+    item named."""
+    with pytest.raises(BridgeError) as long:
+        detokenize_request({"model": "m", "tokens": [*IDS, bad]})
+    with pytest.raises(BridgeError) as short:
+        detokenize_request({"model": "m", "tokens": [1, bad]})
+    assert (long.value.status_code, long.value.param) == (400, f"tokens[{len(IDS)}]")
+    assert (short.value.status_code, short.value.param) == (400, "tokens[1]")
+    assert str(long.value).replace(f"[{len(IDS)}]", "[1]") == str(short.value)

@@ -129,3 +129,22 @@ def test_good_values_pass(raw: str) -> None:
 def test_a_wide_body_is_walked_without_recursion_or_paths() -> None:
     body = {"a": list(range(200_000)), "b": [{"c": "x"}] * 50_000, "z": float("nan")}
     assert refusal(json.dumps(body)) == ("z", "z: NaN is not a finite number (JSON numbers are finite)")
+
+
+@pytest.mark.parametrize(
+    ("values", "param"),
+    [
+        ([1.5] * 100 + [float("inf")], "input[100]"),  # a long array of numbers, checked at once: the culprit found
+        ([7] * 100 + [float("nan"), 1], "input[100]"),
+        ([1] * 100 + ["\ud800"], "input[100]"),  # not numbers only: walked item by item
+        ([[1] * 100, [2.0] * 99 + [float("-inf")]], "input[1][99]"),
+    ],
+)
+def test_long_arrays_of_numbers_are_still_refused_at_their_culprit(values: list[Any], param: str) -> None:
+    with pytest.raises(JsonValueError) as caught:
+        check_values({"input": values}, MAX_DEPTH)
+    assert caught.value.param == param
+
+
+def test_long_arrays_of_finite_numbers_pass() -> None:
+    check_values({"input": [list(range(1000)), [0.5] * 1000, [1, 2.5] * 100, [True] * 100]}, MAX_DEPTH)
