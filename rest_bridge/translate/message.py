@@ -18,6 +18,7 @@ from clients.polymorphic import json_type, openai_text
 from rest_bridge import legacy_functions, openai_parameters
 from rest_bridge.translate.body import bad_request
 from rest_bridge.translate.proto_json import (
+    INT_RANGES,
     NO_UNSUPPORTED,
     arguments,
     check_arguments,
@@ -95,14 +96,6 @@ def to_message(proto_json: dict[str, Any], message_class: type[M]) -> M:
 LONG_STRING = 64 * 1024
 LONG_LIST = 256
 Path = tuple[str | int, ...]
-_INT32, _INT64 = (-(2**31), 2**31 - 1), (-(2**63), 2**63 - 1)
-_UINT32, _UINT64 = (0, 2**32 - 1), (0, 2**64 - 1)
-INTEGER_RANGES = {
-    FieldDescriptor.TYPE_INT32: _INT32, FieldDescriptor.TYPE_SINT32: _INT32, FieldDescriptor.TYPE_SFIXED32: _INT32,
-    FieldDescriptor.TYPE_INT64: _INT64, FieldDescriptor.TYPE_SINT64: _INT64, FieldDescriptor.TYPE_SFIXED64: _INT64,
-    FieldDescriptor.TYPE_UINT32: _UINT32, FieldDescriptor.TYPE_FIXED32: _UINT32,
-    FieldDescriptor.TYPE_UINT64: _UINT64, FieldDescriptor.TYPE_FIXED64: _UINT64,
-}  # fmt: skip
 
 
 def lift_long_values(proto_json: dict[str, Any], descriptor: Descriptor, path: Path = ()) -> list[tuple[Path, Any]]:
@@ -113,12 +106,8 @@ def lift_long_values(proto_json: dict[str, Any], descriptor: Descriptor, path: P
         field = descriptor.fields_by_name.get(key)
         if field is None or value is None:
             continue
-        if field.is_repeated and field.type in INTEGER_RANGES:  # no strings or messages inside
-            if (
-                isinstance(value, list)
-                and len(value) > LONG_LIST
-                and _integers_within(value, *INTEGER_RANGES[field.type])
-            ):
+        if field.is_repeated and field.type in INT_RANGES:  # no strings or messages inside
+            if isinstance(value, list) and len(value) > LONG_LIST and _integers_within(value, *INT_RANGES[field.type]):
                 lifted.append(((*path, key), value))
                 proto_json[key] = []
             continue

@@ -37,7 +37,7 @@ _WELL_KNOWN_JSON = {  # well-known messages whose JSON form is not an object of 
     "google.protobuf.Struct": dict,
     "google.protobuf.ListValue": list,
 }
-_INT_RANGES = {
+INT_RANGES = {  # an integer field type -> the values it holds
     FieldDescriptor.TYPE_INT32: (-(2**31), 2**31 - 1),
     FieldDescriptor.TYPE_SINT32: (-(2**31), 2**31 - 1),
     FieldDescriptor.TYPE_SFIXED32: (-(2**31), 2**31 - 1),
@@ -153,10 +153,10 @@ def _check_single(value: Any, field: FieldDescriptor, where: str) -> None:
     elif kind in _FLOATS:
         if isinstance(value, bool) or not isinstance(value, int | float):
             _wrong(value, "a number", where)
-    elif kind in _INT_RANGES:
+    elif kind in INT_RANGES:
         if not is_token(value):
             _wrong(value, "an integer", where)
-        low, high = _INT_RANGES[kind]
+        low, high = INT_RANGES[kind]
         if not low <= value <= high:
             raise bad_request(openai_param(where), f"{openai_text(where)}: {value} is out of range [{low}, {high}]")
     # enums and bytes do not occur in ovserve request messages; ParseDict checks them if they ever do
