@@ -23,8 +23,8 @@ TINY_CHAT = BUNDLED_MODELS_DIR / BUNDLED_MODEL
 TINY_CHAT_DRAFT = BUNDLED_MODELS_DIR / BUNDLED_DRAFT
 # What ``ovserve serve`` with no models serves, in ListModels' order (the generating models, then the others).
 SERVED_BY_DEFAULT = ["tiny-chat", "tiny-chat-speculative", "tiny-vision", "tiny-embed", "tiny-rerank", "tiny-whisper"]
-# Small KV caches: several engines share the test machine. Computing in f32: the same numbers on every CPU
-# (OpenVINO computes in bf16 where the CPU has AMX or AVX-512 BF16), so the tests that hold the server's
+# Small KV caches: several engines share the test machine. Computing in f32: the same numbers on every CPU up
+# to rounding (OpenVINO computes in bf16 where the CPU has AMX or AVX-512 BF16), so the tests that hold the server's
 # logprobs and greedy outputs to a reference hold on any machine. Tests with settings of their own run at
 # OpenVINO's default precision, bf16 on such CPUs.
 TEST_SETTINGS = EngineSettings(max_num_seqs=64, inference_precision="f32")

@@ -204,8 +204,8 @@ class EngineSettings:
         default=None,
         metadata={
             "help": f"precision the model computes in (INFERENCE_PRECISION_HINT): {', '.join(INFERENCE_PRECISIONS)}; "
-            "f32 gives the same numbers on every CPU and, on an AMX CPU, decoded int8 models faster, bf16 prefilled "
-            "faster (README, Engine settings)",
+            "f32 gives the same numbers on every CPU up to rounding and, on an AMX CPU, decoded int8 models "
+            "faster, bf16 prefilled faster (README, Engine settings)",
             "default_text": "OpenVINO's: bf16 on CPUs with AMX or AVX-512 BF16, else f32",
             "metavar": "PRECISION",
         },

@@ -54,7 +54,9 @@ def _pixels(image: Image.Image) -> np.ndarray:
     """An RGB image's pixels (height, width, 3), copied out a band of rows at a time (see BAND_BYTES)."""
     width, height = image.size
     pixels = np.empty((height, width, 3), dtype=np.uint8)
-    rows = max(1, BAND_BYTES // (3 * width))
+    rows = max(
+        1, BAND_BYTES // (3 * max(1, width))
+    )  # max(1, width): a zero width, refused by the caller, divides nothing
     for top in range(0, height, rows):
         band = image.crop((0, top, width, min(height, top + rows)))
         pixels[top : top + band.height] = np.asarray(band, dtype=np.uint8)

@@ -160,7 +160,8 @@ class Server:
             await self.batches.runner.start(self.batch_lines)  # unfinished batches resume
         self._expiry = asyncio.create_task(self._expire())
         self._loading = None
-        log.debug("%d startup objects frozen", freeze_startup_heap())  # before SERVING: no request waits on it
+        frozen = freeze_startup_heap()  # before SERVING: no request waits on it
+        log.debug("%d startup objects frozen", frozen)
         await self._set_health(health_pb2.HealthCheckResponse.SERVING)
         log.info("serving %s", ", ".join(self.registry.names))
 

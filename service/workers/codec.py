@@ -82,22 +82,20 @@ class TokenCodec:
         characters as it decodes to, so a text of N characters is at least
         N / max_token_chars tokens (before normalisation; callers allow a margin).
         """
-        if self._fast is not None:
-            vocab = self._fast.get_vocab(with_added_tokens=True)
-        else:
-            assert self._openvino is not None
-            vocab = self._openvino.get_vocab()
+        vocab = self._fast.get_vocab(with_added_tokens=True) if self._fast is not None else self._openvino_vocab
         return max((len(token) for token in vocab), default=1) or 1
 
     def token_id(self, text: str) -> int | None:
         """The id of the vocabulary entry spelled ``text`` (an added token's content, or a piece as the
         vocabulary stores it), or None when there is none."""
-        if self._fast is not None:
-            found = self._fast.token_to_id(text)
-            return None if found is None else int(found)
-        assert self._openvino is not None
-        found = self._openvino.get_vocab().get(text)
+        found = self._fast.token_to_id(text) if self._fast is not None else self._openvino_vocab.get(text)
         return None if found is None else int(found)
+
+    @functools.cached_property
+    def _openvino_vocab(self) -> dict[str, int]:
+        """openvino_genai's vocabulary (text -> id), built once: each get_vocab() call builds all of it."""
+        assert self._openvino is not None
+        return dict(self._openvino.get_vocab())
 
     @property
     def backend(self) -> str:
