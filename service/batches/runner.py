@@ -8,6 +8,12 @@ with one batch line at most. Each result is stored
 with its line (service/store/batches.py) before the next is counted; a restarted server resumes every
 unfinished batch from its lines without results. Once no line is left (or the batch was cancelled or passed its
 24 hours), the output and error files are written (purpose ``batch_output``) and the batch ends.
+
+Those files count against the owner's bound on stored bytes (--max-tenant-upload-bytes) from the first line on:
+their records are reserved when the batch starts, and each line's result is counted in the transaction that
+records it. A result that does not fit is not recorded: the batch ends ``failed`` with an error naming the bound,
+no line starts after it, and its files hold the lines recorded before it (within the bound); that line, the
+lines still running and the lines not run are in neither file.
 """
 
 from __future__ import annotations
@@ -20,11 +26,12 @@ import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from clients.v1 import file_pb2
+from clients.defaults import MIB
+from clients.v1 import batch_pb2, file_pb2
 from service.batches.lines import add_usage, output_line, unrun_line
 from service.ids import now
-from service.store.batches import Batch, BatchStore, Line, Result
-from service.store.files import FileStore
+from service.store.batches import Batch, BatchStore, Line, OutputFiles, Result
+from service.store.files import BYTES_FLAG, FileStore, StorageFull
 from service.store.tenancy import tenant
 
 log = logging.getLogger(__name__)
@@ -33,8 +40,14 @@ log = logging.getLogger(__name__)
 RETRIED = (429, 503)
 RETRIES = 5
 RETRY_SECONDS = 1.0
-#: Lines read from the store at a time.
+#: Lines read from the store at a time (to run), and recorded lines read at a time (to write the files: an
+#: embeddings line's output can take megabytes).
 READ_LINES = 64
+READ_OUTPUTS = 16
+#: The bytes of an output file's chunks as written.
+CHUNK_BYTES = MIB
+#: The error of a batch whose files would pass the owner's bound on stored bytes.
+STORAGE_LIMIT = "storage_limit_exceeded"
 #: How often a waiting line looks again at the interactive load.
 GATE_SECONDS = 0.05
 #: How long after an interactive call the runner still gives way (a client's next request follows soon).
@@ -64,12 +77,15 @@ class BatchRunner:
         files: FileStore,
         *,
         concurrency: int,
+        max_owner_bytes: int,
         interactive: Callable[[float], bool] = lambda seconds: False,
     ) -> None:
-        """``interactive(seconds)``: whether interactive calls generate now or did within ``seconds`` (the runner
+        """``max_owner_bytes``: what an owner's files may take, batches' output and error files included;
+        ``interactive(seconds)``: whether interactive calls generate now or did within ``seconds`` (the runner
         gives way to them)."""
         self._store = store
         self._files = files
+        self.max_owner_bytes = max_owner_bytes
         self.concurrency = concurrency
         self._interactive = interactive
         self._executor: LineExecutor | None = None
@@ -110,6 +126,7 @@ class BatchRunner:
         try:
             batch = await self._store.get(batch_id, None)
             if batch is not None and batch.status in ("in_progress", "cancelling"):
+                await self._reserve(batch, owner)  # before any line is counted to them
                 await self._lines(batch, owner)
             await self._finish(batch_id, owner)
         except asyncio.CancelledError:
@@ -150,7 +167,10 @@ class BatchRunner:
                     break
                 await asyncio.sleep(RETRY_SECONDS * 2**attempt)
             result = Result(line.number, status, output_line(line.custom_id, status, request_id, body))
-            await self._store.record(batch.id, result, _count)
+            try:
+                await self._store.record(batch.id, result, _count, self._output_files(batch.id))
+            except StorageFull:  # no line starts after this one (the batch is no longer in progress)
+                await self._store.change(batch.id, lambda stored: _fail(stored, self.max_owner_bytes))
         finally:
             self._give_room()
 
@@ -177,12 +197,22 @@ class BatchRunner:
         if ending != "completed":
             code = f"batch_{ending}"
             message = f"the batch was {ending} before this request ran"
-            while lines := await self._store.pending(batch_id, after=0, limit=1000):
-                unrun = [Result(line.number, NOT_RUN, unrun_line(line.custom_id, code, message)) for line in lines]
-                await self._store.record_many(batch_id, unrun, _count)
-        await self._store.change(batch_id, lambda b: _set(b, status="finalizing", finalizing_at=now()))
+            try:
+                while lines := await self._store.pending(batch_id, after=0, limit=1000):
+                    unrun = [Result(line.number, NOT_RUN, unrun_line(line.custom_id, code, message)) for line in lines]
+                    await self._store.record_many(batch_id, unrun, _count, self._output_files(batch_id))
+            except StorageFull:
+                await self._store.change(batch_id, lambda stored: _fail(stored, self.max_owner_bytes))
+        batch = await self._store.change(batch_id, _finalizing)
+        if batch.errors.data:  # (_fail's: the files would pass the owner's bound)
+            ending = "failed"
         output_id, error_id = await self._write_files(batch, owner)
-        stamp = {"completed": "completed_at", "cancelled": "cancelled_at", "expired": "expired_at"}[ending]
+        stamp = {
+            "completed": "completed_at",
+            "cancelled": "cancelled_at",
+            "expired": "expired_at",
+            "failed": "failed_at",
+        }[ending]
 
         def end(stored: Batch) -> None:
             _set(stored, status=ending, **{stamp: now()})
@@ -193,44 +223,57 @@ class BatchRunner:
         await self._store.change(batch_id, end)
         log.info("batch %s %s", batch_id, ending)
 
-    async def _write_files(self, batch: Batch, owner: str) -> tuple[str, str | None]:
-        """The output file (the lines answered 200) and the error file (the others, if any), in input order.
+    def _output_files(self, batch_id: str) -> OutputFiles:
+        return OutputFiles.of_batch(batch_id, self.max_owner_bytes)
 
-        Their ids are the batch's own, so a finalisation interrupted by a restart writes them again in place."""
-        suffix = batch.id.removeprefix("batch_")
-        names = {
-            True: (f"file-out-{suffix}", f"{batch.id}_output.jsonl"),
-            False: (f"file-err-{suffix}", f"{batch.id}_error.jsonl"),
-        }
-        for file_id, _ in names.values():
-            await self._files.delete(file_id, None)
-        written: set[bool] = set()  # which of the two files got lines
-        for file_id, filename in names.values():
+    async def _reserve(self, batch: Batch, owner: str) -> None:
+        """Record the batch's output and error files (incomplete) if they are not yet, each counting the bytes of
+        its lines recorded so far (none, unless the batch began before its files were counted)."""
+        files = self._output_files(batch.id)
+        staged = await self._store.staged(batch.id)
+        for ok, file_id, filename in ((True, files.output, "output"), (False, files.error, "error")):
             record = file_pb2.File(
                 id=file_id,
                 object="file",
                 created_at=now(),
-                filename=filename,
+                filename=f"{batch.id}_{filename}.jsonl",
                 purpose="batch_output",
                 status="processed",
             )
-            await self._files.begin(record, owner, max_files=2**62)
+            await self._files.reserve(record, owner, staged[ok])
+
+    async def _write_files(self, batch: Batch, owner: str) -> tuple[str, str | None]:
+        """The output file (the lines answered 200) and the error file (the others, if any), in input order: the
+        bytes their lines counted when they were recorded."""
+        files = self._output_files(batch.id)
+        await self._reserve(batch, owner)
+        for file_id in (files.output, files.error):
+            await self._files.clear(file_id)  # what a finalisation interrupted by a restart wrote
+        pending: dict[str, list[bytes]] = {files.output: [], files.error: []}
+        written: set[str] = set()  # which of the two files got lines
+
+        async def flush(file_id: str) -> None:
+            if pending[file_id]:
+                await self._files.fill(file_id, b"".join(pending[file_id]))
+                pending[file_id].clear()
+
         after = 0
-        while results := await self._store.outputs(batch.id, after=after, limit=500):
-            for ok in (True, False):
-                text = "".join(
-                    json.dumps(r.output, ensure_ascii=False) + "\n" for r in results if (r.status == 200) == ok
-                )
-                if text:
-                    await self._files.append(names[ok][0], text.encode(), max_owner_bytes=2**62)
-                    written.add(ok)
-            after = results[-1].number
-        await self._files.complete(names[True][0])
-        if False not in written:
-            await self._files.delete(names[False][0], None)
-            return names[True][0], None
-        await self._files.complete(names[False][0])
-        return names[True][0], names[False][0]
+        while outputs := await self._store.outputs(batch.id, after=after, limit=READ_OUTPUTS):
+            for output in outputs:
+                file_id = files.holding(output.status)
+                pending[file_id].append(output.text.encode() + b"\n")  # what line_bytes counted
+                written.add(file_id)
+                if sum(map(len, pending[file_id])) >= CHUNK_BYTES:
+                    await flush(file_id)
+            after = outputs[-1].number
+        for file_id in pending:
+            await flush(file_id)
+        await self._files.complete(files.output)
+        if files.error not in written:
+            await self._files.delete(files.error, None)
+            return files.output, None
+        await self._files.complete(files.error)
+        return files.output, files.error
 
 
 def _count(batch: Batch, result: Result) -> None:
@@ -241,6 +284,28 @@ def _count(batch: Batch, result: Result) -> None:
         add_usage(batch.usage, body)
     else:
         batch.request_counts.failed += 1
+
+
+def _fail(batch: Batch, bound: int) -> None:
+    """End the batch's lines: its files would pass the owner's ``bound`` on stored bytes (once: the first error)."""
+    if batch.status not in ("in_progress", "cancelling") or batch.errors.data:
+        return
+    batch.status, batch.finalizing_at = "finalizing", now()
+    batch.errors.object = "list"
+    batch.errors.data.append(
+        batch_pb2.BatchError(
+            code=STORAGE_LIMIT,
+            message=f"the batch's output and error files would take this key's files past {bound} bytes "
+            f"({BYTES_FLAG}): they hold the lines recorded before that, and the lines after it did not run; delete "
+            "files, then submit those lines again",
+        )
+    )
+
+
+def _finalizing(batch: Batch) -> None:
+    batch.status = "finalizing"
+    if not batch.HasField("finalizing_at"):  # (_fail's stands)
+        batch.finalizing_at = now()
 
 
 def _set(batch: Batch, **fields: Any) -> None:

@@ -58,6 +58,7 @@ class Server:
             batches,
             files,
             concurrency=config.batches.batch_concurrency,
+            max_owner_bytes=config.files.max_tenant_upload_bytes,
             interactive=lambda seconds: self.policy.interactive_within(seconds),
         )
         self.batches = BatchesApi(batches, files, runner)

@@ -3,7 +3,9 @@
 The tables are declared with the others in service/store/responses.py; this module reads and writes them on the
 response store's thread. A batch's lines are copied from its input file when it is created (deleting the file
 later changes nothing), and each line's result is written once, with the batch's counts, in one transaction: a
-line with a result is never run again, and a line without one is run after a restart.
+line with a result is never run again, and a line without one is run after a restart. That transaction also
+counts the result's bytes to the batch's output or error file (service/store/files.py): a result that would
+take the owner past its bound on stored bytes is not recorded.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from clients.v1 import batch_pb2
+from service.store.files import StorageFull, count_bytes
 from service.store.responses import ResponseStore, transaction
 
 Batch = batch_pb2.Batch
@@ -61,6 +64,41 @@ class Result:
     number: int
     status: int
     output: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Output:
+    """One recorded line as its file holds it: number, HTTP status, and its output line (JSON text)."""
+
+    number: int
+    status: int
+    text: str
+
+
+@dataclass(frozen=True)
+class OutputFiles:
+    """A batch's output file (the lines answered 200) and error file (the others), and the owner's bound on
+    stored bytes that their lines count against. Their ids are the batch's own, so a finalisation interrupted
+    by a restart writes them again in place."""
+
+    output: str
+    error: str
+    max_owner_bytes: int
+
+    @classmethod
+    def of_batch(cls, batch_id: str, max_owner_bytes: int) -> OutputFiles:
+        """The files of ``batch_id``."""
+        suffix = batch_id.removeprefix("batch_")
+        return cls(f"file-out-{suffix}", f"file-err-{suffix}", max_owner_bytes)
+
+    def holding(self, status: int) -> str:
+        """The file that holds a line of ``status``."""
+        return self.output if status == 200 else self.error
+
+
+def line_bytes(text: str) -> int:
+    """What an output line takes in its file: its UTF-8 bytes and a newline (``staged`` sums the same in SQL)."""
+    return len(text.encode()) + 1
 
 
 @dataclass(frozen=True)
@@ -163,47 +201,92 @@ class BatchStore:
 
         return await self._store.run(work)
 
-    async def record(self, batch_id: str, result: Result, count: Callable[[Batch, Result], None]) -> bool:
+    async def record(
+        self,
+        batch_id: str,
+        result: Result,
+        count: Callable[[Batch, Result], None],
+        files: OutputFiles | None = None,
+    ) -> bool:
         """Store a line's result and ``count`` it into the batch, in one transaction; False (nothing written) if
-        the line had a result already."""
-        return await self.record_many(batch_id, [result], count) == 1
+        the line had a result already. With ``files``, its bytes are counted to the file holding it, and a
+        result that does not fit raises StorageFull (nothing written)."""
+        return await self.record_many(batch_id, [result], count, files) == 1
 
     async def record_many(
-        self, batch_id: str, results: Sequence[Result], count: Callable[[Batch, Result], None]
+        self,
+        batch_id: str,
+        results: Sequence[Result],
+        count: Callable[[Batch, Result], None],
+        files: OutputFiles | None = None,
     ) -> int:
         """``record`` for several lines in one transaction (a cancelled batch's 50,000 unrun lines took a minute
-        one transaction each); the number written (a line with a result already is left as it is)."""
-        outputs = [(result, json.dumps(result.output, ensure_ascii=False)) for result in results]
+        one transaction each); the number written (a line with a result already is left as it is). With
+        ``files``, the results that fit are written in order up to the first that does not, then StorageFull."""
 
-        def work(conn: sqlite3.Connection) -> int:
+        def work(conn: sqlite3.Connection) -> tuple[int, StorageFull | None]:
             with transaction(conn):
                 batch = Batch.FromString(
                     conn.execute("SELECT batch FROM batches WHERE id = ?", (batch_id,)).fetchone()[0]
                 )
-                written = 0
-                for result, output in outputs:
-                    if conn.execute(
-                        "UPDATE batch_lines SET status = ?, output = ? "
-                        "WHERE batch_id = ? AND line = ? AND status IS NULL",
+                written, full = 0, None
+                for result in results:
+                    # (serialised here, on the store's thread: a line's output can be megabytes of embeddings)
+                    output = json.dumps(result.output, ensure_ascii=False)
+                    if (
+                        conn.execute(
+                            "SELECT 1 FROM batch_lines WHERE batch_id = ? AND line = ? AND status IS NULL",
+                            (batch_id, result.number),
+                        ).fetchone()
+                        is None
+                    ):
+                        continue
+                    if files is not None:
+                        try:
+                            count_bytes(
+                                conn, files.holding(result.status), line_bytes(output),
+                                max_owner_bytes=files.max_owner_bytes,
+                            )  # fmt: skip
+                        except StorageFull as refused:
+                            full = refused
+                            break
+                    conn.execute(
+                        "UPDATE batch_lines SET status = ?, output = ? WHERE batch_id = ? AND line = ?",
                         (result.status, output, batch_id, result.number),
-                    ).rowcount:
-                        count(batch, result)
-                        written += 1
+                    )
+                    count(batch, result)
+                    written += 1
                 if written:
                     conn.execute("UPDATE batches SET batch = ? WHERE id = ?", (batch.SerializeToString(), batch_id))
-                return written
+                return written, full
+
+        written, full = await self._store.run(work)
+        if full is not None:  # raised once what fitted is committed
+            raise full
+        return written
+
+    async def staged(self, batch_id: str) -> dict[bool, int]:
+        """The file bytes of the lines recorded so far: of the output file (True) and the error file (False)."""
+
+        def work(conn: sqlite3.Connection) -> dict[bool, int]:
+            rows = conn.execute(
+                "SELECT status = 200, SUM(LENGTH(CAST(output AS BLOB)) + 1) FROM batch_lines"
+                " WHERE batch_id = ? AND status IS NOT NULL GROUP BY status = 200",
+                (batch_id,),
+            ).fetchall()
+            return {True: 0, False: 0} | {bool(ok): int(size) for ok, size in rows}
 
         return await self._store.run(work)
 
-    async def outputs(self, batch_id: str, *, after: int, limit: int) -> list[Result]:
+    async def outputs(self, batch_id: str, *, after: int, limit: int) -> list[Output]:
         """Up to ``limit`` lines with a result, numbered above ``after``, in input order."""
 
-        def work(conn: sqlite3.Connection) -> list[Result]:
+        def work(conn: sqlite3.Connection) -> list[Output]:
             rows = conn.execute(
                 "SELECT line, status, output FROM batch_lines WHERE batch_id = ? AND status IS NOT NULL AND line > ?"
                 " ORDER BY line LIMIT ?",
                 (batch_id, after, limit),
             ).fetchall()
-            return [Result(number, status, json.loads(output)) for number, status, output in rows]
+            return [Output(number, status, text) for number, status, text in rows]
 
         return await self._store.run(work)

@@ -9,6 +9,12 @@ An upload streams in: its record is written first, marked incomplete, each chunk
 files are found, listed or counted as served; an upload that fails is deleted, and one abandoned by a crash is
 deleted once it has not grown for ``STALE_UPLOAD_SECONDS`` (another process sharing the file may still be
 writing a younger one).
+
+Every byte a tenant stores here counts against its bound (``--max-tenant-upload-bytes``), a batch's output and
+error files included: their records exist, incomplete, while the batch runs, and each line's result adds its
+size to its file's ``bytes`` in the transaction that records it (``count_bytes``), before the file's bytes are
+written (``fill``) when the batch ends. So the bound is checked when a result comes, and an upload meanwhile sees
+the room the batch already took.
 """
 
 from __future__ import annotations
@@ -81,7 +87,22 @@ class StorageFull(Exception):
     @classmethod
     def of_bytes(cls, bound: int) -> StorageFull:
         """The owner's files would take more than ``bound`` bytes."""
-        return cls(f"your files would take more than {bound} bytes: delete some first")
+        return cls(f"your files would take more than {bound} bytes ({BYTES_FLAG}): delete some first")
+
+
+#: The flag that sets the bound on a tenant's stored bytes (what a refusal names).
+BYTES_FLAG = "--max-tenant-upload-bytes"
+
+
+def count_bytes(conn: sqlite3.Connection, file_id: str, size: int, *, max_owner_bytes: int) -> None:
+    """Count ``size`` more bytes to the file (inside the caller's transaction); StorageFull, with nothing
+    counted, if the owner's files (uploads under way and running batches' outputs included) would pass
+    ``max_owner_bytes``."""
+    owner = conn.execute("SELECT owner FROM files WHERE id = ?", (file_id,)).fetchone()[0]
+    total = conn.execute("SELECT SUM(bytes) FROM files WHERE owner = ?", (owner,)).fetchone()[0]
+    if total + size > max_owner_bytes:
+        raise StorageFull.of_bytes(max_owner_bytes)
+    conn.execute("UPDATE files SET bytes = bytes + ?, touched = ? WHERE id = ?", (size, time.time(), file_id))
 
 
 @dataclass(frozen=True)
@@ -129,21 +150,53 @@ class FileStore:
 
         def work(conn: sqlite3.Connection) -> int:
             with transaction(conn):
-                owner, size, chunks = conn.execute(
-                    "SELECT owner, bytes, (SELECT COUNT(*) FROM file_chunks WHERE file_id = files.id)"
+                count_bytes(conn, file_id, len(data), max_owner_bytes=max_owner_bytes)
+                _add_chunk(conn, file_id, data)
+                return int(conn.execute("SELECT bytes FROM files WHERE id = ?", (file_id,)).fetchone()[0])
+
+        return await self._store.run(work)
+
+    async def reserve(self, file: File, owner: str, size: int) -> None:
+        """Record a batch's output file (incomplete, ``size`` bytes counted: its lines recorded so far) unless it
+        is recorded already (then it keeps its count). Its bytes follow with ``fill``."""
+        row = (file.id, owner, file.created_at, file.purpose, size, time.time(), file.SerializeToString())
+
+        def work(conn: sqlite3.Connection) -> None:
+            with transaction(conn):
+                conn.execute(
+                    "INSERT OR IGNORE INTO files (id, owner, created_at, expires_at, purpose, bytes, complete, touched,"
+                    " file) VALUES (?, ?, ?, NULL, ?, ?, 0, ?, ?)",
+                    row,
+                )
+
+        await self._store.run(work)
+
+    async def clear(self, file_id: str) -> None:
+        """Drop the bytes written to a reserved file (a finalisation interrupted by a restart writes them again);
+        what it counts stays."""
+
+        def work(conn: sqlite3.Connection) -> None:
+            with transaction(conn):
+                conn.execute("DELETE FROM file_chunks WHERE file_id = ?", (file_id,))
+
+        await self._store.run(work)
+
+    async def fill(self, file_id: str, data: bytes) -> None:
+        """Write the next bytes of a reserved file: they were counted already (``count_bytes``), and never more
+        than that count is written (ValueError)."""
+
+        def work(conn: sqlite3.Connection) -> None:
+            with transaction(conn):
+                counted, written = conn.execute(
+                    "SELECT bytes, (SELECT COALESCE(SUM(LENGTH(data)), 0) FROM file_chunks WHERE file_id = files.id)"
                     " FROM files WHERE id = ?",
                     (file_id,),
                 ).fetchone()
-                total = conn.execute("SELECT SUM(bytes) FROM files WHERE owner = ?", (owner,)).fetchone()[0]
-                if total + len(data) > max_owner_bytes:
-                    raise StorageFull.of_bytes(max_owner_bytes)
-                conn.execute("INSERT INTO file_chunks (file_id, seq, data) VALUES (?, ?, ?)", (file_id, chunks, data))
-                conn.execute(
-                    "UPDATE files SET bytes = bytes + ?, touched = ? WHERE id = ?", (len(data), time.time(), file_id)
-                )
-                return int(size) + len(data)
+                if written + len(data) > counted:
+                    raise ValueError(f"{file_id}: {written} + {len(data)} bytes written, {counted} counted")
+                _add_chunk(conn, file_id, data)
 
-        return await self._store.run(work)
+        await self._store.run(work)
 
     async def complete(self, file_id: str) -> File:
         """Mark an upload complete (found, listed and served from now on); returns its record with its size."""
@@ -200,12 +253,15 @@ class FileStore:
         return FilePage([File.FromString(blob) for blob in blobs[:limit]], len(blobs) > limit)
 
     async def delete(self, file_id: str, owner: str | None) -> bool:
-        """Delete a file (complete or not) and its bytes; False if there was none of this owner (None: any)."""
+        """Delete a file and its bytes; False if there was none. With an ``owner``, only that owner's complete
+        files (what a client deletes: an upload under way or a running batch's output is not its to delete);
+        with None, any (cleaning up)."""
 
         def work(conn: sqlite3.Connection) -> bool:
             with transaction(conn):
                 gone = conn.execute(
-                    "DELETE FROM files WHERE id = ? AND (? IS NULL OR owner = ?)", (file_id, owner, owner)
+                    "DELETE FROM files WHERE id = ? AND (? IS NULL OR owner = ? AND complete = 1)",
+                    (file_id, owner, owner),
                 ).rowcount
                 if gone:  # (another owner's file keeps its bytes)
                     conn.execute("DELETE FROM file_chunks WHERE file_id = ?", (file_id,))
@@ -240,7 +296,8 @@ class FileStore:
         return Usage(*await self._store.run(work))
 
     async def expire(self) -> int:
-        """Delete the files past their expiry and the uploads abandoned for STALE_UPLOAD_SECONDS; how many."""
+        """Delete the files past their expiry and the uploads abandoned for STALE_UPLOAD_SECONDS; how many (a
+        running batch's output files are incomplete for as long as it runs, and end with it)."""
         now = time.time()
 
         def work(conn: sqlite3.Connection) -> int:
@@ -249,7 +306,7 @@ class FileStore:
                     file_id
                     for (file_id,) in conn.execute(
                         "SELECT id FROM files WHERE (expires_at IS NOT NULL AND expires_at <= ?)"
-                        " OR (complete = 0 AND touched < ?)",
+                        " OR (complete = 0 AND touched < ? AND purpose != 'batch_output')",
                         (now, now - STALE_UPLOAD_SECONDS),
                     )
                 ]
@@ -263,6 +320,15 @@ class FileStore:
 
 # A file is served once complete and until it expires (the one bound parameter: now).
 _SERVED = "complete = 1 AND (expires_at IS NULL OR expires_at > ?)"
+
+
+def _add_chunk(conn: sqlite3.Connection, file_id: str, data: bytes) -> None:
+    """The file's next chunk (its bytes counted by the caller)."""
+    conn.execute(
+        "INSERT INTO file_chunks (file_id, seq, data)"
+        " VALUES (?, (SELECT COUNT(*) FROM file_chunks WHERE file_id = ?), ?)",
+        (file_id, file_id, data),
+    )
 
 
 def _expiry(file: File) -> int | None:

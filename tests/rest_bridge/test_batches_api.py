@@ -3,8 +3,9 @@
 A batch's lines run as the same requests sent one by one (greedy chat answers equal), each result lands in the
 output file (200) or the error file (anything else), in input order with its custom_id, counts and usage add
 up; a bad input file fails the batch with its problems named by line; cancel ends a batch with every line
-accounted for once; another key finds nothing; and a batch interrupted by a stop resumes after the restart
-with no line lost or recorded twice. Every JSON body is checked against OpenAI's OpenAPI schema.
+accounted for once; another key finds nothing; a batch interrupted by a stop resumes after the restart
+with no line lost or recorded twice; and a batch whose files would pass the tenant's bound on stored bytes ends
+failed, naming it, with nothing stored past it. Every JSON body is checked against OpenAI's OpenAPI schema.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import pytest
 from rest_bridge.server import Bridge
 from service.models import ModelSpec
 from service.store.batches import BatchSettings
+from service.store.files import FileLimits
 from tests.conformance import SpecCheck
 from tests.conftest import TEST_SETTINGS, TINY_CHAT, start_server
 from tests.rest_bridge.conftest import RunningBridge, served_with_bridge, spec_client
@@ -232,3 +234,37 @@ def test_a_batch_past_its_window_expires_with_its_unrun_lines_in_the_error_file(
         assert sorted(o["custom_id"] for o in outputs + errors) == sorted(line["custom_id"] for line in lines)
         assert errors and all(e["error"]["code"] == "batch_expired" and e["response"] is None for e in errors)
         assert done.request_counts.failed == len(errors) and done.request_counts.completed == len(outputs)
+
+
+#: A tenant's bound on stored bytes in the quota tests: its input file and about a dozen output lines.
+QUOTA_BYTES = 16_384
+
+
+@pytest.mark.parametrize("bad", [False, True], ids=["outputs", "errors"])
+def test_a_batch_past_the_tenants_storage_bound_fails_naming_it_and_stores_nothing_past_it(
+    spec: SpecCheck, bad: bool
+) -> None:
+    # bad: every line a 400 of its own, so only the error file grows; else every line answers 200 but one.
+    lines = [chat_line(f"r{i}", f"Story {i}.", **({"temperature": 5} if bad or i == 1 else {})) for i in range(40)]
+    files = FileLimits(max_tenant_upload_bytes=QUOTA_BYTES)
+    with served_with_bridge(TINY, files=files) as running, spec_client(running, spec) as client:
+        done = wait(client, submit(client, lines).id)
+        usage = running.server.run(running.server.server.files._store.usage(""))  # the keyless tenant's
+        assert done.status == "failed" and done.failed_at is not None and done.errors is not None
+        [error] = done.errors.data or []
+        assert error.code == "storage_limit_exceeded"
+        assert f"{QUOTA_BYTES} bytes" in (error.message or "") and "--max-tenant-upload-bytes" in (error.message or "")
+        stored = client.files.list().data
+        assert usage.bytes == sum(file.bytes for file in stored) <= QUOTA_BYTES  # counted as stored, and no more
+        outputs, errors = lines_of(client, done.output_file_id), lines_of(client, done.error_file_id)
+        assert (done.request_counts.completed, done.request_counts.failed) == (len(outputs), len(errors))
+        assert 0 < len(outputs) + len(errors) < len(lines)  # the lines that fitted; none after the bound
+        for held in (outputs, errors):  # whole lines, in input order
+            assert [o["custom_id"] for o in held] == sorted((o["custom_id"] for o in held), key=lambda c: int(c[1:]))
+        assert bool(errors) and bool(outputs) != bad
+        for file_id in (done.output_file_id, done.error_file_id):
+            assert client.files.retrieve(file_id).bytes == len(client.files.content(file_id).content)
+        with pytest.raises(openai.RateLimitError):  # the room the batch took is taken
+            client.files.create(file=("more.txt", b"x" * (QUOTA_BYTES - usage.bytes + 1)), purpose="user_data")
+        client.files.delete(done.error_file_id)  # a batch's file deleted frees its bytes
+        assert running.server.run(running.server.server.files._store.usage("")).bytes < usage.bytes
