@@ -51,7 +51,8 @@ class FileLimits:
     max_tenant_upload_bytes: int = field(
         default=1024 * MIB,
         metadata={
-            "help": "bytes of uploaded files one tenant (API key) may hold; beyond, 429 until it deletes some",
+            "help": "bytes of files one tenant (API key) may hold, its batches' output files included; beyond, 429 "
+            "until it deletes some (a batch: failed)",
             "metavar": "BYTES",
             "default_text": "1 GiB",
         },
