@@ -67,7 +67,8 @@ async def prepare(models: ModelRegistry, request: Request, *, streaming: bool) -
     )  # fmt: skip
     plan = await templated_constraint(model, request, violations, tools, context)
     top = logprobs.top_logprobs(request, violations, needs_logprobs=True)
-    ask = LogprobAsk(chosen=request.logprobs, top=top, prompt=logprobs.prompt_logprobs(request, violations))
+    scored = logprobs.prompt_logprobs(request, violations)  # once, on the answer's top level
+    ask = LogprobAsk(chosen=request.logprobs, top=top, prompt=scored, prompt_logprobs=scored)
     violations += logprobs.vision_violations(model, ask)
     refuse_invalid(request, model, violations, streaming=streaming)
 

@@ -124,9 +124,14 @@ def _logprob_ask(request: Request, violations: list[FieldViolation]) -> LogprobA
     if not generate and not echo:
         violations.append(FieldViolation("max_tokens", "0 is only valid with echo (the prompt scored, none generated)"))
     wanted = request.HasField("logprobs")
+    asked = prompt
     if echo and wanted:  # the echoed prompt's tokens carry logprobs like the output's (OpenAI's legacy shape)
         prompt = max(prompt or 0, top or 0)
-    return LogprobAsk(chosen=wanted, top=top or 0, prompt=prompt, generate=generate)
+    return LogprobAsk(
+        chosen=wanted, top=top or 0, prompt=prompt, generate=generate,
+        # each choice carries its prompt's scores: prompt_logprobs, and with echo its logprobs' opening tokens
+        prompt_logprobs=asked, echoed=echo and wanted, per_choice=True, output_field="logprobs",
+    )  # fmt: skip
 
 
 @dataclass(frozen=True)

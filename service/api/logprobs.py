@@ -14,6 +14,7 @@ distribution (log-softmax of its logits: no temperature, penalties or top-p), as
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -26,20 +27,28 @@ from service.errors import FieldViolation
 from service.models import ServedModel
 
 MAX_COMPLETION_LOGPROBS = 5  # OpenAI's completions range
-# Most prompt positions x (alternatives + 1) one prompt may have scored: each is an entry of the answer (~60 bytes
-# of JSON, and a Python tuple on the way), so 20 alternatives allow ~12,000 prompt tokens, the chosen token alone
-# 262,144. Past that the request is refused naming its prompt field, before any work.
-MAX_PROMPT_SCORES = 262_144
+# Most scores one request's answer may hold, over all its prompts and choices: a score is a token's own logprob or
+# one of its alternatives, an entry of the answer (~70 bytes of JSON, a protobuf entry and Python objects on the
+# way). 20 alternatives allow ~12,000 prompt tokens, the chosen token alone 262,144. Past that the request is
+# refused before any work, naming the field that takes it over (see score_violations).
+MAX_REQUEST_SCORES = 262_144
 
 
 @dataclass(frozen=True)
 class LogprobAsk:
-    """What a request asks for: the chosen tokens' logprobs, alternatives per output token, the prompt scored."""
+    """What a request asks for: the chosen tokens' logprobs, alternatives per output token, the prompt scored;
+    and how its answer carries them (what ``count_scores`` counts)."""
 
     chosen: bool = False  # the output tokens' own logprobs
     top: int = 0  # alternatives per output token
     prompt: int | None = None  # alternatives per prompt token (0: the prompt's own token only); None: not asked
     generate: bool = True  # False: max_tokens 0, the prompt is scored and nothing generated
+    # How the answer carries them: vLLM's prompt_logprobs as asked (None: not asked), the prompt's tokens opening
+    # each choice's logprobs (completions' echo), the prompt's scores once per choice (completions) or once.
+    prompt_logprobs: int | None = None
+    echoed: bool = False
+    per_choice: bool = False
+    output_field: str = "top_logprobs"  # the field asking for alternatives per output token
 
     def scoring(self) -> Scoring | None:
         """What the engine's scoring copy computes for it; None when the sampler's logprobs are enough."""
@@ -47,6 +56,84 @@ class LogprobAsk:
             return None
         top = max(self.top, self.prompt or 0)
         return Scoring(top=top, prompt=self.prompt is not None, output=self.top > 0, generate=self.generate)
+
+    @property
+    def per_prompt_token(self) -> int:
+        """Scores the answer holds per prompt token, in each copy of the prompt's."""
+        asked = 0 if self.prompt_logprobs is None else self.prompt_logprobs + 1
+        return asked + (self.top + 1 if self.echoed else 0)
+
+    @property
+    def per_output_token(self) -> int:
+        """Scores the answer holds per output token: its own logprob and its alternatives."""
+        return self.top + 1 if self.chosen else 0
+
+    @property
+    def prompt_field(self) -> str:
+        """The field that has the prompt's tokens scored."""
+        return "prompt_logprobs" if self.prompt_logprobs is not None else "echo"
+
+
+@dataclass(frozen=True)
+class ScoredPrompt:
+    """One prompt of a request, as ``count_scores`` sees it."""
+
+    tokens: int
+    field: str  # the request field it comes from: prompt, prompts[i], messages, input
+    choices: int  # the choices generated from it (n)
+    max_output: int  # the most tokens each choice may generate (max_tokens, or the room the prompt leaves)
+
+
+@dataclass(frozen=True)
+class ScoreCount:
+    """A request's scores over all its prompts and choices: its prompts' tokens' and its outputs'."""
+
+    prompt: int
+    output: int
+
+    @property
+    def total(self) -> int:
+        """Every score of the answer."""
+        return self.prompt + self.output
+
+
+def count_scores(ask: LogprobAsk, prompts: Sequence[ScoredPrompt]) -> ScoreCount:
+    """The most scores ``ask``'s answer holds for ``prompts``: per prompt, its tokens x their scores (once, or
+    once per choice), and every choice's output tokens x theirs."""
+    prompt = sum(p.tokens * ask.per_prompt_token * (p.choices if ask.per_choice else 1) for p in prompts)
+    output = sum(p.choices * p.max_output * ask.per_output_token for p in prompts)
+    return ScoreCount(prompt, output)
+
+
+def score_violations(ask: LogprobAsk, prompts: Sequence[ScoredPrompt], length_field: str) -> list[FieldViolation]:
+    """More than MAX_REQUEST_SCORES scores, refused naming the field that takes the request over: a prompt too long
+    alone, else ``n`` when one choice per prompt would fit, else the larger part's field (the prompt's scoring
+    field, or the output's: its alternatives' field, ``length_field`` when it asks for none)."""
+    count = count_scores(ask, prompts)
+    if count.total <= MAX_REQUEST_SCORES:
+        return []
+    for prompt in prompts:
+        if prompt.tokens * ask.per_prompt_token > MAX_REQUEST_SCORES:
+            most = MAX_REQUEST_SCORES // ask.per_prompt_token
+            message = (
+                f"the prompt is {prompt.tokens} tokens; its tokens' logprobs are returned for at most {most} tokens "
+                f"with {ask.per_prompt_token - 1} alternatives each"
+            )
+            return [FieldViolation(prompt.field, message)]
+    if count_scores(ask, [dataclasses.replace(p, choices=1) for p in prompts]).total <= MAX_REQUEST_SCORES:
+        field = "n"
+    elif count.prompt >= count.output:
+        field = ask.prompt_field
+    else:
+        field = ask.output_field if ask.top else length_field
+    choices = sum(p.choices for p in prompts)
+    longest = max(p.max_output for p in prompts)
+    message = (
+        f"the answer would hold up to {count.total:,} logprobs ({count.prompt:,} for the tokens of {len(prompts)} "
+        f"prompt(s), {count.output:,} for {choices} choice(s) of up to {longest} tokens); a request may have at "
+        f"most {MAX_REQUEST_SCORES:,}"
+    )
+    return [FieldViolation(field, message)]
 
 
 def ranged(request: Any, name: str, most: int, violations: list[FieldViolation]) -> int | None:
@@ -71,20 +158,6 @@ def top_logprobs(request: Any, violations: list[FieldViolation], *, needs_logpro
 def prompt_logprobs(request: Any, violations: list[FieldViolation]) -> int | None:
     """vLLM's ``prompt_logprobs``: 0-20 alternatives per prompt token, None when not asked."""
     return ranged(request, "prompt_logprobs", MAX_ALTERNATIVES, violations)
-
-
-def prompt_score_violations(ask: LogprobAsk, prompt_tokens: int, field: str) -> list[FieldViolation]:
-    """A prompt too long to have its tokens scored (echo with logprobs, prompt_logprobs): refused naming it."""
-    if ask.prompt is None or prompt_tokens * (ask.prompt + 1) <= MAX_PROMPT_SCORES:
-        return []
-    most = MAX_PROMPT_SCORES // (ask.prompt + 1)
-    return [
-        FieldViolation(
-            field,
-            f"the prompt is {prompt_tokens} tokens; its tokens' logprobs are returned for at most {most} tokens "
-            f"with {ask.prompt} alternatives each",
-        )
-    ]
 
 
 def vision_violations(model: ServedModel, ask: LogprobAsk) -> list[FieldViolation]:

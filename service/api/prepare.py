@@ -17,7 +17,7 @@ from typing import Any
 from service.api.chat_output import opens_reasoning
 from service.api.common import streaming_violations
 from service.api.generation import Budget, build_sampling_params, generation_violations
-from service.api.logprobs import LogprobAsk, prompt_score_violations
+from service.api.logprobs import LogprobAsk, ScoredPrompt, score_violations
 from service.api.media_parts import MediaParts, prompt_with_images
 from service.api.prompting import render_prompt, render_text
 from service.api.runs import Run, fan_out
@@ -147,10 +147,8 @@ async def build_runs(
     field = next((name for name in api.length_fields if request.HasField(name)), api.length_fields[0])
     limit = getattr(request, field) if request.HasField(field) else None
     scoring = ask.scoring()
-    InvalidArgument.check(
-        [v for prompt in prompts for v in prompt_score_violations(ask, len(prompt.ids), prompt.field)]
-    )
-    runs = []
+    runs: list[Run] = []
+    scored: list[ScoredPrompt] = []
     for position, prompt in enumerate(prompts):
         params = build_sampling_params(
             request, defaults=model.defaults, limits=model.limits,
@@ -161,6 +159,9 @@ async def build_runs(
         )  # fmt: skip
         run = Run(prompt.ids, params, first_choice=position * n, images=prompt.images, scoring=scoring)
         runs += fan_out(run, n, model)
+        scored.append(ScoredPrompt(len(prompt.ids), prompt.field, n, params.max_new_tokens or 0))
+    # Before any of them is submitted: the answer's logprobs bounded per request (service.api.logprobs)
+    InvalidArgument.check(score_violations(ask, scored, field))
     return runs
 
 

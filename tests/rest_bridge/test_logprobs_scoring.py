@@ -301,7 +301,7 @@ def test_dropped_scored_streams_leave_the_engine_and_its_scorer_idle(bridge: Run
 def test_a_prompt_too_long_to_score_is_refused_naming_its_field(
     bridge: RunningBridge, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(logprobs, "MAX_PROMPT_SCORES", 60)  # 10 prompt tokens at 5 alternatives each
+    monkeypatch.setattr(logprobs, "MAX_REQUEST_SCORES", 60)  # 10 prompt tokens at 5 alternatives each
     prompt = _tokenizer().encode(STORY).ids
     assert len(prompt) > 10
     for body, field in [
