@@ -158,6 +158,10 @@ def _broken(directory: Path, how: str) -> Path:
         weights.write_bytes(b"PK\x03\x04 a zip, say")
     elif how == "huge header":
         weights.write_bytes(struct.pack("<Q", 2**40) + b"{}")
+    elif how == "r a string":
+        (path / "adapter_config.json").write_text('{"r": "abc"}')
+    elif how == "NaN weights":
+        write_adapter(path, 5, scale_b=float("nan"))
     elif how in ("A without B", "a layer past the model", "an unknown tensor"):
         tensors = {"A without B": {"base_model.model.model.layers.0.self_attn.q_proj.lora_A.weight": (4, HIDDEN)},
                    "a layer past the model": {
@@ -178,6 +182,8 @@ BROKEN = {
     "truncated": "truncated",
     "not safetensors": "not a readable safetensors file",
     "huge header": "not a readable safetensors file",
+    "r a string": "r is 'abc'; an integer",
+    "NaN weights": "NaN or infinite weights",
     "A without B": "lora_A only",
     "a layer past the model": "not a linear layer of the base model",
     "an unknown tensor": "not a LoRA matrix",
