@@ -31,6 +31,8 @@ from service.pipelines import PipelineKind
 
 #: Linux's PATH_MAX and NAME_MAX: a longer path, or a longer name within one, names no file.
 MAX_PATH_BYTES, MAX_NAME_BYTES = 4096, 255
+#: The longest adapter name served (Hugging Face's repository ids, ``org/name``, stay under 100 characters).
+MAX_LORA_NAME_CHARS = 256
 #: How long reading and checking an adapter's files may take (a rank-256 adapter of a 70B model, some GB, is read
 #: in seconds); past it the load is refused, and the thread left reading holds nothing else up.
 LOAD_TIMEOUT_SECONDS = 60.0
@@ -48,8 +50,7 @@ class RuntimeLora:
     async def load(self, request: model_pb2.LoadLoraAdapterRequest) -> model_pb2.Model:
         """LoadLoraAdapter: the adapter, served once the base model's engine took it."""
         directory = self._allowed()
-        if not request.lora_name:
-            raise InvalidArgument.of("lora_name", "required: the name requests will give as model")
+        _check_name(request.lora_name)
         source = _source(request.lora_path, directory)
         base = self._base(request)
         self._check_free(request, base)
@@ -125,6 +126,14 @@ class RuntimeLora:
 
     def _served_names(self) -> set[str]:
         return {*self._registry.names, *(adapter.name for adapter in self._registry.adapters())}
+
+
+def _check_name(name: str) -> None:
+    """A name requests can give as ``model``: printable (no NUL, no control character), of bounded length."""
+    if not name:
+        raise InvalidArgument.of("lora_name", "required: the name requests will give as model")
+    if len(name) > MAX_LORA_NAME_CHARS or not name.isprintable():
+        raise InvalidArgument.of("lora_name", f"must be printable text of at most {MAX_LORA_NAME_CHARS} characters")
 
 
 def _source(lora_path: str, directory: Path) -> Path:

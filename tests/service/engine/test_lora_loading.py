@@ -140,6 +140,8 @@ HOSTILE: dict[str, tuple[Callable[[Path], None] | str, str]] = {
     "a config nested 40 deep": (lambda d: _config(d, '{"r": 4, "x": ' + "[" * 40 + "]" * 40 + "}"), "lora_path"),
     "a config that is not UTF-8": (lambda d: (d / CONFIG).write_bytes(b'{"r": "\xff"}') and None, "lora_path"),
 }  # fmt: skip
+#: Names an adapter cannot be served as.
+BAD_NAMES = {"a NUL": "a\x00b", "a newline": "a\nb", "100,000 characters": "n" * 100_000}
 
 
 @pytest.mark.parametrize("how", list(HOSTILE))
@@ -163,6 +165,15 @@ def test_a_hostile_adapter_is_a_400_naming_the_field(running: RunningBridge, all
     assert said.code == grpc.StatusCode.INVALID_ARGUMENT and said.fields == [field], said
     with OvserveClient(running.server.target) as client:
         assert name not in [model.id for model in client.list_models()]  # not loaded
+
+
+@pytest.mark.parametrize("how", list(BAD_NAMES))
+def test_a_name_no_request_could_give_is_a_400(running: RunningBridge, allowed: Path, how: str) -> None:
+    write_adapter(allowed / "good", 1)
+    status, error = load(running, BAD_NAMES[how], "good")
+    assert status == 400 and isinstance(error, dict) and error["param"] == "lora_name", (status, error)
+    with OvserveClient(running.server.target) as client:
+        assert BAD_NAMES[how] not in [model.id for model in client.list_models()]
 
 
 def test_a_fifo_config_is_refused_at_once_and_loads_go_on(running: RunningBridge, allowed: Path) -> None:
