@@ -53,6 +53,18 @@ class BridgeSettings:
             "default_text": "512 MiB",
         },
     )
+    # A slow body (slowloris) would hold its connection and buffers for as long as it trickles: after the grace
+    # period a body must keep up an average rate (Apache mod_reqtimeout's rule), else 408. 4 KiB/s is far below any
+    # real uplink and lets a 10 MiB body take 43 minutes.
+    body_grace_seconds: float = field(
+        default=30.0,
+        metadata={"help": "seconds a request body may take before the minimum body rate applies"},
+    )
+    min_body_rate: int = field(
+        default=4096,
+        metadata={"help": "minimum average rate of a request body once its grace seconds have passed, bytes/s; slower gets 408",
+                  "metavar": "BYTES"},
+    )  # fmt: skip
     # Deeper nesting gets 400 naming the field. Below what protobuf's 100-level decoder takes: a JSON object
     # inside a google.protobuf.Struct costs 3 message levels, so a body 35 deep can fail to decode in the
     # service (tests/rest_bridge/test_json_values.py checks this bound against the decoder).

@@ -19,6 +19,8 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 import grpc
+import tornado.httputil
+import tornado.ioloop
 import tornado.web
 from google.protobuf.message import Message
 from opentelemetry import trace
@@ -29,8 +31,9 @@ from clients.v1 import model_pb2
 from rest_bridge import cors, sse
 from rest_bridge.backend import Backend
 from rest_bridge.config import BridgeSettings
-from rest_bridge.errors import BridgeError, from_rpc_error
+from rest_bridge.errors import REASONS, BridgeError, from_rpc_error
 from rest_bridge.json_body import encode_json
+from rest_bridge.key_check import body_may_be_large, keys_seen
 from rest_bridge.off_loop import INLINE_BODY_BYTES, off_the_loop_if_large
 from rest_bridge.translate.body import parse_json_body
 
@@ -53,6 +56,7 @@ class BridgeHandler(tornado.web.RequestHandler):
         self.settings_ = settings
         self.call: Any = None  # the gRPC call in flight, cancelled if the client leaves
         self.client_gone = False
+        self._released = False
         self.set_default_headers()  # again, now that the settings (CORS origins) are known
         # The request's span, under the client's traceparent if it sent one; the gRPC call carries it on.
         self.span = tracer.start_span(
@@ -92,22 +96,36 @@ class BridgeHandler(tornado.web.RequestHandler):
         return injected(sent, trace.set_span_in_context(self.span))
 
     def on_finish(self) -> None:
-        """End the request's span with its HTTP status."""
+        """Let go of what the request holds (``release``)."""
+        self.release()
+
+    def release(self) -> None:
+        """Once: let go of the request's body (``release_body``) and end its span with the HTTP status. From
+        on_finish, or from on_connection_close when the client left mid-body (tornado then never finishes)."""
+        if self._released:
+            return
+        self._released = True
+        self.release_body()
         self.span.set_attribute("http.response.status_code", self.get_status())
         if self.get_status() >= 500:
             self.span.set_status(trace.StatusCode.ERROR)
         self.span.end()
 
+    def release_body(self) -> None:
+        """Drop what holds the request body (buffered chunks, a spool file); a handler reading one says what."""
+
     def grpc_options(self) -> dict[str, Any]:
         """Keyword arguments of every stub call: deadline and metadata."""
         return {"timeout": self.settings_.deadline_seconds, "metadata": self.metadata()}
 
-    async def check_key(self) -> None:
+    async def check_key(self) -> bool:
         """Raise the service's 401 if it refuses the caller's key; the key itself is known only to the service.
+        Return whether the service accepted it (False: it did not answer, which says nothing about the key).
 
         Called before answering a refusal of the bridge's own (bad body, too
         large), so a caller without a valid key learns nothing about the API
-        from its refusals. One cheap authenticated call, and only on that path.
+        from its refusals, and before reading a large body. One cheap
+        authenticated call, and only on those paths.
         """
         try:
             await self.backend.models.ListModels(
@@ -116,13 +134,20 @@ class BridgeHandler(tornado.web.RequestHandler):
         except grpc.aio.AioRpcError as error:
             if error.code() == grpc.StatusCode.UNAUTHENTICATED:
                 raise from_rpc_error(error) from None
-            # Any other failure says nothing about the key: the refusal stands.
+            return False  # any other failure says nothing about the key: a refusal stands, a body is read
+        return True
 
     def on_connection_close(self) -> None:
         # The client left: stop generating for it now (the engine frees the request and its KV cache).
         self.client_gone = True
         if self.call is not None:
             self.call.cancel()
+        body = _streamed_body(self.request)
+        mid_body = body is not None and not body.done()
+        super().on_connection_close()  # fails that future: the handler's coroutine ends, without finish()
+        if mid_body:  # so nothing else lets go of the body: its buffers and spool file go now
+            self.set_status(499, REASONS[499])
+            self.release()
 
     def write_json(self, payload: dict[str, Any], status: int = 200) -> None:
         """Finish with a JSON body."""
@@ -217,6 +242,12 @@ class BridgeHandler(tornado.web.RequestHandler):
             self.set_header(name, value)
 
 
+def _streamed_body(request: tornado.httputil.HTTPServerRequest) -> asyncio.Future[None] | None:
+    """tornado's future of a streamed body (stream_request_body): pending while the body arrives, done once it
+    is whole, failed (by RequestHandler.on_connection_close) when the client left first. None without one."""
+    return getattr(request, "_body_future", None)
+
+
 def _http_type(status: int) -> str:
     if status >= 500:
         return "server_error"
@@ -224,16 +255,84 @@ def _http_type(status: int) -> str:
 
 
 @tornado.web.stream_request_body
-class JsonBodyHandler(BridgeHandler):
+class StreamedBodyHandler(BridgeHandler):
+    """A handler whose request body is read in pieces (``body_received``), with three guards on the way in.
+
+    - A body that may be large is read only once the service has accepted the caller's key (``KeysSeen``), so
+      an upload without a valid key gets its 401 before it is read, let alone spooled.
+    - A body must keep pace: ``body_grace_seconds``, plus one second per ``min_body_rate`` bytes received;
+      past that it gets 408 and its connection is closed (tornado cannot go on reading a body it has answered).
+    - A client leaving mid-body ends the handler and lets go of its buffers and files at once (``release``).
+    """
+
+    async def prepare(self) -> None:
+        """Check the key if the body may be large, then ``prepare_body``; the body is read after this returns."""
+        self._body_bytes = 0
+        self._pace: object | None = None  # the pace check's timeout handle, while the body arrives
+        if body_may_be_large(self.request.headers):
+            await keys_seen(self.backend.models).check(self.request.headers.get("Authorization", ""), self.check_key)
+        if self.client_gone:
+            return  # left during the check: on_connection_close let go of everything already
+        self.prepare_body()
+        body = _streamed_body(self.request)
+        if body is not None and not body.done() and not self._finished:
+            loop = tornado.ioloop.IOLoop.current()
+            self._body_started = loop.time()
+            self._pace = loop.call_at(self._body_started + self.settings_.body_grace_seconds, self._check_pace)
+            body.add_done_callback(lambda _: self._stop_pace())  # read whole, or abandoned: no pace to keep
+
+    def _stop_pace(self) -> None:
+        if self._pace is not None:
+            tornado.ioloop.IOLoop.current().remove_timeout(self._pace)
+            self._pace = None
+
+    def prepare_body(self) -> None:
+        """Get ready for the body (refuse it from its headers, by raising); the request's key is known good."""
+
+    def body_received(self, chunk: bytes) -> None:
+        """The next piece of the body."""
+        raise NotImplementedError
+
+    def data_received(self, chunk: bytes) -> None:
+        if self._released:  # answered (408) or abandoned: what tornado still delivers is dropped
+            return
+        self._body_bytes += len(chunk)
+        self.body_received(chunk)
+
+    def release_body(self) -> None:
+        if hasattr(self, "_pace"):  # prepare() began
+            self._stop_pace()
+
+    def _check_pace(self) -> None:
+        """Refuse the body with 408 if it fell behind its pace, else look again when it would."""
+        settings = self.settings_
+        due = self._body_started + settings.body_grace_seconds + self._body_bytes / settings.min_body_rate
+        loop = tornado.ioloop.IOLoop.current()
+        if loop.time() < due:
+            self._pace = loop.call_at(due, self._check_pace)
+            return
+        self._pace = None
+        message = (
+            f"the request body arrived slower than {settings.min_body_rate} bytes per second after its first "
+            f"{settings.body_grace_seconds:g} seconds ({self._body_bytes} bytes received)"
+        )
+        slow = BridgeError(408, message, code="request_timeout")
+        if self._headers_written:  # cannot be answered any more: the close is the answer
+            self.request.connection.close()  # type: ignore[union-attr]
+            return
+        self.send_error(408, exc_info=(BridgeError, slow, None))  # then tornado closes: the body is left unread
+
+
+class JsonBodyHandler(StreamedBodyHandler):
     """A POST handler whose JSON body is read in pieces, so a body over the limit is never held in memory."""
 
-    def prepare(self) -> None:
+    def prepare_body(self) -> None:
         self._chunks: list[bytes] = []
         self._size = 0
         length = self.request.headers.get("Content-Length")
         self._too_large = bool(length and length.isdigit() and int(length) > self.settings_.max_body_bytes)
 
-    def data_received(self, chunk: bytes) -> None:
+    def body_received(self, chunk: bytes) -> None:
         # Past the limit the rest is read and dropped: closing early would leave the client
         # writing into a closed socket instead of reading its 413.
         if self._too_large:
@@ -266,6 +365,10 @@ class JsonBodyHandler(BridgeHandler):
         except BridgeError:
             await self.check_key()
             raise
+
+    def release_body(self) -> None:
+        self._chunks = []
+        super().release_body()
 
     def _translate(self, translate: Callable[[bytes, str | None], T]) -> T:
         body = b"".join(self._chunks)

@@ -18,14 +18,13 @@ from urllib.parse import quote
 
 import grpc
 import python_multipart
-import tornado.web
 from python_multipart.multipart import parse_options_header
 from tornado.iostream import StreamClosedError
 
 from clients.defaults import MIB
 from clients.v1 import file_pb2 as pb
 from rest_bridge.errors import BridgeError, from_rpc_error
-from rest_bridge.handler import BridgeHandler
+from rest_bridge.handler import BridgeHandler, StreamedBodyHandler
 from rest_bridge.translate.body import bad_request
 from rest_bridge.translate.query import integer, query_strings
 
@@ -208,12 +207,12 @@ def list_request(query: dict[str, list[bytes]]) -> pb.ListFilesRequest:
     return request
 
 
-@tornado.web.stream_request_body
-class FilesHandler(BridgeHandler):
+class FilesHandler(StreamedBodyHandler):
     """POST (upload) and GET (list) /v3/files."""
 
-    def prepare(self) -> None:
-        self.form: UploadForm | None = None
+    form: UploadForm | None = None
+
+    def prepare_body(self) -> None:
         if self.request.method != "POST":
             return
         limit = self.settings_.max_upload_body_bytes
@@ -223,14 +222,15 @@ class FilesHandler(BridgeHandler):
         self.request.connection.set_max_body_size(limit)  # type: ignore[union-attr]
         self.form = UploadForm(self.request.headers.get("Content-Type", ""))
 
-    def data_received(self, chunk: bytes) -> None:
+    def body_received(self, chunk: bytes) -> None:
         if self.form is not None:
             self.form.feed(chunk)
 
-    def on_finish(self) -> None:
-        if self.form is not None:
+    def release_body(self) -> None:
+        if self.form is not None:  # answered, or abandoned mid-upload: the spool file goes now
             self.form.close()
-        super().on_finish()
+            self.form = None
+        super().release_body()
 
     async def get(self) -> None:
         await self.answer(self.backend.files.ListFiles, list_request(self.request.query_arguments), _file_list)

@@ -1,0 +1,194 @@
+"""Request bodies that never arrive whole: abandoned mid-way, sent without a valid key, or trickled.
+
+Each is let go of at once (its buffered chunks, its spool file, its descriptor, its handler), refused with 401
+before it is read, or refused with 408 once it falls behind its pace. The bridge runs in this process (on the
+server's event loop), so its descriptors and memory are this process's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import select
+import socket
+import tempfile
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from clients.defaults import MIB
+from rest_bridge.config import BridgeSettings
+from rest_bridge.server import Bridge
+from tests.conftest import ServerThread
+from tests.rest_bridge.conftest import RunningBridge, served_with_bridge
+from tests.rest_bridge.test_conversations import KEYS, TINY
+
+ROUNDS = 16
+BOUNDARY = "b0undary"
+FILE_PART = (
+    f'--{BOUNDARY}\r\nContent-Disposition: form-data; name="file"; filename="big.bin"\r\n'
+    "Content-Type: application/octet-stream\r\n\r\n"
+).encode()
+FORM = f"multipart/form-data; boundary={BOUNDARY}"
+PAYLOAD = b"x" * (20 * MIB)  # one buffer every body below is cut from, so the client's own memory stays flat
+SETTLE_SECONDS = 30.0  # the longest wait for the bridge to notice closed connections (polled, not a threshold)
+GRACE, RATE = 1.0, 1000  # the paced bridge's body_grace_seconds and min_body_rate
+
+
+@pytest.fixture(scope="module")
+def paced(server: ServerThread) -> Iterator[RunningBridge]:
+    """A bridge on the session server whose bodies must keep up RATE bytes/s after GRACE seconds."""
+    running = Bridge(
+        server.target, "127.0.0.1", 0, settings=BridgeSettings(body_grace_seconds=GRACE, min_body_rate=RATE)
+    )
+    server.run(running.start())
+    yield RunningBridge(running, server)
+    server.run(running.stop())
+
+
+def head(path: str, length: int, content_type: str, key: str = "any-key") -> bytes:
+    return (
+        f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: {content_type}\r\n"
+        f"Authorization: Bearer {key}\r\nContent-Length: {length}\r\n\r\n"
+    ).encode()
+
+
+def abandon(port: int, path: str, content_type: str, prefix: bytes, declared: int, sent: int) -> None:
+    """Declare ``declared`` body bytes, send ``sent`` of them (``prefix`` first), and close the connection."""
+    with socket.create_connection(("127.0.0.1", port)) as sock:
+        sock.sendall(head(path, declared, content_type) + prefix)
+        sock.sendall(memoryview(PAYLOAD)[: sent - len(prefix)])
+
+
+def descriptors() -> tuple[int, int]:
+    """This process's open descriptors: all of them, and those of temporary (spool) files."""
+    spooled = 0
+    for name in os.listdir("/proc/self/fd"):
+        try:
+            target = os.readlink(f"/proc/self/fd/{name}")
+        except OSError:
+            continue  # the listing's own descriptor, gone already
+        spooled += target.startswith(tempfile.gettempdir()) or target.endswith("(deleted)")
+    return len(os.listdir("/proc/self/fd")), spooled
+
+
+def rss() -> int:
+    """This process's resident memory, bytes."""
+    with open("/proc/self/status") as status:
+        line = next(line for line in status if line.startswith("VmRSS:"))
+    return int(line.split()[1]) * 1024
+
+
+def handlers_running(running: RunningBridge) -> int:
+    """Request handlers whose coroutine is still under way on the bridge's event loop."""
+
+    async def count() -> int:
+        return sum(task.get_coro().__qualname__.endswith("._execute") for task in asyncio.all_tasks())  # type: ignore[union-attr]
+
+    return int(running.server.run(count()))
+
+
+def settled(running: RunningBridge, fds: tuple[int, int]) -> tuple[tuple[int, int], int]:
+    """Descriptors and running handlers, once they are back to ``fds`` and none (or SETTLE_SECONDS passed)."""
+    deadline = time.monotonic() + SETTLE_SECONDS
+    while True:
+        now, handlers = descriptors(), handlers_running(running)
+        if (now[0] <= fds[0] and now[1] <= fds[1] and handlers == 0) or time.monotonic() > deadline:
+            return now, handlers
+        time.sleep(0.2)
+
+
+@pytest.mark.parametrize(
+    ("path", "content_type", "prefix", "declared", "sent"),
+    [
+        ("/v3/files", FORM, FILE_PART, 20 * MIB, 12 * MIB),  # spooled to a file past 1 MiB
+        ("/v3/chat/completions", "application/json", b"", 10_000_000, 9_000_000),  # buffered in memory
+        ("/v3/audio/transcriptions", FORM, FILE_PART, 10_000_000, 9_000_000),  # the form, buffered
+    ],
+    ids=["files", "json", "transcription"],
+)
+def test_abandoned_bodies_are_let_go_of(
+    paced: RunningBridge, path: str, content_type: str, prefix: bytes, declared: int, sent: int
+) -> None:
+    abandon(paced.port, path, content_type, prefix, declared, sent)  # a first round: the allocator's own growth
+    settled(paced, descriptors())
+    fds, memory = descriptors(), rss()
+    for _ in range(ROUNDS):
+        abandon(paced.port, path, content_type, prefix, declared, sent)
+    after, handlers = settled(paced, fds)
+    assert handlers == 0, "handlers still wait for bodies that will never come"
+    assert after[1] <= fds[1], f"{after[1] - fds[1]} spool files left open"
+    assert after[0] <= fds[0], f"{after[0] - fds[0]} descriptors left open"
+    grown = rss() - memory
+    assert grown < ROUNDS * sent / 8, f"RSS grew {grown / MIB:.0f} MiB after {ROUNDS * sent / MIB:.0f} MiB abandoned"
+
+
+def answered_after(port: int, request_head: bytes, piece: bytes, pieces: int, pause: float) -> tuple[bytes, int]:
+    """Send the head, then up to ``pieces`` copies of ``piece`` ``pause`` seconds apart, until the server answers;
+    return its answer and how many pieces went before it (``pieces`` if it never answered)."""
+    with socket.create_connection(("127.0.0.1", port)) as sock:
+        sock.sendall(request_head)
+        for count in range(pieces):
+            readable, _, _ = select.select([sock], [], [], pause)
+            if readable:
+                answer = b""
+                while chunk := sock.recv(65536):
+                    answer += chunk
+                return answer, count
+            sock.sendall(piece)
+    return b"", pieces
+
+
+@pytest.fixture(scope="module")
+def keyed() -> Iterator[RunningBridge]:
+    with served_with_bridge(TINY, api_keys=KEYS) as running:
+        yield running
+
+
+@pytest.mark.parametrize(
+    ("path", "content_type", "length"),
+    [
+        ("/v3/files", FORM, 400 * MIB),
+        ("/v3/chat/completions", "application/json", 9 * MIB),
+        ("/v3/audio/transcriptions", FORM, 9 * MIB),
+    ],
+    ids=["files", "json", "transcription"],
+)
+def test_no_body_is_read_before_a_401(keyed: RunningBridge, path: str, content_type: str, length: int) -> None:
+    # The client sends its headers and 64 KiB, then waits for the answer: a bridge reading the body first
+    # never gives one (the body is not whole).
+    answer, pieces = answered_after(keyed.port, head(path, length, content_type, "wrong-key"), PAYLOAD[:65536], 20, 0.5)
+    assert answer.startswith(b"HTTP/1.1 401"), answer[:200]
+    assert b'"authentication_error"' in answer
+    assert pieces <= 1, f"the 401 came after {pieces} pieces of 64 KiB"
+
+
+def test_a_chunked_body_without_a_valid_key_is_not_read(keyed: RunningBridge) -> None:
+    request_head = (
+        "POST /v3/files HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer wrong-key\r\n"
+        f"Content-Type: {FORM}\r\nTransfer-Encoding: chunked\r\n\r\n"
+    ).encode()
+    piece = b"10000\r\n" + PAYLOAD[:65536] + b"\r\n"
+    answer, pieces = answered_after(keyed.port, request_head, piece, 20, 0.5)
+    assert answer.startswith(b"HTTP/1.1 401") and pieces <= 1
+
+
+def test_a_large_body_with_a_valid_key_is_read(keyed: RunningBridge) -> None:
+    # Checked first (the key is good), then read: the service's own answer (the model is unknown).
+    body = b'{"model": "no-such-model", "messages": [{"role": "user", "content": "' + PAYLOAD[:200_000] + b'"}]}'
+    answer, _ = answered_after(
+        keyed.port, head("/v3/chat/completions", len(body), "application/json", KEYS[0]) + body, b"", 1, 30
+    )
+    assert answer.startswith(b"HTTP/1.1 404"), answer[:300]
+
+
+def test_a_slow_body_gets_408_and_is_let_go_of(paced: RunningBridge) -> None:
+    fds = descriptors()
+    # A byte every 0.25 s (4 bytes/s, RATE is 1000): due GRACE seconds and a few ms after its start.
+    answer, pieces = answered_after(paced.port, head("/v3/files", MIB, FORM) + FILE_PART, b"x", 200, 0.25)
+    assert answer.startswith(b"HTTP/1.1 408"), answer[:200]
+    assert b'"request_timeout"' in answer and b'"invalid_request_error"' in answer
+    assert pieces <= 4 * GRACE + 4, f"408 only after {pieces} bytes sent 0.25 s apart"
+    after, handlers = settled(paced, fds)
+    assert handlers == 0 and after[0] <= fds[0] and after[1] <= fds[1]
