@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator, Callable
 from typing import Any
@@ -211,6 +212,15 @@ def _prompt_logprobs(prep: PreparedRuns, prompts: dict[int, TokenScores]) -> lis
     return logprobs.prompt_entries(prep.model, prep.runs[0].prompt_ids, next(iter(prompts.values())), prep.ask.prompt)
 
 
+async def _streamed_prompt_logprobs(
+    prep: PreparedRuns, prompts: dict[int, TokenScores]
+) -> list[common_pb2.PromptLogprobs]:
+    """``_prompt_logprobs``, built off the event loop when there are any (up to MAX_REQUEST_SCORES entries)."""
+    if prep.ask.prompt is None or not prompts:
+        return []
+    return await asyncio.to_thread(_prompt_logprobs, prep, prompts)
+
+
 async def create_chat_completion(
     models: ModelRegistry, request: chat_pb2.CreateChatCompletionRequest
 ) -> chat_pb2.CreateChatCompletionResponse:
@@ -223,7 +233,9 @@ async def create_chat_completion(
     response = chat_pb2.CreateChatCompletionResponse(
         id=new_id("chatcmpl-"), object="chat.completion", created=now(), model=prep.model.name
     )
-    response.prompt_logprobs.extend(_prompt_logprobs(prep, prompts))
+    # The scores (up to MAX_REQUEST_SCORES entries) built off the event loop
+    response.prompt_logprobs.extend(await logprobs.built(prep.ask, lambda: _prompt_logprobs(prep, prompts)))
+    scored = await logprobs.built(prep.ask, lambda: {c.index: _logprobs(prep, c) for c in choices if prep.logprobs})
     parsers = []
     for choice in choices:
         out = response.choices.add(index=choice.index, finish_reason=FINISH_REASONS[choice.finish_reason])
@@ -238,7 +250,7 @@ async def create_chat_completion(
             fill_message(out.message, parser.result)
             out.finish_reason = finish_reason(out.finish_reason, parser.result)
         if prep.logprobs:
-            out.logprobs.CopyFrom(_logprobs(prep, choice))
+            out.logprobs.CopyFrom(scored[choice.index])
     response.usage.CopyFrom(usage(prep.prompt_tokens, sum(len(c.token_ids) for c in choices)))
     if reasoning := reasoning_tokens(prep.model, parsers):  # the details appear only when there is reasoning
         response.usage.completion_tokens_details.reasoning_tokens = reasoning
@@ -269,7 +281,7 @@ async def stream_chat_completion(
         prompt_sent = False
         async for ready in deltas:
             chunks = _delta_chunks(prep, parsers, ready, chunk)
-            if chunks and not prompt_sent and (scored := _prompt_logprobs(prep, deltas.prompts)):
+            if chunks and not prompt_sent and (scored := await _streamed_prompt_logprobs(prep, deltas.prompts)):
                 chunks[0].prompt_logprobs.extend(scored)
                 prompt_sent = True
             for out in chunks:

@@ -244,6 +244,13 @@ async def create_completion(
     choices = await collect_choices(
         prep.model, prep.runs, skip_special_tokens=prep.skip_special_tokens, prompts=prompts
     )
+    return await logprobs.built(prep.ask, lambda: _response(prep, choices, prompts))
+
+
+def _response(
+    prep: PreparedCompletion, choices: list[SequenceDelta], prompts: dict[int, TokenScores]
+) -> completion_pb2.CreateCompletionResponse:
+    """The answer to a completions request whose ``choices`` (and scored ``prompts``) are in."""
     response = completion_pb2.CreateCompletionResponse(
         id=new_id("cmpl-"), object="text_completion", created=now(), model=prep.model.name
     )
@@ -276,6 +283,26 @@ async def stream_completion(
 
     offsets: dict[int, int] = {}  # choice index -> characters sent, for logprobs.text_offset
     started: set[int] = set()  # choices whose prompt went out (echo, prompt_logprobs)
+
+    def fill(ready: list[tuple[int, SequenceDelta]]) -> completion_pb2.StreamCompletionResponse:
+        """The chunk of one hand-over of deltas; a choice's first one opens with its echo and prompt's scores."""
+        out = chunk()
+        for index, delta in ready:
+            echo = "" if index in started else prep.echoes[index // prep.n]
+            choice = out.choices.add(index=index, text=echo + delta.text)
+            if delta.finish_reason is not None:
+                choice.finish_reason = FINISH_REASONS[delta.finish_reason]
+            if index not in started:
+                choice.prompt_logprobs.extend(prep.prompt_logprobs(index, deltas.prompts))
+                started.add(index)
+            offset = offsets.get(index, 0) + len(echo)
+            if prep.logprobs:
+                choice.logprobs.CopyFrom(
+                    prep.choice_logprobs(index, delta, deltas.prompts, echoed=bool(echo), offset=offset)
+                )
+            offsets[index] = offset + len(delta.text)
+        return out
+
     # Submitted here, so the engine starts while an echo chunk goes out.
     deltas = DeltaStream(prep.model, prep.runs, skip_special_tokens=prep.skip_special_tokens, logprobs=prep.logprobs)
     try:
@@ -287,22 +314,9 @@ async def stream_completion(
                 started.add(index)
             yield first
         async for ready in deltas:
-            out = chunk()
-            for index, delta in ready:
-                echo = "" if index in started else prep.echoes[index // prep.n]
-                choice = out.choices.add(index=index, text=echo + delta.text)
-                if delta.finish_reason is not None:
-                    choice.finish_reason = FINISH_REASONS[delta.finish_reason]
-                if index not in started:
-                    choice.prompt_logprobs.extend(prep.prompt_logprobs(index, deltas.prompts))
-                    started.add(index)
-                offset = offsets.get(index, 0) + len(echo)
-                if prep.logprobs:
-                    choice.logprobs.CopyFrom(
-                        prep.choice_logprobs(index, delta, deltas.prompts, echoed=bool(echo), offset=offset)
-                    )
-                offsets[index] = offset + len(delta.text)
-            yield out
+            # A choice's first chunk carries its prompt's scores (up to MAX_REQUEST_SCORES): built off the loop
+            opening = prep.ask.per_prompt_token and any(index not in started for index, _ in ready)
+            yield await asyncio.to_thread(fill, ready) if opening else fill(ready)
     finally:
         deltas.close()
     if prep.include_usage:

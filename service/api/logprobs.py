@@ -14,17 +14,20 @@ distribution (log-softmax of its logits: no temperature, penalties or top-p), as
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from clients.v1 import common_pb2, completion_pb2
 from service.api.common import token_texts
 from service.engine import MAX_ALTERNATIVES, Alternatives, Scoring, TokenScores
 from service.errors import FieldViolation
 from service.models import ServedModel
+
+T = TypeVar("T")
 
 MAX_COMPLETION_LOGPROBS = 5  # OpenAI's completions range
 # Most scores one request's answer may hold, over all its prompts and choices: a score is a token's own logprob or
@@ -67,6 +70,11 @@ class LogprobAsk:
     def per_output_token(self) -> int:
         """Scores the answer holds per output token: its own logprob and its alternatives."""
         return self.top + 1 if self.chosen else 0
+
+    @property
+    def returned(self) -> bool:
+        """Whether the answer holds any score."""
+        return bool(self.per_prompt_token or self.per_output_token)
 
     @property
     def prompt_field(self) -> str:
@@ -134,6 +142,12 @@ def score_violations(ask: LogprobAsk, prompts: Sequence[ScoredPrompt], length_fi
         f"most {MAX_REQUEST_SCORES:,}"
     )
     return [FieldViolation(field, message)]
+
+
+async def built(ask: LogprobAsk, work: Callable[[], T]) -> T:
+    """``work()``, building (part of) an answer holding ``ask``'s scores: in a thread when it holds any, so the event
+    loop serves others meanwhile (an answer at MAX_REQUEST_SCORES takes ~1 s to build, ~4 us a score)."""
+    return await asyncio.to_thread(work) if ask.returned else work()
 
 
 def ranged(request: Any, name: str, most: int, violations: list[FieldViolation]) -> int | None:

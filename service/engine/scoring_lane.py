@@ -13,6 +13,8 @@ being scored delays another scored request's next update by one chunk, not by th
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import logging
 import threading
 import time
@@ -27,6 +29,15 @@ from service.engine.types import FinishReason, SequenceDelta, TokenScores, Updat
 from service.workers.errors import EngineError, EngineRejected
 
 log = logging.getLogger(__name__)
+_LIBC = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+
+
+def release_memory() -> None:
+    """Hand the heap the lane's finished requests freed back to the system: glibc keeps freed chunks for reuse,
+    so the engine process stayed ~80 MB larger after 12 prompts of 1,000 tokens with 20 alternatives each
+    (their scores are ~250,000 Python tuples on the way out) until ``malloc_trim``."""
+    if hasattr(_LIBC, "malloc_trim"):  # glibc's; musl has none
+        _LIBC.malloc_trim(0)
 
 
 @dataclass
@@ -226,7 +237,11 @@ class ScoringLane:
                 return
             if ended:
                 del self._jobs[request_id]
+            idle = not self._jobs
         self._send(Outcomes([(request_id, item)]))
+        if ended and idle:
+            del item, job
+            release_memory()
 
     def _fail(self, job: _Job, error: Exception) -> None:
         request_id = job.submission.request_id
