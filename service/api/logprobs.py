@@ -31,9 +31,10 @@ T = TypeVar("T")
 
 MAX_COMPLETION_LOGPROBS = 5  # OpenAI's completions range
 # Most scores one request's answer may hold, over all its prompts and choices: a score is a token's own logprob or
-# one of its alternatives, an entry of the answer (~70 bytes of JSON, a protobuf entry and Python objects on the
-# way). 20 alternatives allow ~12,000 prompt tokens, the chosen token alone 262,144. Past that the request is
-# refused before any work, naming the field that takes it over (see score_violations).
+# one of its alternatives, an entry of the answer (~77 bytes of JSON: ~19 MB at the bound, well under the 64 MiB
+# gRPC message; a protobuf entry and Python objects on the way, ~1 s of building). 20 alternatives allow ~12,000
+# prompt tokens, the chosen token alone 262,144. Past that the request is refused before any work, naming the
+# field that takes it over (see score_violations).
 MAX_REQUEST_SCORES = 262_144
 
 
