@@ -88,6 +88,8 @@ class RuntimeLora:
             raise InvalidArgument.of(
                 "lora_path", f"reading the adapter took longer than {LOAD_TIMEOUT_SECONDS:g} s"
             ) from None
+        except OSError as error:  # a file the checks did not foresee (TimeoutError, an OSError, is caught above)
+            raise InvalidArgument.of("lora_path", f"the adapter cannot be read: {error}") from None
 
     def _check_free(self, request: model_pb2.LoadLoraAdapterRequest, base: ServedModel) -> None:
         """409 if the name is served already, unless the request replaces an adapter of that name."""

@@ -111,11 +111,12 @@ def _located(path: Path, name: str, root: Path | None) -> Path:
     """``path`` with every symlink resolved, refused unless it is a file under ``root`` (when given)."""
     try:
         real = Path(os.path.realpath(path))
+        present = os.path.exists(real)  # (False for a path too long too, where Path.exists raises)
     except (OSError, ValueError) as error:
         raise AdapterError(f"adapter {name!r}: {path.name} cannot be resolved: {error}") from None
     if root is not None and not real.is_relative_to(root):
         raise AdapterError(f"adapter {name!r}: {path.name} resolves outside the server's adapter directory")
-    if not real.exists():
+    if not present:
         where = f" beside its weights ({path.parent})" if path.name == CONFIG_FILE else f" at {path.parent}"
         raise AdapterError(f"adapter {name!r}: no {path.name}{where}")
     return real
