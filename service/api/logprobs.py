@@ -129,12 +129,6 @@ def score_violations(ask: LogprobAsk, prompts: Sequence[ScoredPrompt], length_fi
                 f"with {ask.per_prompt_token - 1} alternatives each"
             )
             return [FieldViolation(prompt.field, message)]
-    if count_scores(ask, [dataclasses.replace(p, choices=1) for p in prompts]).total <= MAX_REQUEST_SCORES:
-        field = "n"
-    elif count.prompt >= count.output:
-        field = ask.prompt_field
-    else:
-        field = ask.output_field if ask.top else length_field
     choices = sum(p.choices for p in prompts)
     longest = max(p.max_output for p in prompts)
     message = (
@@ -142,7 +136,12 @@ def score_violations(ask: LogprobAsk, prompts: Sequence[ScoredPrompt], length_fi
         f"prompt(s), {count.output:,} for {choices} choice(s) of up to {longest} tokens); a request may have at "
         f"most {MAX_REQUEST_SCORES:,}"
     )
-    return [FieldViolation(field, message)]
+    if count_scores(ask, [dataclasses.replace(p, choices=1) for p in prompts]).total <= MAX_REQUEST_SCORES:
+        return [FieldViolation("n", message)]
+    if count.prompt >= count.output:
+        return [FieldViolation(ask.prompt_field, message)]
+    fits = (MAX_REQUEST_SCORES - count.prompt) // (choices * ask.per_output_token)  # output tokens per choice
+    return [FieldViolation(ask.output_field if ask.top else length_field, f"{message} ({length_field} {fits} fits)")]
 
 
 async def built(ask: LogprobAsk, work: Callable[[], T]) -> T:

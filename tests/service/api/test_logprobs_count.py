@@ -74,6 +74,8 @@ def test_the_field_named_is_the_one_that_takes_the_request_over() -> None:
     # the outputs' scores are the larger part
     assert field_of(COMPLETIONS, [ScoredPrompt(10, "prompt", 1, 2_000) for _ in range(64)]) == "logprobs"
     assert field_of(CHAT, [ScoredPrompt(10, "messages", 1, 13_000)]) == "top_logprobs"
+    [violation] = score_violations(CHAT, [ScoredPrompt(10, "messages", 1, 13_000)], "max_completion_tokens")
+    assert violation.description.endswith("(max_completion_tokens 12473 fits)")  # (262,144 - 10 x 21) // 21
     chosen = LogprobAsk(chosen=True)  # no alternatives: the output's length takes it over
     assert field_of(chosen, [ScoredPrompt(10, "input", 1, 300_000)], "max_output_tokens") == "max_output_tokens"
     echo = LogprobAsk(chosen=True, top=5, prompt=5, echoed=True, per_choice=True, output_field="logprobs")
