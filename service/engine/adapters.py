@@ -98,6 +98,8 @@ def read_adapter(name: str, source: Path, base_dir: Path, root: Path | None = No
     if config.get("use_dora"):
         raise AdapterError(f"adapter {name!r} is a DoRA adapter: OpenVINO GenAI applies LoRA only")
     weights = _located(weights, name, root)
+    # (No size limit of its own: the header must describe every byte of the file, and the shapes it gives are
+    # checked against the base model's, at most rank MAX_RANK, before any tensor data is read.)
     with _open_regular(weights, name, None) as file:
         tensors = _tensors(file, weights, name)
         depth = int(model_files.config(base_dir)["num_hidden_layers"])
