@@ -62,9 +62,12 @@ class BridgeSettings:
     )
     min_body_rate: int = field(
         default=4096,
-        metadata={"help": "minimum average rate of a request body once its grace seconds have passed, bytes/s; slower gets 408",
-                  "metavar": "BYTES"},
-    )  # fmt: skip
+        metadata={
+            "help": "minimum average rate of a request body once its grace seconds have passed, bytes/s; "
+            "slower gets 408",
+            "metavar": "BYTES",
+        },
+    )
     # Deeper nesting gets 400 naming the field. Below what protobuf's 100-level decoder takes: a JSON object
     # inside a google.protobuf.Struct costs 3 message levels, so a body 35 deep can fail to decode in the
     # service (tests/rest_bridge/test_json_values.py checks this bound against the decoder).

@@ -45,8 +45,19 @@ RETRIABLE = {429, 503}  # statuses answered with Retry-After
 _REQUEST_ID = re.compile(r"[\x21-\x7e]{1,128}")  # what a gRPC metadata value and a log line can carry
 
 
+@tornado.web.stream_request_body
 class BridgeHandler(tornado.web.RequestHandler):
-    """Base of every bridge handler: request ids, gRPC metadata, OpenAI error bodies, client-gone cancellation."""
+    """Base of every bridge handler: request ids, gRPC metadata, OpenAI error bodies, client-gone cancellation.
+
+    Every request body, on any route, is read in pieces (``body_received``; a handler that takes none drops
+    them), with three guards on the way in:
+
+    - A body that may be large is read only once the service has accepted the caller's key (``KeysSeen``), so
+      an upload without a valid key gets its 401 before it is read, let alone spooled.
+    - A body must keep pace: ``body_grace_seconds``, plus one second per ``min_body_rate`` bytes received;
+      past that it gets 408 and its connection is closed (tornado cannot go on reading a body it has answered).
+    - A client leaving mid-body ends the handler and lets go of its buffers and files at once (``release``).
+    """
 
     backend: Backend
     settings_: BridgeSettings
@@ -112,7 +123,61 @@ class BridgeHandler(tornado.web.RequestHandler):
         self.span.end()
 
     def release_body(self) -> None:
-        """Drop what holds the request body (buffered chunks, a spool file); a handler reading one says what."""
+        """Drop what holds the request body (buffered chunks, a spool file; a handler reading one adds what)."""
+        if hasattr(self, "_pace"):  # prepare() began
+            self._stop_pace()
+
+    async def prepare(self) -> None:
+        """Check the key if the body may be large, then ``prepare_body``; the body is read after this returns."""
+        self._body_bytes = 0
+        self._pace: object | None = None  # the pace check's timeout handle, while the body arrives
+        if body_may_be_large(self.request.headers):
+            await keys_seen(self.backend.models).check(self.request.headers.get("Authorization", ""), self.check_key)
+        if self.client_gone:
+            return  # left during the check: on_connection_close let go of everything already
+        self.prepare_body()
+        body = _streamed_body(self.request)
+        if body is not None and not body.done() and not self._finished:
+            loop = tornado.ioloop.IOLoop.current()
+            self._body_started = loop.time()
+            self._pace = loop.call_at(self._body_started + self.settings_.body_grace_seconds, self._check_pace)
+            body.add_done_callback(lambda _: self._stop_pace())  # read whole, or abandoned: no pace to keep
+
+    def _stop_pace(self) -> None:
+        if self._pace is not None:
+            tornado.ioloop.IOLoop.current().remove_timeout(self._pace)
+            self._pace = None
+
+    def prepare_body(self) -> None:
+        """Get ready for the body (refuse it from its headers, by raising); the request's key is known good."""
+
+    def body_received(self, chunk: bytes) -> None:
+        """The next piece of the body; dropped by a handler that takes none."""
+
+    def data_received(self, chunk: bytes) -> None:
+        if self._released:  # answered (408) or abandoned: what tornado still delivers is dropped
+            return
+        self._body_bytes += len(chunk)
+        self.body_received(chunk)
+
+    def _check_pace(self) -> None:
+        """Refuse the body with 408 if it fell behind its pace, else look again when it would."""
+        settings = self.settings_
+        due = self._body_started + settings.body_grace_seconds + self._body_bytes / settings.min_body_rate
+        loop = tornado.ioloop.IOLoop.current()
+        if loop.time() < due:
+            self._pace = loop.call_at(due, self._check_pace)
+            return
+        self._pace = None
+        message = (
+            f"the request body arrived slower than {settings.min_body_rate} bytes per second after its first "
+            f"{settings.body_grace_seconds:g} seconds ({self._body_bytes} bytes received)"
+        )
+        slow = BridgeError(408, message, code="request_timeout")
+        if self._headers_written:  # cannot be answered any more: the close is the answer
+            self.request.connection.close()  # type: ignore[union-attr]
+            return
+        self.send_error(408, exc_info=(BridgeError, slow, None))  # then tornado closes: the body is left unread
 
     def grpc_options(self) -> dict[str, Any]:
         """Keyword arguments of every stub call: deadline and metadata."""
@@ -254,76 +319,7 @@ def _http_type(status: int) -> str:
     return {401: "authentication_error", 403: "permission_error"}.get(status, "invalid_request_error")
 
 
-@tornado.web.stream_request_body
-class StreamedBodyHandler(BridgeHandler):
-    """A handler whose request body is read in pieces (``body_received``), with three guards on the way in.
-
-    - A body that may be large is read only once the service has accepted the caller's key (``KeysSeen``), so
-      an upload without a valid key gets its 401 before it is read, let alone spooled.
-    - A body must keep pace: ``body_grace_seconds``, plus one second per ``min_body_rate`` bytes received;
-      past that it gets 408 and its connection is closed (tornado cannot go on reading a body it has answered).
-    - A client leaving mid-body ends the handler and lets go of its buffers and files at once (``release``).
-    """
-
-    async def prepare(self) -> None:
-        """Check the key if the body may be large, then ``prepare_body``; the body is read after this returns."""
-        self._body_bytes = 0
-        self._pace: object | None = None  # the pace check's timeout handle, while the body arrives
-        if body_may_be_large(self.request.headers):
-            await keys_seen(self.backend.models).check(self.request.headers.get("Authorization", ""), self.check_key)
-        if self.client_gone:
-            return  # left during the check: on_connection_close let go of everything already
-        self.prepare_body()
-        body = _streamed_body(self.request)
-        if body is not None and not body.done() and not self._finished:
-            loop = tornado.ioloop.IOLoop.current()
-            self._body_started = loop.time()
-            self._pace = loop.call_at(self._body_started + self.settings_.body_grace_seconds, self._check_pace)
-            body.add_done_callback(lambda _: self._stop_pace())  # read whole, or abandoned: no pace to keep
-
-    def _stop_pace(self) -> None:
-        if self._pace is not None:
-            tornado.ioloop.IOLoop.current().remove_timeout(self._pace)
-            self._pace = None
-
-    def prepare_body(self) -> None:
-        """Get ready for the body (refuse it from its headers, by raising); the request's key is known good."""
-
-    def body_received(self, chunk: bytes) -> None:
-        """The next piece of the body."""
-        raise NotImplementedError
-
-    def data_received(self, chunk: bytes) -> None:
-        if self._released:  # answered (408) or abandoned: what tornado still delivers is dropped
-            return
-        self._body_bytes += len(chunk)
-        self.body_received(chunk)
-
-    def release_body(self) -> None:
-        if hasattr(self, "_pace"):  # prepare() began
-            self._stop_pace()
-
-    def _check_pace(self) -> None:
-        """Refuse the body with 408 if it fell behind its pace, else look again when it would."""
-        settings = self.settings_
-        due = self._body_started + settings.body_grace_seconds + self._body_bytes / settings.min_body_rate
-        loop = tornado.ioloop.IOLoop.current()
-        if loop.time() < due:
-            self._pace = loop.call_at(due, self._check_pace)
-            return
-        self._pace = None
-        message = (
-            f"the request body arrived slower than {settings.min_body_rate} bytes per second after its first "
-            f"{settings.body_grace_seconds:g} seconds ({self._body_bytes} bytes received)"
-        )
-        slow = BridgeError(408, message, code="request_timeout")
-        if self._headers_written:  # cannot be answered any more: the close is the answer
-            self.request.connection.close()  # type: ignore[union-attr]
-            return
-        self.send_error(408, exc_info=(BridgeError, slow, None))  # then tornado closes: the body is left unread
-
-
-class JsonBodyHandler(StreamedBodyHandler):
+class JsonBodyHandler(BridgeHandler):
     """A POST handler whose JSON body is read in pieces, so a body over the limit is never held in memory."""
 
     def prepare_body(self) -> None:
@@ -379,5 +375,5 @@ class JsonBodyHandler(StreamedBodyHandler):
 class NotFoundHandler(BridgeHandler):
     """Any other path: 404 in OpenAI's envelope (OpenAI's wording)."""
 
-    def prepare(self) -> None:
+    async def prepare(self) -> None:  # before any body is read: it is left unread
         raise BridgeError(404, f"Invalid URL ({self.request.method} {self.request.path})")

@@ -24,7 +24,7 @@ from tornado.iostream import StreamClosedError
 from clients.defaults import MIB
 from clients.v1 import file_pb2 as pb
 from rest_bridge.errors import BridgeError, from_rpc_error
-from rest_bridge.handler import BridgeHandler, StreamedBodyHandler
+from rest_bridge.handler import BridgeHandler
 from rest_bridge.translate.body import bad_request
 from rest_bridge.translate.query import integer, query_strings
 
@@ -207,7 +207,7 @@ def list_request(query: dict[str, list[bytes]]) -> pb.ListFilesRequest:
     return request
 
 
-class FilesHandler(StreamedBodyHandler):
+class FilesHandler(BridgeHandler):
     """POST (upload) and GET (list) /v3/files."""
 
     form: UploadForm | None = None

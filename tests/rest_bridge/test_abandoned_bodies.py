@@ -50,7 +50,7 @@ def paced(server: ServerThread) -> Iterator[RunningBridge]:
 def head(path: str, length: int, content_type: str, key: str = "any-key") -> bytes:
     return (
         f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: {content_type}\r\n"
-        f"Authorization: Bearer {key}\r\nContent-Length: {length}\r\n\r\n"
+        f"Authorization: Bearer {key}\r\nContent-Length: {length}\r\nConnection: close\r\n\r\n"
     ).encode()
 
 
@@ -152,8 +152,9 @@ def keyed() -> Iterator[RunningBridge]:
         ("/v3/files", FORM, 400 * MIB),
         ("/v3/chat/completions", "application/json", 9 * MIB),
         ("/v3/audio/transcriptions", FORM, 9 * MIB),
+        ("/v3/batches/batch_none/cancel", "application/json", 9 * MIB),  # a route that takes no body
     ],
-    ids=["files", "json", "transcription"],
+    ids=["files", "json", "transcription", "bodiless-route"],
 )
 def test_no_body_is_read_before_a_401(keyed: RunningBridge, path: str, content_type: str, length: int) -> None:
     # The client sends its headers and 64 KiB, then waits for the answer: a bridge reading the body first
@@ -183,10 +184,21 @@ def test_a_large_body_with_a_valid_key_is_read(keyed: RunningBridge) -> None:
     assert answer.startswith(b"HTTP/1.1 404"), answer[:300]
 
 
-def test_a_slow_body_gets_408_and_is_let_go_of(paced: RunningBridge) -> None:
+@pytest.mark.parametrize(
+    ("path", "content_type", "prefix"),
+    [
+        ("/v3/files", FORM, FILE_PART),
+        ("/v3/chat/completions", "application/json", b'{"model": "tiny-chat", "messages": ['),
+        ("/v3/batches/batch_none/cancel", "application/json", b"{"),  # a route that takes no body
+    ],
+    ids=["files", "json", "bodiless-route"],
+)
+def test_a_slow_body_gets_408_and_is_let_go_of(
+    paced: RunningBridge, path: str, content_type: str, prefix: bytes
+) -> None:
     fds = descriptors()
     # A byte every 0.25 s (4 bytes/s, RATE is 1000): due GRACE seconds and a few ms after its start.
-    answer, pieces = answered_after(paced.port, head("/v3/files", MIB, FORM) + FILE_PART, b"x", 200, 0.25)
+    answer, pieces = answered_after(paced.port, head(path, MIB, content_type) + prefix, b" ", 200, 0.25)
     assert answer.startswith(b"HTTP/1.1 408"), answer[:200]
     assert b'"request_timeout"' in answer and b'"invalid_request_error"' in answer
     assert pieces <= 4 * GRACE + 4, f"408 only after {pieces} bytes sent 0.25 s apart"
