@@ -29,6 +29,11 @@ from service.engine.types import FinishReason, SequenceDelta, TokenScores, Updat
 from service.workers.errors import EngineError, EngineRejected
 
 log = logging.getLogger(__name__)
+# Scored sequences held at once, over all requests: each is an infer request of the scoring copy with its own KV
+# cache and buffers (~4 MB each on tiny-chat: 4 prompts x n 16, 64 at once, took the engine process 263 MB up; 64
+# prompts x n 16 would have held GBs). A request whose sequences do not fit waits for others to end (the pipeline's
+# outputs for it kept, scored when it starts); one that needs more alone starts when it is the only one.
+MAX_SEQUENCES = 32
 _LIBC = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
 
 
@@ -52,11 +57,20 @@ class _Job:
     prompt_scores: TokenScores = field(default_factory=TokenScores)
     prompt_sent: bool = False
     progress: dict[int, int] = field(default_factory=dict)  # choice index -> tokens of the head update scored
+    held: int = 0  # scored sequences reserved for it (see MAX_SEQUENCES)
 
     @property
     def choices(self) -> int:
         params = self.submission.params
         return params.num_return_sequences or 1
+
+    @property
+    def needs(self) -> int:
+        """The scored sequences it holds at most: its prompt's, and a fork of it per choice when there are several."""
+        scoring = self.submission.scoring
+        if scoring is None or not (scoring.prompt or scoring.output):
+            return 0
+        return 1 + (self.choices if self.choices > 1 and scoring.output else 0)
 
 
 class ScoringLane:
@@ -70,6 +84,8 @@ class ScoringLane:
         self._turns: deque[int] = deque()  # request ids with work, in turn order
         self._dropped: set[int] = set()  # failed here: the pipeline's later outcomes for them are thrown away
         self._to_cancel: list[int] = []  # failed here while the pipeline still runs them
+        self._held = 0  # scored sequences the jobs hold (reserved at their first turn)
+        self._parked: deque[int] = deque()  # request ids waiting for sequences to be free
         self._thread: threading.Thread | None = None
         self._stopped = False
 
@@ -116,7 +132,9 @@ class ScoringLane:
     def cancel(self, request_id: int) -> None:
         """The caller went away: forget the request."""
         with self._changed:
-            self._jobs.pop(request_id, None)
+            job = self._jobs.pop(request_id, None)
+            if job is not None:
+                self._release(job)
             self._dropped.discard(request_id)
 
     def take_failed(self) -> list[int]:
@@ -132,6 +150,8 @@ class ScoringLane:
             self._stopped = True
             held = list(self._jobs)
             self._jobs.clear()
+            self._parked.clear()
+            self._held = 0
             self._changed.notify()
         if self._thread is not None:
             self._thread.join()
@@ -147,21 +167,48 @@ class ScoringLane:
                     return
                 request_id = self._turns.popleft()
                 job = self._jobs.get(request_id)
+                if job is not None and not self._reserve(job):
+                    if request_id not in self._parked:  # back in turn when sequences are released
+                        self._parked.append(request_id)
+                    job = None
             if job is None:
                 continue
             try:
                 sent, more = self._turn(job)
             except Exception as error:
                 self._fail(job, error)
-                continue
+                sent, more = True, False
             with self._changed:
                 if request_id in self._jobs and more and request_id not in self._turns:
                     self._turns.append(request_id)
+                idle = not self._jobs
+            if idle:  # its sequences and scores are gone now: hand their memory back
+                del job
+                release_memory()
             if sent:
                 said = time.monotonic()
             elif time.monotonic() - said >= HEARTBEAT_S:  # a long prompt: still working (see messages.Alive)
                 self._send(Alive())
                 said = time.monotonic()
+
+    def _reserve(self, job: _Job) -> bool:
+        """Reserve the job's sequences at its first turn (under the lock); False: they do not fit yet."""
+        if job.held or not job.needs:
+            return True
+        if self._held and self._held + job.needs > MAX_SEQUENCES:
+            return False
+        job.held = job.needs
+        self._held += job.held
+        return True
+
+    def _release(self, job: _Job) -> None:
+        """The job has left (under the lock): its sequences are free, and the parked jobs take their turns again."""
+        self._held -= job.held
+        job.held = 0
+        if self._parked:
+            self._turns.extend(request_id for request_id in set(self._parked) if request_id not in self._turns)
+            self._parked.clear()
+            self._changed.notify()
 
     def _turn(self, job: _Job) -> tuple[bool, bool]:
         """One chunk of the job's work, and the update it completes sent; (whether one was sent, more to do)."""
@@ -237,11 +284,8 @@ class ScoringLane:
                 return
             if ended:
                 del self._jobs[request_id]
-            idle = not self._jobs
+                self._release(job)
         self._send(Outcomes([(request_id, item)]))
-        if ended and idle:
-            del item, job
-            release_memory()
 
     def _fail(self, job: _Job, error: Exception) -> None:
         request_id = job.submission.request_id
@@ -251,6 +295,7 @@ class ScoringLane:
         with self._changed:
             if self._jobs.pop(request_id, None) is None:
                 return
+            self._release(job)
             if job.submission.scoring is not None and job.submission.scoring.output:
                 self._dropped.add(request_id)
                 self._to_cancel.append(request_id)

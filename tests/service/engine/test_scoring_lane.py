@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from service.engine import scoring_lane
 from service.engine.core import Submission
 from service.engine.messages import Alive, Outcomes
 from service.engine.sampling import SamplingParams
@@ -152,3 +153,34 @@ def test_choices_fork_from_the_scored_prompt(choices: int) -> None:
         expected = scorer.sequence().feed([*PROMPT, *outputs[delta.index]], 2)
         assert delta.logprobs == near(expected.logprobs[len(PROMPT) :])
         assert same_top(delta.top_logprobs, expected.top[len(PROMPT) :])
+
+
+def test_requests_whose_sequences_do_not_fit_wait_for_others_to_end(monkeypatch: pytest.MonkeyPatch) -> None:
+    """At most MAX_SEQUENCES scored sequences (infer requests, each with its KV cache) are held at once: 64 prompts
+    x n 16 held 1,024 and GBs before; a request that does not fit is scored once others end."""
+    monkeypatch.setattr(scoring_lane, "MAX_SEQUENCES", 4)
+    held: list[int] = []
+    reserve = ScoringLane._reserve
+
+    def watched(self: ScoringLane, job: object) -> bool:
+        fits = reserve(self, job)  # type: ignore[arg-type]
+        held.append(self._held)
+        return fits
+
+    monkeypatch.setattr(ScoringLane, "_reserve", watched)
+    sent = Sent()
+    lane = ScoringLane(model(), sent)
+    try:
+        for request_id in (1, 2, 3):  # each holds its prompt and 3 forks: 4 sequences
+            lane.open(submission(request_id, Scoring(top=2), num_return_sequences=3))
+        for request_id in (1, 2, 3):
+            ends = [SequenceDelta(i, [7 + i], "a", logprobs=[0.0], finish_reason=FinishReason.STOP) for i in range(3)]
+            lane.put((request_id, Update(ends, finished=True)))
+        answers = dict(sent.next() for _ in range(3))
+    finally:
+        lane.stop()
+    assert sorted(answers) == [1, 2, 3]
+    for update in answers.values():
+        assert isinstance(update, Update) and update.finished
+        assert all(len(delta.top_logprobs) == 1 and len(delta.top_logprobs[0]) == 2 for delta in update.sequences)
+    assert max(held) == 4 and lane.active == 0
