@@ -2,9 +2,15 @@
 
 Lines run through a ``LineExecutor``: the request as an HTTP client would send it, answered as the REST API
 answers it (the composition root gives the bridge's own translation and rendering, calling this server over
-gRPC as the batch's owner). At most ``concurrency`` lines run at once over all batches, and only one while any
-interactive call generates (or did within INTERACTIVE_HOLD_SECONDS), so an interactive request shares the engine
-with one batch line at most. Each result is stored
+gRPC as the batch's owner). Lines give way to interactive calls (the ones that generate): at most
+``concurrency`` run at once over all batches, one while interactive calls generate or did within
+INTERACTIVE_HOLD_SECONDS, and none starts while an interactive call began less than ARRIVING_SECONDS ago (its
+prompt is read then: its first token is what a batch would delay). When an interactive call begins, the lines
+whose requests run are cancelled (``give_way``) and run again later, so its first token does not wait behind
+them: the engine drops their sequences at its next step, and the server's event loop stops translating and
+rendering them. A line is cancelled so at most MAX_PREEMPTIONS times, then runs to its end; and a runner that
+had no line running for STARVED_SECONDS starts one anyway, so a steady interactive load slows a batch but never
+stops it. Each result is stored
 with its line (service/store/batches.py) before the next is counted; a restarted server resumes every
 unfinished batch from its lines without results. Once no line is left (or the batch was cancelled or passed its
 24 hours), the output and error files are written (purpose ``batch_output``) and the batch ends.
@@ -19,11 +25,13 @@ lines still running and the lines not run are in neither file.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import json
 import logging
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from clients.defaults import MIB
@@ -52,6 +60,12 @@ STORAGE_LIMIT = "storage_limit_exceeded"
 GATE_SECONDS = 0.05
 #: How long after an interactive call the runner still gives way (a client's next request follows soon).
 INTERACTIVE_HOLD_SECONDS = 1.0
+#: How long after an interactive call began no line starts (while it runs): it reads its prompt then.
+ARRIVING_SECONDS = 1.0
+#: How often one line may be cancelled for an interactive call before it is let run to its end.
+MAX_PREEMPTIONS = 3
+#: How long a runner with lines to run but none running waits for the interactive load to leave room.
+STARVED_SECONDS = 5.0
 #: What stands in an unrun line's status (not an HTTP status: it never ran).
 NOT_RUN = 0
 
@@ -68,6 +82,17 @@ class LineExecutor(Protocol):
         ...
 
 
+@dataclass(eq=False)  # (held in a set, by identity)
+class _Run:
+    """A line under way: ``give_way`` may cancel it while its request runs (``calling``), to run again."""
+
+    line: Line
+    preemptions: int = 0  # how often it was cancelled so before
+    task: asyncio.Task[None] | None = None
+    calling: bool = False
+    preempted: bool = False
+
+
 class BatchRunner:
     """Runs batches' lines, resumes them after a restart, writes their output files."""
 
@@ -79,17 +104,22 @@ class BatchRunner:
         concurrency: int,
         max_owner_bytes: int,
         interactive: Callable[[float], bool] = lambda seconds: False,
+        arriving: Callable[[float], bool] = lambda seconds: False,
     ) -> None:
         """``max_owner_bytes``: what an owner's files may take, batches' output and error files included;
-        ``interactive(seconds)``: whether interactive calls generate now or did within ``seconds`` (the runner
-        gives way to them)."""
+        ``interactive(seconds)``: whether interactive calls generate now or did within ``seconds``;
+        ``arriving(seconds)``: whether one that began less than ``seconds`` ago runs (the runner gives way to
+        them; ``give_way`` is to be called as each begins)."""
         self._store = store
         self._files = files
         self.max_owner_bytes = max_owner_bytes
         self.concurrency = concurrency
         self._interactive = interactive
+        self._arriving = arriving
         self._executor: LineExecutor | None = None
         self._running = 0
+        self._runs: set[_Run] = set()  # lines under way, over all batches
+        self._idle_since = time.monotonic()  # when the last line under way ended (none runs since)
         self._freed = asyncio.Event()
         self._batches: dict[str, asyncio.Task[None]] = {}
 
@@ -134,22 +164,39 @@ class BatchRunner:
         except Exception:
             log.exception("batch %s stopped; it resumes at the next start", batch_id)
 
+    def give_way(self) -> None:
+        """An interactive call begins: cancel the lines whose requests run (each to run again later), but for
+        those cancelled MAX_PREEMPTIONS times already."""
+        for run in self._runs:
+            if run.calling and not run.preempted and run.preemptions < MAX_PREEMPTIONS and run.task is not None:
+                run.preempted = True
+                run.task.cancel()
+
     async def _lines(self, batch: Batch, owner: str) -> None:
         """Run every line without a result, in order, until none is left or the batch is cancelled or expired."""
         running: set[asyncio.Task[None]] = set()
-        after = 0
+        queue: collections.deque[_Run] = collections.deque()  # lines read, and lines given way, to run next
+        after, read_all = 0, False
         try:
-            while lines := await self._store.pending(batch.id, after=after, limit=READ_LINES):
-                for line in lines:
-                    await self._take_room()
-                    current = await self._store.get(batch.id, None)
-                    if current is None or current.status != "in_progress" or time.time() >= current.expires_at:
-                        self._give_room()
+            while True:
+                if not queue and not read_all:
+                    lines = await self._store.pending(batch.id, after=after, limit=READ_LINES)
+                    queue.extend(_Run(line) for line in lines)
+                    after, read_all = (lines[-1].number if lines else after), not lines
+                if not queue:
+                    if not running:
                         return
-                    task = asyncio.create_task(self._line(batch, line, owner))
-                    running.add(task)
-                    task.add_done_callback(running.discard)
-                    after = line.number
+                    await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)  # one may give way
+                    continue
+                await self._take_room()
+                current = await self._store.get(batch.id, None)
+                if current is None or current.status != "in_progress" or time.time() >= current.expires_at:
+                    self._give_room()
+                    return
+                run = queue.popleft()
+                run.task = asyncio.create_task(self._line(batch, run, owner, queue.appendleft))
+                running.add(run.task)
+                run.task.add_done_callback(running.discard)
         except asyncio.CancelledError:  # the server stops: lines under way end unrecorded, to run again
             for task in running:
                 task.cancel()
@@ -158,11 +205,24 @@ class BatchRunner:
             if running:
                 await asyncio.gather(*running, return_exceptions=True)
 
-    async def _line(self, batch: Batch, line: Line, owner: str) -> None:
+    async def _line(self, batch: Batch, run: _Run, owner: str, again: Callable[[_Run], None]) -> None:
+        """Run a line and record its result; if it gives way to an interactive call, ``again`` queues it."""
         assert self._executor is not None  # launch() runs batches only then
+        line = run.line
+        self._runs.add(run)
         try:
             for attempt in range(RETRIES + 1):
-                status, request_id, body = await self._executor(batch.endpoint, json.loads(line.body), owner)
+                run.calling = True
+                try:
+                    status, request_id, body = await self._executor(batch.endpoint, json.loads(line.body), owner)
+                except asyncio.CancelledError:
+                    if not run.preempted:
+                        raise
+                    asyncio.current_task().uncancel()  # type: ignore[union-attr]  # (a task runs this)
+                    again(_Run(line, run.preemptions + 1))
+                    return
+                finally:
+                    run.calling = False
                 if status not in RETRIED or attempt == RETRIES:
                     break
                 await asyncio.sleep(RETRY_SECONDS * 2**attempt)
@@ -172,18 +232,28 @@ class BatchRunner:
             except StorageFull:  # no line starts after this one (the batch is no longer in progress)
                 await self._store.change(batch.id, lambda stored: _fail(stored, self.max_owner_bytes))
         finally:
+            self._runs.discard(run)
             self._give_room()
 
     async def _take_room(self) -> None:
-        """Wait for a place: ``concurrency`` lines at most, one while interactive calls generate."""
-        while self._running >= (1 if self._interactive(INTERACTIVE_HOLD_SECONDS) else self.concurrency):
+        """Wait for a place: ``concurrency`` lines at most, one while interactive calls generate, none while one
+        has just begun (unless none ran for STARVED_SECONDS)."""
+        while self._running >= self._room():
             self._freed.clear()
             with contextlib.suppress(TimeoutError):  # the interactive load is looked at again meanwhile
                 await asyncio.wait_for(self._freed.wait(), GATE_SECONDS)
         self._running += 1
 
+    def _room(self) -> int:
+        """How many lines may run now, beside the interactive load."""
+        if self._arriving(ARRIVING_SECONDS):
+            return 1 if time.monotonic() - self._idle_since >= STARVED_SECONDS else 0
+        return 1 if self._interactive(INTERACTIVE_HOLD_SECONDS) else self.concurrency
+
     def _give_room(self) -> None:
         self._running -= 1
+        if not self._running:
+            self._idle_since = time.monotonic()
         self._freed.set()
 
     async def _finish(self, batch_id: str, owner: str) -> None:

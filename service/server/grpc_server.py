@@ -60,6 +60,7 @@ class Server:
             concurrency=config.batches.batch_concurrency,
             max_owner_bytes=config.files.max_tenant_upload_bytes,
             interactive=lambda seconds: self.policy.interactive_within(seconds),
+            arriving=lambda seconds: self.policy.interactive_arriving(seconds),
         )
         self.batches = BatchesApi(batches, files, runner)
         self.lora = RuntimeLora(self.registry, config.allow_runtime_lora)
@@ -90,6 +91,7 @@ class Server:
         # Built here, not in __init__: grpc.aio objects belong to the loop that creates them.
         self.health = health.aio.HealthServicer()
         self.policy = CallPolicyInterceptor(self.config.api_keys, self.limit, served=lambda: self.registry.names)
+        self.policy.on_interactive = self.batches.runner.give_way
         self._server = grpc.aio.server(
             interceptors=[self.policy],
             options=[

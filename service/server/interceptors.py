@@ -87,6 +87,9 @@ class CallPolicyInterceptor(grpc.aio.ServerInterceptor):
         self.in_flight = 0  # API calls under way
         self.interactive = 0  # generating calls under way that are not batch lines
         self._interactive_ended = -math.inf  # when the last of them ended (time.monotonic())
+        self._interactive_began = -math.inf  # when the last of them began
+        #: Called as an interactive generating call begins (the batch runner gives way to it).
+        self.on_interactive: Callable[[], None] = _nothing
         #: What the batch runner's calls carry (BATCH_TOKEN_KEY): made per process, never sent elsewhere.
         self.internal_token = secrets.token_hex(32)
 
@@ -232,6 +235,8 @@ class CallPolicyInterceptor(grpc.aio.ServerInterceptor):
         if batch_line:
             return self._limit.release
         self.interactive += 1
+        self._interactive_began = time.monotonic()
+        self.on_interactive()
 
         def release() -> None:
             self.interactive -= 1
@@ -244,6 +249,11 @@ class CallPolicyInterceptor(grpc.aio.ServerInterceptor):
         """Whether an interactive generating call runs, or ended less than ``seconds`` ago (a client sending one
         request after another is busy between them too)."""
         return self.interactive > 0 or time.monotonic() - self._interactive_ended < seconds
+
+    def interactive_arriving(self, seconds: float) -> bool:
+        """Whether an interactive generating call runs and the last one began less than ``seconds`` ago (it may
+        be reading its prompt)."""
+        return self.interactive > 0 and time.monotonic() - self._interactive_began < seconds
 
     def _batch_line(self, metadata: dict[str, Any]) -> bool:
         """Whether the call is the batch runner's (its token matches); if so, it acts as the owner it names."""

@@ -2,6 +2,10 @@
 requests beside it keep their first-token latency (measured against the same requests alone, in the same run),
 and after kill -9 in the middle and a restart on the same store file the batch completes with every line's
 output exactly once.
+
+Each interactive request comes after a pause longer than the runner's hold, so it finds the batch at full
+concurrency (lines in their prompts and decodes), as a client sending now and then does: requests sent back to
+back would find the runner already holding back and measure little.
 """
 
 from __future__ import annotations
@@ -14,14 +18,18 @@ from pathlib import Path
 
 import openai
 
+from service.batches.runner import INTERACTIVE_HOLD_SECONDS
 from tests.conftest import TINY_CHAT
 from tests.rest_bridge.test_cli import ovserve, read_until
 
 LINES = 1000
 INTERACTIVE = 12  # streamed requests timed alone, then beside the batch
-# What the batch may cost an interactive request's first token on 2 shared cores: the runner gives way (one line at
-# a time while interactive calls generate), but that line's step and its Python work still share the CPU.
+# What the batch may cost an interactive request's first token (README, "Behind interactive calls"): the lines
+# under way give way when it begins and none starts while it arrives, but their step in the engine and their
+# cancelling still share 2 busy cores with it.
 MAX_FIRST_TOKEN_RATIO = 2.0
+#: A batch line: a prompt of PHRASES x "the sea number N" (~250 tokens) and up to LINE_TOKENS out.
+PHRASES, LINE_TOKENS = 50, 32
 
 
 def serve(store: Path) -> tuple[object, int]:
@@ -41,9 +49,10 @@ def serve(store: Path) -> tuple[object, int]:
 
 
 def first_token_seconds(client: openai.OpenAI) -> list[float]:
-    """Time to the first content chunk of INTERACTIVE streamed requests, one after another."""
+    """Time to the first content chunk of INTERACTIVE streamed requests, each after a pause past the runner's hold."""
     times = []
     for i in range(INTERACTIVE):
+        time.sleep(INTERACTIVE_HOLD_SECONDS + 0.25)
         started = time.perf_counter()
         stream = client.chat.completions.create(
             model="tiny-chat", messages=[{"role": "user", "content": f"Question {i}: what is the sea?"}],
@@ -59,10 +68,11 @@ def first_token_seconds(client: openai.OpenAI) -> list[float]:
 
 def test_a_thousand_line_batch_beside_interactive_requests_survives_kill_9(tmp_path: Path) -> None:
     store = tmp_path / "store.sqlite"
+    prompt = " ".join(f"the sea number {j}" for j in range(PHRASES))
     requests = [
         {"custom_id": f"line-{i}", "method": "POST", "url": "/v1/chat/completions",
-         "body": {"model": "tiny-chat", "messages": [{"role": "user", "content": f"Tell me about {i}."}],
-                  "max_tokens": 8, "temperature": 0}}
+         "body": {"model": "tiny-chat", "messages": [{"role": "user", "content": f"Tell me about {i}: {prompt}"}],
+                  "max_tokens": LINE_TOKENS, "temperature": 0}}
         for i in range(LINES)
     ]  # fmt: skip
     context, port = serve(store)
