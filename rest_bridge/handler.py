@@ -32,6 +32,7 @@ from rest_bridge import cors, sse
 from rest_bridge.backend import Backend
 from rest_bridge.config import BridgeSettings
 from rest_bridge.errors import REASONS, BridgeError, from_rpc_error
+from rest_bridge.http_guard import close_gracefully
 from rest_bridge.json_body import encode_json
 from rest_bridge.key_check import body_may_be_large, keys_seen
 from rest_bridge.off_loop import INLINE_BODY_BYTES, off_the_loop_if_large
@@ -68,6 +69,7 @@ class BridgeHandler(tornado.web.RequestHandler):
         self.call: Any = None  # the gRPC call in flight, cancelled if the client leaves
         self.client_gone = False
         self._released = False
+        self._body_requested = False  # prepare() let tornado read the body
         self.set_default_headers()  # again, now that the settings (CORS origins) are known
         # The request's span, under the client's traceparent if it sent one; the gRPC call carries it on.
         self.span = tracer.start_span(
@@ -107,7 +109,12 @@ class BridgeHandler(tornado.web.RequestHandler):
         return injected(sent, trace.set_span_in_context(self.span))
 
     def on_finish(self) -> None:
-        """Let go of what the request holds (``release``)."""
+        """Let go of what the request holds (``release``); a body refused before it was read (401, 413) is not read:
+        the connection is closed gracefully after the answer (tornado's own close would reset it under a client
+        still sending, which can destroy the answer before it is read)."""
+        if not self._body_requested and _declares_body(self.request.headers) and not self.client_gone:
+            stream = self.request.connection.detach()  # type: ignore[union-attr]  # tornado then reads no body
+            tornado.ioloop.IOLoop.current().spawn_callback(close_gracefully, stream)
         self.release()
 
     def release(self) -> None:
@@ -142,6 +149,7 @@ class BridgeHandler(tornado.web.RequestHandler):
             self._body_started = loop.time()
             self._pace = loop.call_at(self._body_started + self.settings_.body_grace_seconds, self._check_pace)
             body.add_done_callback(lambda _: self._stop_pace())  # read whole, or abandoned: no pace to keep
+        self._body_requested = True
 
     def _stop_pace(self) -> None:
         if self._pace is not None:
@@ -313,6 +321,11 @@ def _streamed_body(request: tornado.httputil.HTTPServerRequest) -> asyncio.Futur
     return getattr(request, "_body_future", None)
 
 
+def _declares_body(headers: tornado.httputil.HTTPHeaders) -> bool:
+    """Whether the request has a body (a non-zero Content-Length, or chunked)."""
+    return "Transfer-Encoding" in headers or headers.get("Content-Length", "0").strip() not in ("", "0")
+
+
 def _http_type(status: int) -> str:
     if status >= 500:
         return "server_error"
@@ -375,5 +388,8 @@ class JsonBodyHandler(BridgeHandler):
 class NotFoundHandler(BridgeHandler):
     """Any other path: 404 in OpenAI's envelope (OpenAI's wording)."""
 
-    async def prepare(self) -> None:  # before any body is read: it is left unread
+    def _not_found(self, *args: str) -> None:
         raise BridgeError(404, f"Invalid URL ({self.request.method} {self.request.path})")
+
+    # After the body (dropped as it arrives), so the connection is kept alive as for any other answer.
+    get = head = post = put = patch = delete = options = _not_found

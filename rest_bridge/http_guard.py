@@ -84,11 +84,16 @@ def error_response(status: int, message: str) -> bytes:
 
 
 async def answer_and_close(stream: IOStream, status: int, message: str) -> None:
-    """Write the error response, then close gracefully: stop sending, and read (and drop) what the client
-    still sends for a bounded while, so an unread body does not turn the close into a reset that could
-    destroy the response before the client reads it."""
+    """Write the error response, then close gracefully (``close_gracefully``)."""
+    await close_gracefully(stream, error_response(status, message))
+
+
+async def close_gracefully(stream: IOStream, last: bytes = b"") -> None:
+    """Write ``last`` (b"": wait for what is already queued), then close gracefully: stop sending, and read (and
+    drop) what the client still sends for a bounded while, so an unread body does not turn the close into a
+    reset that could destroy the response before the client reads it."""
     try:
-        await stream.write(error_response(status, message))
+        await stream.write(last)
         stream.socket.shutdown(socket.SHUT_WR)
         deadline = time.monotonic() + DRAIN_SECONDS
         drained = 0

@@ -8,6 +8,7 @@ server's event loop), so its descriptors and memory are this process's.
 from __future__ import annotations
 
 import asyncio
+import http.client
 import os
 import select
 import socket
@@ -204,3 +205,15 @@ def test_a_slow_body_gets_408_and_is_let_go_of(
     assert pieces <= 4 * GRACE + 4, f"408 only after {pieces} bytes sent 0.25 s apart"
     after, handlers = settled(paced, fds)
     assert handlers == 0 and after[0] <= fds[0] and after[1] <= fds[1]
+
+
+def test_an_unknown_route_drops_its_body_and_keeps_the_connection(paced: RunningBridge) -> None:
+    connection = http.client.HTTPConnection("127.0.0.1", paced.port, timeout=60)
+    try:
+        for _ in range(2):  # the second on the same connection
+            connection.request("POST", "/v3/no-such-route", PAYLOAD[:200_000], {"Content-Type": "application/json"})
+            reply = connection.getresponse()
+            assert reply.status == 404 and b"Invalid URL" in reply.read()
+            assert not reply.will_close
+    finally:
+        connection.close()
