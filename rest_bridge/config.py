@@ -64,7 +64,7 @@ class BridgeSettings:
         default=4096,
         metadata={
             "help": "minimum average rate of a request body once its grace seconds have passed, bytes/s; "
-            "slower gets 408",
+            "slower gets 408 (0: no minimum)",
             "metavar": "BYTES",
         },
     )

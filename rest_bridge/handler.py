@@ -144,7 +144,7 @@ class BridgeHandler(tornado.web.RequestHandler):
             return  # left during the check: on_connection_close let go of everything already
         self.prepare_body()
         body = _streamed_body(self.request)
-        if body is not None and not body.done() and not self._finished:
+        if body is not None and not body.done() and not self._finished and self.settings_.min_body_rate > 0:
             loop = tornado.ioloop.IOLoop.current()
             self._body_started = loop.time()
             self._pace = loop.call_at(self._body_started + self.settings_.body_grace_seconds, self._check_pace)
