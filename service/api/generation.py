@@ -85,6 +85,7 @@ class Budget:
     prompt_tokens: int
     prompt_field: str  # prompt | messages | input
     least: int = 1  # the smallest value allowed (0: completions scoring a prompt with echo, nothing generated)
+    cap: int | None = None  # the most output tokens when ``value`` is not set (the answer's logprobs: output_cap)
 
 
 def build_sampling_params(
@@ -272,7 +273,7 @@ def _length_rules(budget: Budget, settings: dict[str, Any], limits: ModelLimits)
             )
         ]
     if budget.value is None:
-        settings["max_new_tokens"] = min(settings.get("max_new_tokens", room), room)
+        settings["max_new_tokens"] = min(settings.get("max_new_tokens", room), room, budget.cap or room)
         return []
     if budget.value < budget.least:
         return [FieldViolation(budget.field, f"must be at least {budget.least}; got {budget.value}")]

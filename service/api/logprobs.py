@@ -144,6 +144,18 @@ def score_violations(ask: LogprobAsk, prompts: Sequence[ScoredPrompt], length_fi
     return [FieldViolation(ask.output_field if ask.top else length_field, f"{message} ({length_field} {fits} fits)")]
 
 
+def output_cap(ask: LogprobAsk, prompts: Sequence[ScoredPrompt]) -> int | None:
+    """The most output tokens per choice that the answer's scores leave room for, for a request that sets no
+    length: its outputs end there (finish_reason ``length``), as they would at the room their prompt leaves, rather
+    than the request being refused for a length it never asked for. At least 1 (a prompt whose own scores pass the
+    bound is refused by ``score_violations``); None when the outputs carry no scores."""
+    if not ask.per_output_token:
+        return None
+    room = MAX_REQUEST_SCORES - count_scores(ask, prompts).prompt
+    choices = sum(p.choices for p in prompts)
+    return max(1, room // (choices * ask.per_output_token))
+
+
 async def built(ask: LogprobAsk, work: Callable[[], T]) -> T:
     """``work()``, building (part of) an answer holding ``ask``'s scores: in a thread when it holds any, so the event
     loop serves others meanwhile (an answer at MAX_REQUEST_SCORES takes ~1 s to build, ~4 us a score)."""

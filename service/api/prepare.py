@@ -17,7 +17,7 @@ from typing import Any
 from service.api.chat_output import opens_reasoning
 from service.api.common import streaming_violations
 from service.api.generation import Budget, build_sampling_params, generation_violations
-from service.api.logprobs import LogprobAsk, ScoredPrompt, score_violations
+from service.api.logprobs import LogprobAsk, ScoredPrompt, output_cap, score_violations
 from service.api.media_parts import MediaParts, prompt_with_images
 from service.api.prompting import render_prompt, render_text
 from service.api.runs import Run, fan_out
@@ -147,12 +147,14 @@ async def build_runs(
     field = next((name for name in api.length_fields if request.HasField(name)), api.length_fields[0])
     limit = getattr(request, field) if request.HasField(field) else None
     scoring = ask.scoring()
+    # Without a length set, outputs carrying scores end where the request's bound on them would be passed.
+    cap = None if limit is not None else output_cap(ask, [ScoredPrompt(len(p.ids), p.field, n, 0) for p in prompts])
     runs: list[Run] = []
     scored: list[ScoredPrompt] = []
     for position, prompt in enumerate(prompts):
         params = build_sampling_params(
             request, defaults=model.defaults, limits=model.limits,
-            budget=Budget(field, limit, len(prompt.ids), prompt.field, least=0 if not ask.generate else 1),
+            budget=Budget(field, limit, len(prompt.ids), prompt.field, least=0 if not ask.generate else 1, cap=cap),
             # the sampler's logprob of each chosen token, unless the scoring copy computes it anyway
             streaming=streaming, logprobs=1 if ask.chosen and not (scoring and scoring.output) else 0,
             constraint=constraint,

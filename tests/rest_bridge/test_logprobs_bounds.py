@@ -112,6 +112,36 @@ def test_responses_bound_top_logprobs_per_request(
     assert http_request(bridge.port, "POST", "/v3/responses", allowed).status == 200
 
 
+@pytest.mark.parametrize("stream", [False, True], ids=["unary", "stream"])
+def test_a_request_setting_no_length_is_cut_at_the_bound_not_refused(
+    bridge: RunningBridge, monkeypatch: pytest.MonkeyPatch, stream: bool
+) -> None:
+    """Without max_tokens an output's length is the room its prompt leaves (2,048 tokens on tiny-chat, 21 scores a
+    token with top_logprobs 20, n 16: 688,128 scores), so a bound counted on it refused a request that asked for no
+    length at all; its outputs end where the bound is reached instead (finish_reason length)."""
+    monkeypatch.setattr(logprobs, "MAX_REQUEST_SCORES", 240)
+    body = {"model": MODEL, "messages": ASK, "n": 2, "logprobs": True, "top_logprobs": 3, "ignore_eos": True,
+            "temperature": 1.0, "seed": 7, "stream": stream}  # fmt: skip
+    reply = http_request(bridge.port, "POST", "/v3/chat/completions", body)
+    assert reply.status == 200, reply.body
+    cap = 240 // (2 * 4)  # choices x (top_logprobs + 1)
+    if stream:
+        chunks = [json.loads(line[6:]) for line in reply.body.decode().splitlines() if line.startswith("data: {")]
+        choices = [choice for chunk in chunks for choice in chunk["choices"]]
+        for index in (0, 1):
+            mine = [choice for choice in choices if choice["index"] == index]
+            assert sum(len((c.get("logprobs") or {}).get("content") or []) for c in mine) == cap
+            assert [c["finish_reason"] for c in mine if c.get("finish_reason")] == ["length"]
+    else:
+        answer = json.loads(reply.body)
+        assert [choice["finish_reason"] for choice in answer["choices"]] == ["length", "length"]
+        assert [len(choice["logprobs"]["content"]) for choice in answer["choices"]] == [cap, cap]
+        assert answer["usage"]["completion_tokens"] == 2 * cap
+    # the same length asked for outright, one token more, is refused naming the field
+    refused = refusal(bridge, "/v3/chat/completions", {**body, "stream": False, "n": 1, "max_tokens": 2 * cap + 1})
+    assert refused["param"] == "top_logprobs", refused
+
+
 def test_grpc_refuses_with_a_bad_request_naming_the_field(channel: grpc.Channel) -> None:
     completions = completion_pb2_grpc.CompletionServiceStub(channel)
     fields = {name: value for name, value in FIRST.items() if name != "prompt"}

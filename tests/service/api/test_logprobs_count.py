@@ -10,6 +10,7 @@ from service.api.logprobs import (
     LogprobAsk,
     ScoredPrompt,
     count_scores,
+    output_cap,
     score_violations,
 )
 
@@ -96,3 +97,14 @@ def test_the_message_gives_the_numbers() -> None:
         "the answer would hold up to 5,400,576 logprobs (5,376,000 for the tokens of 16 prompt(s), 24,576 for 256 "
         "choice(s) of up to 16 tokens); a request may have at most 262,144"
     )
+
+
+def test_a_request_without_a_length_is_cut_where_its_scores_reach_the_bound() -> None:
+    # chat, 2 choices of top_logprobs 20 beside a 1,000-token prompt scored once: (262,144 - 21,000) // (2 x 21)
+    assert output_cap(CHAT, [ScoredPrompt(1_000, "messages", 2, 0)]) == 5_741
+    cap = output_cap(COMPLETIONS, issue_prompts(4, 2, 0))  # each choice carries its prompt's scores
+    assert cap == (MAX_REQUEST_SCORES - 4 * 2 * 1_000 * 21) // (4 * 2 * 6)
+    assert score_violations(COMPLETIONS, issue_prompts(4, 2, cap), "max_tokens") == []  # the cut fits
+    assert score_violations(COMPLETIONS, issue_prompts(4, 2, cap + 1), "max_tokens") != []  # one more would not
+    assert output_cap(LogprobAsk(prompt=20, prompt_logprobs=20), [ScoredPrompt(10, "prompt", 1, 0)]) is None
+    assert output_cap(CHAT, [ScoredPrompt(20_000, "messages", 1, 0)]) == 1  # the prompt alone is refused instead
