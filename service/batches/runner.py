@@ -319,21 +319,21 @@ class BatchRunner:
         await self._reserve(batch, owner)
         for file_id in (files.output, files.error):
             await self._files.clear(file_id)  # what a finalisation interrupted by a restart wrote
-        pending: dict[str, list[bytes]] = {files.output: [], files.error: []}
+        pending = {files.output: bytearray(), files.error: bytearray()}  # each file's next chunk
         written: set[str] = set()  # which of the two files got lines
 
         async def flush(file_id: str) -> None:
             if pending[file_id]:
-                await self._files.fill(file_id, b"".join(pending[file_id]))
+                await self._files.fill(file_id, bytes(pending[file_id]))
                 pending[file_id].clear()
 
         after = 0
         while outputs := await self._store.outputs(batch.id, after=after, limit=READ_OUTPUTS):
             for output in outputs:
                 file_id = files.holding(output.status)
-                pending[file_id].append(output.text.encode() + b"\n")  # what line_bytes counted
+                pending[file_id] += output.text.encode() + b"\n"  # what line_bytes counted
                 written.add(file_id)
-                if sum(map(len, pending[file_id])) >= CHUNK_BYTES:
+                if len(pending[file_id]) >= CHUNK_BYTES:
                     await flush(file_id)
             after = outputs[-1].number
         for file_id in pending:

@@ -21,14 +21,15 @@ POLLS = 400  # of 10 ms: how long a scenario waits for the runner at most
 class Lines:
     """An executor whose requests run until ``release`` is set; ``calls``: the lines it was asked, in order."""
 
-    def __init__(self) -> None:
+    def __init__(self, pad: int = 0) -> None:
         self.calls: list[int] = []
         self.release = asyncio.Event()
+        self.pad = pad  # characters added to each answer
 
     async def __call__(self, endpoint: str, body: dict[str, Any], owner: str) -> tuple[int, str, dict[str, Any]]:
         self.calls.append(body["n"])
         await self.release.wait()
-        return 200, f"req-{body['n']}", {"n": body["n"]}
+        return 200, f"req-{body['n']}", {"n": body["n"], "pad": "é" * self.pad}
 
     async def close(self) -> None:
         pass
@@ -42,7 +43,7 @@ async def until(condition: Any) -> None:
     raise AssertionError("the runner did not get there")
 
 
-def run_batch(lines: int, concurrency: int, steps: Any) -> tuple[list[int], batch_pb2.Batch, list[int]]:
+def run_batch(lines: int, concurrency: int, steps: Any, pad: int = 0) -> tuple[list[int], batch_pb2.Batch, list[int]]:
     """Run a batch of ``lines`` with ``steps(runner, executor, arriving)`` acting meanwhile; the lines called,
     the batch as it ended, and the lines of its output file."""
     store = ResponseStore(None)
@@ -56,7 +57,7 @@ def run_batch(lines: int, concurrency: int, steps: Any) -> tuple[list[int], batc
         created = now()
         batch = batch_pb2.Batch(id="batch_x", status="in_progress", endpoint="/v1/embeddings", expires_at=created + 60)
         await batches.create(batch, "", [(f"c{n}", json.dumps({"n": n})) for n in range(lines)])
-        executor = Lines()
+        executor = Lines(pad)
         await runner.start(executor)
         await steps(runner, executor, arriving)
         executor.release.set()
@@ -72,7 +73,10 @@ def run_batch(lines: int, concurrency: int, steps: Any) -> tuple[list[int], batc
             if done[-1].status == "completed":
                 break
             await asyncio.sleep(0.01)
-        output = b"".join([chunk async for chunk in files.chunks(OutputFiles.of_batch("batch_x", 0).output)])
+        output_id = OutputFiles.of_batch("batch_x", 0).output
+        output = b"".join([chunk async for chunk in files.chunks(output_id)])
+        stored = await files.get(output_id, "")
+        assert stored is not None and stored.bytes == len(output)  # what its lines counted is what it holds
         await runner.close()
         numbers = [json.loads(line)["response"]["body"]["n"] for line in output.splitlines()]
         return executor.calls, done[-1], numbers
@@ -110,3 +114,11 @@ def test_a_line_cancelled_max_preemptions_times_runs_to_its_end() -> None:
     calls, batch, outputs = run_batch(1, 1, steps)
     assert calls == [0] * (MAX_PREEMPTIONS + 1)
     assert batch.status == "completed" and outputs == [0]
+
+
+def test_an_output_file_of_several_chunks_holds_what_its_lines_counted() -> None:
+    async def steps(runner: BatchRunner, executor: Lines, arriving: dict[str, bool]) -> None:
+        pass
+
+    _, batch, outputs = run_batch(5, 4, steps, pad=300_000)  # 600 KB a line (two bytes a character)
+    assert batch.status == "completed" and outputs == [0, 1, 2, 3, 4]
