@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import asyncio
 import http.client
+import json
 import os
 import select
 import socket
+import subprocess
 import tempfile
 import time
+import urllib.request
 from collections.abc import Iterator
 
 import pytest
@@ -23,6 +26,8 @@ from rest_bridge.config import BridgeSettings
 from rest_bridge.server import Bridge
 from tests.conftest import ServerThread
 from tests.rest_bridge.conftest import RunningBridge, served_with_bridge
+from tests.rest_bridge.envoy_proxy import ENVOY, address
+from tests.rest_bridge.replicas import free_port, stop
 from tests.rest_bridge.test_conversations import KEYS, TINY
 
 ROUNDS = 16
@@ -34,7 +39,8 @@ FILE_PART = (
 FORM = f"multipart/form-data; boundary={BOUNDARY}"
 PAYLOAD = b"x" * (20 * MIB)  # one buffer every body below is cut from, so the client's own memory stays flat
 SETTLE_SECONDS = 30.0  # the longest wait for the bridge to notice closed connections (polled, not a threshold)
-GRACE, RATE = 1.0, 1000  # the paced bridge's body_grace_seconds and min_body_rate
+GRACE, RATE = 1.0, 1000
+ENVOY_API = "type.googleapis.com/envoy.extensions"  # the paced bridge's body_grace_seconds and min_body_rate
 
 
 @pytest.fixture(scope="module")
@@ -123,6 +129,99 @@ def test_abandoned_bodies_are_let_go_of(
     assert after[0] <= fds[0], f"{after[0] - fds[0]} descriptors left open"
     grown = rss() - memory
     assert grown < ROUNDS * sent / 8, f"RSS grew {grown / MIB:.0f} MiB after {ROUNDS * sent / MIB:.0f} MiB abandoned"
+
+
+@pytest.fixture(scope="module")
+def proxied(paced: RunningBridge, tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
+    """Envoy (the scale-out tests' binary) as a plain HTTP proxy in front of ``paced``: its listening port."""
+    listen, admin = free_port(), free_port()
+    router = {
+        "name": "envoy.filters.http.router",
+        "typed_config": {"@type": f"{ENVOY_API}.filters.http.router.v3.Router"},
+    }
+    manager = {
+        "@type": f"{ENVOY_API}.filters.network.http_connection_manager.v3.HttpConnectionManager",
+        "stat_prefix": "bridge",
+        "route_config": {
+            "virtual_hosts": [
+                {
+                    "name": "all",
+                    "domains": ["*"],
+                    "routes": [{"match": {"prefix": "/"}, "route": {"cluster": "bridge"}}],
+                }
+            ]
+        },
+        "http_filters": [router],
+    }
+    config = {
+        "admin": {"address": address(admin)},
+        "static_resources": {
+            "listeners": [
+                {
+                    "address": address(listen),
+                    "filter_chains": [
+                        {
+                            "filters": [
+                                {"name": "envoy.filters.network.http_connection_manager", "typed_config": manager}
+                            ]
+                        }
+                    ],
+                }
+            ],
+            "clusters": [
+                {
+                    "name": "bridge",
+                    "type": "STATIC",
+                    "connect_timeout": "5s",
+                    "load_assignment": {
+                        "cluster_name": "bridge",
+                        "endpoints": [{"lb_endpoints": [{"endpoint": {"address": address(paced.port)}}]}],
+                    },
+                }
+            ],
+        },
+    }
+    path = tmp_path_factory.mktemp("envoy") / "envoy.json"
+    path.write_text(json.dumps(config))
+    process = subprocess.Popen(
+        [str(ENVOY), "-c", str(path), "--log-level", "error", "--base-id", str(listen)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 30
+        while True:  # up once it proxies /health
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{listen}/health", timeout=5) as reply:
+                    if reply.status == 200:
+                        break
+            except OSError:
+                pass
+            assert process.poll() is None and time.monotonic() < deadline, "envoy did not start"
+            time.sleep(0.2)
+        yield listen
+    finally:
+        stop(process)
+
+
+@pytest.mark.parametrize(
+    ("path", "content_type", "prefix", "declared", "sent"),
+    [
+        ("/v3/files", FORM, FILE_PART, 20 * MIB, 12 * MIB),
+        ("/v3/chat/completions", "application/json", b"", 10_000_000, 9_000_000),
+    ],
+    ids=["files", "json"],
+)
+def test_bodies_abandoned_through_envoy_are_let_go_of(
+    paced: RunningBridge, proxied: int, path: str, content_type: str, prefix: bytes, declared: int, sent: int
+) -> None:
+    abandon(proxied, path, content_type, prefix, declared, sent)
+    settled(paced, descriptors())
+    fds = descriptors()
+    for _ in range(ROUNDS // 4):
+        abandon(proxied, path, content_type, prefix, declared, sent)
+    after, handlers = settled(paced, fds)
+    assert handlers == 0, "handlers still wait for bodies that will never come"
+    assert after[1] <= fds[1] and after[0] <= fds[0], f"descriptors {fds} -> {after}"
 
 
 def answered_after(port: int, request_head: bytes, piece: bytes, pieces: int, pause: float) -> tuple[bytes, int]:
