@@ -79,11 +79,26 @@ class PipelineSettings:
         },
     )
 
+    max_queued_tokens: int = field(
+        default=1024 * 1024,
+        metadata={
+            "help": "tokens of embedding inputs or rerank pairs that may wait for one model; beyond, 429 / "
+            "RESOURCE_EXHAUSTED (one request is always taken)",
+            "metavar": "TOKENS",
+        },
+    )
+
     def problems(self) -> list[str]:
         """What is wrong with these settings (empty when they can be served)."""
         found = [
             f"--{name.replace('_', '-')} must be more than 0; got {getattr(self, name)}"
-            for name in ("max_queued_jobs", "max_audio_seconds", "max_batch_inputs", "max_batch_tokens")
+            for name in (
+                "max_queued_jobs",
+                "max_audio_seconds",
+                "max_batch_inputs",
+                "max_batch_tokens",
+                "max_queued_tokens",
+            )
             if not getattr(self, name) > 0
         ]
         if not self.batch_delay_ms >= 0:
@@ -91,12 +106,21 @@ class PipelineSettings:
         return found
 
 
+#: What a waiting request holds, by the model's kind: the setting that bounds the sum over a model's waiting requests,
+#: and its unit. 32 embeddings requests of 2,048 inputs all queued behind one another (4 M tokens, a minute of work).
+QUEUE_BUDGETS = {
+    PipelineKind.EMBED: ("max_queued_tokens", "tokens"),
+    PipelineKind.RERANK: ("max_queued_tokens", "tokens"),
+    PipelineKind.TRANSCRIBE: ("max_queued_audio_bytes", "bytes of audio"),
+}
+
+
 class _Pending:
     """A job's answers as they come: Partials, then a Done, a Failed or an EngineUnavailable."""
 
     def __init__(self, size: int = 0) -> None:
         self.answers: asyncio.Queue[object] = asyncio.Queue()
-        self.size = size  # bytes of audio it holds
+        self.size = size  # what it holds against the model's queue budget (QUEUE_BUDGETS): audio bytes or tokens
         self.started = False  # the process took it from its queue (Started)
 
 
@@ -142,7 +166,10 @@ class Pipeline(Supervised):
         self._ids = itertools.count()
         self._supervisor = Supervisor(
             f"the {kind.value} pipeline of {name!r}",
-            lambda: WorkerProcess(spec, name, "pipeline"),
+            # Its process reads the pipe only between calls, which last seconds for 2,048 inputs or a long
+            # recording: a write from the event loop into a full pipe waited that long (/health stalled 7.6 s
+            # beside 32 embeddings requests of 2,048 inputs), so every message goes through the sender thread.
+            lambda: WorkerProcess(spec, name, "pipeline", queued_writes=True),
             self._dispatch,
             self._lost,
             waiting=lambda: len(self._pending),
@@ -179,13 +206,15 @@ class Pipeline(Supervised):
     async def embed(self, ids: list[list[int]], texts: list[str]) -> np.ndarray:
         """One float32 vector per input (a row each), as the model's pooling and normalisation make them: from
         its token ``ids``, or its text when the model does not take ids (``takes_token_ids``)."""
-        vectors: np.ndarray = await self._result(lambda job_id: Embed(job_id, ids, texts))
+        vectors: np.ndarray = await self._result(lambda job_id: Embed(job_id, ids, texts), sum(map(len, ids)))
         return vectors
 
     async def rerank(self, pairs: list[tuple[str, str]], ids: list[list[int]], types: list[list[int]]) -> list[float]:
         """The relevance of each (query, document) pair, in order: from its token ``ids`` and ``types``
         (``TokenCodec.encode_pairs``) when the model takes ids (``takes_token_ids``), else from its texts."""
-        scores: list[float] = await self._result(lambda job_id: Rerank(job_id, [] if ids else pairs, ids, types))
+        scores: list[float] = await self._result(
+            lambda job_id: Rerank(job_id, [] if ids else pairs, ids, types), sum(map(len, ids))
+        )  # a pipeline that takes text (no ids) is bounded by --max-queued-jobs alone
         return scores
 
     async def transcribe(self, samples: np.ndarray, **options: object) -> AsyncIterator[str | Transcript]:
@@ -203,27 +232,27 @@ class Pipeline(Supervised):
             async for answer in answers:
                 yield answer
 
-    async def _result(self, make_job: Callable[[int], object]) -> Any:
+    async def _result(self, make_job: Callable[[int], object], size: int) -> Any:
         # Closed on return, not whenever the event loop finalises it: its finally lets go of the job, which until
         # then still counted as queued after its answer had gone out (against --max-queued-jobs).
-        async with contextlib.aclosing(self._answers(make_job)) as answers:
+        async with contextlib.aclosing(self._answers(make_job, size)) as answers:
             async for answer in answers:
                 return answer
         raise EngineError("the pipeline gave no answer")  # unreachable: _answers ends with one
 
     async def _answers(self, make_job: Callable[[int], object], size: int = 0) -> AsyncGenerator[Any, None]:
-        """The job's answers; ``size``: the bytes of audio it holds, counted against --max-queued-audio-bytes."""
+        """The job's answers; ``size``: what it holds, counted against the model's queue budget (QUEUE_BUDGETS)."""
         if not self._supervisor.started or not self.up:
             raise self._supervisor.unavailable()
         if len(self._pending) >= self.settings.max_queued_jobs:
             raise EngineOverloaded(
                 f"{self.name!r} has {len(self._pending)} requests waiting (--max-queued-jobs); retry shortly"
             )
+        setting, unit = QUEUE_BUDGETS[self.kind]
         held = sum(pending.size for pending in self._pending.values())
-        if size and held and held + size > self.settings.max_queued_audio_bytes:
-            raise EngineOverloaded(
-                f"{self.name!r} holds {held} bytes of audio waiting (--max-queued-audio-bytes); retry shortly"
-            )
+        if size and held and held + size > getattr(self.settings, setting):
+            flag = "--" + setting.replace("_", "-")
+            raise EngineOverloaded(f"{self.name!r} holds {held} {unit} waiting ({flag}); retry shortly")
         job_id = next(self._ids)
         pending = self._pending[job_id] = _Pending(size)
         finished = False

@@ -55,14 +55,16 @@ def start_child(module: str) -> tuple[subprocess.Popen[bytes], Connection]:
 class WorkerProcess:
     """A loaded worker process; ``start_reading`` hands its messages to an event loop, in batches."""
 
-    def __init__(self, spec: object, name: str, runs: str) -> None:
+    def __init__(self, spec: object, name: str, runs: str, *, queued_writes: bool = False) -> None:
         """Start ``ENTRY_POINTS[runs]`` and wait (blocking) until its model is loaded; EngineError if it fails.
 
         ``spec`` is what the process loads: a WorkerSpec for the engine, a PipelineSpec for a pipeline.
+        ``queued_writes``: every message is written by the sender thread (see MessageWriter), for a process that
+        reads its pipe only between calls lasting seconds.
         """
         self.name = name
         self.process, self._connection = start_child(ENTRY_POINTS[runs])
-        self._writer = MessageWriter(self._connection, name)
+        self._writer = MessageWriter(self._connection, name, queued=queued_writes)
         self.last_heard = time.monotonic()  # when it last said something other than a heartbeat (progress)
         self.last_beat = self.last_heard  # when it last said anything, heartbeats included (alive)
         try:
@@ -145,9 +147,10 @@ class WorkerProcess:
 class MessageWriter:
     """Writes messages to a worker process's pipe: in order, from any thread, large ones from a thread of its own."""
 
-    def __init__(self, connection: Connection, name: str) -> None:
+    def __init__(self, connection: Connection, name: str, *, queued: bool = False) -> None:
         self._connection = connection
         self._name = name
+        self._always_queued = queued  # every message written by the sender thread, none by the caller
         self._send_lock = threading.Lock()  # held for one message's write
         self._order_lock = threading.Lock()  # held while a message is written or queued: sends keep their order
         self._queued = 0  # messages in the outbox not yet written
@@ -159,14 +162,15 @@ class MessageWriter:
         broken pipe is dropped instead: the reader sees the process gone, and the supervisor fails its requests).
 
         Arrays travel out of band (pickle protocol 5: not copied into the pickle, which held the GIL 0.7 s for a
-        request's 400 MB of image pixels), and a message carrying more than LARGE_MESSAGE_BYTES of them is written
-        by a sender thread, as is every message after it until the outbox is empty: such a write waits for the
-        process to read it, which the caller (the event loop) must not.
+        request's 400 MB of image pixels), and a message of more than LARGE_MESSAGE_BYTES (its pickle and arrays) is
+        written by a sender thread, as is every message after it until the outbox is empty (and every message with
+        ``queued``): such a write waits for the process to read it, which the caller (the event loop) must not.
         """
         buffers: list[pickle.PickleBuffer] = []
         head = pickle.dumps(message, protocol=5, buffer_callback=buffers.append)
+        size = len(head) + sum(buffer.raw().nbytes for buffer in buffers)
         with self._order_lock:
-            if self._queued or sum(buffer.raw().nbytes for buffer in buffers) > LARGE_MESSAGE_BYTES:
+            if self._always_queued or self._queued or size > LARGE_MESSAGE_BYTES:
                 self._queued += 1
                 self._outbox.put((head, buffers))
                 if self._sender is None:

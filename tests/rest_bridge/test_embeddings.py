@@ -21,7 +21,7 @@ import openai
 import pytest
 from tokenizers import Tokenizer
 
-from clients.v1 import embedding_pb2, embedding_pb2_grpc, model_pb2
+from clients.v1 import completion_pb2, embedding_pb2, embedding_pb2_grpc, model_pb2
 from service.models import BUNDLED_MODELS_DIR
 from service.pipelines import Pipeline, PipelineKind, PipelineSettings
 from tests.conformance import violations
@@ -218,6 +218,39 @@ def test_a_full_queue_refuses_with_resource_exhausted_and_cancelled_jobs_leave_i
             os.kill(pipeline.pid, signal.SIGCONT)
         assert len(waiting[0].result().data[0].embedding) == len(late.result().data[0].embedding) > 0
     assert pipeline.queued == 0
+
+
+def test_waiting_tokens_past_the_budget_are_refused_and_one_request_is_always_taken() -> None:
+    """--max-queued-tokens: the tokens of a model's waiting requests are bounded (32 requests of 2,048 inputs all
+    waited before, 4 M tokens); a request alone in the queue is taken whatever its size."""
+    from service.models import ModelSpec
+
+    budget = 100
+    running = start_server(
+        [ModelSpec(MODEL, MODEL_DIR, settings=PAUSABLE, pipeline=PipelineSettings(max_queued_tokens=budget))]
+    )
+    try:
+        pipeline = _pipeline(running)
+        assert pipeline.pid is not None
+        with grpc.insecure_channel(running.target) as channel:
+            stub = embedding_pb2_grpc.EmbeddingServiceStub(channel)
+            large = embedding_pb2.CreateEmbeddingRequest(
+                model=MODEL, input_prompts=[completion_pb2.Prompt(text=TEXTS[0])] * 20
+            )  # 20 x 8 tokens: over the budget on its own
+            os.kill(pipeline.pid, signal.SIGSTOP)  # the process holds what it is sent
+            try:
+                taken = stub.CreateEmbedding.future(large, timeout=60)
+                _until(lambda: pipeline.queued == 1)
+                with pytest.raises(grpc.RpcError) as refused:
+                    stub.CreateEmbedding(embedding_pb2.CreateEmbeddingRequest(model=MODEL, input="more"), timeout=30)
+                assert refused.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+                assert "--max-queued-tokens" in (refused.value.details() or "")
+            finally:
+                os.kill(pipeline.pid, signal.SIGCONT)
+            assert len(taken.result().data) == 20
+            assert stub.CreateEmbedding(embedding_pb2.CreateEmbeddingRequest(model=MODEL, input="now"), timeout=60).data
+    finally:
+        running.stop()
 
 
 def test_a_killed_pipeline_fails_its_requests_retriably_and_comes_back(own_server: ServerThread) -> None:

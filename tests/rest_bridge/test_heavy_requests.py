@@ -6,22 +6,34 @@ tool schema: before, the tokenizer's single-text calls held the GIL for the whol
 through calls that release the GIL; the chat template renders a large conversation in a helper process (minja holds
 the GIL throughout), and a large reply is encoded a slice at a time. Health checks are compared with an idle
 baseline measured in the same test, from a process of their own (tests/rest_bridge/test_big_bodies.py's checker).
+
+Many large requests at once stall nobody either: 32 embeddings requests of 256 inputs while the embedding model's
+process is busy (held still, as in one long call of 2,048 inputs). Before, their messages to that process were
+written from the event loop, which waited whenever the pipe was full until the process read it again, after its
+call: /health waited 5-12 s beside 32 requests of 2,048 inputs.
 """
 
 from __future__ import annotations
 
 import base64
+import dataclasses
 import io
 import json
+import os
+import signal
 import statistics
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
 from PIL import Image
 
-from tests.rest_bridge.conftest import RunningBridge
+from service.models import BUNDLED_MODELS_DIR, ModelSpec
+from service.pipelines import PipelineKind
+from tests.conftest import TEST_SETTINGS
+from tests.rest_bridge.conftest import RunningBridge, served_with_bridge
 from tests.rest_bridge.test_big_bodies import CHECKER
 
 SENDER = """
@@ -113,3 +125,60 @@ def test_the_largest_valid_request_stalls_nobody(bridge: RunningBridge, name: st
     # 0.6 s for the tool schema and 0.4 s for the tokenize reply: a quarter of the request's time.)
     assert statistics.median(during) <= 20 * idle
     assert max(during) <= max(200 * idle, found["took"] / 10)
+
+
+# 32 requests of 256 texts of 60 tokens (62 with the model's markers, which takes 64): all fit the model's queue.
+CONCURRENT_EMBEDDINGS = """
+import http.client, json, sys, threading
+port = int(sys.argv[1])
+words = ["the", "green", "sparrow", "sings", "school", "farmer", "child", "park"]
+texts = [" ".join(words[(i * 7 + k) % 8] for k in range(60)) for i in range(256)]
+body = json.dumps({"model": "tiny-embed", "input": texts})
+outcomes = []
+def send():
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=300)
+    connection.request("POST", "/v3/embeddings", body, {"Content-Type": "application/json"})
+    response = connection.getresponse()
+    outcomes.append({"status": response.status, "size": len(response.read())})
+threads = [threading.Thread(target=send) for _ in range(32)]
+for thread in threads:
+    thread.start()
+for thread in threads:
+    thread.join()
+print(json.dumps(outcomes))
+"""
+HELD_S = 6.0  # how long the model's process reads nothing, from when the checker starts (the requests come ~1 s in)
+
+
+def test_concurrent_large_embeddings_stall_nobody_while_their_model_is_busy() -> None:
+    # A server of its own: its embedding process is stopped (SIGSTOP) below, past nothing but the heartbeat.
+    spec = ModelSpec(
+        "tiny-embed",
+        BUNDLED_MODELS_DIR / "tiny-embed",
+        settings=dataclasses.replace(TEST_SETTINGS, heartbeat_timeout_s=600.0),
+    )
+    root = str(Path(__file__).resolve().parents[2])
+    with served_with_bridge([spec]) as running:
+        pid = running.server.server.registry.pipeline("tiny-embed", PipelineKind.EMBED).pid
+        assert pid is not None
+        os.kill(pid, signal.SIGSTOP)  # as busy as in a long call: it reads no message meanwhile
+        resume = threading.Timer(HELD_S, os.kill, (pid, signal.SIGCONT))
+        resume.start()
+        try:
+            checker = subprocess.run(
+                [sys.executable, "-c", CHECKER, str(running.port), CONCURRENT_EMBEDDINGS],
+                cwd=root, capture_output=True, timeout=600,
+            )  # fmt: skip
+        finally:
+            resume.cancel()
+            os.kill(pid, signal.SIGCONT)
+    assert checker.returncode == 0, checker.stderr
+    found = json.loads(checker.stdout)
+    idle, during = statistics.median(found["idle"]), found["during"]
+    print(
+        f"\n32 x 256 embedding inputs in {found['took']:.1f} s; /health idle {idle * 1000:.2f} ms, meanwhile median "
+        f"{statistics.median(during) * 1000:.2f} ms, max {max(during) * 1000:.1f} ms ({len(during)} checks)"
+    )
+    assert [outcome["status"] for outcome in found["outcomes"]] == [200] * 32
+    # Before, the event loop waited on the full pipe until the process read again: /health for seconds.
+    assert max(during) <= 200 * idle

@@ -51,3 +51,29 @@ def test_a_broken_pipe_drops_queued_messages_and_fails_the_next_direct_write() -
     assert writer._queued == 0
     with pytest.raises(OSError):
         writer.send(("small", 1))
+
+
+def _leaves_at_once(writer: MessageWriter, messages: list[object]) -> None:
+    sender = threading.Thread(target=lambda: [writer.send(message) for message in messages])
+    sender.start()
+    sender.join(timeout=30)
+    assert not sender.is_alive()  # nothing has read the pipe yet: a direct write would still wait
+
+
+def test_a_large_pickle_without_arrays_leaves_the_caller_at_once() -> None:
+    """A message's pickle counts too: an embeddings job of 2,048 token-id lists is plain lists, no arrays."""
+    ours, theirs = multiprocessing.Pipe()
+    writer, child = MessageWriter(ours, "test"), ChildConnection(theirs)
+    rows = [list(range(index, index + 1000)) for index in range(2048)]  # ~4 MB pickled: distinct lists
+    _leaves_at_once(writer, [("rows", rows)])
+    assert child.recv() == ("rows", rows)
+
+
+def test_a_queued_writer_never_writes_on_the_caller() -> None:
+    """A pipeline's process reads between calls lasting seconds: many small messages fill its pipe as surely as
+    one large one (32 embeddings requests of 2,048 inputs held the event loop 5-12 s)."""
+    ours, theirs = multiprocessing.Pipe()
+    writer, child = MessageWriter(ours, "test", queued=True), ChildConnection(theirs)
+    messages: list[object] = [("job", index, list(range(100))) for index in range(2000)]  # ~0.5 MB in all
+    _leaves_at_once(writer, messages)
+    assert [child.recv() for _ in messages] == messages
