@@ -23,6 +23,8 @@ import pytest
 
 from clients.defaults import MIB
 from rest_bridge.config import BridgeSettings
+from rest_bridge.errors import BridgeError
+from rest_bridge.key_check import KeysSeen
 from rest_bridge.server import Bridge
 from tests.conftest import ServerThread
 from tests.rest_bridge.conftest import RunningBridge, served_with_bridge
@@ -316,3 +318,37 @@ def test_an_unknown_route_drops_its_body_and_keeps_the_connection(paced: Running
             assert not reply.will_close
     finally:
         connection.close()
+
+
+def test_keys_seen_remembers_acceptances_for_a_while_in_bounded_number_and_never_refusals() -> None:
+    now = [0.0]
+    seen = KeysSeen(seconds=60, count=2, clock=lambda: now[0])
+    asked: list[str] = []
+
+    def check(key: str, accepted: bool | None) -> None:
+        async def ask() -> bool:
+            asked.append(key)
+            if accepted is None:
+                raise BridgeError(401, "missing or invalid API key")
+            return accepted
+
+        asyncio.run(seen.check(key, ask))
+
+    check("a", True)
+    check("a", True)
+    assert asked == ["a"]  # remembered
+    with pytest.raises(BridgeError):
+        check("bad", None)
+    with pytest.raises(BridgeError):
+        check("bad", None)
+    assert asked == ["a", "bad", "bad"]  # a refusal is asked again each time
+    check("down", False)
+    check("down", False)
+    assert asked[-2:] == ["down", "down"]  # the service did not answer: nothing learned
+    check("b", True)
+    check("c", True)  # two remembered at most: "a" (least recently used) goes
+    check("a", True)
+    assert asked[-3:] == ["b", "c", "a"]
+    now[0] = 61
+    check("a", True)  # forgotten after a minute
+    assert asked[-2:] == ["a", "a"]
