@@ -9,11 +9,16 @@ import numpy as np
 
 from clients.v1 import embedding_pb2
 from rest_bridge.handler import JsonBodyHandler
+from rest_bridge.translate.body import bad_request
 from rest_bridge.translate.message import message_from_body
 from rest_bridge.translate.proto_json import normalise_forms, without_nulls
 
 
 def _normalise(body: dict[str, Any]) -> dict[str, Any]:
+    # The proto's empty encoding_format is its default (float), as proto3 cannot tell it from unset; in JSON the
+    # default is said by leaving it out, and OpenAI refuses "". Other values are the service's to refuse.
+    if body.get("encoding_format") == "":
+        raise bad_request("encoding_format", "'' is not an encoding: float or base64 (or leave it out for float)")
     return normalise_forms(without_nulls(body), embedding_pb2.CreateEmbeddingRequest.DESCRIPTOR)
 
 

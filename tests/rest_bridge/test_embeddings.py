@@ -138,6 +138,7 @@ def test_concurrent_requests_batched_together_get_their_own_vectors(bridge: Runn
         ({"input": "word " * 5000}, "input", 400),
         ({"input": "a", "dimensions": 3}, "dimensions", 400),
         ({"input": "a", "encoding_format": "int8"}, "encoding_format", 400),
+        ({"input": "a", "encoding_format": ""}, "encoding_format", 400),  # OpenAI's answer; gRPC's "" is the default
         ({"input": "a", "input_type": "question"}, "input_type", 400),
         ({"input": "a", "temperature": 1}, "temperature", 400),
         ({"input": "a", "model": "tiny-chat"}, "model", 400),
@@ -148,6 +149,21 @@ def test_bad_input_is_refused_naming_the_field(bridge: RunningBridge, body: dict
     reply_status, reply = _post(bridge, {"model": MODEL, **body})
     assert reply_status == status and reply["error"]["param"] == param, reply
     assert not violations("ErrorResponse", reply)
+
+
+def test_grpc_takes_an_empty_encoding_format_as_the_default(channel: grpc.Channel) -> None:
+    """proto3 cannot tell "" from unset, and the proto documents float as the default: the gRPC face answers floats
+    (the bridge refuses a JSON "", as OpenAI does); an unknown name is refused naming the field."""
+    stub = embedding_pb2_grpc.EmbeddingServiceStub(channel)
+    request = embedding_pb2.CreateEmbeddingRequest(model=MODEL, input=TEXTS[0], encoding_format="")
+    as_default = stub.CreateEmbedding(request, timeout=60).data[0].embedding
+    request.encoding_format = "float"
+    assert list(as_default) == list(stub.CreateEmbedding(request, timeout=60).data[0].embedding)
+    request.encoding_format = "int8"
+    with pytest.raises(grpc.RpcError) as refused:
+        stub.CreateEmbedding(request, timeout=60)
+    assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "encoding_format" in (refused.value.details() or "")
 
 
 def test_chat_on_an_embedding_model_is_a_400_naming_model(client: openai.OpenAI) -> None:
