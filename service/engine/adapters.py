@@ -29,6 +29,7 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
+from clients.defaults import MIB
 from service import model_files
 
 #: PEFT's tensor names: base_model.model.<module path>.lora_A|lora_B.weight.
@@ -40,9 +41,9 @@ _FLOATS: dict[str, tuple[int, np.dtype[Any], int]] = {
     "BF16": (2, np.dtype("<u2"), 0x7F80),
 }
 #: The header of a safetensors file is a little-endian u64 length, then that much JSON.
-MAX_HEADER_BYTES = 16 * 1024 * 1024
+MAX_HEADER_BYTES = 16 * MIB
 #: adapter_config.json is a few hundred bytes; PEFT's largest fields (target module lists) stay far below this.
-MAX_CONFIG_BYTES = 1024 * 1024
+MAX_CONFIG_BYTES = MIB
 #: Nesting deeper than PEFT's files have (a safetensors header is 3 deep, adapter_config.json at most 4).
 MAX_JSON_DEPTH = 16
 #: The largest rank served (vLLM's --max-lora-rank default is 16; PEFT adapters seldom pass 256).
