@@ -59,6 +59,26 @@ def _check_header(field: str, rate: int, channels: int, frames: int, max_seconds
             raise MediaError(field, f"its {what} is {value:,.0f}{unit}; taken: {lowest:,.0f} to {highest:,.0f}{unit}")
 
 
+def _check_wav_data(field: str, data: bytes) -> None:
+    """MediaError naming ``field`` when a WAV's data chunk declares more bytes than the file holds.
+
+    libsndfile reads such a file as the frames present, so a header declaring 2^31 frames over 1,000 was answered
+    as a short recording; a length the file contradicts (a truncated upload, or a length never written, as a
+    recorder writing to a pipe leaves it) is refused instead, whatever it declares, without reading it.
+    """
+    offset = 12  # after "RIFF", its size and "WAVE"; the chunks follow, each a 4-byte id and size, padded to even
+    while offset + 8 <= len(data):
+        chunk, size = data[offset : offset + 4], int.from_bytes(data[offset + 4 : offset + 8], "little")
+        if chunk == b"data":
+            present = len(data) - offset - 8
+            if size > present:
+                raise MediaError(
+                    field, f"its header declares {size:,} bytes of samples; the file holds {present:,} (truncated?)"
+                )
+            return
+        offset += 8 + size + size % 2
+
+
 def _decoded(sound: soundfile.SoundFile) -> np.ndarray:
     """The whole recording, block by block: mixed to mono, resampled to 16 kHz, written into one array."""
     # soxr may give a few samples more than the ratio says when flushed; what does not fit is dropped.
@@ -84,6 +104,8 @@ def decode_audio(field: str, data: bytes, max_seconds: float) -> np.ndarray:
         with soundfile.SoundFile(io.BytesIO(data)) as sound:
             if sound.format not in FORMATS:
                 raise MediaError(field, f"{sound.format} audio is not taken: send {', '.join(FORMATS)}")
+            if sound.format == "WAV":
+                _check_wav_data(field, data)
             _check_header(field, sound.samplerate, sound.channels, sound.frames, max_seconds)
             samples = _decoded(sound)
     except MediaError:

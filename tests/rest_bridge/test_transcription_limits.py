@@ -25,11 +25,13 @@ EXPECTED: dict[str, str] = json.loads((SPEECH / "expected.json").read_text())
 BOUNDARY = uuid.uuid4().hex
 
 
-def _wav(rate: int, frames: int, channels: int = 1) -> bytes:
-    """A RIFF header written by hand (any rate, even ones soundfile will not write) and 8-bit silence."""
+def _wav(rate: int, frames: int, channels: int = 1, declared: int | None = None) -> bytes:
+    """A RIFF header written by hand (any rate, even ones soundfile will not write) and 8-bit silence; ``declared``:
+    the frames its data chunk says it holds (by default, those it holds)."""
     data = b"\x80" * (frames * channels)
+    size = len(data) if declared is None else min(declared * channels, 0xFFFFFFFF)
     fmt = struct.pack("<HHIIHH", 1, channels, rate, (rate * channels) & 0xFFFFFFFF, channels, 8)
-    body = b"WAVE" + b"fmt " + struct.pack("<I", len(fmt)) + fmt + b"data" + struct.pack("<I", len(data)) + data
+    body = b"WAVE" + b"fmt " + struct.pack("<I", len(fmt)) + fmt + b"data" + struct.pack("<I", size) + data
     return b"RIFF" + struct.pack("<I", len(body)) + body
 
 
@@ -109,6 +111,24 @@ def test_an_absurd_wav_header_is_a_400_naming_file(
     assert reply.status_code == 400, reply.text
     error = reply.json()["error"]
     assert error["param"] == "file" and said in error["message"] and "/" not in error["message"], error
+
+
+@pytest.mark.parametrize(
+    "declared",
+    [
+        2**31,  # read as its 1,000 frames present, answered 200 before
+        16_000 * 3600,  # an hour at 16 kHz over 1,000 frames: likewise
+        2**32 - 1,  # the largest size a data chunk can say (what a recorder writing to a pipe leaves)
+        1001,  # one frame short: a truncated upload
+    ],
+)
+def test_a_wav_declaring_more_than_it_holds_is_a_400_naming_file(bridge: RunningBridge, declared: int) -> None:
+    reply = _post(
+        bridge, _form(_part("model", MODEL.encode()), _part("file", _wav(16_000, 1000, declared=declared), "a.wav"))
+    )
+    assert reply.status_code == 400, reply.text
+    error = reply.json()["error"]
+    assert error["param"] == "file" and f"declares {declared:,} bytes" in error["message"], error
 
 
 def test_the_sample_rate_bounds_themselves_are_taken(bridge: RunningBridge) -> None:
