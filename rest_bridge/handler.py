@@ -15,7 +15,7 @@ import logging
 import math
 import re
 import uuid
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Any, TypeVar
 
 import grpc
@@ -251,12 +251,19 @@ class BridgeHandler(tornado.web.RequestHandler):
     async def unary(self, method: Any, request: Message) -> Any:
         """Call a unary RPC; a gRPC error becomes a BridgeError, a vanished client ends the handler quietly."""
         self.call = method(request, **self.grpc_options())
-        try:
+        async with self.call_errors():
             return await self.call
+
+    @contextlib.asynccontextmanager
+    async def call_errors(self) -> AsyncIterator[None]:
+        """Around awaiting ``self.call``: a gRPC error becomes a BridgeError, and the call cancelled because the
+        client left becomes 499 (nobody reads the answer; it is what the access log records)."""
+        try:
+            yield
         except grpc.aio.AioRpcError as error:
             raise from_rpc_error(error) from None
         except asyncio.CancelledError:
-            if self.client_gone:  # nobody reads the answer; 499 is what the access log records
+            if self.client_gone:
                 raise BridgeError(499, "the client closed the connection", type="request_cancelled") from None
             raise
 

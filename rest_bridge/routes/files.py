@@ -246,12 +246,10 @@ class FilesHandler(BridgeHandler):
             await self.check_key()
             raise
         self.call = self.backend.files.CreateFile(**self.grpc_options())
-        with contextlib.suppress(grpc.aio.AioRpcError, asyncio.InvalidStateError):
-            await self._send(header, form)  # if the service ended the call mid-upload, its status says why
-        try:
+        async with self.call_errors():  # the client leaving mid-way cancels the call: 499, nothing stored
+            with contextlib.suppress(grpc.aio.AioRpcError, asyncio.InvalidStateError):
+                await self._send(header, form)  # if the service ended the call mid-upload, its status says why
             reply = await self.call
-        except grpc.aio.AioRpcError as error:
-            raise from_rpc_error(error) from None
         self.write_json(file_object(reply.file))
 
     async def _send(self, header: pb.FileHeader, form: UploadForm) -> None:

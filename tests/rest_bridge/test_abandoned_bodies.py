@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import http.client
 import json
+import logging
 import os
 import select
 import socket
@@ -27,7 +28,7 @@ from rest_bridge.errors import BridgeError
 from rest_bridge.key_check import KeysSeen
 from rest_bridge.server import Bridge
 from tests.conftest import ServerThread
-from tests.rest_bridge.conftest import RunningBridge, served_with_bridge
+from tests.rest_bridge.conftest import RunningBridge, http_request, served_with_bridge
 from tests.rest_bridge.envoy_proxy import ENVOY, address
 from tests.rest_bridge.replicas import free_port, stop
 from tests.rest_bridge.test_conversations import KEYS, TINY
@@ -352,3 +353,25 @@ def test_keys_seen_remembers_acceptances_for_a_while_in_bounded_number_and_never
     now[0] = 61
     check("a", True)  # forgotten after a minute
     assert asked[-2:] == ["a", "a"]
+
+
+def test_an_upload_whose_client_leaves_before_the_answer_is_499_not_500(
+    paced: RunningBridge, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The body arrives whole, then the client leaves while the bridge streams the spool to the service: the
+    # call is cancelled, which escaped as an uncaught CancelledError (500, a traceback at ERROR) before.
+    size = 30 * MIB
+    end = f'\r\n--{BOUNDARY}\r\nContent-Disposition: form-data; name="purpose"\r\n\r\nbatch\r\n--{BOUNDARY}--\r\n'
+    assert http_request(paced.port, "GET", "/v3/models").status == 200  # the bridge's channel open
+    fds = descriptors()
+    with caplog.at_level(logging.INFO):
+        for _ in range(4):
+            with socket.create_connection(("127.0.0.1", paced.port)) as sock:
+                sock.sendall(head("/v3/files", len(FILE_PART) + size + len(end), FORM) + FILE_PART)
+                sock.sendall(memoryview(PAYLOAD + PAYLOAD)[:size])
+                sock.sendall(end.encode())
+                time.sleep(0.05)  # the bridge is sending the spool to the service now
+        after, handlers = settled(paced, fds)
+    assert handlers == 0 and after[1] <= fds[1]
+    statuses = [record.getMessage().split()[0] for record in caplog.records if record.name == "tornado.access"]
+    assert "500" not in statuses and not [r for r in caplog.records if r.name == "tornado.application"], statuses
