@@ -147,7 +147,7 @@ for thread in threads:
     thread.join()
 print(json.dumps(outcomes))
 """
-HELD_S = 6.0  # how long the model's process reads nothing, from when the checker starts (the requests come ~1 s in)
+HELD_S = 8.0  # how long the model's process reads nothing, from when the checker starts (the requests come ~1 s in)
 
 
 def test_concurrent_large_embeddings_stall_nobody_while_their_model_is_busy() -> None:
@@ -180,5 +180,6 @@ def test_concurrent_large_embeddings_stall_nobody_while_their_model_is_busy() ->
         f"{statistics.median(during) * 1000:.2f} ms, max {max(during) * 1000:.1f} ms ({len(during)} checks)"
     )
     assert [outcome["status"] for outcome in found["outcomes"]] == [200] * 32
-    # Before, the event loop waited on the full pipe until the process read again: /health for seconds.
-    assert max(during) <= 200 * idle
+    # Before, the event loop waited on the full pipe until the process read again: /health for most of HELD_S
+    # (4.8-6.8 s, a third of the run), where now it waits as beside any heavy request (93-192 ms, idle ~2 ms).
+    assert max(during) <= max(200 * idle, found["took"] / 10)
