@@ -163,6 +163,10 @@ async def create_embedding(
 
     # Token ids count like characters here: decoding 2,048 inputs of 1,000 ids is work for a thread too.
     work = size + sum(len(prompt.token_ids.ids) for prompt in request.input_prompts)
+    try:
+        pipeline.check_room()  # a full queue refuses before the tokenising, not after waiting its turn for WORKER
+    except EngineError as error:
+        raise service_error(error) from None
     rows, texts, fields = await _off_the_loop_if_large(work, prepare)
     longest = pipeline.max_model_len
     InvalidArgument.check(

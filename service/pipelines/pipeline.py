@@ -232,16 +232,10 @@ class Pipeline(Supervised):
             async for answer in answers:
                 yield answer
 
-    async def _result(self, make_job: Callable[[int], object], size: int) -> Any:
-        # Closed on return, not whenever the event loop finalises it: its finally lets go of the job, which until
-        # then still counted as queued after its answer had gone out (against --max-queued-jobs).
-        async with contextlib.aclosing(self._answers(make_job, size)) as answers:
-            async for answer in answers:
-                return answer
-        raise EngineError("the pipeline gave no answer")  # unreachable: _answers ends with one
-
-    async def _answers(self, make_job: Callable[[int], object], size: int = 0) -> AsyncGenerator[Any, None]:
-        """The job's answers; ``size``: what it holds, counted against the model's queue budget (QUEUE_BUDGETS)."""
+    def check_room(self, size: int = 1) -> None:
+        """EngineUnavailable or EngineOverloaded unless a request holding ``size`` (QUEUE_BUDGETS' unit) fits the
+        model's queue now; with the default, whether the queue has any room (before a request's costly preparation,
+        so a full queue refuses at once)."""
         if not self._supervisor.started or not self.up:
             raise self._supervisor.unavailable()
         if len(self._pending) >= self.settings.max_queued_jobs:
@@ -253,6 +247,18 @@ class Pipeline(Supervised):
         if size and held and held + size > getattr(self.settings, setting):
             flag = "--" + setting.replace("_", "-")
             raise EngineOverloaded(f"{self.name!r} holds {held} {unit} waiting ({flag}); retry shortly")
+
+    async def _result(self, make_job: Callable[[int], object], size: int) -> Any:
+        # Closed on return, not whenever the event loop finalises it: its finally lets go of the job, which until
+        # then still counted as queued after its answer had gone out (against --max-queued-jobs).
+        async with contextlib.aclosing(self._answers(make_job, size)) as answers:
+            async for answer in answers:
+                return answer
+        raise EngineError("the pipeline gave no answer")  # unreachable: _answers ends with one
+
+    async def _answers(self, make_job: Callable[[int], object], size: int = 0) -> AsyncGenerator[Any, None]:
+        """The job's answers; ``size``: what it holds, counted against the model's queue budget (QUEUE_BUDGETS)."""
+        self.check_room(size)
         job_id = next(self._ids)
         pending = self._pending[job_id] = _Pending(size)
         finished = False

@@ -11,6 +11,7 @@ import dataclasses
 import json
 import os
 import signal
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -267,6 +268,34 @@ def test_waiting_tokens_past_the_budget_are_refused_and_one_request_is_always_ta
             assert stub.CreateEmbedding(embedding_pb2.CreateEmbeddingRequest(model=MODEL, input="now"), timeout=60).data
     finally:
         running.stop()
+
+
+def test_a_full_queue_refuses_a_large_request_before_tokenising_it(own_server: ServerThread) -> None:
+    """The queue is checked before a large request waits for the embeddings thread (service.api.embeddings.WORKER):
+    its 429 comes at once, not after every request ahead has been tokenised only to be refused too."""
+    from service.api import embeddings
+
+    pipeline = _pipeline(own_server)
+    assert pipeline.pid is not None
+    busy, release = threading.Event(), threading.Event()
+    with grpc.insecure_channel(own_server.target) as channel:
+        stub = embedding_pb2_grpc.EmbeddingServiceStub(channel)
+        os.kill(pipeline.pid, signal.SIGSTOP)  # the process holds what it is sent
+        try:
+            waiting = [_embed(stub, "first"), _embed(stub, "second")]  # --max-queued-jobs 2: full
+            _until(lambda: pipeline.queued == 2)
+            embeddings.WORKER.submit(lambda: (busy.set(), release.wait(60)))  # the thread is taken meanwhile
+            assert busy.wait(30)
+            large = embedding_pb2.CreateEmbeddingRequest(
+                model=MODEL, input_prompts=[completion_pb2.Prompt(text="word " * 40)] * 200
+            )  # more characters than are tokenised on the event loop
+            with pytest.raises(grpc.RpcError) as refused:
+                stub.CreateEmbedding(large, timeout=10)
+            assert refused.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED, refused.value
+        finally:
+            release.set()
+            os.kill(pipeline.pid, signal.SIGCONT)
+        assert all(future.result().data for future in waiting)
 
 
 def test_a_killed_pipeline_fails_its_requests_retriably_and_comes_back(own_server: ServerThread) -> None:
