@@ -2,8 +2,9 @@
 
 Route handlers are thin: ``translate`` turns OpenAI JSON into proto requests, ``render`` turns proto replies
 into OpenAI JSON, ``errors`` maps every failure to OpenAI's envelope. What lives here is HTTP: request ids,
-metadata, deadlines, the body limit, the event stream, and cancelling the gRPC call the moment the client goes
-away.
+metadata, deadlines, the body limit, the body's guards (the key checked before a large body is read, a minimum
+pace, everything let go of when a body is abandoned), the event stream, and cancelling the gRPC call the moment
+the client goes away.
 """
 
 from __future__ import annotations
