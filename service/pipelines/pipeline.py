@@ -80,7 +80,7 @@ class PipelineSettings:
     )
 
     max_queued_tokens: int = field(
-        default=1024 * 1024,
+        default=2**20,  # tokens: 2,048 inputs of 512 tokens, the largest request of a BERT-sized model
         metadata={
             "help": "tokens of embedding inputs or rerank pairs that may wait for one model; beyond, 429 / "
             "RESOURCE_EXHAUSTED (one request is always taken)",
