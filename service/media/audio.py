@@ -59,19 +59,23 @@ def _check_header(field: str, rate: int, channels: int, frames: int, max_seconds
             raise MediaError(field, f"its {what} is {value:,.0f}{unit}; taken: {lowest:,.0f} to {highest:,.0f}{unit}")
 
 
+# The data chunk's size left by a writer to a pipe (ffmpeg's, for one): it cannot seek back to write the length.
+UNKNOWN_WAV_LENGTH = 2**32 - 1
+
+
 def _check_wav_data(field: str, data: bytes) -> None:
     """MediaError naming ``field`` when a WAV's data chunk declares more bytes than the file holds.
 
     libsndfile reads such a file as the frames present, so a header declaring 2^31 frames over 1,000 was answered
-    as a short recording; a length the file contradicts (a truncated upload, or a length never written, as a
-    recorder writing to a pipe leaves it) is refused instead, whatever it declares, without reading it.
+    as a short recording; a length the file contradicts (a truncated upload, a forged header) is refused instead,
+    without reading it. Except UNKNOWN_WAV_LENGTH, which claims nothing: the file is its frames present.
     """
     offset = 12  # after "RIFF", its size and "WAVE"; the chunks follow, each a 4-byte id and size, padded to even
     while offset + 8 <= len(data):
         chunk, size = data[offset : offset + 4], int.from_bytes(data[offset + 4 : offset + 8], "little")
         if chunk == b"data":
             present = len(data) - offset - 8
-            if size > present:
+            if size > present and size != UNKNOWN_WAV_LENGTH:
                 raise MediaError(
                     field, f"its header declares {size:,} bytes of samples; the file holds {present:,} (truncated?)"
                 )

@@ -118,7 +118,7 @@ def test_an_absurd_wav_header_is_a_400_naming_file(
     [
         2**31,  # read as its 1,000 frames present, answered 200 before
         16_000 * 3600,  # an hour at 16 kHz over 1,000 frames: likewise
-        2**32 - 1,  # the largest size a data chunk can say (what a recorder writing to a pipe leaves)
+        2**32 - 2,  # short of the size that says the length is unknown (below)
         1001,  # one frame short: a truncated upload
     ],
 )
@@ -129,6 +129,17 @@ def test_a_wav_declaring_more_than_it_holds_is_a_400_naming_file(bridge: Running
     assert reply.status_code == 400, reply.text
     error = reply.json()["error"]
     assert error["param"] == "file" and f"declares {declared:,} bytes" in error["message"], error
+
+
+def test_a_wav_whose_length_was_never_written_is_its_frames_present(bridge: RunningBridge) -> None:
+    """A writer to a pipe (ffmpeg's, for one) leaves the data size at 2^32 - 1: no claim, read to the end."""
+    wav = _wav(16_000, 8_000, declared=2**32 - 1)
+    reply = _post(
+        bridge,
+        _form(_part("model", MODEL.encode()), _part("file", wav, "a.wav"), _part("response_format", b"verbose_json")),
+    )
+    assert reply.status_code == 200, reply.text
+    assert reply.json()["duration"] == pytest.approx(0.5, abs=0.01)
 
 
 def test_the_sample_rate_bounds_themselves_are_taken(bridge: RunningBridge) -> None:
