@@ -24,8 +24,12 @@ from typing import Any
 
 from PIL import Image
 
+from service.api.logprobs import MAX_COMPLETION_LOGPROBS, MAX_REQUEST_SCORES
+from service.engine import MAX_ALTERNATIVES
 from tests import documents, images
 from tests.rest_bridge.test_http_fuzz import RAW, VALUES, encode, mutated_body
+from tests.rest_bridge.test_logprobs_bounds import FIRST, SECOND, TOKENS
+from tests.rest_bridge.test_logprobs_bounds import prompts as token_prompts
 
 AUDIO_MODEL, CHAT_MODEL, VISION_MODEL = "tiny-whisper", "tiny-chat", "tiny-vision"
 EMBED_MODEL, RERANK_MODEL = "tiny-embed", "tiny-rerank"
@@ -34,6 +38,36 @@ BOUNDARY = "surface-fuzz-boundary"
 MIB = 1 << 20
 JSON_TYPE = {"Content-Type": "application/json"}
 FORM_TYPE = {"Content-Type": f"multipart/form-data; boundary={BOUNDARY}"}
+
+
+@dataclass(frozen=True)
+class Expected:
+    """What the generator knows an answer must be: its status and, for a 400, the fields one of which its
+    ``param`` names (the field itself or an item of it: ``prompt[3]``)."""
+
+    status: int
+    params: frozenset[str] = frozenset()
+
+    def wrong(self, status: int, body: bytes) -> str | None:
+        """What is wrong with an answer of ``status`` and ``body``, if anything."""
+        if status != self.status:
+            return f"not the {self.status} expected"
+        if not self.params:
+            return None
+        try:
+            param = json.loads(body)["error"]["param"]
+        except (ValueError, KeyError, TypeError):
+            return "no error envelope"
+        named = isinstance(param, str) and any(param == f or param.startswith((f"{f}[", f"{f}.")) for f in self.params)
+        return None if named else f"param {param!r}, not one of {sorted(self.params)}"
+
+
+OK = Expected(200)
+
+
+def refused(*fields: str) -> Expected:
+    """A 400 naming one of ``fields``."""
+    return Expected(400, frozenset(fields))
 
 
 @dataclass(frozen=True)
@@ -47,6 +81,9 @@ class HttpCase:
     body: bytes | None
     headers: dict[str, str]
     names_param: bool  # the body was one the bridge could read: a 400 names the field
+    # The answer, where the generator knows it (the request's only fault a value known to be refused, or none);
+    # None: any answer below 500 in OpenAI's envelope (random mutations can be valid or not).
+    expect: Expected | None = None
 
     def describe(self) -> str:
         """The request as a report line shows it (the body cut to 300 bytes)."""
@@ -63,9 +100,9 @@ class Context:
     batch_file: str = ""  # an uploaded batch input file of the storm's own (one request line)
 
 
-def json_case(surface: str, label: str, path: str, body: Any) -> HttpCase:
+def json_case(surface: str, label: str, path: str, body: Any, expect: Expected | None = None) -> HttpCase:
     """A POST of ``body`` as JSON (RAW pieces spliced in); a JSON object names the field of a 400."""
-    return HttpCase(surface, label, "POST", path, encode(body).encode(), JSON_TYPE, isinstance(body, dict))
+    return HttpCase(surface, label, "POST", path, encode(body).encode(), JSON_TYPE, isinstance(body, dict), expect)
 
 
 def mutated(surface: str, path: str, seed: dict[str, Any], rng: random.Random) -> HttpCase:
@@ -89,35 +126,36 @@ def wav(rate: int, frames: int, channels: int = 1, bits: int = 8, tag: int = 1, 
 
 
 SHORT_WAV = wav(8000, 2000)  # a quarter of a second: Whisper's cheapest valid input
-# (label, file bytes): what a header declares, then what is not audio at all. Every readable one holds 1,000
-# frames at least: a recording of 200 samples or fewer (at 16 kHz) fails Whisper with a 500, a fault pinned by
+# (label, file bytes, refused): what a header declares, then what is not audio at all; refused: sent alone, the
+# file is known to get a 400 naming ``file`` (a 7-bit WAV may be read as 8-bit). Every readable one holds 1,000
+# frames at least: a recording of 200 samples or fewer (at 16 kHz) failed Whisper with a 500, a fault pinned by
 # its own test (test_the_shortest_recordings_are_not_a_server_error) so the storm stays about the rest.
-AUDIO_FILES: list[tuple[str, Callable[[], bytes]]] = [
-    ("1 Hz, 1,795 s", lambda: wav(1, 1795)),
-    ("2^31-1 Hz", lambda: wav(2**31 - 1, 1000)),
-    ("0 Hz", lambda: wav(0, 1000)),
-    ("0 channels", lambda: wav(8000, 1000, channels=0)),
-    ("65535 channels", lambda: wav(8000, 1, channels=65535)),
-    ("9 channels", lambda: wav(8000, 1000, channels=9)),
-    ("declares 4 GB of data", lambda: wav(8000, 1000, declared=0xFFFFFF00)),
-    ("declares 100x its data", lambda: wav(16000, 1600, declared=160_000)),
-    ("1,801 s at 1 kHz", lambda: wav(1000, 1_801_000)),
-    ("0 bits", lambda: wav(8000, 1000, bits=0)),
-    ("7 bits", lambda: wav(8000, 1000, bits=7)),
-    ("64-bit integers", lambda: wav(8000, 1000, bits=64)),
-    ("float of 8 bits", lambda: wav(8000, 1000, tag=3)),
-    ("extensible without its extension", lambda: wav(8000, 1000, tag=0xFFFE)),
-    ("MP3 inside WAV", lambda: wav(8000, 1000, tag=0x55)),
-    ("header only", lambda: SHORT_WAV[:44]),
-    ("cut in the header", lambda: SHORT_WAV[:30]),
-    ("RIFF and nothing", lambda: b"RIFF"),
-    ("empty", lambda: b""),
-    ("a PNG", lambda: images.encoded()),
-    ("a PDF", lambda: documents.pdf(["not audio"])),
-    ("text", lambda: b"hello, I am not audio"),
-    ("OggS garbage", lambda: b"OggS" + bytes(200)),
-    ("fLaC garbage", lambda: b"fLaC" + bytes(200)),
-    ("ID3 garbage", lambda: b"ID3\x04\x00\x00\x00\x00\x00\x00" + bytes(200)),
+AUDIO_FILES: list[tuple[str, Callable[[], bytes], bool]] = [
+    ("1 Hz, 1,795 s", lambda: wav(1, 1795), True),
+    ("2^31-1 Hz", lambda: wav(2**31 - 1, 1000), True),
+    ("0 Hz", lambda: wav(0, 1000), True),
+    ("0 channels", lambda: wav(8000, 1000, channels=0), True),
+    ("65535 channels", lambda: wav(8000, 1, channels=65535), True),
+    ("9 channels", lambda: wav(8000, 1000, channels=9), True),
+    ("declares 4 GB of data", lambda: wav(8000, 1000, declared=0xFFFFFF00), False),
+    ("declares 100x its data", lambda: wav(16000, 1600, declared=160_000), False),
+    ("1,801 s at 1 kHz", lambda: wav(1000, 1_801_000), True),
+    ("0 bits", lambda: wav(8000, 1000, bits=0), True),
+    ("7 bits", lambda: wav(8000, 1000, bits=7), False),
+    ("64-bit integers", lambda: wav(8000, 1000, bits=64), True),
+    ("float of 8 bits", lambda: wav(8000, 1000, tag=3), True),
+    ("extensible without its extension", lambda: wav(8000, 1000, tag=0xFFFE), True),
+    ("MP3 inside WAV", lambda: wav(8000, 1000, tag=0x55), True),
+    ("header only", lambda: SHORT_WAV[:44], True),
+    ("cut in the header", lambda: SHORT_WAV[:30], True),
+    ("RIFF and nothing", lambda: b"RIFF", True),
+    ("empty", lambda: b"", True),
+    ("a PNG", lambda: images.encoded(), True),
+    ("a PDF", lambda: documents.pdf(["not audio"]), True),
+    ("text", lambda: b"hello, I am not audio", True),
+    ("OggS garbage", lambda: b"OggS" + bytes(200), True),
+    ("fLaC garbage", lambda: b"fLaC" + bytes(200), True),
+    ("ID3 garbage", lambda: b"ID3\x04\x00\x00\x00\x00\x00\x00" + bytes(200), True),
 ]  # fmt: skip
 AUDIO_FIELDS: dict[str, list[bytes]] = {  # form fields -> bad (and a few good) values, as the form carries them
     "language": [b"xx", b"", b"EN", b"english", b"a" * 70_000, b"\xff\xfe", b"en\x00", b"zh-Hans"],
@@ -186,19 +224,24 @@ def audio_case(rng: random.Random, context: Context) -> HttpCase:
         return HttpCase("audio", label, "POST", path, body, headers, not translation)
     parts = list(good)
     labels = []
+    file_refused = False
     if roll < 0.7:
-        name, make = rng.choice(AUDIO_FILES)
+        name, make, file_refused = rng.choice(AUDIO_FILES)
         parts[1] = part("file", make(), "a.wav")
         labels.append(f"file: {name}")
     elif roll < 0.75:
         parts.pop(rng.randrange(2))
         labels.append("model or file missing")
-    for _ in range(rng.choice([0, 1, 1, 2])):
+    fields = rng.choice([0, 1, 1, 2])
+    for _ in range(fields):
         name = rng.choice(list(AUDIO_FIELDS))
         value = rng.choice(AUDIO_FIELDS[name])
         parts.append(part(name, value))
         labels.append(f"{name}={value[:20]!r}")
-    return HttpCase("audio", ", ".join(labels) or "valid", "POST", path, form(*parts), FORM_TYPE, not translation)
+    # The file the only fault: its 400 names it (with other fields, one of theirs may be refused first).
+    expect = refused("file") if file_refused and not fields and not translation else None
+    label = ", ".join(labels) or "valid"
+    return HttpCase("audio", label, "POST", path, form(*parts), FORM_TYPE, not translation, expect)
 
 
 # A recording of 1,790 s at 1 kHz: 1.8 MB that Whisper runs through in 60 windows (the longest a request may
@@ -456,14 +499,26 @@ EMBED_INPUTS: list[tuple[str, Callable[[random.Random], Any]]] = [
     ("1 MB", lambda rng: "a" * MIB),
     ("raw values", lambda rng: rng.choice([(RAW, '"\\ud800"'), (RAW, "[NaN]"), "\x00" * 100])),
 ]
-DIMENSIONS = [0, -1, 1, 31, 32, 2**31, 2**40, 1.5, "8", True, None, (RAW, "1e309")]
-ENCODINGS: list[Any] = ["float", "base64", "", "int8", "FLOAT", None, 5, [], "a" * MIB, (RAW, '"\\udfff"')]
+# Values refused whatever else the request holds: tiny-embed's vectors cannot be shortened, and the encodings
+# are OpenAI's two. (An empty encoding_format is still answered with floats, issue 43: drawn, not expected.)
+REFUSED_DIMENSIONS: list[Any] = [0, -1, 1, 31, 32, 2**31, 2**40, 1.5, "8", True, (RAW, "1e309")]
+REFUSED_ENCODINGS: list[Any] = ["int8", "FLOAT", 5, [], "a" * MIB, (RAW, '"\\udfff"')]
+DIMENSIONS = [*REFUSED_DIMENSIONS, None]
+ENCODINGS: list[Any] = ["float", "base64", None, "", *REFUSED_ENCODINGS]
+EMBED_REFUSED = [("dimensions", value) for value in REFUSED_DIMENSIONS] + [
+    ("encoding_format", value) for value in REFUSED_ENCODINGS
+]
 
 
 def embedding_case(rng: random.Random, context: Context) -> HttpCase:
     """Embeddings of strings, token ids (past the vocabulary, negative, 2^40), 2,048 inputs, nested arrays, with
-    extreme dimensions and encoding formats."""
-    if rng.random() < 0.25:
+    extreme dimensions and encoding formats; 1 in 10 the valid seed with one refused value (a 400 naming it)."""
+    roll = rng.random()
+    if roll < 0.1:
+        name, value = rng.choice(EMBED_REFUSED)
+        label = f"only {name} {encode(value)[:20]}"
+        return json_case("embeddings", label, "/v3/embeddings", {**EMBED_SEED, name: value}, refused(name))
+    if roll < 0.35:
         return mutated("embeddings", "/v3/embeddings", EMBED_SEED, rng)
     label, make = rng.choice(EMBED_INPUTS)
     body: dict[str, Any] = {"model": EMBED_MODEL, "input": make(rng)}
@@ -523,6 +578,150 @@ def tokenizer_case(rng: random.Random, context: Context) -> HttpCase:
         label = "tokens"
         return json_case("tokenizer", label, "/v3/detokenize", body)
     return json_case("tokenizer", label, "/v3/tokenize", body)
+
+
+# ---- logprobs: completions and chat asking for scores, within the request's bound and past it ----
+
+COMPLETIONS, CHAT = "/v3/completions", "/v3/chat/completions"
+HI = [{"role": "user", "content": "hi"}]
+LOGPROB_SEEDS: dict[str, dict[str, Any]] = {
+    COMPLETIONS: {"model": CHAT_MODEL, "prompt": "Once", "max_tokens": 2, "logprobs": MAX_COMPLETION_LOGPROBS,
+                  "echo": True, "prompt_logprobs": MAX_ALTERNATIVES, "n": 2, "temperature": 1.0, "seed": 1},
+    CHAT: {"model": CHAT_MODEL, "messages": HI, "max_tokens": 2, "logprobs": True, "top_logprobs": MAX_ALTERNATIVES,
+           "prompt_logprobs": MAX_ALTERNATIVES, "n": 2, "temperature": 1.0, "seed": 1},
+}  # fmt: skip
+MAX_N = 16  # the service's range of n: 1-16
+LENGTH_FIELDS = ("max_tokens", "max_completion_tokens")
+# Per route, field -> values refused whatever else the request holds: past the field's range, or of another type.
+REFUSED_LOGPROB_VALUES: dict[str, dict[str, list[Any]]] = {
+    COMPLETIONS: {"logprobs": [MAX_COMPLETION_LOGPROBS + 1, -1, 2**31, "5", 1.5, True, (RAW, "NaN")],
+                  "echo": ["yes", 1, 0], "max_tokens": [-1, 2**31, 1.5, "x", 5000]},
+    CHAT: {"top_logprobs": [MAX_ALTERNATIVES + 1, -1, 2**31, 1.5, "5", True], "logprobs": [5, "yes", 1, 0],
+           "max_tokens": [-1, 0, 2**31, 1.5, 5000], "max_completion_tokens": [-1, 0, 5000]},
+}  # fmt: skip
+for _values in REFUSED_LOGPROB_VALUES.values():
+    _values.update(n=[0, MAX_N + 1, -1, 2**31, 1.5, "2"], prompt_logprobs=[MAX_ALTERNATIVES + 1, -1, 2**40, 1.5, "3"])
+PAST_THE_BOUND = "past the bound"  # the label of a request refused for the scores its answer would hold
+# Stops that end a sampled output within a few tokens: a request at the bound is accepted for its longest output
+# (what max_tokens allows), but should not take that long.
+EARLY_STOPS = [" ", "e", "a", "t"]
+
+
+def _past_the_bound(rng: random.Random) -> tuple[str, str, dict[str, Any]]:
+    """A request whose answer would hold more than MAX_REQUEST_SCORES scores (label, path, body): prompts of
+    TOKENS tokens scored, echoed or scored once per choice, or many choices' outputs scored; streamed or not."""
+    top = rng.randint(4, MAX_ALTERNATIVES)  # with fewer, 64 prompts of TOKENS tokens fit
+    least = MAX_REQUEST_SCORES // (TOKENS * (top + 1)) + 1  # prompts past the bound
+    echoed = rng.randint(4, MAX_COMPLETION_LOGPROBS)
+    made: list[tuple[str, str, dict[str, Any]]] = [
+        ("the issue's first", COMPLETIONS, FIRST),
+        ("the issue's second", COMPLETIONS, SECOND),
+        (f"prompts scored, {top} alternatives", COMPLETIONS,
+         {"prompt": token_prompts(rng.randint(least, 64)), "prompt_logprobs": top, "max_tokens": 1}),
+        ("a prompt scored per choice", COMPLETIONS,
+         {"prompt": token_prompts(1), "prompt_logprobs": rng.randint(17, MAX_ALTERNATIVES), "n": MAX_N,
+          "temperature": 1.0, "max_tokens": 1}),
+        ("prompts echoed with logprobs", COMPLETIONS,
+         {"prompt": token_prompts(64), "echo": True, "logprobs": echoed, "max_tokens": 1}),
+        ("many choices' outputs", COMPLETIONS,
+         {"prompt": ["Once"] * rng.choice([16, 64]), "logprobs": echoed, "n": MAX_N, "temperature": 1.0,
+          "max_tokens": 1000}),
+        ("a chat's choices", CHAT,  # 16 x 1,000 tokens x 17 scores at the least
+         {"messages": HI, "logprobs": True, "top_logprobs": rng.randint(16, MAX_ALTERNATIVES), "n": MAX_N,
+          "temperature": 1.0, **rng.choice([{"max_tokens": 1000}, {"max_completion_tokens": 1500}])}),
+    ]  # fmt: skip
+    label, path, body = rng.choice(made)
+    return label, path, {"model": CHAT_MODEL, **body, **({"stream": True} if rng.random() < 0.3 else {})}
+
+
+def _at_the_bound(rng: random.Random, past: bool) -> tuple[str, str, dict[str, Any]]:
+    """Choices whose longest outputs' scores are exactly MAX_REQUEST_SCORES or fewer (the most tokens that fit),
+    or one token more each (label, path, body); or, accepted, no length at all (the outputs are cut where their
+    scores reach the bound). Early stops keep the accepted ones short."""
+    sampled = {"temperature": 1.0, "seed": rng.randrange(1000), "stop": EARLY_STOPS}
+    roll = rng.random()
+    if roll < 0.2 and not past:
+        body = {"messages": HI, "logprobs": True, "top_logprobs": MAX_ALTERNATIVES, "n": MAX_N, **sampled}
+        return f"{MAX_N} choices x {MAX_ALTERNATIVES + 1}, no length", CHAT, {"model": CHAT_MODEL, **body}
+    if roll < 0.6:
+        n, top = rng.randint(8, MAX_N), rng.randint(16, MAX_ALTERNATIVES)  # at most ~1,900 tokens: within the room
+        length = MAX_REQUEST_SCORES // (n * (top + 1)) + past
+        body = {"messages": HI, "logprobs": True, "top_logprobs": top, "n": n, "max_tokens": length, **sampled}
+        return f"{n} choices x {length} tokens x {top + 1}", CHAT, {"model": CHAT_MODEL, **body}
+    top = rng.randint(4, MAX_COMPLETION_LOGPROBS)
+    length = MAX_REQUEST_SCORES // (2 * MAX_N * (top + 1)) + past
+    body = {"prompt": ["Once", "Upon"], "logprobs": top, "n": MAX_N, "max_tokens": length, **sampled}
+    return f"2 prompts x {MAX_N} choices x {length} tokens x {top + 1}", COMPLETIONS, {"model": CHAT_MODEL, **body}
+
+
+def _short_prompts(rng: random.Random) -> tuple[Any, int]:
+    """A completions prompt of a few tokens, and how many prompts it is: text, texts, token ids, or lists of them
+    (up to 16 prompts)."""
+
+    def ids() -> list[int]:
+        return [rng.randrange(100, 1000) for _ in range(rng.randint(1, 8))]
+
+    count = rng.randint(1, 16)
+    return rng.choice([
+        (" ".join(rng.choices(WORDS, k=rng.randint(1, 6))), 1),
+        ([" ".join(rng.choices(WORDS, k=rng.randint(1, 4))) for _ in range(count)], count),
+        (ids(), 1),
+        ([ids() for _ in range(count)], count),
+    ])  # fmt: skip
+
+
+def _within_the_bound(rng: random.Random, path: str) -> dict[str, Any]:
+    """A valid request asking for scores at their extremes on short prompts and outputs (32 choices at most)."""
+    body: dict[str, Any] = {"model": CHAT_MODEL, "max_tokens": rng.randint(1, 4), "seed": rng.randrange(1000)}
+    if rng.random() < 0.4:
+        body["prompt_logprobs"] = rng.choice([0, MAX_ALTERNATIVES, rng.randint(0, MAX_ALTERNATIVES)])
+    prompts = 1
+    if path == COMPLETIONS:
+        body["prompt"], prompts = _short_prompts(rng)
+        if rng.random() < 0.7:
+            body["logprobs"] = rng.choice([0, MAX_COMPLETION_LOGPROBS, rng.randint(0, MAX_COMPLETION_LOGPROBS)])
+        if rng.random() < 0.4:
+            body["echo"] = True
+            if rng.random() < 0.3:
+                body["max_tokens"] = 0  # the prompt scored, nothing generated
+    else:
+        body["messages"] = HI * rng.randint(1, 3)
+        if rng.random() < 0.7:
+            body["logprobs"] = True
+            if rng.random() < 0.7:
+                body["top_logprobs"] = rng.choice([0, MAX_ALTERNATIVES, rng.randint(0, MAX_ALTERNATIVES)])
+    n = rng.choice([1, 1, 2, MAX_N]) if body["max_tokens"] else 1  # (scoring a prompt alone is one choice)
+    body["n"] = max(1, min(n, 32 // prompts))
+    body["temperature"] = 1.0 if body["n"] > 1 else rng.choice([0, 1.0])
+    if rng.random() < 0.2:
+        body["stream"] = True
+    return body
+
+
+def logprob_case(rng: random.Random, context: Context) -> HttpCase:
+    """Completions and chat asking for logprobs: one value refused (a 400 naming it), past MAX_REQUEST_SCORES (a
+    400 naming one of the fields that count, before any work), at the bound and one token past it, within it at
+    the fields' extremes (200), or a generic mutation."""
+    path = rng.choice([COMPLETIONS, CHAT])
+    roll = rng.random()
+    if roll < 0.15:
+        return mutated("logprobs", path, LOGPROB_SEEDS[path], rng)
+    if roll < 0.45:
+        name = rng.choice(list(REFUSED_LOGPROB_VALUES[path]))
+        value = rng.choice(REFUSED_LOGPROB_VALUES[path][name])
+        body = {**LOGPROB_SEEDS[path], name: value}
+        return json_case("logprobs", f"only {name} {encode(value)[:20]}", path, body, refused(name))
+    if roll < 0.7:
+        label, path, body = _past_the_bound(rng)
+        counted = {*body} & {"prompt", "messages", "n", "prompt_logprobs", "echo", "logprobs", "top_logprobs"}
+        return json_case("logprobs", f"{PAST_THE_BOUND}: {label}", path, body, refused(*counted, *LENGTH_FIELDS))
+    if roll < 0.76:
+        past = rng.random() < 0.5
+        label, path, body = _at_the_bound(rng, past)
+        expect = refused("n", "logprobs", "top_logprobs", *LENGTH_FIELDS) if past else OK
+        return json_case("logprobs", f"{PAST_THE_BOUND if past else 'at the bound'}: {label}", path, body, expect)
+    body = _within_the_bound(rng, path)
+    return json_case("logprobs", f"within the bound: {encode(body)[:60]}", path, body, OK)
 
 
 # ---- conversations ----
@@ -668,6 +867,7 @@ SURFACES: dict[str, tuple[int, Callable[[random.Random, Context], HttpCase]]] = 
     "conversations": (300, conversation_case),
     "files": (240, file_case),
     "batches": (160, batch_case),
+    "logprobs": (200, logprob_case),
 }
 
 

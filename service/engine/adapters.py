@@ -254,7 +254,7 @@ def _tensor(key: str, value: Any) -> _Tensor:
     if not isinstance(value, dict):
         raise ValueError(f"tensor {key!r} is not a JSON object")
     dtype, shape, offsets = value.get("dtype"), value.get("shape"), value.get("data_offsets")
-    if dtype not in _FLOATS:
+    if not isinstance(dtype, str) or dtype not in _FLOATS:  # (a list or an object is no key of _FLOATS at all)
         raise ValueError(f"tensor {key!r} is {dtype!r}; LoRA matrices are F32, F16 or BF16")
     if not isinstance(shape, list) or not all(_natural(n) for n in shape):
         raise ValueError(f"tensor {key!r}: its shape is not a list of sizes")

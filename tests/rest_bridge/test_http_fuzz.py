@@ -79,6 +79,8 @@ def encode(value: Any) -> str:
     if isinstance(value, dict):
         return "{" + ", ".join(f"{json.dumps(k)}: {encode(v)}" for k, v in value.items()) + "}"
     if isinstance(value, list):
+        if all(type(v) is int for v in value):  # token ids, thousands of them: no RAW piece in there
+            return json.dumps(value)
         return "[" + ", ".join(encode(v) for v in value) + "]"
     return json.dumps(value)
 
