@@ -1,5 +1,6 @@
 """Generated bad inputs for the newer surfaces: audio uploads, documents, images, rerank and score, embeddings,
-tokenize, conversations and the Responses WebSocket (the standing fuzz of tests/rest_bridge/test_surface_fuzz.py).
+tokenize, conversations, files, batches, logprobs and the Responses WebSocket (the standing fuzz of
+tests/rest_bridge/test_surface_fuzz.py).
 
 Each surface has a valid seed request and a maker that breaks it one way or several with a seeded
 ``random.Random``: the hostile inputs the surface is known to meet (multipart bodies cut short, WAV headers
@@ -137,8 +138,10 @@ AUDIO_FILES: list[tuple[str, Callable[[], bytes], bool]] = [
     ("0 channels", lambda: wav(8000, 1000, channels=0), True),
     ("65535 channels", lambda: wav(8000, 1, channels=65535), True),
     ("9 channels", lambda: wav(8000, 1000, channels=9), True),
-    ("declares 4 GB of data", lambda: wav(8000, 1000, declared=0xFFFFFF00), False),
-    ("declares 100x its data", lambda: wav(16000, 1600, declared=160_000), False),
+    ("declares 4 GB of data", lambda: wav(8000, 1000, declared=0xFFFFFF00), True),  # (2xx before issue 43)
+    ("declares 100x its data", lambda: wav(16000, 1600, declared=160_000), True),
+    ("declares an hour", lambda: wav(16000, 1000, declared=16000 * 3600), True),
+    ("declares 2^32-1: no length written", lambda: wav(16000, 8000, declared=0xFFFFFFFF), False),  # (as ffmpeg)
     ("1,801 s at 1 kHz", lambda: wav(1000, 1_801_000), True),
     ("0 bits", lambda: wav(8000, 1000, bits=0), True),
     ("7 bits", lambda: wav(8000, 1000, bits=7), False),
@@ -500,11 +503,11 @@ EMBED_INPUTS: list[tuple[str, Callable[[random.Random], Any]]] = [
     ("raw values", lambda rng: rng.choice([(RAW, '"\\ud800"'), (RAW, "[NaN]"), "\x00" * 100])),
 ]
 # Values refused whatever else the request holds: tiny-embed's vectors cannot be shortened, and the encodings
-# are OpenAI's two. (An empty encoding_format is still answered with floats, issue 43: drawn, not expected.)
+# are OpenAI's two (an empty one names none: answered with floats before issue 43).
 REFUSED_DIMENSIONS: list[Any] = [0, -1, 1, 31, 32, 2**31, 2**40, 1.5, "8", True, (RAW, "1e309")]
-REFUSED_ENCODINGS: list[Any] = ["int8", "FLOAT", 5, [], "a" * MIB, (RAW, '"\\udfff"')]
+REFUSED_ENCODINGS: list[Any] = ["", "int8", "FLOAT", 5, [], "a" * MIB, (RAW, '"\\udfff"')]
 DIMENSIONS = [*REFUSED_DIMENSIONS, None]
-ENCODINGS: list[Any] = ["float", "base64", None, "", *REFUSED_ENCODINGS]
+ENCODINGS: list[Any] = ["float", "base64", None, *REFUSED_ENCODINGS]
 EMBED_REFUSED = [("dimensions", value) for value in REFUSED_DIMENSIONS] + [
     ("encoding_format", value) for value in REFUSED_ENCODINGS
 ]
@@ -897,10 +900,30 @@ def seed_cases() -> list[HttpCase]:
     ] + [json_case(surface, "seed", path, body) for surface, path, body in bodies]
 
 
+def known_cases() -> Iterator[HttpCase]:
+    """Each value known to be refused, alone in a valid request, once (whatever the seed draws): a 400 naming
+    it. Embeddings' dimensions and encodings, the audio files refused, logprobs' fields past their ranges."""
+    for name, value in EMBED_REFUSED:
+        body = {**EMBED_SEED, name: value}
+        yield json_case("embeddings", f"only {name} {encode(value)[:20]}", "/v3/embeddings", body, refused(name))
+    for label, make, file_refused in AUDIO_FILES:
+        if file_refused:
+            body = form(part("model", AUDIO_MODEL.encode()), part("file", make(), "a.wav"))
+            path = "/v3/audio/transcriptions"
+            yield HttpCase("audio", f"file: {label}", "POST", path, body, FORM_TYPE, True, refused("file"))
+    for path, fields in REFUSED_LOGPROB_VALUES.items():
+        for name, values in fields.items():
+            for value in values:
+                body = {**LOGPROB_SEEDS[path], name: value}
+                yield json_case("logprobs", f"only {name} {encode(value)[:20]}", path, body, refused(name))
+
+
 def http_cases(rng: random.Random, context: Context) -> Iterator[HttpCase]:
-    """The storm's requests in a fixed order: the long recording first (it runs beside everything else), then
-    the surfaces' requests shuffled together. Made one at a time as they are sent, not held all at once."""
+    """The storm's requests in a fixed order: the long recording first (it runs beside everything else), each
+    value known to be refused once, then the surfaces' requests shuffled together. Made one at a time as they are
+    sent, not held all at once."""
     yield LONG_SILENCE
+    yield from known_cases()
     order = [surface for surface, (count, _) in SURFACES.items() for _ in range(count)]
     rng.shuffle(order)
     for surface in order:

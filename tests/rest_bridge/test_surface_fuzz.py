@@ -1,5 +1,6 @@
 """A standing fuzz suite for the newer surfaces: audio uploads, documents, images, rerank and score, embeddings,
-tokenize, conversations and the Responses WebSocket, under generated bad inputs (tests/surface_inputs.py).
+tokenize, conversations, files, batches, logprobs and the Responses WebSocket, under generated bad inputs
+(tests/surface_inputs.py).
 
 One storm, bounded in count: four HTTP clients send the generated requests while three WebSocket connections
 send theirs and a probe times GET /health. Whatever is sent, every HTTP answer is below 500 and in OpenAI's error
