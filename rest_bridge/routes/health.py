@@ -56,11 +56,15 @@ class ServerFigures(Protocol):
         ...
 
 
+@tornado.web.stream_request_body
 class MetricsHandler(tornado.web.RequestHandler):
     """GET /metrics: the Prometheus metrics of the process that serves the models (only beside it)."""
 
     def initialize(self, figures: ServerFigures) -> None:  # type: ignore[override]
         self._figures = figures
+
+    def data_received(self, chunk: bytes) -> None:
+        """A body sent here (none is taken) is dropped as it arrives, not buffered whole before the 405."""
 
     async def get(self) -> None:
         body, content_type = await self._figures.metrics_exposition()

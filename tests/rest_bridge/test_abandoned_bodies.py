@@ -20,13 +20,19 @@ import tempfile
 import time
 import urllib.request
 from collections.abc import Iterator
+from typing import Any, cast
 
+import grpc
 import pytest
+import tornado.websocket
 
 from clients.defaults import MIB
+from rest_bridge.app import make_app
 from rest_bridge.config import BridgeSettings
 from rest_bridge.errors import BridgeError
+from rest_bridge.handler import NotFoundHandler
 from rest_bridge.key_check import KeysSeen
+from rest_bridge.routes.health import ServerFigures
 from rest_bridge.server import Bridge
 from tests.conftest import ServerThread
 from tests.rest_bridge.conftest import RunningBridge, http_request, served_with_bridge
@@ -379,3 +385,24 @@ def test_an_upload_whose_client_leaves_before_the_answer_is_499_not_500(
     assert handlers == 0 and after[1] <= fds[1]
     statuses = [record.getMessage().split()[0] for record in caplog.records if record.name == "tornado.access"]
     assert "500" not in statuses and not [r for r in caplog.records if r.name == "tornado.application"], statuses
+
+
+def test_every_http_route_streams_its_body() -> None:
+    """A handler that is not stream_request_body has tornado buffer its whole body (up to the server's
+    max_body_size) before the handler runs: unpaced, unchecked for a key, and kept by an abandoned request."""
+
+    async def routed() -> set[Any]:
+        async with grpc.aio.insecure_channel("127.0.0.1:1") as channel:
+            app = make_app(channel, figures=cast(ServerFigures, object()))  # with /metrics and /v1/loads
+            return {rule.target for rule in app.wildcard_router.rules} | {NotFoundHandler}
+
+    handlers = asyncio.run(routed())
+    buffered = [
+        handler.__name__
+        for handler in handlers
+        if isinstance(handler, type)
+        and not issubclass(handler, tornado.websocket.WebSocketHandler)
+        and not getattr(handler, "_stream_request_body", False)
+    ]
+    assert buffered == []
+    assert len(handlers) > 20  # the rules were read
