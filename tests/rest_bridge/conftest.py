@@ -13,6 +13,7 @@ import httpx2 as httpx
 import openai
 import pytest
 
+from rest_bridge.config import BridgeSettings
 from rest_bridge.server import Bridge
 from service.models import ModelSpec
 from tests.conformance import SpecCheck
@@ -54,6 +55,21 @@ def served_with_bridge(models: list[ModelSpec], **config: Any) -> Iterator[Runni
 def bridge(server: ServerThread) -> Iterator[RunningBridge]:
     """The bridge on the server's own event loop (as ``ovserve serve`` runs it), with its own grpc.aio channel."""
     running = Bridge(server.target, "127.0.0.1", 0)
+    server.run(running.start())
+    yield RunningBridge(running, server)
+    server.run(running.stop())
+
+
+# The paced bridge's body_grace_seconds and min_body_rate: far below the defaults, so a slow body is refused soon.
+GRACE, RATE = 1.0, 1000
+
+
+@pytest.fixture(scope="module")
+def paced(server: ServerThread) -> Iterator[RunningBridge]:
+    """A bridge on the session server whose bodies must keep up RATE bytes/s after GRACE seconds."""
+    running = Bridge(
+        server.target, "127.0.0.1", 0, settings=BridgeSettings(body_grace_seconds=GRACE, min_body_rate=RATE)
+    )
     server.run(running.start())
     yield RunningBridge(running, server)
     server.run(running.stop())

@@ -28,14 +28,11 @@ import tornado.websocket
 
 from clients.defaults import MIB
 from rest_bridge.app import make_app
-from rest_bridge.config import BridgeSettings
 from rest_bridge.errors import BridgeError
 from rest_bridge.handler import NotFoundHandler
 from rest_bridge.key_check import KeysSeen
 from rest_bridge.routes.health import ServerFigures
-from rest_bridge.server import Bridge
-from tests.conftest import ServerThread
-from tests.rest_bridge.conftest import RunningBridge, http_request, served_with_bridge
+from tests.rest_bridge.conftest import GRACE, RunningBridge, http_request, served_with_bridge
 from tests.rest_bridge.envoy_proxy import ENVOY, address
 from tests.rest_bridge.replicas import free_port, stop
 from tests.rest_bridge.test_conversations import KEYS, TINY
@@ -49,19 +46,7 @@ FILE_PART = (
 FORM = f"multipart/form-data; boundary={BOUNDARY}"
 PAYLOAD = b"x" * (20 * MIB)  # one buffer every body below is cut from, so the client's own memory stays flat
 SETTLE_SECONDS = 30.0  # the longest wait for the bridge to notice closed connections (polled, not a threshold)
-GRACE, RATE = 1.0, 1000
-ENVOY_API = "type.googleapis.com/envoy.extensions"  # the paced bridge's body_grace_seconds and min_body_rate
-
-
-@pytest.fixture(scope="module")
-def paced(server: ServerThread) -> Iterator[RunningBridge]:
-    """A bridge on the session server whose bodies must keep up RATE bytes/s after GRACE seconds."""
-    running = Bridge(
-        server.target, "127.0.0.1", 0, settings=BridgeSettings(body_grace_seconds=GRACE, min_body_rate=RATE)
-    )
-    server.run(running.start())
-    yield RunningBridge(running, server)
-    server.run(running.stop())
+ENVOY_API = "type.googleapis.com/envoy.extensions"
 
 
 def head(path: str, length: int, content_type: str, key: str = "any-key") -> bytes:
@@ -309,6 +294,7 @@ def test_a_large_body_with_a_valid_key_is_read(keyed: RunningBridge) -> None:
 def test_a_slow_body_gets_408_and_is_let_go_of(
     paced: RunningBridge, path: str, content_type: str, prefix: bytes
 ) -> None:
+    assert http_request(paced.port, "GET", "/v3/models").status == 200  # the bridge's channel open (2 descriptors)
     fds = descriptors()
     # A byte every 0.25 s (4 bytes/s, RATE is 1000): due GRACE seconds and a few ms after its start.
     answer, pieces = answered_after(paced.port, head(path, MIB, content_type) + prefix, b" ", 200, 0.25)

@@ -48,12 +48,10 @@ from rest_bridge.config import BridgeSettings
 from rest_bridge.server import Bridge
 from tests import surface_inputs as inputs
 from tests.conftest import FUZZ_REPORT, ServerThread
-from tests.rest_bridge.conftest import RunningBridge, http_request
+from tests.rest_bridge.conftest import GRACE, RunningBridge, http_request
 from tests.rest_bridge.test_abandoned_bodies import (
     FILE_PART,
     FORM,
-    GRACE,
-    RATE,
     abandon,
     answered_after,
     descriptors,
@@ -438,17 +436,6 @@ def body_routes() -> list[tuple[str, str, bytes]]:
     ]
 
 
-@pytest.fixture(scope="module")
-def paced(server: ServerThread) -> Iterator[RunningBridge]:
-    """A bridge on the session server whose bodies must keep RATE bytes/s after GRACE seconds (H1's pace)."""
-    running = Bridge(
-        server.target, "127.0.0.1", 0, settings=BridgeSettings(body_grace_seconds=GRACE, min_body_rate=RATE)
-    )
-    server.run(running.start())
-    yield RunningBridge(running, server)
-    server.run(running.stop())
-
-
 def test_abandoned_bodies_on_every_route_are_let_go_of(served: RunningBridge) -> None:
     """Each route's body declared 10 MB, 4 MiB sent and the connection closed, 8 at once: the bridge's descriptors,
     spool files and running handlers back to their count before, and it still answers."""
@@ -474,6 +461,7 @@ def test_abandoned_bodies_on_every_route_are_let_go_of(served: RunningBridge) ->
 def test_slow_bodies_on_every_route_get_408(paced: RunningBridge) -> None:
     """Each route's body (1 MiB declared) trickled a byte every 0.25 s, all at once: a 408 in OpenAI's envelope
     within a few bytes past the grace seconds, and everything let go of."""
+    assert http_request(paced.port, "GET", "/v3/models").status == 200  # the bridge's channel open (2 descriptors)
     before = descriptors()
 
     def trickle(route: tuple[str, str, bytes]) -> tuple[str, bytes, int]:
