@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import hashlib
-import uuid
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,65 +34,19 @@ from service.parsing.markup import (
     ThinkMarkup,
 )
 from service.parsing.reasoning import ThinkSplitter
+from service.parsing import formats_json, formats_xml
 from service.parsing.tagged_calls import Schemas, glm45_call, qwen3_coder_call
-from service.parsing.tools import CallIds, Decoder, TaggedCallParser, TrailingCallParser
-from service.parsing.turn import ToolParser, TurnParser
-
-
-def openai_call_id(index: int, name: str) -> str:
-    """OpenAI's form of a tool-call id: ``call_`` and 24 random hex digits."""
-    return f"call_{uuid.uuid4().hex[:24]}"
-
-
-@dataclass(frozen=True)
-class ToolFormat:
-    """One tool-call format: a new parser for each turn, the markup that parser reads, and the form of the
-    call ids the family's chat template accepts back (``call_id(index in the turn, function name)``).
-
-    ``parser(call ids, schemas)``: ``schemas`` are the offered tools' parameter schemas by function name, by
-    which formats that write argument values as untyped text (Qwen3-Coder, GLM) type them; others ignore them.
-    """
-
-    parser: Callable[[CallIds, Schemas], ToolParser]
-    markup: CallMarkup
-    call_id: CallIds = openai_call_id
-    # A call id a client sends back, in the form the family's template accepts (the same id always
-    # gives the same one, so a call and its result still match).
-    fit_call_id: Callable[[str], str] = str
-    # Special tokens the parser reads that ``markup`` does not contain (the engine keeps them in the text).
-    extra: tuple[str, ...] = ()
-    typed: bool = False  # its parser reads the schemas (the others take none: a request's need not be converted)
-
-
-def mistral_call_id(index: int, name: str) -> str:
-    """Mistral's templates accept exactly 9 letters and digits as a call id."""
-    return uuid.uuid4().hex[:9]
-
-
-def mistral_fit_call_id(call_id: str) -> str:
-    """Any call id as 9 letters and digits: kept when it is that already, else a digest of it."""
-    if len(call_id) == 9 and call_id.isascii() and call_id.isalnum():
-        return call_id
-    return hashlib.sha256(call_id.encode()).hexdigest()[:9]
-
-
-def kimi_call_id(index: int, name: str) -> str:
-    """Kimi K2's form of a call id: ``functions.<name>:<index>``, as its templates write it."""
-    return f"functions.{name}:{index}"
-
-
-def section_format(decode: Decoder, markup: CallMarkup, call_id: CallIds = openai_call_id) -> ToolFormat:
-    """A format whose calls sit in a section between ``markup.opening`` and ``markup.closing``, amid text."""
-    return ToolFormat(
-        lambda ids, _: TaggedCallParser(decode, ids, markup.opening, markup.closing), markup, call_id=call_id
-    )
-
-
-def typed_format(decode: Callable[[str, Schemas | None], list[calls.Call] | None], markup: CallMarkup) -> ToolFormat:
-    """A format of ``<tool_call>`` blocks whose argument values are typed by the request's tool schemas."""
-    return ToolFormat(
-        lambda ids, schemas: TaggedCallParser(lambda block: decode(block, schemas), ids), markup, typed=True
-    )
+from service.parsing.tool_format import (
+    ToolFormat,
+    kimi_call_id,
+    mistral_call_id,
+    mistral_fit_call_id,
+    openai_call_id,
+    section_format,
+    typed_format,
+)
+from service.parsing.tools import TaggedCallParser, TrailingCallParser
+from service.parsing.turn import TurnParser
 
 
 _HERMES = ToolFormat(lambda ids, _: TaggedCallParser(calls.hermes_call, ids), HERMES)
@@ -137,6 +89,9 @@ TOOL_PARSERS: dict[str, ToolFormat] = {
     "gemma4": ToolFormat(
         lambda ids, _: TaggedCallParser(gemma4_call, ids, CALL_OPEN, CALL_CLOSE), GEMMA4, extra=(QUOTE,)
     ),
+    # The other families' formats, by the kind of arguments they write.
+    **formats_json.TOOL_FORMATS,
+    **formats_xml.TOOL_FORMATS,
 }
 # --reasoning-parser names -> their block's delimiters: <think>...</think> but for Granite's words.
 REASONING_PARSERS: dict[str, ThinkMarkup] = {
@@ -148,6 +103,8 @@ REASONING_PARSERS: dict[str, ThinkMarkup] = {
     "openai_gptoss": HARMONY_THINK,  # vLLM's name
     "openai": HARMONY_THINK,
     "gemma4": GEMMA4_THINK,
+    **formats_json.REASONING_FORMATS,
+    **formats_xml.REASONING_FORMATS,
 }
 # Other servers' names for these formats (vLLM's --tool-call-parser and --reasoning-parser, OVMS's
 # --tool_parser and --reasoning_parser), so a command line written for them works here.
@@ -159,6 +116,9 @@ ALIASES: dict[str, dict[str, str]] = {
     },
     "reasoning": {"gptoss": "openai", "glm45": "think", "granite3.3": "granite_think"},
 }  # fmt: skip
+for _group in (formats_json, formats_xml):
+    for _kind, _names in _group.ALIASES.items():
+        ALIASES[_kind].update(_names)
 NONE = "none"  # either flag: no parsing of that kind
 HARMONY_PARSER = "openai"  # gpt-oss's tool parser (vLLM's name); its reasoning parser is HARMONY_THINK's
 
@@ -180,6 +140,8 @@ TEMPLATE_TOOL_MARKUP: list[tuple[str | tuple[str, ...], str]] = [
     ("<|/tool|>", "phi4_mini_json"),  # Phi-4-mini's own template: the tools between <|tool|> and <|/tool|>
     ("<|channel|>", "openai"),  # harmony's channels: gpt-oss
     (GEMMA4.tag + "call:", "gemma4"),
+    *formats_json.TEMPLATE_TOOL_MARKUP,
+    *formats_xml.TEMPLATE_TOOL_MARKUP,
 ]
 # Likewise for the reasoning parser.
 TEMPLATE_REASONING_MARKUP: list[tuple[str | tuple[str, ...], str]] = [
@@ -187,6 +149,8 @@ TEMPLATE_REASONING_MARKUP: list[tuple[str | tuple[str, ...], str]] = [
     (("<think>", "<response>"), "granite_think"),  # Granite 3.3's asks for <think> and <response> tags
     ("<|channel|>", "openai"),
     (GEMMA4_THINK.begin, "gemma4"),
+    *formats_json.TEMPLATE_REASONING_MARKUP,
+    *formats_xml.TEMPLATE_REASONING_MARKUP,
     (THINK.begin, "think"),
 ]
 

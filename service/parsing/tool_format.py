@@ -1,0 +1,74 @@
+"""One tool-call format as data: its turn parser, the markup that parser reads (and a forced call's grammar
+writes), and the form of call ids its family's chat template accepts back.
+
+Every format module (formats.py's own, formats_json.py, formats_xml.py) describes its formats with these.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from service.parsing import calls
+from service.parsing.markup import CallMarkup
+from service.parsing.tagged_calls import Schemas
+from service.parsing.tools import CallIds, Decoder, TaggedCallParser
+from service.parsing.turn import ToolParser
+
+
+def openai_call_id(index: int, name: str) -> str:
+    """OpenAI's form of a tool-call id: ``call_`` and 24 random hex digits."""
+    return f"call_{uuid.uuid4().hex[:24]}"
+
+
+@dataclass(frozen=True)
+class ToolFormat:
+    """One tool-call format: a new parser for each turn, the markup that parser reads, and the form of the
+    call ids the family's chat template accepts back (``call_id(index in the turn, function name)``).
+
+    ``parser(call ids, schemas)``: ``schemas`` are the offered tools' parameter schemas by function name, by
+    which formats that write argument values as untyped text (Qwen3-Coder, GLM) type them; others ignore them.
+    """
+
+    parser: Callable[[CallIds, Schemas], ToolParser]
+    markup: CallMarkup
+    call_id: CallIds = openai_call_id
+    # A call id a client sends back, in the form the family's template accepts (the same id always
+    # gives the same one, so a call and its result still match).
+    fit_call_id: Callable[[str], str] = str
+    # Special tokens the parser reads that ``markup`` does not contain (the engine keeps them in the text).
+    extra: tuple[str, ...] = ()
+    typed: bool = False  # its parser reads the schemas (the others take none: a request's need not be converted)
+
+
+def mistral_call_id(index: int, name: str) -> str:
+    """Mistral's templates accept exactly 9 letters and digits as a call id."""
+    return uuid.uuid4().hex[:9]
+
+
+def mistral_fit_call_id(call_id: str) -> str:
+    """Any call id as 9 letters and digits: kept when it is that already, else a digest of it."""
+    if len(call_id) == 9 and call_id.isascii() and call_id.isalnum():
+        return call_id
+    return hashlib.sha256(call_id.encode()).hexdigest()[:9]
+
+
+def kimi_call_id(index: int, name: str) -> str:
+    """Kimi K2's form of a call id: ``functions.<name>:<index>``, as its templates write it."""
+    return f"functions.{name}:{index}"
+
+
+def section_format(decode: Decoder, markup: CallMarkup, call_id: CallIds = openai_call_id) -> ToolFormat:
+    """A format whose calls sit in a section between ``markup.opening`` and ``markup.closing``, amid text."""
+    return ToolFormat(
+        lambda ids, _: TaggedCallParser(decode, ids, markup.opening, markup.closing), markup, call_id=call_id
+    )
+
+
+def typed_format(decode: Callable[[str, Schemas | None], list[calls.Call] | None], markup: CallMarkup) -> ToolFormat:
+    """A format of ``<tool_call>`` blocks whose argument values are typed by the request's tool schemas."""
+    return ToolFormat(
+        lambda ids, schemas: TaggedCallParser(lambda block: decode(block, schemas), ids), markup, typed=True
+    )
