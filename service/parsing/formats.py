@@ -6,7 +6,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from service.parsing import calls
+from service.parsing import calls, formats_json, formats_xml
 from service.parsing.gemma4 import CALL_CLOSE, CALL_OPEN, QUOTE, gemma4_call
 from service.parsing.harmony import END, START, HarmonyReader, HarmonyTurnParser
 from service.parsing.markup import (
@@ -34,20 +34,17 @@ from service.parsing.markup import (
     ThinkMarkup,
 )
 from service.parsing.reasoning import ThinkSplitter
-from service.parsing import formats_json, formats_xml
 from service.parsing.tagged_calls import Schemas, glm45_call, qwen3_coder_call
 from service.parsing.tool_format import (
     ToolFormat,
     kimi_call_id,
     mistral_call_id,
     mistral_fit_call_id,
-    openai_call_id,
     section_format,
     typed_format,
 )
 from service.parsing.tools import TaggedCallParser, TrailingCallParser
 from service.parsing.turn import TurnParser
-
 
 _HERMES = ToolFormat(lambda ids, _: TaggedCallParser(calls.hermes_call, ids), HERMES)
 _PYTHONIC = ToolFormat(
