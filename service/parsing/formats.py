@@ -6,7 +6,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from service.parsing import calls, formats_json, formats_xml
+from service.parsing import calls, formats_json, formats_python, formats_xml
 from service.parsing.gemma4 import CALL_CLOSE, CALL_OPEN, QUOTE, gemma4_call
 from service.parsing.harmony import END, START, HarmonyReader, HarmonyTurnParser
 from service.parsing.markup import (
@@ -89,6 +89,7 @@ TOOL_PARSERS: dict[str, ToolFormat] = {
     # The other families' formats, by the kind of arguments they write.
     **formats_json.TOOL_FORMATS,
     **formats_xml.TOOL_FORMATS,
+    **formats_python.TOOL_FORMATS,
 }
 # --reasoning-parser names -> their block's delimiters: <think>...</think> but for Granite's words.
 REASONING_PARSERS: dict[str, ThinkMarkup] = {
@@ -102,6 +103,7 @@ REASONING_PARSERS: dict[str, ThinkMarkup] = {
     "gemma4": GEMMA4_THINK,
     **formats_json.REASONING_FORMATS,
     **formats_xml.REASONING_FORMATS,
+    **formats_python.REASONING_FORMATS,
 }
 # Other servers' names for these formats (vLLM's --tool-call-parser and --reasoning-parser, OVMS's
 # --tool_parser and --reasoning_parser), so a command line written for them works here.
@@ -113,7 +115,7 @@ ALIASES: dict[str, dict[str, str]] = {
     },
     "reasoning": {"gptoss": "openai", "glm45": "think", "granite3.3": "granite_think"},
 }  # fmt: skip
-for _group in (formats_json, formats_xml):
+for _group in (formats_json, formats_xml, formats_python):
     for _kind, _names in _group.ALIASES.items():
         ALIASES[_kind].update(_names)
 NONE = "none"  # either flag: no parsing of that kind
@@ -139,6 +141,7 @@ TEMPLATE_TOOL_MARKUP: list[tuple[str | tuple[str, ...], str]] = [
     (GEMMA4.tag + "call:", "gemma4"),
     *formats_json.TEMPLATE_TOOL_MARKUP,
     *formats_xml.TEMPLATE_TOOL_MARKUP,
+    *formats_python.TEMPLATE_TOOL_MARKUP,
 ]
 # Likewise for the reasoning parser.
 TEMPLATE_REASONING_MARKUP: list[tuple[str | tuple[str, ...], str]] = [
@@ -148,6 +151,7 @@ TEMPLATE_REASONING_MARKUP: list[tuple[str | tuple[str, ...], str]] = [
     (GEMMA4_THINK.begin, "gemma4"),
     *formats_json.TEMPLATE_REASONING_MARKUP,
     *formats_xml.TEMPLATE_REASONING_MARKUP,
+    *formats_python.TEMPLATE_REASONING_MARKUP,
     (THINK.begin, "think"),
 ]
 
