@@ -1,4 +1,5 @@
-"""Tool and reasoning formats of the families whose calls carry Python-style or other non-JSON call syntax (LFM2, Olmo 3, FunctionGemma), and reasoning-only formats.
+"""Tool and reasoning formats of the families whose calls are Python-style or another non-JSON syntax
+(LFM2, Olmo 3, FunctionGemma), and reasoning-only formats.
 
 Each table here is merged into service.parsing.formats' own (TOOL_PARSERS, REASONING_PARSERS, ALIASES and the
 template markup tables), so a format is written once, here, and named on the command line like any other.
