@@ -6,7 +6,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from service.parsing import calls, formats_json, formats_python, formats_xml
+from service.parsing import calls, formats_generic, formats_json, formats_python, formats_xml
 from service.parsing.gemma4 import CALL_CLOSE, CALL_OPEN, QUOTE, gemma4_call
 from service.parsing.harmony import END, START, HarmonyReader, HarmonyTurnParser
 from service.parsing.markup import (
@@ -90,6 +90,7 @@ TOOL_PARSERS: dict[str, ToolFormat] = {
     **formats_json.TOOL_FORMATS,
     **formats_xml.TOOL_FORMATS,
     **formats_python.TOOL_FORMATS,
+    **formats_generic.TOOL_FORMATS,
 }
 # --reasoning-parser names -> their block's delimiters: <think>...</think> but for Granite's words.
 REASONING_PARSERS: dict[str, ThinkMarkup] = {
@@ -104,6 +105,7 @@ REASONING_PARSERS: dict[str, ThinkMarkup] = {
     **formats_json.REASONING_FORMATS,
     **formats_xml.REASONING_FORMATS,
     **formats_python.REASONING_FORMATS,
+    **formats_generic.REASONING_FORMATS,
 }
 # Other servers' names for these formats (vLLM's --tool-call-parser and --reasoning-parser, OVMS's
 # --tool_parser and --reasoning_parser), so a command line written for them works here.
@@ -115,7 +117,7 @@ ALIASES: dict[str, dict[str, str]] = {
     },
     "reasoning": {"gptoss": "openai", "glm45": "think", "granite3.3": "granite_think"},
 }  # fmt: skip
-for _group in (formats_json, formats_xml, formats_python):
+for _group in (formats_json, formats_xml, formats_python, formats_generic):
     for _kind, _names in _group.ALIASES.items():
         ALIASES[_kind].update(_names)
 NONE = "none"  # either flag: no parsing of that kind
