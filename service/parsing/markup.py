@@ -15,8 +15,9 @@ from __future__ import annotations
 import json
 import keyword
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 # CallMarkup.name_form -> how a function name is written in a call's opening text.
 NAME_FORMS = {
@@ -102,6 +103,20 @@ class TaggedArguments:
     key_end: str  # between the argument's name and its value
     value_end: str
     stops: tuple[str, ...]  # where a parser ends a value (or the whole call): closing tags, each starting with "<"
+    # key_end before a value written as JSON, where the markup tells the two apart (DeepSeek's DSML:
+    # string="true" before raw text, string="false" before JSON); "" when key_end stands before both.
+    json_key_end: str = ""
+
+    def write(self, arguments: Mapping[str, Any]) -> str:
+        """``arguments`` as this dialect's members: a string as raw text, any other value as JSON."""
+        return "".join(
+            self.key_begin
+            + key
+            + (self.key_end if isinstance(value, str) else self.json_key_end or self.key_end)
+            + (value if isinstance(value, str) else json.dumps(value, ensure_ascii=False))
+            + self.value_end
+            for key, value in arguments.items()
+        )
 
 
 def tag_name(name: str) -> bool:
@@ -109,6 +124,7 @@ def tag_name(name: str) -> bool:
     return bool(name) and not any(char.isspace() or char in "<>" for char in name)
 
 
+DSML = "｜DSML｜"  # noqa: RUF001 (DeepSeek V3.2+'s markup prefix: full-width bars, as its tokenizer has them)
 # CallMarkup.arguments -> how the tagged dialects write a call's arguments.
 TAGGED_ARGUMENTS = {
     # Qwen3-Coder: <parameter=city>\nParis\n</parameter>\n (a parser drops one line break on each side)
@@ -117,6 +133,36 @@ TAGGED_ARGUMENTS = {
     "glm_xml": TaggedArguments(
         "<arg_key>", "</arg_key>\n<arg_value>", "</arg_value>\n", ("</arg_value>", "</tool_call>")
     ),
+    # Seed-OSS: <parameter=city>Paris</parameter>\n inside <seed:tool_call><function=NAME> (service.parsing.calls_xml)
+    "seed_xml": TaggedArguments(
+        "<parameter=", ">", "</parameter>\n", ("</parameter>", "</function>", "</seed:tool_call>")
+    ),
+    # MiniMax-M2: <parameter name="city">Paris</parameter>\n inside <invoke name="NAME">
+    "minimax_xml": TaggedArguments(
+        '<parameter name="', '">', "</parameter>\n", ("</parameter>", "</invoke>", "</minimax:tool_call>")
+    ),
+    # DeepSeek V3.2 / V4 (DSML, "<{DSML}" below): <{DSML}parameter name="city" string="true">Paris</{DSML}parameter>\n,
+    # string="false" before a value written as JSON
+    "dsml": TaggedArguments(
+        f'<{DSML}parameter name="',
+        '" string="true">',
+        f"</{DSML}parameter>\n",
+        (f"</{DSML}parameter>", f"</{DSML}invoke>"),
+        json_key_end='" string="false">',
+    ),
+    # Step3: <steptml:parameter name="city">Paris</steptml:parameter> inside <steptml:invoke name="NAME">
+    "steptml": TaggedArguments(
+        '<steptml:parameter name="', '">', "</steptml:parameter>", ("</steptml:parameter>", "</steptml:invoke>")
+    ),
+    # Hunyuan 3 (Hy3): GLM's members, every tag suffixed :opensource
+    "hy_xml": TaggedArguments(
+        "<arg_key:opensource>",
+        "</arg_key:opensource>\n<arg_value:opensource>",
+        "</arg_value:opensource>\n",
+        ("</arg_value:opensource>", "</tool_call:opensource>"),
+    ),
+    # MiniCPM5: <param name="city">Paris</param> inside <function name="NAME">
+    "minicpm_xml": TaggedArguments('<param name="', '">', "</param>", ("</param>", "</function>")),
 }
 
 
