@@ -433,18 +433,20 @@ class _Document:
             if not tag_name(name):
                 raise SchemaError(("properties", name), f"{name!r} cannot be written as a tagged argument's name")
         begin, end = literal(form.key_begin), literal(form.value_end)
+        # Where the key's end tells raw text from JSON (DSML), each value writes its own (_marked).
+        key_end = "" if form.json_key_end else form.key_end
         if not properties:
             if extra is False:
                 return '""'
             value = self.value(extra if isinstance(extra, dict) else {}, ("additionalProperties",))
             key = f"[a-zA-Z_] [a-zA-Z0-9_]{{0,{FREE_KEY_LENGTH - 1}}}"
-            pair = self.grammar.rule("tagged", f"{begin} {key} {literal(form.key_end)} {value} {end}")
+            pair = self.grammar.rule("tagged", f"{begin} {key} {_marked(form, value, raw=False)} {end}")
             return f"{pair}{{0,{FREE_MEMBERS}}}"
         pairs = [
             (
                 self.grammar.rule(
                     "tagged",
-                    f"{literal(form.key_begin + name + form.key_end)} "
+                    f"{literal(form.key_begin + name + key_end)} "
                     f"({self._tagged_value(sub, ('properties', name), form)}) {end}",
                 ),
                 name in required,
@@ -459,7 +461,7 @@ class _Document:
         (``service.parsing.tagged_calls.typed_value``): raw text where it may be a string, else JSON.
         """
         if not isinstance(schema, dict):
-            return self.value(schema, path)
+            return _marked(form, self.value(schema, path), raw=False)
         _check_keywords(schema, path)
         combinators = [key for key in ("$ref", "anyOf", "oneOf", "allOf") if key in schema]
         if combinators:
@@ -467,29 +469,30 @@ class _Document:
             alternatives = schema[key]
             simple = not set(schema) - ANNOTATIONS - {key, "nullable"}
             if key not in ("anyOf", "oneOf") or not simple or not isinstance(alternatives, list) or not alternatives:
-                return self.value(schema, path)  # $ref, allOf, or refused there
+                return _marked(form, self.value(schema, path), raw=False)  # $ref, allOf, or refused there
             _check_count(len(alternatives), MAX_ALTERNATIVES, "alternatives", (*path, key))
             written = [self._tagged_value(sub, (*path, key, index), form) for index, sub in enumerate(alternatives)]
         elif "enum" in schema or "const" in schema:
             values = self._enum_values(schema, path)
             if not any(isinstance(value, str) for value in values):
-                return self.value(schema, path)
-            texts = [value if isinstance(value, str) else json_text(value) for value in values]
-            for text in texts:
+                return _marked(form, self.value(schema, path), raw=False)
+            texts = [(value, True) if isinstance(value, str) else (json_text(value), False) for value in values]
+            for text, _ in texts:
                 if any(stop in text for stop in form.stops):
                     raise SchemaError(path, f"{text!r} holds a closing tag, so this model cannot write it")
-            written = list(dict.fromkeys(literal(text) for text in texts))
+            written = list(dict.fromkeys(_marked(form, literal(text), raw=raw) for text, raw in texts))
         else:
             types = schema.get("type", [])
             types = [types] if isinstance(types, str) else list(types)
             if "string" not in types:  # only a declared string is raw: the parser types values by the declaration
-                return self.value(schema, path)
-            written = [self._raw_string(schema, path, form)]
+                return _marked(form, self.value(schema, path), raw=False)
+            written = [_marked(form, self._raw_string(schema, path, form), raw=True)]
             others = [kind for kind in dict.fromkeys(types) if kind != "string"]
             if others:
-                written.append(self.value({**schema, "type": others, "nullable": False}, path))
+                other = self.value({**schema, "type": others, "nullable": False}, path)
+                written.append(_marked(form, other, raw=False))
         if schema.get("nullable") is True:
-            written.append(self.grammar.dialect.null)
+            written.append(_marked(form, self.grammar.dialect.null, raw=False))
         return " | ".join(f"({expression})" for expression in written)
 
     def _raw_string(self, schema: dict[str, Any], path: tuple[str | int, ...], form: TaggedArguments) -> str:
@@ -648,6 +651,14 @@ def _root_object(schema: Any, what: str) -> tuple[dict[str, Any], list[str], Any
                 raise SchemaError(("required",), f"{name!r} is required but additionalProperties is false")
             properties[name] = extra if isinstance(extra, dict) else {}
     return properties, required, extra
+
+
+def _marked(form: TaggedArguments, value: str, *, raw: bool) -> str:
+    """A tagged value's expression, after the key end that says how it is written where the dialect has two
+    (DSML's string="true" before raw text, string="false" before JSON); as it is where one key end serves."""
+    if not form.json_key_end:
+        return value
+    return f"{literal(form.key_end if raw else form.json_key_end)} ({value})"
 
 
 def raw_text(stops: tuple[str, ...]) -> str:
