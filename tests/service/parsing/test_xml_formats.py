@@ -272,10 +272,11 @@ def test_raw_text_is_any_text_without_the_closing_tags() -> None:
 
 @pytest.mark.parametrize("dialect", TAGGED_ARGUMENTS)
 def test_tagged_dialects_refuse_what_they_cannot_write(dialect: str) -> None:
+    closing = TAGGED_ARGUMENTS[dialect].stops[-1]  # a tag that ends the call, in this dialect
     refused = [
         ({"type": "object", "properties": {"a b": {"type": "string"}}}, ("properties", "a b")),
         ({"type": "object", "properties": {"a": {"type": "string", "pattern": "^x$"}}}, ("properties", "a", "pattern")),
-        ({"type": "object", "properties": {"a": {"enum": ["x</tool_call>"]}}}, ("properties", "a")),
+        ({"type": "object", "properties": {"a": {"enum": ["x" + closing]}}}, ("properties", "a")),
         ({"type": "array"}, ("type",)),
         ({"type": "object", "properties": {"a": {"type": "string", "foo": 1}}}, ("properties", "a", "foo")),
     ]
