@@ -1,22 +1,124 @@
 """Tool and reasoning formats of the families whose calls are Python-style or another non-JSON syntax
-(LFM2, Olmo 3, FunctionGemma), and reasoning-only formats.
+(LFM2, Olmo 3, FunctionGemma, Apertus, GigaChat 3, Mistral's ``[ARGS]`` form), and reasoning-only formats.
 
 Each table here is merged into service.parsing.formats' own (TOOL_PARSERS, REASONING_PARSERS, ALIASES and the
 template markup tables), so a format is written once, here, and named on the command line like any other.
+Each CallMarkup writes a call as its family's chat template renders one (tests/data/chat_templates).
 """
 
 from __future__ import annotations
 
-from service.parsing.markup import ThinkMarkup
-from service.parsing.tool_format import ToolFormat
+from service.parsing import calls
+from service.parsing.calls_python import (
+    FUNCTIONGEMMA_ESCAPE,
+    GIGACHAT3_CALL,
+    GIGACHAT31_CALL,
+    GIGACHAT_MESSAGE_SEP,
+    apertus_calls,
+    functiongemma_call,
+    gigachat_call,
+    python_call_lines,
+    python_call_list,
+)
+from service.parsing.markup import CallMarkup, ThinkMarkup
+from service.parsing.tool_format import ToolFormat, mistral_call_id, mistral_fit_call_id
+from service.parsing.tools import Decoder, TaggedCallParser, TrailingCallParser
+
+# LFM2 / LFM2.5: a Python list of calls between special tokens (LFM2.5-8B-A1B.jinja writes string values in
+# single quotes, which the parser reads as any Python string).
+LFM2_START, LFM2_END = "<|tool_call_start|>", "<|tool_call_end|>"
+LFM2 = CallMarkup(LFM2_START + "[", "{name}(", ")", ", ", "]" + LFM2_END, arguments="python", tag=LFM2_START)
+# Olmo 3: one Python call a line inside <function_calls> (its template writes the assistant's function_calls
+# field there; the system turn lists the tools in <functions>).
+OLMO3_START, OLMO3_END = "<function_calls>", "</function_calls>"
+OLMO3 = CallMarkup(OLMO3_START, "{name}(", ")", "\n", OLMO3_END, arguments="python", tag=OLMO3_START)
+# FunctionGemma: Gemma 4's call:NAME{...} between its own tokens; calls back to back.
+FUNCTIONGEMMA_START, FUNCTIONGEMMA_END = "<start_function_call>", "<end_function_call>"
+FUNCTIONGEMMA = CallMarkup(
+    "", FUNCTIONGEMMA_START + "call:{name}", FUNCTIONGEMMA_END, "", "", name="bare", tag=FUNCTIONGEMMA_START
+)
+# Apertus: a JSON list of {"NAME": arguments} between special tokens.
+APERTUS_START, APERTUS_END = "<|tools_prefix|>", "<|tools_suffix|>"
+APERTUS = CallMarkup(APERTUS_START + "[", "{{name}: ", "}", ", ", "]" + APERTUS_END, tag=APERTUS_START)
+# GigaChat 3: the assistant's message ends, a message of the "function call" role holds one JSON call.
+# GigaChat 3.1: <|function_call|> and the JSON call inside the assistant's message. One call a turn: the
+# templates render only the first.
+_GIGACHAT_CALL = '{"name": {name}, "arguments": '
+GIGACHAT3 = CallMarkup(GIGACHAT_MESSAGE_SEP + "\n\n" + GIGACHAT3_CALL, _GIGACHAT_CALL, "}", "", "", parallel=False)
+GIGACHAT31 = CallMarkup(GIGACHAT31_CALL, _GIGACHAT_CALL, "}", "", "", parallel=False, tag=GIGACHAT31_CALL)
+# Mistral's tokenizer v11+ form (Ministral 3, Mistral Small 3.2, Devstral): each call [TOOL_CALLS]NAME[ARGS]{...}.
+MISTRAL_ARGS = CallMarkup("", calls.MISTRAL_TAG + "{name}" + calls.MISTRAL_ARGS, "", "", "", name="bare")
+
+# Reasoning blocks whose delimiters are not <think>...</think>, or that wrap the reply after it.
+MISTRAL_THINK = ThinkMarkup("[THINK]", "[/THINK]")  # Magistral, Ministral 3 reasoning (special tokens)
+HUNYUAN_THINK = ThinkMarkup("<think>", "</think>", reply=("<answer>", "</answer>"))  # Hunyuan A13B
+SOLAR_OPEN2_THINK = ThinkMarkup("<|think:start|>", "<|think:end|>")  # Solar Open 2 (its template opens it)
+APERTUS_THINK = ThinkMarkup("<|inner_prefix|>", "<|inner_suffix|>")  # Apertus' deliberation
+
+
+def _tagged(decode: Decoder, markup: CallMarkup, close: str, extra: tuple[str, ...] = ()) -> ToolFormat:
+    """A format whose calls are blocks from ``markup.tag`` to ``close`` amid the reply."""
+    return ToolFormat(lambda ids, _: TaggedCallParser(decode, ids, markup.tag, close), markup, extra=extra)
+
+
+def _gigachat(markup: CallMarkup) -> ToolFormat:
+    """GigaChat 3 / 3.1: the call after the reply's text; either family's markup is read."""
+    markers = (GIGACHAT_MESSAGE_SEP, GIGACHAT3_CALL.strip(), GIGACHAT31_CALL)
+    return ToolFormat(lambda ids, _: TrailingCallParser(gigachat_call, ids, (), markers), markup, extra=markers)
+
 
 # --tool-parser name -> its format.
-TOOL_FORMATS: dict[str, ToolFormat] = {}
+TOOL_FORMATS: dict[str, ToolFormat] = {
+    "lfm2": _tagged(python_call_list, LFM2, LFM2_END),
+    "olmo3": _tagged(python_call_lines, OLMO3, OLMO3_END),
+    "functiongemma": _tagged(functiongemma_call, FUNCTIONGEMMA, FUNCTIONGEMMA_END, (FUNCTIONGEMMA_ESCAPE,)),
+    "apertus": _tagged(apertus_calls, APERTUS, APERTUS_END),
+    "gigachat3": _gigachat(GIGACHAT3),
+    "gigachat3_1": _gigachat(GIGACHAT31),
+    "mistral_args": ToolFormat(
+        lambda ids, _: TrailingCallParser(calls.mistral_calls, ids, (), (calls.MISTRAL_TAG,)),
+        MISTRAL_ARGS,
+        call_id=mistral_call_id,
+        fit_call_id=mistral_fit_call_id,
+        extra=(calls.MISTRAL_TAG, calls.MISTRAL_ARGS),
+    ),
+}
 # --reasoning-parser name -> its block's delimiters.
-REASONING_FORMATS: dict[str, ThinkMarkup] = {}
+REASONING_FORMATS: dict[str, ThinkMarkup] = {
+    "mistral": MISTRAL_THINK,  # vLLM's name
+    "hunyuan_a13b": HUNYUAN_THINK,
+    "solar_open2": SOLAR_OPEN2_THINK,
+    "apertus": APERTUS_THINK,
+}
 # Other servers' names (vLLM's, OVMS's) for these formats: {"tool": {alias: name}, "reasoning": {...}}.
-ALIASES: dict[str, dict[str, str]] = {"tool": {}, "reasoning": {}}
+ALIASES: dict[str, dict[str, str]] = {
+    "tool": {"olmo3_pythonic": "olmo3", "lfm2_5": "lfm2", "gigachat31": "gigachat3_1"},
+    # vLLM's reasoning parsers whose block is <think>...</think> as ovserve's "think" splits it: a block the
+    # prompt opened (DeepSeek V3 thinking, MiniMax-M2, Step3, Olmo 3) is known from the prompt's end, and the
+    # whitespace by the tags (Step3p5) is dropped. Ernie 4.5 wraps its reply in <response> as Granite 3.3 does.
+    "reasoning": {
+        "deepseek_v3": "think", "holo2": "think", "glm47": "think", "kimi_k2": "think", "mimo": "think",
+        "minimax_m2": "think", "nemotron_v3": "think", "olmo3": "think", "step3": "think", "step3p5": "think",
+        "poolside_v1": "think", "ernie45": "granite_think",
+        # vLLM leaves MiniMax-M2's reasoning in the content (with the <think> the prompt opened put back).
+        "minimax_m2_append_think": "none",
+    },
+}  # fmt: skip
 # Template markup (a string, or several that must all appear) -> the parser it calls for (checked after
 # formats.py's own entries, in this order).
-TEMPLATE_TOOL_MARKUP: list[tuple[str | tuple[str, ...], str]] = []
-TEMPLATE_REASONING_MARKUP: list[tuple[str | tuple[str, ...], str]] = []
+TEMPLATE_TOOL_MARKUP: list[tuple[str | tuple[str, ...], str]] = [
+    (LFM2_START, "lfm2"),  # LFM2.5-8B-A1B renders calls between these tokens
+    ("<|tool_list_start|>", "lfm2"),  # LFM2-8B-A1B renders none, but lists the tools between these
+    ("List of tools: [", "lfm2"),  # LFM2.5-Instruct: neither; the tool list's words are LFM2's alone
+    ((OLMO3_START, "<functions>"), "olmo3"),
+    (FUNCTIONGEMMA_START, "functiongemma"),
+    (APERTUS_START, "apertus"),
+    (GIGACHAT31_CALL, "gigachat3_1"),
+    ("'function call'", "gigachat3"),  # GigaChat 3 names the call message's role
+    ((calls.MISTRAL_TAG, calls.MISTRAL_ARGS), "mistral_args"),  # only when formats.py has no "[TOOL_CALLS]" entry
+]
+TEMPLATE_REASONING_MARKUP: list[tuple[str | tuple[str, ...], str]] = [
+    (MISTRAL_THINK.begin, "mistral"),
+    (APERTUS_THINK.begin, "apertus"),
+    (SOLAR_OPEN2_THINK.begin, "solar_open2"),
+]
