@@ -2,20 +2,163 @@
 
 Each table here is merged into service.parsing.formats' own (TOOL_PARSERS, REASONING_PARSERS, ALIASES and the
 template markup tables), so a format is written once, here, and named on the command line like any other.
+Each CallMarkup writes a call exactly as its family's published template renders one (up to whitespace);
+its parser reads what the model writes (service.parsing.calls_xml).
 """
 
 from __future__ import annotations
 
-from service.parsing.markup import ThinkMarkup
+from dataclasses import dataclass
+
+from service.parsing.calls_xml import XmlCallForm, xml_calls
+from service.parsing.markup import DSML, TAGGED_ARGUMENTS, CallMarkup, ThinkMarkup
 from service.parsing.tool_format import ToolFormat
+from service.parsing.tools import TaggedCallParser
+
+
+@dataclass(frozen=True)
+class XmlFamily:
+    """One family's calls: how the model writes them (``markup``), the tags a parser finds them between
+    (one call a block, or a section of several), and how a call sits between its own tags (``form``)."""
+
+    markup: CallMarkup
+    open_tag: str
+    close_tag: str
+    form: XmlCallForm
+
+    def tool_format(self) -> ToolFormat:
+        """The format: a tagged-block parser decoding each block's calls, typed by the request's schemas."""
+        dialect = self.form.arguments
+        return ToolFormat(
+            lambda ids, schemas: TaggedCallParser(
+                lambda block: xml_calls(block, self.form, schemas), ids, self.open_tag, self.close_tag
+            ),
+            self.markup,
+            typed=True,
+            # The members' tags are markup the parser reads too (special tokens in DeepSeek's and Step3's vocabularies).
+            extra=tuple(text for text in (dialect.key_begin, dialect.key_end, dialect.json_key_end, dialect.value_end)),
+        )
+
+
+def _family(markup: CallMarkup, close_tag: str, name_begin: str, name_end: str, call_end: str) -> XmlFamily:
+    """A family whose calls open with ``markup.tag`` and close with ``close_tag``."""
+    return XmlFamily(
+        markup, markup.tag, close_tag, XmlCallForm(name_begin, name_end, call_end, TAGGED_ARGUMENTS[markup.arguments])
+    )
+
+
+# Seed-OSS (ByteDance-Seed-OSS.jinja): one call a <seed:tool_call> block, the name in <function=NAME>.
+SEED_OSS = CallMarkup(
+    "", "<seed:tool_call>\n<function={name}>\n", "</function>\n</seed:tool_call>", "\n", "", "seed_xml",
+    tag="<seed:tool_call>", name="bare",
+)  # fmt: skip
+# MiniMax-M2 (MiniMax-M2.jinja): one <minimax:tool_call> section, a call an <invoke name="NAME"> in it.
+MINIMAX_M2 = CallMarkup(
+    "<minimax:tool_call>\n", '<invoke name="{name}">\n', "</invoke>", "\n", "\n</minimax:tool_call>", "minimax_xml",
+    tag="<minimax:tool_call>", name="bare",
+)  # fmt: skip
+
+
+def _dsml(section: str) -> CallMarkup:
+    """DeepSeek's DSML: a section of <｜DSML｜invoke name="NAME"> calls; V3.2 names it function_calls, V4 tool_calls."""  # noqa: RUF002
+    return CallMarkup(
+        f"<{DSML}{section}>\n", f'<{DSML}invoke name="{{name}}">\n', f"</{DSML}invoke>", "\n", f"\n</{DSML}{section}>",
+        "dsml", tag=f"<{DSML}{section}>", name="bare",
+    )  # fmt: skip
+
+
+DEEPSEEK_V32, DEEPSEEK_V4 = _dsml("function_calls"), _dsml("tool_calls")
+# Step3 (vLLM's step3 parser; no published template here): DeepSeek-like special tokens around steptml invokes.
+STEP3_CALLS_BEGIN, STEP3_CALLS_END = "<｜tool_calls_begin｜>", "<｜tool_calls_end｜>"  # noqa: RUF001
+STEP3_CALL_BEGIN, STEP3_SEP, STEP3_CALL_END = "<｜tool_call_begin｜>", "<｜tool_sep｜>", "<｜tool_call_end｜>"  # noqa: RUF001
+STEP3 = CallMarkup(
+    STEP3_CALLS_BEGIN, f'{STEP3_CALL_BEGIN}function{STEP3_SEP}<steptml:invoke name="{{name}}">',
+    f"</steptml:invoke>{STEP3_CALL_END}", "", STEP3_CALLS_END, "steptml", tag=STEP3_CALLS_BEGIN, name="bare",
+)  # fmt: skip
+# Hunyuan 3 (tencent-Hy3.jinja): GLM's form in a <tool_calls:opensource> section, every tag suffixed :opensource.
+HY_V3 = CallMarkup(
+    "<tool_calls:opensource>\n", "<tool_call:opensource>{name}<tool_sep:opensource>\n", "</tool_call:opensource>",
+    "\n", "\n</tool_calls:opensource>", "hy_xml", tag="<tool_calls:opensource>", name="bare",
+)  # fmt: skip
+# MiniCPM5 (openbmb-MiniCPM5-1B.jinja): a call a <function name="NAME"> element, values in <param name="KEY">.
+MINICPM5 = CallMarkup(
+    "", '<function name="{name}">', "</function>", "\n", "", "minicpm_xml", tag='<function name="', name="bare"
+)
+
+FAMILIES = {
+    "seed_oss": _family(SEED_OSS, "</seed:tool_call>", "<function=", ">", "</function>"),
+    "minimax_m2": _family(MINIMAX_M2, "</minimax:tool_call>", '<invoke name="', '">', "</invoke>"),
+    "deepseek_v32": _family(
+        DEEPSEEK_V32, f"</{DSML}function_calls>", f'<{DSML}invoke name="', '">', f"</{DSML}invoke>"
+    ),
+    "deepseek_v4": _family(DEEPSEEK_V4, f"</{DSML}tool_calls>", f'<{DSML}invoke name="', '">', f"</{DSML}invoke>"),
+    "step3": _family(
+        STEP3,
+        STEP3_CALLS_END,
+        f'{STEP3_CALL_BEGIN}function{STEP3_SEP}<steptml:invoke name="',
+        '">',
+        f"</steptml:invoke>{STEP3_CALL_END}",
+    ),
+    "hy_v3": _family(
+        HY_V3, "</tool_calls:opensource>", "<tool_call:opensource>", "<tool_sep:opensource>", "</tool_call:opensource>"
+    ),
+    # The block between <function name=" and </function>: the name, then its members.
+    "minicpm5xml": XmlFamily(
+        MINICPM5, MINICPM5.tag, "</function>", XmlCallForm("", '">', "", TAGGED_ARGUMENTS["minicpm_xml"], cdata=True)
+    ),
+}
+SEED_THINK = ThinkMarkup("<seed:think>", "</seed:think>")
+HY_THINK = ThinkMarkup("<think:opensource>", "</think:opensource>")
 
 # --tool-parser name -> its format.
-TOOL_FORMATS: dict[str, ToolFormat] = {}
+TOOL_FORMATS: dict[str, ToolFormat] = {name: family.tool_format() for name, family in FAMILIES.items()}
 # --reasoning-parser name -> its block's delimiters.
-REASONING_FORMATS: dict[str, ThinkMarkup] = {}
+REASONING_FORMATS: dict[str, ThinkMarkup] = {"seed_oss": SEED_THINK, "hy_v3": HY_THINK}
 # Other servers' names (vLLM's, OVMS's) for these formats: {"tool": {alias: name}, "reasoning": {...}}.
-ALIASES: dict[str, dict[str, str]] = {"tool": {}, "reasoning": {}}
+ALIASES: dict[str, dict[str, str]] = {
+    "tool": {
+        # Families whose calls are an existing format's, as their templates render them and vLLM reads them.
+        "step3p5": "qwen3_coder",  # StepFun3.5-Flash.jinja
+        "ling3": "glm45",  # inclusionai-ling-3.0-flash.jinja
+        "poolside_v1": "glm45",  # poolside-Laguna-*.jinja
+        "mimo": "hermes",  # MiMo-VL.jinja
+        "deepseek_v3_2": "deepseek_v32",
+        "minimax_m2_sanitized": "minimax_m2",
+        "minicpm5": "minicpm5xml",
+    },
+    "reasoning": {
+        "seedoss": "seed_oss",
+        # <think>...</think> blocks, under vLLM's names.
+        **dict.fromkeys(
+            [
+                "minimax_m2",
+                "minimax_m2_append_think",
+                "deepseek_v3",
+                "deepseek_v4",
+                "step3",
+                "step3p5",
+                "ling3",
+                "poolside_v1",
+                "kimi_k2",
+                "nemotron_v3",
+                "mimo",
+            ],
+            "think",
+        ),
+    },
+}
 # Template markup (a string, or several that must all appear) -> the parser it calls for (checked after
 # formats.py's own entries, in this order).
-TEMPLATE_TOOL_MARKUP: list[tuple[str | tuple[str, ...], str]] = []
-TEMPLATE_REASONING_MARKUP: list[tuple[str | tuple[str, ...], str]] = []
+TEMPLATE_TOOL_MARKUP: list[tuple[str | tuple[str, ...], str]] = [
+    (SEED_OSS.tag, "seed_oss"),
+    (MINIMAX_M2.tag, "minimax_m2"),
+    (DEEPSEEK_V32.tag, "deepseek_v32"),
+    (DEEPSEEK_V4.tag, "deepseek_v4"),
+    ("<steptml:invoke", "step3"),
+    (HY_V3.tag, "hy_v3"),
+    ((MINICPM5.tag, '<param name="'), "minicpm5xml"),
+]
+TEMPLATE_REASONING_MARKUP: list[tuple[str | tuple[str, ...], str]] = [
+    (SEED_THINK.begin, "seed_oss"),
+    (HY_THINK.begin, "hy_v3"),
+]

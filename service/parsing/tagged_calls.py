@@ -52,7 +52,7 @@ def qwen3_coder_call(block: str, schemas: Schemas | None = None) -> list[Call] |
         key = parameter.group(1).strip()
         if not key:
             return None
-        arguments[key] = typed_value(raw, _property(schemas, name, key))
+        arguments[key] = typed_value(raw, argument_schema(schemas, name, key))
         position = parameter.end()
     if not _QWEN3_END.fullmatch(block, position):
         return None
@@ -70,7 +70,7 @@ def glm45_call(block: str, schemas: Schemas | None = None) -> list[Call] | None:
         key = argument.group(1).strip()
         if not key:
             return None
-        arguments[key] = typed_value(argument.group(2), _property(schemas, name, key))
+        arguments[key] = typed_value(argument.group(2), argument_schema(schemas, name, key))
         position = argument.end()
     if block[position:].strip():
         return None
@@ -116,7 +116,7 @@ def json_types(schema: Any) -> set[str] | None:
     return types or None
 
 
-def _property(schemas: Schemas | None, function: str, key: str) -> Any:
+def argument_schema(schemas: Schemas | None, function: str, key: str) -> Any:
     """The schema of argument ``key`` of ``function``; None when the request did not declare it."""
     parameters = (schemas or {}).get(function)
     properties = parameters.get("properties") if isinstance(parameters, dict) else None

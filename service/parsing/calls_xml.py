@@ -1,0 +1,147 @@
+"""Decoding XML-style calls whose arguments are tagged members, one per argument, in any family's tags.
+
+A call is ``name_begin NAME name_end``, then one member per argument as its ``TaggedArguments`` dialect
+(service.parsing.markup; DSML there) writes it, ``key_begin KEY key_end VALUE value_end``, then ``call_end``::
+
+    Seed-OSS     <function=get_weather><parameter=city>Paris</parameter></function>
+    MiniMax-M2   <invoke name="get_weather"><parameter name="city">Paris</parameter></invoke>
+    DeepSeek     <{DSML}invoke name="get_weather"><{DSML}parameter name="city" string="true">Paris</{DSML}parameter>
+    MiniCPM5     <function name="get_weather"><param name="city">Paris</param></function>
+
+Whitespace may stand between any two tags (and inside a tag where the markup has a space); a value is
+the text up to its closing tag, less one line break on each side (templates write values on lines of their
+own or not). A value is typed as service.parsing.tagged_calls types Qwen3-Coder's, by the tool's schema;
+where the key's end says how the value is written (DSML's ``string="true"`` / ``"false"``), raw text stays
+text wherever the schema allows a string. Anything else in the text makes it not a call list (None), so the
+caller keeps it as content. The scan only moves forward with ``str.find``: linear in the text.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from service.parsing.calls import Call
+from service.parsing.markup import TaggedArguments, tag_name
+from service.parsing.tagged_calls import Schemas, argument_schema, json_types, typed_value
+
+CDATA_BEGIN, CDATA_END = "<![CDATA[", "]]>"
+
+
+@dataclass(frozen=True)
+class XmlCallForm:
+    """How one call is written around its tagged members (see the module's docstring)."""
+
+    name_begin: str
+    name_end: str
+    call_end: str
+    arguments: TaggedArguments
+    cdata: bool = False  # a value may be wrapped in <![CDATA[...]]> (MiniCPM5: values holding <, & or lines)
+
+
+def xml_calls(text: str, form: XmlCallForm, schemas: Schemas | None = None) -> list[Call] | None:
+    """Every call in ``text`` (one or several, whitespace between); None unless ``text`` is only calls."""
+    calls: list[Call] = []
+    position = _space(text, 0)
+    while position < len(text):
+        read = _call(text, position, form, schemas)
+        if read is None:
+            return None
+        call, position = read
+        calls.append(call)
+        position = _space(text, position)
+    return calls or None
+
+
+def _call(text: str, position: int, form: XmlCallForm, schemas: Schemas | None) -> tuple[Call, int] | None:
+    """The call that starts at ``position`` and where it ends; None when none does."""
+    position = _expect(text, position, form.name_begin)
+    end = text.find(_first(form.name_end), position) if position >= 0 else -1
+    if end < 0 or not tag_name(name := text[position:end].strip()) or '"' in name:
+        return None
+    position = _expect(text, end, form.name_end)
+    arguments: dict[str, Any] = {}
+    while position >= 0 and (member := _member(text, position, form, schemas, name)) is not None:
+        key, value, position = member
+        arguments[key] = value
+    position = _expect(text, position, form.call_end) if position >= 0 else -1
+    return None if position < 0 else ((name, json.dumps(arguments, ensure_ascii=False)), position)
+
+
+def _member(
+    text: str, position: int, form: XmlCallForm, schemas: Schemas | None, function: str
+) -> tuple[str, Any, int] | None:
+    """The member that starts at ``position`` (key, typed value, where it ends); None when none does."""
+    dialect = form.arguments
+    start = _expect(text, position, dialect.key_begin)
+    if start < 0:
+        return None
+    # The key's end: one spelling, or (DSML) one before raw text and one before JSON; both start alike.
+    ends = (
+        [(dialect.key_end, True), (dialect.json_key_end, False)] if dialect.json_key_end else [(dialect.key_end, None)]
+    )
+    key_stop = min((found for spelling, _ in ends if (found := text.find(_first(spelling), start)) >= 0), default=-1)
+    if key_stop < 0 or not tag_name(key := text[start:key_stop].strip()) or '"' in key:
+        return None
+    matched = next(((end, raw) for spelling, raw in ends if (end := _expect(text, key_stop, spelling)) >= 0), None)
+    if matched is None:
+        return None
+    value_start, raw = matched
+    read = _value_text(text, value_start, form)
+    if read is None:
+        return None
+    value, position = read
+    return key, _typed(value, argument_schema(schemas, function, key), raw), position
+
+
+def _value_text(text: str, position: int, form: XmlCallForm) -> tuple[str, int] | None:
+    """A value's text (less one line break each side, CDATA unwrapped) and where its member ends."""
+    closing = _first(form.arguments.value_end)
+    head = _space(text, position)
+    if form.cdata and text.startswith(CDATA_BEGIN, head):
+        inner_end = text.find(CDATA_END, head + len(CDATA_BEGIN))
+        if inner_end < 0 or not text.startswith(closing, after := _space(text, inner_end + len(CDATA_END))):
+            return None
+        value, end = text[head + len(CDATA_BEGIN) : inner_end], after
+    else:
+        end = text.find(closing, position)
+        if end < 0:
+            return None
+        value = text[position:end].removeprefix("\n").removesuffix("\n")
+    position = _expect(text, end, form.arguments.value_end)
+    return None if position < 0 else (value, position)
+
+
+def _typed(raw: str, schema: Any, written_raw: bool | None) -> Any:
+    """A value from its text: ``written_raw`` True (the markup says raw text) keeps it text where the schema
+    allows a string; otherwise it is typed by the schema as Qwen3-Coder's values are."""
+    if written_raw:
+        types = json_types(schema)
+        if types is None or "string" in types:
+            return raw
+    return typed_value(raw, schema)
+
+
+def _first(literal: str) -> str:
+    """The first whitespace-separated piece of a markup literal: what is searched for to find it."""
+    pieces = literal.split()
+    return pieces[0] if pieces else literal
+
+
+def _space(text: str, position: int) -> int:
+    """The first position at or after ``position`` that is not whitespace."""
+    while position < len(text) and text[position].isspace():
+        position += 1
+    return position
+
+
+def _expect(text: str, position: int, literal: str) -> int:
+    """Where ``literal`` ends when the text at ``position`` is it, whitespace free around and inside its
+    pieces (``<invoke name="`` read in ``<invoke  name="``); -1 when it is not. An empty literal matches."""
+    for piece in literal.split():
+        position = _space(text, position)
+        if not text.startswith(piece, position):
+            return -1
+        position += len(piece)
+    return position
