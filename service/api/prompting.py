@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 
 from google.protobuf import json_format
 
+from service.api.generic_tools import generic_conversation
 from service.engine import TemplateError
 from service.errors import FieldViolation, InvalidArgument, quote
 from service.models import ServedModel
@@ -161,6 +162,7 @@ def render_for_model(
     """The conversation as the model's template writes it, its messages first put in the form templates
     expect (``template_messages``); a template's refusal is INVALID_ARGUMENT naming ``field``."""
     try:
+        history, tools = generic_conversation(model, history, tools)  # a template that shows no tool format
         return model.engine.render_chat(
             template_messages(model, history), tools, context, add_generation_prompt=add_generation_prompt
         )
