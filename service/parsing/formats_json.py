@@ -2,20 +2,135 @@
 
 Each table here is merged into service.parsing.formats' own (TOOL_PARSERS, REASONING_PARSERS, ALIASES and the
 template markup tables), so a format is written once, here, and named on the command line like any other.
+The markup of each format is its chat template's (service.parsing.calls_json), so rendering a known call
+through the template finds it; the decoders there read what the models write.
 """
 
 from __future__ import annotations
 
-from service.parsing.markup import ThinkMarkup
+from service.parsing import calls, calls_json
+from service.parsing.calls_json import (
+    ACTION_CLOSE,
+    ACTION_OPEN,
+    ACTION_WORD,
+    APRIEL,
+    APRIEL_THINK,
+    COHERE2_MOE_THINK,
+    COHERE_THINK,
+    COMMAND_R7B,
+    COMMAND_R_PLUS,
+    FUNCTION_CALL,
+    FUNCTION_CALL_ROLE,
+    FUNCTION_CLOSE,
+    FUNCTION_OPEN,
+    FUNCTIONARY_V31,
+    FUNCTIONARY_V32,
+    GIGACHAT3,
+    GRANITE_20B_FC,
+    HUNYUAN_THINK,
+    INTERNLM,
+    JSON_FENCE,
+    LONGCAT,
+    LONGCAT_CLOSE,
+    LONGCAT_OPEN,
+    LONGCAT_THINK,
+    MESSAGE_SEP,
+    MINIMAX,
+    NEMOTRON_CLOSE,
+    NEMOTRON_JSON,
+    NEMOTRON_OPEN,
+    PLUGIN_CLOSE,
+    PLUGIN_OPEN,
+    RECIPIENT,
+    TOOL_CALLS_CLOSE,
+    TOOL_CALLS_OPEN,
+    XLAM,
+    RecipientCallParser,
+)
+from service.parsing.markup import CallMarkup, ThinkMarkup
 from service.parsing.tool_format import ToolFormat
+from service.parsing.tools import Decoder, TaggedCallParser, TrailingCallParser
+
+
+def _tagged(decode: Decoder, markup: CallMarkup, open_tag: str, close_tag: str) -> ToolFormat:
+    """Calls in ``open_tag ... close_tag`` blocks amid text, each block read whole by ``decode``."""
+    return ToolFormat(lambda ids, _: TaggedCallParser(decode, ids, open_tag, close_tag), markup)
+
+
+def _trailing(decode: Decoder, markup: CallMarkup, start: tuple[str, ...], anywhere: tuple[str, ...]) -> ToolFormat:
+    """Calls that take up the rest of the reply from a marker on (``start``: only at the reply's start)."""
+    return ToolFormat(lambda ids, _: TrailingCallParser(decode, ids, start, anywhere), markup)
+
 
 # --tool-parser name -> its format.
-TOOL_FORMATS: dict[str, ToolFormat] = {}
+TOOL_FORMATS: dict[str, ToolFormat] = {
+    "functionary_v3_1": _tagged(calls_json.functionary_v31_call, FUNCTIONARY_V31, FUNCTION_OPEN, FUNCTION_CLOSE),
+    "functionary_v3_2": ToolFormat(lambda ids, _: RecipientCallParser(ids), FUNCTIONARY_V32),
+    "nemotron_json": _tagged(calls_json.named_calls, NEMOTRON_JSON, NEMOTRON_OPEN, NEMOTRON_CLOSE),
+    # Apriel and MiniMax share the tags (and the decoder: a list, or an object a line); each writes its own.
+    "apriel": _tagged(calls_json.named_calls, APRIEL, TOOL_CALLS_OPEN, TOOL_CALLS_CLOSE),
+    "minimax": _tagged(calls_json.named_calls, MINIMAX, TOOL_CALLS_OPEN, TOOL_CALLS_CLOSE),
+    "command_r7b": _tagged(calls_json.cohere_calls, COMMAND_R7B, ACTION_OPEN, ACTION_CLOSE),
+    "command_r_plus": _trailing(calls_json.command_r_plus_calls, COMMAND_R_PLUS, (), (ACTION_WORD,)),
+    "internlm": _tagged(calls.hermes_call, INTERNLM, PLUGIN_OPEN, PLUGIN_CLOSE),
+    "granite_20b_fc": _trailing(calls_json.function_call_calls, GRANITE_20B_FC, (), (FUNCTION_CALL,)),
+    "longcat": _tagged(calls.hermes_call, LONGCAT, LONGCAT_OPEN, LONGCAT_CLOSE),
+    "gigachat3": _trailing(calls_json.gigachat3_calls, GIGACHAT3, (), (MESSAGE_SEP, FUNCTION_CALL_ROLE)),
+    "xlam": _trailing(calls_json.xlam_calls, XLAM, ("[", JSON_FENCE), ()),
+}
 # --reasoning-parser name -> its block's delimiters.
-REASONING_FORMATS: dict[str, ThinkMarkup] = {}
+REASONING_FORMATS: dict[str, ThinkMarkup] = {
+    "command_r7b": COHERE_THINK,
+    "cohere2_moe": COHERE2_MOE_THINK,
+    "apriel": APRIEL_THINK,
+    "hunyuan_a13b": HUNYUAN_THINK,
+    "longcat": LONGCAT_THINK,
+}
 # Other servers' names (vLLM's, OVMS's) for these formats: {"tool": {alias: name}, "reasoning": {...}}.
-ALIASES: dict[str, dict[str, str]] = {"tool": {}, "reasoning": {}}
+ALIASES: dict[str, dict[str, str]] = {
+    "tool": {
+        "functionary_v3_1_llama_3_1": "functionary_v3_1",  # llama.cpp's name
+        "firefunction_v2": "phi4_mini_json",  # " functools[...]": Phi-4-mini's markup
+        "nemotron_nano_v2": "nemotron_json",
+        "jamba": "apriel",  # vLLM's jamba and hunyuan_a13b read the same <tool_calls>[...] list
+        "hunyuan_a13b": "apriel",
+        "minimax_m1": "minimax",
+        "cohere_command": "command_r7b",
+        "cohere_command3": "command_r7b",  # vLLM's names (Command A / R7B, and Command A Reasoning)
+        "cohere_command4": "command_r7b",
+        "internlm2": "internlm",
+        "granite-20b-fc": "granite_20b_fc",  # vLLM's spelling
+        "ernie45": "hermes",  # <tool_call>\n{...}\n</tool_call>
+    },
+    "reasoning": {
+        "cohere_command": "command_r7b",
+        "cohere_command3": "command_r7b",
+        "cohere_command4": "cohere2_moe",  # the Cohere2 MoE template's <|START_TEXT|> replies
+        "ernie45": "granite_think",  # <think>...</think>, then the reply in <response>...</response>
+        "minimax_m1": "think",
+    },
+}
 # Template markup (a string, or several that must all appear) -> the parser it calls for (checked after
-# formats.py's own entries, in this order).
-TEMPLATE_TOOL_MARKUP: list[tuple[str | tuple[str, ...], str]] = []
-TEMPLATE_REASONING_MARKUP: list[tuple[str | tuple[str, ...], str]] = []
+# formats.py's own entries, in this order). Rendering a known call finds these formats first; these strings are
+# what each template tells its model to write, for a template that renders no call.
+TEMPLATE_TOOL_MARKUP: list[tuple[str | tuple[str, ...], str]] = [
+    ("<{start_tag}={function_name}>", "functionary_v3_1"),  # its instructions spell the tag out in parts
+    ((RECIPIENT + "all", RECIPIENT + "${recipient}"), "functionary_v3_2"),
+    (NEMOTRON_OPEN, "nemotron_json"),
+    (ACTION_OPEN, "command_r7b"),
+    ((ACTION_WORD, JSON_FENCE, '"tool_name"'), "command_r_plus"),
+    (("[BEGIN FINAL RESPONSE]", TOOL_CALLS_OPEN), "apriel"),
+    (TOOL_CALLS_OPEN + "[", "apriel"),
+    (TOOL_CALLS_OPEN, "minimax"),
+    (PLUGIN_OPEN, "internlm"),
+    (FUNCTION_CALL + " ", "granite_20b_fc"),
+    (LONGCAT_OPEN, "longcat"),
+    (FUNCTION_CALL_ROLE, "gigachat3"),
+]
+TEMPLATE_REASONING_MARKUP: list[tuple[str | tuple[str, ...], str]] = [
+    ((COHERE_THINK.begin, "<|START_TEXT|>"), "cohere2_moe"),
+    (COHERE_THINK.begin, "command_r7b"),
+    (APRIEL_THINK.end, "apriel"),
+    ((HUNYUAN_THINK.begin, "<answer>"), "hunyuan_a13b"),
+    (LONGCAT_THINK.begin, "longcat"),
+]
