@@ -101,12 +101,24 @@ def functiongemma_call(block: str) -> list[Call] | None:
     read as Gemma 4's once the quote is swapped (a block that holds Gemma 4's own quote is not FunctionGemma's)."""
     if QUOTE in block:
         return None
-    return gemma4_call(block.replace(FUNCTIONGEMMA_ESCAPE, QUOTE))
+    try:
+        return gemma4_call(block.replace(FUNCTIONGEMMA_ESCAPE, QUOTE))
+    except RecursionError:  # nesting deeper than the reader (or the JSON decoder inside it) follows
+        return None
+
+
+def _json_values(text: str) -> list[Any] | None:
+    """The JSON values of ``text`` one after another (``calls.json_sequence``); None also where the nesting
+    is too deep for the JSON decoder (it raises RecursionError there, not ValueError)."""
+    try:
+        return json_sequence(text.strip(), " \t\r\n")
+    except RecursionError:
+        return None
 
 
 def apertus_calls(text: str) -> list[Call] | None:
     """Apertus: a JSON list of one-member objects, the member named for the function, ``[{"NAME": {args}}]``."""
-    values = json_sequence(text.strip(), " \t\r\n")
+    values = _json_values(text)
     if values is None or len(values) != 1 or not isinstance(values[0], list) or not values[0]:
         return None
     calls = []
@@ -143,8 +155,8 @@ def gigachat_call(text: str) -> list[Call] | None:
     body = body[len(opener) :].strip()
     for end in _GIGACHAT_ENDS:
         body = body.removesuffix(end).rstrip()
-    values = json_sequence(body, " \t\r\n")
-    if values is None or len(values) != 1:
-        return None
+    values = _json_values(body)
+    if values is None or len(values) != 1 or not isinstance(values[0], dict) or "arguments" not in values[0]:
+        return None  # both members, as GigaChat's templates write them
     call = named_call(values[0])
     return None if call is None else [call]

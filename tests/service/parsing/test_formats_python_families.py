@@ -1,0 +1,337 @@
+"""The Python-style and other non-JSON tool formats (LFM2, Olmo 3, FunctionGemma, Apertus, GigaChat 3 / 3.1,
+Mistral's [ARGS] form) and the reasoning-only formats of service.parsing.formats_python.
+
+Each written call is parsed whole and fed in deltas of 1-3 characters (and cut in two at every point): the
+results agree and no markup reaches the content on the way; malformed markup stays content. Each family's
+published template renders a known call, and the format's CallMarkup writes that call as the template does.
+A forced call's grammar, built from the markup, runs on the engine and what it writes reads back.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import jinja2
+import jinja2.ext
+import jinja2.sandbox
+import pytest
+
+from service.parsing import REASONING_PARSERS, TOOL_PARSERS, ContentDelta, OutputFormat, ParsedTurn, Piece
+from service.parsing.calls_python import apertus_calls, functiongemma_call, gigachat_call, python_call_lines
+from service.parsing.formats import ALIASES
+from service.parsing.formats_python import HUNYUAN_THINK, MISTRAL_THINK, SOLAR_OPEN2_THINK
+from service.parsing.markup import GRANITE_TAGGED_THINK, THINK, CallMarkup
+
+TEMPLATES = Path(__file__).parents[2] / "data" / "chat_templates"
+WEATHER = ("get_weather", {"city": "Paris", "days": 3})
+TIME = ("get_time", {"zone": "CET", "exact": True, "note": None})
+
+LFM2_CALL = "<|tool_call_start|>[get_weather(city='Paris', days=3)]<|tool_call_end|>"  # as LFM2.5's template
+LFM2_TWO = '<|tool_call_start|>[get_weather(city="Paris", days=3), get_time(zone="CET", exact=true, note=None)]<|tool_call_end|>'  # noqa: E501
+OLMO3_CALL = '<function_calls>get_weather(city="Paris", days=3)</function_calls>'
+OLMO3_TWO = '<function_calls>\nget_weather(city="Paris", days=3)\nget_time(zone="CET", exact=true, note=null)\n</function_calls>'  # noqa: E501
+FG_CALL = "<start_function_call>call:get_weather{city:<escape>Paris<escape>,days:3}<end_function_call>"
+FG_CALL2 = "<start_function_call>call:get_time{zone:<escape>CET<escape>,exact:true,note:null}<end_function_call>"
+APERTUS_CALL = '<|tools_prefix|>[{"get_weather": {"city": "Paris", "days": 3}}]<|tools_suffix|>'
+APERTUS_TWO = '<|tools_prefix|>[{"get_weather": {"city": "Paris", "days": 3}}, {"get_time": {"zone": "CET", "exact": true, "note": null}}]<|tools_suffix|>'  # noqa: E501
+GIGA_JSON = '{"name": "get_weather", "arguments": {"city": "Paris", "days": 3}}'
+GIGA3_CALL = "<|message_sep|>\n\nfunction call<|role_sep|>\n" + GIGA_JSON
+GIGA31_CALL = "<|function_call|>" + GIGA_JSON
+MISTRAL_CALL = '[TOOL_CALLS]get_weather[ARGS]{"city": "Paris", "days": 3}'
+MISTRAL_CALL2 = '[TOOL_CALLS]get_time[ARGS]{"zone": "CET", "exact": true, "note": null}'
+
+CASES = [
+    # (format, output, calls, content; None: not a call, all of it is content)
+    ("lfm2", LFM2_CALL, [WEATHER], ""),
+    ("lfm2", LFM2_TWO, [WEATHER, TIME], ""),
+    ("lfm2", "Let me check.\n" + LFM2_CALL + "\nOne moment.", [WEATHER], "Let me check.\nOne moment."),
+    ("lfm2", '<|tool_call_start|>[get_weather(city={"a": true, "b": [1, -2.5]})]<|tool_call_end|>',
+     [("get_weather", {"city": {"a": True, "b": [1, -2.5]}})], ""),  # an object written as JSON (LFM2.5's tojson)
+    ("lfm2", "<|tool_call_start|>[get_weather('Paris')]<|tool_call_end|>", [], None),  # positional
+    ("lfm2", "<|tool_call_start|>[get_weather(city=open('x'))]<|tool_call_end|>", [], None),  # not a literal
+    ("lfm2", "<|tool_call_start|>[get_weather(city='Paris'<|tool_call_end|>", [], None),  # broken syntax
+    ("lfm2", "<|tool_call_start|>[]<|tool_call_end|>", [], None),  # no call
+    ("olmo3", OLMO3_CALL, [WEATHER], ""),
+    ("olmo3", OLMO3_TWO, [WEATHER, TIME], ""),
+    ("olmo3", "Sure. " + OLMO3_CALL, [WEATHER], "Sure."),
+    ("olmo3", "<function_calls>x = get_weather(city='Paris')</function_calls>", [], None),  # not a bare call
+    ("olmo3", "<function_calls>get_weather(**{'city': 'Paris'})</function_calls>", [], None),
+    ("functiongemma", FG_CALL, [WEATHER], ""),
+    ("functiongemma", FG_CALL + FG_CALL2, [WEATHER, TIME], ""),
+    ("functiongemma", "I'll look. " + FG_CALL, [WEATHER], "I'll look."),
+    ("functiongemma", '<start_function_call>call:get_weather{"city": "Paris", "days": 3}<end_function_call>',
+     [WEATHER], ""),  # JSON, as a forced call's grammar writes it
+    ("functiongemma", "<start_function_call>call:get_weather{city:<escape>Paris}<end_function_call>", [], None),
+    ("apertus", APERTUS_CALL, [WEATHER], ""),
+    ("apertus", APERTUS_TWO, [WEATHER, TIME], ""),
+    ("apertus", "Checking. " + APERTUS_CALL, [WEATHER], "Checking."),
+    ("apertus", '<|tools_prefix|>[{"get_weather": {"city": "Paris"}, "x": {}}]<|tools_suffix|>', [], None),
+    ("apertus", '<|tools_prefix|>[{"get_weather": "Paris"}]<|tools_suffix|>', [], None),
+    ("gigachat3", GIGA3_CALL, [WEATHER], ""),
+    ("gigachat3", "Checking." + GIGA3_CALL + "<|message_sep|>", [WEATHER], "Checking."),
+    ("gigachat3", "Hello there.<|message_sep|>", [], "Hello there."),  # the message's end alone: no call
+    ("gigachat3", "<|message_sep|>\n\nfunction call<|role_sep|>\n{\"name\": \"get_weather\"}", [], None),
+    ("gigachat3_1", GIGA31_CALL, [WEATHER], ""),
+    ("gigachat3_1", "Checking." + GIGA31_CALL + "<|message_sep|>", [WEATHER], "Checking."),
+    ("gigachat3_1", '<|function_call|>{"name": "get_weather", "arguments": [1]}', [], None),
+    ("mistral_args", MISTRAL_CALL, [WEATHER], ""),
+    ("mistral_args", MISTRAL_CALL + MISTRAL_CALL2, [WEATHER, TIME], ""),
+    ("mistral_args", "Let me see." + MISTRAL_CALL, [WEATHER], "Let me see."),
+    ("mistral_args", "[TOOL_CALLS]get_weather[ARGS]{\"city\": ", [], None),
+]  # fmt: skip
+# Strings that are markup: none may reach the content of a reply that made its calls.
+MARKUP = ["<|tool_call", "<function_calls", "function_call>", "<|tools_", "<|message_sep", "<|function_call",
+          "function call<", "[TOOL_CALLS]", "[ARGS]", "call:"]  # fmt: skip
+
+
+def feed(fmt: OutputFormat, chunks: list[str], prompt_tail: str = "") -> tuple[ParsedTurn, list[Piece]]:
+    """``chunks`` fed one after another, then finished."""
+    parser = fmt.parser(prompt_tail=prompt_tail)
+    pieces: list[Piece] = []
+    for chunk in chunks:
+        pieces += parser.feed(chunk)
+    return parser.result, pieces + parser.finish()
+
+
+def deltas(text: str) -> list[list[str]]:
+    """``text`` in deltas of 1, 2 and 3 characters, of 1-3 characters in turn, and cut in two at every point."""
+    sized = [[text[i : i + size] for i in range(0, len(text), size)] for size in (1, 2, 3)]
+    cuts, position, turn = [], 0, 0
+    while position < len(text):
+        step = turn % 3 + 1
+        cuts.append(text[position : position + step])
+        position, turn = position + step, turn + 1
+    return [*sized, cuts, *([text[:cut], text[cut:]] for cut in range(1, len(text)))]
+
+
+def summary(turn: ParsedTurn) -> tuple[str, str, list[tuple[str, Any]]]:
+    return turn.content, turn.reasoning, [(c.name, json.loads(c.arguments)) for c in turn.calls]
+
+
+@pytest.mark.parametrize(("name", "text", "calls", "content"), CASES)
+def test_whole_and_streamed_agree(name: str, text: str, calls: list, content: str | None) -> None:
+    fmt = OutputFormat(name)
+    whole, _ = feed(fmt, [text])
+    assert summary(whole) == (text if content is None else content, "", calls)
+    for chunks in deltas(text):
+        turn, pieces = feed(fmt, chunks)
+        assert summary(turn) == summary(whole), chunks
+        if calls:
+            streamed = [piece.text for piece in pieces if isinstance(piece, ContentDelta)]
+            assert not any(mark in part for part in streamed for mark in MARKUP), (chunks, streamed)
+
+
+def test_without_tools_the_markup_is_text() -> None:
+    parser = OutputFormat("lfm2").parser(tools=False)
+    parser.feed(LFM2_CALL)
+    parser.finish()
+    assert parser.result.content == LFM2_CALL and not parser.result.calls
+
+
+def test_decoders_are_total_on_hostile_text() -> None:
+    """Deep nesting, NUL bytes, huge exponents, sets and calls as values: no call, and no exception."""
+    hostile = [
+        "[get_weather(city=" + "[" * 5000 + "]" * 5000 + ")]",
+        "[get_weather(city='a\x00b')]",
+        "[get_weather(days=1e999)]",
+        "[get_weather(days={1, 2})]",
+        "[get_weather(days=-True)]",
+        "[get_weather(city=f'{x}')]",
+        "[get_weather(city=print())]",
+        "[get_weather(city=b'x')]",
+        "[get_weather(city={1: 2})]",
+    ]
+    for text in hostile:
+        assert OutputFormat("lfm2").parser().feed("<|tool_call_start|>" + text) == []
+        assert python_call_lines(text[1:-1]) is None, text
+    for decode in (apertus_calls, gigachat_call, functiongemma_call):
+        assert decode("[" * 100_000) is None
+    assert functiongemma_call('call:f{city:<|"|>x<|"|>}') is None  # Gemma 4's quote is not FunctionGemma's
+
+
+# The reasoning formats: (name, output, reasoning, content, cut off inside the block).
+REASONING = [
+    ("mistral", "[THINK]The user wants the weather.[/THINK]It is sunny.", "The user wants the weather.",
+     "It is sunny.", False),
+    ("mistral", "[THINK]Still thinking", "Still thinking", "", True),
+    ("mistral", "No block here.", "", "No block here.", False),
+    ("hunyuan_a13b", "<think>\nThe user asks.\n</think>\n<answer>\nSunny.\n</answer>", "The user asks.", "Sunny.",
+     False),
+    ("solar_open2", "<|think:start|>Hmm.<|think:end|>Sunny.", "Hmm.", "Sunny.", False),
+    ("apertus", "<|inner_prefix|>Checking.<|inner_suffix|>Sunny.", "Checking.", "Sunny.", False),
+    ("ernie45", "<think>abc\n</think>\n\n<response>\ndef\n</response>\n", "abc", "def", False),
+    ("olmo3", "<think>Plain text tags.</think>Reply.", "Plain text tags.", "Reply.", False),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("name", "text", "reasoning", "content", "cut_off"), REASONING)
+def test_reasoning_split_whole_and_streamed(name: str, text: str, reasoning: str, content: str, cut_off: bool) -> None:
+    fmt = OutputFormat.choose(None, name, "")
+    whole, _ = feed(fmt, [text])
+    assert (whole.reasoning, whole.content, whole.in_reasoning) == (reasoning, content, cut_off)
+    think = fmt.think_markup
+    assert think is not None
+    for chunks in deltas(text):
+        turn, pieces = feed(fmt, chunks)
+        assert (turn.reasoning, turn.content, turn.in_reasoning) == (reasoning, content, cut_off), chunks
+        texts = [piece.text for piece in pieces if isinstance(piece, ContentDelta)]
+        assert not any(tag in part for part in texts for tag in (*think.begins, *think.ends)), (chunks, texts)
+
+
+def test_a_block_the_prompt_opened() -> None:
+    """Solar Open 2's template opens the block in the prompt: the reply starts inside it."""
+    turn, _ = feed(OutputFormat(None, "solar_open2"), ["Hmm.", "<|think:e", "nd|>Sunny."], "<|think:start|>")
+    assert (turn.reasoning, turn.content) == ("Hmm.", "Sunny.")
+
+
+def test_mistral_reasoning_then_its_calls() -> None:
+    text = "[THINK]I need the weather.[/THINK]" + MISTRAL_CALL
+    for chunks in [[text], *deltas(text)[:4]]:
+        turn, _ = feed(OutputFormat("mistral_args", "mistral"), chunks)
+        assert summary(turn) == ("", "I need the weather.", [WEATHER]), chunks
+
+
+# vLLM's reasoning parsers and what serves each here.
+VLLM_REASONING = {
+    "deepseek_v3": THINK, "ernie45": GRANITE_TAGGED_THINK, "glm45": THINK, "glm47": THINK, "holo2": THINK,
+    "hunyuan_a13b": HUNYUAN_THINK, "kimi_k2": THINK, "mimo": THINK, "minimax_m2": THINK, "mistral": MISTRAL_THINK,
+    "nemotron_v3": THINK, "olmo3": THINK, "qwen3": THINK, "step3": THINK, "step3p5": THINK, "poolside_v1": THINK,
+    "solar_open2": SOLAR_OPEN2_THINK,
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", sorted(VLLM_REASONING))
+def test_vllm_reasoning_names_are_served(name: str) -> None:
+    chosen = OutputFormat.choose(None, name, "")
+    assert chosen.reasoning_parser in REASONING_PARSERS and chosen.think_markup == VLLM_REASONING[name]
+
+
+def test_minimax_append_think_leaves_the_reasoning_in_the_content() -> None:
+    assert ALIASES["reasoning"]["minimax_m2_append_think"] == "none"
+    assert OutputFormat.choose(None, "minimax_m2_append_think", "").reasoning_parser is None
+
+
+class _Generation(jinja2.ext.Extension):
+    """transformers' ``{% generation %}`` block (it marks the assistant's tokens for training): its body."""
+
+    tags = {"generation"}  # noqa: RUF012 (jinja2.ext.Extension declares it an instance variable)
+
+    def parse(self, parser: Any) -> jinja2.nodes.Node:
+        line = next(parser.stream).lineno
+        body = parser.parse_statements(("name:endgeneration",), drop_needle=True)
+        return jinja2.nodes.CallBlock(self.call_method("_body"), [], [], body).set_lineno(line)
+
+    def _body(self, caller: Any) -> str:
+        return str(caller())
+
+
+ENVIRONMENT = jinja2.sandbox.ImmutableSandboxedEnvironment(
+    trim_blocks=True, lstrip_blocks=True, extensions=["jinja2.ext.loopcontrols", _Generation]
+)
+ENVIRONMENT.filters["tojson"] = lambda value, ensure_ascii=False, indent=None: json.dumps(
+    value, ensure_ascii=ensure_ascii, indent=indent
+)
+ENVIRONMENT.globals["strftime_now"] = lambda pattern: "2026-01-01"
+PROBE_TOOLS = [{"type": "function", "function": {"name": "get_weather", "description": "The weather.", "parameters": {
+    "type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}}}}}]  # fmt: skip
+
+
+def rendered(template: str, content: str | None) -> str:
+    """A conversation in which the assistant called get_weather(city="Paris", days=3), as ``template`` writes it
+    (Jinja2 set up as transformers sets it up)."""
+    call = {"id": "call00001", "type": "function", "function": {"name": WEATHER[0], "arguments": WEATHER[1]}}
+    history = [
+        {"role": "user", "content": "What is the weather in Paris?"},
+        {"role": "assistant", "content": content, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "call00001", "content": "Sunny."},
+    ]
+    compiled = ENVIRONMENT.from_string((TEMPLATES / template).read_text())
+    return compiled.render(messages=history, tools=PROBE_TOOLS, bos_token="<s>", eos_token="</s>")
+
+
+def written_call(markup: CallMarkup) -> str:
+    """The known call as ``markup`` writes it (JSON arguments, or Python keywords)."""
+    arguments = json.dumps(WEATHER[1])
+    if markup.arguments == "python":
+        arguments = ", ".join(f"{key}={json.dumps(value)}" for key, value in WEATHER[1].items())
+    return markup.opening + markup.begin(WEATHER[0]) + arguments + markup.call_end + markup.closing
+
+
+def normal(text: str) -> str:
+    """Whitespace dropped, one quote style: templates differ there, parsers do not."""
+    return "".join(text.split()).replace("'", '"')
+
+
+FAMILY_TEMPLATES = [
+    # (template, the format serving it, the calling turn's content, what ends the rendered call)
+    ("LFM2.5-8B-A1B.jinja", "lfm2", "", "<|im_end|>"),  # refuses content None,
+    ("Apertus-8B-Instruct.jinja", "apertus", None, "[Sunny.]"),
+    ("GigaChat3-10B-A1.8B.jinja", "gigachat3", None, "\n\nfunction result"),
+    ("GigaChat3.1-10B-A1.8B.jinja", "gigachat3_1", None, "\n\nfunction result"),
+    ("mistralai-Ministral-3-14B-Reasoning-2512.jinja", "mistral_args", "", "</s>"),  # refuses content None
+    ("ibm-granite-granite-4.1.jinja", "hermes", None, "<|end_of_text|>"),
+]
+
+
+@pytest.mark.parametrize(("template", "name", "content", "end"), FAMILY_TEMPLATES)
+def test_the_template_renders_the_formats_written_call(template: str, name: str, content: str | None,
+                                                       end: str) -> None:  # fmt: skip
+    markup = TOOL_PARSERS[name].markup
+    text = rendered(template, content)
+    assert normal(written_call(markup)) in normal(text), text
+    # And the call as the template wrote it (its quotes, its spacing) reads back as the call.
+    opening = (
+        markup.opening or markup.tag or markup.call_begin.split("{name}")[0]
+    )  # the call's first markup, looked for after the question
+    start = text.find(opening, text.index("What is the weather"))
+    turn, _ = feed(OutputFormat(name), [text[start : text.index(end, start)]])
+    assert summary(turn) == ("", "", [WEATHER]), text[start:]
+
+
+@pytest.mark.parametrize(
+    ("template", "tool_parser", "reasoning_parser"),
+    [
+        ("LFM2-8B-A1B.jinja", "lfm2", None),  # renders no call: its tool list's tokens are LFM2's
+        ("LFM2.5-Instruct.jinja", "lfm2", None),  # renders none either: "List of tools: [" is LFM2's
+        ("LFM2.5-8B-A1B.jinja", "lfm2", "think"),
+        ("Apertus-8B-Instruct.jinja", "apertus", "apertus"),
+        ("GigaChat3-10B-A1.8B.jinja", "gigachat3", None),
+        ("GigaChat3.1-10B-A1.8B.jinja", "gigachat3_1", None),
+        ("mistralai-Ministral-3-14B-Reasoning-2512.jinja", None, "mistral"),  # the tool parser: see below
+        ("google-gemma-4-31B-it-interleaved.jinja", "gemma4", "gemma4"),
+    ],
+)
+def test_template_markup_chooses_the_formats(template: str, tool_parser: str | None, reasoning_parser: str | None
+                                             ) -> None:  # fmt: skip
+    chosen = OutputFormat.choose(None, None, (TEMPLATES / template).read_text())
+    assert chosen.reasoning_parser == reasoning_parser
+    # Ministral 3 mentions [TOOL_CALLS], which formats.py's table gives to "mistral" (whose parser reads the
+    # [ARGS] form too); the rendered call is mistral_args' writing (test above).
+    assert chosen.tool_parser == (tool_parser or "mistral")
+
+
+def test_gemma4_interleaved_template_renders_calls_gemma4_reads() -> None:
+    """Gemma 4's interleaved-thinking template writes calls in Gemma 4's notation: the gemma4 format reads them."""
+    text = rendered("google-gemma-4-31B-it-interleaved.jinja", None)
+    start = text.index("<|tool_call>")
+    turn, _ = feed(OutputFormat("gemma4"), [text[start : text.index("<turn|>", start)]])
+    assert summary(turn) == ("", "", [WEATHER])
+
+
+def test_two_calls_written_from_each_markup_read_back() -> None:
+    """Opening, separator and closing as declared: two calls read back (one for the one-call formats)."""
+    for name in ("lfm2", "olmo3", "functiongemma", "apertus", "gigachat3", "gigachat3_1", "mistral_args"):
+        markup = TOOL_PARSERS[name].markup
+        written = [written_call(CallMarkup("", markup.call_begin, markup.call_end, "", "", markup.arguments,
+                                           name=markup.name))]  # fmt: skip
+        second = CallMarkup("", markup.call_begin, markup.call_end, "", "", markup.arguments, name=markup.name)
+        time_call = second.begin("get_time") + (
+            'zone="CET"' if markup.arguments == "python" else '{"zone": "CET"}'
+        ) + markup.call_end  # fmt: skip
+        calls = written + ([time_call] if markup.parallel else [])
+        text = markup.opening + markup.separator.join(calls) + markup.closing
+        turn, _ = feed(OutputFormat(name), [text])
+        expected = [WEATHER, ("get_time", {"zone": "CET"})][: len(calls)]
+        assert summary(turn) == ("", "", expected), (name, text)
