@@ -440,7 +440,8 @@ class _Document:
                 return '""'
             value = self.value(extra if isinstance(extra, dict) else {}, ("additionalProperties",))
             key = f"[a-zA-Z_] [a-zA-Z0-9_]{{0,{FREE_KEY_LENGTH - 1}}}"
-            pair = self.grammar.rule("tagged", f"{begin} {key} {_marked(form, value, raw=False)} {end}")
+            marked = _marked(form, value, raw=False)
+            pair = self.grammar.rule("tagged", f"{begin} {key} {literal(key_end)} {marked} {end}")
             return f"{pair}{{0,{FREE_MEMBERS}}}"
         pairs = [
             (
