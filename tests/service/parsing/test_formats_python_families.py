@@ -335,3 +335,40 @@ def test_two_calls_written_from_each_markup_read_back() -> None:
         turn, _ = feed(OutputFormat(name), [text])
         expected = [WEATHER, ("get_time", {"zone": "CET"})][: len(calls)]
         assert summary(turn) == ("", "", expected), (name, text)
+
+
+# Forced calls: the grammar built from each markup runs on the engine (tiny-chat) and what it writes reads back.
+FORCED = ["lfm2", "olmo3", "functiongemma", "apertus", "gigachat3", "gigachat3_1", "mistral_args"]
+
+
+@pytest.mark.parametrize("name", FORCED)
+def test_forced_calls_read_back(name: str) -> None:
+    from tests.service.api.test_call_markup import BOUNDED, NAMES, assert_calls, forced_config, generate, read_back
+
+    fmt = OutputFormat(name)
+    named = forced_config(fmt, named_tool_choice={"type": "function", "function": {"name": "get_weather"}})
+    text = generate(named, 0)
+    assert assert_calls(read_back(fmt, text), text, ["get_weather"]) == ["get_weather"]
+    text = generate(forced_config(fmt, tools=BOUNDED, tool_choice="required"), 0)
+    calls = assert_calls(read_back(fmt, text), text, NAMES)
+    assert len(calls) == 1 or TOOL_PARSERS[name].markup.parallel, text
+
+
+@pytest.mark.parametrize("reasoning", ["mistral", "apertus", "solar_open2"])
+def test_forced_call_after_the_formats_own_reasoning_block(reasoning: str) -> None:
+    """The grammar opens the reasoning block with the format's own delimiters, then the call: what it writes
+    reads back as reasoning and the call (tiny-chat rarely ends a block it never learned: then all reasoning)."""
+    from tests.service.api.test_call_markup import NAMES, assert_calls, forced_config, generate, read_back
+
+    fmt = OutputFormat("mistral_args", reasoning)
+    think, markup = fmt.think_markup, fmt.call_markup
+    assert think is not None and markup is not None
+    config = forced_config(
+        fmt, thinking=True, named_tool_choice={"type": "function", "function": {"name": "get_weather"}}
+    )
+    text = generate(config, 0, thinking=True)
+    turn = read_back(fmt, text)
+    assert text.startswith(think.begin) and (turn.in_reasoning or assert_calls(turn, text, NAMES)), text
+    written = think.begin + "Weather.\n" + think.end + "\n\n" + markup.begin("get_weather") + '{"city": "Paris"}'
+    turn = read_back(fmt, written)
+    assert turn.reasoning == "Weather." and [c.name for c in turn.calls] == ["get_weather"], written
