@@ -57,9 +57,6 @@ GRANITE_20B_FC = CallMarkup("", FUNCTION_CALL + " " + NAMED_ARGUMENTS, "}", "\n"
 # LongCat-Flash: Hermes' blocks under tags of its own.
 LONGCAT_OPEN, LONGCAT_CLOSE = "<longcat_tool_call>", "</longcat_tool_call>"
 LONGCAT = CallMarkup("", LONGCAT_OPEN + "\n" + NAMED_ARGUMENTS, "}\n" + LONGCAT_CLOSE, "\n", "", tag=LONGCAT_OPEN)
-# GigaChat 3: the text message ends, then a "function call" message holds one call.
-MESSAGE_SEP, FUNCTION_CALL_ROLE = "<|message_sep|>", "function call<|role_sep|>"
-GIGACHAT3 = CallMarkup(f"{MESSAGE_SEP}\n\n{FUNCTION_CALL_ROLE}\n", NAMED_ARGUMENTS, "}", "", "", parallel=False)
 # xLAM: the reply is a bare JSON list of calls (a ```json fence around it is read too).
 XLAM = CallMarkup("[", NAMED_ARGUMENTS, "}", ", ", "]")
 
@@ -76,8 +73,6 @@ COHERE2_MOE_THINK = ThinkMarkup(
 APRIEL_THINK = ThinkMarkup(
     "Here are my reasoning steps:", "[BEGIN FINAL RESPONSE]", after="\n", reply=("", "[END FINAL RESPONSE]")
 )
-# Hunyuan A13B: <think>...</think>, then the reply inside <answer>...</answer>.
-HUNYUAN_THINK = ThinkMarkup("<think>", "</think>", reply=("<answer>", "</answer>"))
 LONGCAT_THINK = ThinkMarkup("<longcat_think>", "</longcat_think>")
 
 
@@ -146,20 +141,6 @@ def function_call_calls(text: str) -> list[Call] | None:
             return None
         calls.append(call)
     return calls or None
-
-
-def gigachat3_calls(text: str) -> list[Call] | None:
-    """GigaChat 3, from the end of the text message on: ``<|message_sep|>`` then a ``function call`` message of
-    one named call. The end of the message alone is no call and nothing to keep ([]): the reply was all text."""
-    body = text.strip()
-    if body.startswith(MESSAGE_SEP):
-        body = body.removeprefix(MESSAGE_SEP).strip()
-        if not body:
-            return []
-    if not body.startswith(FUNCTION_CALL_ROLE):
-        return None
-    call = named_call(_one_object(body.removeprefix(FUNCTION_CALL_ROLE)))
-    return None if call is None else [call]
 
 
 def xlam_calls(text: str) -> list[Call] | None:

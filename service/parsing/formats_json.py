@@ -20,21 +20,17 @@ from service.parsing.calls_json import (
     COMMAND_R7B,
     COMMAND_R_PLUS,
     FUNCTION_CALL,
-    FUNCTION_CALL_ROLE,
     FUNCTION_CLOSE,
     FUNCTION_OPEN,
     FUNCTIONARY_V31,
     FUNCTIONARY_V32,
-    GIGACHAT3,
     GRANITE_20B_FC,
-    HUNYUAN_THINK,
     INTERNLM,
     JSON_FENCE,
     LONGCAT,
     LONGCAT_CLOSE,
     LONGCAT_OPEN,
     LONGCAT_THINK,
-    MESSAGE_SEP,
     MINIMAX,
     NEMOTRON_CLOSE,
     NEMOTRON_JSON,
@@ -75,7 +71,6 @@ TOOL_FORMATS: dict[str, ToolFormat] = {
     "internlm": _tagged(calls.hermes_call, INTERNLM, PLUGIN_OPEN, PLUGIN_CLOSE),
     "granite_20b_fc": _trailing(calls_json.function_call_calls, GRANITE_20B_FC, (), (FUNCTION_CALL,)),
     "longcat": _tagged(calls.hermes_call, LONGCAT, LONGCAT_OPEN, LONGCAT_CLOSE),
-    "gigachat3": _trailing(calls_json.gigachat3_calls, GIGACHAT3, (), (MESSAGE_SEP, FUNCTION_CALL_ROLE)),
     "xlam": _trailing(calls_json.xlam_calls, XLAM, ("[", JSON_FENCE), ()),
 }
 # --reasoning-parser name -> its block's delimiters.
@@ -83,7 +78,6 @@ REASONING_FORMATS: dict[str, ThinkMarkup] = {
     "command_r7b": COHERE_THINK,
     "cohere2_moe": COHERE2_MOE_THINK,
     "apriel": APRIEL_THINK,
-    "hunyuan_a13b": HUNYUAN_THINK,
     "longcat": LONGCAT_THINK,
 }
 # Other servers' names (vLLM's, OVMS's) for these formats: {"tool": {alias: name}, "reasoning": {...}}.
@@ -106,7 +100,6 @@ ALIASES: dict[str, dict[str, str]] = {
         "cohere_command": "command_r7b",
         "cohere_command3": "command_r7b",
         "cohere_command4": "cohere2_moe",  # the Cohere2 MoE template's <|START_TEXT|> replies
-        "ernie45": "granite_think",  # <think>...</think>, then the reply in <response>...</response>
         "minimax_m1": "think",
     },
 }
@@ -125,12 +118,10 @@ TEMPLATE_TOOL_MARKUP: list[tuple[str | tuple[str, ...], str]] = [
     (PLUGIN_OPEN, "internlm"),
     (FUNCTION_CALL + " ", "granite_20b_fc"),
     (LONGCAT_OPEN, "longcat"),
-    (FUNCTION_CALL_ROLE, "gigachat3"),
 ]
 TEMPLATE_REASONING_MARKUP: list[tuple[str | tuple[str, ...], str]] = [
     ((COHERE_THINK.begin, "<|START_TEXT|>"), "cohere2_moe"),
     (COHERE_THINK.begin, "command_r7b"),
     (APRIEL_THINK.end, "apriel"),
-    ((HUNYUAN_THINK.begin, "<answer>"), "hunyuan_a13b"),
     (LONGCAT_THINK.begin, "longcat"),
 ]
