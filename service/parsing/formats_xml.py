@@ -152,13 +152,13 @@ ALIASES: dict[str, dict[str, str]] = {
 TEMPLATE_TOOL_MARKUP: list[tuple[str | tuple[str, ...], str]] = [
     (SEED_OSS.tag, "seed_oss"),
     (MINIMAX_M2.tag, "minimax_m2"),
-    (DEEPSEEK_V32.tag, "deepseek_v32"),
-    (DEEPSEEK_V4.tag, "deepseek_v4"),
+    ((DSML, "function_calls>"), "deepseek_v32"),  # the templates build their tags from pieces
+    ((DSML, "tool_calls>"), "deepseek_v4"),
     ("<steptml:invoke", "step3"),
-    (HY_V3.tag, "hy_v3"),
+    (("<tool_calls{}>", ":opensource"), "hy_v3"),  # Hy3's template formats its tags: '<tool_calls{}>'.format(HYTK)
     ((MINICPM5.tag, '<param name="'), "minicpm5xml"),
 ]
 TEMPLATE_REASONING_MARKUP: list[tuple[str | tuple[str, ...], str]] = [
     (SEED_THINK.begin, "seed_oss"),
-    (HY_THINK.begin, "hy_v3"),
+    (("<think{}>", ":opensource"), "hy_v3"),
 ]

@@ -1,0 +1,435 @@
+"""The XML-argument families of service.parsing.formats_xml (Seed-OSS, MiniMax-M2, DeepSeek V3.2 / V4 DSML,
+Step3, Hunyuan 3, MiniCPM5): calls as each model writes them parsed whole and in small deltas, typed by the
+tools' schemas; malformed markup kept as text; reasoning split; each family's published template renders the
+known call exactly as its format's markup writes it (so detection by rendering finds it, and no other
+format); forced calls written under the markup's grammar read back on the engine."""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+from pathlib import Path
+from typing import Any, ClassVar
+
+import jinja2
+import jinja2.sandbox
+import openvino_genai as ov_genai
+import pytest
+from jinja2.ext import Extension
+
+from clients.v1 import chat_pb2
+from service.engine.chat_template import minja_render
+from service.engine.generation_config import structured_output_config as engine_form
+from service.errors import FieldViolation
+from service.models import BUNDLED_MODEL, BUNDLED_MODELS_DIR
+from service.parsing import TOOL_PARSERS, OutputFormat, ParsedTurn, formats_xml
+from service.parsing.formats import ALIASES, REASONING_PARSERS
+from service.parsing.markup import DSML, TAGGED_ARGUMENTS, CallMarkup
+from service.structured.output import structured_output_config
+from tests.rpc import parse as parse_request
+from tests.service.api.test_call_markup import (
+    ASK,
+    BOUNDED,
+    NAMES,
+    TOOLS,
+    assert_calls,
+    forced_config,
+    generate,
+    read_back,
+)
+
+TEMPLATES = Path(__file__).parents[2] / "data" / "chat_templates"
+FORMATS = list(formats_xml.FAMILIES)
+SCHEMAS = {
+    "get_weather": {
+        "type": "object",
+        "properties": {"city": {"type": "string"}, "days": {"type": "integer"}, "zip": {"type": "string"}},
+    },
+    "set_alarm": {
+        "type": "object",
+        "properties": {
+            "hour": {"type": "number"},
+            "loud": {"type": "boolean"},
+            "label": {"type": ["string", "null"]},
+            "mode": {"type": "object"},
+            "days": {"type": "array"},
+        },
+    },
+}
+WEATHER = ("get_weather", {"city": "Paris", "days": 3, "zip": "75001"})
+ALARM = ("set_alarm", {"hour": 7.5, "loud": True, "label": None, "mode": {"repeat": False}, "days": [1, 2]})
+STEP3_OPEN, STEP3_CLOSE = formats_xml.STEP3_CALLS_BEGIN, formats_xml.STEP3_CALLS_END
+STEP3_CALL = formats_xml.STEP3_CALL_BEGIN + "function" + formats_xml.STEP3_SEP
+# get_weather(city="Paris", days=3, zip="75001") as each model writes it (its template's, or vLLM's parser's,
+# examples), line breaks and all: written by hand, not from the markup, so a wrong markup cannot pass.
+WRITTEN = {
+    "seed_oss": "<seed:tool_call>\n<function=get_weather>\n<parameter=city>Paris</parameter>\n"
+    "<parameter=days>3</parameter>\n<parameter=zip>\n75001\n</parameter>\n</function>\n</seed:tool_call>",
+    "minimax_m2": '<minimax:tool_call>\n<invoke name="get_weather">\n<parameter name="city">Paris</parameter>\n'
+    '<parameter name="days">3</parameter>\n<parameter name="zip">75001</parameter>\n</invoke>\n</minimax:tool_call>',
+    "deepseek_v32": f'<{DSML}function_calls>\n<{DSML}invoke name="get_weather">\n'
+    f'<{DSML}parameter name="city" string="true">Paris</{DSML}parameter>\n'
+    f'<{DSML}parameter name="days" string="false">3</{DSML}parameter>\n'
+    f'<{DSML}parameter name="zip" string="true">75001</{DSML}parameter>\n</{DSML}invoke>\n</{DSML}function_calls>',
+    "deepseek_v4": f'<{DSML}tool_calls>\n<{DSML}invoke name="get_weather">\n'
+    f'<{DSML}parameter name="city" string="true">Paris</{DSML}parameter>\n'
+    f'<{DSML}parameter name="days" string="false">3</{DSML}parameter>\n'
+    f'<{DSML}parameter name="zip" string="true">75001</{DSML}parameter>\n</{DSML}invoke>\n</{DSML}tool_calls>',
+    "step3": f'{STEP3_OPEN}{STEP3_CALL}<steptml:invoke name="get_weather"><steptml:parameter name="city">Paris'
+    '</steptml:parameter><steptml:parameter name="days">3</steptml:parameter><steptml:parameter name="zip">75001'
+    f"</steptml:parameter></steptml:invoke>{formats_xml.STEP3_CALL_END}{STEP3_CLOSE}",
+    "hy_v3": "<tool_calls:opensource>\n<tool_call:opensource>get_weather<tool_sep:opensource>\n"
+    "<arg_key:opensource>city</arg_key:opensource>\n<arg_value:opensource>Paris</arg_value:opensource>\n"
+    "<arg_key:opensource>days</arg_key:opensource>\n<arg_value:opensource>3</arg_value:opensource>\n"
+    "<arg_key:opensource>zip</arg_key:opensource>\n<arg_value:opensource>75001</arg_value:opensource>\n"
+    "</tool_call:opensource>\n</tool_calls:opensource>",
+    "minicpm5xml": '<function name="get_weather"><param name="city">Paris</param><param name="days">3</param>'
+    '<param name="zip">75001</param></function>',
+}
+
+
+def turn_of(name: str, chunks: list[str], schemas: dict[str, Any] | None = SCHEMAS, **options: Any) -> ParsedTurn:
+    """The turn ``chunks`` make, fed one by one to a fresh parser of format ``name``."""
+    parser = OutputFormat(name, options.pop("reasoning", None)).parser(schemas=schemas, **options)
+    for chunk in chunks:
+        parser.feed(chunk)
+    parser.finish()
+    return parser.result
+
+
+def calls(turn: ParsedTurn) -> list[tuple[str, Any]]:
+    return [(call.name, json.loads(call.arguments)) for call in turn.calls]
+
+
+def deltas(text: str) -> list[list[str]]:
+    """``text`` whole, in deltas of 1, 2 and 3 characters, cut in two everywhere, and in random pieces."""
+    rng = random.Random(len(text))
+    sized = [[text[i : i + size] for i in range(0, len(text), size)] for size in (1, 2, 3)]
+    halves = [[text[:i], text[i:]] for i in range(1, len(text), 7)]
+    cuts = [sorted(rng.sample(range(1, len(text)), 5)) for _ in range(4)]
+    pieces = [[text[a:b] for a, b in zip([0, *cut], [*cut, len(text)], strict=True)] for cut in cuts]
+    return [[text], *sized, *halves, *pieces]
+
+
+def written(markup: CallMarkup, *made: tuple[str, dict[str, Any]]) -> str:
+    """Calls as ``markup`` writes them (the grammar's and the detection's form): the list, its members."""
+    dialect = TAGGED_ARGUMENTS[markup.arguments]
+    texts = [
+        markup.begin(name, index) + dialect.write(args) + markup.call_end for index, (name, args) in enumerate(made)
+    ]
+    return markup.opening + markup.separator.join(texts) + markup.closing
+
+
+def markup_of(name: str) -> CallMarkup:
+    return TOOL_PARSERS[name].markup
+
+
+@pytest.mark.parametrize("name", FORMATS)
+def test_the_models_call_streamed_or_whole(name: str) -> None:
+    for chunks in deltas(WRITTEN[name]):
+        turn = turn_of(name, chunks)
+        assert (turn.content, calls(turn)) == ("", [WEATHER]), chunks
+
+
+@pytest.mark.parametrize("name", FORMATS)
+def test_two_calls_after_text_typed_by_the_schemas(name: str) -> None:
+    text = "Let me check.\n\n" + written(markup_of(name), WEATHER, ALARM)
+    for chunks in deltas(text)[:4]:
+        turn = turn_of(name, chunks)
+        assert (turn.content, calls(turn)) == ("Let me check.", [WEATHER, ALARM]), chunks
+    turn = turn_of(name, [text])
+    assert len({call.id for call in turn.calls}) == 2
+
+
+@pytest.mark.parametrize("name", FORMATS)
+def test_without_schemas_a_value_is_json_unless_the_markup_says_text(name: str) -> None:
+    """No schemas: "75001" reads as a number, as Qwen3-Coder's values do; DSML's string="true" keeps it text."""
+    turn = turn_of(name, [WRITTEN[name]], schemas=None)
+    zip_code = "75001" if TAGGED_ARGUMENTS[markup_of(name).arguments].json_key_end else 75001
+    assert calls(turn) == [("get_weather", {**WEATHER[1], "zip": zip_code})]
+
+
+def test_dsml_types_by_the_string_attribute_and_the_schema() -> None:
+    """string="true" is text wherever the schema allows a string, string="false" JSON; a value the schema
+    types otherwise is typed whatever the attribute says (a forced call may write either)."""
+    members = (
+        f'<{DSML}parameter name="a" string="true">3</{DSML}parameter>'
+        f'<{DSML}parameter name="b" string="false">3</{DSML}parameter>'
+        f'<{DSML}parameter name="c" string="true">3</{DSML}parameter>'
+        f'<{DSML}parameter name="d" string="false">[1]</{DSML}parameter>'
+    )
+    text = f'<{DSML}function_calls><{DSML}invoke name="f">{members}</{DSML}invoke></{DSML}function_calls>'
+    schemas = {"f": {"properties": {"a": {"type": ["integer", "string"]}, "b": {"type": ["integer", "string"]},
+                                    "c": {"type": "integer"}}}}  # fmt: skip
+    assert calls(turn_of("deepseek_v32", [text], schemas=schemas)) == [("f", {"a": "3", "b": 3, "c": 3, "d": [1]})]
+
+
+def test_string_values_keep_markup_and_line_breaks() -> None:
+    """A raw string holds anything but its closing tag; MiniCPM5 wraps such values in CDATA, which is read."""
+    code = 'if x < 1:\n    return "a</b>"'
+    schemas = {"write": {"type": "object", "properties": {"code": {"type": "string"}}}}
+    for name in FORMATS:
+        text = written(markup_of(name), ("write", {"code": code}))
+        assert calls(turn_of(name, [text], schemas=schemas)) == [("write", {"code": code})], name
+    cdata = '<function name="write"><param name="code"><![CDATA[a </param> & b]]></param></function>'
+    assert calls(turn_of("minicpm5xml", [cdata], schemas=schemas)) == [("write", {"code": "a </param> & b"})]
+
+
+def test_a_call_without_arguments() -> None:
+    for name in FORMATS:
+        assert calls(turn_of(name, [written(markup_of(name), ("now", {}))])) == [("now", {})], name
+
+
+MALFORMED = {
+    "seed_oss": [
+        "<seed:tool_call>\n<function=get_weather>\n<parameter=city>Paris\n</function>\n</seed:tool_call>",  # unclosed
+        "<seed:tool_call>\n<function=get_weather>\n<parameter=city>Paris</parameter>\n</seed:tool_call>",  # no end
+        "<seed:tool_call>\n<function=get weather>\n</function>\n</seed:tool_call>",  # a name with a space
+        "<seed:tool_call>\n<function=f>\nstray\n<parameter=a>1</parameter>\n</function>\n</seed:tool_call>",
+        "<seed:tool_call>\nget_weather city=Paris\n</seed:tool_call>",  # not the markup
+    ],
+    "minimax_m2": [
+        '<minimax:tool_call>\n<invoke name="f">\n<parameter name="city">Paris\n</invoke>\n</minimax:tool_call>',
+        '<minimax:tool_call>\n<invoke name="f">\n<parameter name="a">1</parameter>\n</minimax:tool_call>',
+        '<minimax:tool_call>\n<invoke name="f"><parameter name="">1</parameter></invoke>\n</minimax:tool_call>',
+        "<minimax:tool_call>\nI will call get_weather\n</minimax:tool_call>",
+    ],
+    "deepseek_v32": [
+        f'<{DSML}function_calls><{DSML}invoke name="f"><{DSML}parameter name="a">1</{DSML}parameter>'
+        f"</{DSML}invoke></{DSML}function_calls>",  # no string attribute
+        f'<{DSML}function_calls><{DSML}invoke name="f"><{DSML}parameter name="a" string="true">1'
+        f"</{DSML}invoke></{DSML}function_calls>",  # unclosed value
+        f'<{DSML}function_calls><{DSML}invoke name="f"></{DSML}function_calls>',  # unclosed invoke
+    ],
+    "deepseek_v4": [
+        f'<{DSML}tool_calls><{DSML}invoke name="f"><{DSML}parameter name="a" string="maybe">1</{DSML}parameter>'
+        f"</{DSML}invoke></{DSML}tool_calls>",
+        f"<{DSML}tool_calls>text</{DSML}tool_calls>",
+    ],
+    "step3": [
+        f'{STEP3_OPEN}{STEP3_CALL}<steptml:invoke name="f"><steptml:parameter name="a">1</steptml:invoke>'
+        f"{formats_xml.STEP3_CALL_END}{STEP3_CLOSE}",
+        f'{STEP3_OPEN}<steptml:invoke name="f"></steptml:invoke>{STEP3_CLOSE}',  # no call tokens
+    ],
+    "hy_v3": [
+        "<tool_calls:opensource><tool_call:opensource>f<tool_sep:opensource><arg_key:opensource>a"
+        "</arg_key:opensource>1</tool_call:opensource></tool_calls:opensource>",  # a key without a value
+        "<tool_calls:opensource><tool_call:opensource>f</tool_call:opensource></tool_calls:opensource>",  # no sep
+    ],
+    "minicpm5xml": [
+        '<function name="f"><param name="a">1</function>',  # unclosed value
+        '<function name="f">stray<param name="a">1</param></function>',
+        '<function name="get weather"></function>',
+        '<function name="f"><param name="a"><![CDATA[1</param></function>',  # unclosed CDATA
+    ],
+}
+
+
+@pytest.mark.parametrize("name", FORMATS)
+def test_malformed_markup_stays_text(name: str) -> None:
+    for bad in MALFORMED[name]:
+        for chunks in deltas(bad)[:4]:
+            turn = turn_of(name, chunks)
+            assert (turn.content, turn.calls) == (bad, []), chunks
+    assert turn_of(name, [WRITTEN[name]], tools=False).content == WRITTEN[name]  # no tools: markup is text
+
+
+# The reasoning parser each family's template calls for, and how its block is written.
+REASONING = {"seed_oss": "seed_oss", "hy_v3": "hy_v3"}
+
+
+@pytest.mark.parametrize("name", FORMATS)
+def test_reasoning_then_calls(name: str) -> None:
+    think = REASONING_PARSERS[REASONING.get(name, "think")]
+    text = f"{think.begin}Paris, then.{think.end}\n" + WRITTEN[name]
+    for chunks in deltas(text)[:4]:
+        turn = turn_of(name, chunks, reasoning=REASONING.get(name, "think"))
+        assert (turn.reasoning, turn.content, calls(turn)) == ("Paris, then.", "", [WEATHER]), chunks
+    # A template that opens the block itself (MiniMax-M2's prompt ends with <think>): the output starts inside.
+    turn = turn_of(name, [f"Paris.{think.end}" + WRITTEN[name]], reasoning=REASONING.get(name, "think"),
+                   prompt_tail=think.begin + "\n")  # fmt: skip
+    assert (turn.reasoning, calls(turn)) == ("Paris.", [WEATHER])
+
+
+def test_vllm_names() -> None:
+    """vLLM's tool and reasoning parser names for these families resolve to a format here."""
+    for alias, name in {"step3p5": "qwen3_coder", "ling3": "glm45", "poolside_v1": "glm45", "mimo": "hermes"}.items():
+        assert OutputFormat.choose(alias, None, "").tool_parser == name
+    for name in ("seed_oss", "minimax_m2", "deepseek_v32", "deepseek_v4", "step3", "hy_v3", "minicpm5xml"):
+        assert OutputFormat.choose(name, None, "").call_markup is TOOL_PARSERS[name].markup
+    for alias in ("minimax_m2", "deepseek_v3", "step3", "step3p5", "kimi_k2", "ling3", "poolside_v1"):
+        assert OutputFormat.choose(None, alias, "").think_markup == REASONING_PARSERS["think"], alias
+    assert OutputFormat.choose(None, "seedoss", "").think_markup == formats_xml.SEED_THINK
+    assert set(ALIASES["tool"]) >= set(formats_xml.ALIASES["tool"])
+
+
+# ---- the published templates ----
+
+
+class _Generation(Extension):
+    """transformers' {% generation %} block (Laguna's templates mark the assistant's turn with it): its body."""
+
+    tags: ClassVar[set[str]] = {"generation"}
+
+    def parse(self, parser: Any) -> Any:
+        lineno = next(parser.stream).lineno
+        body = parser.parse_statements(("name:endgeneration",), drop_needle=True)
+        return jinja2.nodes.Scope(body, lineno=lineno)
+
+
+ENVIRONMENT = jinja2.sandbox.ImmutableSandboxedEnvironment(
+    trim_blocks=True, lstrip_blocks=True, extensions=["jinja2.ext.loopcontrols", _Generation]
+)
+ENVIRONMENT.filters["tojson"] = lambda value, ensure_ascii=False, indent=None, **_: json.dumps(
+    value, ensure_ascii=ensure_ascii, indent=indent
+)
+KNOWN_ARGUMENTS = {"city": "Paris", "days": 3}  # the call detection renders: get_weather(city="Paris", days=3)
+KNOWN_TOOLS = [{"type": "function", "function": {"name": "get_weather", "description": "The weather of a city",
+                "parameters": {"type": "object", "required": ["city"], "properties": {
+                    "city": {"type": "string"}, "days": {"type": "integer"}}}}}]  # fmt: skip
+KNOWN_CALL = [
+    {"role": "user", "content": "What is the weather in Paris?"},
+    {"role": "assistant", "content": "", "tool_calls": [
+        {"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": KNOWN_ARGUMENTS}}]},
+    {"role": "tool", "tool_call_id": "call_1", "content": "Sunny"},
+]  # fmt: skip
+# Template -> the tool parser that serves it and the reasoning parser its template markup calls for (None:
+# formats.py's own table decides, or the lead's detection by rendering).
+FAMILY_TEMPLATES = {
+    "ByteDance-Seed-OSS.jinja": ("seed_oss", "seed_oss"),
+    "MiniMax-M2.jinja": ("minimax_m2", None),
+    "deepseek-ai-DeepSeek-V3.2.jinja": ("deepseek_v32", None),
+    "deepseek-ai-DeepSeek-V4.jinja": ("deepseek_v4", None),
+    "deepseek-ai-DeepSeek-V4-Flash-0731.jinja": ("deepseek_v4", None),
+    "tencent-Hy3.jinja": ("hy_v3", "hy_v3"),
+    "openbmb-MiniCPM5-1B.jinja": ("minicpm5xml", None),
+    # Served by an existing format (vLLM's name for the family as an alias where it has one).
+    "StepFun3.5-Flash.jinja": ("step3p5", None),
+    "Qwen3.5-4B.jinja": ("qwen3_coder", None),
+    "NVIDIA-Nemotron-3-Nano-30B-A3B-BF16.jinja": ("qwen3_coder", None),
+    "inclusionai-ling-3.0-flash.jinja": ("ling3", None),
+    "poolside-Laguna-XS.2.jinja": ("poolside_v1", None),
+    "poolside-Laguna-XS-2.1.jinja": ("poolside_v1", None),
+    "poolside-Laguna-S-2.1.jinja": ("poolside_v1", None),
+    "GLM-4.7-Flash.jinja": ("glm47", None),
+    "MiMo-VL.jinja": ("mimo", None),
+    "Reka-Edge.jinja": ("hermes", None),
+    "Kimi-K2-Thinking.jinja": ("kimi_k2", None),
+}
+
+
+@pytest.fixture(scope="module")
+def tokenizer() -> ov_genai.Tokenizer:
+    return ov_genai.Tokenizer(str(BUNDLED_MODELS_DIR / BUNDLED_MODEL))
+
+
+def rendered(template: str, tokenizer: ov_genai.Tokenizer) -> str:
+    """The known call's conversation through ``template``: Jinja2 as transformers sets it up, or minja (which
+    the server renders with too) for a template Jinja2's sandbox refuses (Kimi K2 Thinking appends to lists)."""
+    try:
+        return ENVIRONMENT.from_string(template).render(
+            messages=KNOWN_CALL, tools=KNOWN_TOOLS, add_generation_prompt=True, bos_token="<s>", eos_token="</s>"
+        )
+    except jinja2.exceptions.SecurityError:
+        return minja_render(tokenizer, template, KNOWN_CALL, KNOWN_TOOLS, {}, True)
+
+
+def known_call(markup: CallMarkup) -> str:
+    """The known call as ``markup`` writes it, whatever its arguments' dialect."""
+    arguments = {"json": json.dumps(KNOWN_ARGUMENTS), "python": 'city="Paris", days=3'}.get(markup.arguments)
+    if arguments is None:
+        arguments = TAGGED_ARGUMENTS[markup.arguments].write(KNOWN_ARGUMENTS)
+    return markup.opening + markup.begin("get_weather", 0) + arguments + markup.call_end + markup.closing
+
+
+def squashed(text: str) -> str:
+    return re.sub(r"\s+", "", text)
+
+
+@pytest.mark.parametrize("file", FAMILY_TEMPLATES)
+def test_the_template_renders_the_call_as_the_format_writes_it(file: str, tokenizer: ov_genai.Tokenizer) -> None:
+    """The format's written call is in the render (whitespace aside), and no format of other markup's is."""
+    name, _ = FAMILY_TEMPLATES[file]
+    name = ALIASES["tool"].get(name, name)
+    text = squashed(rendered((TEMPLATES / file).read_text(encoding="utf-8"), tokenizer))
+    found = {other for other, fmt in TOOL_PARSERS.items() if squashed(known_call(fmt.markup)) in text}
+    assert name in found, text
+    assert {TOOL_PARSERS[other].markup for other in found} == {TOOL_PARSERS[name].markup}, found
+
+
+@pytest.mark.parametrize("file", FAMILY_TEMPLATES)
+def test_template_markup_entries_find_only_their_family(file: str) -> None:
+    """formats_xml's TEMPLATE_*_MARKUP entries (the fallback for templates that render no call) name this
+    family's format and reasoning where the template is one of theirs, and nothing in the others."""
+    name, reasoning = FAMILY_TEMPLATES[file]
+    template = (TEMPLATES / file).read_text(encoding="utf-8")
+
+    def chosen(table: list[tuple[str | tuple[str, ...], str]]) -> set[str]:
+        return {
+            parser
+            for markup, parser in table
+            if all(part in template for part in (markup if isinstance(markup, tuple) else (markup,)))
+        }
+
+    assert chosen(formats_xml.TEMPLATE_TOOL_MARKUP) == ({name} if name in formats_xml.FAMILIES else set())
+    assert chosen(formats_xml.TEMPLATE_REASONING_MARKUP) == ({reasoning} if reasoning else set())
+
+
+def test_every_other_vendored_template_is_left_to_its_own_format() -> None:
+    """No formats_xml template entry matches a template of another family (it would steal it)."""
+    ours = set(FAMILY_TEMPLATES)
+    for path in sorted(TEMPLATES.glob("*.jinja")):
+        if path.name in ours:
+            continue
+        template = path.read_text(encoding="utf-8")
+        for markup, parser in [*formats_xml.TEMPLATE_TOOL_MARKUP, *formats_xml.TEMPLATE_REASONING_MARKUP]:
+            parts = markup if isinstance(markup, tuple) else (markup,)
+            assert not all(part in template for part in parts), (path.name, parser)
+
+
+# ---- forced calls: the grammar built from the markup, on the engine ----
+
+
+@pytest.mark.parametrize("seed", [0, 1], ids=["greedy", "seed1"])
+@pytest.mark.parametrize("name", FORMATS)
+def test_required_calls_read_back(name: str, seed: int) -> None:
+    fmt = OutputFormat(name)
+    text = generate(forced_config(fmt, tools=BOUNDED, tool_choice="required"), seed)
+    assert assert_calls(read_back(fmt, text), text, NAMES)
+
+
+@pytest.mark.parametrize("tool", NAMES)
+@pytest.mark.parametrize("name", FORMATS)
+def test_named_call_reads_back(name: str, tool: str) -> None:
+    fmt = OutputFormat(name)
+    text = generate(forced_config(fmt, named_tool_choice={"type": "function", "function": {"name": tool}}), 0)
+    assert assert_calls(read_back(fmt, text), text, [tool]) == [tool]
+
+
+def test_dsml_grammar_marks_each_value_by_how_it_is_written() -> None:
+    """set_alarm's hour, loud, label and mode are JSON: string="false" before each; get_weather's city is text."""
+    fmt = OutputFormat("deepseek_v32")
+    alarm = generate(forced_config(fmt, named_tool_choice={"type": "function", "function": {"name": "set_alarm"}}), 0)
+    for key in ("hour", "loud", "label", "mode"):
+        assert f'<{DSML}parameter name="{key}" string="false">' in alarm, alarm
+    weather = generate(
+        forced_config(fmt, named_tool_choice={"type": "function", "function": {"name": "get_weather"}}), 0
+    )
+    assert f'<{DSML}parameter name="city" string="true">' in weather, weather
+
+
+@pytest.mark.parametrize("name", FORMATS)
+def test_allowed_tools_auto_reads_back_only_allowed_calls(name: str) -> None:
+    """allowed_tools "auto": the format's tag triggers one allowed call; what the engine writes reads back."""
+    fmt = OutputFormat(name)
+    allowed = {"mode": "auto", "tools": [{"type": "function", "function": {"name": "get_weather"}}]}
+    fields = {"named_tool_choice": {"type": "allowed_tools", "allowed_tools": allowed}}
+    request = parse_request(
+        chat_pb2.CreateChatCompletionRequest, {"model": "m", "messages": ASK, "tools": TOOLS, **fields}
+    )
+    violations: list[FieldViolation] = []
+    config = structured_output_config(request, violations, tools=TOOLS, markup=fmt.call_markup)
+    assert config is not None and not violations, violations
+    turn = read_back(fmt, generate(engine_form(config), 0))
+    assert all(call.name == "get_weather" for call in turn.calls)
