@@ -171,21 +171,21 @@ def render_for_model(
 
 
 def template_messages(model: ServedModel, history: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Messages as published chat templates expect them.
+    """Messages as the model's chat template expects them.
 
-    - An assistant turn that only calls tools has ``content: null`` in OpenAI's API; many templates
-      split, index or concatenate the content without a check (QwQ, Devstral, Granite, Phi), so they get
-      ``""``, as vLLM gives them.
+    - An assistant turn that only calls tools has ``content: null`` in OpenAI's API, and a call's arguments
+      are an object here: each in the form the template was found at load to keep the call in
+      (``Engine.message_form``: ``null`` for templates that test ``is none``, ``""`` for those that
+      concatenate or trim it; arguments as text for templates that concatenate them). Any other
+      ``content: null`` is ``""``.
     - Call ids in the form the model's format requires (Mistral: 9 letters and digits), whatever form
       the client sends back; the same id maps to the same id in a call and in its tool result.
     """
-    fit = model.output_format.fit_call_id
+    fit, form = model.output_format.fit_call_id, model.engine.message_form
     messages = []
     for message in history:
         if message.get("content") is None or "tool_calls" in message or "tool_call_id" in message:
-            message = dict(message)
-            if message.get("content") is None:
-                message["content"] = ""
+            message = form.apply(message)
             if "tool_call_id" in message:
                 message["tool_call_id"] = fit(message["tool_call_id"])
             if "tool_calls" in message:

@@ -7,9 +7,11 @@ tokenizer_config.json); ``tokenizer_config.json``'s ``chat_template`` (a string,
 the ``chat_template`` rt_info of ``openvino_tokenizer.xml`` (the only place openvino_genai itself reads).
 
 Rendering: openvino_genai's own engine (minja), as OVMS and the GenAI pipelines render; a template
-that minja cannot parse (GLM-4.6's, for one) is rendered with Jinja2 in a sandbox, set up as
-transformers sets it up (``tojson``, ``raise_exception``, ``strftime_now``, loop controls), so every
-published template renders with one of the two. Which one is used is decided once, at load.
+that minja cannot parse (GLM-4.6's, for one) or cannot render with tools (``tojson(ensure_ascii=False)``:
+MiniCPM5, MiniMax-M2) is rendered with Jinja2 in a sandbox, set up as transformers sets it up (``tojson``,
+``raise_exception``, ``strftime_now``, loop controls), so every published template renders with one of the
+two. Which one is used, and the form of the messages the template wants, is decided once, at load, by
+rendering probe conversations with both (template_probe.py).
 minja holds the GIL while it renders, so a large conversation is rendered in a helper process
 (template_worker.py) instead of a server thread.
 """
@@ -21,16 +23,20 @@ import functools
 import json
 import logging
 import pickle
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import jinja2
+import jinja2.ext
+import jinja2.nodes
+import jinja2.parser
 import jinja2.sandbox
 import openvino_genai as ov_genai
 
+from service.engine.template_errors import MAX_ERROR_CHARS, TemplateError, error_message
+from service.engine.template_probe import JINJA2, MINJA, ProbeJob, TemplateChoice, choose
 from service.workers.helper import HelperDied, HelperProcess, HelperStartError, HelperTimeout
 
 log = logging.getLogger(__name__)
@@ -38,19 +44,15 @@ log = logging.getLogger(__name__)
 TEMPLATE_FILE = "chat_template.jinja"
 TOKENIZER_CONFIG = "tokenizer_config.json"
 TOOL_USE = "tool_use"  # transformers' name of the template for requests with tools
-# A template's error reaches the client: this much of it, without the template source minja quotes.
-MAX_ERROR_CHARS = 400
-_PROBE = [{"role": "user", "content": "Hello"}]
 # Renders past either size go to the helper process: minja takes ~50 us a message and ~50 ms a megabyte of
 # content, and far more for tool schemas (which it writes as JSON: 28 ms for 250 kB, 560 ms for 1.1 MB),
 # all of it holding the GIL; below these a render holds it a few milliseconds at most.
 HELPER_BYTES = 96 * 1024  # the pickled render job (above what the event loop renders: prompting.renders_inline)
 HELPER_MESSAGES = 128
 RENDER_TIMEOUT_S = 30.0  # a render past this is refused and its helper process killed
-
-
-class TemplateError(Exception):
-    """The chat template refused the conversation (its own ``raise_exception``, or a rendering error)."""
+PROBE_TIMEOUT_S = 10.0  # the load-time probes (tens of renders, each a millisecond or so) past this: given up
+WORKER = "service.engine.template_worker"
+__all__ = ["MAX_ERROR_CHARS", "ChatTemplate", "TemplateError", "TemplateRenderer", "error_message"]
 
 
 @dataclass(frozen=True)
@@ -98,32 +100,47 @@ Renderer = Callable[[str, list[dict[str, Any]], list[dict[str, Any]] | None, dic
 
 
 class TemplateRenderer:
-    """Renders conversations with a model's chat template, with minja or (when minja cannot) Jinja2."""
+    """Renders conversations with a model's chat template, with minja or (when minja cannot) Jinja2.
+
+    Both the engine and the form of the messages (``message_form``) are chosen at load by rendering probe
+    conversations with both engines (template_probe.py); ``engine_reason`` says why. With a model directory the
+    probes run in a helper process, bounded by PROBE_TIMEOUT_S: a template that runs past it is rendered only
+    there from then on, each render bounded by RENDER_TIMEOUT_S.
+    """
 
     def __init__(self, tokenizer: ov_genai.Tokenizer, template: ChatTemplate, model_dir: Path | None = None) -> None:
-        """``model_dir``: the tokenizer's directory, for the helper process large renders run in (None: none
-        run there)."""
+        """``model_dir``: the tokenizer's directory, for the helper process the probes and large renders run in
+        (None: everything runs here)."""
         self.template = template
         self._tokenizer = tokenizer
-        self._helper = HelperProcess("service.engine.template_worker", model_dir) if model_dir else None
-        self._special = {"bos_token": tokenizer.get_bos_token(), "eos_token": tokenizer.get_eos_token()}
-        self.engine = "minja"
-        self._render: Renderer = functools.partial(minja_render, tokenizer)
-        texts = [text for text in (template.default, template.tool_use) if text]
+        self._helper = HelperProcess(WORKER, model_dir) if model_dir else None
+        self._jinja: Renderer = functools.partial(jinja_render, special_tokens(tokenizer))
+        self._minja: Renderer = functools.partial(minja_render, tokenizer)
+        choice = self._probe(model_dir)
+        self.engine, self.engine_reason, self.message_form = choice.engine, choice.reason, choice.form
+        self._confined = choice.confined
+        self._render = self._jinja if self.engine == JINJA2 else self._minja
+        log.info("the chat template (%s) is rendered with %s: %s; %s", template.source, self.engine,
+                 self.engine_reason, self.message_form)  # fmt: skip
+
+    def _probe(self, model_dir: Path | None) -> TemplateChoice:
+        """The probes' choice: in a helper process, bounded in time, when there is a model directory."""
+        if model_dir is None:
+            return choose(self.template, {MINJA: self._minja, JINJA2: self._jinja})
+        prober = HelperProcess(WORKER, model_dir)  # not self._helper: it starts on the first large render only
         try:
-            for text in texts:
-                self._render(text, _PROBE, None, {}, True)
-        except Exception as minja_error:
-            try:
-                for text in texts:
-                    self._jinja(text, _PROBE, None, {}, True)
-            except Exception:
-                log.warning("the chat template (%s) renders with neither minja nor Jinja2: %s", template.source,
-                            error_message(minja_error))  # fmt: skip
-            else:
-                self.engine, self._render = "jinja2", self._jinja
-                log.info("the chat template (%s) is rendered with Jinja2: minja says %s", template.source,
-                         error_message(minja_error))  # fmt: skip
+            kind, value = prober.ask(ProbeJob(self.template), PROBE_TIMEOUT_S)
+        except HelperStartError as error:
+            log.warning("the chat-template helper could not start (%s): probing in the server", error)
+            return choose(self.template, {MINJA: self._minja, JINJA2: self._jinja})
+        except (HelperTimeout, HelperDied) as error:
+            why = f"the probes did not finish ({error}): every render runs in the helper process"
+            log.warning("the chat template (%s): %s", self.template.source, why)
+            return TemplateChoice(MINJA, why, confined=True)
+        finally:
+            prober.close()
+        assert kind == "choice", value
+        return value  # type: ignore[no-any-return]
 
     def render(
         self,
@@ -140,9 +157,9 @@ class TemplateRenderer:
         """
         job = (self.template.text(tools=bool(tools)), history, tools or None, context, add_generation_prompt)
         try:
-            if self.engine == "minja" and self._helper is not None:
+            if self.engine == MINJA and self._helper is not None:
                 pickled = pickle.dumps(job, pickle.HIGHEST_PROTOCOL)
-                if len(pickled) > HELPER_BYTES or len(history) > HELPER_MESSAGES:
+                if self._confined or len(pickled) > HELPER_BYTES or len(history) > HELPER_MESSAGES:
                     rendered = self._outside(pickled)
                     if rendered is not None:
                         return rendered
@@ -173,19 +190,6 @@ class TemplateRenderer:
             raise TemplateError(value)
         return str(value)
 
-    def _jinja(
-        self,
-        text: str,
-        history: list[dict[str, Any]],
-        tools: list[dict[str, Any]] | None,
-        context: dict[str, Any],
-        add_generation_prompt: bool,
-    ) -> str:
-        variables = {**self._special, **context, "messages": history, "add_generation_prompt": add_generation_prompt}
-        if tools:
-            variables["tools"] = tools
-        return _compiled(text).render(**variables)
-
 
 def minja_render(
     tokenizer: ov_genai.Tokenizer,
@@ -204,6 +208,27 @@ def minja_render(
     )  # fmt: skip
 
 
+def special_tokens(tokenizer: ov_genai.Tokenizer) -> dict[str, str]:
+    """The template variables naming the tokenizer's special tokens (minja sets them itself)."""
+    return {"bos_token": tokenizer.get_bos_token(), "eos_token": tokenizer.get_eos_token()}
+
+
+def jinja_render(
+    special: dict[str, str],
+    text: str,
+    history: list[dict[str, Any]],
+    tools: list[dict[str, Any]] | None,
+    context: dict[str, Any],
+    add_generation_prompt: bool,
+) -> str:
+    """``history`` rendered by template ``text`` with Jinja2 in transformers' sandbox; ``special``: the special
+    tokens' variables (``special_tokens``)."""
+    variables = {**special, **context, "messages": history, "add_generation_prompt": add_generation_prompt}
+    if tools:
+        variables["tools"] = tools
+    return _compiled(text).render(**variables)
+
+
 def _raise_exception(message: str) -> None:
     raise jinja2.TemplateError(message)
 
@@ -214,8 +239,21 @@ def _tojson(value: Any, ensure_ascii: bool = False, indent: int | None = None, s
     return json.dumps(value, ensure_ascii=ensure_ascii, indent=indent, separators=separators, sort_keys=sort_keys)
 
 
+class GenerationTag(jinja2.ext.Extension):
+    """transformers' ``{% generation %}...{% endgeneration %}`` (it marks the assistant's tokens for training
+    masks): rendered as its body (LFM2.5 and Laguna templates use it)."""
+
+    tags = {"generation"}  # noqa: RUF012 (jinja2 reads this class attribute)
+
+    def parse(self, parser: jinja2.parser.Parser) -> jinja2.nodes.Node:
+        """The tag's body, rendered in place."""
+        lineno = next(parser.stream).lineno
+        body = parser.parse_statements(("name:endgeneration",), drop_needle=True)
+        return jinja2.nodes.Scope(body, lineno=lineno)
+
+
 _ENVIRONMENT = jinja2.sandbox.ImmutableSandboxedEnvironment(
-    trim_blocks=True, lstrip_blocks=True, extensions=["jinja2.ext.loopcontrols"]
+    trim_blocks=True, lstrip_blocks=True, extensions=["jinja2.ext.loopcontrols", GenerationTag]
 )
 _ENVIRONMENT.filters["tojson"] = _tojson
 _ENVIRONMENT.globals["raise_exception"] = _raise_exception
@@ -228,21 +266,3 @@ def _compiled(text: str) -> jinja2.Template:
     if text not in _COMPILED:
         _COMPILED[text] = _ENVIRONMENT.from_string(text)
     return _COMPILED[text]
-
-
-# openvino_genai wraps minja's own words ("Minja's error: ... at row R, column C:" and the template source)
-# in advice and the C++ source's location on the build machine.
-_MINJA_ERROR = re.compile(r"Minja's error: (.*?)(?: at row (\d+), column (\d+):|\n|$)", re.DOTALL)
-_BUILD_LOCATION = re.compile(r"Exception from \S+:\d+:\s*")
-
-
-def error_message(error: BaseException) -> str:
-    """What went wrong in the template, in one bounded line: its own message and where, not the template
-    source minja quotes after it, nor a build machine's paths."""
-    text = str(error)
-    if found := _MINJA_ERROR.search(text):
-        words, row, column = found.groups()
-        text = f"{words.strip()} (template row {row}, column {column})" if row else words
-    text = _BUILD_LOCATION.sub("", text).strip()
-    first = text.splitlines()[0].strip() if text else type(error).__name__
-    return first if len(first) <= MAX_ERROR_CHARS else first[: MAX_ERROR_CHARS - 3] + "..."

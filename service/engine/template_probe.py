@@ -1,0 +1,245 @@
+"""How a chat template is rendered, decided once at load by rendering what requests will render.
+
+Two choices, each made by rendering probe conversations (not from a list of template names):
+
+- The message form (``MessageForm``): OpenAI's call turn has ``content: null``. Some templates write the
+  calls only ``if message['content'] is none`` (DeepSeek-R1-Distill) and drop them for ``""``; others
+  concatenate, index or trim the content and fail on None (QwQ, Devstral, Granite, Phi). Likewise a call's
+  arguments: most templates write the object with ``tojson``; some concatenate them as text. The form kept is
+  the one under which the call turn renders and keeps the call (its arguments as JSON, best).
+- The engine: minja (openvino_genai's, as OVMS renders) unless it fails a probe that Jinja2 renders (minja has
+  no ``tojson(ensure_ascii=...)``, for one) or drops text of it that Jinja2 keeps. Whitespace is not compared:
+  the two differ in it (and minja adds the tools to templates that ignore them), which loses nothing.
+
+The probes: a plain turn, a system message, tools offered (a nested parameters schema), a call and its result,
+and a past reasoning turn with thinking switched on and off.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from service.engine.template_errors import error_message
+
+if TYPE_CHECKING:  # chat_template.py probes with this module
+    from service.engine.chat_template import ChatTemplate, Renderer
+
+ARGUMENTS = {"city": "Paris", "days": 3}  # "Paris" appears nowhere else in the probes
+CALL_ID = "call12345"  # 9 letters and digits: Mistral's templates refuse any other form
+MINJA, JINJA2 = "minja", "jinja2"
+
+
+def _bare(text: str) -> str:
+    return "".join(text.split())
+
+
+@dataclass(frozen=True)
+class MessageForm:
+    """How a template wants an assistant's call turn."""
+
+    null_call_content: bool = False  # a call turn's empty content as None (the template tests ``is none``)
+    text_arguments: bool = False  # a call's arguments as JSON text (the template concatenates them)
+
+    def apply(self, message: dict[str, Any]) -> dict[str, Any]:
+        """A copy of ``message`` in this form; any other ``content: null`` becomes ``""``."""
+        message = dict(message)
+        calls = message.get("tool_calls")
+        if self.null_call_content and calls and not message.get("content"):
+            message["content"] = None
+        elif message.get("content") is None:
+            message["content"] = ""
+        if self.text_arguments and calls:
+            message["tool_calls"] = [_with_text_arguments(call) for call in calls]
+        return message
+
+
+def _with_text_arguments(call: dict[str, Any]) -> dict[str, Any]:
+    function = call.get("function")
+    if not isinstance(function, dict) or isinstance(function.get("arguments"), str):
+        return call
+    return {**call, "function": {**function, "arguments": json.dumps(function.get("arguments"), ensure_ascii=False)}}
+
+
+# In order of preference when several keep the call equally well: "" and objects are what vLLM gives templates.
+FORMS = (MessageForm(), MessageForm(null_call_content=True), MessageForm(text_arguments=True), MessageForm(True, True))
+
+
+@dataclass(frozen=True)
+class TemplateChoice:
+    """The engine a template is rendered with, why, and the message form it wants."""
+
+    engine: str
+    reason: str
+    form: MessageForm = MessageForm()
+    confined: bool = False  # the probes did not finish: every render runs in the helper process, bounded in time
+
+
+@dataclass(frozen=True)
+class ProbeJob:
+    """The template worker's job of choosing (``choose``) for ``template``, bounded by the server's timeout."""
+
+    template: ChatTemplate
+
+
+@dataclass(frozen=True)
+class Probe:
+    """A conversation a request may render, and texts a rendering of it must not lose (whitespace ignored).
+
+    A call's arguments and its result are also compared with the markup Jinja2 writes just before them: minja
+    rewrites the calls and results of templates it thinks cannot write them in a JSON of its own (its polyfill),
+    in place of the family's own markup (LFM2's and DeepSeek V3.2's, for two) that the model was trained on.
+    """
+
+    name: str
+    messages: tuple[dict[str, Any], ...]
+    marks: tuple[str, ...]
+    tools: bool = False
+    context: dict[str, Any] = field(default_factory=dict)
+
+
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "get_weather",
+            "description": "Forecast for a city.",
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "city": {"type": "string", "description": "Name of the city."},
+                    "days": {"type": "integer"},
+                    "units": {
+                        "type": "object",
+                        "properties": {"temperature": {"type": "string", "enum": ["celsius", "fahrenheit"]}},
+                    },
+                },
+                "required": ["city"],
+            },
+        },
+    }
+]
+_USER = {"role": "user", "content": "What is the forecast?"}
+_SYSTEM = {"role": "system", "content": "Answer briefly."}
+_CALL = {
+    "role": "assistant",
+    "content": None,
+    "tool_calls": [{"id": CALL_ID, "type": "function", "function": {"name": "get_weather", "arguments": ARGUMENTS}}],
+}
+_RESULT = {"role": "tool", "tool_call_id": CALL_ID, "name": "get_weather", "content": "Sunny all week."}
+_REASONED = {"role": "assistant", "reasoning_content": "Weighing the sky.", "content": "Take a hat."}
+_THINKING_CALL = {**_CALL, "reasoning_content": "Weighing the sky."}
+_FOLLOW_UP = {"role": "user", "content": "And tomorrow?"}
+_CALL_MARKS = (_bare(json.dumps(ARGUMENTS)), "Sunny all week.")
+ANCHORED = ("Paris", "Sunnyallweek.")  # in a call probe, compared with the markup before them
+ANCHOR_CHARS = 12  # of markup before an anchored text (whitespace removed): a call's opening, a result's
+CALL = Probe("call", (_USER, _CALL, _RESULT), ("What is the forecast?", *_CALL_MARKS), tools=True)
+PROBES = (
+    Probe("plain", (_USER,), ("What is the forecast?",)),
+    Probe("system", (_SYSTEM, _USER), ("Answer briefly.", "What is the forecast?")),
+    Probe("tools", (_SYSTEM, _USER), ("Forecast for a city.", "Name of the city.", "fahrenheit"), tools=True),
+    CALL,
+    Probe(
+        "reasoning",
+        (_USER, _REASONED, _FOLLOW_UP),
+        ("Weighing the sky.", "Take a hat.", "And tomorrow?"),
+        context={"enable_thinking": True},
+    ),
+    Probe(
+        "no-thinking",
+        (_USER, _REASONED, _FOLLOW_UP),
+        ("Take a hat.", "And tomorrow?"),
+        context={"enable_thinking": False},
+    ),
+    Probe(
+        "reasoning-call",
+        (_SYSTEM, _USER, _THINKING_CALL, _RESULT),
+        ("Weighing the sky.", *_CALL_MARKS),
+        tools=True,
+        context={"enable_thinking": True},
+    ),
+)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """A probe's rendering (whitespace removed), or why it failed."""
+
+    bare: str = ""
+    error: str | None = None
+
+
+def _attempt(template: ChatTemplate, render: Renderer, probe: Probe, form: MessageForm) -> Outcome:
+    messages = [form.apply(message) for message in probe.messages]
+    try:
+        text = render(template.text(tools=probe.tools), messages, TOOLS if probe.tools else None, probe.context, True)
+    except Exception as error:  # the template's refusal or the engine's failure: either is an outcome
+        return Outcome(error=error_message(error))
+    return Outcome(_bare(text))
+
+
+def _call_kept(outcome: Outcome) -> int:
+    """How well a rendering keeps the probe's call: 2 its arguments as JSON, 1 in another dialect, 0 lost."""
+    if outcome.error is not None:
+        return -1
+    return 2 if _CALL_MARKS[0] in outcome.bare else int("Paris" in outcome.bare)
+
+
+def best_form(template: ChatTemplate, render: Renderer) -> MessageForm:
+    """The message form under which the template keeps a call turn best (the first such in FORMS)."""
+    kept = [_call_kept(_attempt(template, render, CALL, form)) for form in FORMS]
+    return FORMS[kept.index(max(kept))]
+
+
+def choose(template: ChatTemplate, renderers: Mapping[str, Renderer]) -> TemplateChoice:
+    """The engine (of ``renderers``: MINJA and JINJA2) and message form for ``template``, with the reason."""
+    forms = {engine: best_form(template, render) for engine, render in renderers.items()}
+    outcomes = {
+        engine: {probe.name: _attempt(template, render, probe, forms[engine]) for probe in PROBES}
+        for engine, render in renderers.items()
+    }
+    engine, reason = _engine(outcomes[MINJA], outcomes[JINJA2])
+    return TemplateChoice(engine, reason, forms[engine])
+
+
+def _rewritten(theirs: str, ours: str) -> str | None:
+    """Jinja2's markup before a call's arguments or its result (``ANCHORED``), where minja writes other markup.
+
+    Only where Jinja2 writes the call: a template that drops calls (Phi-4-mini's, Granite 3.3's) loses less
+    with minja's JSON of them, the generic form llama.cpp also writes.
+    """
+    if ANCHORED[0] not in theirs:
+        return None
+    for anchor in ANCHORED:
+        at = theirs.find(anchor)
+        if at >= 0 and (written := theirs[max(0, at - ANCHOR_CHARS) : at + len(anchor)]) not in ours:
+            return written
+    return None
+
+
+def _engine(minja: dict[str, Outcome], jinja: dict[str, Outcome]) -> tuple[str, str]:
+    """minja unless Jinja2 renders a probe minja fails or keeps text of one that minja drops."""
+    different = []
+    for probe in PROBES:
+        theirs, ours = jinja[probe.name], minja[probe.name]
+        if theirs.error is not None:
+            continue  # the template refuses this conversation itself: no ground to compare on
+        if ours.error is not None:
+            return JINJA2, f"minja fails the {probe.name} probe ({ours.error}); Jinja2 renders it"
+        lost = [mark for mark in probe.marks if _bare(mark) in theirs.bare and _bare(mark) not in ours.bare]
+        if lost:
+            return JINJA2, f"minja drops {lost[0]!r} from the {probe.name} probe; Jinja2 keeps it"
+        if probe.tools and (rewritten := _rewritten(theirs.bare, ours.bare)):
+            return JINJA2, f"minja rewrites the {probe.name} probe's call markup: Jinja2 writes {rewritten!r}"
+        if ours.bare != theirs.bare:
+            different.append(probe.name)
+    if all(outcome.error is not None for outcome in jinja.values()):
+        first = next(iter(minja.values()))
+        if first.error is not None:
+            return MINJA, f"neither minja nor Jinja2 renders the probes (minja: {first.error})"
+        return MINJA, "Jinja2 renders none of the probes"
+    if different:
+        return MINJA, f"minja renders the probes, keeping all Jinja2 keeps (the {', '.join(different)} probes differ)"
+    return MINJA, "minja renders the probes as Jinja2 does, whitespace aside"
