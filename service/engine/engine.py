@@ -28,6 +28,7 @@ from service.engine.infill import find_infill_tokens
 from service.engine.messages import AdaptersSet, Cancel, Outcomes, QueryStats, SetAdapters, StatsReport
 from service.engine.sampling import OutputConstraint, SamplingParams
 from service.engine.scoring import Scoring
+from service.engine.template_probe import MessageForm
 from service.engine.types import EngineStats, PromptImages
 from service.engine.worker import WorkerSpec
 from service.workers.codec import TokenCodec
@@ -294,7 +295,7 @@ class Engine(Supervised):
     The tokenizer lives here too (chat templates, prompt encoding, logprob
     tokens); the engine process detokenises the output, keeping the special
     tokens of the ``markup`` that the model's output parsers read (a function
-    of the chat template, which may decide the parsers).
+    of the chat template's renderer, by which the parsers are found).
 
     The engine supervises its process: if it dies, or makes no progress for
     ``stall_timeout_s`` while requests wait on it (it is then killed), the
@@ -312,7 +313,7 @@ class Engine(Supervised):
         draft_dir: Path | None = None,
         prompt_lookup: bool = False,
         chat_template: Path | None = None,
-        markup: Callable[[ChatTemplate], tuple[str, ...]] = lambda template: (),
+        markup: Callable[[TemplateRenderer], tuple[str, ...]] = lambda renderer: (),
         meter: MeterFactory | None = None,
         adapters: tuple[LoraAdapter, ...] = (),
     ) -> None:
@@ -356,7 +357,7 @@ class Engine(Supervised):
             flush_interval=settings.stream_interval_ms / 1000,
             update_rate=settings.stream_updates_per_s,
             properties=settings.properties(),
-            markup=markup(template),
+            markup=markup(self._template),
             adapters=adapters,
         )
         self.adapters = {adapter.name: adapter for adapter in adapters}
@@ -397,6 +398,16 @@ class Engine(Supervised):
     def template_engine(self) -> str:
         """What renders the chat template: "minja" (openvino_genai's) or "jinja2" (a template minja cannot parse)."""
         return self._template.engine
+
+    @property
+    def template_engine_reason(self) -> str:
+        """Why that engine: what the load-time probes of the template found (template_probe.py)."""
+        return self._template.engine_reason
+
+    @property
+    def message_form(self) -> MessageForm:
+        """How the template wants a call turn's null content and arguments (template_probe.MessageForm)."""
+        return self._template.message_form
 
     def render_chat(
         self,
