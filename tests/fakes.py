@@ -44,6 +44,7 @@ from service.engine import (
     Update,
 )
 from service.engine.infill import InfillTokens
+from service.engine.template_probe import MessageForm
 from service.models import BUNDLED_MODEL, BUNDLED_MODELS_DIR, ModelLimits, ModelSpec, ServedModel
 from service.parsing import OutputFormat
 from service.server.grpc_server import Server
@@ -166,6 +167,7 @@ class FakeEngine:
         self.vocab_size = 0x110000  # every code point is a token
         self.defaults = SamplingParams()
         self.chat_template = BUNDLED_TEMPLATE
+        self.message_form = MessageForm()  # the bundled template's: null content as "", arguments as objects
         self.has_draft_model = False
         self.adapters: dict[str, object] = {}  # LoRA adapters: none on a scripted engine
         self.grammar_refusal: str | None = None  # what check_constraint answers
