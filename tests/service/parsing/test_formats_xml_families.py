@@ -10,7 +10,7 @@ import json
 import random
 import re
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 import jinja2
 import jinja2.sandbox
@@ -270,7 +270,7 @@ def test_vllm_names() -> None:
 class _Generation(Extension):
     """transformers' {% generation %} block (Laguna's templates mark the assistant's turn with it): its body."""
 
-    tags: ClassVar[set[str]] = {"generation"}
+    tags = {"generation"}  # noqa: RUF012 (jinja2's Extension declares it so)
 
     def parse(self, parser: Any) -> Any:
         lineno = next(parser.stream).lineno
@@ -288,7 +288,7 @@ KNOWN_ARGUMENTS = {"city": "Paris", "days": 3}  # the call detection renders: ge
 KNOWN_TOOLS = [{"type": "function", "function": {"name": "get_weather", "description": "The weather of a city",
                 "parameters": {"type": "object", "required": ["city"], "properties": {
                     "city": {"type": "string"}, "days": {"type": "integer"}}}}}]  # fmt: skip
-KNOWN_CALL = [
+KNOWN_CALL: list[dict[str, Any]] = [
     {"role": "user", "content": "What is the weather in Paris?"},
     {"role": "assistant", "content": "", "tool_calls": [
         {"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": KNOWN_ARGUMENTS}}]},
