@@ -100,8 +100,6 @@ ALIASES: dict[str, dict[str, str]] = {
         "deepseek_v3": "think", "holo2": "think", "glm47": "think", "kimi_k2": "think", "mimo": "think",
         "minimax_m2": "think", "nemotron_v3": "think", "olmo3": "think", "step3": "think", "step3p5": "think",
         "poolside_v1": "think", "ernie45": "granite_think",
-        # vLLM leaves MiniMax-M2's reasoning in the content (with the <think> the prompt opened put back).
-        "minimax_m2_append_think": "none",
     },
 }  # fmt: skip
 # Template markup (a string, or several that must all appear) -> the parser it calls for (checked after

@@ -20,7 +20,6 @@ import pytest
 
 from service.parsing import REASONING_PARSERS, TOOL_PARSERS, ContentDelta, OutputFormat, ParsedTurn, Piece
 from service.parsing.calls_python import apertus_calls, functiongemma_call, gigachat_call, python_call_lines
-from service.parsing.formats import ALIASES
 from service.parsing.formats_python import HUNYUAN_THINK, MISTRAL_THINK, SOLAR_OPEN2_THINK
 from service.parsing.markup import GRANITE_TAGGED_THINK, THINK, CallMarkup
 
@@ -206,11 +205,6 @@ VLLM_REASONING = {
 def test_vllm_reasoning_names_are_served(name: str) -> None:
     chosen = OutputFormat.choose(None, name, "")
     assert chosen.reasoning_parser in REASONING_PARSERS and chosen.think_markup == VLLM_REASONING[name]
-
-
-def test_minimax_append_think_leaves_the_reasoning_in_the_content() -> None:
-    assert ALIASES["reasoning"]["minimax_m2_append_think"] == "none"
-    assert OutputFormat.choose(None, "minimax_m2_append_think", "").reasoning_parser is None
 
 
 class _Generation(jinja2.ext.Extension):
