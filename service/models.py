@@ -10,8 +10,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar
 
-from service.engine import ChatTemplate, Engine, EngineSettings, MeterFactory, SamplingParams
+from service.engine import Engine, EngineSettings, MeterFactory, SamplingParams
 from service.engine.adapters import read_adapter
+from service.engine.chat_template import TemplateRenderer
 from service.errors import InvalidArgument, NotFound, Unavailable, quote
 from service.media import MediaPolicy
 from service.model_files import Vision, vision
@@ -189,10 +190,20 @@ class ServedModel:
     def load(cls, spec: ModelSpec, meter: MeterFactory | None = None) -> ServedModel:
         """Load the model's pipeline (and draft) from disk; ``meter`` meters each generation (None: unmetered)."""
 
-        def output_format_of(template: ChatTemplate) -> OutputFormat:
-            return OutputFormat.choose(
-                spec.tool_parser, spec.reasoning_parser, template.default + (template.tool_use or "")
-            )
+        chosen: list[OutputFormat] = []  # found once, when the engine has the template's renderer
+
+        def output_format_of(renderer: TemplateRenderer) -> OutputFormat:
+            if not chosen:
+                template = renderer.template
+                chosen.append(
+                    OutputFormat.choose(
+                        spec.tool_parser,
+                        spec.reasoning_parser,
+                        template.default + (template.tool_use or ""),
+                        render=lambda history, tools, context: renderer.render(history, tools, context),
+                    )
+                )
+            return chosen[0]
 
         engine = Engine(
             spec.name,
@@ -201,7 +212,7 @@ class ServedModel:
             draft_dir=spec.draft_path,
             prompt_lookup=spec.prompt_lookup,
             chat_template=spec.chat_template,
-            markup=lambda template: output_format_of(template).markup_texts,
+            markup=lambda renderer: output_format_of(renderer).markup_texts,
             meter=meter,
             adapters=tuple(read_adapter(name, path, spec.path) for name, path in spec.lora.items()),
         )
@@ -209,14 +220,16 @@ class ServedModel:
             spec.name, engine.max_model_len, has_draft_model=engine.has_draft_model, prompt_lookup=spec.prompt_lookup
         )
         template = engine.chat_template
-        output_format = output_format_of(template)
+        output_format = chosen[0]
         log.info(
-            "model %r: chat template from %s (rendered by %s), tool parser %s, reasoning parser %s",
+            "model %r: chat template from %s (rendered by %s), tool parser %s (%s), reasoning parser %s (%s)",
             spec.name,
             template.source,
             engine.template_engine,
             output_format.tool_parser or "none",
+            output_format.tool_evidence or "nothing shows one",
             output_format.reasoning_parser or "none",
+            output_format.reasoning_evidence or "nothing shows one",
         )
         return cls(
             spec,

@@ -38,7 +38,7 @@ class UnloadLoraAdapterResponse(_message.Message):
     def __init__(self, lora_name: _Optional[str] = ...) -> None: ...
 
 class Model(_message.Message):
-    __slots__ = ("id", "object", "created", "owned_by", "max_model_len", "task", "chat_template_source", "tool_parser", "reasoning_parser", "source", "source_kind", "revision", "weight_format", "precision", "parent", "root")
+    __slots__ = ("id", "object", "created", "owned_by", "max_model_len", "task", "chat_template_source", "tool_parser", "reasoning_parser", "source", "source_kind", "revision", "weight_format", "precision", "parent", "root", "tool_parser_evidence", "reasoning_parser_evidence")
     ID_FIELD_NUMBER: _ClassVar[int]
     OBJECT_FIELD_NUMBER: _ClassVar[int]
     CREATED_FIELD_NUMBER: _ClassVar[int]
@@ -55,6 +55,8 @@ class Model(_message.Message):
     PRECISION_FIELD_NUMBER: _ClassVar[int]
     PARENT_FIELD_NUMBER: _ClassVar[int]
     ROOT_FIELD_NUMBER: _ClassVar[int]
+    TOOL_PARSER_EVIDENCE_FIELD_NUMBER: _ClassVar[int]
+    REASONING_PARSER_EVIDENCE_FIELD_NUMBER: _ClassVar[int]
     id: str
     object: str
     created: int
@@ -71,7 +73,9 @@ class Model(_message.Message):
     precision: str
     parent: str
     root: str
-    def __init__(self, id: _Optional[str] = ..., object: _Optional[str] = ..., created: _Optional[int] = ..., owned_by: _Optional[str] = ..., max_model_len: _Optional[int] = ..., task: _Optional[str] = ..., chat_template_source: _Optional[str] = ..., tool_parser: _Optional[str] = ..., reasoning_parser: _Optional[str] = ..., source: _Optional[str] = ..., source_kind: _Optional[str] = ..., revision: _Optional[str] = ..., weight_format: _Optional[str] = ..., precision: _Optional[str] = ..., parent: _Optional[str] = ..., root: _Optional[str] = ...) -> None: ...
+    tool_parser_evidence: str
+    reasoning_parser_evidence: str
+    def __init__(self, id: _Optional[str] = ..., object: _Optional[str] = ..., created: _Optional[int] = ..., owned_by: _Optional[str] = ..., max_model_len: _Optional[int] = ..., task: _Optional[str] = ..., chat_template_source: _Optional[str] = ..., tool_parser: _Optional[str] = ..., reasoning_parser: _Optional[str] = ..., source: _Optional[str] = ..., source_kind: _Optional[str] = ..., revision: _Optional[str] = ..., weight_format: _Optional[str] = ..., precision: _Optional[str] = ..., parent: _Optional[str] = ..., root: _Optional[str] = ..., tool_parser_evidence: _Optional[str] = ..., reasoning_parser_evidence: _Optional[str] = ...) -> None: ...
 
 class ListModelsRequest(_message.Message):
     __slots__ = ()

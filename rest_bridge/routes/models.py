@@ -26,6 +26,9 @@ def model(value: model_pb2.Model) -> dict[str, Any]:
         body["chat_template_source"] = value.chat_template_source
         body["tool_parser"] = value.tool_parser or None
         body["reasoning_parser"] = value.reasoning_parser or None
+        # Why each was chosen (the template's evidence, or the flag), so a wrong guess can be seen and overridden.
+        body["tool_parser_evidence"] = value.tool_parser_evidence or None
+        body["reasoning_parser_evidence"] = value.reasoning_parser_evidence or None
     if value.source:  # what it was built from (service/sources): null where it does not apply
         body.update({name: getattr(value, name) or None for name in PROVENANCE})
     body["parent"] = value.parent or None  # vLLM's: a LoRA adapter's base model (null for a model of its own)

@@ -32,6 +32,8 @@ def _model(model: Model, provenance: Provenance | None) -> model_pb2.Model:
         chat_template_source=model.engine.chat_template.source,
         tool_parser=model.output_format.tool_parser or "",
         reasoning_parser=model.output_format.reasoning_parser or "",
+        tool_parser_evidence=model.output_format.tool_evidence,
+        reasoning_parser_evidence=model.output_format.reasoning_evidence,
         parent=model.parent,
         root=str(model.engine.adapters[model.adapter].path) if model.adapter else "",
         **built_from,

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from service.parsing import calls, formats_generic, formats_json, formats_python, formats_xml
+from service.parsing import calls, detection, formats_generic, formats_json, formats_python, formats_xml
 from service.parsing.gemma4 import CALL_CLOSE, CALL_OPEN, QUOTE, gemma4_call
 from service.parsing.harmony import END, START, HarmonyReader, HarmonyTurnParser
 from service.parsing.markup import (
@@ -52,6 +53,7 @@ _PYTHONIC = ToolFormat(
     PYTHONIC,
     extra=(calls.PYTHON_TAG,),
 )
+_PROBE, _PROBE_JSON = detection.PROBE_NAME, json.dumps(detection.PROBE_ARGUMENTS)  # the probe call
 # --tool-parser names (with vLLM's aliases) -> the format.
 TOOL_PARSERS: dict[str, ToolFormat] = {
     "hermes": _HERMES,
@@ -69,6 +71,8 @@ TOOL_PARSERS: dict[str, ToolFormat] = {
         call_id=mistral_call_id,
         fit_call_id=mistral_fit_call_id,
         extra=(calls.MISTRAL_TAG, calls.MISTRAL_ARGS),  # special tokens in Mistral's tokenizers
+        # Tekken's templates (Devstral, Magistral, Ministral 3) write the name before [ARGS], not a list.
+        written=(f"{calls.MISTRAL_TAG}{_PROBE}{calls.MISTRAL_ARGS}{_PROBE_JSON}",),
     ),
     "deepseek_v3": section_format(calls.deepseek_v3_calls, DEEPSEEK_V3),
     "deepseek_v31": section_format(calls.deepseek_v31_calls, DEEPSEEK_V31),
@@ -82,9 +86,18 @@ TOOL_PARSERS: dict[str, ToolFormat] = {
     "qwen3_coder": typed_format(qwen3_coder_call, QWEN3_CODER),
     "glm45": typed_format(glm45_call, GLM45),
     # gpt-oss: the reader of harmony's whole turn; it passes over the messages before a call.
-    "openai": ToolFormat(lambda ids, _: HarmonyReader(ids), HARMONY, extra=(START, END)),
+    "openai": ToolFormat(
+        lambda ids, _: HarmonyReader(ids),
+        HARMONY,
+        extra=(START, END),
+        # gpt-oss's template puts the recipient before the channel in a past call.
+        written=(f"to=functions.{_PROBE}<|channel|>commentary json<|message|>{_PROBE_JSON}<|call|>",),
+    ),
     "gemma4": ToolFormat(
-        lambda ids, _: TaggedCallParser(gemma4_call, ids, CALL_OPEN, CALL_CLOSE), GEMMA4, extra=(QUOTE,)
+        lambda ids, _: TaggedCallParser(gemma4_call, ids, CALL_OPEN, CALL_CLOSE),
+        GEMMA4,
+        extra=(QUOTE,),
+        written=(f"{CALL_OPEN}call:{_PROBE}{{city:{QUOTE}Paris{QUOTE},days:3}}{CALL_CLOSE}",),  # its own literals
     ),
     # The other families' formats, by the kind of arguments they write.
     **formats_json.TOOL_FORMATS,
@@ -121,6 +134,7 @@ for _group in (formats_json, formats_xml, formats_python, formats_generic):
     for _kind, _names in _group.ALIASES.items():
         ALIASES[_kind].update(_names)
 NONE = "none"  # either flag: no parsing of that kind
+GENERIC = "generic"  # the format of a template that shows none (formats_generic.py)
 HARMONY_PARSER = "openai"  # gpt-oss's tool parser (vLLM's name); its reasoning parser is HARMONY_THINK's
 
 # A chat template that writes this markup (a string, or several that must all appear) -> the tool
@@ -160,29 +174,79 @@ TEMPLATE_REASONING_MARKUP: list[tuple[str | tuple[str, ...], str]] = [
 
 def _template_choice(table: list[tuple[str | tuple[str, ...], str]], chat_template: str) -> str | None:
     """The name of the first entry of ``table`` whose markup the template writes; None if none."""
-    for markup, name in table:
-        if all(part in chat_template for part in ((markup,) if isinstance(markup, str) else markup)):
-            return name
-    return None
+    found = detection.by_markup(table, [("", chat_template)])
+    return None if found is None else found.name
+
+
+def _writings() -> list[tuple[str, CallMarkup | str]]:
+    """Every tool format under its first registered name, with the ways its templates write a call: its
+    markup, and the literal writings of the probe call where a family's template writes it otherwise."""
+    seen: dict[int, str] = {}
+    writings: list[tuple[str, CallMarkup | str]] = []
+    for name, chosen in TOOL_PARSERS.items():
+        # The generic format is the fallback, never evidence: minja writes past calls in its shape itself for a
+        # template it believes cannot render them (its polyfill), whatever the model's own format.
+        if id(chosen) in seen or name == GENERIC:
+            continue
+        seen[id(chosen)] = name
+        writings += [(name, chosen.markup), *((name, text) for text in chosen.written)]
+    return writings
+
+
+def detect_tool_parser(chat_template: str, render: detection.Render | None) -> detection.Found | None:
+    """The tool format a chat template speaks (see service.parsing.detection): the format whose writing of a
+    known call the template renders; else the markup the prompt it renders with tools offered, or its source,
+    names; else the generic format. ``render``: the model's renderer (None: the source alone is read)."""
+    found = detection.by_rendered_call(_writings(), detection.rendered_calls(render)) if render else None
+    if found is None:
+        texts = [("the template", chat_template)]
+        if render is not None and (prompt := detection.rendered_tools_prompt(render)):
+            texts.insert(0, ("the prompt it writes with tools offered", prompt))
+        found = detection.by_markup(TEMPLATE_TOOL_MARKUP, texts)
+    if found is None and GENERIC in TOOL_PARSERS:
+        found = detection.Found(GENERIC, "the template shows no tool-call format: calls are written as JSON")
+    return found
 
 
 @dataclass(frozen=True)
 class OutputFormat:
-    """A model's output parsers, by name; None: the model's output is not parsed that way."""
+    """A model's output parsers, by name; None: the model's output is not parsed that way. Each with the
+    evidence it was chosen by (shown in the model's listing)."""
 
     tool_parser: str | None = None
     reasoning_parser: str | None = None
+    # Not part of what a format is: two models parsed alike are equal, whatever showed it.
+    tool_evidence: str = field(default="", compare=False)
+    reasoning_evidence: str = field(default="", compare=False)
 
     @classmethod
-    def choose(cls, tool_parser: str | None, reasoning_parser: str | None, chat_template: str) -> OutputFormat:
-        """The configured parsers, or those the chat template's markup calls for."""
-        if tool_parser is None:
-            tool_parser = _template_choice(TEMPLATE_TOOL_MARKUP, chat_template)
-        if reasoning_parser is None:
-            reasoning_parser = _template_choice(TEMPLATE_REASONING_MARKUP, chat_template)
-        tool_parser = ALIASES["tool"].get(tool_parser or "", tool_parser)
-        reasoning_parser = ALIASES["reasoning"].get(reasoning_parser or "", reasoning_parser)
-        return cls(None if tool_parser == NONE else tool_parser, None if reasoning_parser == NONE else reasoning_parser)
+    def choose(
+        cls,
+        tool_parser: str | None,
+        reasoning_parser: str | None,
+        chat_template: str,
+        render: detection.Render | None = None,
+    ) -> OutputFormat:
+        """The configured parsers, or those the chat template shows (rendered with ``render`` when given:
+        see ``detect_tool_parser``)."""
+        tool = (
+            detection.Found(tool_parser, "--tool-parser")
+            if tool_parser is not None
+            else detect_tool_parser(chat_template, render)
+        )
+        reasoning = (
+            detection.Found(reasoning_parser, "--reasoning-parser")
+            if reasoning_parser is not None
+            else detection.by_markup(TEMPLATE_REASONING_MARKUP, [("the template", chat_template)])
+        )
+        tool_name = None if tool is None else ALIASES["tool"].get(tool.name, tool.name)
+        reasoning_name = None if reasoning is None else ALIASES["reasoning"].get(reasoning.name, reasoning.name)
+        return cls(
+            None if tool_name in (None, NONE) else tool_name,
+            None if reasoning_name in (None, NONE) else reasoning_name,
+            tool_evidence="" if tool is None else tool.evidence,
+            reasoning_evidence="" if reasoning is None else reasoning.evidence,
+        )
 
     @property
     def types_arguments(self) -> bool:
@@ -234,7 +298,7 @@ class OutputFormat:
         tool = None
         if tools and self.tool_parser is not None:
             chosen = TOOL_PARSERS[self.tool_parser]
-            tool = chosen.parser(chosen.call_id, schemas or {})
+            tool = chosen.new_parser(schemas or {})
         return TurnParser(reasoning, tool, max_calls)
 
     def reasoning_opened(self, prompt_tail: str) -> bool:

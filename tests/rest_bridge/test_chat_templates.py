@@ -27,6 +27,9 @@ SERVED = {
 }
 CITY = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
 TOOLS = [{"type": "function", "function": {"name": "get_weather", "description": "Weather.", "parameters": CITY}}]
+# A bounded city, so a random model's forced call closes within max_tokens.
+SHORT_CITY = {**CITY, "properties": {"city": {"type": "string", "maxLength": 12}}}
+SHORT = [{"type": "function", "function": {**TOOLS[0]["function"], "parameters": SHORT_CITY}}]
 
 
 @pytest.fixture(scope="module")
@@ -40,6 +43,10 @@ def templated(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningBridg
     official.write_text(text.replace(closing, ""))
     served = {**SERVED, "tiny-qwq-official": official}
     specs = [ModelSpec(name, TINY_CHAT, settings=TEST_SETTINGS, chat_template=path) for name, path in served.items()]
+    specs.append(
+        ModelSpec("tiny-gemma2-no-tools", TINY_CHAT, settings=TEST_SETTINGS, chat_template=SERVED["tiny-gemma2"],
+                  tool_parser="none")
+    )  # fmt: skip
     with served_with_bridge(specs) as running:
         yield running
 
@@ -82,20 +89,38 @@ def test_the_listing_says_where_the_template_came_from(templated: RunningBridge)
         assert listed[name]["chat_template_source"] == f"--chat-template {path}"
     assert listed["tiny-mistral"]["tool_parser"] == "mistral"
     assert listed["tiny-qwq"]["tool_parser"] == "hermes" and listed["tiny-qwq"]["reasoning_parser"] == "think"
-    assert listed["tiny-gemma2"]["tool_parser"] is None  # no tool markup in Gemma 2's template
+    assert listed["tiny-mistral"]["tool_parser_evidence"].startswith("the template writes a past call as mistral")
+    # Gemma 2's template shows no tool format: the generic one, and the listing says why.
+    assert listed["tiny-gemma2"]["tool_parser"] == "generic"
+    assert "shows no tool-call format" in listed["tiny-gemma2"]["tool_parser_evidence"]
     one = http_request(templated.port, "GET", "/v3/models/tiny-mistral").json()
     assert one == listed["tiny-mistral"]
 
 
-def test_a_forced_call_needs_a_known_format(templated: RunningBridge) -> None:
-    """Gemma 2's template shows no tool-call markup: forcing a call is refused, not answered in Hermes markup."""
+def test_a_template_that_shows_no_format_is_forced_in_the_generic_one(templated: RunningBridge) -> None:
+    """Gemma 2's template shows no tool-call markup: a forced call is written in the generic JSON format under
+    a grammar and read back as a call, unary (streamed: tests/service/api/test_generic_tools.py)."""
     asked = [{"role": "user", "content": "Weather in Paris?"}]
     for choice in ("required", {"type": "function", "function": {"name": "get_weather"}}):
-        reply = chat(templated, "tiny-gemma2", asked, tools=TOOLS, tool_choice=choice)
+        reply = chat(templated, "tiny-gemma2", asked, tools=SHORT, tool_choice=choice, parallel_tool_calls=False,
+                     max_tokens=300)  # fmt: skip
+        assert reply.status == 200, reply.body[:300]
+        answer = reply.json()["choices"][0]
+        assert answer["finish_reason"] == "tool_calls", answer
+        calls = answer["message"]["tool_calls"]
+        assert [call["function"]["name"] for call in calls] == ["get_weather"]
+        assert all(isinstance(json.loads(call["function"]["arguments"])["city"], str) for call in calls)
+    assert chat(templated, "tiny-gemma2", asked, tools=TOOLS).status == 200  # "auto": it may answer
+
+
+def test_a_forced_call_needs_a_format(templated: RunningBridge) -> None:
+    """Served with --tool-parser none, a model writes no calls: forcing one is refused, naming the flag."""
+    asked = [{"role": "user", "content": "Weather in Paris?"}]
+    for choice in ("required", {"type": "function", "function": {"name": "get_weather"}}):
+        reply = chat(templated, "tiny-gemma2-no-tools", asked, tools=TOOLS, tool_choice=choice)
         assert reply.status == 400, reply.body[:300]
         error = reply.json()["error"]
         assert error["param"] == "tool_choice" and "--tool-parser" in error["message"]
-    assert chat(templated, "tiny-gemma2", asked, tools=TOOLS).status == 200  # "auto": it may answer
 
 
 @pytest.mark.parametrize(("model", "effort"), [("tiny-qwq-official", {}), ("tiny-qwq", {"reasoning_effort": "high"})])

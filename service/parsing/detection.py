@@ -1,0 +1,183 @@
+"""Which tool format a chat template speaks, found by rendering a known call through it.
+
+A template shows its model's call format in two places: how it writes a past assistant call back into the
+prompt (the model was trained on exactly that text), and what its system prompt tells the model to write.
+Substrings of the template's source (the old way) confuse the two with anything else it mentions: Functionary
+v3.1 and Seed-OSS were taken for Qwen3-Coder because ``<function=`` appears in their sources, Apriel for Hermes
+because its instructions mention ``<tool_call>`` although it writes ``<tool_calls>[...]``.
+
+So at load the template renders a conversation holding one known call (``get_weather`` with ``{"city": "Paris",
+"days": 3}``), and every registered format writes that same call in its own markup (``written_call``); the
+format whose writing appears in the rendering, longest first, is the template's (whitespace and quote style
+ignored: templates differ there, parsers do not care). A template that renders no call it knows falls back to
+what it tells the model to write (the markup substrings of ``formats.TEMPLATE_TOOL_MARKUP``, looked for in the
+prompt it renders with tools offered, then in its source), and one that shows no format at all gets the generic
+format (``formats_generic``), under which forced calls still work. The evidence for the choice is kept and
+shown in the model's listing, so a wrong guess can be seen and overridden with ``--tool-parser``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from service.parsing.markup import TAGGED_ARGUMENTS, CallMarkup
+
+PROBE_NAME = "get_weather"
+PROBE_ARGUMENTS: dict[str, Any] = {"city": "Paris", "days": 3}
+PROBE_CALL_ID = "call00001"  # nine letters and digits: Mistral's templates refuse any other form of id
+PROBE_TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": PROBE_NAME,
+            "description": "The weather in a city.",
+            "parameters": {
+                "type": "object",
+                "properties": {"city": {"type": "string"}, "days": {"type": "integer"}},
+                "required": ["city"],
+            },
+        },
+    }
+]
+# Render(history, tools, context) -> the prompt text; raises when the template refuses the conversation.
+Render = Callable[[list[dict[str, Any]], list[dict[str, Any]] | None, dict[str, Any]], str]
+_SPACE = re.compile(r"\s+")
+MIN_MARKUP_CHARS = 3  # a writing whose markup (besides the name and arguments) is shorter proves nothing
+
+
+@dataclass(frozen=True)
+class Found:
+    """A format recognised in a template, and why (shown in the model's listing)."""
+
+    name: str
+    evidence: str
+
+
+def probe_history(content: str | None, arguments: dict[str, Any] | str = PROBE_ARGUMENTS) -> list[dict[str, Any]]:
+    """A conversation in which the assistant called ``get_weather`` once and the tool answered.
+
+    ``content``: the calling turn's content, None as OpenAI's API has it or "" (templates differ in which
+    they write the call for); ``arguments``: an object, as most templates take them, or its JSON text, as
+    some (DeepSeek-R1-Distill's) concatenate them. The caller tries each.
+    """
+    call = {"id": PROBE_CALL_ID, "type": "function", "function": {"name": PROBE_NAME, "arguments": arguments}}
+    return [
+        {"role": "user", "content": "What is the weather in Paris?"},
+        {"role": "assistant", "content": content, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": PROBE_CALL_ID, "content": "Sunny, 24 degrees."},
+    ]
+
+
+def written_arguments(markup: CallMarkup, arguments: dict[str, Any]) -> str:
+    """``arguments`` as ``markup``'s dialect writes them (JSON, Python keywords, or tagged members)."""
+    if markup.arguments == "python":
+        return ", ".join(f"{key}={_python_literal(value)}" for key, value in arguments.items())
+    if markup.arguments in TAGGED_ARGUMENTS:
+        return TAGGED_ARGUMENTS[markup.arguments].write(arguments)
+    return json.dumps(arguments, ensure_ascii=False)
+
+
+def _python_literal(value: Any) -> str:
+    """A JSON value as a Python literal: True, False and None by name, strings and numbers as JSON writes them."""
+    return repr(value) if value is None or isinstance(value, bool) else json.dumps(value, ensure_ascii=False)
+
+
+def written_call(markup: CallMarkup, name: str = PROBE_NAME, arguments: dict[str, Any] | None = None) -> str:
+    """One call of ``name`` with ``arguments`` as a list of one call in ``markup``: what a model of that format
+    writes, and what the forced-call grammar makes it write."""
+    arguments = PROBE_ARGUMENTS if arguments is None else arguments
+    begin = markup.begin(name, 0)
+    return markup.opening + begin + written_arguments(markup, arguments) + markup.call_end + markup.closing
+
+
+def _normal(text: str) -> str:
+    """Text compared with whitespace dropped and one quote style (templates differ there, parsers do not)."""
+    return _SPACE.sub("", text).replace("'", '"')
+
+
+def _markup_length(markup: CallMarkup, name: str) -> int:
+    return len(_normal(markup.opening + markup.begin(name, 0)).replace(name, "", 1))
+
+
+def _score(markup: CallMarkup, rendered: str) -> int:
+    """How much of ``markup``'s writing of the probe call appears in ``rendered`` (normalised): its opening,
+    the call's head and arguments, and its end when that follows too; 0 when the head and arguments do not."""
+    if _markup_length(markup, PROBE_NAME) < MIN_MARKUP_CHARS:
+        return 0
+    head = _normal(markup.opening + markup.begin(PROBE_NAME, 0) + written_arguments(markup, PROBE_ARGUMENTS))
+    at = rendered.find(head)
+    if at < 0:
+        return 0
+    tail = _normal(markup.call_end + markup.closing)
+    return len(head) + (len(tail) if tail and rendered.startswith(tail, at + len(head)) else 0)
+
+
+def rendered_calls(render: Render) -> list[str]:
+    """The probe conversation as the template renders it, with the calling turn's content None and "", its
+    arguments an object and a JSON text (those that render; a template may refuse some)."""
+    renderings = []
+    for content in (None, ""):
+        for arguments in (PROBE_ARGUMENTS, json.dumps(PROBE_ARGUMENTS)):
+            try:
+                renderings.append(render(probe_history(content, arguments), PROBE_TOOLS, {}))
+            except Exception:  # a template that refuses this form is tried with the others
+                continue
+    return renderings
+
+
+def rendered_tools_prompt(render: Render) -> str:
+    """The prompt the template writes for a question with the probe tool offered ("" if it refuses): what it
+    tells the model to write."""
+    try:
+        return render(probe_history(None)[:1], PROBE_TOOLS, {})
+    except Exception:  # a template that cannot render tools tells the model nothing
+        return ""
+
+
+# How minja (openvino_genai's template engine) writes a past call into a template it believes cannot render one
+# (its "polyfill"): a JSON object in the message's content, whatever the model's own format.
+_POLYFILL = _normal(json.dumps({"tool_calls": [{"name": PROBE_NAME, "arguments": PROBE_ARGUMENTS}]})[:-3])
+
+
+def polyfilled(rendering: str) -> bool:
+    """Whether a (normalised) rendering of the probe conversation holds minja's own writing of the call, not
+    the template's: it shows nothing of the model's format."""
+    return _POLYFILL in rendering
+
+
+def by_rendered_call(writings: Iterable[tuple[str, CallMarkup | str]], renderings: list[str]) -> Found | None:
+    """The format whose writing of the probe call the template's rendering holds: ``writings`` pairs a format's
+    name with its markup (whose writing is ``written_call``'s) or a literal writing of the probe call. The
+    longest match wins (on a tie, the first listed); None when none is found."""
+    best: tuple[int, str, str] | None = None
+    normal = [text for text in map(_normal, renderings) if not polyfilled(text)]
+    for name, writing in writings:
+        if isinstance(writing, str):
+            literal = _normal(writing)
+            score = len(literal) if any(literal in text for text in normal) else 0
+        else:
+            score = max((_score(writing, text) for text in normal), default=0)
+        if score and (best is None or score > best[0]):
+            best = (score, name, writing if isinstance(writing, str) else written_call(writing))
+    if best is None:
+        return None
+    _, name, text = best
+    return Found(name, f"the template writes a past call as {name} does: {_clipped(text)}")
+
+
+def _clipped(text: str, limit: int = 120) -> str:
+    return repr(text if len(text) <= limit else text[: limit - 3] + "...")
+
+
+def by_markup(table: Iterable[tuple[str | tuple[str, ...], str]], texts: Iterable[tuple[str, str]]) -> Found | None:
+    """The first entry of ``table`` whose markup one of ``texts`` (where, text) holds, in order of ``texts``."""
+    for where, text in texts:
+        for markup, name in table:
+            parts = (markup,) if isinstance(markup, str) else markup
+            if all(part in text for part in parts):
+                return Found(name, f"{where} mentions {' and '.join(repr(part) for part in parts)}")
+    return None
