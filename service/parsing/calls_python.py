@@ -160,3 +160,30 @@ def gigachat_call(text: str) -> list[Call] | None:
         return None  # both members, as GigaChat's templates write them
     call = named_call(values[0])
     return None if call is None else [call]
+
+
+# RWKV (vLLM's rwkv parser): each call a bold marker, then the call's JSON in a ```json fence.
+RWKV_MARKER, RWKV_FENCE_OPEN, RWKV_FENCE = "**Tool Call:**", "```json", "```"
+
+
+def rwkv_calls(text: str) -> list[Call] | None:
+    """RWKV: ``**Tool Call:**`` and a ```json fence holding ``{"name": ..., "arguments": {...}}``, once a call,
+    with only whitespace between the calls and nothing after them."""
+    calls: list[Call] = []
+    rest = text.strip()
+    while rest:
+        if not rest.startswith(RWKV_MARKER):
+            return None
+        rest = rest[len(RWKV_MARKER) :].lstrip()
+        if not rest.startswith(RWKV_FENCE_OPEN):
+            return None
+        body, closed, rest = rest[len(RWKV_FENCE_OPEN) :].partition(RWKV_FENCE)
+        values = _json_values(body) if closed else None
+        if values is None or len(values) != 1 or not isinstance(values[0], dict) or "arguments" not in values[0]:
+            return None
+        call = named_call(values[0])
+        if call is None:
+            return None
+        calls.append(call)
+        rest = rest.lstrip()
+    return calls or None

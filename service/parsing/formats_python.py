@@ -1,5 +1,5 @@
 """Tool and reasoning formats of the families whose calls are Python-style or another non-JSON syntax
-(LFM2, Olmo 3, FunctionGemma, Apertus, GigaChat 3, Mistral's ``[ARGS]`` form), and reasoning-only formats.
+(LFM2, Olmo 3, FunctionGemma, Apertus, GigaChat 3, Mistral's ``[ARGS]`` form, RWKV), and reasoning-only formats.
 
 Each table here is merged into service.parsing.formats' own (TOOL_PARSERS, REASONING_PARSERS, ALIASES and the
 template markup tables), so a format is written once, here, and named on the command line like any other.
@@ -14,11 +14,13 @@ from service.parsing.calls_python import (
     GIGACHAT3_CALL,
     GIGACHAT31_CALL,
     GIGACHAT_MESSAGE_SEP,
+    RWKV_MARKER,
     apertus_calls,
     functiongemma_call,
     gigachat_call,
     python_call_lines,
     python_call_list,
+    rwkv_calls,
 )
 from service.parsing.markup import CallMarkup, ThinkMarkup
 from service.parsing.tool_format import ToolFormat, mistral_call_id, mistral_fit_call_id
@@ -48,6 +50,8 @@ GIGACHAT3 = CallMarkup(GIGACHAT_MESSAGE_SEP + "\n\n" + GIGACHAT3_CALL, _GIGACHAT
 GIGACHAT31 = CallMarkup(GIGACHAT31_CALL, _GIGACHAT_CALL, "}", "", "", parallel=False, tag=GIGACHAT31_CALL)
 # Mistral's tokenizer v11+ form (Ministral 3, Mistral Small 3.2, Devstral): each call [TOOL_CALLS]NAME[ARGS]{...}.
 MISTRAL_ARGS = CallMarkup("", calls.MISTRAL_TAG + "{name}" + calls.MISTRAL_ARGS, "", "", "", name="bare")
+# RWKV (vLLM's rwkv parser; its World template shows no tools): a bold marker and a ```json fence a call.
+RWKV = CallMarkup("", RWKV_MARKER + '\n```json\n{"name": {name}, "arguments": ', "}\n```", "\n", "")
 
 # Reasoning blocks whose delimiters are not <think>...</think>, or that wrap the reply after it.
 MISTRAL_THINK = ThinkMarkup("[THINK]", "[/THINK]")  # Magistral, Ministral 3 reasoning (special tokens)
@@ -82,6 +86,7 @@ TOOL_FORMATS: dict[str, ToolFormat] = {
         fit_call_id=mistral_fit_call_id,
         extra=(calls.MISTRAL_TAG, calls.MISTRAL_ARGS),
     ),
+    "rwkv": ToolFormat(lambda ids, _: TrailingCallParser(rwkv_calls, ids, (RWKV_MARKER,), (RWKV_MARKER,)), RWKV),
 }
 # --reasoning-parser name -> its block's delimiters.
 REASONING_FORMATS: dict[str, ThinkMarkup] = {
@@ -99,7 +104,7 @@ ALIASES: dict[str, dict[str, str]] = {
     "reasoning": {
         "deepseek_v3": "think", "holo2": "think", "glm47": "think", "kimi_k2": "think", "mimo": "think",
         "minimax_m2": "think", "nemotron_v3": "think", "olmo3": "think", "step3": "think", "step3p5": "think",
-        "poolside_v1": "think", "ernie45": "granite_think",
+        "poolside_v1": "think", "rwkv": "think", "ernie45": "granite_think",
     },
 }  # fmt: skip
 # Template markup (a string, or several that must all appear) -> the parser it calls for (checked after

@@ -19,7 +19,13 @@ import jinja2.sandbox
 import pytest
 
 from service.parsing import REASONING_PARSERS, TOOL_PARSERS, ContentDelta, OutputFormat, ParsedTurn, Piece
-from service.parsing.calls_python import apertus_calls, functiongemma_call, gigachat_call, python_call_lines
+from service.parsing.calls_python import (
+    apertus_calls,
+    functiongemma_call,
+    gigachat_call,
+    python_call_lines,
+    rwkv_calls,
+)
 from service.parsing.formats_python import HUNYUAN_THINK, MISTRAL_THINK, SOLAR_OPEN2_THINK
 from service.parsing.markup import GRANITE_TAGGED_THINK, THINK, CallMarkup
 
@@ -39,6 +45,8 @@ GIGA_JSON = '{"name": "get_weather", "arguments": {"city": "Paris", "days": 3}}'
 GIGA3_CALL = "<|message_sep|>\n\nfunction call<|role_sep|>\n" + GIGA_JSON
 GIGA31_CALL = "<|function_call|>" + GIGA_JSON
 MISTRAL_CALL = '[TOOL_CALLS]get_weather[ARGS]{"city": "Paris", "days": 3}'
+RWKV_CALL = '**Tool Call:**\n```json\n{"name": "get_weather", "arguments": {"city": "Paris", "days": 3}}\n```'
+RWKV_CALL2 = '**Tool Call:** ```json {"name": "get_time", "arguments": {"zone": "CET", "exact": true, "note": null}}```'
 MISTRAL_CALL2 = '[TOOL_CALLS]get_time[ARGS]{"zone": "CET", "exact": true, "note": null}'
 
 CASES = [
@@ -79,10 +87,15 @@ CASES = [
     ("mistral_args", MISTRAL_CALL + MISTRAL_CALL2, [WEATHER, TIME], ""),
     ("mistral_args", "Let me see." + MISTRAL_CALL, [WEATHER], "Let me see."),
     ("mistral_args", "[TOOL_CALLS]get_weather[ARGS]{\"city\": ", [], None),
+    ("rwkv", RWKV_CALL, [WEATHER], ""),
+    ("rwkv", RWKV_CALL + "\n" + RWKV_CALL2, [WEATHER, TIME], ""),
+    ("rwkv", "I will check.\n\n" + RWKV_CALL, [WEATHER], "I will check."),
+    ("rwkv", RWKV_CALL + " and then more text", [], None),
+    ("rwkv", "**Tool Call:** get_weather", [], None),
 ]  # fmt: skip
 # Strings that are markup: none may reach the content of a reply that made its calls.
 MARKUP = ["<|tool_call", "<function_calls", "function_call>", "<|tools_", "<|message_sep", "<|function_call",
-          "function call<", "[TOOL_CALLS]", "[ARGS]", "call:"]  # fmt: skip
+          "function call<", "[TOOL_CALLS]", "[ARGS]", "call:", "**Tool", "```"]  # fmt: skip
 
 
 def feed(fmt: OutputFormat, chunks: list[str], prompt_tail: str = "") -> tuple[ParsedTurn, list[Piece]]:
@@ -145,8 +158,9 @@ def test_decoders_are_total_on_hostile_text() -> None:
     for text in hostile:
         assert OutputFormat("lfm2").parser().feed("<|tool_call_start|>" + text) == []
         assert python_call_lines(text[1:-1]) is None, text
-    for decode in (apertus_calls, gigachat_call, functiongemma_call):
+    for decode in (apertus_calls, gigachat_call, functiongemma_call, rwkv_calls):
         assert decode("[" * 100_000) is None
+    assert rwkv_calls("**Tool Call:**```json" + "[" * 100_000 + "```") is None
     assert functiongemma_call('call:f{city:<|"|>x<|"|>}') is None  # Gemma 4's quote is not FunctionGemma's
 
 
@@ -197,7 +211,7 @@ VLLM_REASONING = {
     "deepseek_v3": THINK, "ernie45": GRANITE_TAGGED_THINK, "glm45": THINK, "glm47": THINK, "holo2": THINK,
     "hunyuan_a13b": HUNYUAN_THINK, "kimi_k2": THINK, "mimo": THINK, "minimax_m2": THINK, "mistral": MISTRAL_THINK,
     "nemotron_v3": THINK, "olmo3": THINK, "qwen3": THINK, "step3": THINK, "step3p5": THINK, "poolside_v1": THINK,
-    "solar_open2": SOLAR_OPEN2_THINK,
+    "solar_open2": SOLAR_OPEN2_THINK, "rwkv": THINK,
 }  # fmt: skip
 
 
@@ -316,7 +330,7 @@ def test_gemma4_interleaved_template_renders_calls_gemma4_reads() -> None:
 
 def test_two_calls_written_from_each_markup_read_back() -> None:
     """Opening, separator and closing as declared: two calls read back (one for the one-call formats)."""
-    for name in ("lfm2", "olmo3", "functiongemma", "apertus", "gigachat3", "gigachat3_1", "mistral_args"):
+    for name in ("lfm2", "olmo3", "functiongemma", "apertus", "gigachat3", "gigachat3_1", "mistral_args", "rwkv"):
         markup = TOOL_PARSERS[name].markup
         written = [written_call(CallMarkup("", markup.call_begin, markup.call_end, "", "", markup.arguments,
                                            name=markup.name))]  # fmt: skip
@@ -332,7 +346,7 @@ def test_two_calls_written_from_each_markup_read_back() -> None:
 
 
 # Forced calls: the grammar built from each markup runs on the engine (tiny-chat) and what it writes reads back.
-FORCED = ["lfm2", "olmo3", "functiongemma", "apertus", "gigachat3", "gigachat3_1", "mistral_args"]
+FORCED = ["lfm2", "olmo3", "functiongemma", "apertus", "gigachat3", "gigachat3_1", "mistral_args", "rwkv"]
 
 
 @pytest.mark.parametrize("name", FORCED)
