@@ -4,13 +4,22 @@ Both hold back text that could be the start of their markup, so markup never
 reaches the content even when a tag is split across deltas, and buffer a call
 until its markup closes: a call is announced only once its JSON is known to be
 valid (name first, then the whole arguments object as one fragment).
+
+When the output ends inside a call list (``max_tokens``, a stop string), the
+calls completed before the cut are kept and the cut call is dropped
+(``service.parsing.cut_lists``, from the format's ``CallMarkup``, which
+``keep_complete_calls`` gives the parser); a cut call with no call before it
+stays text, so nothing is lost when the model wrote no call at all.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Protocol, runtime_checkable
 
 from service.parsing.calls import Call
+from service.parsing.cut_lists import complete_calls, may_be_whole
+from service.parsing.markup import CallMarkup
 from service.parsing.pieces import ContentDelta, Piece, ToolCallArguments, ToolCallFinished, ToolCallStarted
 from service.parsing.text import TrimmedText, find_first, partial_tag_length
 
@@ -28,6 +37,7 @@ class _CallWriter:
         self._wrote = False  # some content was passed on
         self._separate = False  # text after a call, following earlier text: a line break between them
         self.calls = 0
+        self.markup: CallMarkup | None = None  # the format's, to find the complete calls of a cut list
 
     def content(self, pieces: list[Piece], text: str) -> None:
         body = self._text.push(text)
@@ -43,6 +53,23 @@ class _CallWriter:
         if decoded is None:
             self.content(pieces, raw)
             return
+        self._write(pieces, decoded)
+
+    def cut_list(self, pieces: list[Piece], text: str, raw: str, closing: str, close_tag: str = "") -> None:
+        """Pieces of a call list the output ended in before ``close_tag``: its calls when it may be whole,
+        else those complete before the cut (``closing`` is what would close ``text``). The cut call is
+        dropped, or is ``raw`` content when no call came before it (the model may have written no call at
+        all: nothing is lost)."""
+        markup = self.markup
+        decoded = self._decode(text.strip()) if markup is None or may_be_whole(text, markup, close_tag) else None
+        if decoded is None and markup is not None:
+            decoded = complete_calls(self._decode, text, markup, closing)
+        if decoded is not None:
+            self._write(pieces, decoded)
+        elif not self.calls:
+            self.content(pieces, raw)
+
+    def _write(self, pieces: list[Piece], decoded: list[Call]) -> None:
         self._text.cut()
         for name, arguments in decoded:
             index, self.calls = self.calls, self.calls + 1
@@ -60,22 +87,43 @@ class _CallWriter:
             pieces.append(ContentDelta(tail))
 
 
-class TaggedCallParser:
+@runtime_checkable
+class KeepsCompleteCalls(Protocol):
+    """A tool parser that reads a call list the output cuts short by its format's markup (``ToolFormat``
+    gives it): the call-list parsers here, and any parser built on them that passes the markup on."""
+
+    def keep_complete_calls(self, markup: CallMarkup) -> None:
+        """Read a cut list by ``markup``: its complete calls are kept."""
+        ...
+
+
+class CallListParser:
+    """What the two parsers share: their call writer, and the markup that tells where a cut list's calls end."""
+
+    def __init__(self, decode: Decoder, ids: CallIds) -> None:
+        self._writer = _CallWriter(decode, ids)
+
+    @property
+    def calls(self) -> int:
+        """Calls made so far."""
+        return self._writer.calls
+
+    def keep_complete_calls(self, markup: CallMarkup) -> None:
+        """Read a call list the output cuts short by ``markup`` (the format's): its complete calls are kept."""
+        self._writer.markup = markup
+
+
+class TaggedCallParser(CallListParser):
     """Calls inside ``open_tag ... close_tag`` blocks anywhere in the reply: one a block (Hermes / Qwen
     ``<tool_call>``), or a section of several (DeepSeek, Kimi K2), as ``decode`` reads the block."""
 
     def __init__(
         self, decode: Decoder, ids: CallIds, open_tag: str = "<tool_call>", close_tag: str = "</tool_call>"
     ) -> None:
-        self._writer = _CallWriter(decode, ids)
+        super().__init__(decode, ids)
         self._open, self._close = open_tag, close_tag
         self._in_call = False
         self._buffer = ""
-
-    @property
-    def calls(self) -> int:
-        """Calls made so far."""
-        return self._writer.calls
 
     def feed(self, text: str) -> list[Piece]:
         """Pieces for one delta of content text."""
@@ -103,15 +151,25 @@ class TaggedCallParser:
         """What is still held back, at the end of the output."""
         pieces: list[Piece] = []
         if self._in_call:  # no close tag (a stop string, the token limit): a call if its JSON is whole
-            self._writer.calls_or_text(pieces, self._buffer, self._open + self._buffer)
-        else:
+            raw = self._open + self._buffer
+            self._writer.cut_list(pieces, self._buffer, raw, self._closing_inside(), self._close)
+        elif not self._writer.calls:
             self._writer.content(pieces, self._buffer)
+        # else what is held could only begin another block's tag: the start of a cut call, dropped
         self._buffer = ""
         self._writer.end(pieces)
         return pieces
 
+    def _closing_inside(self) -> str:
+        """What closes a list before the close tag (LFM2's ``]``); the tag itself is not in a block's text."""
+        markup = self._writer.markup
+        if markup is None:
+            return ""
+        at = markup.closing.rfind(self._close)
+        return markup.closing[:at] if at >= 0 else markup.closing
 
-class TrailingCallParser:
+
+class TrailingCallParser(CallListParser):
     """Calls that take up the rest of the reply from a marker on (Llama 3 JSON and pythonic, Mistral,
     Phi-4-mini, Granite).
 
@@ -127,15 +185,10 @@ class TrailingCallParser:
         start_markers: tuple[str, ...],
         anywhere_markers: tuple[str, ...] = (),
     ) -> None:
-        self._writer = _CallWriter(decode, ids)
+        super().__init__(decode, ids)
         self._start, self._anywhere = start_markers + anywhere_markers, anywhere_markers
         self._state = "start"
         self._buffer = ""
-
-    @property
-    def calls(self) -> int:
-        """Calls made so far."""
-        return self._writer.calls
 
     def feed(self, text: str) -> list[Piece]:
         """Pieces for one delta of content text."""
@@ -163,8 +216,9 @@ class TrailingCallParser:
     def finish(self) -> list[Piece]:
         """Decode the held calls (or return them as text), at the end of the output."""
         pieces: list[Piece] = []
-        if self._state == "calls":
-            self._writer.calls_or_text(pieces, self._buffer, self._buffer)
+        if self._state == "calls":  # the list runs to the end of the output: whole, or cut short
+            closing = "" if self._writer.markup is None else self._writer.markup.closing
+            self._writer.cut_list(pieces, self._buffer, self._buffer, closing)
         else:
             self._writer.content(pieces, self._buffer)
         self._buffer = ""
