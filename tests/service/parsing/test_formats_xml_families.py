@@ -24,6 +24,7 @@ from service.engine.generation_config import structured_output_config as engine_
 from service.errors import FieldViolation
 from service.models import BUNDLED_MODEL, BUNDLED_MODELS_DIR
 from service.parsing import TOOL_PARSERS, OutputFormat, ParsedTurn, formats_xml
+from service.parsing.detection import Render
 from service.parsing.formats import ALIASES, REASONING_PARSERS
 from service.parsing.markup import DSML, TAGGED_ARGUMENTS, CallMarkup
 from service.structured.output import structured_output_config
@@ -324,15 +325,24 @@ def tokenizer() -> ov_genai.Tokenizer:
     return ov_genai.Tokenizer(str(BUNDLED_MODELS_DIR / BUNDLED_MODEL))
 
 
+def renderer(template: str, tokenizer: ov_genai.Tokenizer) -> Render:
+    """A renderer of ``template``: Jinja2 as transformers sets it up, or minja (which the server renders with
+    too) for a template Jinja2's sandbox refuses (Kimi K2 Thinking appends to lists)."""
+
+    def render(history: list[dict[str, Any]], tools: list[dict[str, Any]] | None, context: dict[str, Any]) -> str:
+        try:
+            return ENVIRONMENT.from_string(template).render(
+                messages=history, tools=tools, add_generation_prompt=True, bos_token="<s>", eos_token="</s>", **context
+            )
+        except jinja2.exceptions.SecurityError:
+            return minja_render(tokenizer, template, history, tools, context, True)
+
+    return render
+
+
 def rendered(template: str, tokenizer: ov_genai.Tokenizer) -> str:
-    """The known call's conversation through ``template``: Jinja2 as transformers sets it up, or minja (which
-    the server renders with too) for a template Jinja2's sandbox refuses (Kimi K2 Thinking appends to lists)."""
-    try:
-        return ENVIRONMENT.from_string(template).render(
-            messages=KNOWN_CALL, tools=KNOWN_TOOLS, add_generation_prompt=True, bos_token="<s>", eos_token="</s>"
-        )
-    except jinja2.exceptions.SecurityError:
-        return minja_render(tokenizer, template, KNOWN_CALL, KNOWN_TOOLS, {}, True)
+    """The known call's conversation through ``template``."""
+    return renderer(template, tokenizer)(KNOWN_CALL, KNOWN_TOOLS, {})
 
 
 def known_call(markup: CallMarkup) -> str:
@@ -356,6 +366,18 @@ def test_the_template_renders_the_call_as_the_format_writes_it(file: str, tokeni
     found = {other for other, fmt in TOOL_PARSERS.items() if squashed(known_call(fmt.markup)) in text}
     assert name in found, text
     assert {TOOL_PARSERS[other].markup for other in found} == {TOOL_PARSERS[name].markup}, found
+
+
+@pytest.mark.parametrize("file", FAMILY_TEMPLATES)
+def test_detection_by_rendering_picks_the_family_format(file: str, tokenizer: ov_genai.Tokenizer) -> None:
+    """The server's detection (service.parsing.detection), given the template and its renderer, names the
+    family's format by the call it renders; Seed-OSS's and Hy3's own reasoning blocks by their markup."""
+    name, reasoning = FAMILY_TEMPLATES[file]
+    template = (TEMPLATES / file).read_text(encoding="utf-8")
+    chosen = OutputFormat.choose(None, None, template, renderer(template, tokenizer))
+    assert chosen.tool_parser == ALIASES["tool"].get(name, name), chosen.tool_evidence
+    if reasoning is not None:
+        assert chosen.reasoning_parser == reasoning, chosen.reasoning_evidence
 
 
 @pytest.mark.parametrize("file", FAMILY_TEMPLATES)
