@@ -97,7 +97,7 @@ REASONING_FORMATS: dict[str, ThinkMarkup] = {
 }
 # Other servers' names (vLLM's, OVMS's) for these formats: {"tool": {alias: name}, "reasoning": {...}}.
 ALIASES: dict[str, dict[str, str]] = {
-    "tool": {"olmo3_pythonic": "olmo3", "lfm2_5": "lfm2", "gigachat31": "gigachat3_1"},
+    "tool": {},  # vLLM names these formats as they are named here (gigachat3 covers both GigaChat markups there)
     # vLLM's reasoning parsers whose block is <think>...</think> as ovserve's "think" splits it: a block the
     # prompt opened (DeepSeek V3 thinking, MiniMax-M2, Step3, Olmo 3) is known from the prompt's end, and the
     # whitespace by the tags (Step3p5) is dropped. Ernie 4.5 wraps its reply in <response> as Granite 3.3 does.
