@@ -133,6 +133,7 @@ _REASONED = {"role": "assistant", "reasoning_content": "Weighing the sky.", "con
 _THINKING_CALL = {**_CALL, "reasoning_content": "Weighing the sky."}
 _FOLLOW_UP = {"role": "user", "content": "And tomorrow?"}
 _CALL_MARKS = (_bare(json.dumps(ARGUMENTS)), "Sunny all week.")
+_PYTHON_ARGUMENTS = _bare(str(ARGUMENTS))  # {'city':'Paris','days':3}
 ANCHORED = ("Paris", "Sunnyallweek.")  # in a call probe, compared with the markup before them
 ANCHOR_CHARS = 12  # of markup before an anchored text (whitespace removed): a call's opening, a result's
 CALL = Probe("call", (_USER, _CALL, _RESULT), ("What is the forecast?", *_CALL_MARKS), tools=True)
@@ -181,14 +182,18 @@ def _attempt(template: ChatTemplate, render: Renderer, probe: Probe, form: Messa
 
 
 def _call_kept(outcome: Outcome) -> int:
-    """How well a rendering keeps the probe's call: 2 its arguments as JSON, 1 in another dialect, 0 lost."""
+    """How well a rendering keeps the probe's call: 2 kept (as JSON or in the family's own dialect), 1 kept as a
+    Python dict's text (minja's for an object a template concatenates), 0 lost, -1 not rendered."""
     if outcome.error is not None:
         return -1
-    return 2 if _CALL_MARKS[0] in outcome.bare else int("Paris" in outcome.bare)
+    if _PYTHON_ARGUMENTS in outcome.bare:
+        return 1
+    return 2 if "Paris" in outcome.bare else 0
 
 
 def best_form(template: ChatTemplate, render: Renderer) -> MessageForm:
-    """The message form under which the template keeps a call turn best (the first such in FORMS)."""
+    """The message form under which the template keeps a call turn best (the first such in FORMS: arguments stay
+    an object unless the template cannot write one)."""
     kept = [_call_kept(_attempt(template, render, CALL, form)) for form in FORMS]
     return FORMS[kept.index(max(kept))]
 
