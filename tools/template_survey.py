@@ -7,7 +7,8 @@ Usage (from the repository root)::
 For each template (served as tiny-chat's template): the engine the renderer chose and why, whether a
 conversation with tools offered, an assistant call (``content: null``) and its result renders with the messages
 the server gives templates (``template_messages``), and whether the call's arguments appear in the rendering:
-``json`` (as JSON, whitespace ignored), ``other`` (the value appears, in another dialect) or ``missing``. Ends
+``json`` (as JSON, whitespace ignored), ``python`` (a Python dict's text), ``other`` (the value appears, in
+another dialect) or ``missing``. Ends
 with the counts.
 """
 
@@ -70,6 +71,8 @@ def survey(path: Path, tokenizer: ov_genai.Tokenizer) -> dict[str, str]:
     bare = "".join(text.split())
     if "".join(json.dumps(ARGUMENTS).split()) in bare:
         call = "json"
+    elif "".join(str(ARGUMENTS).split()) in bare:
+        call = "python"  # a dict's text: what minja writes for an object the template concatenates
     else:
         call = "other" if "Paris" in text else "missing"
     return {**row, "rendered": "yes", "call": call, "error": ""}
