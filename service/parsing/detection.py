@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from service.parsing.markup import TAGGED_ARGUMENTS, CallMarkup
+from service.parsing.markup import TAGGED_ARGUMENTS, CallMarkup, ThinkMarkup
 
 PROBE_NAME = "get_weather"
 PROBE_ARGUMENTS: dict[str, Any] = {"city": "Paris", "days": 3}
@@ -70,6 +70,45 @@ def probe_history(content: str | None, arguments: dict[str, Any] | str = PROBE_A
         {"role": "assistant", "content": content, "tool_calls": [call]},
         {"role": "tool", "tool_call_id": PROBE_CALL_ID, "content": "Sunny, 24 degrees."},
     ]
+
+
+PROBE_THOUGHT = "Checking the sky for Paris"  # a past turn's reasoning, to see how the template writes it
+THINKING_ON = {"enable_thinking": True, "thinking": True}  # the switch under the published templates' names
+
+
+def reasoning_history() -> list[dict[str, Any]]:
+    """A question and the assistant's answer with its reasoning (last, where templates keep reasoning)."""
+    return [
+        {"role": "user", "content": "What is the weather like?"},
+        {"role": "assistant", "content": "Sunny.", "reasoning_content": PROBE_THOUGHT},
+    ]
+
+
+def rendered_reasoning(render: Render) -> list[str]:
+    """The reasoning probe as the template renders it, thinking on (those renderings that succeed)."""
+    renderings = []
+    for context in (THINKING_ON, {}):
+        try:
+            renderings.append(render(reasoning_history(), None, context))
+        except Exception:  # a template that refuses the probe shows nothing
+            continue
+    return renderings
+
+
+def by_rendered_reasoning(blocks: Iterable[tuple[str, ThinkMarkup]], renderings: list[str]) -> Found | None:
+    """The reasoning format whose block around the probe's reasoning the template writes (the longest found
+    wins; on a tie, the first listed); None when none is found."""
+    best: tuple[int, str, str] | None = None
+    normal = [_normal(text) for text in renderings]
+    for name, think in blocks:
+        for begin, end in ((begin, end) for begin in think.begins for end in think.ends):
+            writing = _normal(begin + PROBE_THOUGHT + end)
+            if any(writing in text for text in normal) and (best is None or len(writing) > best[0]):
+                best = (len(writing), name, begin + PROBE_THOUGHT + end)
+    if best is None:
+        return None
+    _, name, text = best
+    return Found(name, f"the template writes past reasoning as {name} does: {_clipped(text)}")
 
 
 def written_arguments(markup: CallMarkup, arguments: dict[str, Any]) -> str:

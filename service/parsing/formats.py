@@ -71,8 +71,6 @@ TOOL_PARSERS: dict[str, ToolFormat] = {
         call_id=mistral_call_id,
         fit_call_id=mistral_fit_call_id,
         extra=(calls.MISTRAL_TAG, calls.MISTRAL_ARGS),  # special tokens in Mistral's tokenizers
-        # Tekken's templates (Devstral, Magistral, Ministral 3) write the name before [ARGS], not a list.
-        written=(f"{calls.MISTRAL_TAG}{_PROBE}{calls.MISTRAL_ARGS}{_PROBE_JSON}",),
     ),
     "deepseek_v3": section_format(calls.deepseek_v3_calls, DEEPSEEK_V3),
     "deepseek_v31": section_format(calls.deepseek_v31_calls, DEEPSEEK_V31),
@@ -208,6 +206,15 @@ def detect_tool_parser(chat_template: str, render: detection.Render | None) -> d
     return found
 
 
+def detect_reasoning_parser(chat_template: str, render: detection.Render | None) -> detection.Found | None:
+    """The reasoning format a chat template speaks: the one whose block it writes around a past turn's
+    reasoning; else the first whose markup its source names (``TEMPLATE_REASONING_MARKUP``); else none."""
+    found = None
+    if render is not None:
+        found = detection.by_rendered_reasoning(REASONING_PARSERS.items(), detection.rendered_reasoning(render))
+    return found or detection.by_markup(TEMPLATE_REASONING_MARKUP, [("the template", chat_template)])
+
+
 @dataclass(frozen=True)
 class OutputFormat:
     """A model's output parsers, by name; None: the model's output is not parsed that way. Each with the
@@ -237,7 +244,7 @@ class OutputFormat:
         reasoning = (
             detection.Found(reasoning_parser, "--reasoning-parser")
             if reasoning_parser is not None
-            else detection.by_markup(TEMPLATE_REASONING_MARKUP, [("the template", chat_template)])
+            else detect_reasoning_parser(chat_template, render)
         )
         tool_name = None if tool is None else ALIASES["tool"].get(tool.name, tool.name)
         reasoning_name = None if reasoning is None else ALIASES["reasoning"].get(reasoning.name, reasoning.name)

@@ -1,0 +1,177 @@
+"""Format detection (service/parsing/detection.py): each published template's tool and reasoning formats, found by
+rendering a known call and a known thought through the template with the server's own renderer.
+
+The table is what each family's model really writes (its published template, its peers' parsers): a change to
+detection that picks another format for one of them fails here, naming the template.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import openvino_genai as ov_genai
+import pytest
+
+from service.engine.chat_template import ChatTemplate, TemplateRenderer
+from service.parsing import OutputFormat, detection
+from service.parsing.formats import GENERIC, _writings
+from tests.conftest import TINY_CHAT
+
+TEMPLATES = Path(__file__).resolve().parents[2] / "data" / "chat_templates"
+SCHEMAS = {detection.PROBE_NAME: detection.PROBE_TOOLS[0]["function"]["parameters"]}
+# template -> (tool format, what showed it: "render" a past call written in it, "prompt" the prompt rendered with
+# tools names its markup, "source" only the template's source does, "none" nothing: the generic format;
+# reasoning format or None).
+EXPECTED = {
+    "Apertus-8B-Instruct.jinja": ("apertus", "render", "apertus"),
+    "Apriel-1.6-15b-Thinker-fixed.jinja": ("apriel", "render", "apriel"),
+    "Bielik-11B-v3.0-Instruct.jinja": ("hermes", "render", "think"),
+    "ByteDance-Seed-OSS.jinja": ("seed_oss", "render", "seed_oss"),
+    "Cohere2MoE.jinja": ("command_r7b", "render", "command_r7b"),
+    "CohereForAI-c4ai-command-r-plus-tool_use.jinja": ("command_r_plus", "render", None),
+    "CohereForAI-c4ai-command-r7b-12-2024-tool_use.jinja": ("command_r7b", "render", "command_r7b"),
+    "GLM-4.6.jinja": ("glm45", "render", "think"),
+    "GLM-4.7-Flash.jinja": ("glm45", "render", "think"),
+    "GigaChat3-10B-A1.8B.jinja": ("gigachat3", "render", None),
+    "GigaChat3.1-10B-A1.8B.jinja": ("gigachat3_1", "render", None),
+    "HuggingFaceTB-SmolLM3-3B.jinja": ("generic", "none", "think"),
+    "Kimi-K2-Instruct.jinja": ("kimi_k2", "render", None),
+    "Kimi-K2-Thinking.jinja": ("kimi_k2", "render", "think"),
+    "LFM2-8B-A1B.jinja": ("lfm2", "prompt", None),
+    "LFM2.5-8B-A1B.jinja": ("lfm2", "render", "think"),
+    "LFM2.5-Instruct.jinja": ("lfm2", "prompt", None),
+    "MiMo-VL.jinja": ("hermes", "render", None),
+    "MiniMax-M1.jinja": ("minimax", "render", None),
+    "MiniMax-M2.jinja": ("minimax_m2", "render", "think"),
+    "Mistral-Small-3.2-24B-Instruct-2506.jinja": ("mistral", "source", None),
+    "NVIDIA-Nemotron-3-Nano-30B-A3B-BF16.jinja": ("qwen3_coder", "render", "think"),
+    "NVIDIA-Nemotron-Nano-v2.jinja": ("nemotron_json", "render", "think"),
+    "NousResearch-Hermes-2-Pro-Llama-3-8B-tool_use.jinja": ("hermes", "render", None),
+    "NousResearch-Hermes-3-Llama-3.1-8B-tool_use.jinja": ("hermes", "render", None),
+    "Qwen-QwQ-32B.jinja": ("hermes", "render", "think"),
+    "Qwen-Qwen2.5-7B-Instruct.jinja": ("hermes", "render", None),
+    "Qwen-Qwen3-0.6B.jinja": ("hermes", "render", "think"),
+    "Qwen3-Coder.jinja": ("qwen3_coder", "render", None),
+    "Qwen3.5-4B.jinja": ("qwen3_coder", "render", "think"),
+    "Reka-Edge.jinja": ("hermes", "render", "think"),
+    "Spark2.5.jinja": ("glm45", "render", "think"),
+    "StepFun3.5-Flash.jinja": ("qwen3_coder", "render", "think"),
+    "deepseek-ai-DeepSeek-R1-Distill-Llama-8B.jinja": ("deepseek_v3", "render", "think"),
+    "deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja": ("deepseek_v3", "render", "think"),
+    "deepseek-ai-DeepSeek-V3.1.jinja": ("deepseek_v31", "render", "think"),
+    "deepseek-ai-DeepSeek-V3.2.jinja": ("deepseek_v32", "render", "think"),
+    "deepseek-ai-DeepSeek-V4-Flash-0731.jinja": ("deepseek_v4", "render", "think"),
+    "deepseek-ai-DeepSeek-V4.jinja": ("deepseek_v4", "render", "think"),
+    "fireworks-ai-llama-3-firefunction-v2.jinja": ("phi4_mini_json", "render", None),
+    "google-gemma-2-2b-it.jinja": ("generic", "none", None),
+    "google-gemma-3-270m-it.jinja": ("generic", "none", None),
+    "google-gemma-4-31B-it-interleaved.jinja": ("gemma4", "render", "gemma4"),
+    "google-gemma-4-31B-it.jinja": ("gemma4", "render", "gemma4"),
+    "ibm-granite-granite-3.3-2B-Instruct.jinja": ("granite", "prompt", "granite_think"),
+    "ibm-granite-granite-4.0.jinja": ("hermes", "render", None),
+    "ibm-granite-granite-4.1.jinja": ("hermes", "render", None),
+    "inclusionai-ling-3.0-flash.jinja": ("glm45", "render", "think"),
+    "llama-cpp-deepseek-r1.jinja": ("deepseek_v3", "render", "think"),
+    "llama-cpp-rwkv-world.jinja": ("generic", "none", "think"),
+    "meetkai-functionary-medium-v3.1.jinja": ("functionary_v3_1", "render", None),
+    "meetkai-functionary-medium-v3.2.jinja": ("functionary_v3_2", "source", None),
+    "meta-llama-Llama-3.1-8B-Instruct.jinja": ("llama3_json", "render", None),
+    "meta-llama-Llama-3.2-3B-Instruct.jinja": ("llama3_json", "render", None),
+    "meta-llama-Llama-3.3-70B-Instruct.jinja": ("llama3_json", "render", None),
+    "microsoft-Phi-3.5-mini-instruct.jinja": ("generic", "none", None),
+    "microsoft-Phi-4-mini-instruct.jinja": ("phi4_mini_json", "source", None),
+    "mistralai-Ministral-3-14B-Reasoning-2512.jinja": ("mistral_args", "render", "mistral"),
+    "mistralai-Mistral-7B-Instruct-v0.3.jinja": ("mistral", "render", None),
+    "mistralai-Mistral-Nemo-Instruct-2407.jinja": ("mistral", "render", None),
+    "moonshotai-Kimi-K2.jinja": ("kimi_k2", "render", None),
+    "muse-glimmer.jinja": ("generic", "none", None),
+    "openai-gpt-oss-120b.jinja": ("openai", "render", "openai"),
+    "openbmb-MiniCPM5-1B.jinja": ("minicpm5xml", "render", "think"),
+    "poolside-Laguna-S-2.1.jinja": ("glm45", "render", "think"),
+    "poolside-Laguna-XS-2.1.jinja": ("glm45", "render", "think"),
+    "poolside-Laguna-XS.2.jinja": ("glm45", "render", "think"),
+    "tencent-Hy3.jinja": ("hy_v3", "render", "hy_v3"),
+    "unsloth-Apriel-1.5.jinja": ("apriel", "render", "apriel"),
+    "unsloth-mistral-Devstral-Small-2507.jinja": ("mistral_args", "render", None),
+    "vllm-phi4-mini-tool_use.jinja": ("phi4_mini_json", "prompt", None),
+}
+
+
+@pytest.fixture(scope="module")
+def tokenizer() -> ov_genai.Tokenizer:
+    return ov_genai.Tokenizer(str(TINY_CHAT))
+
+
+def chosen(tokenizer: ov_genai.Tokenizer, text: str) -> OutputFormat:
+    renderer = TemplateRenderer(tokenizer, ChatTemplate(text, "test"))
+    return OutputFormat.choose(None, None, text, render=lambda history, tools, context: renderer.render(
+        history, tools, context))  # fmt: skip
+
+
+def test_every_vendored_template_is_in_the_table() -> None:
+    assert sorted(path.name for path in TEMPLATES.glob("*.jinja")) == sorted(EXPECTED)
+
+
+@pytest.mark.parametrize("template", sorted(EXPECTED))
+def test_a_published_template_gets_its_family_formats(tokenizer: ov_genai.Tokenizer, template: str) -> None:
+    tool, shown_by, reasoning = EXPECTED[template]
+    found = chosen(tokenizer, (TEMPLATES / template).read_text())
+    assert (found.tool_parser, found.reasoning_parser) == (tool, reasoning)
+    prefixes = {"render": "the template writes a past call as", "prompt": "the prompt it writes with tools offered",
+                "source": "the template mentions", "none": "the template shows no tool-call format"}  # fmt: skip
+    assert found.tool_evidence.startswith(prefixes[shown_by]), found.tool_evidence
+
+
+@pytest.mark.parametrize(
+    ("template", "not_this"),
+    [
+        ("meetkai-functionary-medium-v3.1.jinja", "qwen3_coder"),  # its source says <function= too
+        ("ByteDance-Seed-OSS.jinja", "qwen3_coder"),  # <seed:tool_call><function=...
+        ("unsloth-Apriel-1.5.jinja", "hermes"),  # its instructions mention <tool_call>; it writes <tool_calls>[...]
+    ],
+)
+def test_the_source_substrings_no_longer_decide(tokenizer: ov_genai.Tokenizer, template: str, not_this: str) -> None:
+    """The issue's three misreadings: the substring table alone still picks the wrong format; rendering does not."""
+    text = (TEMPLATES / template).read_text()
+    assert OutputFormat.choose(None, None, text).tool_parser == not_this
+    assert chosen(tokenizer, text).tool_parser not in (not_this, GENERIC)
+
+
+@pytest.mark.parametrize(("name", "writing"), _writings(), ids=lambda value: value if isinstance(value, str) else "")
+def test_every_format_reads_back_its_own_writing(name: str, writing: object) -> None:
+    """What detection looks for in a template is what the format's parser reads: the probe call, whole."""
+    text = writing if isinstance(writing, str) else detection.written_call(writing)  # type: ignore[arg-type]
+    parser = OutputFormat(name).parser(tools=True, schemas=SCHEMAS)
+    parser.feed(text)
+    parser.finish()
+    calls = [(call.name, json.loads(call.arguments)) for call in parser.result.calls]
+    assert calls == [(detection.PROBE_NAME, detection.PROBE_ARGUMENTS)], (name, text)
+
+
+def test_minja_polyfill_is_not_evidence() -> None:
+    """minja writes a past call as a JSON object into a template it believes cannot render one: that shape
+    holds Mistral's writing of the call, but shows nothing of the model's own format."""
+    polyfill = json.dumps(
+        {"tool_calls": [{"name": detection.PROBE_NAME, "arguments": detection.PROBE_ARGUMENTS, "id": "x"}]}, indent=2
+    )
+    rendered = f"<|user|>What is the weather in Paris?<|assistant|>{polyfill}<|user|>Sunny."
+    found = OutputFormat.choose(None, None, "{{ messages }}", render=lambda history, tools, context: rendered)
+    assert found.tool_parser == GENERIC
+    assert detection.by_rendered_call(_writings(), [rendered.replace(', "id": "x"', "")]) is None
+
+
+def test_a_template_that_renders_nothing_falls_back_to_its_source() -> None:
+    def refuse(history: object, tools: object, context: object) -> str:
+        raise ValueError("no")
+
+    found = OutputFormat.choose(None, None, "<tool_call> {{ messages }}", render=refuse)
+    assert (found.tool_parser, found.tool_evidence) == ("hermes", "the template mentions '<tool_call>'")
+
+
+def test_configured_parsers_win_and_say_so(tokenizer: ov_genai.Tokenizer) -> None:
+    text = (TEMPLATES / "Qwen-Qwen3-0.6B.jinja").read_text()
+    renderer = TemplateRenderer(tokenizer, ChatTemplate(text, "test"))
+    found = OutputFormat.choose("mistral", "none", text, render=lambda h, t, c: renderer.render(h, t, c))
+    assert (found.tool_parser, found.reasoning_parser) == ("mistral", None)
+    assert found.tool_evidence == "--tool-parser"
