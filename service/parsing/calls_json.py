@@ -159,11 +159,22 @@ class RecipientCallParser:
         self._ids = ids
         self._head = ""  # the reply so far, while its first recipient is not known
         self._tail: TrailingCallParser | None = None
+        self._markup: CallMarkup | None = None  # the format's, passed to the tail (a cut list keeps its calls)
 
     @property
     def calls(self) -> int:
         """Calls made so far."""
         return 0 if self._tail is None else self._tail.calls
+
+    def keep_complete_calls(self, markup: CallMarkup) -> None:
+        """Read a call list the output cuts short by ``markup``: its complete calls are kept."""
+        self._markup = markup
+
+    def _new_tail(self, *markers: tuple[str, ...]) -> TrailingCallParser:
+        tail = TrailingCallParser(functionary_v32_calls, self._ids, *markers)
+        if self._markup is not None:
+            tail.keep_complete_calls(self._markup)
+        return tail
 
     def feed(self, text: str) -> list[Piece]:
         """Pieces for one delta of content text."""
@@ -173,17 +184,17 @@ class RecipientCallParser:
         text_opening = TEXT_RECIPIENT + "\n"
         recipient = self._head.lstrip().removeprefix(RECIPIENT)
         if recipient.startswith(text_opening):
-            self._tail = TrailingCallParser(functionary_v32_calls, self._ids, (), (RECIPIENT,))
+            self._tail = self._new_tail((), (RECIPIENT,))
             return self._tail.feed(recipient.removeprefix(text_opening))
         if any(opening.startswith(self._head.lstrip()) for opening in (RECIPIENT + text_opening, text_opening)):
             return []  # still may be the text recipient
-        self._tail = TrailingCallParser(functionary_v32_calls, self._ids, ("",))  # "": from the start on
+        self._tail = self._new_tail(("",))  # "": from the start on
         return self._tail.feed(self._head)
 
     def finish(self) -> list[Piece]:
         """What is still held back, at the end of the output."""
         if self._tail is None:  # a reply shorter than its recipient: what there is, as text
-            self._tail = TrailingCallParser(functionary_v32_calls, self._ids, ())
+            self._tail = self._new_tail(())
             return self._tail.feed(self._head) + self._tail.finish()
         return self._tail.finish()
 
