@@ -29,7 +29,7 @@ from service.parsing.markup import TAGGED_ARGUMENTS, CallMarkup, ThinkMarkup
 PROBE_NAME = "get_weather"
 PROBE_ARGUMENTS: dict[str, Any] = {"city": "Paris", "days": 3}
 PROBE_CALL_ID = "call00001"  # nine letters and digits: Mistral's templates refuse any other form of id
-PROBE_TOOLS = [
+PROBE_TOOLS: list[dict[str, Any]] = [
     {
         "type": "function",
         "function": {
