@@ -163,6 +163,10 @@ TAGGED_ARGUMENTS = {
     ),
     # MiniCPM5: <param name="city">Paris</param> inside <function name="NAME">
     "minicpm_xml": TaggedArguments('<param name="', '">', "</param>", ("</param>", "</function>")),
+    # Solar Open 2: <|tool_arg:start|>city<|tool_arg:value|>Paris<|tool_arg:end|> after <|tool_call:start|>NAME\n
+    "solar_args": TaggedArguments(
+        "<|tool_arg:start|>", "<|tool_arg:value|>", "<|tool_arg:end|>", ("<|tool_arg:end|>", "<|tool_call:end|>")
+    ),
 }
 
 
