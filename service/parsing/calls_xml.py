@@ -1,4 +1,5 @@
-"""Decoding XML-style calls whose arguments are tagged members, one per argument, in any family's tags.
+"""Decoding XML-style calls whose arguments are tagged members, one per argument, in any family's tags (and
+Solar Open's special-token sections, whose arguments are JSON).
 
 A call is ``name_begin NAME name_end``, then one member per argument as its ``TaggedArguments`` dialect
 (service.parsing.markup; DSML there) writes it, ``key_begin KEY key_end VALUE value_end``, then ``call_end``::
@@ -22,11 +23,16 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from service.parsing.calls import Call
+from service.parsing.calls import Call, delimited_calls, json_object
 from service.parsing.markup import TaggedArguments, tag_name
 from service.parsing.tagged_calls import Schemas, argument_schema, json_types, typed_value
 
 CDATA_BEGIN, CDATA_END = "<![CDATA[", "]]>"
+# Solar Open: a <|tool_calls|> section of <|tool_call:begin|>ID<|tool_call:name|>NAME<|tool_call:args|>{...}
+SOLAR_CALLS, SOLAR_CALLS_END = "<|tool_calls|>", "<|calls|>"
+SOLAR_CALL_BEGIN, SOLAR_NAME, SOLAR_ARGS, SOLAR_CALL_END = (
+    "<|tool_call:begin|>", "<|tool_call:name|>", "<|tool_call:args|>", "<|tool_call:end|>",
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -145,3 +151,17 @@ def _expect(text: str, position: int, literal: str) -> int:
             return -1
         position += len(piece)
     return position
+
+
+def solar_open_calls(text: str) -> list[Call] | None:
+    """The calls in Solar Open's section (its tokens taken off): each ``<|tool_call:begin|>`` the model's own
+    call id, the name after ``<|tool_call:name|>``, the JSON arguments after ``<|tool_call:args|>``."""
+    return delimited_calls(text, SOLAR_CALL_BEGIN, SOLAR_ARGS, SOLAR_CALL_END, _solar_call)
+
+
+def _solar_call(head: str, body: str) -> Call | None:
+    """``ID<|tool_call:name|>NAME`` and the arguments; the model's id is not kept (ids are the server's)."""
+    _, named, name = head.partition(SOLAR_NAME)
+    arguments = json_object(body)
+    name = name.strip()
+    return (name, arguments) if named and tag_name(name) and arguments is not None else None

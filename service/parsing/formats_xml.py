@@ -8,9 +8,21 @@ its parser reads what the model writes (service.parsing.calls_xml).
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
-from service.parsing.calls_xml import XmlCallForm, xml_calls
+from service.parsing.calls_xml import (
+    SOLAR_ARGS,
+    SOLAR_CALL_BEGIN,
+    SOLAR_CALL_END,
+    SOLAR_CALLS,
+    SOLAR_CALLS_END,
+    SOLAR_NAME,
+    XmlCallForm,
+    solar_open_calls,
+    xml_calls,
+)
+from service.parsing.detection import PROBE_ARGUMENTS, PROBE_CALL_ID, PROBE_NAME
 from service.parsing.markup import DSML, TAGGED_ARGUMENTS, CallMarkup, ThinkMarkup
 from service.parsing.tool_format import ToolFormat
 from service.parsing.tools import TaggedCallParser
@@ -84,6 +96,11 @@ HY_V3 = CallMarkup(
 MINICPM5 = CallMarkup(
     "", '<function name="{name}">', "</function>", "\n", "", "minicpm_xml", tag='<function name="', name="bare"
 )
+# Solar Open 2 (vLLM's solar_open2 parser): the name on the opening line, then <|tool_arg:...|> members.
+SOLAR_OPEN2 = CallMarkup(
+    "", "<|tool_call:start|>{name}\n", "<|tool_call:end|>", "\n", "", "solar_args", tag="<|tool_call:start|>",
+    name="bare",
+)  # fmt: skip
 
 FAMILIES = {
     "seed_oss": _family(SEED_OSS, "</seed:tool_call>", "<function=", ">", "</function>"),
@@ -106,14 +123,38 @@ FAMILIES = {
     "minicpm5xml": XmlFamily(
         MINICPM5, MINICPM5.tag, "</function>", XmlCallForm("", '">', "", TAGGED_ARGUMENTS["minicpm_xml"], cdata=True)
     ),
+    # The block between <|tool_call:start|> and <|tool_call:end|>: the name up to the line break, its members.
+    "solar_open2": XmlFamily(
+        SOLAR_OPEN2, SOLAR_OPEN2.tag, "<|tool_call:end|>", XmlCallForm("", "\n", "", TAGGED_ARGUMENTS["solar_args"])
+    ),
 }
+# Solar Open (upstage-Solar-Open-100B.jinja): a section of calls, each with the model's own id before its name
+# and JSON arguments. Its template writes back the client's id where a model writes its own: detection looks
+# for that writing too.
+SOLAR_OPEN = CallMarkup(
+    SOLAR_CALLS, f"{SOLAR_CALL_BEGIN}{{index}}{SOLAR_NAME}{{name}}{SOLAR_ARGS}", SOLAR_CALL_END, "", SOLAR_CALLS_END,
+    tag=SOLAR_CALLS, name="bare",
+)  # fmt: skip
+SOLAR_OPEN_WRITTEN = (
+    f"{SOLAR_CALLS}{SOLAR_CALL_BEGIN}{PROBE_CALL_ID}{SOLAR_NAME}{PROBE_NAME}{SOLAR_ARGS}"
+    f"{json.dumps(PROBE_ARGUMENTS)}{SOLAR_CALL_END}{SOLAR_CALLS_END}"
+)
 SEED_THINK = ThinkMarkup("<seed:think>", "</seed:think>")
 HY_THINK = ThinkMarkup("<think:opensource>", "</think:opensource>")
+# Solar Open: <|think|>...<|end|>, then the next message's header; a reply opens with <|content|>.
+SOLAR_THINK = ThinkMarkup("<|think|>", "<|end|><|begin|>assistant", after="", reply=("<|content|>", "<|end|>"))
 
 # --tool-parser name -> its format.
-TOOL_FORMATS: dict[str, ToolFormat] = {name: family.tool_format() for name, family in FAMILIES.items()}
+TOOL_FORMATS: dict[str, ToolFormat] = {
+    **{name: family.tool_format() for name, family in FAMILIES.items()},
+    "solar_open": ToolFormat(
+        lambda ids, _: TaggedCallParser(solar_open_calls, ids, SOLAR_CALLS, SOLAR_CALLS_END),
+        SOLAR_OPEN,
+        written=(SOLAR_OPEN_WRITTEN,),
+    ),
+}
 # --reasoning-parser name -> its block's delimiters.
-REASONING_FORMATS: dict[str, ThinkMarkup] = {"seed_oss": SEED_THINK, "hy_v3": HY_THINK}
+REASONING_FORMATS: dict[str, ThinkMarkup] = {"seed_oss": SEED_THINK, "hy_v3": HY_THINK, "solar_open": SOLAR_THINK}
 # Other servers' names (vLLM's, OVMS's) for these formats: {"tool": {alias: name}, "reasoning": {...}}.
 ALIASES: dict[str, dict[str, str]] = {
     "tool": {
@@ -132,7 +173,6 @@ ALIASES: dict[str, dict[str, str]] = {
         **dict.fromkeys(
             [
                 "minimax_m2",
-                "minimax_m2_append_think",
                 "deepseek_v3",
                 "deepseek_v4",
                 "step3",
@@ -157,8 +197,11 @@ TEMPLATE_TOOL_MARKUP: list[tuple[str | tuple[str, ...], str]] = [
     ("<steptml:invoke", "step3"),
     (("<tool_calls{}>", ":opensource"), "hy_v3"),  # Hy3's template formats its tags: '<tool_calls{}>'.format(HYTK)
     ((MINICPM5.tag, '<param name="'), "minicpm5xml"),
+    ((SOLAR_CALL_BEGIN, SOLAR_NAME), "solar_open"),
+    (("<|tool_call:start|>", "<|tool_arg:start|>"), "solar_open2"),
 ]
 TEMPLATE_REASONING_MARKUP: list[tuple[str | tuple[str, ...], str]] = [
     (SEED_THINK.begin, "seed_oss"),
     (("<think{}>", ":opensource"), "hy_v3"),
+    ((SOLAR_THINK.begin, SOLAR_CALLS), "solar_open"),
 ]
