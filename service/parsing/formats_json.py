@@ -94,7 +94,8 @@ ALIASES: dict[str, dict[str, str]] = {
         "cohere_command4": "command_r7b",
         "internlm2": "internlm",
         "granite-20b-fc": "granite_20b_fc",  # vLLM's spelling
-        "ernie45": "hermes",  # <tool_call>\n{...}\n</tool_call>
+        "ernie45": "hermes",  # <tool_call>\n{...}\n</tool_call>, as vLLM's granite4 reads Granite 4's
+        "granite4": "hermes",
     },
     "reasoning": {
         "cohere_command": "command_r7b",

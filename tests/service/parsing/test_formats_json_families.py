@@ -11,6 +11,7 @@ reads back as the calls.
 from __future__ import annotations
 
 import asyncio
+import datetime
 import json
 import random
 import re
@@ -219,7 +220,8 @@ def test_every_name_is_known_and_aliases_reach_their_formats() -> None:
     # vLLM's names for these families (its --tool-call-parser and --reasoning-parser).
     tools = {"nemotron_json": "nemotron_json", "minimax": "minimax", "jamba": "apriel", "hunyuan_a13b": "apriel",
              "internlm": "internlm", "xlam": "xlam", "granite-20b-fc": "granite_20b_fc", "longcat": "longcat",
-             "ernie45": "hermes", "cohere_command3": "command_r7b", "cohere_command4": "command_r7b"}  # fmt: skip
+             "ernie45": "hermes", "granite4": "hermes",
+             "cohere_command3": "command_r7b", "cohere_command4": "command_r7b"}  # fmt: skip
     assert {alias: chosen(alias).tool_parser for alias in tools} == tools
     reasoning = {"cohere_command3": "command_r7b", "cohere_command4": "cohere2_moe", "apriel": "apriel",
                  "longcat": "longcat", "minimax_m1": "think"}  # fmt: skip
@@ -249,6 +251,7 @@ ENVIRONMENT = jinja2.sandbox.ImmutableSandboxedEnvironment(
 )
 ENVIRONMENT.filters["tojson"] = _tojson
 ENVIRONMENT.globals["raise_exception"] = _raise
+ENVIRONMENT.globals["strftime_now"] = datetime.datetime(2026, 1, 1).strftime  # a fixed day
 
 
 def rendered(template: str, arguments: str, answered: bool = True) -> str:
@@ -296,6 +299,10 @@ FAMILIES = [
     ("Cohere2MoE.jinja", "command_r7b", "object", True),
     ("CohereForAI-c4ai-command-r-plus-tool_use.jinja", "command_r_plus", "object", True),
     ("MiniMax-M1.jinja", "minimax", "object", True),
+    # vLLM's templates for the families it names (examples/tool_chat_template_*.jinja).
+    ("vllm-internlm2-tool.jinja", "internlm", "text", True),
+    ("vllm-granite-20b-fc.jinja", "granite_20b_fc", "object", True),
+    ("vllm-hunyuan-a13b.jinja", "apriel", "object", True),  # vLLM's hunyuan_a13b: Apriel's <tool_calls>[...]
 ]
 
 
@@ -313,6 +320,16 @@ def test_the_family_template_renders_the_call_as_the_markup_writes_it(
     # What the model writes reads back as the call.
     turn, _ = feed(OutputFormat(name), [written(markup)])
     assert summary(turn) == ("", "", False, [("get_weather", PROBE_ARGUMENTS)])
+
+
+def test_xlam_writes_calls_as_mistral_does_and_both_read_them() -> None:
+    """xLAM's template writes a bare list of named calls, as Mistral's markup does: detection may pick either
+    (their writings tie), and each reads what the other writes."""
+    rendering = rendered("vllm-xlam-llama.jinja", "object")
+    assert longest_writing(rendering) == {"mistral", "xlam"}
+    for reader in ("mistral", "xlam"):
+        turn, _ = feed(OutputFormat(reader), [written(TOOL_PARSERS["xlam"].markup)])
+        assert summary(turn) == ("", "", False, [("get_weather", PROBE_ARGUMENTS)])
 
 
 def test_apriel_writes_ids_only_for_earlier_calls_and_its_head_still_shows() -> None:
