@@ -64,6 +64,8 @@ def _call(text: str, position: int, form: XmlCallForm, schemas: Schemas | None) 
     """The call that starts at ``position`` and where it ends; None when none does."""
     position = _expect(text, position, form.name_begin)
     end = text.find(_first(form.name_end), position) if position >= 0 else -1
+    if end < 0 <= position and not form.name_end.strip():  # a name ended by a line break may end the block
+        end = len(text)
     if end < 0 or not tag_name(name := text[position:end].strip()) or '"' in name:
         return None
     position = _expect(text, end, form.name_end)

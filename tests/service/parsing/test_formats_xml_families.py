@@ -24,7 +24,7 @@ from service.engine.generation_config import structured_output_config as engine_
 from service.errors import FieldViolation
 from service.models import BUNDLED_MODEL, BUNDLED_MODELS_DIR
 from service.parsing import TOOL_PARSERS, OutputFormat, ParsedTurn, formats_xml
-from service.parsing.detection import Render
+from service.parsing.detection import PROBE_CALL_ID, Render, written_arguments
 from service.parsing.formats import ALIASES, REASONING_PARSERS
 from service.parsing.markup import DSML, TAGGED_ARGUMENTS, CallMarkup
 from service.structured.output import structured_output_config
@@ -41,7 +41,7 @@ from tests.service.api.test_call_markup import (
 )
 
 TEMPLATES = Path(__file__).parents[2] / "data" / "chat_templates"
-FORMATS = list(formats_xml.FAMILIES)
+FORMATS = list(formats_xml.TOOL_FORMATS)
 SCHEMAS = {
     "get_weather": {
         "type": "object",
@@ -87,6 +87,11 @@ WRITTEN = {
     "</tool_call:opensource>\n</tool_calls:opensource>",
     "minicpm5xml": '<function name="get_weather"><param name="city">Paris</param><param name="days">3</param>'
     '<param name="zip">75001</param></function>',
+    "solar_open": "<|tool_calls|><|tool_call:begin|>a1b2c3d4e5<|tool_call:name|>get_weather<|tool_call:args|>"
+    '{"city": "Paris", "days": 3, "zip": "75001"}<|tool_call:end|><|calls|>',
+    "solar_open2": "<|tool_call:start|>get_weather\n<|tool_arg:start|>city<|tool_arg:value|>Paris<|tool_arg:end|>\n"
+    "<|tool_arg:start|>days<|tool_arg:value|>3<|tool_arg:end|>\n<|tool_arg:start|>zip<|tool_arg:value|>75001"
+    "<|tool_arg:end|>\n<|tool_call:end|>",
 }
 
 
@@ -115,9 +120,9 @@ def deltas(text: str) -> list[list[str]]:
 
 def written(markup: CallMarkup, *made: tuple[str, dict[str, Any]]) -> str:
     """Calls as ``markup`` writes them (the grammar's and the detection's form): the list, its members."""
-    dialect = TAGGED_ARGUMENTS[markup.arguments]
     texts = [
-        markup.begin(name, index) + dialect.write(args) + markup.call_end for index, (name, args) in enumerate(made)
+        markup.begin(name, index) + written_arguments(markup, args) + markup.call_end
+        for index, (name, args) in enumerate(made)
     ]
     return markup.opening + markup.separator.join(texts) + markup.closing
 
@@ -145,9 +150,11 @@ def test_two_calls_after_text_typed_by_the_schemas(name: str) -> None:
 
 @pytest.mark.parametrize("name", FORMATS)
 def test_without_schemas_a_value_is_json_unless_the_markup_says_text(name: str) -> None:
-    """No schemas: "75001" reads as a number, as Qwen3-Coder's values do; DSML's string="true" keeps it text."""
+    """No schemas: "75001" reads as a number, as Qwen3-Coder's values do; DSML's string="true" keeps it text, as
+    JSON arguments (Solar Open's) keep their strings."""
     turn = turn_of(name, [WRITTEN[name]], schemas=None)
-    zip_code = "75001" if TAGGED_ARGUMENTS[markup_of(name).arguments].json_key_end else 75001
+    dialect = TAGGED_ARGUMENTS.get(markup_of(name).arguments)
+    zip_code = "75001" if dialect is None or dialect.json_key_end else 75001
     assert calls(turn) == [("get_weather", {**WEATHER[1], "zip": zip_code})]
 
 
@@ -218,6 +225,16 @@ MALFORMED = {
         "</arg_key:opensource>1</tool_call:opensource></tool_calls:opensource>",  # a key without a value
         "<tool_calls:opensource><tool_call:opensource>f</tool_call:opensource></tool_calls:opensource>",  # no sep
     ],
+    "solar_open": [
+        "<|tool_calls|><|tool_call:begin|>0<|tool_call:args|>{}<|tool_call:end|><|calls|>",  # no name
+        "<|tool_calls|><|tool_call:begin|>0<|tool_call:name|>f<|tool_call:args|>{oops}<|tool_call:end|><|calls|>",
+        "<|tool_calls|><|tool_call:begin|>0<|tool_call:name|>f<|tool_call:args|>[1]<|tool_call:end|><|calls|>",
+    ],
+    "solar_open2": [
+        "<|tool_call:start|>f\n<|tool_arg:start|>a<|tool_arg:value|>1<|tool_call:end|>",  # unclosed value
+        "<|tool_call:start|>f\n<|tool_arg:start|>a<|tool_arg:end|><|tool_call:end|>",  # no value tag
+        "<|tool_call:start|>two words\n<|tool_call:end|>",
+    ],
     "minicpm5xml": [
         '<function name="f"><param name="a">1</function>',  # unclosed value
         '<function name="f">stray<param name="a">1</param></function>',
@@ -237,7 +254,7 @@ def test_malformed_markup_stays_text(name: str) -> None:
 
 
 # The reasoning parser each family's template calls for, and how its block is written.
-REASONING = {"seed_oss": "seed_oss", "hy_v3": "hy_v3"}
+REASONING = {"seed_oss": "seed_oss", "hy_v3": "hy_v3", "solar_open": "solar_open"}
 
 
 @pytest.mark.parametrize("name", FORMATS)
@@ -257,7 +274,7 @@ def test_vllm_names() -> None:
     """vLLM's tool and reasoning parser names for these families resolve to a format here."""
     for alias, name in {"step3p5": "qwen3_coder", "ling3": "glm45", "poolside_v1": "glm45", "mimo": "hermes"}.items():
         assert OutputFormat.choose(alias, None, "").tool_parser == name
-    for name in ("seed_oss", "minimax_m2", "deepseek_v32", "deepseek_v4", "step3", "hy_v3", "minicpm5xml"):
+    for name in FORMATS:
         assert OutputFormat.choose(name, None, "").call_markup is TOOL_PARSERS[name].markup
     for alias in ("minimax_m2", "deepseek_v3", "step3", "step3p5", "kimi_k2", "ling3", "poolside_v1"):
         assert OutputFormat.choose(None, alias, "").think_markup == REASONING_PARSERS["think"], alias
@@ -282,6 +299,7 @@ class _Generation(Extension):
 ENVIRONMENT = jinja2.sandbox.ImmutableSandboxedEnvironment(
     trim_blocks=True, lstrip_blocks=True, extensions=["jinja2.ext.loopcontrols", _Generation]
 )
+ENVIRONMENT.globals["strftime_now"] = lambda pattern: "26 Jul 2024"
 ENVIRONMENT.filters["tojson"] = lambda value, ensure_ascii=False, indent=None, **_: json.dumps(
     value, ensure_ascii=ensure_ascii, indent=indent
 )
@@ -292,8 +310,8 @@ KNOWN_TOOLS = [{"type": "function", "function": {"name": "get_weather", "descrip
 KNOWN_CALL: list[dict[str, Any]] = [
     {"role": "user", "content": "What is the weather in Paris?"},
     {"role": "assistant", "content": "", "tool_calls": [
-        {"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": KNOWN_ARGUMENTS}}]},
-    {"role": "tool", "tool_call_id": "call_1", "content": "Sunny"},
+        {"id": PROBE_CALL_ID, "type": "function", "function": {"name": "get_weather", "arguments": KNOWN_ARGUMENTS}}]},
+    {"role": "tool", "tool_call_id": PROBE_CALL_ID, "content": "Sunny"},
 ]  # fmt: skip
 # Template -> the tool parser that serves it and the reasoning parser its template markup calls for (None:
 # formats.py's own table decides, or the lead's detection by rendering).
@@ -317,6 +335,7 @@ FAMILY_TEMPLATES = {
     "MiMo-VL.jinja": ("mimo", None),
     "Reka-Edge.jinja": ("hermes", None),
     "Kimi-K2-Thinking.jinja": ("kimi_k2", None),
+    "upstage-Solar-Open-100B.jinja": ("solar_open", "solar_open"),
 }
 
 
@@ -345,12 +364,15 @@ def rendered(template: str, tokenizer: ov_genai.Tokenizer) -> str:
     return renderer(template, tokenizer)(KNOWN_CALL, KNOWN_TOOLS, {})
 
 
-def known_call(markup: CallMarkup) -> str:
-    """The known call as ``markup`` writes it, whatever its arguments' dialect."""
-    arguments = {"json": json.dumps(KNOWN_ARGUMENTS), "python": 'city="Paris", days=3'}.get(markup.arguments)
-    if arguments is None:
-        arguments = TAGGED_ARGUMENTS[markup.arguments].write(KNOWN_ARGUMENTS)
-    return markup.opening + markup.begin("get_weather", 0) + arguments + markup.call_end + markup.closing
+def known_calls(name: str) -> list[str]:
+    """The known call as format ``name`` writes it (its markup's writing, and the literal ones detection knows)."""
+    chosen = TOOL_PARSERS[name]
+    markup = chosen.markup
+    arguments = written_arguments(markup, KNOWN_ARGUMENTS)
+    return [
+        markup.opening + markup.begin("get_weather", 0) + arguments + markup.call_end + markup.closing,
+        *chosen.written,
+    ]
 
 
 def squashed(text: str) -> str:
@@ -363,7 +385,7 @@ def test_the_template_renders_the_call_as_the_format_writes_it(file: str, tokeni
     name, _ = FAMILY_TEMPLATES[file]
     name = ALIASES["tool"].get(name, name)
     text = squashed(rendered((TEMPLATES / file).read_text(encoding="utf-8"), tokenizer))
-    found = {other for other, fmt in TOOL_PARSERS.items() if squashed(known_call(fmt.markup)) in text}
+    found = {other for other in TOOL_PARSERS if any(squashed(call) in text for call in known_calls(other))}
     assert name in found, text
     assert {TOOL_PARSERS[other].markup for other in found} == {TOOL_PARSERS[name].markup}, found
 
@@ -394,7 +416,7 @@ def test_template_markup_entries_find_only_their_family(file: str) -> None:
             if all(part in template for part in (markup if isinstance(markup, tuple) else (markup,)))
         }
 
-    assert chosen(formats_xml.TEMPLATE_TOOL_MARKUP) == ({name} if name in formats_xml.FAMILIES else set())
+    assert chosen(formats_xml.TEMPLATE_TOOL_MARKUP) == ({name} if name in formats_xml.TOOL_FORMATS else set())
     assert chosen(formats_xml.TEMPLATE_REASONING_MARKUP) == ({reasoning} if reasoning else set())
 
 
