@@ -210,6 +210,20 @@ def test_reasoning_then_the_reply(
         assert "THINKING" not in streamed and "FINAL RESPONSE" not in streamed and "think>" not in streamed
 
 
+# Model output no parser may choke on: JSON nested past Python's parser (RecursionError there), a number past its
+# digit limit, an endless string.
+HOSTILE = ["[" * 5000, '{"a": ' * 5000, "1" * 6000, '"' + "\\" * 5001]
+
+
+@pytest.mark.parametrize("name", sorted(TOOL_FORMATS))
+def test_hostile_output_stays_text(name: str) -> None:
+    markup = TOOL_FORMATS[name].markup
+    for value in HOSTILE:
+        for text in (markup.opening + markup.begin("f") + value + markup.call_end + markup.closing, value):
+            turn, _ = feed(OutputFormat(name), [text])
+            assert not turn.calls and turn.content.strip() == text.strip()
+
+
 def test_every_name_is_known_and_aliases_reach_their_formats() -> None:
     for kind, names in ALIASES.items():
         for alias, name in names.items():
