@@ -180,12 +180,16 @@ def template_messages(model: ServedModel, history: list[dict[str, Any]]) -> list
       ``content: null`` is ``""``.
     - Call ids in the form the model's format requires (Mistral: 9 letters and digits), whatever form
       the client sends back; the same id maps to the same id in a call and in its tool result.
+    - For a template that drops ``tool_calls`` although it shows a format (LFM2, Granite 3.3, Phi-4-mini),
+      the calls written into the turn's content in the model's own markup
+      (``OutputFormat.with_calls_in_content``), so the model still sees what it called.
     """
-    fit, form = model.output_format.fit_call_id, model.engine.message_form
+    output, form = model.output_format, model.engine.message_form
+    fit = output.fit_call_id
     messages = []
     for message in history:
         if message.get("content") is None or "tool_calls" in message or "tool_call_id" in message:
-            message = form.apply(message)
+            message = form.apply(output.with_calls_in_content(message))
             if "tool_call_id" in message:
                 message["tool_call_id"] = fit(message["tool_call_id"])
             if "tool_calls" in message:

@@ -66,7 +66,7 @@ def probe_history(content: str | None, arguments: dict[str, Any] | str = PROBE_A
     """
     call = {"id": PROBE_CALL_ID, "type": "function", "function": {"name": PROBE_NAME, "arguments": arguments}}
     return [
-        {"role": "user", "content": "What is the weather in Paris?"},
+        {"role": "user", "content": "What is the weather like there?"},  # no argument in it: see renders_calls
         {"role": "assistant", "content": content, "tool_calls": [call]},
         {"role": "tool", "tool_call_id": PROBE_CALL_ID, "content": "Sunny, 24 degrees."},
     ]
@@ -128,9 +128,23 @@ def _python_literal(value: Any) -> str:
 def written_call(markup: CallMarkup, name: str = PROBE_NAME, arguments: dict[str, Any] | None = None) -> str:
     """One call of ``name`` with ``arguments`` as a list of one call in ``markup``: what a model of that format
     writes, and what the forced-call grammar makes it write."""
-    arguments = PROBE_ARGUMENTS if arguments is None else arguments
-    begin = markup.begin(name, 0)
-    return markup.opening + begin + written_arguments(markup, arguments) + markup.call_end + markup.closing
+    return written_calls(markup, [(name, PROBE_ARGUMENTS if arguments is None else arguments)])
+
+
+def written_calls(markup: CallMarkup, calls: list[tuple[str, dict[str, Any]]]) -> str:
+    """A list of calls (function name, arguments) as ``markup`` writes it."""
+    written = (
+        markup.begin(name, index) + written_arguments(markup, arguments) + markup.call_end
+        for index, (name, arguments) in enumerate(calls)
+    )
+    return markup.opening + markup.separator.join(written) + markup.closing
+
+
+def renders_calls(renderings: list[str]) -> bool:
+    """Whether the template writes a past call at all, in any form but minja's polyfill: the probe's argument
+    value appears in a rendering (the probe's other messages do not hold it)."""
+    value = _normal(PROBE_ARGUMENTS["city"])
+    return any(value in text for text in map(_normal, renderings) if not polyfilled(text))
 
 
 def _normal(text: str) -> str:

@@ -191,11 +191,14 @@ def _writings() -> list[tuple[str, CallMarkup | str]]:
     return writings
 
 
-def detect_tool_parser(chat_template: str, render: detection.Render | None) -> detection.Found | None:
+def detect_tool_parser(
+    chat_template: str, render: detection.Render | None, renderings: list[str]
+) -> detection.Found | None:
     """The tool format a chat template speaks (see service.parsing.detection): the format whose writing of a
-    known call the template renders; else the markup the prompt it renders with tools offered, or its source,
-    names; else the generic format. ``render``: the model's renderer (None: the source alone is read)."""
-    found = detection.by_rendered_call(_writings(), detection.rendered_calls(render)) if render else None
+    known call the template renders (``renderings``: detection.rendered_calls); else the markup the prompt it
+    renders with tools offered, or its source, names; else the generic format. ``render``: the model's renderer
+    (None: the source alone is read)."""
+    found = detection.by_rendered_call(_writings(), renderings)
     if found is None:
         texts = [("the template", chat_template)]
         if render is not None and (prompt := detection.rendered_tools_prompt(render)):
@@ -225,6 +228,7 @@ class OutputFormat:
     # Not part of what a format is: two models parsed alike are equal, whatever showed it.
     tool_evidence: str = field(default="", compare=False)
     reasoning_evidence: str = field(default="", compare=False)
+    calls_in_content: bool = field(default=False, compare=False)  # past calls written into the content (choose)
 
     @classmethod
     def choose(
@@ -236,10 +240,11 @@ class OutputFormat:
     ) -> OutputFormat:
         """The configured parsers, or those the chat template shows (rendered with ``render`` when given:
         see ``detect_tool_parser``)."""
+        renderings = detection.rendered_calls(render) if render is not None else []
         tool = (
             detection.Found(tool_parser, "--tool-parser")
             if tool_parser is not None
-            else detect_tool_parser(chat_template, render)
+            else detect_tool_parser(chat_template, render, renderings)
         )
         reasoning = (
             detection.Found(reasoning_parser, "--reasoning-parser")
@@ -248,12 +253,31 @@ class OutputFormat:
         )
         tool_name = None if tool is None else ALIASES["tool"].get(tool.name, tool.name)
         reasoning_name = None if reasoning is None else ALIASES["reasoning"].get(reasoning.name, reasoning.name)
+        tool_name = None if tool_name in (None, NONE) else tool_name
         return cls(
-            None if tool_name in (None, NONE) else tool_name,
+            tool_name,
             None if reasoning_name in (None, NONE) else reasoning_name,
             tool_evidence="" if tool is None else tool.evidence,
             reasoning_evidence="" if reasoning is None else reasoning.evidence,
+            # A template that shows a format but drops past calls (LFM2, Granite 3.3, Phi-4-mini): the model
+            # would never see its own calls; they are written into the turn's content in its format instead.
+            # (The generic format rewrites the whole conversation itself: service/api/generic_tools.py.)
+            calls_in_content=bool(
+                render is not None and tool_name not in (None, GENERIC) and not detection.renders_calls(renderings)
+            ),
         )
+
+    def with_calls_in_content(self, message: dict[str, Any]) -> dict[str, Any]:
+        """An assistant message whose calls are written into its content in this model's markup (for a template
+        that drops ``tool_calls``: see ``calls_in_content``); any other message as it is."""
+        calls = message.get("tool_calls")
+        if not (self.calls_in_content and calls and self.call_markup is not None):
+            return message
+        listed = [(call["function"]["name"], _arguments_object(call["function"].get("arguments"))) for call in calls]
+        written = detection.written_calls(self.call_markup, listed)
+        content = message.get("content") or ""
+        rest = {key: value for key, value in message.items() if key != "tool_calls"}
+        return {**rest, "content": f"{content}\n{written}" if content else written}
 
     @property
     def types_arguments(self) -> bool:
@@ -327,6 +351,16 @@ class OutputFormat:
         if (think := self.think_markup) is not None:
             texts += [*think.begins, *think.ends, think.after or ""]
         return tuple(text for text in texts if text)
+
+
+def _arguments_object(arguments: Any) -> dict[str, Any]:
+    """A call's arguments as an object (a client's history may hold their JSON text)."""
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments)
+        except ValueError:
+            return {}
+    return arguments if isinstance(arguments, dict) else {}
 
 
 def tool_schemas(tools: Iterable[Mapping[str, Any]]) -> dict[str, Any]:

@@ -94,7 +94,12 @@ EXPECTED = {
     "tencent-Hy3.jinja": ("hy_v3", "render", "hy_v3"),
     "unsloth-Apriel-1.5.jinja": ("apriel", "render", "apriel"),
     "unsloth-mistral-Devstral-Small-2507.jinja": ("mistral_args", "render", None),
+    "upstage-Solar-Open-100B.jinja": ("solar_open", "render", "solar_open"),
+    "vllm-granite-20b-fc.jinja": ("granite_20b_fc", "render", None),
+    "vllm-hunyuan-a13b.jinja": ("apriel", "render", "think"),
+    "vllm-internlm2-tool.jinja": ("internlm", "render", None),
     "vllm-phi4-mini-tool_use.jinja": ("phi4_mini_json", "prompt", None),
+    "vllm-xlam-llama.jinja": ("mistral", "render", None),
 }
 
 
@@ -175,3 +180,44 @@ def test_configured_parsers_win_and_say_so(tokenizer: ov_genai.Tokenizer) -> Non
     found = OutputFormat.choose("mistral", "none", text, render=lambda h, t, c: renderer.render(h, t, c))
     assert (found.tool_parser, found.reasoning_parser) == ("mistral", None)
     assert found.tool_evidence == "--tool-parser"
+
+
+HISTORY = [
+    {"role": "user", "content": "What is the weather like in Paris?"},
+    {"role": "assistant", "content": None, "tool_calls": [
+        {"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": {"city": "Paris"}}},
+        {"id": "call_2", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Lyon"}'}},
+    ]},
+    {"role": "tool", "tool_call_id": "call_1", "content": "Sunny."},
+    {"role": "tool", "tool_call_id": "call_2", "content": "Rainy."},
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("template", "written"),
+    [
+        ("LFM2-8B-A1B.jinja", '<|tool_call_start|>[get_weather(city="Paris"), get_weather(city="Lyon")]'),
+        ("ibm-granite-granite-3.3-2B-Instruct.jinja", '<|tool_call|>[{"name": "get_weather", "arguments": {"city"'),
+        ("microsoft-Phi-4-mini-instruct.jinja", 'functools[{"name": "get_weather", "arguments": {"city": "Paris"}}'),
+    ],
+)
+def test_a_template_that_drops_past_calls_sees_them_in_its_own_markup(
+    tokenizer: ov_genai.Tokenizer, template: str, written: str
+) -> None:
+    """These templates show their format (in the prompt or the source) but render no tool_calls: a client's
+    history would reach the model without its own calls. They are written into the turn's content instead."""
+    from types import SimpleNamespace
+
+    from service.api.prompting import template_messages
+
+    text = (TEMPLATES / template).read_text()
+    renderer = TemplateRenderer(tokenizer, ChatTemplate(text, "test"))
+    found = OutputFormat.choose(None, None, text, render=lambda h, t, c: renderer.render(h, t, c))
+    assert found.calls_in_content
+    plain = renderer.render(template_messages(SimpleNamespace(output_format=OutputFormat(found.tool_parser),
+                                                              engine=renderer), HISTORY), None, {})  # fmt: skip
+    assert written not in plain  # the template alone drops them (or minja writes its own JSON for them)
+    model = SimpleNamespace(output_format=found, engine=renderer)
+    rendered = renderer.render(template_messages(model, HISTORY), None, {})  # type: ignore[arg-type]
+    assert written in rendered and "Lyon" in rendered
+    assert chosen(tokenizer, (TEMPLATES / "Qwen-Qwen3-0.6B.jinja").read_text()).calls_in_content is False
