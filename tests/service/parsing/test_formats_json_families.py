@@ -486,3 +486,29 @@ def test_forced_calls_on_the_engine_read_back(name: str) -> None:
             for call in turn.calls:
                 assert call.name in allowed, text
                 jsonschema.validate(json.loads(call.arguments), schemas[call.name])
+
+
+@pytest.mark.parametrize("name", [name for name in FORCED if TOOL_FORMATS[name].markup.tag])
+def test_allowed_tools_auto_tags_one_allowed_call(name: str, checker: GrammarChecker) -> None:
+    """allowed_tools "auto" on a format whose calls open with a tag: free text, and the tag opens one allowed
+    call (XGrammar triggered tags); the constraint compiles, and a call written by the markup fits its tag."""
+    fmt = OutputFormat(name)
+    markup = fmt.call_markup
+    assert markup is not None
+    allowed = {"mode": "auto", "tools": [{"type": "function", "function": {"name": "get_weather"}}]}
+    fields = {"named_tool_choice": {"type": "allowed_tools", "allowed_tools": allowed}}
+    request = parse_request(
+        chat_pb2.CreateChatCompletionRequest, {"model": "m", "messages": ASK, "tools": TOOLS, **fields}
+    )
+    violations: list[FieldViolation] = []
+    made = structured_output_config(request, violations, tools=TOOLS, markup=markup)
+    assert made is not None and not violations, violations
+    assert asyncio.run(checker.check(made)) is None
+    document = json.loads(made.value)["format"]
+    assert document["triggers"] == [markup.tag] and len(document["tags"]) == 1
+    tag = document["tags"][0]
+    text = written_calls(markup, ARGUMENTS[:1])
+    assert text.startswith(tag["begin"]) and text.endswith(tag["end"]), (tag, text)
+    assert re.fullmatch(to_regex(tag["content"]["grammar"]), text[len(tag["begin"]) : len(text) - len(tag["end"])])
+    turn, _ = feed(fmt, ["Let me see. " + text])
+    assert summary(turn) == ("Let me see.", "", False, ARGUMENTS[:1])
