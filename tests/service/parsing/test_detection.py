@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import openvino_genai as ov_genai
 import pytest
@@ -182,7 +183,7 @@ def test_configured_parsers_win_and_say_so(tokenizer: ov_genai.Tokenizer) -> Non
     assert found.tool_evidence == "--tool-parser"
 
 
-HISTORY = [
+HISTORY: list[dict[str, Any]] = [
     {"role": "user", "content": "What is the weather like in Paris?"},
     {"role": "assistant", "content": None, "tool_calls": [
         {"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": {"city": "Paris"}}},
@@ -214,8 +215,8 @@ def test_a_template_that_drops_past_calls_sees_them_in_its_own_markup(
     renderer = TemplateRenderer(tokenizer, ChatTemplate(text, "test"))
     found = OutputFormat.choose(None, None, text, render=lambda h, t, c: renderer.render(h, t, c))
     assert found.calls_in_content
-    plain = renderer.render(template_messages(SimpleNamespace(output_format=OutputFormat(found.tool_parser),
-                                                              engine=renderer), HISTORY), None, {})  # fmt: skip
+    without = SimpleNamespace(output_format=OutputFormat(found.tool_parser), engine=renderer)
+    plain = renderer.render(template_messages(without, HISTORY), None, {})  # type: ignore[arg-type]
     assert written not in plain  # the template alone drops them (or minja writes its own JSON for them)
     model = SimpleNamespace(output_format=found, engine=renderer)
     rendered = renderer.render(template_messages(model, HISTORY), None, {})  # type: ignore[arg-type]
