@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from service.engine import chat_template
+from service.engine import chat_template, template_probe
 from tests.families import build, table
 
 COMPLETE = ".complete"  # written last: a directory without it is a build that was cut short
@@ -27,7 +27,7 @@ COMPLETE = ".complete"  # written last: a directory without it is a build that w
 def _inputs_hash() -> str:
     """A hash of everything a family model is made from."""
     digest = hashlib.sha256()
-    files = [Path(build.__file__), Path(table.__file__), Path(chat_template.__file__)]
+    files = [Path(build.__file__), Path(table.__file__), Path(chat_template.__file__), Path(template_probe.__file__)]
     files += [build.TINY_CHAT / "openvino_model.bin"]
     files += sorted(table.TEMPLATES_DIR.glob("*.jinja")) + sorted(table.TOKENIZERS_DIR.glob("*.xz"))
     for path in files:
