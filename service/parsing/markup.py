@@ -163,6 +163,15 @@ TAGGED_ARGUMENTS = {
     ),
     # MiniCPM5: <param name="city">Paris</param> inside <function name="NAME">
     "minicpm_xml": TaggedArguments('<param name="', '">', "</param>", ("</param>", "</function>")),
+    # Kimi K3 (XTML): <|open|>argument key="city" type="string"<|sep|>Paris<|close|>argument<|sep|>; a JSON value's
+    # type names its kind (a grammar writes "number" for every one; its parser reads them all)
+    "xtml": TaggedArguments(
+        '<|open|>argument key="',
+        '" type="string"<|sep|>',
+        "<|close|>argument<|sep|>",
+        ("<|close|>",),
+        json_key_end='" type="number"<|sep|>',
+    ),
     # Solar Open 2: <|tool_arg:start|>city<|tool_arg:value|>Paris<|tool_arg:end|> after <|tool_call:start|>NAME\n
     "solar_args": TaggedArguments(
         "<|tool_arg:start|>", "<|tool_arg:value|>", "<|tool_arg:end|>", ("<|tool_arg:end|>", "<|tool_call:end|>")
