@@ -44,6 +44,9 @@ class XmlCallForm:
     call_end: str
     arguments: TaggedArguments
     cdata: bool = False  # a value may be wrapped in <![CDATA[...]]> (MiniCPM5: values holding <, & or lines)
+    # Other spellings of the key's end before a JSON value (Kimi K3 names each JSON type: type="boolean", ...).
+    json_key_ends: tuple[str, ...] = ()
+    numbered: str = ""  # after name_end, the call's number and then this (Kimi K3's index="1"<|sep|>)
 
 
 def xml_calls(text: str, form: XmlCallForm, schemas: Schemas | None = None) -> list[Call] | None:
@@ -69,6 +72,11 @@ def _call(text: str, position: int, form: XmlCallForm, schemas: Schemas | None) 
     if end < 0 or not tag_name(name := text[position:end].strip()) or '"' in name:
         return None
     position = _expect(text, end, form.name_end)
+    if form.numbered and position >= 0:
+        digits = _space(text, position)
+        while digits < len(text) and text[digits].isdigit():
+            digits += 1
+        position = _expect(text, digits, form.numbered) if digits > position else -1
     arguments: dict[str, Any] = {}
     while position >= 0 and (member := _member(text, position, form, schemas, name)) is not None:
         key, value, position = member
@@ -85,10 +93,9 @@ def _member(
     start = _expect(text, position, dialect.key_begin)
     if start < 0:
         return None
-    # The key's end: one spelling, or (DSML) one before raw text and one before JSON; both start alike.
-    ends = (
-        [(dialect.key_end, True), (dialect.json_key_end, False)] if dialect.json_key_end else [(dialect.key_end, None)]
-    )
+    # The key's end: one spelling, or (DSML, Kimi K3) one before raw text and others before JSON, starting alike.
+    ends: list[tuple[str, bool | None]] = [(dialect.key_end, True if dialect.json_key_end else None)]
+    ends += [(spelling, False) for spelling in (dialect.json_key_end, *form.json_key_ends) if spelling]
     key_stop = min((found for spelling, _ in ends if (found := text.find(_first(spelling), start)) >= 0), default=-1)
     if key_stop < 0 or not tag_name(key := text[start:key_stop].strip()) or '"' in key:
         return None

@@ -9,7 +9,7 @@ its parser reads what the model writes (service.parsing.calls_xml).
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from service.parsing.calls_xml import (
     SOLAR_ARGS,
@@ -101,6 +101,12 @@ SOLAR_OPEN2 = CallMarkup(
     "", "<|tool_call:start|>{name}\n", "<|tool_call:end|>", "\n", "", "solar_args", tag="<|tool_call:start|>",
     name="bare",
 )  # fmt: skip
+# Kimi K3 (Kimi-K3.jinja, XTML): a tools channel of numbered calls; the template numbers them from 1.
+KIMI_K3 = CallMarkup(
+    "<|open|>tools<|sep|>", '<|open|>call tool="{name}" index="{index}"<|sep|>', "<|close|>call<|sep|>", "",
+    "<|close|>tools<|sep|>", "xtml", tag="<|open|>tools<|sep|>", name="bare",
+)  # fmt: skip
+KIMI_K3_JSON_TYPES = ("boolean", "null", "object", "array", "integer")
 
 FAMILIES = {
     "seed_oss": _family(SEED_OSS, "</seed:tool_call>", "<function=", ">", "</function>"),
@@ -123,6 +129,19 @@ FAMILIES = {
     "minicpm5xml": XmlFamily(
         MINICPM5, MINICPM5.tag, "</function>", XmlCallForm("", '">', "", TAGGED_ARGUMENTS["minicpm_xml"], cdata=True)
     ),
+    "kimi_k3": XmlFamily(
+        KIMI_K3,
+        KIMI_K3.tag,
+        KIMI_K3.closing,
+        XmlCallForm(
+            '<|open|>call tool="',
+            '" index="',
+            "<|close|>call<|sep|>",
+            TAGGED_ARGUMENTS["xtml"],
+            json_key_ends=tuple(f'" type="{kind}"<|sep|>' for kind in KIMI_K3_JSON_TYPES),
+            numbered='"<|sep|>',
+        ),
+    ),
     # The block between <|tool_call:start|> and <|tool_call:end|>: the name up to the line break, its members.
     "solar_open2": XmlFamily(
         SOLAR_OPEN2, SOLAR_OPEN2.tag, "<|tool_call:end|>", XmlCallForm("", "\n", "", TAGGED_ARGUMENTS["solar_args"])
@@ -139,14 +158,25 @@ SOLAR_OPEN_WRITTEN = (
     f"{SOLAR_CALLS}{SOLAR_CALL_BEGIN}{PROBE_CALL_ID}{SOLAR_NAME}{PROBE_NAME}{SOLAR_ARGS}"
     f"{json.dumps(PROBE_ARGUMENTS)}{SOLAR_CALL_END}{SOLAR_CALLS_END}"
 )
+KIMI_K3_WRITTEN = (
+    KIMI_K3.opening + KIMI_K3.begin(PROBE_NAME, 1) + TAGGED_ARGUMENTS["xtml"].write(PROBE_ARGUMENTS) + KIMI_K3.call_end
+    + KIMI_K3.closing
+)  # fmt: skip
 SEED_THINK = ThinkMarkup("<seed:think>", "</seed:think>")
 HY_THINK = ThinkMarkup("<think:opensource>", "</think:opensource>")
 # Solar Open: <|think|>...<|end|>, then the next message's header; a reply opens with <|content|>.
+# Kimi K3: the think channel, then the response channel (its reply; empty before a call), then the tools channel.
+KIMI_K3_REPLY = ("<|open|>response<|sep|>", "<|close|>response<|sep|>")
+KIMI_K3_THINK = ThinkMarkup(
+    "<|open|>think<|sep|>", "<|close|>think<|sep|>", after="".join(KIMI_K3_REPLY), reply=KIMI_K3_REPLY
+)
 SOLAR_THINK = ThinkMarkup("<|think|>", "<|end|><|begin|>assistant", after="", reply=("<|content|>", "<|end|>"))
 
 # --tool-parser name -> its format.
 TOOL_FORMATS: dict[str, ToolFormat] = {
     **{name: family.tool_format() for name, family in FAMILIES.items()},
+    # Its template numbers calls from 1 where the markup's writing (as a grammar's) starts at 0.
+    "kimi_k3": replace(FAMILIES["kimi_k3"].tool_format(), written=(KIMI_K3_WRITTEN,)),
     "solar_open": ToolFormat(
         lambda ids, _: TaggedCallParser(solar_open_calls, ids, SOLAR_CALLS, SOLAR_CALLS_END),
         SOLAR_OPEN,
@@ -154,7 +184,12 @@ TOOL_FORMATS: dict[str, ToolFormat] = {
     ),
 }
 # --reasoning-parser name -> its block's delimiters.
-REASONING_FORMATS: dict[str, ThinkMarkup] = {"seed_oss": SEED_THINK, "hy_v3": HY_THINK, "solar_open": SOLAR_THINK}
+REASONING_FORMATS: dict[str, ThinkMarkup] = {
+    "seed_oss": SEED_THINK,
+    "hy_v3": HY_THINK,
+    "solar_open": SOLAR_THINK,
+    "kimi_k3": KIMI_K3_THINK,
+}
 # Other servers' names (vLLM's, OVMS's) for these formats: {"tool": {alias: name}, "reasoning": {...}}.
 ALIASES: dict[str, dict[str, str]] = {
     "tool": {
@@ -199,9 +234,11 @@ TEMPLATE_TOOL_MARKUP: list[tuple[str | tuple[str, ...], str]] = [
     ((MINICPM5.tag, '<param name="'), "minicpm5xml"),
     ((SOLAR_CALL_BEGIN, SOLAR_NAME), "solar_open"),
     (("<|tool_call:start|>", "<|tool_arg:start|>"), "solar_open2"),
+    (("open_tag('call'", "open_tag('argument'"), "kimi_k3"),  # Kimi K3's template builds its tags with a macro
 ]
 TEMPLATE_REASONING_MARKUP: list[tuple[str | tuple[str, ...], str]] = [
     (SEED_THINK.begin, "seed_oss"),
     (("<think{}>", ":opensource"), "hy_v3"),
     ((SOLAR_THINK.begin, SOLAR_CALLS), "solar_open"),
+    (("open_tag('think')", "open_tag('response')"), "kimi_k3"),
 ]
