@@ -126,4 +126,6 @@ TEMPLATE_REASONING_MARKUP: list[tuple[str | tuple[str, ...], str]] = [
     (COHERE_THINK.begin, "command_r7b"),
     (APRIEL_THINK.end, "apriel"),
     (LONGCAT_THINK.begin, "longcat"),
+    # MiniMax-M1 thinks in <think> blocks its template never mentions (vLLM's minimax_m1 reads them).
+    (("<beginning_of_sentence>", TOOL_CALLS_OPEN), "think"),
 ]

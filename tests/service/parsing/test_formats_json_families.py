@@ -362,7 +362,7 @@ def test_apriel_writes_ids_only_for_earlier_calls_and_its_head_still_shows() -> 
         ("CohereForAI-c4ai-command-r7b-12-2024-tool_use.jinja", "command_r7b", "command_r7b"),
         ("Cohere2MoE.jinja", "command_r7b", "cohere2_moe"),
         ("CohereForAI-c4ai-command-r-plus-tool_use.jinja", "command_r_plus", None),
-        ("MiniMax-M1.jinja", "minimax", None),
+        ("MiniMax-M1.jinja", "minimax", "think"),
     ],
 )
 def test_a_template_that_renders_no_call_is_known_by_what_it_asks_for(
