@@ -87,6 +87,11 @@ WRITTEN = {
     "</tool_call:opensource>\n</tool_calls:opensource>",
     "minicpm5xml": '<function name="get_weather"><param name="city">Paris</param><param name="days">3</param>'
     '<param name="zip">75001</param></function>',
+    "kimi_k3": '<|open|>tools<|sep|><|open|>call tool="get_weather" index="1"<|sep|>'
+    '<|open|>argument key="city" type="string"<|sep|>Paris<|close|>argument<|sep|>'
+    '<|open|>argument key="days" type="number"<|sep|>3<|close|>argument<|sep|>'
+    '<|open|>argument key="zip" type="string"<|sep|>75001<|close|>argument<|sep|>'
+    "<|close|>call<|sep|><|close|>tools<|sep|>",
     "solar_open": "<|tool_calls|><|tool_call:begin|>a1b2c3d4e5<|tool_call:name|>get_weather<|tool_call:args|>"
     '{"city": "Paris", "days": 3, "zip": "75001"}<|tool_call:end|><|calls|>',
     "solar_open2": "<|tool_call:start|>get_weather\n<|tool_arg:start|>city<|tool_arg:value|>Paris<|tool_arg:end|>\n"
@@ -225,6 +230,12 @@ MALFORMED = {
         "</arg_key:opensource>1</tool_call:opensource></tool_calls:opensource>",  # a key without a value
         "<tool_calls:opensource><tool_call:opensource>f</tool_call:opensource></tool_calls:opensource>",  # no sep
     ],
+    "kimi_k3": [
+        '<|open|>tools<|sep|><|open|>call tool="f"<|sep|><|close|>call<|sep|><|close|>tools<|sep|>',  # no index
+        '<|open|>tools<|sep|><|open|>call tool="f" index="1"<|sep|><|open|>argument key="a" type="date"<|sep|>1'
+        "<|close|>argument<|sep|><|close|>call<|sep|><|close|>tools<|sep|>",  # a type K3 has not
+        '<|open|>tools<|sep|><|open|>call tool="f" index="1"<|sep|>text<|close|>call<|sep|><|close|>tools<|sep|>',
+    ],
     "solar_open": [
         "<|tool_calls|><|tool_call:begin|>0<|tool_call:args|>{}<|tool_call:end|><|calls|>",  # no name
         "<|tool_calls|><|tool_call:begin|>0<|tool_call:name|>f<|tool_call:args|>{oops}<|tool_call:end|><|calls|>",
@@ -254,7 +265,7 @@ def test_malformed_markup_stays_text(name: str) -> None:
 
 
 # The reasoning parser each family's template calls for, and how its block is written.
-REASONING = {"seed_oss": "seed_oss", "hy_v3": "hy_v3", "solar_open": "solar_open"}
+REASONING = {"seed_oss": "seed_oss", "hy_v3": "hy_v3", "solar_open": "solar_open", "kimi_k3": "kimi_k3"}
 
 
 @pytest.mark.parametrize("name", FORMATS)
@@ -336,6 +347,7 @@ FAMILY_TEMPLATES = {
     "Reka-Edge.jinja": ("hermes", None),
     "Kimi-K2-Thinking.jinja": ("kimi_k2", None),
     "upstage-Solar-Open-100B.jinja": ("solar_open", "solar_open"),
+    "Kimi-K3.jinja": ("kimi_k3", "kimi_k3"),
 }
 
 
