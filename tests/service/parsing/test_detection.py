@@ -43,7 +43,7 @@ EXPECTED = {
     "LFM2.5-8B-A1B.jinja": ("lfm2", "render", "think"),
     "LFM2.5-Instruct.jinja": ("lfm2", "prompt", None),
     "MiMo-VL.jinja": ("hermes", "render", None),
-    "MiniMax-M1.jinja": ("minimax", "render", None),
+    "MiniMax-M1.jinja": ("minimax", "render", "think"),
     "MiniMax-M2.jinja": ("minimax_m2", "render", "think"),
     "Mistral-Small-3.2-24B-Instruct-2506.jinja": ("mistral", "source", None),
     "NVIDIA-Nemotron-3-Nano-30B-A3B-BF16.jinja": ("qwen3_coder", "render", "think"),
