@@ -101,7 +101,7 @@ class TaggedArguments:
 
     key_begin: str
     key_end: str  # between the argument's name and its value
-    value_end: str
+    value_end: str  # "{key}" in it stands for the argument's name (MiniMax-M3 closes each value with its own tag)
     stops: tuple[str, ...]  # where a parser ends a value (or the whole call): closing tags, each starting with "<"
     # key_end before a value written as JSON, where the markup tells the two apart (DeepSeek's DSML:
     # string="true" before raw text, string="false" before JSON); "" when key_end stands before both.
@@ -114,7 +114,7 @@ class TaggedArguments:
             + key
             + (self.key_end if isinstance(value, str) else self.json_key_end or self.key_end)
             + (value if isinstance(value, str) else json.dumps(value, ensure_ascii=False))
-            + self.value_end
+            + self.value_end.replace("{key}", key)
             for key, value in arguments.items()
         )
 
@@ -125,6 +125,7 @@ def tag_name(name: str) -> bool:
 
 
 DSML = "｜DSML｜"  # noqa: RUF001 (DeepSeek V3.2+'s markup prefix: full-width bars, as its tokenizer has them)
+MINIMAX_NS = "]<]minimax[>["  # MiniMax-M3's namespace token, before each of its call tags
 # CallMarkup.arguments -> how the tagged dialects write a call's arguments.
 TAGGED_ARGUMENTS = {
     # Qwen3-Coder: <parameter=city>\nParis\n</parameter>\n (a parser drops one line break on each side)
@@ -171,6 +172,11 @@ TAGGED_ARGUMENTS = {
         "<|close|>argument<|sep|>",
         ("<|close|>",),
         json_key_end='" type="number"<|sep|>',
+    ),
+    # MiniMax-M3: ]<]minimax[>[<city>Paris]<]minimax[>[</city> (MINIMAX_NS before each tag; the model nests
+    # objects and arrays as elements, a grammar writes them as JSON: service.parsing.calls_xml reads both)
+    "minimax_m3_xml": TaggedArguments(
+        f"{MINIMAX_NS}<", ">", f"{MINIMAX_NS}</{{key}}>", (MINIMAX_NS[MINIMAX_NS.index("<") :],)
     ),
     # Solar Open 2: <|tool_arg:start|>city<|tool_arg:value|>Paris<|tool_arg:end|> after <|tool_call:start|>NAME\n
     "solar_args": TaggedArguments(
