@@ -436,7 +436,7 @@ class _Document:
         # Where the key's end tells raw text from JSON (DSML), each value writes its own (_marked).
         key_end = "" if form.json_key_end else form.key_end
         if not properties:
-            if extra is False:
+            if extra is False or "{key}" in form.value_end:  # a free name cannot be repeated in its closing tag
                 return '""'
             value = self.value(extra if isinstance(extra, dict) else {}, ("additionalProperties",))
             key = f"[a-zA-Z_] [a-zA-Z0-9_]{{0,{FREE_KEY_LENGTH - 1}}}"
@@ -448,7 +448,8 @@ class _Document:
                 self.grammar.rule(
                     "tagged",
                     f"{literal(form.key_begin + name + key_end)} "
-                    f"({self._tagged_value(sub, ('properties', name), form)}) {end}",
+                    f"({self._tagged_value(sub, ('properties', name), form)}) "
+                    f"{literal(form.value_end.replace('{key}', name))}",
                 ),
                 name in required,
             )
