@@ -8,6 +8,8 @@ through the template finds it; the decoders there read what the models write.
 
 from __future__ import annotations
 
+import json
+
 from service.parsing import calls, calls_json
 from service.parsing.calls_json import (
     ACTION_CLOSE,
@@ -44,6 +46,7 @@ from service.parsing.calls_json import (
     RecipientCallParser,
     total,
 )
+from service.parsing.detection import PROBE_ARGUMENTS, PROBE_NAME
 from service.parsing.markup import CallMarkup, ThinkMarkup
 from service.parsing.tool_format import ToolFormat
 from service.parsing.tools import Decoder, TaggedCallParser, TrailingCallParser
@@ -62,7 +65,13 @@ def _trailing(decode: Decoder, markup: CallMarkup, start: tuple[str, ...], anywh
 # --tool-parser name -> its format.
 TOOL_FORMATS: dict[str, ToolFormat] = {
     "functionary_v3_1": _tagged(calls_json.functionary_v31_call, FUNCTIONARY_V31, FUNCTION_OPEN, FUNCTION_CLOSE),
-    "functionary_v3_2": ToolFormat(lambda ids, _: RecipientCallParser(ids), FUNCTIONARY_V32),
+    # The prompt writes the first ">>>", so the markup leaves it out (a forced call must not write it twice); a
+    # past call in the template has it: detection looks for that writing.
+    "functionary_v3_2": ToolFormat(
+        lambda ids, _: RecipientCallParser(ids),
+        FUNCTIONARY_V32,
+        written=(f"{RECIPIENT}{PROBE_NAME}\n{json.dumps(PROBE_ARGUMENTS)}",),
+    ),
     "nemotron_json": _tagged(calls_json.named_calls, NEMOTRON_JSON, NEMOTRON_OPEN, NEMOTRON_CLOSE),
     # Apriel and MiniMax share the tags (and the decoder: a list, or an object a line); each writes its own.
     "apriel": _tagged(calls_json.named_calls, APRIEL, TOOL_CALLS_OPEN, TOOL_CALLS_CLOSE),

@@ -329,6 +329,7 @@ def test_the_family_template_renders_the_call_as_the_markup_writes_it(
     assert compact(written(markup)) in compact(rendering), rendering[-600:]
     if name == "functionary_v3_2":  # the reply starts after the prompt's ">>>": the markup leaves it out
         assert compact(RECIPIENT + written(markup)) in compact(rendering)
+        assert [compact(text) for text in TOOL_PARSERS[name].written] == [compact(RECIPIENT + written(markup))]
     else:
         assert longest_writing(rendering) == {name}, longest_writing(rendering)  # not Qwen3-Coder's, not Hermes'
     # What the model writes reads back as the call.
