@@ -76,7 +76,7 @@ EXPECTED = {
     "llama-cpp-deepseek-r1.jinja": ("deepseek_v3", "render", "think"),
     "llama-cpp-rwkv-world.jinja": ("generic", "none", "think"),
     "meetkai-functionary-medium-v3.1.jinja": ("functionary_v3_1", "render", None),
-    "meetkai-functionary-medium-v3.2.jinja": ("functionary_v3_2", "source", None),
+    "meetkai-functionary-medium-v3.2.jinja": ("functionary_v3_2", "render", None),
     "meta-llama-Llama-3.1-8B-Instruct.jinja": ("llama3_json", "render", None),
     "meta-llama-Llama-3.2-3B-Instruct.jinja": ("llama3_json", "render", None),
     "meta-llama-Llama-3.3-70B-Instruct.jinja": ("llama3_json", "render", None),
