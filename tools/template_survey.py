@@ -28,6 +28,7 @@ import openvino_genai as ov_genai  # noqa: E402
 
 from service.api.prompting import template_messages  # noqa: E402
 from service.engine.chat_template import ChatTemplate, TemplateRenderer, error_message  # noqa: E402
+from service.parsing import OutputFormat  # noqa: E402
 from tests.conftest import TINY_CHAT  # noqa: E402
 
 DIRECTORIES = (Path("/work/vendor/models/templates"), ROOT / "tests" / "data" / "chat_templates")
@@ -62,7 +63,7 @@ CONVERSATION: list[dict[str, Any]] = [
 def survey(path: Path, tokenizer: ov_genai.Tokenizer) -> dict[str, str]:
     """One template's row: engine, reason, rendered (yes/error), call (json/other/missing), error."""
     renderer = TemplateRenderer(tokenizer, ChatTemplate(path.read_text(encoding="utf-8"), path.name))
-    model = SimpleNamespace(engine=renderer, output_format=SimpleNamespace(fit_call_id=lambda call_id: call_id))
+    model = SimpleNamespace(engine=renderer, output_format=OutputFormat())  # ids and calls as the client sends them
     row = {"template": path.name, "engine": renderer.engine, "reason": getattr(renderer, "engine_reason", "")}
     try:
         text = renderer.render(template_messages(model, CONVERSATION), TOOLS, {})  # type: ignore[arg-type]

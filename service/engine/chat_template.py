@@ -52,6 +52,10 @@ HELPER_MESSAGES = 128
 RENDER_TIMEOUT_S = 30.0  # a render past this is refused and its helper process killed
 PROBE_TIMEOUT_S = 10.0  # the load-time probes (tens of renders, each a millisecond or so) past this: given up
 WORKER = "service.engine.template_worker"
+# The choice for each template (and special tokens) probed in a helper process (a second or two): a model that
+# loads the same template again (a server restarted in the same process, a test session's servers) is not
+# probed again. Keyed by the template texts, bos and eos.
+_CHOSEN: dict[tuple[str | None, ...], TemplateChoice] = {}
 __all__ = ["MAX_ERROR_CHARS", "ChatTemplate", "TemplateError", "TemplateRenderer", "error_message"]
 
 
@@ -114,7 +118,8 @@ class TemplateRenderer:
         self.template = template
         self._tokenizer = tokenizer
         self._helper = HelperProcess(WORKER, model_dir) if model_dir else None
-        self._jinja: Renderer = functools.partial(jinja_render, special_tokens(tokenizer))
+        self._special = special_tokens(tokenizer)
+        self._jinja: Renderer = functools.partial(jinja_render, self._special)
         self._minja: Renderer = functools.partial(minja_render, tokenizer)
         choice = self._probe(model_dir)
         self.engine, self.engine_reason, self.message_form = choice.engine, choice.reason, choice.form
@@ -127,6 +132,9 @@ class TemplateRenderer:
         """The probes' choice: in a helper process, bounded in time, when there is a model directory."""
         if model_dir is None:
             return choose(self.template, {MINJA: self._minja, JINJA2: self._jinja})
+        key = (self.template.default, self.template.tool_use, *self._special.values())
+        if key in _CHOSEN:
+            return _CHOSEN[key]
         prober = HelperProcess(WORKER, model_dir)  # not self._helper: it starts on the first large render only
         try:
             kind, value = prober.ask(ProbeJob(self.template), PROBE_TIMEOUT_S)
@@ -136,10 +144,12 @@ class TemplateRenderer:
         except (HelperTimeout, HelperDied) as error:
             why = f"the probes did not finish ({error}): every render runs in the helper process"
             log.warning("the chat template (%s): %s", self.template.source, why)
-            return TemplateChoice(MINJA, why, confined=True)
+            value = TemplateChoice(MINJA, why, confined=True)
+        else:
+            assert kind == "choice", value
         finally:
             prober.close()
-        assert kind == "choice", value
+        _CHOSEN[key] = value
         return value  # type: ignore[no-any-return]
 
     def render(

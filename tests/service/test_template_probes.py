@@ -26,6 +26,7 @@ from service.engine import chat_template
 from service.engine.chat_template import ChatTemplate, TemplateError, TemplateRenderer, minja_render
 from service.engine.template_probe import JINJA2, MINJA, TOOLS, MessageForm
 from service.models import ModelSpec
+from service.parsing import OutputFormat
 from tests.conftest import TEST_SETTINGS, TINY_CHAT, ServerThread, start_server
 from tests.rpc import parse
 
@@ -59,10 +60,8 @@ def renderer_of(tokenizer: ov_genai.Tokenizer, name: str, model_dir: Path | None
 
 def prompt(renderer: TemplateRenderer, history: list[dict[str, Any]], form: MessageForm | None = None) -> str:
     """``history`` as the server renders it, its messages in ``form`` (default: the one the probes chose)."""
-    model: Any = SimpleNamespace(
-        engine=SimpleNamespace(message_form=form or renderer.message_form),
-        output_format=SimpleNamespace(fit_call_id=lambda call_id: call_id),
-    )
+    model: Any = SimpleNamespace(engine=SimpleNamespace(message_form=form or renderer.message_form))
+    model.output_format = OutputFormat()  # no tool parser: ids and calls as the client sends them
     return renderer.render(template_messages(model, history), TOOLS, {})
 
 
