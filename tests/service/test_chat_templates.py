@@ -93,6 +93,7 @@ def test_a_template_minja_cannot_parse_is_rendered_with_jinja2(tokenizer: ov_gen
         tokenizer.apply_chat_template([{"role": "user", "content": "x"}], True, chat_template=text)
     renderer = TemplateRenderer(tokenizer, ChatTemplate(text, "test"))
     assert renderer.engine == "jinja2"
+    assert renderer.engine_reason.startswith("minja fails the plain probe (Expected comma in tuple")
     assert renderer.render([{"role": "user", "content": "Hi"}], None, {}).endswith("<|user|>\nHi<|assistant|>")
 
 
