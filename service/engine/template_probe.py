@@ -4,12 +4,15 @@ Two choices, each made by rendering probe conversations (not from a list of temp
 
 - The message form (``MessageForm``): OpenAI's call turn has ``content: null``. Some templates write the
   calls only ``if message['content'] is none`` (DeepSeek-R1-Distill) and drop them for ``""``; others
-  concatenate, index or trim the content and fail on None (QwQ, Devstral, Granite, Phi). Likewise a call's
-  arguments: most templates write the object with ``tojson``; some concatenate them as text. The form kept is
-  the one under which the call turn renders and keeps the call (its arguments as JSON, best).
-- The engine: minja (openvino_genai's, as OVMS renders) unless it fails a probe that Jinja2 renders (minja has
-  no ``tojson(ensure_ascii=...)``, for one) or drops text of it that Jinja2 keeps. Whitespace is not compared:
-  the two differ in it (and minja adds the tools to templates that ignore them), which loses nothing.
+  concatenate, index or trim the content and fail on None (QwQ, Devstral). Likewise a call's arguments: most
+  templates write the object (``tojson``, or their own dialect); some concatenate them, which fails in Jinja2
+  and gives a Python dict's text in minja: those get JSON text. The form kept is the first (of FORMS) under
+  which the call turn renders and keeps the call.
+- The engine: minja (openvino_genai's, as OVMS renders) unless Jinja2 renders a probe that minja fails (minja
+  has no ``tojson(ensure_ascii=...)``, for one), drops text of, or whose call minja rewrites in a JSON of its
+  own (its polyfill, for templates it thinks cannot write calls) where the template writes the family's
+  markup. Whitespace is not compared: the two differ in it, and minja adds the tools to templates that ignore
+  them, which loses nothing.
 
 The probes: a plain turn, a system message, tools offered (a nested parameters schema), a call and its result,
 and a past reasoning turn with thinking switched on and off.
