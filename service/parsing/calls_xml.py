@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from service.parsing.calls import Call, delimited_calls, json_object
-from service.parsing.markup import TaggedArguments, tag_name
+from service.parsing.markup import MINIMAX_NS, TaggedArguments, tag_name
 from service.parsing.tagged_calls import Schemas, argument_schema, json_types, typed_value
 
 CDATA_BEGIN, CDATA_END = "<![CDATA[", "]]>"
@@ -174,3 +174,101 @@ def _solar_call(head: str, body: str) -> Call | None:
     arguments = json_object(body)
     name = name.strip()
     return (name, arguments) if named and tag_name(name) and arguments is not None else None
+
+
+# MiniMax-M3: every tag after the namespace token; a value is text, or elements (an object's members by name,
+# an array's as <item>) nested at most this deep.
+M3_INVOKE, M3_INVOKE_END = f'{MINIMAX_NS}<invoke name="', f"{MINIMAX_NS}</invoke>"
+MAX_NESTING = 16
+
+
+def minimax_m3_calls(text: str, schemas: Schemas | None = None) -> list[Call] | None:
+    """The calls in a MiniMax-M3 ``<tool_call>`` section (its tags taken off)::
+
+        ]<]minimax[>[<invoke name="f">]<]minimax[>[<city>Paris]<]minimax[>[</city>]<]minimax[>[</invoke>
+
+    A value holding elements is an object (or, all ``<item>``, an array) of values read the same way; a
+    value without is typed by the schema as Qwen3-Coder's are (JSON where a grammar wrote an object)."""
+    calls: list[Call] = []
+    position = _space(text, 0)
+    while position < len(text):
+        position = _expect(text, position, M3_INVOKE)
+        end = text.find('">', position) if position >= 0 else -1
+        if end < 0 or not tag_name(name := text[position:end].strip()) or '"' in name:
+            return None
+        members = _elements(text, end + 2, M3_INVOKE_END)
+        if members is None:
+            return None
+        read, position = members
+        arguments = {}
+        for key, raw in read:
+            value = _nested(raw, argument_schema(schemas, name, key), 1)
+            if value is _NOT_READ:
+                return None
+            arguments[key] = value
+        calls.append((name, json.dumps(arguments, ensure_ascii=False)))
+        position = _space(text, position)
+    return calls or None
+
+
+def _elements(text: str, position: int, closing: str | None) -> tuple[list[tuple[str, str]], int] | None:
+    """The elements from ``position`` up to ``closing`` (None: the end of the text): (name, inner text) each,
+    and where they end; None when the text there is not only elements."""
+    elements: list[tuple[str, str]] = []
+    while True:
+        position = _space(text, position)
+        if closing is not None and text.startswith(closing, position):
+            return elements, position + len(closing)
+        if closing is None and position == len(text):
+            return elements, position
+        if not text.startswith(MINIMAX_NS + "<", position):
+            return None
+        start = position + len(MINIMAX_NS) + 1
+        end = text.find(">", start)
+        if end < 0 or not tag_name(name := text[start:end]) or name.startswith("/"):
+            return None
+        inner = _inner(text, end + 1, name)
+        if inner is None:
+            return None
+        value_end, position = inner
+        elements.append((name, text[end + 1 : value_end]))
+
+
+def _inner(text: str, position: int, name: str) -> tuple[int, int] | None:
+    """Where element ``name``'s inner text (from ``position``) ends and where its closing tag ends: the closing
+    tag that balances the openings of the same name met on the way (nested elements may share a name)."""
+    opening, closing = f"{MINIMAX_NS}<{name}>", f"{MINIMAX_NS}</{name}>"
+    depth, close = 1, text.find(closing, position)
+    while close >= 0:  # each search starts past the last one: linear in the text
+        open_ = text.find(opening, position, close)
+        if open_ >= 0:
+            depth, position = depth + 1, open_ + len(opening)
+            continue
+        depth, position = depth - 1, close + len(closing)
+        if depth == 0:
+            return close, position
+        close = text.find(closing, position)
+    return None
+
+
+_NOT_READ = object()  # a nested value that is not well-formed (None is a value: JSON's null)
+
+
+def _nested(raw: str, schema: Any, depth: int) -> Any:
+    """A MiniMax-M3 value: elements as an object or array (by the schema, else by their names), else text
+    typed by the schema; _NOT_READ when its elements are not well-formed or nest past MAX_NESTING."""
+    if not raw.lstrip().startswith(MINIMAX_NS + "<"):
+        return typed_value(raw, schema)
+    read = _elements(raw, 0, None) if depth <= MAX_NESTING else None
+    if read is None:
+        return _NOT_READ
+    elements, _ = read
+    types = json_types(schema)
+    schema = schema if isinstance(schema, dict) else {}
+    if "array" in types if types else all(name == "item" for name, _ in elements):
+        items = [_nested(inner, schema.get("items"), depth + 1) for _, inner in elements]
+        return _NOT_READ if any(item is _NOT_READ for item in items) else items
+    properties = schema.get("properties")
+    properties = properties if isinstance(properties, dict) else {}
+    members = {name: _nested(inner, properties.get(name), depth + 1) for name, inner in elements}
+    return _NOT_READ if any(value is _NOT_READ for value in members.values()) else members

@@ -19,11 +19,12 @@ from service.parsing.calls_xml import (
     SOLAR_CALLS_END,
     SOLAR_NAME,
     XmlCallForm,
+    minimax_m3_calls,
     solar_open_calls,
     xml_calls,
 )
 from service.parsing.detection import PROBE_ARGUMENTS, PROBE_CALL_ID, PROBE_NAME
-from service.parsing.markup import DSML, TAGGED_ARGUMENTS, CallMarkup, ThinkMarkup
+from service.parsing.markup import DSML, MINIMAX_NS, TAGGED_ARGUMENTS, CallMarkup, ThinkMarkup
 from service.parsing.tool_format import ToolFormat
 from service.parsing.tools import TaggedCallParser
 
@@ -68,6 +69,13 @@ SEED_OSS = CallMarkup(
 MINIMAX_M2 = CallMarkup(
     "<minimax:tool_call>\n", '<invoke name="{name}">\n', "</invoke>", "\n", "\n</minimax:tool_call>", "minimax_xml",
     tag="<minimax:tool_call>", name="bare",
+)  # fmt: skip
+
+# MiniMax-M3 (MiniMax-M3.jinja): M2's section and invokes, each tag after the namespace token ]<]minimax[>[, and
+# each argument an element of its own name (objects and arrays nested as elements).
+MINIMAX_M3 = CallMarkup(
+    f"{MINIMAX_NS}<tool_call>\n", f'{MINIMAX_NS}<invoke name="{{name}}">', f"{MINIMAX_NS}</invoke>", "\n",
+    f"\n{MINIMAX_NS}</tool_call>", "minimax_m3_xml", tag=f"{MINIMAX_NS}<tool_call>", name="bare",
 )  # fmt: skip
 
 
@@ -163,6 +171,7 @@ KIMI_K3_WRITTEN = (
     + KIMI_K3.closing
 )  # fmt: skip
 SEED_THINK = ThinkMarkup("<seed:think>", "</seed:think>")
+MINIMAX_M3_THINK = ThinkMarkup("<mm:think>", "</mm:think>")
 HY_THINK = ThinkMarkup("<think:opensource>", "</think:opensource>")
 # Solar Open: <|think|>...<|end|>, then the next message's header; a reply opens with <|content|>.
 # Kimi K3: the think channel, then the response channel (its reply; empty before a call), then the tools channel.
@@ -177,6 +186,13 @@ TOOL_FORMATS: dict[str, ToolFormat] = {
     **{name: family.tool_format() for name, family in FAMILIES.items()},
     # Its template numbers calls from 1 where the markup's writing (as a grammar's) starts at 0.
     "kimi_k3": replace(FAMILIES["kimi_k3"].tool_format(), written=(KIMI_K3_WRITTEN,)),
+    "minimax_m3": ToolFormat(
+        lambda ids, schemas: TaggedCallParser(
+            lambda block: minimax_m3_calls(block, schemas), ids, MINIMAX_M3.tag, f"{MINIMAX_NS}</tool_call>"
+        ),
+        MINIMAX_M3,
+        typed=True,
+    ),
     "solar_open": ToolFormat(
         lambda ids, _: TaggedCallParser(solar_open_calls, ids, SOLAR_CALLS, SOLAR_CALLS_END),
         SOLAR_OPEN,
@@ -189,6 +205,7 @@ REASONING_FORMATS: dict[str, ThinkMarkup] = {
     "hy_v3": HY_THINK,
     "solar_open": SOLAR_THINK,
     "kimi_k3": KIMI_K3_THINK,
+    "minimax_m3": MINIMAX_M3_THINK,
 }
 # Other servers' names (vLLM's, OVMS's) for these formats: {"tool": {alias: name}, "reasoning": {...}}.
 ALIASES: dict[str, dict[str, str]] = {
@@ -227,6 +244,7 @@ ALIASES: dict[str, dict[str, str]] = {
 TEMPLATE_TOOL_MARKUP: list[tuple[str | tuple[str, ...], str]] = [
     (SEED_OSS.tag, "seed_oss"),
     (MINIMAX_M2.tag, "minimax_m2"),
+    (("ns_token", "]<]minimax[>[", "<invoke name="), "minimax_m3"),  # its template joins the token to each tag
     ((DSML, "function_calls>"), "deepseek_v32"),  # the templates build their tags from pieces
     ((DSML, "tool_calls>"), "deepseek_v4"),
     ("<steptml:invoke", "step3"),
@@ -241,4 +259,5 @@ TEMPLATE_REASONING_MARKUP: list[tuple[str | tuple[str, ...], str]] = [
     (("<think{}>", ":opensource"), "hy_v3"),
     ((SOLAR_THINK.begin, SOLAR_CALLS), "solar_open"),
     (("open_tag('think')", "open_tag('response')"), "kimi_k3"),
+    (MINIMAX_M3_THINK.begin, "minimax_m3"),
 ]
