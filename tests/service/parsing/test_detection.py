@@ -39,6 +39,7 @@ EXPECTED = {
     "HuggingFaceTB-SmolLM3-3B.jinja": ("generic", "none", "think"),
     "Kimi-K2-Instruct.jinja": ("kimi_k2", "render", None),
     "Kimi-K2-Thinking.jinja": ("kimi_k2", "render", "think"),
+    "Kimi-K3.jinja": ("kimi_k3", "render", "kimi_k3"),
     "LFM2-8B-A1B.jinja": ("lfm2", "prompt", None),
     "LFM2.5-8B-A1B.jinja": ("lfm2", "render", "think"),
     "LFM2.5-Instruct.jinja": ("lfm2", "prompt", None),
