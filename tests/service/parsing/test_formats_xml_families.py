@@ -23,10 +23,10 @@ from service.engine.chat_template import minja_render
 from service.engine.generation_config import structured_output_config as engine_form
 from service.errors import FieldViolation
 from service.models import BUNDLED_MODEL, BUNDLED_MODELS_DIR
-from service.parsing import TOOL_PARSERS, OutputFormat, ParsedTurn, formats_xml
+from service.parsing import TOOL_PARSERS, OutputFormat, ParsedTurn, calls_xml, formats_xml
 from service.parsing.detection import PROBE_CALL_ID, Render, written_arguments
 from service.parsing.formats import ALIASES, REASONING_PARSERS
-from service.parsing.markup import DSML, TAGGED_ARGUMENTS, CallMarkup
+from service.parsing.markup import DSML, MINIMAX_NS, TAGGED_ARGUMENTS, CallMarkup
 from service.structured.output import structured_output_config
 from tests.rpc import parse as parse_request
 from tests.service.api.test_call_markup import (
@@ -60,6 +60,7 @@ SCHEMAS = {
 }
 WEATHER = ("get_weather", {"city": "Paris", "days": 3, "zip": "75001"})
 ALARM = ("set_alarm", {"hour": 7.5, "loud": True, "label": None, "mode": {"repeat": False}, "days": [1, 2]})
+NS = MINIMAX_NS
 STEP3_OPEN, STEP3_CLOSE = formats_xml.STEP3_CALLS_BEGIN, formats_xml.STEP3_CALLS_END
 STEP3_CALL = formats_xml.STEP3_CALL_BEGIN + "function" + formats_xml.STEP3_SEP
 # get_weather(city="Paris", days=3, zip="75001") as each model writes it (its template's, or vLLM's parser's,
@@ -92,6 +93,8 @@ WRITTEN = {
     '<|open|>argument key="days" type="number"<|sep|>3<|close|>argument<|sep|>'
     '<|open|>argument key="zip" type="string"<|sep|>75001<|close|>argument<|sep|>'
     "<|close|>call<|sep|><|close|>tools<|sep|>",
+    "minimax_m3": f'{NS}<tool_call>\n{NS}<invoke name="get_weather">{NS}<city>Paris{NS}</city>{NS}<days>3{NS}</days>'
+    f"{NS}<zip>75001{NS}</zip>{NS}</invoke>\n{NS}</tool_call>",
     "solar_open": "<|tool_calls|><|tool_call:begin|>a1b2c3d4e5<|tool_call:name|>get_weather<|tool_call:args|>"
     '{"city": "Paris", "days": 3, "zip": "75001"}<|tool_call:end|><|calls|>',
     "solar_open2": "<|tool_call:start|>get_weather\n<|tool_arg:start|>city<|tool_arg:value|>Paris<|tool_arg:end|>\n"
@@ -189,6 +192,33 @@ def test_string_values_keep_markup_and_line_breaks() -> None:
     assert calls(turn_of("minicpm5xml", [cdata], schemas=schemas)) == [("write", {"code": "a </param> & b"})]
 
 
+def test_minimax_m3_nests_objects_and_arrays_as_elements() -> None:
+    """Objects as elements by name, arrays as <item>s, typed by the schema (or, without one, by the names);
+    JSON where a grammar wrote it; nesting past MAX_NESTING is not a call."""
+    value = f"{NS}<n>2.5{NS}</n>{NS}<on>true{NS}</on>{NS}<tags>{NS}<item>a{NS}</item>{NS}<item>1{NS}</item>{NS}</tags>"
+    text = f'{NS}<tool_call>{NS}<invoke name="f">{NS}<opts>{value}{NS}</opts>{NS}</invoke>{NS}</tool_call>'
+    tags = {"type": "array", "items": {"type": "string"}}
+    schemas = {"f": {"properties": {"opts": {"type": "object", "properties": {"n": {"type": "number"}, "tags": tags}}}}}
+    for chunks in deltas(text)[:4]:
+        assert calls(turn_of("minimax_m3", chunks, schemas=schemas)) == [
+            ("f", {"opts": {"n": 2.5, "on": True, "tags": ["a", "1"]}})
+        ]
+    assert calls(turn_of("minimax_m3", [text], schemas=None)) == [
+        ("f", {"opts": {"n": 2.5, "on": True, "tags": ["a", 1]}})
+    ]
+    same_name = f'{NS}<tool_call>{NS}<invoke name="f">{NS}<a>{NS}<a>x{NS}</a>{NS}</a>{NS}</invoke>{NS}</tool_call>'
+    assert calls(turn_of("minimax_m3", [same_name], schemas=None)) == [("f", {"a": {"a": "x"}})]
+    json_written = f'{NS}<tool_call>{NS}<invoke name="f">{NS}<opts>{{"n": 1}}{NS}</opts>{NS}</invoke>{NS}</tool_call>'
+    assert calls(turn_of("minimax_m3", [json_written])) == [("f", {"opts": {"n": 1}})]
+
+    def nested(depth: int) -> str:  # the argument's element, then ``depth`` elements in it
+        inner = f"{NS}<a>" * (depth + 1) + "x" + f"{NS}</a>" * (depth + 1)
+        return f'{NS}<tool_call>{NS}<invoke name="f">{inner}{NS}</invoke>{NS}</tool_call>'
+
+    assert len(turn_of("minimax_m3", [nested(calls_xml.MAX_NESTING)]).calls) == 1
+    assert turn_of("minimax_m3", [nested(calls_xml.MAX_NESTING + 1)]).content == nested(calls_xml.MAX_NESTING + 1)
+
+
 def test_a_call_without_arguments() -> None:
     for name in FORMATS:
         assert calls(turn_of(name, [written(markup_of(name), ("now", {}))])) == [("now", {})], name
@@ -236,6 +266,12 @@ MALFORMED = {
         "<|close|>argument<|sep|><|close|>call<|sep|><|close|>tools<|sep|>",  # a type K3 has not
         '<|open|>tools<|sep|><|open|>call tool="f" index="1"<|sep|>text<|close|>call<|sep|><|close|>tools<|sep|>',
     ],
+    "minimax_m3": [
+        f'{NS}<tool_call>{NS}<invoke name="f">{NS}<a>1{NS}</b>{NS}</invoke>{NS}</tool_call>',  # unbalanced
+        f'{NS}<tool_call>{NS}<invoke name="f">{NS}<a>{NS}<b>1{NS}</a>{NS}</invoke>{NS}</tool_call>',  # unclosed b
+        f'{NS}<tool_call>{NS}<invoke name="f">stray{NS}<a>1{NS}</a>{NS}</invoke>{NS}</tool_call>',
+        f'{NS}<tool_call>{NS}<invoke name="f">{NS}<a>1{NS}</a>{NS}</tool_call>',  # no </invoke>
+    ],
     "solar_open": [
         "<|tool_calls|><|tool_call:begin|>0<|tool_call:args|>{}<|tool_call:end|><|calls|>",  # no name
         "<|tool_calls|><|tool_call:begin|>0<|tool_call:name|>f<|tool_call:args|>{oops}<|tool_call:end|><|calls|>",
@@ -265,7 +301,7 @@ def test_malformed_markup_stays_text(name: str) -> None:
 
 
 # The reasoning parser each family's template calls for, and how its block is written.
-REASONING = {"seed_oss": "seed_oss", "hy_v3": "hy_v3", "solar_open": "solar_open", "kimi_k3": "kimi_k3"}
+REASONING = {name: name for name in formats_xml.REASONING_FORMATS}  # the others' blocks are <think>
 
 
 @pytest.mark.parametrize("name", FORMATS)
@@ -324,30 +360,31 @@ KNOWN_CALL: list[dict[str, Any]] = [
         {"id": PROBE_CALL_ID, "type": "function", "function": {"name": "get_weather", "arguments": KNOWN_ARGUMENTS}}]},
     {"role": "tool", "tool_call_id": PROBE_CALL_ID, "content": "Sunny"},
 ]  # fmt: skip
-# Template -> the tool parser that serves it and the reasoning parser its template markup calls for (None:
-# formats.py's own table decides, or the lead's detection by rendering).
+# Template -> the tool parser and the reasoning parser detection finds for it (None: none is asserted; MiMo-VL's
+# template shows no reasoning).
 FAMILY_TEMPLATES = {
     "ByteDance-Seed-OSS.jinja": ("seed_oss", "seed_oss"),
-    "MiniMax-M2.jinja": ("minimax_m2", None),
-    "deepseek-ai-DeepSeek-V3.2.jinja": ("deepseek_v32", None),
-    "deepseek-ai-DeepSeek-V4.jinja": ("deepseek_v4", None),
-    "deepseek-ai-DeepSeek-V4-Flash-0731.jinja": ("deepseek_v4", None),
+    "MiniMax-M2.jinja": ("minimax_m2", "think"),
+    "deepseek-ai-DeepSeek-V3.2.jinja": ("deepseek_v32", "think"),
+    "deepseek-ai-DeepSeek-V4.jinja": ("deepseek_v4", "think"),
+    "deepseek-ai-DeepSeek-V4-Flash-0731.jinja": ("deepseek_v4", "think"),
     "tencent-Hy3.jinja": ("hy_v3", "hy_v3"),
-    "openbmb-MiniCPM5-1B.jinja": ("minicpm5xml", None),
+    "openbmb-MiniCPM5-1B.jinja": ("minicpm5xml", "think"),
     # Served by an existing format (vLLM's name for the family as an alias where it has one).
-    "StepFun3.5-Flash.jinja": ("step3p5", None),
-    "Qwen3.5-4B.jinja": ("qwen3_coder", None),
-    "NVIDIA-Nemotron-3-Nano-30B-A3B-BF16.jinja": ("qwen3_coder", None),
-    "inclusionai-ling-3.0-flash.jinja": ("ling3", None),
-    "poolside-Laguna-XS.2.jinja": ("poolside_v1", None),
-    "poolside-Laguna-XS-2.1.jinja": ("poolside_v1", None),
-    "poolside-Laguna-S-2.1.jinja": ("poolside_v1", None),
-    "GLM-4.7-Flash.jinja": ("glm47", None),
+    "StepFun3.5-Flash.jinja": ("step3p5", "think"),
+    "Qwen3.5-4B.jinja": ("qwen3_coder", "think"),
+    "NVIDIA-Nemotron-3-Nano-30B-A3B-BF16.jinja": ("qwen3_coder", "think"),
+    "inclusionai-ling-3.0-flash.jinja": ("ling3", "think"),
+    "poolside-Laguna-XS.2.jinja": ("poolside_v1", "think"),
+    "poolside-Laguna-XS-2.1.jinja": ("poolside_v1", "think"),
+    "poolside-Laguna-S-2.1.jinja": ("poolside_v1", "think"),
+    "GLM-4.7-Flash.jinja": ("glm47", "think"),
     "MiMo-VL.jinja": ("mimo", None),
-    "Reka-Edge.jinja": ("hermes", None),
-    "Kimi-K2-Thinking.jinja": ("kimi_k2", None),
+    "Reka-Edge.jinja": ("hermes", "think"),
+    "Kimi-K2-Thinking.jinja": ("kimi_k2", "think"),
     "upstage-Solar-Open-100B.jinja": ("solar_open", "solar_open"),
     "Kimi-K3.jinja": ("kimi_k3", "kimi_k3"),
+    "MiniMax-M3.jinja": ("minimax_m3", "minimax_m3"),
 }
 
 
@@ -405,7 +442,7 @@ def test_the_template_renders_the_call_as_the_format_writes_it(file: str, tokeni
 @pytest.mark.parametrize("file", FAMILY_TEMPLATES)
 def test_detection_by_rendering_picks_the_family_format(file: str, tokenizer: ov_genai.Tokenizer) -> None:
     """The server's detection (service.parsing.detection), given the template and its renderer, names the
-    family's format by the call it renders; Seed-OSS's and Hy3's own reasoning blocks by their markup."""
+    family's format by the call it renders, and its reasoning format."""
     name, reasoning = FAMILY_TEMPLATES[file]
     template = (TEMPLATES / file).read_text(encoding="utf-8")
     chosen = OutputFormat.choose(None, None, template, renderer(template, tokenizer))
@@ -429,7 +466,8 @@ def test_template_markup_entries_find_only_their_family(file: str) -> None:
         }
 
     assert chosen(formats_xml.TEMPLATE_TOOL_MARKUP) == ({name} if name in formats_xml.TOOL_FORMATS else set())
-    assert chosen(formats_xml.TEMPLATE_REASONING_MARKUP) == ({reasoning} if reasoning else set())
+    own = {reasoning} if reasoning in formats_xml.REASONING_FORMATS else set()
+    assert chosen(formats_xml.TEMPLATE_REASONING_MARKUP) == own
 
 
 def test_every_other_vendored_template_is_left_to_its_own_format() -> None:
