@@ -22,6 +22,7 @@ that is not exactly this markup is not a call (the caller keeps it as text).
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 from collections.abc import Mapping
@@ -86,13 +87,38 @@ def typed_value(raw: str, schema: Any = None) -> Any:
         return raw
     try:
         value = json.loads(raw, parse_constant=_no_constant)
-    except ValueError:
-        return raw
+    except (ValueError, RecursionError):  # RecursionError: nesting past the decoder's stack ("[[[[...")
+        value = _python_value(raw) if types is not None and types & _PYTHON_SPELLED else _NOT_PYTHON
+        if value is _NOT_PYTHON:
+            return raw
     kind = _JSON_TYPES.get(type(value), "number")
     whole = isinstance(value, int) or (isinstance(value, float) and value.is_integer())
     if types is None or kind in types or (kind == "number" and "integer" in types and whole):
         return value
     return raw
+
+
+# Types a template may write in Python's spelling (Seed-OSS's renders values with Jinja's ``string``: True, None,
+# {'a': 1}), which vLLM's parsers read too; only where the schema declares such a type.
+_PYTHON_SPELLED = {"boolean", "null", "object", "array"}
+_PYTHON_NAMES = {"True": True, "False": False, "None": None}
+MAX_PYTHON_LITERAL = 64 * 1024  # characters: a container's literal past this stays text
+_NOT_PYTHON = object()
+
+
+def _python_value(raw: str) -> Any:
+    """``raw`` read as a Python literal of a JSON value (a name, or a dict or list of literals); _NOT_PYTHON
+    when it is not one. literal_eval evaluates no code; its own limits (nesting) raise, and are caught."""
+    text = raw.strip()
+    if text in _PYTHON_NAMES:
+        return _PYTHON_NAMES[text]
+    if not text.startswith(("{", "[")) or len(text) > MAX_PYTHON_LITERAL:
+        return _NOT_PYTHON
+    try:
+        value = ast.literal_eval(text)
+        return json.loads(json.dumps(value, allow_nan=False))  # JSON's values only (no sets, bytes, NaN)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return _NOT_PYTHON
 
 
 def json_types(schema: Any) -> set[str] | None:

@@ -27,6 +27,7 @@ from service.parsing import TOOL_PARSERS, OutputFormat, ParsedTurn, calls_xml, f
 from service.parsing.detection import PROBE_CALL_ID, Render, written_arguments
 from service.parsing.formats import ALIASES, REASONING_PARSERS
 from service.parsing.markup import DSML, MINIMAX_NS, TAGGED_ARGUMENTS, CallMarkup
+from service.parsing.tagged_calls import typed_value
 from service.structured.output import structured_output_config
 from tests.rpc import parse as parse_request
 from tests.service.api.test_call_markup import (
@@ -217,6 +218,34 @@ def test_minimax_m3_nests_objects_and_arrays_as_elements() -> None:
 
     assert len(turn_of("minimax_m3", [nested(calls_xml.MAX_NESTING)]).calls) == 1
     assert turn_of("minimax_m3", [nested(calls_xml.MAX_NESTING + 1)]).content == nested(calls_xml.MAX_NESTING + 1)
+
+
+@pytest.mark.parametrize(
+    ("raw", "schema", "value"),
+    [
+        ("True", {"type": "boolean"}, True),  # Seed-OSS's template writes values with Jinja's string filter
+        ("False", {"type": ["boolean", "null"]}, False),
+        ("None", {"type": ["integer", "null"]}, None),
+        ("{'a': 1, 'b': [True, None]}", {"type": "object"}, {"a": 1, "b": [True, None]}),
+        ("[1, 'x']", {"type": "array"}, [1, "x"]),
+        ("True", None, "True"),  # no schema to say it is not text
+        ("True", {"type": "string"}, "True"),
+        ("{1, 2}", {"type": "array"}, "{1, 2}"),  # a set is no JSON value
+        ("[1]", {"type": "object"}, "[1]"),
+        ("__import__('os')", {"type": "object"}, "__import__('os')"),  # never evaluated
+    ],
+)
+def test_python_spelled_values_where_the_schema_allows(raw: str, schema: Any, value: Any) -> None:
+    assert typed_value(raw, schema) == value and type(typed_value(raw, schema)) is type(value)
+
+
+def test_a_value_nested_past_the_decoders_stack_stays_text() -> None:
+    """JSON's decoder raises RecursionError (not ValueError) on deep nesting: the value is text, not a crash."""
+    deep = "[" * 100_000
+    text = f"<seed:tool_call>\n<function=f>\n<parameter=a>{deep}</parameter>\n</function>\n</seed:tool_call>"
+    schemas = {"f": {"properties": {"a": {"type": "array"}}}}
+    assert calls(turn_of("seed_oss", [text], schemas=schemas)) == [("f", {"a": deep})]
+    assert calls(turn_of("seed_oss", [text], schemas=None)) == [("f", {"a": deep})]
 
 
 def test_a_call_without_arguments() -> None:
