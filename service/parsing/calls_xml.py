@@ -165,7 +165,10 @@ def _expect(text: str, position: int, literal: str) -> int:
 def solar_open_calls(text: str) -> list[Call] | None:
     """The calls in Solar Open's section (its tokens taken off): each ``<|tool_call:begin|>`` the model's own
     call id, the name after ``<|tool_call:name|>``, the JSON arguments after ``<|tool_call:args|>``."""
-    return delimited_calls(text, SOLAR_CALL_BEGIN, SOLAR_ARGS, SOLAR_CALL_END, _solar_call)
+    try:
+        return delimited_calls(text, SOLAR_CALL_BEGIN, SOLAR_ARGS, SOLAR_CALL_END, _solar_call)
+    except RecursionError:  # arguments nested past the JSON decoder's stack ("[[[[..."): not a call
+        return None
 
 
 def _solar_call(head: str, body: str) -> Call | None:

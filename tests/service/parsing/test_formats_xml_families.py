@@ -246,6 +246,8 @@ def test_a_value_nested_past_the_decoders_stack_stays_text() -> None:
     schemas = {"f": {"properties": {"a": {"type": "array"}}}}
     assert calls(turn_of("seed_oss", [text], schemas=schemas)) == [("f", {"a": deep})]
     assert calls(turn_of("seed_oss", [text], schemas=None)) == [("f", {"a": deep})]
+    solar = f"<|tool_calls|><|tool_call:begin|>0<|tool_call:name|>f<|tool_call:args|>{deep}<|tool_call:end|><|calls|>"
+    assert turn_of("solar_open", [solar]).content == solar  # JSON arguments that deep are no call
 
 
 def test_a_call_without_arguments() -> None:
