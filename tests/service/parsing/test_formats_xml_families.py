@@ -558,3 +558,30 @@ def test_allowed_tools_auto_reads_back_only_allowed_calls(name: str) -> None:
     assert config is not None and not violations, violations
     turn = read_back(fmt, generate(engine_form(config), 0))
     assert all(call.name == "get_weather" for call in turn.calls)
+
+
+@pytest.mark.parametrize("name", list(formats_xml.REASONING_FORMATS))
+def test_the_familys_reasoning_block_then_a_forced_call(name: str) -> None:
+    """The family's own reasoning block, then its call: the grammar compiles, what it writes reads back as
+    reasoning and the call, and on the engine the reply opens the block (tiny-chat rarely ends one it did not
+    learn: a call if it does)."""
+    fmt = OutputFormat(name, name)
+    think, markup = fmt.think_markup, fmt.call_markup
+    assert think is not None and markup is not None
+    fields = {"model": "m", "messages": ASK, "tools": BOUNDED, "tool_choice": "required"}
+    request = parse_request(chat_pb2.CreateChatCompletionRequest, fields)
+    violations: list[FieldViolation] = []
+    constraint = structured_output_config(request, violations, tools=BOUNDED, thinking=True, markup=markup, think=think)
+    assert constraint is not None and not violations, violations
+    block, _ = json.loads(constraint.value)["format"]["elements"]
+    assert block["begin"] == think.begin and block["end"].startswith(think.end)
+    text = block["begin"] + "Weather in Paris." + block["end"] + written(markup, WEATHER)
+    turn = read_back(fmt, text)
+    assert (turn.reasoning, turn.content, [call.name for call in turn.calls]) == (
+        "Weather in Paris.",
+        "",
+        ["get_weather"],
+    )
+    generated = generate(engine_form(constraint), 0, thinking=True)
+    turn = read_back(fmt, generated)
+    assert generated.startswith(think.begin) and (turn.in_reasoning or assert_calls(turn, generated, NAMES)), generated
