@@ -215,9 +215,8 @@ ALIASES: dict[str, dict[str, str]] = {
         "ling3": "glm45",  # inclusionai-ling-3.0-flash.jinja
         "poolside_v1": "glm45",  # poolside-Laguna-*.jinja
         "mimo": "hermes",  # MiMo-VL.jinja
-        "deepseek_v3_2": "deepseek_v32",
         "minimax_m2_sanitized": "minimax_m2",
-        "minicpm5": "minicpm5xml",
+        "minicpm5": "minicpm5xml",  # vLLM's name (its parser module is minicpm5xml)
     },
     "reasoning": {
         "seedoss": "seed_oss",
