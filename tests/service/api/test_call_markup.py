@@ -172,9 +172,7 @@ def test_two_calls_written_from_the_markup_read_back(name: str) -> None:
     if markup.arguments in TAGGED_ARGUMENTS:  # one tagged member each: strings raw, other values JSON
         form = TAGGED_ARGUMENTS[markup.arguments]
         members = [{"city": "Paris", "unit": "celsius"}, {"hour": "7", "loud": "true", "label": "null"}]
-        arguments = [
-            "".join(form.key_begin + k + form.key_end + v + form.value_end for k, v in m.items()) for m in members
-        ]
+        arguments = [form.write(m) for m in members]  # the dialect's own writing (MiniMax-M3 closes by name)
     # A format of one call a turn (GigaChat) writes one; harmony's turn ends at a call, but its reader takes several.
     count = 2 if markup.parallel or name == "openai" else 1
     tools = zip(["get_weather", "set_alarm"][:count], arguments[:count], strict=True)
