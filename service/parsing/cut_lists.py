@@ -7,12 +7,14 @@ A cut list does not decode: its last call is half written, and its closing
 (or where the text runs out partway through them), so the text up to each such
 end, with the list's closing put back, is decoded in turn, the last end first:
 the first that decodes holds every complete call, and the cut call after it is
-dropped. (A list that runs to the end of the output and does not decode is read
-so whether or not it looks closed: ``]`` or ``}`` also end arguments, so a cut list
-and a closed one malformed at its end cannot be told apart; one malformed from its
-first call still decodes nowhere and stays text.) Whitespace is not compared (models and grammars differ there, parsers
-do not). Nothing here knows a format by name, so every format described by a
+dropped. Whitespace is not compared (models and grammars differ there, parsers do
+not). Nothing here knows a format by name, so every format described by a
 ``CallMarkup`` gets it.
+
+A list that runs to the end of the output and does not decode is read so whether
+or not it looks closed: ``]`` and ``}`` also end arguments, so a cut list and a
+closed one malformed at its end cannot be told apart. One malformed from its first
+call decodes nowhere and stays text.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from service.parsing.calls import Call
 from service.parsing.markup import TAGGED_ARGUMENTS, CallMarkup
 
 MAX_ENDS_TRIED = 16  # each try decodes the text once: a bound on the work a hostile reply can cause
-TAIL_SLACK = 64  # whitespace a model may write between a call's end and the cut
+TAIL_SLACK = 64  # whitespace a model may write inside a call's end markup
 
 
 def _spaced(text: str) -> str:
@@ -45,34 +47,50 @@ def _bare(text: str) -> str:
 
 
 @functools.cache
-def _end_pattern(markup: CallMarkup) -> re.Pattern[str] | None:
-    """Where a call ends and another follows: after ``call_end``, the separator (optional, as parsers read a
-    list without it) and the fixed start of ``call_begin``; None when the markup marks no such place."""
-    end, separator = _spaced(markup.call_end), _spaced(markup.separator)
-    head = _spaced(_head(markup))
+def _end_pattern(markup: CallMarkup) -> tuple[re.Pattern[str], bool] | None:
+    """Where a call ends and another follows: ``call_end``, then the separator (optional, as parsers read a
+    list without it) and the fixed start of ``call_begin``. With whether a call ends where the match starts
+    (a markup without ``call_end``: the next call's start marks it) rather than where it ends; None when the
+    markup marks no such place. Each ``\\s*`` is followed by a literal that is not whitespace, so on a long
+    run of whitespace the pattern fails at once rather than trying every way to split the run."""
+    end, separator, head = _spaced(markup.call_end), _spaced(markup.separator), _spaced(_head(markup))
     if end:
-        return re.compile(rf"{end}(?=\s*(?:{separator})?\s*{head})" if separator else rf"{end}(?=\s*{head})")
+        return re.compile(rf"{end}(?=\s*(?:{separator}\s*)?{head})" if separator else rf"{end}(?=\s*{head})"), False
     if not separator and not head:
         return None  # calls back to back, nothing marking where one ends: no place to cut
-    return re.compile(rf"(?=\s*{separator}\s*{head})")
+    return re.compile(rf"{separator}\s*{head}" if separator and head else separator or head), True
 
 
 def call_ends(text: str, markup: CallMarkup) -> list[int]:
     """Positions in ``text`` where a call of ``markup`` may end, the last first, at most ``MAX_ENDS_TRIED``:
     where another call follows, or where the text ends within what comes between two calls."""
-    pattern = _end_pattern(markup)
-    if pattern is None:
+    found = _end_pattern(markup)
+    if found is None:
         return []
-    ends = {match.end() for match in pattern.finditer(text)}
+    pattern, at_start = found
+    ends = {match.start() if at_start else match.end() for match in pattern.finditer(text)}
     between = [_bare(markup.separator + _head(markup))]
     between += [_bare(_head(markup))] if markup.call_end else []
-    end = _bare(markup.call_end)
-    window = len(markup.call_end) + len(between[0]) + TAIL_SLACK
-    for position in range(max(0, len(text) - window), len(text) + 1):
-        before = _bare(text[max(0, position - window) : position])
-        if before.endswith(end) and any(form.startswith(_bare(text[position:])) for form in between):
-            ends.add(position)
+    ends |= _ends_at_the_cut(text, _bare(markup.call_end), between)
     return sorted(ends, reverse=True)[:MAX_ENDS_TRIED]
+
+
+def _ends_at_the_cut(text: str, end: str, between: list[str]) -> set[int]:
+    """Where the text ends after a call's ``end`` and part of what comes ``between`` two calls (nothing, or a
+    separator cut short): found among the last non-space characters, whatever whitespace lies between them."""
+    last: list[int] = []  # positions of the last non-space characters, last first: all that can matter
+    position = len(text)
+    while position > 0 and len(last) <= len(end) + max(map(len, between)):
+        position -= 1
+        if not text[position].isspace():
+            last.append(position)
+    last.reverse()
+    tail = "".join(text[at] for at in last)
+    ends = set()
+    for split in range(len(last) + 1):
+        if tail[:split].endswith(end) and any(form.startswith(tail[split:]) for form in between):
+            ends.add(last[split - 1] + 1 if split else last[0] if last else 0)
+    return ends
 
 
 def may_be_whole(text: str, markup: CallMarkup, close_tag: str = "") -> bool:
@@ -88,7 +106,7 @@ def may_be_whole(text: str, markup: CallMarkup, close_tag: str = "") -> bool:
         return True
     at = markup.call_end.rfind(close_tag) if close_tag else -1
     end = _bare(markup.call_end[:at] if at >= 0 else markup.call_end)
-    return bool(end) and _bare(text[-len(markup.call_end) - TAIL_SLACK :]).endswith(end)
+    return bool(end) and _bare(text.rstrip()[-len(markup.call_end) - TAIL_SLACK :]).endswith(end)
 
 
 def complete_calls(
