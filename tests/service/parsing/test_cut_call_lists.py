@@ -151,3 +151,22 @@ def test_ends_tried_are_bounded_on_hostile_text() -> None:
     assert len(call_ends(text, PYTHONIC)) == MAX_ENDS_TRIED
     assert complete_calls(decode, text, PYTHONIC, "]") is None
     assert len(decoded) == MAX_ENDS_TRIED and decoded[0].endswith("b(y=')')]")
+
+
+@pytest.mark.parametrize("name", FORMATS)
+def test_long_whitespace_after_a_call_end_is_scanned_once(name: str) -> None:
+    """Runs of whitespace where calls meet: the ends are found by a scan that does not try every split of a
+    run (a pattern of two optional whitespace runs took about a second per 20,000 spaces, quadratic), and
+    the list reads as it does with short runs."""
+    markup = TOOL_PARSERS[name].markup
+    first, second, _ = written_calls(markup)
+
+    def spaced(run: int) -> str:
+        space = " " * run
+        return markup.opening + first + space + markup.separator + space + second + space + markup.separator
+
+    text = spaced(300_000) + "\n" * 300_000
+    assert all(0 <= end <= len(text) for end in call_ends(text, markup))
+    if markup.parallel:
+        short = parse(name, spaced(1) + "\n")
+        assert short.calls and [call.name for call in parse(name, text).calls] == [c.name for c in short.calls]
