@@ -11,6 +11,14 @@ dropped. Whitespace is not compared (models and grammars differ there, parsers d
 not). Nothing here knows a format by name, so every format described by a
 ``CallMarkup`` gets it.
 
+Why drop the cut call rather than answer the whole list as text: its calls are what
+the client asked for, finish_reason ``length`` tells it the rest is missing, and half a
+call is neither a call nor text a user should read. vLLM's Kimi K2 parser does the
+same (its calls must end with ``<|tool_call_end|>``), as its GLM parser does for a call
+without ``</tool_call>``; vLLM's Hermes and pythonic parsers answer such a list as text
+unary while their streams had already sent the complete calls, and llama.cpp fails the
+final parse. A cut call with no call before it stays text, as there.
+
 A list that runs to the end of the output and does not decode is read so whether
 or not it looks closed: ``]`` and ``}`` also end arguments, so a cut list and a
 closed one malformed at its end cannot be told apart. One malformed from its first
