@@ -9,7 +9,7 @@ its parser reads what the model writes (service.parsing.calls_xml).
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from service.parsing.calls_xml import (
     SOLAR_ARGS,
@@ -38,6 +38,7 @@ class XmlFamily:
     open_tag: str
     close_tag: str
     form: XmlCallForm
+    written: tuple[str, ...] = ()  # the probe call as the family's template writes it, where not as ``markup``
 
     def tool_format(self) -> ToolFormat:
         """The format: a tagged-block parser decoding each block's calls, typed by the request's schemas."""
@@ -50,6 +51,7 @@ class XmlFamily:
             typed=True,
             # The members' tags are markup the parser reads too (special tokens in DeepSeek's and Step3's vocabularies).
             extra=tuple(text for text in (dialect.key_begin, dialect.key_end, dialect.json_key_end, dialect.value_end)),
+            written=self.written,
         )
 
 
@@ -115,6 +117,11 @@ KIMI_K3 = CallMarkup(
     "<|close|>tools<|sep|>", "xtml", tag="<|open|>tools<|sep|>", name="bare",
 )  # fmt: skip
 KIMI_K3_JSON_TYPES = ("boolean", "null", "object", "array", "integer")
+# Its template numbers calls from 1 where the markup's writing (a grammar's) starts at 0.
+KIMI_K3_WRITTEN = (
+    KIMI_K3.opening + KIMI_K3.begin(PROBE_NAME, 1) + TAGGED_ARGUMENTS["xtml"].write(PROBE_ARGUMENTS) + KIMI_K3.call_end
+    + KIMI_K3.closing
+)  # fmt: skip
 
 FAMILIES = {
     "seed_oss": _family(SEED_OSS, "</seed:tool_call>", "<function=", ">", "</function>"),
@@ -149,6 +156,7 @@ FAMILIES = {
             json_key_ends=tuple(f'" type="{kind}"<|sep|>' for kind in KIMI_K3_JSON_TYPES),
             numbered='"<|sep|>',
         ),
+        written=(KIMI_K3_WRITTEN,),
     ),
     # The block between <|tool_call:start|> and <|tool_call:end|>: the name up to the line break, its members.
     "solar_open2": XmlFamily(
@@ -166,26 +174,20 @@ SOLAR_OPEN_WRITTEN = (
     f"{SOLAR_CALLS}{SOLAR_CALL_BEGIN}{PROBE_CALL_ID}{SOLAR_NAME}{PROBE_NAME}{SOLAR_ARGS}"
     f"{json.dumps(PROBE_ARGUMENTS)}{SOLAR_CALL_END}{SOLAR_CALLS_END}"
 )
-KIMI_K3_WRITTEN = (
-    KIMI_K3.opening + KIMI_K3.begin(PROBE_NAME, 1) + TAGGED_ARGUMENTS["xtml"].write(PROBE_ARGUMENTS) + KIMI_K3.call_end
-    + KIMI_K3.closing
-)  # fmt: skip
 SEED_THINK = ThinkMarkup("<seed:think>", "</seed:think>")
 MINIMAX_M3_THINK = ThinkMarkup("<mm:think>", "</mm:think>")
 HY_THINK = ThinkMarkup("<think:opensource>", "</think:opensource>")
-# Solar Open: <|think|>...<|end|>, then the next message's header; a reply opens with <|content|>.
 # Kimi K3: the think channel, then the response channel (its reply; empty before a call), then the tools channel.
 KIMI_K3_REPLY = ("<|open|>response<|sep|>", "<|close|>response<|sep|>")
 KIMI_K3_THINK = ThinkMarkup(
     "<|open|>think<|sep|>", "<|close|>think<|sep|>", after="".join(KIMI_K3_REPLY), reply=KIMI_K3_REPLY
 )
+# Solar Open: <|think|>...<|end|>, then the next message's header; a reply opens with <|content|>.
 SOLAR_THINK = ThinkMarkup("<|think|>", "<|end|><|begin|>assistant", after="", reply=("<|content|>", "<|end|>"))
 
 # --tool-parser name -> its format.
 TOOL_FORMATS: dict[str, ToolFormat] = {
     **{name: family.tool_format() for name, family in FAMILIES.items()},
-    # Its template numbers calls from 1 where the markup's writing (as a grammar's) starts at 0.
-    "kimi_k3": replace(FAMILIES["kimi_k3"].tool_format(), written=(KIMI_K3_WRITTEN,)),
     "minimax_m3": ToolFormat(
         lambda ids, schemas: TaggedCallParser(
             lambda block: minimax_m3_calls(block, schemas), ids, MINIMAX_M3.tag, f"{MINIMAX_NS}</tool_call>"
