@@ -13,7 +13,7 @@ from typing import Any
 from service.parsing.calls import Call, json_sequence, named_call, named_call_list
 from service.parsing.markup import CallMarkup, ThinkMarkup, tag_name
 from service.parsing.pieces import Piece
-from service.parsing.tools import CallIds, Decoder, TrailingCallParser
+from service.parsing.tools import CallIds, TrailingCallParser
 
 # Functionary v3.1 (meetkai-functionary-medium-v3.1): <function=NAME>{...}</function>, a call a block.
 FUNCTION_OPEN, FUNCTION_CLOSE = "<function=", "</function>"
@@ -74,19 +74,6 @@ APRIEL_THINK = ThinkMarkup(
     "Here are my reasoning steps:", "[BEGIN FINAL RESPONSE]", after="\n", reply=("", "[END FINAL RESPONSE]")
 )
 LONGCAT_THINK = ThinkMarkup("<longcat_think>", "</longcat_think>")
-
-
-def total(decode: Decoder) -> Decoder:
-    """``decode``, reading as no call what Python's JSON parser cannot: values nested past its recursion limit
-    (about a thousand ``[``) raise RecursionError there, which would otherwise end the turn's parsing."""
-
-    def guarded(text: str) -> list[Call] | None:
-        try:
-            return decode(text)
-        except RecursionError:
-            return None
-
-    return guarded
 
 
 def named_calls(text: str) -> list[Call] | None:
@@ -184,7 +171,7 @@ class RecipientCallParser:
         self._markup = markup
 
     def _new_tail(self, *markers: tuple[str, ...]) -> TrailingCallParser:
-        tail = TrailingCallParser(total(functionary_v32_calls), self._ids, *markers)
+        tail = TrailingCallParser(functionary_v32_calls, self._ids, *markers)
         if self._markup is not None:
             tail.keep_complete_calls(self._markup)
         return tail

@@ -44,7 +44,6 @@ from service.parsing.calls_json import (
     TOOL_CALLS_OPEN,
     XLAM,
     RecipientCallParser,
-    total,
 )
 from service.parsing.detection import PROBE_ARGUMENTS, PROBE_NAME
 from service.parsing.markup import CallMarkup, ThinkMarkup
@@ -54,12 +53,12 @@ from service.parsing.tools import Decoder, TaggedCallParser, TrailingCallParser
 
 def _tagged(decode: Decoder, markup: CallMarkup, open_tag: str, close_tag: str) -> ToolFormat:
     """Calls in ``open_tag ... close_tag`` blocks amid text, each block read whole by ``decode``."""
-    return ToolFormat(lambda ids, _: TaggedCallParser(total(decode), ids, open_tag, close_tag), markup)
+    return ToolFormat(lambda ids, _: TaggedCallParser(decode, ids, open_tag, close_tag), markup)
 
 
 def _trailing(decode: Decoder, markup: CallMarkup, start: tuple[str, ...], anywhere: tuple[str, ...]) -> ToolFormat:
     """Calls that take up the rest of the reply from a marker on (``start``: only at the reply's start)."""
-    return ToolFormat(lambda ids, _: TrailingCallParser(total(decode), ids, start, anywhere), markup)
+    return ToolFormat(lambda ids, _: TrailingCallParser(decode, ids, start, anywhere), markup)
 
 
 # --tool-parser name -> its format.

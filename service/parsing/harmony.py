@@ -169,7 +169,7 @@ class HarmonyReader:
         """A call when its body is a JSON object; otherwise the message as it was written, as content."""
         try:
             arguments = json.loads(body) if self._name else None
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: JSON nested past the parser's stack
             arguments = None
         if not isinstance(arguments, dict):
             self._raw(pieces, self._header + MESSAGE + body + ending)

@@ -27,11 +27,25 @@ Decoder = Callable[[str], list[Call] | None]
 CallIds = Callable[[int, str], str]  # (index of the call in the turn, function name) -> a new call id
 
 
+def total(decode: Decoder) -> Decoder:
+    """``decode``, reading as no call what Python's parsers cannot: values nested past their recursion limit
+    (about a thousand ``[`` for json, fewer for ast) raise RecursionError there, which would otherwise end the
+    turn's parsing with an error; a model's output is untrusted text."""
+
+    def guarded(text: str) -> list[Call] | None:
+        try:
+            return decode(text)
+        except RecursionError:
+            return None
+
+    return guarded
+
+
 class _CallWriter:
     """Numbers calls and turns them into pieces; keeps the content's whitespace rules."""
 
     def __init__(self, decode: Decoder, ids: CallIds) -> None:
-        self._decode = decode
+        self._decode = total(decode)
         self._ids = ids
         self._text = TrimmedText(strip_leading=False)
         self._wrote = False  # some content was passed on
