@@ -38,7 +38,7 @@ class UnloadLoraAdapterResponse(_message.Message):
     def __init__(self, lora_name: _Optional[str] = ...) -> None: ...
 
 class Model(_message.Message):
-    __slots__ = ("id", "object", "created", "owned_by", "max_model_len", "task", "chat_template_source", "tool_parser", "reasoning_parser", "source", "source_kind", "revision", "weight_format", "precision", "parent", "root", "tool_parser_evidence", "reasoning_parser_evidence")
+    __slots__ = ("id", "object", "created", "owned_by", "max_model_len", "task", "chat_template_source", "tool_parser", "reasoning_parser", "source", "source_kind", "revision", "weight_format", "precision", "parent", "root", "tool_parser_evidence", "reasoning_parser_evidence", "chat_template_engine", "chat_template_engine_reason")
     ID_FIELD_NUMBER: _ClassVar[int]
     OBJECT_FIELD_NUMBER: _ClassVar[int]
     CREATED_FIELD_NUMBER: _ClassVar[int]
@@ -57,6 +57,8 @@ class Model(_message.Message):
     ROOT_FIELD_NUMBER: _ClassVar[int]
     TOOL_PARSER_EVIDENCE_FIELD_NUMBER: _ClassVar[int]
     REASONING_PARSER_EVIDENCE_FIELD_NUMBER: _ClassVar[int]
+    CHAT_TEMPLATE_ENGINE_FIELD_NUMBER: _ClassVar[int]
+    CHAT_TEMPLATE_ENGINE_REASON_FIELD_NUMBER: _ClassVar[int]
     id: str
     object: str
     created: int
@@ -75,7 +77,9 @@ class Model(_message.Message):
     root: str
     tool_parser_evidence: str
     reasoning_parser_evidence: str
-    def __init__(self, id: _Optional[str] = ..., object: _Optional[str] = ..., created: _Optional[int] = ..., owned_by: _Optional[str] = ..., max_model_len: _Optional[int] = ..., task: _Optional[str] = ..., chat_template_source: _Optional[str] = ..., tool_parser: _Optional[str] = ..., reasoning_parser: _Optional[str] = ..., source: _Optional[str] = ..., source_kind: _Optional[str] = ..., revision: _Optional[str] = ..., weight_format: _Optional[str] = ..., precision: _Optional[str] = ..., parent: _Optional[str] = ..., root: _Optional[str] = ..., tool_parser_evidence: _Optional[str] = ..., reasoning_parser_evidence: _Optional[str] = ...) -> None: ...
+    chat_template_engine: str
+    chat_template_engine_reason: str
+    def __init__(self, id: _Optional[str] = ..., object: _Optional[str] = ..., created: _Optional[int] = ..., owned_by: _Optional[str] = ..., max_model_len: _Optional[int] = ..., task: _Optional[str] = ..., chat_template_source: _Optional[str] = ..., tool_parser: _Optional[str] = ..., reasoning_parser: _Optional[str] = ..., source: _Optional[str] = ..., source_kind: _Optional[str] = ..., revision: _Optional[str] = ..., weight_format: _Optional[str] = ..., precision: _Optional[str] = ..., parent: _Optional[str] = ..., root: _Optional[str] = ..., tool_parser_evidence: _Optional[str] = ..., reasoning_parser_evidence: _Optional[str] = ..., chat_template_engine: _Optional[str] = ..., chat_template_engine_reason: _Optional[str] = ...) -> None: ...
 
 class ListModelsRequest(_message.Message):
     __slots__ = ()

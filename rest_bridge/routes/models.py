@@ -24,6 +24,8 @@ def model(value: model_pb2.Model) -> dict[str, Any]:
     }
     if value.chat_template_source:
         body["chat_template_source"] = value.chat_template_source
+        body["chat_template_engine"] = value.chat_template_engine or None
+        body["chat_template_engine_reason"] = value.chat_template_engine_reason or None
         body["tool_parser"] = value.tool_parser or None
         body["reasoning_parser"] = value.reasoning_parser or None
         # Why each was chosen (the template's evidence, or the flag), so a wrong guess can be seen and overridden.

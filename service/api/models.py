@@ -30,6 +30,8 @@ def _model(model: Model, provenance: Provenance | None) -> model_pb2.Model:
         max_model_len=model.limits.max_model_len,
         task=model.kind.value,
         chat_template_source=model.engine.chat_template.source,
+        chat_template_engine=model.engine.template_engine,
+        chat_template_engine_reason=model.engine.template_engine_reason,
         tool_parser=model.output_format.tool_parser or "",
         reasoning_parser=model.output_format.reasoning_parser or "",
         tool_parser_evidence=model.output_format.tool_evidence,

@@ -93,6 +93,9 @@ def test_the_listing_says_where_the_template_came_from(templated: RunningBridge)
     # Gemma 2's template shows no tool format: the generic one, and the listing says why.
     assert listed["tiny-gemma2"]["tool_parser"] == "generic"
     assert "shows no tool-call format" in listed["tiny-gemma2"]["tool_parser_evidence"]
+    # Which engine renders each template, and why (the load-time probes): minja renders these three as written.
+    assert {listed[name]["chat_template_engine"] for name in SERVED} == {"minja"}
+    assert all(listed[name]["chat_template_engine_reason"] for name in SERVED)
     one = http_request(templated.port, "GET", "/v3/models/tiny-mistral").json()
     assert one == listed["tiny-mistral"]
 
