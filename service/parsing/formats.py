@@ -128,9 +128,34 @@ ALIASES: dict[str, dict[str, str]] = {
     },
     "reasoning": {"gptoss": "openai", "glm45": "think", "granite3.3": "granite_think"},
 }  # fmt: skip
+# Format name (one per format) -> the families it serves, one line (README's table: service.parsing.formats_table).
+TOOL_FAMILIES: dict[str, str] = {
+    "hermes": "Qwen2.5, Qwen3, QwQ, Hermes 2 Pro and 3, Granite 4, MiMo-VL, Reka Edge, Bielik, tiny-chat",
+    "llama3_json": "Llama 3.1, 3.2, 3.3",
+    "pythonic": "Llama 3.2 and 4 with a pythonic prompt (as vLLM serves them)",
+    "mistral": "Mistral 7B v0.3, Mistral Nemo, Mistral Small 3.2",
+    "deepseek_v3": "DeepSeek-V3, DeepSeek-R1 and its distills",
+    "deepseek_v31": "DeepSeek-V3.1",
+    "kimi_k2": "Kimi K2 Instruct and Thinking",
+    "phi4_mini_json": "Phi-4-mini, Firefunction v2",
+    "granite": "Granite 3.x",
+    "qwen3_coder": "Qwen3-Coder, Qwen3.5, Nemotron 3 Nano, StepFun 3.5 Flash",
+    "glm45": "GLM-4.5, 4.6, 4.7; Ling 3; Laguna; Spark 2.5",
+    "openai": "gpt-oss (harmony)",
+    "gemma4": "Gemma 4",
+}
+REASONING_FAMILIES: dict[str, str] = {
+    "think": "Qwen3, QwQ, DeepSeek-R1, V3.1, V3.2, V4, GLM-4.5+, Kimi K2 Thinking, MiniMax-M1, M2, LFM2.5, ...",
+    "granite": "Granite 3.2",
+    "granite_think": "Granite 3.3, Ernie 4.5 (the reply in <response>)",
+    "openai": "gpt-oss (the analysis channel)",
+    "gemma4": "Gemma 4 (the thought channel)",
+}
 for _group in (formats_json, formats_xml, formats_python, formats_generic):
     for _kind, _names in _group.ALIASES.items():
         ALIASES[_kind].update(_names)
+    TOOL_FAMILIES.update(_group.TOOL_FAMILIES)
+    REASONING_FAMILIES.update(_group.REASONING_FAMILIES)
 NONE = "none"  # either flag: no parsing of that kind
 GENERIC = "generic"  # the format of a template that shows none (formats_generic.py)
 HARMONY_PARSER = "openai"  # gpt-oss's tool parser (vLLM's name); its reasoning parser is HARMONY_THINK's

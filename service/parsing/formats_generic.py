@@ -77,6 +77,11 @@ TOOL_FORMATS: dict[str, ToolFormat] = {
 }
 # --reasoning-parser name -> its block's delimiters.
 REASONING_FORMATS: dict[str, ThinkMarkup] = {}
+# Format name -> the families it serves (README's table of formats: service.parsing.formats_table).
+TOOL_FAMILIES: dict[str, str] = {
+    GENERIC_PARSER: "any template that shows no tool format (Gemma 2, Gemma 3, Phi-3.5, SmolLM3, ...)",
+}
+REASONING_FAMILIES: dict[str, str] = {}
 # Other servers' names (vLLM's, OVMS's) for these formats: {"tool": {alias: name}, "reasoning": {...}}.
 ALIASES: dict[str, dict[str, str]] = {"tool": {}, "reasoning": {}}
 # Template markup (a string, or several that must all appear) -> the parser it calls for (checked after

@@ -82,12 +82,32 @@ TOOL_FORMATS: dict[str, ToolFormat] = {
     "longcat": _tagged(calls.hermes_call, LONGCAT, LONGCAT_OPEN, LONGCAT_CLOSE),
     "xlam": _trailing(calls_json.xlam_calls, XLAM, ("[", JSON_FENCE), ()),
 }
+# Format name -> the families it serves (README's table of formats: service.parsing.formats_table).
+TOOL_FAMILIES: dict[str, str] = {
+    "functionary_v3_1": "Functionary v3.1 (Llama 3.1)",
+    "functionary_v3_2": "Functionary v3.2",
+    "nemotron_json": "Nemotron Nano v2",
+    "apriel": "Apriel 1.5, 1.6; Hunyuan A13B; Jamba",
+    "minimax": "MiniMax-M1",
+    "command_r7b": "Command R7B, Command A, Cohere2 MoE",
+    "command_r_plus": "Command R+ (its tool_use template)",
+    "internlm": "InternLM 2",
+    "granite_20b_fc": "granite-20b-functioncalling",
+    "longcat": "LongCat",
+    "xlam": "xLAM (its template writes Mistral's list: either format reads the other's)",
+}
 # --reasoning-parser name -> its block's delimiters.
 REASONING_FORMATS: dict[str, ThinkMarkup] = {
     "command_r7b": COHERE_THINK,
     "cohere2_moe": COHERE2_MOE_THINK,
     "apriel": APRIEL_THINK,
     "longcat": LONGCAT_THINK,
+}
+REASONING_FAMILIES: dict[str, str] = {
+    "command_r7b": "Command R7B, Command A Reasoning (the reply in <|START_RESPONSE|>)",
+    "cohere2_moe": "Cohere2 MoE (the reply in <|START_TEXT|>)",
+    "apriel": "Apriel 1.5, 1.6",
+    "longcat": "LongCat",
 }
 # Other servers' names (vLLM's, OVMS's) for these formats: {"tool": {alias: name}, "reasoning": {...}}.
 ALIASES: dict[str, dict[str, str]] = {

@@ -88,12 +88,29 @@ TOOL_FORMATS: dict[str, ToolFormat] = {
     ),
     "rwkv": ToolFormat(lambda ids, _: TrailingCallParser(rwkv_calls, ids, (RWKV_MARKER,), (RWKV_MARKER,)), RWKV),
 }
+# Format name -> the families it serves (README's table of formats: service.parsing.formats_table).
+TOOL_FAMILIES: dict[str, str] = {
+    "lfm2": "LFM2, LFM2.5",
+    "olmo3": "Olmo 3",
+    "functiongemma": "FunctionGemma",
+    "apertus": "Apertus",
+    "gigachat3": "GigaChat 3",
+    "gigachat3_1": "GigaChat 3.1",
+    "mistral_args": "Devstral, Ministral 3 (Mistral's tokenizer v11+ form)",
+    "rwkv": "RWKV (by name: its World template shows no tools)",
+}
 # --reasoning-parser name -> its block's delimiters.
 REASONING_FORMATS: dict[str, ThinkMarkup] = {
     "mistral": MISTRAL_THINK,  # vLLM's name
     "hunyuan_a13b": HUNYUAN_THINK,
     "solar_open2": SOLAR_OPEN2_THINK,
     "apertus": APERTUS_THINK,
+}
+REASONING_FAMILIES: dict[str, str] = {
+    "mistral": "Magistral, Ministral 3 reasoning",
+    "hunyuan_a13b": "Hunyuan A13B (the reply in <answer>)",
+    "solar_open2": "Solar Open 2",
+    "apertus": "Apertus",
 }
 # Other servers' names (vLLM's, OVMS's) for these formats: {"tool": {alias: name}, "reasoning": {...}}.
 ALIASES: dict[str, dict[str, str]] = {

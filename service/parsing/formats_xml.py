@@ -201,6 +201,20 @@ TOOL_FORMATS: dict[str, ToolFormat] = {
         written=(SOLAR_OPEN_WRITTEN,),
     ),
 }
+# Format name -> the families it serves (README's table of formats: service.parsing.formats_table).
+TOOL_FAMILIES: dict[str, str] = {
+    "seed_oss": "Seed-OSS",
+    "minimax_m2": "MiniMax-M2",
+    "deepseek_v32": "DeepSeek V3.2",
+    "deepseek_v4": "DeepSeek V4",
+    "step3": "Step3",
+    "hy_v3": "Hunyuan 3 (Hy3)",
+    "minicpm5xml": "MiniCPM5",
+    "kimi_k3": "Kimi K3",
+    "solar_open2": "Solar Open 2",
+    "minimax_m3": "MiniMax-M3",
+    "solar_open": "Solar Open 100B",
+}
 # --reasoning-parser name -> its block's delimiters.
 REASONING_FORMATS: dict[str, ThinkMarkup] = {
     "seed_oss": SEED_THINK,
@@ -208,6 +222,13 @@ REASONING_FORMATS: dict[str, ThinkMarkup] = {
     "solar_open": SOLAR_THINK,
     "kimi_k3": KIMI_K3_THINK,
     "minimax_m3": MINIMAX_M3_THINK,
+}
+REASONING_FAMILIES: dict[str, str] = {
+    "seed_oss": "Seed-OSS",
+    "hy_v3": "Hunyuan 3 (Hy3)",
+    "solar_open": "Solar Open 100B (the reply after <|content|>)",
+    "kimi_k3": "Kimi K3 (the think channel; the response channel's tags removed)",
+    "minimax_m3": "MiniMax-M3",
 }
 # Other servers' names (vLLM's, OVMS's) for these formats: {"tool": {alias: name}, "reasoning": {...}}.
 ALIASES: dict[str, dict[str, str]] = {
