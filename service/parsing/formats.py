@@ -88,8 +88,9 @@ TOOL_PARSERS: dict[str, ToolFormat] = {
         lambda ids, _: HarmonyReader(ids),
         HARMONY,
         extra=(START, END),
-        # gpt-oss's template puts the recipient before the channel in a past call.
-        written=(f"to=functions.{_PROBE}<|channel|>commentary json<|message|>{_PROBE_JSON}<|call|>",),
+        # gpt-oss's template puts the recipient before the channel in a past call (ended by <|call|>, or by
+        # <|end|> in OVMS's copy).
+        written=(f"to=functions.{_PROBE}<|channel|>commentary json<|message|>{_PROBE_JSON}",),
     ),
     "gemma4": ToolFormat(
         lambda ids, _: TaggedCallParser(gemma4_call, ids, CALL_OPEN, CALL_CLOSE),
@@ -147,9 +148,9 @@ TOOL_FAMILIES: dict[str, str] = {
 REASONING_FAMILIES: dict[str, str] = {
     "think": "Qwen3, QwQ, DeepSeek-R1, V3.1, V3.2, V4, GLM-4.5+, Kimi K2 Thinking, MiniMax-M1, M2, LFM2.5, ...",
     "granite": "Granite 3.2",
-    "granite_think": "Granite 3.3, Ernie 4.5 (the reply in <response>)",
-    "openai": "gpt-oss (the analysis channel)",
-    "gemma4": "Gemma 4 (the thought channel)",
+    "granite_think": "Granite 3.3, Ernie 4.5",
+    "openai": "gpt-oss",
+    "gemma4": "Gemma 4",
 }
 for _group in (formats_json, formats_xml, formats_python, formats_generic):
     for _kind, _names in _group.ALIASES.items():

@@ -104,8 +104,8 @@ REASONING_FORMATS: dict[str, ThinkMarkup] = {
     "longcat": LONGCAT_THINK,
 }
 REASONING_FAMILIES: dict[str, str] = {
-    "command_r7b": "Command R7B, Command A Reasoning (the reply in <|START_RESPONSE|>)",
-    "cohere2_moe": "Cohere2 MoE (the reply in <|START_TEXT|>)",
+    "command_r7b": "Command R7B, Command A Reasoning",
+    "cohere2_moe": "Cohere2 MoE",
     "apriel": "Apriel 1.5, 1.6",
     "longcat": "LongCat",
 }

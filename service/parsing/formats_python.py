@@ -108,7 +108,7 @@ REASONING_FORMATS: dict[str, ThinkMarkup] = {
 }
 REASONING_FAMILIES: dict[str, str] = {
     "mistral": "Magistral, Ministral 3 reasoning",
-    "hunyuan_a13b": "Hunyuan A13B (the reply in <answer>)",
+    "hunyuan_a13b": "Hunyuan A13B",
     "solar_open2": "Solar Open 2",
     "apertus": "Apertus",
 }

@@ -226,8 +226,8 @@ REASONING_FORMATS: dict[str, ThinkMarkup] = {
 REASONING_FAMILIES: dict[str, str] = {
     "seed_oss": "Seed-OSS",
     "hy_v3": "Hunyuan 3 (Hy3)",
-    "solar_open": "Solar Open 100B (the reply after <|content|>)",
-    "kimi_k3": "Kimi K3 (the think channel; the response channel's tags removed)",
+    "solar_open": "Solar Open 100B",
+    "kimi_k3": "Kimi K3",
     "minimax_m3": "MiniMax-M3",
 }
 # Other servers' names (vLLM's, OVMS's) for these formats: {"tool": {alias: name}, "reasoning": {...}}.
