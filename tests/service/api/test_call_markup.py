@@ -81,7 +81,8 @@ TOOLS: list[dict[str, Any]] = [
     {"type": "function", "function": {"name": "get_time"}},  # no parameters: any arguments object
 ]  # fmt: skip
 # "required" lets the model make up to MAX_PARALLEL_CALLS calls: with bounded arguments only, so the list
-# closes within max_tokens (a list cut off before its "]" is not a call list: it reads back as text).
+# closes within max_tokens (a list cut off before its closing keeps only its complete calls: service.parsing.cut_lists,
+# and these tests want every call the grammar wrote back).
 BOUNDED = TOOLS[:3]
 MAX_TOKENS = 1300
 NAMES = [tool["function"]["name"] for tool in TOOLS]
