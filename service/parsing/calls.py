@@ -30,6 +30,7 @@ Call = tuple[str, str]  # function name, arguments as a JSON object text
 PYTHON_TAG = "<|python_tag|>"  # Llama 3's "ipython" marker (a special token; absent when skipped)
 MISTRAL_TAG = "[TOOL_CALLS]"  # Mistral's marker (also special: the `[{` start is accepted without it)
 MISTRAL_ARGS = "[ARGS]"
+MISTRAL_CALL_ID = "[CALL_ID]"  # Mistral Small 3.2's template writes a past call's id between its name and [ARGS]
 
 
 def named_call(value: Any) -> Call | None:
@@ -109,13 +110,15 @@ def named_call_list(text: str) -> list[Call] | None:
 
 
 def mistral_calls(text: str) -> list[Call] | None:
-    """Mistral: ``[TOOL_CALLS][{"name": ..., "arguments": {...}}]`` or (v11+) ``[TOOL_CALLS]name[ARGS]{...}``."""
+    """Mistral: ``[TOOL_CALLS][{"name": ..., "arguments": {...}}]`` or (v11+) ``[TOOL_CALLS]name[ARGS]{...}``,
+    with ``[CALL_ID]id`` before ``[ARGS]`` as Mistral Small 3.2 writes it (the id is dropped: calls get new ones)."""
     body = text.strip().removeprefix(MISTRAL_TAG).strip()
     if body.startswith("["):
         return named_call_list(body)
     result = []
     for part in body.split(MISTRAL_TAG):
-        name, sep, arguments = part.partition(MISTRAL_ARGS)
+        head, sep, arguments = part.partition(MISTRAL_ARGS)
+        name = head.partition(MISTRAL_CALL_ID)[0]
         decoded = json_sequence(arguments)
         if not sep or not name.strip() or decoded is None or len(decoded) != 1 or not isinstance(decoded[0], dict):
             return None

@@ -8,6 +8,8 @@ Each CallMarkup writes a call as its family's chat template renders one (tests/d
 
 from __future__ import annotations
 
+import json
+
 from service.parsing import calls
 from service.parsing.calls_python import (
     FUNCTIONGEMMA_ESCAPE,
@@ -22,6 +24,7 @@ from service.parsing.calls_python import (
     python_call_list,
     rwkv_calls,
 )
+from service.parsing.detection import PROBE_ARGUMENTS, PROBE_CALL_ID, PROBE_NAME
 from service.parsing.markup import CallMarkup, ThinkMarkup
 from service.parsing.tool_format import ToolFormat, mistral_call_id, mistral_fit_call_id
 from service.parsing.tools import Decoder, TaggedCallParser, TrailingCallParser
@@ -84,7 +87,12 @@ TOOL_FORMATS: dict[str, ToolFormat] = {
         MISTRAL_ARGS,
         call_id=mistral_call_id,
         fit_call_id=mistral_fit_call_id,
-        extra=(calls.MISTRAL_TAG, calls.MISTRAL_ARGS),
+        extra=(calls.MISTRAL_TAG, calls.MISTRAL_ARGS, calls.MISTRAL_CALL_ID),
+        # Mistral Small 3.2's template writes each past call's id too.
+        written=(
+            f"{calls.MISTRAL_TAG}{PROBE_NAME}{calls.MISTRAL_CALL_ID}{PROBE_CALL_ID}{calls.MISTRAL_ARGS}"
+            f"{json.dumps(PROBE_ARGUMENTS)}",
+        ),
     ),
     "rwkv": ToolFormat(lambda ids, _: TrailingCallParser(rwkv_calls, ids, (RWKV_MARKER,), (RWKV_MARKER,)), RWKV),
 }

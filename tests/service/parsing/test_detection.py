@@ -47,7 +47,7 @@ EXPECTED = {
     "MiniMax-M1.jinja": ("minimax", "render", "think"),
     "MiniMax-M2.jinja": ("minimax_m2", "render", "think"),
     "MiniMax-M3.jinja": ("minimax_m3", "render", "minimax_m3"),
-    "Mistral-Small-3.2-24B-Instruct-2506.jinja": ("mistral", "source", None),
+    "Mistral-Small-3.2-24B-Instruct-2506.jinja": ("mistral_args", "render", None),
     "NVIDIA-Nemotron-3-Nano-30B-A3B-BF16.jinja": ("qwen3_coder", "render", "think"),
     "NVIDIA-Nemotron-Nano-v2.jinja": ("nemotron_json", "render", "think"),
     "NousResearch-Hermes-2-Pro-Llama-3-8B-tool_use.jinja": ("hermes", "render", None),
