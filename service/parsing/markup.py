@@ -73,7 +73,14 @@ class CallMarkup:
             return f"{json.dumps(name)} is not a Python identifier, and this model writes calls as Python"
         if self.arguments in TAGGED_ARGUMENTS and not tag_name(name):
             return f"{json.dumps(name)} cannot be written inside this model's call tags (no spaces, < or >)"
+        if self.quotes_name and '"' in name:  # the quote would end the name's attribute: read back as text
+            return f"{json.dumps(name)} cannot be written between the double quotes this model writes a name in"
         return None
+
+    @property
+    def quotes_name(self) -> bool:
+        """Whether a call's name is written as it is between double quotes (``<invoke name="get_weather">``)."""
+        return self.name_form == "bare" and '"{name}"' in self.call_begin
 
 
 def spaced_ebnf(text: str) -> str:

@@ -6,8 +6,12 @@ import json
 
 import pytest
 
-from service.parsing import OutputFormat, ParsedTurn
+from clients.v1 import chat_pb2
+from service.errors import FieldViolation
+from service.parsing import TOOL_PARSERS, OutputFormat, ParsedTurn
 from service.parsing.calls import mistral_calls
+from service.structured.output import structured_output_config
+from tests.rpc import parse
 
 
 def parsed(fmt: OutputFormat, text: str, *, pieces: int = 0, prompt_tail: str = "", tools: bool = True) -> ParsedTurn:
@@ -36,3 +40,37 @@ def test_mistral_reads_and_drops_a_call_id(pieces: int) -> None:
 def test_mistral_call_id_markup_alone_is_not_a_call() -> None:
     assert mistral_calls('[TOOL_CALLS][CALL_ID]a1b2c3d4e[ARGS]{"city": "Paris"}') is None
     assert mistral_calls('[TOOL_CALLS]get_weather[CALL_ID]a1b2c3d4e{"city": "Paris"}') is None
+
+
+# 5. A name the markup writes between double quotes cannot hold one: a forced call of it is refused, by name.
+QUOTED_NAME_FORMATS = ["minimax_m2", "deepseek_v32", "deepseek_v4", "minicpm5xml", "kimi_k3", "minimax_m3", "step3"]
+
+
+@pytest.mark.parametrize("name", QUOTED_NAME_FORMATS)
+def test_a_quoted_name_with_a_quote_is_refused(name: str) -> None:
+    markup = TOOL_PARSERS[name].markup
+    problem = markup.name_problem('get_"weather"')
+    assert problem is not None and "get_" in problem
+    assert markup.name_problem("get_weather") is None
+
+
+@pytest.mark.parametrize("name", ["hermes", "qwen3_coder", "kimi_k2", "mistral_args"])
+def test_names_written_otherwise_may_hold_a_quote(name: str) -> None:
+    assert TOOL_PARSERS[name].markup.name_problem('get_"weather"') is None
+
+
+@pytest.mark.parametrize("name", QUOTED_NAME_FORMATS)
+def test_a_forced_call_of_a_quoted_name_is_a_violation_naming_the_tool(name: str) -> None:
+    tools = [
+        {"type": "function", "function": {"name": "get_time", "parameters": {"type": "object"}}},
+        {"type": "function", "function": {"name": 'say_"hi"', "parameters": {"type": "object"}}},
+    ]
+    request = parse(
+        chat_pb2.CreateChatCompletionRequest,
+        {"model": "m", "messages": [{"role": "user", "content": "hi"}], "tools": tools, "tool_choice": "required"},
+    )
+    violations: list[FieldViolation] = []
+    config = structured_output_config(request, violations, tools=tools, markup=TOOL_PARSERS[name].markup)
+    assert config is None
+    assert [violation.field for violation in violations] == ["tools[1].function.name"]
+    assert 'say_\\"hi\\"' in violations[0].description
