@@ -249,6 +249,17 @@ def _tojson(value: Any, ensure_ascii: bool = False, indent: int | None = None, s
     return json.dumps(value, ensure_ascii=ensure_ascii, indent=indent, separators=separators, sort_keys=sort_keys)
 
 
+def _from_json(value: Any) -> Any:
+    """OVMS's ``from_json`` filter (its Qwen3-Coder-Next template reads a call's arguments with it): JSON text
+    as a value; anything not text (arguments already an object) as it is."""
+    if not isinstance(value, str):
+        return value
+    try:
+        return json.loads(value)
+    except (ValueError, RecursionError) as error:
+        raise jinja2.TemplateError(f"from_json: not JSON: {error}") from error
+
+
 class GenerationTag(jinja2.ext.Extension):
     """transformers' ``{% generation %}...{% endgeneration %}`` (it marks the assistant's tokens for training
     masks): rendered as its body (LFM2.5 and Laguna templates use it)."""
@@ -266,6 +277,7 @@ _ENVIRONMENT = jinja2.sandbox.ImmutableSandboxedEnvironment(
     trim_blocks=True, lstrip_blocks=True, extensions=["jinja2.ext.loopcontrols", GenerationTag]
 )
 _ENVIRONMENT.filters["tojson"] = _tojson
+_ENVIRONMENT.filters["from_json"] = _from_json
 _ENVIRONMENT.globals["raise_exception"] = _raise_exception
 _ENVIRONMENT.globals["strftime_now"] = lambda pattern: datetime.datetime.now().strftime(pattern)
 _COMPILED: dict[str, jinja2.Template] = {}
