@@ -48,6 +48,8 @@ ACTION_WORD, JSON_FENCE, FENCE = "Action:", "```json", "```"
 COMMAND_R_PLUS = CallMarkup(
     f"{ACTION_WORD}\n{JSON_FENCE}\n[", '{"tool_name": {name}, "parameters": ', "}", ", ", f"]\n{FENCE}"
 )
+# The pseudo-tool Command R+'s template tells the model to call when it answers without tools: not a call.
+DIRECT_ANSWER = "directly-answer"
 # InternLM 2 / 2.5: an action block to the plugin executor, a call a block.
 PLUGIN_OPEN, PLUGIN_CLOSE = "<|action_start|><|plugin|>", "<|action_end|>"
 INTERNLM = CallMarkup("", PLUGIN_OPEN + "\n" + NAMED_ARGUMENTS, "}" + PLUGIN_CLOSE, "\n", "", tag=PLUGIN_OPEN)
@@ -121,11 +123,15 @@ def cohere_calls(text: str) -> list[Call] | None:
 
 
 def command_r_plus_calls(text: str) -> list[Call] | None:
-    """Command R / R+: ``Action:`` then a JSON list of ``{"tool_name", "parameters"}`` objects, fenced or not."""
+    """Command R / R+: ``Action:`` then a JSON list of ``{"tool_name", "parameters"}`` objects, fenced or not.
+
+    A ``directly-answer`` call is left out: the model says so when it answers without tools (a list of that
+    alone is an empty list, no call, and the action block is not content)."""
     body = text.strip()
     if not body.startswith(ACTION_WORD):
         return None
-    return cohere_calls(_unfenced(body.removeprefix(ACTION_WORD)))
+    calls = cohere_calls(_unfenced(body.removeprefix(ACTION_WORD)))
+    return None if calls is None else [call for call in calls if call[0] != DIRECT_ANSWER]
 
 
 def function_call_calls(text: str) -> list[Call] | None:

@@ -74,3 +74,20 @@ def test_a_forced_call_of_a_quoted_name_is_a_violation_naming_the_tool(name: str
     assert config is None
     assert [violation.field for violation in violations] == ["tools[1].function.name"]
     assert 'say_\\"hi\\"' in violations[0].description
+
+
+# 4. Command R+'s directly-answer pseudo-tool is its way of saying it answers without tools: no call.
+@pytest.mark.parametrize("pieces", [0, 1, 4])
+def test_command_r_plus_directly_answer_is_no_call(pieces: int) -> None:
+    text = 'Action:\n```json\n[{"tool_name": "directly-answer", "parameters": {}}]\n```'
+    turn = parsed(OutputFormat("command_r_plus"), text, pieces=pieces)
+    assert (turn.calls, turn.content) == ([], "")
+
+
+def test_command_r_plus_keeps_the_real_calls_beside_directly_answer() -> None:
+    text = (
+        'Action:\n```json\n[{"tool_name": "directly-answer", "parameters": {}}, '
+        '{"tool_name": "get_weather", "parameters": {"city": "Paris"}}]\n```'
+    )
+    turn = parsed(OutputFormat("command_r_plus"), text)
+    assert (calls_of(turn), turn.content) == ([("get_weather", {"city": "Paris"})], "")
