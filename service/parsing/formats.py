@@ -7,7 +7,15 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from service.parsing import calls, detection, formats_generic, formats_json, formats_python, formats_xml
+from service.parsing import (
+    calls,
+    detection,
+    formats_generic,
+    formats_json,
+    formats_python,
+    formats_tail,
+    formats_xml,
+)
 from service.parsing.gemma4 import CALL_CLOSE, CALL_OPEN, QUOTE, gemma4_call
 from service.parsing.harmony import END, START, HarmonyReader, HarmonyTurnParser
 from service.parsing.markup import (
@@ -102,6 +110,7 @@ TOOL_PARSERS: dict[str, ToolFormat] = {
     **formats_json.TOOL_FORMATS,
     **formats_xml.TOOL_FORMATS,
     **formats_python.TOOL_FORMATS,
+    **formats_tail.TOOL_FORMATS,
     **formats_generic.TOOL_FORMATS,
 }
 # --reasoning-parser names -> their block's delimiters: <think>...</think> but for Granite's words.
@@ -117,6 +126,7 @@ REASONING_PARSERS: dict[str, ThinkMarkup] = {
     **formats_json.REASONING_FORMATS,
     **formats_xml.REASONING_FORMATS,
     **formats_python.REASONING_FORMATS,
+    **formats_tail.REASONING_FORMATS,
     **formats_generic.REASONING_FORMATS,
 }
 # Other servers' names for these formats (vLLM's --tool-call-parser and --reasoning-parser, OVMS's
@@ -152,7 +162,7 @@ REASONING_FAMILIES: dict[str, str] = {
     "openai": "gpt-oss",
     "gemma4": "Gemma 4",
 }
-for _group in (formats_json, formats_xml, formats_python, formats_generic):
+for _group in (formats_json, formats_xml, formats_python, formats_tail, formats_generic):
     for _kind, _names in _group.ALIASES.items():
         ALIASES[_kind].update(_names)
     TOOL_FAMILIES.update(_group.TOOL_FAMILIES)
@@ -182,6 +192,7 @@ TEMPLATE_TOOL_MARKUP: list[tuple[str | tuple[str, ...], str]] = [
     *formats_json.TEMPLATE_TOOL_MARKUP,
     *formats_xml.TEMPLATE_TOOL_MARKUP,
     *formats_python.TEMPLATE_TOOL_MARKUP,
+    *formats_tail.TEMPLATE_TOOL_MARKUP,
 ]
 # Likewise for the reasoning parser.
 TEMPLATE_REASONING_MARKUP: list[tuple[str | tuple[str, ...], str]] = [
@@ -192,6 +203,7 @@ TEMPLATE_REASONING_MARKUP: list[tuple[str | tuple[str, ...], str]] = [
     *formats_json.TEMPLATE_REASONING_MARKUP,
     *formats_xml.TEMPLATE_REASONING_MARKUP,
     *formats_python.TEMPLATE_REASONING_MARKUP,
+    *formats_tail.TEMPLATE_REASONING_MARKUP,
     (THINK.begin, "think"),
 ]
 
