@@ -82,7 +82,7 @@ TOOL_PARSERS: dict[str, ToolFormat] = {
     ),
     "deepseek_v3": section_format(calls.deepseek_v3_calls, DEEPSEEK_V3),
     "deepseek_v31": section_format(calls.deepseek_v31_calls, DEEPSEEK_V31),
-    "kimi_k2": section_format(calls.kimi_k2_calls, KIMI_K2, kimi_call_id),
+    "kimi_k2": section_format(calls.kimi_k2_calls, KIMI_K2, kimi_call_id, ends_reasoning=(KIMI_K2.opening,)),
     "phi4_mini_json": ToolFormat(
         lambda ids, _: TrailingCallParser(calls.phi4_mini_calls, ids, (), (PHI4_MINI_JSON.opening,)), PHI4_MINI_JSON
     ),
@@ -358,7 +358,10 @@ class OutputFormat:
         reasoning = None
         if (think := self.think_markup) is not None and think != HARMONY_THINK:
             opened = self.reasoning_opened(prompt_tail)
-            reasoning = ThinkSplitter(opened=opened, open_tag=think.begins, close_tag=think.ends, reply=think.reply)
+            ended_by = () if self.tool_parser is None else TOOL_PARSERS[self.tool_parser].ends_reasoning
+            reasoning = ThinkSplitter(
+                opened=opened, open_tag=think.begins, close_tag=think.ends, reply=think.reply, ended_by=ended_by
+            )
         if self.tool_parser == HARMONY_PARSER or think == HARMONY_THINK:
             # Harmony's channels are one markup: one reader takes the turn, with its calls or without.
             calling = tools and self.tool_parser == HARMONY_PARSER

@@ -9,7 +9,7 @@ its parser reads what the model writes (service.parsing.calls_xml).
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from service.parsing.calls_xml import (
     SOLAR_ARGS,
@@ -39,6 +39,7 @@ class XmlFamily:
     close_tag: str
     form: XmlCallForm
     written: tuple[str, ...] = ()  # the probe call as the family's template writes it, where not as ``markup``
+    ends_reasoning: tuple[str, ...] = ()  # markup that also ends an unclosed reasoning block (ToolFormat's)
 
     def tool_format(self) -> ToolFormat:
         """The format: a tagged-block parser decoding each block's calls, typed by the request's schemas."""
@@ -52,6 +53,7 @@ class XmlFamily:
             # The members' tags are markup the parser reads too (special tokens in DeepSeek's and Step3's vocabularies).
             extra=tuple(text for text in (dialect.key_begin, dialect.key_end, dialect.json_key_end, dialect.value_end)),
             written=self.written,
+            ends_reasoning=self.ends_reasoning,
         )
 
 
@@ -129,7 +131,11 @@ FAMILIES = {
     "deepseek_v32": _family(
         DEEPSEEK_V32, f"</{DSML}function_calls>", f'<{DSML}invoke name="', '">', f"</{DSML}invoke>"
     ),
-    "deepseek_v4": _family(DEEPSEEK_V4, f"</{DSML}tool_calls>", f'<{DSML}invoke name="', '">', f"</{DSML}invoke>"),
+    # V4 may open its calls without closing its reasoning (vLLM's deepseek_v4 reasoning parser ends it there).
+    "deepseek_v4": replace(
+        _family(DEEPSEEK_V4, f"</{DSML}tool_calls>", f'<{DSML}invoke name="', '">', f"</{DSML}invoke>"),
+        ends_reasoning=(DEEPSEEK_V4.tag,),
+    ),
     "step3": _family(
         STEP3,
         STEP3_CALLS_END,

@@ -24,10 +24,14 @@ class ThinkSplitter:
         open_tag: str | tuple[str, ...] = "<think>",
         close_tag: str | tuple[str, ...] = "</think>",
         reply: tuple[str, str] | None = None,
+        ended_by: tuple[str, ...] = (),
     ) -> None:
         # Each tag may have several spellings (Granite: "Here is" / "Here's"): any of them counts.
         self._opens = (open_tag,) if isinstance(open_tag, str) else open_tag
         self._closes = (close_tag,) if isinstance(close_tag, str) else close_tag
+        # Markup that ends the block too, and is the content's start (Kimi K2's tool-call section: the model may
+        # open it without closing its reasoning); a close tag is removed, this is kept.
+        self._ended_by = ended_by
         self._state = "reasoning" if opened else "start"
         self._buffer = ""
         self._reasoning = TrimmedText(strip_leading=True)
@@ -65,16 +69,17 @@ class ThinkSplitter:
         return [], content + self._reply.finish() if self._reply is not None else content
 
     def _scan_reasoning(self) -> tuple[list[ReasoningDelta], str]:
-        end, close = find_first(self._buffer, self._closes)
+        ends = self._closes + self._ended_by
+        end, close = find_first(self._buffer, ends)
         if end < 0:
-            keep = partial_tag_length(self._buffer, self._closes)
+            keep = partial_tag_length(self._buffer, ends)
             text = self._reasoning.push(self._buffer[: len(self._buffer) - keep])
             self._buffer = self._buffer[len(self._buffer) - keep :]
             return ([ReasoningDelta(text)] if text else []), ""
         text = self._reasoning.push(self._buffer[:end])
         self._reasoning.cut()
         self._state, self._after_block = "content", True
-        self._buffer = self._buffer[end + len(close) :]
+        self._buffer = self._buffer[end if close in self._ended_by else end + len(close) :]
         return ([ReasoningDelta(text)] if text else []), self._content()
 
     def _content(self) -> str:

@@ -45,6 +45,10 @@ class ToolFormat:
     # this format write it where that differs from ``markup``'s writing (Devstral's [ARGS], Gemma 4's own
     # literals): format detection looks for these too.
     written: tuple[str, ...] = ()
+    # Markup of this format that also ends a reasoning block the model left open, and starts the content: Kimi K2
+    # and DeepSeek V4 may open their calls without closing their reasoning (vLLM's kimi_k2 and deepseek_v4
+    # reasoning parsers end it there). Whatever reasoning format serves the model (their blocks are <think>'s).
+    ends_reasoning: tuple[str, ...] = ()
 
     def new_parser(self, schemas: Schemas) -> ToolParser:
         """A parser for one turn, with this format's call ids; a parser that can is given the markup, so a list
@@ -72,10 +76,15 @@ def kimi_call_id(index: int, name: str) -> str:
     return f"functions.{name}:{index}"
 
 
-def section_format(decode: Decoder, markup: CallMarkup, call_id: CallIds = openai_call_id) -> ToolFormat:
+def section_format(
+    decode: Decoder, markup: CallMarkup, call_id: CallIds = openai_call_id, ends_reasoning: tuple[str, ...] = ()
+) -> ToolFormat:
     """A format whose calls sit in a section between ``markup.opening`` and ``markup.closing``, amid text."""
     return ToolFormat(
-        lambda ids, _: TaggedCallParser(decode, ids, markup.opening, markup.closing), markup, call_id=call_id
+        lambda ids, _: TaggedCallParser(decode, ids, markup.opening, markup.closing),
+        markup,
+        call_id=call_id,
+        ends_reasoning=ends_reasoning,
     )
 
 

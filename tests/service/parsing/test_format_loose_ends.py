@@ -91,3 +91,44 @@ def test_command_r_plus_keeps_the_real_calls_beside_directly_answer() -> None:
     )
     turn = parsed(OutputFormat("command_r_plus"), text)
     assert (calls_of(turn), turn.content) == ([("get_weather", {"city": "Paris"})], "")
+
+
+# 1. Kimi K2 and DeepSeek V4 may open their calls without closing their reasoning: the call's opening ends it (as
+# vLLM's kimi_k2 and deepseek_v4 reasoning parsers end it), whichever name the reasoning format has.
+KIMI_SECTION = (
+    "<|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:0<|tool_call_argument_begin|>"
+    '{"city": "Paris"}<|tool_call_end|><|tool_calls_section_end|>'
+)
+DSML = "｜DSML｜"  # noqa: RUF001
+V4_SECTION = (
+    f'<{DSML}tool_calls>\n<{DSML}invoke name="get_weather">\n'
+    f'<{DSML}parameter name="city" string="true">Paris</{DSML}parameter>\n</{DSML}invoke>\n</{DSML}tool_calls>'
+)
+
+
+@pytest.mark.parametrize("pieces", [0, 1, 5])
+@pytest.mark.parametrize(
+    ("tool", "reasoning", "text"),
+    [
+        ("kimi_k2", "think", "<think>I need the weather.\n" + KIMI_SECTION),
+        ("kimi_k2", "kimi_k2", "<think>I need the weather." + KIMI_SECTION),  # vLLM's names for both
+        ("deepseek_v4", "deepseek_v4", "<think>I need the weather.\n\n" + V4_SECTION),
+    ],
+)
+def test_the_call_opening_ends_an_unclosed_reasoning_block(tool: str, reasoning: str, text: str, pieces: int) -> None:
+    turn = parsed(OutputFormat.choose(tool, reasoning, ""), text, pieces=pieces)
+    assert turn.reasoning == "I need the weather."
+    assert (calls_of(turn), turn.content, turn.in_reasoning) == ([("get_weather", {"city": "Paris"})], "", False)
+
+
+@pytest.mark.parametrize("pieces", [0, 1, 5])
+def test_a_block_the_prompt_opened_ends_at_the_call_too(pieces: int) -> None:
+    turn = parsed(OutputFormat("kimi_k2", "think"), "Checking." + KIMI_SECTION, pieces=pieces, prompt_tail="<think>")
+    assert (turn.reasoning, calls_of(turn), turn.content) == ("Checking.", [("get_weather", {"city": "Paris"})], "")
+
+
+def test_other_formats_calls_stay_inside_an_unclosed_block() -> None:
+    """Qwen's reasoning parser (vLLM's too) ends the block at </think> only: a <tool_call> inside is reasoning."""
+    text = '<think>Maybe <tool_call>\n{"name": "get_weather", "arguments": {}}\n</tool_call>'
+    turn = parsed(OutputFormat("hermes", "think"), text)
+    assert (turn.calls, turn.content, turn.in_reasoning) == ([], "", True)
