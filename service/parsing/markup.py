@@ -132,6 +132,7 @@ def tag_name(name: str) -> bool:
 
 
 DSML = "｜DSML｜"  # noqa: RUF001 (DeepSeek V3.2+'s markup prefix: full-width bars, as its tokenizer has them)
+GCML = "｜GCML｜"  # noqa: RUF001 (GigaChat 3.5's markup prefix, full-width bars like DSML)
 MINIMAX_NS = "]<]minimax[>["  # MiniMax-M3's namespace token, before each of its call tags
 # CallMarkup.arguments -> how the tagged dialects write a call's arguments.
 TAGGED_ARGUMENTS = {
@@ -188,6 +189,18 @@ TAGGED_ARGUMENTS = {
     # Solar Open 2: <|tool_arg:start|>city<|tool_arg:value|>Paris<|tool_arg:end|> after <|tool_call:start|>NAME\n
     "solar_args": TaggedArguments(
         "<|tool_arg:start|>", "<|tool_arg:value|>", "<|tool_arg:end|>", ("<|tool_arg:end|>", "<|tool_call:end|>")
+    ),
+    # GigaChat 3.5 (GCML): DSML's members under its own prefix (service.parsing.formats_tail)
+    "gcml": TaggedArguments(
+        f'<{GCML}parameter name="',
+        '" string="true">',
+        f"</{GCML}parameter>\n",
+        (f"</{GCML}parameter>", f"</{GCML}invoke>"),
+        json_key_end='" string="false">',
+    ),
+    # K2 Horizon (IFM): GLM's members, every tag prefixed ifm|: <ifm|arg_key>city</ifm|arg_key><ifm|arg_value>...
+    "ifm_xml": TaggedArguments(
+        "<ifm|arg_key>", "</ifm|arg_key><ifm|arg_value>", "</ifm|arg_value>", ("</ifm|arg_value>", "</ifm|tool_call>")
     ),
 }
 
