@@ -5,7 +5,8 @@ point): calls, text around them, reasoning; malformed markup stays content. Each
 (tests/data/chat_templates), rendering a known call, holds that call as the format's markup writes it, and no
 other format's writing of it is longer there, so detection by rendering finds the right format. A forced
 call's grammar, built from the markup, compiles on the engine and accepts what the markup writes, and that
-reads back as the calls.
+reads back as the calls; after the family's own reasoning block too; allowed_tools "auto" tags one allowed call.
+(tests/service/api/test_call_markup.py runs every format's forced calls on the engine.)
 """
 
 from __future__ import annotations
@@ -21,12 +22,10 @@ from typing import Any
 
 import jinja2
 import jinja2.sandbox
-import jsonschema
 import pytest
 
 from clients.v1 import chat_pb2
 from service.engine import OutputConstraint
-from service.engine.generation_config import structured_output_config as engine_form
 from service.engine.grammar import GrammarChecker
 from service.errors import FieldViolation
 from service.parsing import TOOL_PARSERS, ContentDelta, OutputFormat, ParsedTurn, Piece, parser_name_problem
@@ -36,7 +35,6 @@ from service.parsing.markup import CallMarkup
 from service.structured.output import AFTER_THINK, structured_output_config
 from tests.rpc import parse as parse_request
 from tests.service.api.ebnf import to_regex
-from tests.service.api.test_call_markup import generate
 
 TEMPLATES = Path(__file__).parents[2] / "data" / "chat_templates"
 
@@ -472,21 +470,6 @@ def test_the_reasoning_block_then_a_forced_call(tool: str, reasoning: str, check
     assert re.fullmatch(to_regex(calls["grammar"]), text.removeprefix(block["begin"] + "Setting it." + block["end"]))
     turn, _ = feed(fmt, [text])
     assert summary(turn) == ("", "Setting it.", False, ARGUMENTS[1:]), text
-
-
-@pytest.mark.parametrize("name", FORCED)
-def test_forced_calls_on_the_engine_read_back(name: str) -> None:
-    """tiny-chat under each format's forced-call grammar (greedy and sampled): calls only, valid for their tool."""
-    fmt = OutputFormat(name)
-    schemas = {tool["function"]["name"]: tool["function"]["parameters"] for tool in TOOLS}
-    for choice, allowed in (("required", set(schemas)), ("named", {"set_alarm"})):
-        for seed in (0, 1):
-            text = generate(engine_form(constraint(fmt, choice)), seed)
-            turn, _ = feed(fmt, [text])
-            assert turn.calls and turn.content == "", text
-            for call in turn.calls:
-                assert call.name in allowed, text
-                jsonschema.validate(json.loads(call.arguments), schemas[call.name])
 
 
 @pytest.mark.parametrize("name", [name for name in FORCED if TOOL_FORMATS[name].markup.tag])

@@ -4,7 +4,7 @@ Mistral's [ARGS] form) and the reasoning-only formats of service.parsing.formats
 Each written call is parsed whole and fed in deltas of 1-3 characters (and cut in two at every point): the
 results agree and no markup reaches the content on the way; malformed markup stays content. Each family's
 published template renders a known call, and the format's CallMarkup writes that call as the template does.
-A forced call's grammar, built from the markup, runs on the engine and what it writes reads back.
+A forced call after the family's own reasoning block ([THINK], Apertus', Solar Open 2's) runs on the engine.
 """
 
 from __future__ import annotations
@@ -328,38 +328,9 @@ def test_gemma4_interleaved_template_renders_calls_gemma4_reads() -> None:
     assert summary(turn) == ("", "", [WEATHER])
 
 
-def test_two_calls_written_from_each_markup_read_back() -> None:
-    """Opening, separator and closing as declared: two calls read back (one for the one-call formats)."""
-    for name in ("lfm2", "olmo3", "functiongemma", "apertus", "gigachat3", "gigachat3_1", "mistral_args", "rwkv"):
-        markup = TOOL_PARSERS[name].markup
-        written = [written_call(CallMarkup("", markup.call_begin, markup.call_end, "", "", markup.arguments,
-                                           name=markup.name))]  # fmt: skip
-        second = CallMarkup("", markup.call_begin, markup.call_end, "", "", markup.arguments, name=markup.name)
-        time_call = second.begin("get_time") + (
-            'zone="CET"' if markup.arguments == "python" else '{"zone": "CET"}'
-        ) + markup.call_end  # fmt: skip
-        calls = written + ([time_call] if markup.parallel else [])
-        text = markup.opening + markup.separator.join(calls) + markup.closing
-        turn, _ = feed(OutputFormat(name), [text])
-        expected = [WEATHER, ("get_time", {"zone": "CET"})][: len(calls)]
-        assert summary(turn) == ("", "", expected), (name, text)
-
-
-# Forced calls: the grammar built from each markup runs on the engine (tiny-chat) and what it writes reads back.
-FORCED = ["lfm2", "olmo3", "functiongemma", "apertus", "gigachat3", "gigachat3_1", "mistral_args", "rwkv"]
-
-
-@pytest.mark.parametrize("name", FORCED)
-def test_forced_calls_read_back(name: str) -> None:
-    from tests.service.api.test_call_markup import BOUNDED, NAMES, assert_calls, forced_config, generate, read_back
-
-    fmt = OutputFormat(name)
-    named = forced_config(fmt, named_tool_choice={"type": "function", "function": {"name": "get_weather"}})
-    text = generate(named, 0)
-    assert assert_calls(read_back(fmt, text), text, ["get_weather"]) == ["get_weather"]
-    text = generate(forced_config(fmt, tools=BOUNDED, tool_choice="required"), 0)
-    calls = assert_calls(read_back(fmt, text), text, NAMES)
-    assert len(calls) == 1 or TOOL_PARSERS[name].markup.parallel, text
+# tests/service/api/test_call_markup.py writes two calls from every registered format's markup and forces each
+# (required, named, parallel calls off, after a <think> block) on the engine; here, a call after the family's own
+# reasoning block.
 
 
 @pytest.mark.parametrize("reasoning", ["mistral", "apertus", "solar_open2"])

@@ -2,7 +2,8 @@
 Step3, Hunyuan 3, MiniCPM5): calls as each model writes them parsed whole and in small deltas, typed by the
 tools' schemas; malformed markup kept as text; reasoning split; each family's published template renders the
 known call exactly as its format's markup writes it (so detection by rendering finds it, and no other
-format); forced calls written under the markup's grammar read back on the engine."""
+format); on the engine, DSML's forced values marked by how they are written, allowed_tools "auto", and a
+forced call after each family's own reasoning block (test_call_markup forces every format otherwise)."""
 
 from __future__ import annotations
 
@@ -514,22 +515,8 @@ def test_every_other_vendored_template_is_left_to_its_own_format() -> None:
 
 
 # ---- forced calls: the grammar built from the markup, on the engine ----
-
-
-@pytest.mark.parametrize("seed", [0, 1], ids=["greedy", "seed1"])
-@pytest.mark.parametrize("name", FORMATS)
-def test_required_calls_read_back(name: str, seed: int) -> None:
-    fmt = OutputFormat(name)
-    text = generate(forced_config(fmt, tools=BOUNDED, tool_choice="required"), seed)
-    assert assert_calls(read_back(fmt, text), text, NAMES)
-
-
-@pytest.mark.parametrize("tool", NAMES)
-@pytest.mark.parametrize("name", FORMATS)
-def test_named_call_reads_back(name: str, tool: str) -> None:
-    fmt = OutputFormat(name)
-    text = generate(forced_config(fmt, named_tool_choice={"type": "function", "function": {"name": tool}}), 0)
-    assert assert_calls(read_back(fmt, text), text, [tool]) == [tool]
+# tests/service/api/test_call_markup.py forces every registered format (required, named, parallel calls off,
+# after a <think> block) and reads it back; here only what is these families' own.
 
 
 def test_dsml_grammar_marks_each_value_by_how_it_is_written() -> None:
