@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import datetime
 import json
-import random
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -28,13 +27,14 @@ from clients.v1 import chat_pb2
 from service.engine import OutputConstraint
 from service.engine.grammar import GrammarChecker
 from service.errors import FieldViolation
-from service.parsing import TOOL_PARSERS, ContentDelta, OutputFormat, ParsedTurn, Piece, parser_name_problem
+from service.parsing import TOOL_PARSERS, ContentDelta, OutputFormat, ParsedTurn, parser_name_problem
 from service.parsing.calls_json import RECIPIENT
 from service.parsing.formats_json import ALIASES, REASONING_FORMATS, TOOL_FORMATS
 from service.parsing.markup import CallMarkup
 from service.structured.output import AFTER_THINK, structured_output_config
 from tests.rpc import parse as parse_request
 from tests.service.api.ebnf import to_regex
+from tests.service.parsing.feeding import deltas, fed
 
 TEMPLATES = Path(__file__).parents[2] / "data" / "chat_templates"
 
@@ -154,28 +154,6 @@ def chosen(tool: str | None, reasoning: str | None = None) -> OutputFormat:
     return OutputFormat.choose(tool, reasoning, "")
 
 
-def feed(fmt: OutputFormat, chunks: list[str], prompt_tail: str = "") -> tuple[ParsedTurn, list[Piece]]:
-    parser = fmt.parser(prompt_tail=prompt_tail)
-    pieces: list[Piece] = []
-    for chunk in chunks:
-        pieces += parser.feed(chunk)
-    return parser.result, pieces + parser.finish()
-
-
-def deltas(text: str) -> Iterator[list[str]]:
-    """``text`` cut every way worth trying: at each point in two, and in runs of 1, 2, 3 and 1-3 characters."""
-    for cut in range(1, len(text)):
-        yield [text[:cut], text[cut:]]
-    for size in (1, 2, 3):
-        yield [text[start : start + size] for start in range(0, len(text), size)]
-    draw, start, chunks = random.Random(len(text)), 0, []
-    while start < len(text):
-        size = draw.randint(1, 3)
-        chunks.append(text[start : start + size])
-        start += size
-    yield chunks
-
-
 def summary(turn: ParsedTurn) -> tuple[str, str, bool, list[tuple[str, Any]]]:
     """The turn but for the call ids (new each time)."""
     calls = [(call.name, json.loads(call.arguments)) for call in turn.calls]
@@ -185,10 +163,10 @@ def summary(turn: ParsedTurn) -> tuple[str, str, bool, list[tuple[str, Any]]]:
 @pytest.mark.parametrize(("name", "text", "calls", "content"), CASES)
 def test_calls_read_whole_and_in_small_deltas(name: str, text: str, calls: list, content: str | None) -> None:
     fmt = chosen(name)
-    whole, _ = feed(fmt, [text])
+    whole, _ = fed(fmt, [text])
     assert summary(whole) == (text if content is None else content, "", False, calls)
     for chunks in deltas(text):
-        split, pieces = feed(fmt, chunks)
+        split, pieces = fed(fmt, chunks)
         assert summary(split) == summary(whole), chunks
         if calls:  # markup never streams out as text, however it is cut
             streamed = [piece.text for piece in pieces if isinstance(piece, ContentDelta)]
@@ -201,8 +179,8 @@ def test_reasoning_then_the_reply(
 ) -> None:
     fmt = chosen(tool, reasoning)
     expected = (content, thought, cut_off, calls)
-    for chunks in [[text], *deltas(text)]:
-        turn, pieces = feed(fmt, chunks, tail)
+    for chunks in deltas(text):
+        turn, pieces = fed(fmt, chunks, tail)
         assert summary(turn) == expected, chunks
         streamed = "".join(piece.text for piece in pieces if isinstance(piece, ContentDelta))
         assert "THINKING" not in streamed and "FINAL RESPONSE" not in streamed and "think>" not in streamed
@@ -218,7 +196,7 @@ def test_hostile_output_stays_text(name: str) -> None:
     markup = TOOL_FORMATS[name].markup
     for value in HOSTILE:
         for text in (markup.opening + markup.begin("f") + value + markup.call_end + markup.closing, value):
-            turn, _ = feed(OutputFormat(name), [text])
+            turn, _ = fed(OutputFormat(name), [text])
             assert not turn.calls and turn.content.strip() == text.strip()
 
 
@@ -331,7 +309,7 @@ def test_the_family_template_renders_the_call_as_the_markup_writes_it(
     else:
         assert longest_writing(rendering) == {name}, longest_writing(rendering)  # not Qwen3-Coder's, not Hermes'
     # What the model writes reads back as the call.
-    turn, _ = feed(OutputFormat(name), [written(markup)])
+    turn, _ = fed(OutputFormat(name), [written(markup)])
     assert summary(turn) == ("", "", False, [("get_weather", PROBE_ARGUMENTS)])
 
 
@@ -341,7 +319,7 @@ def test_xlam_writes_calls_as_mistral_does_and_both_read_them() -> None:
     rendering = rendered("vllm-xlam-llama.jinja", "object")
     assert longest_writing(rendering) == {"mistral", "xlam"}
     for reader in ("mistral", "xlam"):
-        turn, _ = feed(OutputFormat(reader), [written(TOOL_PARSERS["xlam"].markup)])
+        turn, _ = fed(OutputFormat(reader), [written(TOOL_PARSERS["xlam"].markup)])
         assert summary(turn) == ("", "", False, [("get_weather", PROBE_ARGUMENTS)])
 
 
@@ -444,7 +422,7 @@ def test_forced_calls_compile_and_what_the_markup_writes_reads_back(name: str, c
         # spaced_ebnf makes the markup's spaces after ":" and "," optional: the compact writing is one it takes.
         assert re.fullmatch(to_regex(made.value), text.replace(": ", ":").replace(", ", ",")), (text, made.value)
         assert re.fullmatch(to_regex(made.value), text), (text, made.value)
-        turn, _ = feed(fmt, [text])
+        turn, _ = fed(fmt, [text])
         assert summary(turn) == ("", "", False, calls), text
 
 
@@ -468,7 +446,7 @@ def test_the_reasoning_block_then_a_forced_call(tool: str, reasoning: str, check
     assert (block["begin"], block["end"]) == (think.begin, think.end + after)
     text = block["begin"] + "Setting it." + block["end"] + written_calls(markup, ARGUMENTS[1:])
     assert re.fullmatch(to_regex(calls["grammar"]), text.removeprefix(block["begin"] + "Setting it." + block["end"]))
-    turn, _ = feed(fmt, [text])
+    turn, _ = fed(fmt, [text])
     assert summary(turn) == ("", "Setting it.", False, ARGUMENTS[1:]), text
 
 
@@ -494,5 +472,5 @@ def test_allowed_tools_auto_tags_one_allowed_call(name: str, checker: GrammarChe
     text = written_calls(markup, ARGUMENTS[:1])
     assert text.startswith(tag["begin"]) and text.endswith(tag["end"]), (tag, text)
     assert re.fullmatch(to_regex(tag["content"]["grammar"]), text[len(tag["begin"]) : len(text) - len(tag["end"])])
-    turn, _ = feed(fmt, ["Let me see. " + text])
+    turn, _ = fed(fmt, ["Let me see. " + text])
     assert summary(turn) == ("Let me see.", "", False, ARGUMENTS[:1])

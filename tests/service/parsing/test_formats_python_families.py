@@ -18,7 +18,7 @@ import jinja2.ext
 import jinja2.sandbox
 import pytest
 
-from service.parsing import REASONING_PARSERS, TOOL_PARSERS, ContentDelta, OutputFormat, ParsedTurn, Piece
+from service.parsing import REASONING_PARSERS, TOOL_PARSERS, ContentDelta, OutputFormat, ParsedTurn
 from service.parsing.calls_python import (
     apertus_calls,
     functiongemma_call,
@@ -28,6 +28,7 @@ from service.parsing.calls_python import (
 )
 from service.parsing.formats_python import HUNYUAN_THINK, MISTRAL_THINK, SOLAR_OPEN2_THINK
 from service.parsing.markup import GRANITE_TAGGED_THINK, THINK, CallMarkup
+from tests.service.parsing.feeding import deltas, fed
 
 TEMPLATES = Path(__file__).parents[2] / "data" / "chat_templates"
 WEATHER = ("get_weather", {"city": "Paris", "days": 3})
@@ -98,26 +99,6 @@ MARKUP = ["<|tool_call", "<function_calls", "function_call>", "<|tools_", "<|mes
           "function call<", "[TOOL_CALLS]", "[ARGS]", "call:", "**Tool", "```"]  # fmt: skip
 
 
-def feed(fmt: OutputFormat, chunks: list[str], prompt_tail: str = "") -> tuple[ParsedTurn, list[Piece]]:
-    """``chunks`` fed one after another, then finished."""
-    parser = fmt.parser(prompt_tail=prompt_tail)
-    pieces: list[Piece] = []
-    for chunk in chunks:
-        pieces += parser.feed(chunk)
-    return parser.result, pieces + parser.finish()
-
-
-def deltas(text: str) -> list[list[str]]:
-    """``text`` in deltas of 1, 2 and 3 characters, of 1-3 characters in turn, and cut in two at every point."""
-    sized = [[text[i : i + size] for i in range(0, len(text), size)] for size in (1, 2, 3)]
-    cuts, position, turn = [], 0, 0
-    while position < len(text):
-        step = turn % 3 + 1
-        cuts.append(text[position : position + step])
-        position, turn = position + step, turn + 1
-    return [*sized, cuts, *([text[:cut], text[cut:]] for cut in range(1, len(text)))]
-
-
 def summary(turn: ParsedTurn) -> tuple[str, str, list[tuple[str, Any]]]:
     return turn.content, turn.reasoning, [(c.name, json.loads(c.arguments)) for c in turn.calls]
 
@@ -125,10 +106,10 @@ def summary(turn: ParsedTurn) -> tuple[str, str, list[tuple[str, Any]]]:
 @pytest.mark.parametrize(("name", "text", "calls", "content"), CASES)
 def test_whole_and_streamed_agree(name: str, text: str, calls: list, content: str | None) -> None:
     fmt = OutputFormat(name)
-    whole, _ = feed(fmt, [text])
+    whole, _ = fed(fmt, [text])
     assert summary(whole) == (text if content is None else content, "", calls)
     for chunks in deltas(text):
-        turn, pieces = feed(fmt, chunks)
+        turn, pieces = fed(fmt, chunks)
         assert summary(turn) == summary(whole), chunks
         if calls:
             streamed = [piece.text for piece in pieces if isinstance(piece, ContentDelta)]
@@ -182,12 +163,12 @@ REASONING = [
 @pytest.mark.parametrize(("name", "text", "reasoning", "content", "cut_off"), REASONING)
 def test_reasoning_split_whole_and_streamed(name: str, text: str, reasoning: str, content: str, cut_off: bool) -> None:
     fmt = OutputFormat.choose(None, name, "")
-    whole, _ = feed(fmt, [text])
+    whole, _ = fed(fmt, [text])
     assert (whole.reasoning, whole.content, whole.in_reasoning) == (reasoning, content, cut_off)
     think = fmt.think_markup
     assert think is not None
     for chunks in deltas(text):
-        turn, pieces = feed(fmt, chunks)
+        turn, pieces = fed(fmt, chunks)
         assert (turn.reasoning, turn.content, turn.in_reasoning) == (reasoning, content, cut_off), chunks
         texts = [piece.text for piece in pieces if isinstance(piece, ContentDelta)]
         assert not any(tag in part for part in texts for tag in (*think.begins, *think.ends)), (chunks, texts)
@@ -195,14 +176,14 @@ def test_reasoning_split_whole_and_streamed(name: str, text: str, reasoning: str
 
 def test_a_block_the_prompt_opened() -> None:
     """Solar Open 2's template opens the block in the prompt: the reply starts inside it."""
-    turn, _ = feed(OutputFormat(None, "solar_open2"), ["Hmm.", "<|think:e", "nd|>Sunny."], "<|think:start|>")
+    turn, _ = fed(OutputFormat(None, "solar_open2"), ["Hmm.", "<|think:e", "nd|>Sunny."], "<|think:start|>")
     assert (turn.reasoning, turn.content) == ("Hmm.", "Sunny.")
 
 
 def test_mistral_reasoning_then_its_calls() -> None:
     text = "[THINK]I need the weather.[/THINK]" + MISTRAL_CALL
     for chunks in [[text], *deltas(text)[:4]]:
-        turn, _ = feed(OutputFormat("mistral_args", "mistral"), chunks)
+        turn, _ = fed(OutputFormat("mistral_args", "mistral"), chunks)
         assert summary(turn) == ("", "I need the weather.", [WEATHER]), chunks
 
 
@@ -294,7 +275,7 @@ def test_the_template_renders_the_formats_written_call(template: str, name: str,
         markup.opening or markup.tag or markup.call_begin.split("{name}")[0]
     )  # the call's first markup, looked for after the question
     start = text.find(opening, text.index("What is the weather"))
-    turn, _ = feed(OutputFormat(name), [text[start : text.index(end, start)]])
+    turn, _ = fed(OutputFormat(name), [text[start : text.index(end, start)]])
     assert summary(turn) == ("", "", [WEATHER]), text[start:]
 
 
@@ -324,7 +305,7 @@ def test_gemma4_interleaved_template_renders_calls_gemma4_reads() -> None:
     """Gemma 4's interleaved-thinking template writes calls in Gemma 4's notation: the gemma4 format reads them."""
     text = rendered("google-gemma-4-31B-it-interleaved.jinja", None)
     start = text.index("<|tool_call>")
-    turn, _ = feed(OutputFormat("gemma4"), [text[start : text.index("<turn|>", start)]])
+    turn, _ = fed(OutputFormat("gemma4"), [text[start : text.index("<turn|>", start)]])
     assert summary(turn) == ("", "", [WEATHER])
 
 

@@ -8,7 +8,6 @@ forced call after each family's own reasoning block (test_call_markup forces eve
 from __future__ import annotations
 
 import json
-import random
 import re
 from pathlib import Path
 from typing import Any
@@ -41,6 +40,8 @@ from tests.service.api.test_call_markup import (
     generate,
     read_back,
 )
+from tests.service.parsing.feeding import calls, fed
+from tests.service.parsing.feeding import deltas as feeding_deltas
 
 TEMPLATES = Path(__file__).parents[2] / "data" / "chat_templates"
 FORMATS = list(formats_xml.TOOL_FORMATS)
@@ -107,25 +108,12 @@ WRITTEN = {
 
 def turn_of(name: str, chunks: list[str], schemas: dict[str, Any] | None = SCHEMAS, **options: Any) -> ParsedTurn:
     """The turn ``chunks`` make, fed one by one to a fresh parser of format ``name``."""
-    parser = OutputFormat(name, options.pop("reasoning", None)).parser(schemas=schemas, **options)
-    for chunk in chunks:
-        parser.feed(chunk)
-    parser.finish()
-    return parser.result
-
-
-def calls(turn: ParsedTurn) -> list[tuple[str, Any]]:
-    return [(call.name, json.loads(call.arguments)) for call in turn.calls]
+    return fed(OutputFormat(name, options.pop("reasoning", None)), chunks, schemas=schemas, **options)[0]
 
 
 def deltas(text: str) -> list[list[str]]:
-    """``text`` whole, in deltas of 1, 2 and 3 characters, cut in two everywhere, and in random pieces."""
-    rng = random.Random(len(text))
-    sized = [[text[i : i + size] for i in range(0, len(text), size)] for size in (1, 2, 3)]
-    halves = [[text[:i], text[i:]] for i in range(1, len(text), 7)]
-    cuts = [sorted(rng.sample(range(1, len(text)), 5)) for _ in range(4)]
-    pieces = [[text[a:b] for a, b in zip([0, *cut], [*cut, len(text)], strict=True)] for cut in cuts]
-    return [[text], *sized, *halves, *pieces]
+    """``text`` as feeding.deltas cuts it, in two at every 7th point (these calls are long)."""
+    return feeding_deltas(text, cut_every=7)
 
 
 def written(markup: CallMarkup, *made: tuple[str, dict[str, Any]]) -> str:
