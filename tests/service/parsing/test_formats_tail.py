@@ -1,0 +1,213 @@
+"""The long tail of vLLM's tool parsers (service.parsing.formats_tail): each new format reads its model's calls,
+written by hand as vLLM's parser for the family documents them, whole and fed in 1 to 3 character deltas; two
+calls; malformed markup stays content. Each alias names a format that reads the markup its vLLM parser
+documents, in that parser's own examples. (Forced calls, cut lists and hostile input are covered for every
+registered format by test_call_markup, test_cut_call_lists and test_hostile_output.)"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from service.parsing import OutputFormat, ParsedTurn, formats_tail
+from service.parsing.formats import ALIASES, TOOL_PARSERS
+from service.parsing.markup import GCML, TAGGED_ARGUMENTS
+
+SCHEMAS = {
+    "get_weather": {"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}}},
+    "set_alarm": {"type": "object", "properties": {"hour": {"type": "integer"}, "label": {"type": "string"}}},
+}
+WEATHER = ("get_weather", {"city": "Paris", "days": 3})
+ALARM = ("set_alarm", {"hour": 7, "label": "wake up"})
+PLAMO = {
+    tag: f"<|plamo:{tag}:plamo|>"
+    for tag in (
+        "begin_tool_requests", "end_tool_requests", "begin_tool_request", "end_tool_request", "begin_tool_name",
+        "end_tool_name", "begin_tool_arguments", "end_tool_arguments",
+    )
+}  # fmt: skip
+
+
+def plamo(*calls: tuple[str, dict[str, Any]]) -> str:
+    """PLaMo 3's section of requests, as its vLLM parser's docstring lays them out (one tag after another)."""
+    requests = "".join(
+        f"{PLAMO['begin_tool_request']}{PLAMO['begin_tool_name']}{name}{PLAMO['end_tool_name']}"
+        f"{PLAMO['begin_tool_arguments']}{json.dumps(arguments)}{PLAMO['end_tool_arguments']}{PLAMO['end_tool_request']}"
+        for name, arguments in calls
+    )
+    return PLAMO["begin_tool_requests"] + requests + PLAMO["end_tool_requests"]
+
+
+def gcml(*calls: tuple[str, dict[str, Any]]) -> str:
+    """GigaChat 3.5's section, as vLLM's tests of its parser write one (string="false" before a JSON value)."""
+    invokes = "".join(
+        f'<{GCML}invoke name="{name}">\n'
+        + "".join(
+            f'<{GCML}parameter name="{key}" string="{str(isinstance(value, str)).lower()}">'
+            f"{value if isinstance(value, str) else json.dumps(value)}</{GCML}parameter>\n"
+            for key, value in arguments.items()
+        )
+        + f"</{GCML}invoke>\n"
+        for name, arguments in calls
+    )
+    return f"<{GCML}tool_calls>\n{invokes}</{GCML}tool_calls>"
+
+
+def keyed(call_tag: str, section: str, *calls: tuple[str, dict[str, Any]]) -> str:
+    """Hunyuan 4's (plain tags) or K2 Horizon's (ifm| tags) section: each call its name, then key/value tags."""
+    members = "".join(
+        f"<{call_tag}>{name}"
+        + "".join(
+            f"<{section}arg_key>{key}</{section}arg_key><{section}arg_value>{value}</{section}arg_value>"
+            for key, value in arguments.items()
+        )
+        + f"</{call_tag}>"
+        for name, arguments in calls
+    )
+    return f"<{section}tool_calls>{members}</{section}tool_calls>"
+
+
+# Each new format -> get_weather, then set_alarm, as its model writes them (by hand, not from the markup).
+WRITTEN: dict[str, str] = {
+    "qwen25_coder": '<tools>\n{"name": "get_weather", "arguments": {"city": "Paris", "days": 3}}\n</tools>\n'
+    '<tools>\n{"name": "set_alarm", "arguments": {"hour": 7, "label": "wake up"}}\n</tools>',
+    "openpangu": '<|tool_call_start|>[{"name": "get_weather", "arguments": {"city": "Paris", "days": 3}}, '
+    '{"name": "set_alarm", "arguments": {"hour": 7, "label": "wake up"}}]<|tool_call_end|>',
+    "plamo3": plamo(WEATHER, ALARM),
+    "gigachat35": gcml(WEATHER, ALARM),
+    "dots": '<dots_function_call>\n<invoke name="get_weather">\n<parameter name="city">Paris</parameter>\n'
+    '<parameter name="days">3</parameter>\n</invoke>\n<invoke name="set_alarm">\n'
+    '<parameter name="hour">7</parameter>\n<parameter name="label">wake up</parameter>\n</invoke>\n'
+    "</dots_function_call>",
+    "hy_v4": keyed("tool_call", "", WEATHER, ALARM),
+    "k2_horizon": keyed("ifm|tool_call", "ifm|", WEATHER, ALARM),
+    "step_audio_2": '<tool_call>function\nget_weather\n{"city": "Paris", "days": 3}</tool_call>'
+    '<tool_call>function\nset_alarm\n{"hour": 7, "label": "wake up"}</tool_call>',
+    "cwm": '<tool: function>\nget_weather {"city": "Paris", "days": 3}\n</tool>\n'
+    '<tool: function>\nset_alarm\n{"hour": 7, "label": "wake up"}\n</tool>',
+}
+# Each new format -> markup that opens like its calls but is not one: it stays content, as written.
+MALFORMED: dict[str, str] = {
+    "qwen25_coder": '<tools>\n{"name": "get_weather", "arguments": {"city": "Paris"\n</tools>',
+    "openpangu": '<|tool_call_start|>[{"arguments": {"city": "Paris"}}]<|tool_call_end|>',
+    "plamo3": PLAMO["begin_tool_requests"] + PLAMO["begin_tool_request"] + PLAMO["begin_tool_name"] + "get_weather"
+    + PLAMO["end_tool_name"] + '{"city": "Paris"}' + PLAMO["end_tool_request"] + PLAMO["end_tool_requests"],
+    "gigachat35": f'<{GCML}tool_calls>\n<{GCML}invoke>\n</{GCML}invoke>\n</{GCML}tool_calls>',
+    "dots": '<dots_function_call>\n<invoke name="get weather">\n</invoke>\n</dots_function_call>',
+    "hy_v4": "<tool_calls><tool_call>get_weather<arg_key>city</arg_key>Paris</tool_call></tool_calls>",
+    "k2_horizon": "<ifm|tool_calls><ifm|tool_call>get_weather<ifm|arg_key>city</ifm|arg_key></ifm|tool_call>"
+    "</ifm|tool_calls>",
+    "step_audio_2": '<tool_call>get_weather\n{"city": "Paris"}</tool_call>',
+    "cwm": "<tool: function>\nterminal ls -l\n</tool>",
+}  # fmt: skip
+NEW_FORMATS = list(formats_tail.TOOL_FORMATS)
+
+
+def turn(name: str, text: str, sizes: tuple[int, ...] = ()) -> ParsedTurn:
+    """``text`` through format (or alias) ``name``'s parser, whole or in deltas of ``sizes`` in turn."""
+    parser = OutputFormat.choose(name, None, "").parser(schemas=SCHEMAS)
+    position, count = 0, 0
+    while position < len(text):
+        size = sizes[count % len(sizes)] if sizes else len(text)
+        parser.feed(text[position : position + size])
+        position, count = position + size, count + 1
+    parser.finish()
+    return parser.result
+
+
+def calls_of(parsed: ParsedTurn) -> list[tuple[str, Any]]:
+    return [(call.name, json.loads(call.arguments)) for call in parsed.calls]
+
+
+def test_every_new_format_is_tested() -> None:
+    assert set(WRITTEN) == set(MALFORMED) == set(NEW_FORMATS)
+    assert all(name in TOOL_PARSERS for name in NEW_FORMATS)
+
+
+@pytest.mark.parametrize("sizes", [(), (1,), (2,), (3,), (1, 2, 3)], ids=["whole", "1", "2", "3", "1-2-3"])
+@pytest.mark.parametrize("name", NEW_FORMATS)
+def test_two_calls_whole_and_in_small_deltas(name: str, sizes: tuple[int, ...]) -> None:
+    parsed = turn(name, "Let me check.\n" + WRITTEN[name], sizes)
+    assert calls_of(parsed) == [WEATHER, ALARM]
+    assert parsed.content.strip() == "Let me check."
+
+
+@pytest.mark.parametrize("sizes", [(), (1,), (1, 2, 3)], ids=["whole", "1", "1-2-3"])
+@pytest.mark.parametrize("name", NEW_FORMATS)
+def test_malformed_markup_stays_content(name: str, sizes: tuple[int, ...]) -> None:
+    parsed = turn(name, MALFORMED[name], sizes)
+    assert parsed.calls == []
+    assert parsed.content == MALFORMED[name]
+
+
+@pytest.mark.parametrize("name", NEW_FORMATS)
+def test_the_markup_writes_what_the_parser_reads(name: str) -> None:
+    """One call written by the format's CallMarkup (what a forced call's grammar writes) reads back."""
+    markup = TOOL_PARSERS[name].markup
+    written = TAGGED_ARGUMENTS[markup.arguments].write if markup.arguments in TAGGED_ARGUMENTS else json.dumps
+    arguments = written(WEATHER[1])
+    text = markup.opening + markup.begin(WEATHER[0]) + arguments + markup.call_end + markup.closing
+    assert calls_of(turn(name, text)) == [WEATHER]
+
+
+def test_single_object_and_list_forms_of_qwen25_coder() -> None:
+    """vLLM's docstring: one call as an object, several as a JSON list, in one <tools> block."""
+    one = '<tools>\n{"name": "function_name", "arguments": {"param1": "value1"}}\n</tools>'
+    assert calls_of(turn("qwen25_coder", one)) == [("function_name", {"param1": "value1"})]
+    listed = '<tools>\n[{"name": "func1", "arguments": {}}, {"name": "func2", "parameters": {"a": 1}}]\n</tools>'
+    assert calls_of(turn("qwen2_5_coder", listed, (2,))) == [("func1", {}), ("func2", {"a": 1})]
+
+
+# vLLM's parser name -> the call markup its parser documents (docstrings and examples, in their words).
+ALIAS_EXAMPLES: dict[str, tuple[str, list[tuple[str, Any]]]] = {
+    "mimov2_flash": (
+        "<tool_call>\n<function=execute_bash>\n<parameter=command>pwd && ls</parameter>\n</function>\n</tool_call>",
+        [("execute_bash", {"command": "pwd && ls"})],
+    ),
+    "qwen35coder": (
+        "<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n</function>\n</tool_call>",
+        [("get_weather", {"city": "Paris"})],
+    ),
+    "iquest_coder": (
+        "\n<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n</function>\n</tool_call>\n"
+        "<tool_call>\n<function=set_alarm>\n<parameter=hour>\n7\n</parameter>\n</function>\n</tool_call>",
+        [("get_weather", {"city": "Paris"}), ("set_alarm", {"hour": 7})],
+    ),
+    "spark3": (
+        "<tool_call>get_weather<arg_key>city</arg_key><arg_value>Paris</arg_value>"
+        "<arg_key>days</arg_key><arg_value>3</arg_value></tool_call>",
+        [WEATHER],
+    ),
+    "intern_s1": (
+        '<|action_start|><|plugin|>\n{"name": "get_weather", "parameters": {"city": "Paris"}}<|action_end|>',
+        [("get_weather", {"city": "Paris"})],
+    ),
+    "openpangu_v2": (
+        '<|tool_call_start|>[{"name": "get_weather", "arguments": {"city": "Paris"}}]<|tool_call_end|>',
+        [("get_weather", {"city": "Paris"})],
+    ),
+    "pangu": (
+        '<|tool_call_start|>[{"name": "get_weather", "arguments": {"city": "Paris"}}]<|tool_call_end|>',
+        [("get_weather", {"city": "Paris"})],
+    ),
+    "qwen2_5_coder": (
+        '<tools>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tools>',
+        [("get_weather", {"city": "Paris"})],
+    ),
+}
+
+
+def test_every_tail_alias_has_an_example() -> None:
+    assert set(formats_tail.ALIASES["tool"]) == set(ALIAS_EXAMPLES)
+
+
+@pytest.mark.parametrize("sizes", [(), (1,), (1, 2, 3)], ids=["whole", "1", "1-2-3"])
+@pytest.mark.parametrize("alias", list(ALIAS_EXAMPLES))
+def test_an_alias_reads_its_vllm_parsers_markup(alias: str, sizes: tuple[int, ...]) -> None:
+    text, expected = ALIAS_EXAMPLES[alias]
+    assert ALIASES["tool"][alias] in TOOL_PARSERS
+    parsed = turn(alias, text, sizes)
+    assert calls_of(parsed) == expected
+    assert parsed.content.strip() == ""
