@@ -42,27 +42,10 @@ from tests.service.api.test_call_markup import (
 )
 from tests.service.parsing.feeding import calls, fed
 from tests.service.parsing.feeding import deltas as feeding_deltas
+from tests.service.parsing.test_xml_formats import ALARM, SCHEMAS, WEATHER  # Qwen3-Coder's and GLM's: every JSON type
 
 TEMPLATES = Path(__file__).parents[2] / "data" / "chat_templates"
 FORMATS = list(formats_xml.TOOL_FORMATS)
-SCHEMAS = {
-    "get_weather": {
-        "type": "object",
-        "properties": {"city": {"type": "string"}, "days": {"type": "integer"}, "zip": {"type": "string"}},
-    },
-    "set_alarm": {
-        "type": "object",
-        "properties": {
-            "hour": {"type": "number"},
-            "loud": {"type": "boolean"},
-            "label": {"type": ["string", "null"]},
-            "mode": {"type": "object"},
-            "days": {"type": "array"},
-        },
-    },
-}
-WEATHER = ("get_weather", {"city": "Paris", "days": 3, "zip": "75001"})
-ALARM = ("set_alarm", {"hour": 7.5, "loud": True, "label": None, "mode": {"repeat": False}, "days": [1, 2]})
 NS = MINIMAX_NS
 STEP3_OPEN, STEP3_CLOSE = formats_xml.STEP3_CALLS_BEGIN, formats_xml.STEP3_CALLS_END
 STEP3_CALL = formats_xml.STEP3_CALL_BEGIN + "function" + formats_xml.STEP3_SEP
