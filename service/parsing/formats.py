@@ -360,7 +360,12 @@ class OutputFormat:
             opened = self.reasoning_opened(prompt_tail)
             ended_by = () if self.tool_parser is None else TOOL_PARSERS[self.tool_parser].ends_reasoning
             reasoning = ThinkSplitter(
-                opened=opened, open_tag=think.begins, close_tag=think.ends, reply=think.reply, ended_by=ended_by
+                opened=opened,
+                closed=self.reasoning_closed(prompt_tail),
+                open_tag=think.begins,
+                close_tag=think.ends,
+                reply=think.reply,
+                ended_by=ended_by,
             )
         if self.tool_parser == HARMONY_PARSER or think == HARMONY_THINK:
             # Harmony's channels are one markup: one reader takes the turn, with its calls or without.
@@ -379,6 +384,13 @@ class OutputFormat:
         if (think := self.think_markup) is None:
             return False
         return max(prompt_tail.rfind(tag) for tag in think.begins) > max(prompt_tail.rfind(tag) for tag in think.ends)
+
+    def reasoning_closed(self, prompt_tail: str) -> bool:
+        """Whether a prompt ending in ``prompt_tail`` ends with the reasoning block's end tag: the template closed
+        the block itself (thinking off), so the reply is the content after it."""
+        if (think := self.think_markup) is None:
+            return False
+        return prompt_tail.rstrip().endswith(think.ends)
 
     @property
     def markup_texts(self) -> tuple[str, ...]:

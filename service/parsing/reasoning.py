@@ -4,7 +4,7 @@ Written here rather than taken from openvino_genai: its ``ReasoningParser``
 leaves a block cut off by the token limit in the content, and its
 ``DeepSeekR1ReasoningParser`` keeps ``<think>`` inside the reasoning; its
 incremental parser keeps the newlines around the tags. This splitter handles a
-block the chat template already opened (``opened``), tags split across deltas,
+block the chat template already opened (``opened``) or closed (``closed``), tags split across deltas,
 and a block cut off before its close tag (reasoning, not content).
 """
 
@@ -21,6 +21,7 @@ class ThinkSplitter:
         self,
         *,
         opened: bool = False,
+        closed: bool = False,
         open_tag: str | tuple[str, ...] = "<think>",
         close_tag: str | tuple[str, ...] = "</think>",
         reply: tuple[str, str] | None = None,
@@ -37,7 +38,9 @@ class ThinkSplitter:
         self._reasoning = TrimmedText(strip_leading=True)
         self._after_block = False  # content right after the close tag loses its leading whitespace
         self._reply = ReplyTags(*reply) if reply else None
-        self.saw_block = opened
+        # A block the prompt opened, or closed itself (thinking off: Cohere's <|START_THINKING|><|END_THINKING|>),
+        # is this turn's: the reply after it is wrapped in the family's reply tags either way.
+        self.saw_block = opened or closed
 
     @property
     def in_reasoning(self) -> bool:

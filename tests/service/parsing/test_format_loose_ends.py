@@ -132,3 +132,32 @@ def test_other_formats_calls_stay_inside_an_unclosed_block() -> None:
     text = '<think>Maybe <tool_call>\n{"name": "get_weather", "arguments": {}}\n</tool_call>'
     turn = parsed(OutputFormat("hermes", "think"), text)
     assert (turn.calls, turn.content, turn.in_reasoning) == ([], "", True)
+
+
+# 2. Cohere's reply tags are removed when the prompt closed the thinking block itself (thinking off) too.
+@pytest.mark.parametrize("pieces", [0, 1, 4])
+@pytest.mark.parametrize(
+    ("reasoning", "text"),
+    [
+        ("cohere2_moe", "<|START_TEXT|>Sunny in Paris.<|END_TEXT|>"),
+        ("command_r7b", "<|START_RESPONSE|>Sunny in Paris.<|END_RESPONSE|>"),
+    ],
+)
+def test_reply_tags_go_when_the_prompt_closed_the_block(reasoning: str, text: str, pieces: int) -> None:
+    tail = "<|START_OF_TURN_TOKEN|><|CHATBOT_TOKEN|><|START_THINKING|><|END_THINKING|>"
+    turn = parsed(OutputFormat("command_r7b", reasoning), text, pieces=pieces, prompt_tail=tail)
+    assert (turn.reasoning, turn.content) == ("", "Sunny in Paris.")
+
+
+def test_reply_tags_stay_text_without_a_block() -> None:
+    """A prompt that neither opened nor closed a block: the model wrote no block, its text is its own."""
+    text = "<|START_TEXT|>Sunny.<|END_TEXT|>"
+    turn = parsed(OutputFormat("command_r7b", "cohere2_moe"), text, prompt_tail="<|CHATBOT_TOKEN|>")
+    assert turn.content == text
+
+
+def test_a_block_the_model_writes_after_a_closed_prompt_block_is_still_reasoning() -> None:
+    text = "<|START_THINKING|>Hm.<|END_THINKING|><|START_TEXT|>Sunny.<|END_TEXT|>"
+    tail = "<|START_THINKING|><|END_THINKING|>"
+    turn = parsed(OutputFormat("command_r7b", "cohere2_moe"), text, prompt_tail=tail)
+    assert (turn.reasoning, turn.content) == ("Hm.", "Sunny.")
