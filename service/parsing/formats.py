@@ -365,6 +365,7 @@ class OutputFormat:
                 open_tag=think.begins,
                 close_tag=think.ends,
                 reply=think.reply,
+                reply_prefix=think.reply_prefix,
                 ended_by=ended_by,
             )
         if self.tool_parser == HARMONY_PARSER or think == HARMONY_THINK:

@@ -58,7 +58,10 @@ RWKV = CallMarkup("", RWKV_MARKER + '\n```json\n{"name": {name}, "arguments": ',
 
 # Reasoning blocks whose delimiters are not <think>...</think>, or that wrap the reply after it.
 MISTRAL_THINK = ThinkMarkup("[THINK]", "[/THINK]")  # Magistral, Ministral 3 reasoning (special tokens)
-HUNYUAN_THINK = ThinkMarkup("<think>", "</think>", reply=("<answer>", "</answer>"))  # Hunyuan A13B
+# Hunyuan A13B: its reply in <answer> tags, opening with "assistant" and a full-width colon, as its template writes
+# past replies and its tool prompt asks.
+HUNYUAN_REPLY_PREFIX = "助手："  # noqa: RUF001
+HUNYUAN_THINK = ThinkMarkup("<think>", "</think>", reply=("<answer>", "</answer>"), reply_prefix=HUNYUAN_REPLY_PREFIX)
 SOLAR_OPEN2_THINK = ThinkMarkup("<|think:start|>", "<|think:end|>")  # Solar Open 2 (its template opens it)
 APERTUS_THINK = ThinkMarkup("<|inner_prefix|>", "<|inner_suffix|>")  # Apertus' deliberation
 

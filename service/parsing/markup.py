@@ -218,6 +218,7 @@ class ThinkMarkup:
     other_ends: tuple[str, ...] = ()
     after: str | None = None  # what a grammar writes after ``end``; None: a blank line, as most templates do
     reply: tuple[str, str] | None = None  # tags the reply is wrapped in after the block (removed from content)
+    reply_prefix: str = ""  # words the reply opens with inside those tags (removed from content; needs ``reply``)
 
     @property
     def begins(self) -> tuple[str, ...]:

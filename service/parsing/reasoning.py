@@ -25,6 +25,7 @@ class ThinkSplitter:
         open_tag: str | tuple[str, ...] = "<think>",
         close_tag: str | tuple[str, ...] = "</think>",
         reply: tuple[str, str] | None = None,
+        reply_prefix: str = "",
         ended_by: tuple[str, ...] = (),
     ) -> None:
         # Each tag may have several spellings (Granite: "Here is" / "Here's"): any of them counts.
@@ -37,7 +38,7 @@ class ThinkSplitter:
         self._buffer = ""
         self._reasoning = TrimmedText(strip_leading=True)
         self._after_block = False  # content right after the close tag loses its leading whitespace
-        self._reply = ReplyTags(*reply) if reply else None
+        self._reply = ReplyTags(*reply, reply_prefix) if reply else None
         # A block the prompt opened, or closed itself (thinking off: Cohere's <|START_THINKING|><|END_THINKING|>),
         # is this turn's: the reply after it is wrapped in the family's reply tags either way.
         self.saw_block = opened or closed
@@ -99,25 +100,27 @@ class ReplyTags:
     the closing tag wherever it comes, and the whitespace that touches them; text that may be the start of
     either is held back."""
 
-    def __init__(self, opening: str, closing: str) -> None:
-        self._opening, self._closing = opening, closing
-        self._started = False  # past where the opening tag could be
+    def __init__(self, opening: str, closing: str, prefix: str = "") -> None:
+        self._closing = closing
+        # What the reply may start with, in turn, each removed when there: the opening tag, then the words a
+        # family opens its reply with (``prefix``: Hunyuan A13B's word for assistant).
+        self._leading = [opening, prefix] if prefix else [opening]
         self._held = ""
         self._text = TrimmedText(strip_leading=False)
 
     def feed(self, text: str) -> str:
         """The reply text of one delta, tags removed."""
         text, self._held = self._held + text, ""
-        if not self._started:
+        while self._leading:
             head = text.lstrip()
-            if head.startswith(self._opening):
-                text, self._started = head[len(self._opening) :], True
+            if head.startswith(self._leading[0]):
+                text = head[len(self._leading.pop(0)) :]
                 self._text = TrimmedText(strip_leading=True)
-            elif self._opening.startswith(head):
+            elif self._leading[0].startswith(head):
                 self._held = text
                 return ""
             else:
-                self._started = True
+                self._leading.pop(0)  # not there: the next may be
         out = ""
         while (end := text.find(self._closing)) >= 0:
             out += self._text.push(text[:end])

@@ -10,6 +10,7 @@ from clients.v1 import chat_pb2
 from service.errors import FieldViolation
 from service.parsing import TOOL_PARSERS, OutputFormat, ParsedTurn
 from service.parsing.calls import mistral_calls
+from service.parsing.formats_python import HUNYUAN_REPLY_PREFIX
 from service.structured.output import structured_output_config
 from tests.rpc import parse
 
@@ -161,3 +162,26 @@ def test_a_block_the_model_writes_after_a_closed_prompt_block_is_still_reasoning
     tail = "<|START_THINKING|><|END_THINKING|>"
     turn = parsed(OutputFormat("command_r7b", "cohere2_moe"), text, prompt_tail=tail)
     assert (turn.reasoning, turn.content) == ("Hm.", "Sunny.")
+
+
+# 8. Hunyuan A13B opens a text reply with its word for assistant and a full-width colon, as its template writes past
+# replies and its tool prompt asks: not content.
+ASSISTANT, SUNNY = HUNYUAN_REPLY_PREFIX, "晴天。"
+HUNYUAN_TEXTS = [
+    (f"<think>\nWeather.\n</think>\n<answer>\n{ASSISTANT}{SUNNY}\n</answer>", "", "Weather."),
+    (f"<answer>\n{ASSISTANT}{SUNNY}\n</answer>", "<think>\n\n</think>\n", ""),  # thinking off: the prompt closed it
+    (f"<think>\nWeather.\n</think>\n{ASSISTANT}{SUNNY}", "", "Weather."),  # no <answer> tags
+]
+
+
+@pytest.mark.parametrize("pieces", [0, 1, 2])
+@pytest.mark.parametrize(("text", "tail", "reasoning"), HUNYUAN_TEXTS)
+def test_hunyuan_reply_prefix_is_not_content(text: str, tail: str, reasoning: str, pieces: int) -> None:
+    turn = parsed(OutputFormat.choose("hunyuan_a13b", "hunyuan_a13b", ""), text, pieces=pieces, prompt_tail=tail)
+    assert (turn.reasoning, turn.content) == (reasoning, SUNNY)
+
+
+def test_hunyuan_prefix_later_in_the_reply_stays() -> None:
+    reply = f"{SUNNY} {ASSISTANT}{SUNNY}"
+    text = f"<think>\nW.\n</think>\n<answer>\n{reply}\n</answer>"
+    assert parsed(OutputFormat.choose("hunyuan_a13b", "hunyuan_a13b", ""), text).content == reply
