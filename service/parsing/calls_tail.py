@@ -8,6 +8,7 @@ when the text is not exactly a well-formed call list, so the caller keeps it as 
     PLaMo 3       <|plamo:begin_tool_requests:plamo|><|plamo:begin_tool_request:plamo|><|plamo:begin_tool_name:plamo|>
                   get_weather<|plamo:end_tool_name:plamo|><|plamo:begin_tool_arguments:plamo|>{"city": "Paris"}...
     Step-Audio 2  <tool_call>function\\nget_weather\\n{"city": "Paris"}</tool_call>
+    Inkling       <|content_invoke_tool_json|>{"name": "get_weather", "args": {"city": "Paris"}}<|end_message|>
     CWM           <tool: function>\\nget_weather {"city": "Paris"}\\n</tool>
 
 The scans only move forward with ``str.find`` / ``str.partition``: linear in the text, no regular expressions.
@@ -28,8 +29,13 @@ PLAMO_REQUESTS, PLAMO_REQUESTS_END = "<|plamo:begin_tool_requests:plamo|>", "<|p
 PLAMO_REQUEST, PLAMO_REQUEST_END = "<|plamo:begin_tool_request:plamo|>", "<|plamo:end_tool_request:plamo|>"
 PLAMO_NAME, PLAMO_NAME_END = "<|plamo:begin_tool_name:plamo|>", "<|plamo:end_tool_name:plamo|>"
 PLAMO_ARGS, PLAMO_ARGS_END = "<|plamo:begin_tool_arguments:plamo|>", "<|plamo:end_tool_arguments:plamo|>"
+# Later PLaMo 3 checkpoints say the arguments are JSON (as gpt-oss does) before writing them; earlier ones do not.
+PLAMO_JSON = "<|plamo:constrain|>json<|plamo:msg|>"
 # Step-Audio 2: the call's kind on the block's first line (always "function"), its name on the second.
 STEP_AUDIO_KIND = "function"
+# Inkling: every block a content kind between special tokens; a call's block holds {"name": ..., "args": {...}}.
+INKLING_CALL, INKLING_END = "<|content_invoke_tool_json|>", "<|end_message|>"
+INKLING_ARGUMENTS = ("args", "arguments", "parameters")  # the key Inkling writes, then those vLLM's parser reads too
 # CWM: a <tool: LABEL> block (the label is informational), the name and the JSON arguments in it.
 CWM_OPEN, CWM_CLOSE = "<tool:", "</tool>"
 
@@ -92,14 +98,15 @@ def tagged_blocks(
 
 
 def plamo3_request(block: str) -> list[Call] | None:
-    """One PLaMo 3 request's inside: the name between its tags, then the JSON arguments between theirs."""
+    """One PLaMo 3 request's inside: the name between its tags, then the JSON arguments between theirs (after
+    the JSON constraint's tags, where the checkpoint writes them)."""
     name, named, rest = block.strip().removeprefix(PLAMO_NAME).partition(PLAMO_NAME_END)
     if not block.strip().startswith(PLAMO_NAME) or not named or not tag_name(name.strip()):
         return None
     rest = rest.strip()
     if not rest.startswith(PLAMO_ARGS) or not rest.endswith(PLAMO_ARGS_END):
         return None
-    arguments = json_object(rest[len(PLAMO_ARGS) : -len(PLAMO_ARGS_END)])
+    arguments = json_object(rest[len(PLAMO_ARGS) : -len(PLAMO_ARGS_END)].strip().removeprefix(PLAMO_JSON))
     return None if arguments is None else [(name.strip(), arguments)]
 
 
@@ -118,12 +125,27 @@ def step_audio_2_call(block: str) -> list[Call] | None:
     return [(name.strip(), arguments)]
 
 
+def inkling_call(block: str) -> list[Call] | None:
+    """Inkling's tool block: one JSON object, its ``name`` and its arguments under ``args``."""
+    try:
+        value = json.loads(block)
+    except (ValueError, RecursionError):  # RecursionError: JSON nested past the decoder's stack
+        return None
+    if not isinstance(value, dict) or not isinstance(name := value.get("name"), str) or not tag_name(name):
+        return None
+    key = next((key for key in INKLING_ARGUMENTS if key in value), None)
+    arguments = {} if key is None else value[key]
+    if not isinstance(arguments, dict) or set(value) - {"name", *INKLING_ARGUMENTS}:
+        return None
+    return [(name, json.dumps(arguments, ensure_ascii=False))]
+
+
 def cwm_call(block: str) -> list[Call] | None:
     """What follows ``<tool:`` up to ``</tool>``: the label and ``>``, then the name (the body's first word)
     and its JSON arguments object. vLLM also reads any other body as a shell command (``{"command": BODY}``);
     here such a body stays text: free text cannot be told from a cut or broken call, or from prose."""
     label, closed, body = block.partition(">")
-    name, rest = (body.split(None, 1) + ["", ""])[:2]  # the first word, on its line; the rest, on it or after
+    name, rest = [*body.split(None, 1), "", ""][:2]  # the first word, on its line; the rest, on it or after
     arguments = json_object(rest)
     if not closed or not tag_name(label.strip()) or not tag_name(name) or arguments is None:
         return None

@@ -16,8 +16,11 @@ from service.parsing.calls_tail import (
     CWM_OPEN,
     HY_V4_KEYS,
     IFM_KEYS,
+    INKLING_CALL,
+    INKLING_END,
     PLAMO_ARGS,
     PLAMO_ARGS_END,
+    PLAMO_JSON,
     PLAMO_NAME,
     PLAMO_NAME_END,
     PLAMO_REQUEST,
@@ -26,6 +29,7 @@ from service.parsing.calls_tail import (
     PLAMO_REQUESTS_END,
     KeyedTags,
     cwm_call,
+    inkling_call,
     keyed_call,
     plamo3_calls,
     step_audio_2_call,
@@ -46,9 +50,10 @@ QWEN25_CODER = CallMarkup(
 # openPangu (vLLM's openpangu_v2 and pangu): a JSON list of calls between the tokens LFM2 puts its Python list in.
 PANGU_OPEN, PANGU_CLOSE = "<|tool_call_start|>", "<|tool_call_end|>"
 OPENPANGU = CallMarkup(f"{PANGU_OPEN}[", NAMED_ARGUMENTS, "}", ", ", f"]{PANGU_CLOSE}", tag=PANGU_OPEN)
-# PLaMo 3: a requests section of requests, each a name and JSON arguments between tags of their own.
+# PLaMo 3: a requests section of requests, each a name and JSON arguments between tags of their own (the later
+# checkpoints' form, with the JSON constraint's tags, which vLLM's parser reads; the earlier form is read too).
 PLAMO3 = CallMarkup(
-    PLAMO_REQUESTS, f"{PLAMO_REQUEST}{PLAMO_NAME}{{name}}{PLAMO_NAME_END}{PLAMO_ARGS}",
+    PLAMO_REQUESTS, f"{PLAMO_REQUEST}{PLAMO_NAME}{{name}}{PLAMO_NAME_END}{PLAMO_ARGS}{PLAMO_JSON}",
     f"{PLAMO_ARGS_END}{PLAMO_REQUEST_END}", "", PLAMO_REQUESTS_END, tag=PLAMO_REQUESTS, name="bare",
 )  # fmt: skip
 # GigaChat 3.5 (GCML): DeepSeek V4's DSML section under its own prefix.
@@ -72,6 +77,15 @@ K2_HORIZON = CallMarkup(
     "<ifm|tool_calls>", "<ifm|tool_call>{name}", "</ifm|tool_call>", "", "</ifm|tool_calls>", "ifm_xml",
     tag="<ifm|tool_calls>", name="bare",
 )  # fmt: skip
+# iQuest Coder V2: GLM-4.7's call (the name, then the members) in an <iquestcoder_tool_call> block each.
+IQUEST_CODER_V2_OPEN, IQUEST_CODER_V2_CLOSE = "<iquestcoder_tool_call>", "</iquestcoder_tool_call>"
+IQUEST_CODER_V2 = CallMarkup(
+    "", f"{IQUEST_CODER_V2_OPEN}{{name}}", IQUEST_CODER_V2_CLOSE, "\n", "", "glm_xml", tag=IQUEST_CODER_V2_OPEN,
+    name="bare",
+)  # fmt: skip
+# Inkling: a tool block of its own, {"name": ..., "args": {...}}; blocks back to back (the <|message_model|> the
+# model writes before each is a special token the detokenizer drops, so the markup leaves it out).
+INKLING = CallMarkup("", INKLING_CALL + '{"name": {name}, "args": ', "}" + INKLING_END, "", "", tag=INKLING_CALL)
 # Step-Audio 2: a <tool_call> block of three lines, "function", the name, the JSON arguments.
 STEP_AUDIO_2 = CallMarkup("", "<tool_call>function\n{name}\n", "</tool_call>", "\n", "", name="bare", tag="<tool_call>")
 # CWM (vLLM's cwm, "Cursor-style"): a <tool: function> block, the name then its JSON arguments.
@@ -83,7 +97,9 @@ def _blocks(decode: Decoder, markup: CallMarkup, open_tag: str, close_tag: str) 
     return ToolFormat(lambda ids, _: TaggedCallParser(decode, ids, open_tag, close_tag), markup)
 
 
-def _keyed_section(markup: CallMarkup, keys: KeyedTags, call_open: str, call_close: str) -> ToolFormat:
+def _keyed_section(
+    markup: CallMarkup, keys: KeyedTags, call_open: str, call_close: str, ends_reasoning: tuple[str, ...] = ()
+) -> ToolFormat:
     """A section of GLM-like calls whose values are typed by the request's schemas."""
     section_close = markup.closing
     return ToolFormat(
@@ -92,6 +108,18 @@ def _keyed_section(markup: CallMarkup, keys: KeyedTags, call_open: str, call_clo
             ids,
             markup.tag,
             section_close,
+        ),
+        markup,
+        typed=True,
+        ends_reasoning=ends_reasoning,
+    )
+
+
+def _keyed_blocks(markup: CallMarkup, keys: KeyedTags, close_tag: str) -> ToolFormat:
+    """GLM-like calls a tagged block each, values typed by the request's schemas."""
+    return ToolFormat(
+        lambda ids, schemas: TaggedCallParser(
+            lambda block: keyed_call(block, keys, schemas), ids, markup.tag, close_tag
         ),
         markup,
         typed=True,
@@ -112,15 +140,34 @@ TOOL_FORMATS: dict[str, ToolFormat] = {
     "gigachat35": _invokes(GIGACHAT35, f"</{GCML}tool_calls>", GCML),
     "dots": _invokes(DOTS, "</dots_function_call>", ""),
     "hy_v4": _keyed_section(HY_V4, HY_V4_KEYS, "<tool_call>", "</tool_call>"),
-    "k2_horizon": _keyed_section(K2_HORIZON, IFM_KEYS, "<ifm|tool_call>", "</ifm|tool_call>"),
+    # K2 Horizon's reasoning may end at its call section's opening, unclosed (as vLLM's k2_horizon reads it).
+    "k2_horizon": _keyed_section(
+        K2_HORIZON, IFM_KEYS, "<ifm|tool_call>", "</ifm|tool_call>", ends_reasoning=(K2_HORIZON.tag,)
+    ),
+    "iquest_coder_v2": _keyed_blocks(IQUEST_CODER_V2, HY_V4_KEYS, IQUEST_CODER_V2_CLOSE),
+    "inkling": _blocks(inkling_call, INKLING, INKLING_CALL, INKLING_END),
     "step_audio_2": _blocks(step_audio_2_call, STEP_AUDIO_2, "<tool_call>", "</tool_call>"),
     "cwm": _blocks(cwm_call, CWM, CWM_OPEN, CWM_CLOSE),
 }
+# PLaMo 3: its own think tags (not single tokens: a tag is written in three).
+PLAMO3_THINK = ThinkMarkup("<|plamo:begin_think:plamo|>", "<|plamo:end_think:plamo|>")
+# K2 Horizon: the block's tags name the reasoning effort the request asked for (high, medium, low).
+K2_HORIZON_THINK = ThinkMarkup(
+    "<ifm|think>", "</ifm|think>", other_begins=("<ifm|think_fast>", "<ifm|think_faster>"),
+    other_ends=("</ifm|think_fast>", "</ifm|think_faster>"),
+)  # fmt: skip
+# Inkling: a thinking block, ended like every block by <|end_message|>; the reply is a text block after it.
+INKLING_THINK = ThinkMarkup("<|content_thinking|>", INKLING_END, after="")
+
 # --reasoning-parser name -> its block's delimiters.
-REASONING_FORMATS: dict[str, ThinkMarkup] = {}
+REASONING_FORMATS: dict[str, ThinkMarkup] = {
+    "plamo3": PLAMO3_THINK,
+    "k2_horizon": K2_HORIZON_THINK,
+    "inkling": INKLING_THINK,
+}
 # Format name -> the families it serves (README's table of formats: service.parsing.formats_table).
 TOOL_FAMILIES: dict[str, str] = {
-    "qwen25_coder": "Qwen2.5-Coder (its <tools> few-shot form)",
+    "qwen25_coder": "Qwen2.5-Coder (the tools-tag form of its few-shot prompts)",
     "openpangu": "openPangu, Pangu",
     "plamo3": "PLaMo 3",
     "gigachat35": "GigaChat 3.5",
@@ -129,8 +176,10 @@ TOOL_FAMILIES: dict[str, str] = {
     "k2_horizon": "K2 Horizon",
     "step_audio_2": "Step-Audio 2",
     "cwm": "CWM",
+    "iquest_coder_v2": "iQuest Coder V2",
+    "inkling": "Inkling",
 }
-REASONING_FAMILIES: dict[str, str] = {}
+REASONING_FAMILIES: dict[str, str] = {"plamo3": "PLaMo 3", "k2_horizon": "K2 Horizon", "inkling": "Inkling"}
 # Other servers' names (vLLM's, OVMS's) for these formats: {"tool": {alias: name}, "reasoning": {...}}.
 ALIASES: dict[str, dict[str, str]] = {
     "tool": {
@@ -143,8 +192,27 @@ ALIASES: dict[str, dict[str, str]] = {
         "iquest_coder": "qwen3_coder",  # Qwen3CoderToolParser's subclass (whitespace between calls dropped)
         "spark3": "glm45",  # <tool_call>NAME<arg_key>KEY</arg_key><arg_value>VALUE</arg_value></tool_call>
         "intern_s1": "internlm",  # Internlm2ToolParser's subclass: <|action_start|><|plugin|>{...}<|action_end|>
+        "qwen3coder_rl": "qwen3_coder",  # <tool_call><function=NAME><parameter=KEY>..., read as Qwen3-Coder's
+        "hyperclovax_seed_think": "glm45",  # <tool_call>NAME\n<arg_key>KEY</arg_key>\n<arg_value>VALUE</arg_value>
     },
-    "reasoning": {},
+    "reasoning": {
+        # vLLM's reasoning parsers that read <think>...</think> (DeepSeek R1's, or a subclass of it or of the
+        # plain thinking parser; the opening tag may be the prompt's).
+        **dict.fromkeys(
+            [
+                "gigachat35",
+                "hy_v4",  # unsuffixed tags, as its tool format
+                "openpangu_v2",
+                "pangu",
+                "intern_s1",
+                "iquest",
+                "iquest_coder",
+                "iquest_coder_v2",
+                "hyperclovax_seed_think",
+            ],
+            "think",
+        ),
+    },
 }
 # Template markup (a string, or several that must all appear) -> the parser it calls for (checked after
 # formats.py's own entries, in this order). Only markup no other family's template holds.
@@ -154,5 +222,11 @@ TEMPLATE_TOOL_MARKUP: list[tuple[str | tuple[str, ...], str]] = [
     ("<dots_function_call>", "dots"),
     ("<ifm|tool_call>", "k2_horizon"),
     (f"{CWM_OPEN} function>", "cwm"),
+    (IQUEST_CODER_V2_OPEN, "iquest_coder_v2"),
+    (INKLING_CALL, "inkling"),
 ]
-TEMPLATE_REASONING_MARKUP: list[tuple[str | tuple[str, ...], str]] = []
+TEMPLATE_REASONING_MARKUP: list[tuple[str | tuple[str, ...], str]] = [
+    (PLAMO3_THINK.begin, "plamo3"),
+    (K2_HORIZON_THINK.begin, "k2_horizon"),
+    (INKLING_THINK.begin, "inkling"),
+]

@@ -30,11 +30,15 @@ PLAMO = {
 }  # fmt: skip
 
 
-def plamo(*calls: tuple[str, dict[str, Any]]) -> str:
+PLAMO_JSON = "<|plamo:constrain|>json<|plamo:msg|>"  # before the arguments, in later checkpoints
+
+
+def plamo(*calls: tuple[str, dict[str, Any]], constrained: bool = True) -> str:
     """PLaMo 3's section of requests, as its vLLM parser's docstring lays them out (one tag after another)."""
     requests = "".join(
         f"{PLAMO['begin_tool_request']}{PLAMO['begin_tool_name']}{name}{PLAMO['end_tool_name']}"
-        f"{PLAMO['begin_tool_arguments']}{json.dumps(arguments)}{PLAMO['end_tool_arguments']}{PLAMO['end_tool_request']}"
+        f"{PLAMO['begin_tool_arguments']}{PLAMO_JSON if constrained else ''}{json.dumps(arguments)}"
+        f"{PLAMO['end_tool_arguments']}{PLAMO['end_tool_request']}"
         for name, arguments in calls
     )
     return PLAMO["begin_tool_requests"] + requests + PLAMO["end_tool_requests"]
@@ -87,6 +91,13 @@ WRITTEN: dict[str, str] = {
     '<tool_call>function\nset_alarm\n{"hour": 7, "label": "wake up"}</tool_call>',
     "cwm": '<tool: function>\nget_weather {"city": "Paris", "days": 3}\n</tool>\n'
     '<tool: function>\nset_alarm\n{"hour": 7, "label": "wake up"}\n</tool>',
+    "iquest_coder_v2": "<iquestcoder_tool_call>get_weather<arg_key>city</arg_key><arg_value>Paris</arg_value>"
+    "<arg_key>days</arg_key><arg_value>3</arg_value></iquestcoder_tool_call>\n<iquestcoder_tool_call>set_alarm\n"
+    "<arg_key>hour</arg_key>\n<arg_value>7</arg_value>\n<arg_key>label</arg_key>\n<arg_value>wake up</arg_value>\n"
+    "</iquestcoder_tool_call>",
+    # Inkling writes each block after <|message_model|>, a special token the detokenizer drops.
+    "inkling": '<|content_invoke_tool_json|>{"name":"get_weather","args":{"city":"Paris","days":3}}<|end_message|>'
+    '<|content_invoke_tool_json|>{"name":"set_alarm","args":{"hour":7,"label":"wake up"}}<|end_message|>',
 }
 # Each new format -> markup that opens like its calls but is not one: it stays content, as written.
 MALFORMED: dict[str, str] = {
@@ -101,6 +112,8 @@ MALFORMED: dict[str, str] = {
     "</ifm|tool_calls>",
     "step_audio_2": '<tool_call>get_weather\n{"city": "Paris"}</tool_call>',
     "cwm": "<tool: function>\nterminal ls -l\n</tool>",
+    "iquest_coder_v2": "<iquestcoder_tool_call>get_weather<arg_value>Paris</arg_value></iquestcoder_tool_call>",
+    "inkling": '<|content_invoke_tool_json|>{"name": "get_weather", "args": "Paris"}<|end_message|>',
 }  # fmt: skip
 NEW_FORMATS = list(formats_tail.TOOL_FORMATS)
 
@@ -160,6 +173,75 @@ def test_single_object_and_list_forms_of_qwen25_coder() -> None:
     assert calls_of(turn("qwen2_5_coder", listed, (2,))) == [("func1", {}), ("func2", {"a": 1})]
 
 
+def test_plamo3_reads_both_argument_openings() -> None:
+    """Earlier PLaMo 3 checkpoints write the arguments right after their tag, later ones after the JSON
+    constraint's tags (vLLM's parser has read both in turn)."""
+    for constrained in (False, True):
+        assert calls_of(turn("plamo3", plamo(WEATHER, constrained=constrained), (2,))) == [WEATHER]
+
+
+def reasoned(tool: str | None, reasoning: str, text: str, sizes: tuple[int, ...] = ()) -> ParsedTurn:
+    """``text`` through the tool and reasoning formats (or aliases) named, whole or in deltas of ``sizes``."""
+    parser = OutputFormat.choose(tool, reasoning, "").parser(schemas=SCHEMAS)
+    position, count = 0, 0
+    while position < len(text):
+        size = sizes[count % len(sizes)] if sizes else len(text)
+        parser.feed(text[position : position + size])
+        position, count = position + size, count + 1
+    parser.finish()
+    return parser.result
+
+
+# A reasoning format -> a reply as its model writes it: the block, then the answer.
+REASONED = {
+    "plamo3": "<|plamo:begin_think:plamo|>Rain is likely.<|plamo:end_think:plamo|>Take an umbrella.",
+    "k2_horizon": "<ifm|think>Rain is likely.</ifm|think>Take an umbrella.",
+    "inkling": "<|content_thinking|>Rain is likely.<|end_message|>Take an umbrella.",
+}
+
+
+@pytest.mark.parametrize("sizes", [(), (1,), (1, 2, 3)], ids=["whole", "1", "1-2-3"])
+@pytest.mark.parametrize("name", list(REASONED))
+def test_a_reasoning_block_then_the_reply(name: str, sizes: tuple[int, ...]) -> None:
+    parsed = reasoned(None, name, REASONED[name], sizes)
+    assert (parsed.reasoning, parsed.content) == ("Rain is likely.", "Take an umbrella.")
+
+
+@pytest.mark.parametrize("effort", ["think_fast", "think_faster"])
+def test_k2_horizons_lower_efforts_tags(effort: str) -> None:
+    parsed = reasoned(None, "k2_horizon", f"<ifm|{effort}>Quick.</ifm|{effort}>Done.", (3,))
+    assert (parsed.reasoning, parsed.content) == ("Quick.", "Done.")
+
+
+@pytest.mark.parametrize("sizes", [(), (1,), (2,)], ids=["whole", "1", "2"])
+def test_k2_horizons_reasoning_ends_at_its_call_section(sizes: tuple[int, ...]) -> None:
+    """vLLM's k2_horizon reasoning parser ends an unclosed block where the call section opens."""
+    parsed = reasoned("k2_horizon", "k2_horizon", "<ifm|think>Need the weather." + WRITTEN["k2_horizon"], sizes)
+    assert parsed.reasoning == "Need the weather."
+    assert calls_of(parsed) == [WEATHER, ALARM]
+    assert parsed.content == ""
+
+
+def test_inklings_reasoning_then_a_call() -> None:
+    parsed = reasoned("inkling", "inkling", "<|content_thinking|>Need the weather.<|end_message|>" + WRITTEN["inkling"])
+    assert parsed.reasoning == "Need the weather."
+    assert calls_of(parsed) == [WEATHER, ALARM]
+
+
+# vLLM's reasoning parser name -> a reply its parser splits at </think> (the <think> the prompt's or the model's).
+THINK_ALIASES = {
+    name: "<think>Rain is likely.</think>\n\nTake an umbrella."
+    for name in formats_tail.ALIASES["reasoning"]
+    if formats_tail.ALIASES["reasoning"][name] == "think"
+}
+
+
+@pytest.mark.parametrize("alias", list(THINK_ALIASES))
+def test_a_reasoning_alias_splits_its_think_block(alias: str) -> None:
+    parsed = reasoned(None, alias, THINK_ALIASES[alias], (2,))
+    assert (parsed.reasoning, parsed.content) == ("Rain is likely.", "Take an umbrella.")
+
+
 # vLLM's parser name -> the call markup its parser documents (docstrings and examples, in their words).
 ALIAS_EXAMPLES: dict[str, tuple[str, list[tuple[str, Any]]]] = {
     "mimov2_flash": (
@@ -195,6 +277,16 @@ ALIAS_EXAMPLES: dict[str, tuple[str, list[tuple[str, Any]]]] = {
     "qwen2_5_coder": (
         '<tools>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tools>',
         [("get_weather", {"city": "Paris"})],
+    ),
+    "qwen3coder_rl": (
+        "<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n</function>\n</tool_call>",
+        [("get_weather", {"city": "Paris"})],
+    ),
+    # Its template's system prompt: "<tool_call>{function-name}\n<arg_key>{k1}</arg_key>\n<arg_value>{v1}</arg_value>"
+    "hyperclovax_seed_think": (
+        "<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>Paris</arg_value>\n"
+        "<arg_key>days</arg_key>\n<arg_value>3</arg_value>\n</tool_call>",
+        [WEATHER],
     ),
 }
 
