@@ -52,8 +52,8 @@ from service.parsing.tool_format import (
     section_format,
     typed_format,
 )
-from service.parsing.tools import TaggedCallParser, TrailingCallParser
-from service.parsing.turn import TurnParser
+from service.parsing.tools import TaggedCallParser, TextOpening, TrailingCallParser
+from service.parsing.turn import ToolParser, TurnParser
 
 _HERMES = ToolFormat(lambda ids, _: TaggedCallParser(calls.hermes_call, ids), HERMES)
 _PYTHONIC = ToolFormat(
@@ -373,10 +373,13 @@ class OutputFormat:
             calling = tools and self.tool_parser == HARMONY_PARSER
             reader = HarmonyReader(TOOL_PARSERS[HARMONY_PARSER].call_id, calls=calling)
             return HarmonyTurnParser(reader, reasoning, max_calls)
-        tool = None
-        if tools and self.tool_parser is not None:
+        tool: ToolParser | None = None
+        if self.tool_parser is not None:
             chosen = TOOL_PARSERS[self.tool_parser]
-            tool = chosen.new_parser(schemas or {})
+            if tools:
+                tool = chosen.new_parser(schemas or {})
+            elif chosen.text_openings:
+                tool = TextOpening(chosen.text_openings)
         return TurnParser(reasoning, tool, max_calls)
 
     def reasoning_opened(self, prompt_tail: str) -> bool:

@@ -40,6 +40,7 @@ from service.parsing.calls_json import (
     PLUGIN_CLOSE,
     PLUGIN_OPEN,
     RECIPIENT,
+    TEXT_RECIPIENT,
     TOOL_CALLS_CLOSE,
     TOOL_CALLS_OPEN,
     XLAM,
@@ -70,6 +71,7 @@ TOOL_FORMATS: dict[str, ToolFormat] = {
         lambda ids, _: RecipientCallParser(ids),
         FUNCTIONARY_V32,
         written=(f"{RECIPIENT}{PROBE_NAME}\n{json.dumps(PROBE_ARGUMENTS)}",),
+        text_openings=(f"{RECIPIENT}{TEXT_RECIPIENT}\n", f"{TEXT_RECIPIENT}\n"),
     ),
     "nemotron_json": _tagged(calls_json.named_calls, NEMOTRON_JSON, NEMOTRON_OPEN, NEMOTRON_CLOSE),
     # Apriel and MiniMax share the tags (and the decoder: a list, or an object a line); each writes its own.

@@ -49,6 +49,9 @@ class ToolFormat:
     # and DeepSeek V4 may open their calls without closing their reasoning (vLLM's kimi_k2 and deepseek_v4
     # reasoning parsers end it there). Whatever reasoning format serves the model (their blocks are <think>'s).
     ends_reasoning: tuple[str, ...] = ()
+    # How a text reply opens in this format (Functionary v3.2's "all" recipient): removed from the content when a
+    # request offers no tools, where the format's parser (which reads it otherwise) is not used.
+    text_openings: tuple[str, ...] = ()
 
     def new_parser(self, schemas: Schemas) -> ToolParser:
         """A parser for one turn, with this format's call ids; a parser that can is given the markup, so a list

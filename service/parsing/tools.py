@@ -238,3 +238,30 @@ class TrailingCallParser(CallListParser):
         self._buffer = ""
         self._writer.end(pieces)
         return pieces
+
+
+class TextOpening:
+    """Content whose start may be a format's opening of a text reply, removed: Functionary v3.2's ``all\n``
+    recipient when the request offers no tools (its call parser, which reads the recipient, is then not used).
+    The rest of the text passes as it comes; text that may still become an opening is held back."""
+
+    def __init__(self, openings: tuple[str, ...]) -> None:
+        self._openings = openings
+        self._head: str | None = ""  # the reply so far while its start is not known; None after
+
+    def feed(self, text: str) -> list[Piece]:
+        """Pieces for one delta of content text."""
+        if self._head is None:
+            return [ContentDelta(text)] if text else []
+        self._head += text
+        start = self._head.lstrip()
+        opening = next((opening for opening in self._openings if start.startswith(opening)), None)
+        if opening is None and any(opening.startswith(start) for opening in self._openings):
+            return []  # may still be an opening
+        text, self._head = self._head if opening is None else start[len(opening) :], None
+        return [ContentDelta(text)] if text else []
+
+    def finish(self) -> list[Piece]:
+        """What is still held back (a reply shorter than an opening), at the end of the output."""
+        held, self._head = self._head, None
+        return [ContentDelta(held)] if held else []

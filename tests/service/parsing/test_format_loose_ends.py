@@ -185,3 +185,17 @@ def test_hunyuan_prefix_later_in_the_reply_stays() -> None:
     reply = f"{SUNNY} {ASSISTANT}{SUNNY}"
     text = f"<think>\nW.\n</think>\n<answer>\n{reply}\n</answer>"
     assert parsed(OutputFormat.choose("hunyuan_a13b", "hunyuan_a13b", ""), text).content == reply
+
+
+# 3. Functionary v3.2 opens a text reply with the recipient "all" (its prompt wrote the ">>>"), tools offered or not.
+@pytest.mark.parametrize("pieces", [0, 1, 2])
+@pytest.mark.parametrize("text", ["all\nSunny in Paris.", ">>>all\nSunny in Paris.", "\nall\nSunny in Paris."])
+@pytest.mark.parametrize("tools", [False, True])
+def test_functionary_text_recipient_is_not_content(text: str, tools: bool, pieces: int) -> None:
+    turn = parsed(OutputFormat("functionary_v3_2"), text, pieces=pieces, tools=tools)
+    assert (turn.calls, turn.content) == ([], "Sunny in Paris.")
+
+
+@pytest.mark.parametrize("text", ["allright\nSunny.", "al", "Sunny, all\nof it."])
+def test_functionary_text_without_its_recipient_is_kept_without_tools(text: str) -> None:
+    assert parsed(OutputFormat("functionary_v3_2"), text, pieces=1, tools=False).content == text
