@@ -28,13 +28,40 @@ CELLS = {
     "reasoning_stream": "reasoning split, streamed",
 }
 REASONING_CELLS = ("reasoning", "reasoning_stream")
-# How each family is served: its tool and reasoning parsers as recognised from its template, unless named
-# here. Gemma 3's template knows no tools; vLLM serves it with the pythonic parser, as is done here.
-SERVE_OPTIONS: dict[str, dict[str, str]] = {"gemma-3": {"tool_parser": "pythonic"}}
+# How each family is served: its tool and reasoning parsers as recognised from its template (service.parsing.
+# detection renders a known call through it), unless named here. Gemma 3's template shows no tool format: the
+# generic one (tools described in the system turn, calls as JSON under a grammar) is recognised for it.
+SERVE_OPTIONS: dict[str, dict[str, str]] = {}
+# The tool and reasoning parsers the server must pick for each family's published template (README's table;
+# test_family_matrix checks GET /v3/models against it): a wrong detection fails there, naming the family.
+PARSERS: dict[str, tuple[str, str]] = {
+    "qwen2.5": ("hermes", "none"),
+    "qwen3": ("hermes", "think"),
+    "qwq": ("hermes", "think"),
+    "qwen3-coder": ("qwen3_coder", "none"),
+    "llama3.1": ("llama3_json", "none"),
+    "llama3.2": ("llama3_json", "none"),
+    "hermes3": ("hermes", "none"),
+    "mistral-v0.3": ("mistral", "none"),
+    "devstral": ("mistral_args", "none"),  # Tekken writes [TOOL_CALLS]NAME[ARGS]{...}
+    "deepseek-r1": ("deepseek_v3", "think"),
+    "deepseek-v3.1": ("deepseek_v31", "think"),
+    "phi-4-mini": ("phi4_mini_json", "none"),
+    "gpt-oss": ("openai", "openai"),
+    "granite-3.3": ("granite", "granite_think"),
+    "gemma-3": ("generic", "none"),
+    "gemma-4": ("gemma4", "gemma4"),
+    "kimi-k2": ("kimi_k2", "none"),
+    "glm-4.6": ("glm45", "think"),
+    "seed-oss": ("seed_oss", "seed_oss"),
+    "functionary-v3.1": ("functionary_v3_1", "none"),
+    "ministral-3-reasoning": ("mistral_args", "mistral"),
+    "lfm2.5": ("lfm2", "think"),
+}
 # Families whose templates have no reasoning mode: their reasoning cells do not apply.
 NO_REASONING = {
     "qwen2.5", "qwen3-coder", "llama3.1", "llama3.2", "hermes3", "mistral-v0.3", "devstral", "phi-4-mini",
-    "gemma-3", "kimi-k2",
+    "gemma-3", "kimi-k2", "functionary-v3.1",
 }  # fmt: skip
 
 
@@ -68,20 +95,6 @@ def readme_table(parsers: dict[str, tuple[str, str]]) -> str:
     return "\n".join(lines)
 
 
-def expected_parsers() -> dict[str, tuple[str, str]]:
-    """Each family's tool and reasoning parser as the server picks them (the serve options, else its template)."""
-    from service.parsing import OutputFormat
-
-    found = {}
-    for name, family in FAMILIES.items():
-        options = SERVE_OPTIONS.get(name, {})
-        chosen = OutputFormat.choose(
-            options.get("tool_parser"), options.get("reasoning_parser"), family.template_path.read_text()
-        )
-        found[name] = (chosen.tool_parser or "none", chosen.reasoning_parser or "none")
-    return found
-
-
 def readme_section() -> str:
     """README.md's family table as it stands, between the markers."""
     match = re.search(re.escape(BEGIN) + r"\n(.*?)" + re.escape(END), README.read_text(), re.DOTALL)
@@ -91,7 +104,7 @@ def readme_section() -> str:
 def write_readme() -> None:
     """Rewrite README.md's family table from the matrix."""
     text = README.read_text()
-    table = readme_table(expected_parsers())
+    table = readme_table(PARSERS)
     pattern = re.compile(re.escape(BEGIN) + r"\n.*?" + re.escape(END), re.DOTALL)
     README.write_text(pattern.sub(lambda _: f"{BEGIN}\n{table}\n{END}", text))
 

@@ -352,6 +352,75 @@ FAMILIES: dict[str, Family] = {
             ),
             markup=("<tool_call>", "<arg_key>", "<arg_value>"),
         ),
+        # Seed-OSS's own 155k BPE is not among the GGUFs; Qwen2's is the nearest in kind. Its role and sequence
+        # tokens are special; its think and tool-call tags are added but kept in the text, where vLLM's
+        # seed_oss parsers read them. The model always thinks (no switch but a thinking budget).
+        Family(
+            "seed-oss",
+            "ByteDance-Seed-OSS.jinja",
+            script=f"<seed:think>{THOUGHT}</seed:think>{ANSWER}<seed:eos>",
+            tokenizer="qwen2",
+            bos="<seed:bos>",
+            eos="<seed:eos>",
+            pad="<seed:pad>",
+            end_of_turn=("<seed:eos>",),
+            special=("<seed:bos>", "<seed:eos>", "<seed:pad>"),
+            added=(
+                "<seed:think>",
+                "</seed:think>",
+                "<seed:tool_call>",
+                "</seed:tool_call>",
+                "<seed:cot_budget_reflect>",
+                "</seed:cot_budget_reflect>",
+            ),
+            markup=("<seed:tool_call>", "<seed:think>"),
+        ),
+        # Functionary v3.1 is Llama 3.1 with its tokenizer; its calls are plain text (<function=NAME>{...}).
+        Family(
+            "functionary-v3.1",
+            "meetkai-functionary-medium-v3.1.jinja",
+            markup=("<|python_tag|>", "<|eot_id|>"),
+            script=f"{ANSWER}<|eot_id|>",
+            **_LLAMA3,
+        ),
+        # Ministral 3 reasoning (Tekken, as Devstral): [THINK] and [/THINK] are control tokens there.
+        Family(
+            "ministral-3-reasoning",
+            "mistralai-Ministral-3-14B-Reasoning-2512.jinja",
+            script=f"[THINK]{THOUGHT}[/THINK]{ANSWER}</s>",
+            tokenizer="llama-bpe",  # Tekken is byte-level BPE like Llama 3's; Llama 3's own specials stay
+            bos="<s>",
+            eos="</s>",
+            end_of_turn=("</s>",),
+            special=(*_TEKKEN, "[THINK]", "[/THINK]"),
+            markup=("[TOOL_CALLS]", "[ARGS]", "[THINK]", "[/THINK]"),
+        ),
+        # LFM2's 65k byte-level BPE is not among the GGUFs; GPT-2's is the nearest in kind. Its ChatML and tool
+        # tokens are special control tokens; the thinking tags are added and kept in the text.
+        Family(
+            "lfm2.5",
+            "LFM2.5-8B-A1B.jinja",
+            script=f"<think>{THOUGHT}</think>{ANSWER}<|im_end|>",
+            tokenizer="gpt-2",
+            bos="<|startoftext|>",
+            eos="<|im_end|>",
+            pad="<|pad|>",
+            end_of_turn=("<|im_end|>",),
+            special=(
+                "<|startoftext|>",
+                "<|pad|>",
+                "<|im_start|>",
+                "<|im_end|>",
+                "<|tool_list_start|>",
+                "<|tool_list_end|>",
+                "<|tool_call_start|>",
+                "<|tool_call_end|>",
+                "<|tool_response_start|>",
+                "<|tool_response_end|>",
+            ),
+            added=("<think>", "</think>"),
+            markup=("<|tool_call_start|>", "<|tool_call_end|>", "<think>"),
+        ),
     ]
 }
 

@@ -44,15 +44,20 @@ WRITTEN = {
     "granite": f'<|tool_call|>[{{"name": "get_weather", "arguments": {JSON}}}]',
     "openai": f"<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{JSON}<|call|>",
     "gemma4": '<|tool_call>call:get_weather{city:<|"|>Paris<|"|>,days:3}<tool_call|>',
+    "generic": f'{{"tool_calls": [{{"name": "get_weather", "arguments": {JSON}}}]}}',
+    "seed_oss": "<seed:tool_call>\n<function=get_weather>\n<parameter=city>Paris</parameter>\n"
+    "<parameter=days>3</parameter>\n</function>\n</seed:tool_call>",
+    "functionary_v3_1": f"<function=get_weather>{JSON}</function>",
+    "mistral_args": f"[TOOL_CALLS]get_weather[ARGS]{JSON}",  # Tekken's (Devstral, Ministral 3): no JSON list
+    "lfm2": "<|tool_call_start|>[get_weather(city='Paris', days=3)]<|tool_call_end|>",
 }
-# Devstral (Tekken) writes the name before [ARGS] rather than a JSON list.
-WRITTEN_BY_FAMILY = {"devstral": f"[TOOL_CALLS]get_weather[ARGS]{JSON}"}
 SCHEMAS = {"get_weather": {"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}}}}
 
 
 def output_format(family: str) -> OutputFormat:
-    options = matrix.SERVE_OPTIONS.get(family, {})
-    return OutputFormat.choose(options.get("tool_parser"), None, FAMILIES[family].template_path.read_text())
+    """The family's parsers, as the server picks them for its template (matrix.PARSERS)."""
+    tool, reasoning = (None if name == "none" else name for name in matrix.PARSERS[family])
+    return OutputFormat(tool, reasoning)
 
 
 def streamed_text(codec: TokenCodec, ids: list[int]) -> list[str]:
@@ -77,7 +82,7 @@ def parsed(chosen: OutputFormat, deltas: list[str]) -> tuple[list[tuple[str, dic
 def test_a_call_as_the_model_writes_it_reaches_the_parser(family_models: dict[str, Path], family: str) -> None:
     chosen = output_format(family)
     assert chosen.tool_parser is not None
-    text = WRITTEN_BY_FAMILY.get(family, WRITTEN[chosen.tool_parser])
+    text = WRITTEN[chosen.tool_parser]
     model_dir = family_models[family]
     tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
     end_of_turn = tokenizer.token_to_id(FAMILIES[family].end_of_turn[0])
@@ -97,6 +102,6 @@ def test_without_the_markup_kept_a_call_is_lost(family_models: dict[str, Path]) 
     """Devstral's call is ``[TOOL_CALLS]NAME[ARGS]{...}``: skipped as special tokens, only text is left."""
     model_dir, chosen = family_models["devstral"], output_format("devstral")
     tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
-    ids = tokenizer.encode(WRITTEN_BY_FAMILY["devstral"], add_special_tokens=False).ids
+    ids = tokenizer.encode(WRITTEN["mistral_args"], add_special_tokens=False).ids
     calls, content = parsed(chosen, streamed_text(TokenCodec(model_dir), ids))
     assert calls == [] and content == f"get_weather{JSON}"
