@@ -314,6 +314,10 @@ class Probe:
         # What the two renderings share is the prompt up to where the model writes (the turn's header with it);
         # what the template writes after the marker ends any turn, and is no part of what the model writes.
         start = shared_prefix(whole, marked)
+        # Not inside a tag both open alike (Command R's <|START_ACTION|> and <|START_RESPONSE|>): before it.
+        opened = max(whole.rfind("<", 0, start), whole.rfind("[", 0, start))
+        if opened >= 0 and not any(close in whole[opened:start] for close in ">]"):
+            start = opened
         text, tail = whole[start:], whole[:start]
         ending = marked.partition(TURN_MARK)[2].strip()
         if ending and text.rstrip().endswith(ending):
