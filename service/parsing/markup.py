@@ -198,6 +198,14 @@ TAGGED_ARGUMENTS = {
         (f"</{GCML}parameter>", f"</{GCML}invoke>"),
         json_key_end='" string="false">',
     ),
+    # DeepSeek V4.1 ("spaced DSML"): DSML's members, a space after the prefix: <{DSML} parameter name="city" ...>
+    "dsml_spaced": TaggedArguments(
+        f'<{DSML} parameter name="',
+        '" string="true">',
+        f"</{DSML} parameter>\n",
+        (f"</{DSML} parameter>", f"</{DSML} invoke>"),
+        json_key_end='" string="false">',
+    ),
     # K2 Horizon (IFM): GLM's members, every tag prefixed ifm|: <ifm|arg_key>city</ifm|arg_key><ifm|arg_value>...
     "ifm_xml": TaggedArguments(
         "<ifm|arg_key>", "</ifm|arg_key><ifm|arg_value>", "</ifm|arg_value>", ("</ifm|arg_value>", "</ifm|tool_call>")
