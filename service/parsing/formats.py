@@ -135,7 +135,7 @@ ALIASES: dict[str, dict[str, str]] = {
     "tool": {
         "llama4_json": "llama3_json", "llama4_pythonic": "pythonic", "qwen3_xml": "qwen3_coder", "glm47": "glm45",
         "hermes3": "hermes", "llama3": "llama3_json", "phi4": "phi4_mini_json", "gptoss": "openai",
-        "qwen3coder": "qwen3_coder", "devstral": "mistral",
+        "qwen3coder": "qwen3_coder", "devstral": "mistral_args",
     },
     "reasoning": {"gptoss": "openai", "glm45": "think", "granite3.3": "granite_think"},
 }  # fmt: skip
@@ -144,7 +144,7 @@ TOOL_FAMILIES: dict[str, str] = {
     "hermes": "Qwen2.5, Qwen3, QwQ, Hermes 2 Pro and 3, Granite 4, MiMo-VL, Reka Edge, Bielik, tiny-chat",
     "llama3_json": "Llama 3.1, 3.2, 3.3",
     "pythonic": "Llama 3.2 and 4 with a pythonic prompt (as vLLM serves them)",
-    "mistral": "Mistral 7B v0.3, Mistral Nemo, Mistral Small 3.2",
+    "mistral": "Mistral 7B v0.3, Mistral Nemo",
     "deepseek_v3": "DeepSeek-V3, DeepSeek-R1 and its distills",
     "deepseek_v31": "DeepSeek-V3.1",
     "kimi_k2": "Kimi K2 Instruct and Thinking",

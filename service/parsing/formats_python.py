@@ -107,7 +107,7 @@ TOOL_FAMILIES: dict[str, str] = {
     "apertus": "Apertus",
     "gigachat3": "GigaChat 3",
     "gigachat3_1": "GigaChat 3.1",
-    "mistral_args": "Devstral, Ministral 3 (Mistral's tokenizer v11+ form)",
+    "mistral_args": "Devstral, Ministral 3, Mistral Small 3.2 (Mistral's tokenizer v11+ form)",
     "rwkv": "RWKV (by name: its World template shows no tools)",
 }
 # --reasoning-parser name -> its block's delimiters.
