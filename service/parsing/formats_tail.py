@@ -37,7 +37,7 @@ from service.parsing.calls_tail import (
 )
 from service.parsing.calls_xml import XmlCallForm
 from service.parsing.formats_xml import XmlFamily
-from service.parsing.markup import GCML, TAGGED_ARGUMENTS, CallMarkup, ThinkMarkup
+from service.parsing.markup import DSML, GCML, TAGGED_ARGUMENTS, CallMarkup, ThinkMarkup
 from service.parsing.tool_format import ToolFormat
 from service.parsing.tools import Decoder, TaggedCallParser
 
@@ -60,6 +60,12 @@ PLAMO3 = CallMarkup(
 GIGACHAT35 = CallMarkup(
     f"<{GCML}tool_calls>\n", f'<{GCML}invoke name="{{name}}">\n', f"</{GCML}invoke>", "\n", f"\n</{GCML}tool_calls>",
     "gcml", tag=f"<{GCML}tool_calls>", name="bare",
+)  # fmt: skip
+# DeepSeek V4.1 (vLLM's deepseek_v41, "spaced DSML"): V4's section, a space after the prefix of every tag, the
+# section named calls.
+DEEPSEEK_V41 = CallMarkup(
+    f"<{DSML} calls>\n", f'<{DSML} invoke name="{{name}}">\n', f"</{DSML} invoke>", "\n", f"\n</{DSML} calls>",
+    "dsml_spaced", tag=f"<{DSML} calls>", name="bare",
 )  # fmt: skip
 # dots.llm (vLLM's dots): MiniMax-M2's invokes in a <dots_function_call> section.
 DOTS = CallMarkup(
@@ -126,10 +132,10 @@ def _keyed_blocks(markup: CallMarkup, keys: KeyedTags, close_tag: str) -> ToolFo
     )
 
 
-def _invokes(markup: CallMarkup, close_tag: str, invoke: str) -> ToolFormat:
+def _invokes(markup: CallMarkup, close_tag: str, invoke: str, ends_reasoning: tuple[str, ...] = ()) -> ToolFormat:
     """MiniMax-M2-like invokes (``<{invoke}invoke name="NAME">`` members ``</{invoke}invoke>``) in a section."""
     form = XmlCallForm(f'<{invoke}invoke name="', '">', f"</{invoke}invoke>", TAGGED_ARGUMENTS[markup.arguments])
-    return XmlFamily(markup, markup.tag, close_tag, form).tool_format()
+    return XmlFamily(markup, markup.tag, close_tag, form, ends_reasoning=ends_reasoning).tool_format()
 
 
 # --tool-parser name -> its format.
@@ -139,6 +145,8 @@ TOOL_FORMATS: dict[str, ToolFormat] = {
     "plamo3": _blocks(plamo3_calls, PLAMO3, PLAMO_REQUESTS, PLAMO_REQUESTS_END),
     "gigachat35": _invokes(GIGACHAT35, f"</{GCML}tool_calls>", GCML),
     "dots": _invokes(DOTS, "</dots_function_call>", ""),
+    # Its reasoning may end at the section's opening, unclosed, as V4's does.
+    "deepseek_v41": _invokes(DEEPSEEK_V41, f"</{DSML} calls>", f"{DSML} ", ends_reasoning=(DEEPSEEK_V41.tag,)),
     "hy_v4": _keyed_section(HY_V4, HY_V4_KEYS, "<tool_call>", "</tool_call>"),
     # K2 Horizon's reasoning may end at its call section's opening, unclosed (as vLLM's k2_horizon reads it).
     "k2_horizon": _keyed_section(
@@ -172,6 +180,7 @@ TOOL_FAMILIES: dict[str, str] = {
     "plamo3": "PLaMo 3",
     "gigachat35": "GigaChat 3.5",
     "dots": "dots.llm",
+    "deepseek_v41": "DeepSeek V4.1",
     "hy_v4": "Hunyuan 4 (Hy4; unsuffixed tags)",
     "k2_horizon": "K2 Horizon",
     "step_audio_2": "Step-Audio 2",
@@ -194,6 +203,13 @@ ALIASES: dict[str, dict[str, str]] = {
         "intern_s1": "internlm",  # Internlm2ToolParser's subclass: <|action_start|><|plugin|>{...}<|action_end|>
         "qwen3coder_rl": "qwen3_coder",  # <tool_call><function=NAME><parameter=KEY>..., read as Qwen3-Coder's
         "hyperclovax_seed_think": "glm45",  # <tool_call>NAME\n<arg_key>KEY</arg_key>\n<arg_value>VALUE</arg_value>
+        # vLLM's parser-engine families whose grammar is another family's (vllm/parser/*.py).
+        "berrylm": "qwen3_coder",  # <tool_call>\n<function=NAME>\n<parameter=KEY>VALUE</parameter>...
+        "minicpmv": "qwen3_coder",  # "MiniCPM-V emits the same XML tool call syntax as Qwen3-Coder"
+        "kolibri1": "hermes",  # "Kolibri 1 emits Hermes tool calls"
+        # OVMS's names (--tool_parser) not already another group's.
+        "qwen3": "hermes",  # OVMS builds Qwen3's tool grammar as Hermes 3's: <tool_call>{...}</tool_call>
+        "deepseek": "deepseek_v3",  # OVMS's DeepSeek parser: V3 / R1's sections, fenced JSON arguments
     },
     "reasoning": {
         # vLLM's reasoning parsers that read <think>...</think> (DeepSeek R1's, or a subclass of it or of the
@@ -209,9 +225,24 @@ ALIASES: dict[str, dict[str, str]] = {
                 "iquest_coder",
                 "iquest_coder_v2",
                 "hyperclovax_seed_think",
+                "deepseek_v31",
+                "deepseek_v41",
+                "exaone4",
+                "kimi_k25",  # Kimi K2's: the call section may end it unclosed (kimi_k2's format ends it there)
+                "telechat4",
+                "xingchen4",
+                "nemotron",
+                "glm",
+                "berrylm",
+                "minicpmv",
+                # OVMS's names (--reasoning_parser)
+                "minicpm5",
+                "lfm2",  # OVMS's Lfm25ReasoningParser
+                "granite42",  # OVMS's port of IBM's Granite 4.2 thinking parser: <think>, DeepSeek R1's grammar
             ],
             "think",
         ),
+        "kolibri1": "qwen3",  # Qwen3's grammar, the start state chosen by its template
     },
 }
 # Template markup (a string, or several that must all appear) -> the parser it calls for (checked after
@@ -223,6 +254,7 @@ TEMPLATE_TOOL_MARKUP: list[tuple[str | tuple[str, ...], str]] = [
     ("<ifm|tool_call>", "k2_horizon"),
     (f"{CWM_OPEN} function>", "cwm"),
     (IQUEST_CODER_V2_OPEN, "iquest_coder_v2"),
+    ((DSML, " calls>"), "deepseek_v41"),
     (INKLING_CALL, "inkling"),
 ]
 TEMPLATE_REASONING_MARKUP: list[tuple[str | tuple[str, ...], str]] = [

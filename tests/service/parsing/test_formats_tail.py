@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from service.parsing import OutputFormat, ParsedTurn, formats_tail
-from service.parsing.formats import ALIASES, TOOL_PARSERS
-from service.parsing.markup import GCML, TAGGED_ARGUMENTS
+from service.parsing.formats import ALIASES, REASONING_PARSERS, TOOL_PARSERS
+from service.parsing.markup import DSML, GCML, TAGGED_ARGUMENTS, THINK
 
 SCHEMAS = {
     "get_weather": {"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}}},
@@ -59,6 +59,21 @@ def gcml(*calls: tuple[str, dict[str, Any]]) -> str:
     return f"<{GCML}tool_calls>\n{invokes}</{GCML}tool_calls>"
 
 
+def spaced_dsml(*calls: tuple[str, dict[str, Any]]) -> str:
+    """DeepSeek V4.1's section, as vLLM's deepseek_v41 parser's tags lay it out (V4's, a space after the prefix)."""
+    invokes = "".join(
+        f'<{DSML} invoke name="{name}">\n'
+        + "".join(
+            f'<{DSML} parameter name="{key}" string="{str(isinstance(value, str)).lower()}">'
+            f"{value if isinstance(value, str) else json.dumps(value)}</{DSML} parameter>\n"
+            for key, value in arguments.items()
+        )
+        + f"</{DSML} invoke>\n"
+        for name, arguments in calls
+    )
+    return f"<{DSML} calls>\n{invokes}</{DSML} calls>"
+
+
 def keyed(call_tag: str, section: str, *calls: tuple[str, dict[str, Any]]) -> str:
     """Hunyuan 4's (plain tags) or K2 Horizon's (ifm| tags) section: each call its name, then key/value tags."""
     members = "".join(
@@ -81,6 +96,7 @@ WRITTEN: dict[str, str] = {
     '{"name": "set_alarm", "arguments": {"hour": 7, "label": "wake up"}}]<|tool_call_end|>',
     "plamo3": plamo(WEATHER, ALARM),
     "gigachat35": gcml(WEATHER, ALARM),
+    "deepseek_v41": spaced_dsml(WEATHER, ALARM),
     "dots": '<dots_function_call>\n<invoke name="get_weather">\n<parameter name="city">Paris</parameter>\n'
     '<parameter name="days">3</parameter>\n</invoke>\n<invoke name="set_alarm">\n'
     '<parameter name="hour">7</parameter>\n<parameter name="label">wake up</parameter>\n</invoke>\n'
@@ -107,6 +123,7 @@ MALFORMED: dict[str, str] = {
     + PLAMO["end_tool_name"] + '{"city": "Paris"}' + PLAMO["end_tool_request"] + PLAMO["end_tool_requests"],
     "gigachat35": f'<{GCML}tool_calls>\n<{GCML}invoke>\n</{GCML}invoke>\n</{GCML}tool_calls>',
     "dots": '<dots_function_call>\n<invoke name="get weather">\n</invoke>\n</dots_function_call>',
+    "deepseek_v41": f"<{DSML} calls>\n<{DSML} invoke>\n</{DSML} invoke>\n</{DSML} calls>",
     "hy_v4": "<tool_calls><tool_call>get_weather<arg_key>city</arg_key>Paris</tool_call></tool_calls>",
     "k2_horizon": "<ifm|tool_calls><ifm|tool_call>get_weather<ifm|arg_key>city</ifm|arg_key></ifm|tool_call>"
     "</ifm|tool_calls>",
@@ -222,18 +239,30 @@ def test_k2_horizons_reasoning_ends_at_its_call_section(sizes: tuple[int, ...]) 
     assert parsed.content == ""
 
 
+@pytest.mark.parametrize("sizes", [(), (1,), (3,)], ids=["whole", "1", "3"])
+def test_deepseek_v41s_reasoning_ends_at_its_call_section(sizes: tuple[int, ...]) -> None:
+    """As V4's: the section may open with the <think> block unclosed (vLLM's engine ends the block there)."""
+    parsed = reasoned("deepseek_v41", "deepseek_v41", "<think>Need the weather." + WRITTEN["deepseek_v41"], sizes)
+    assert parsed.reasoning == "Need the weather."
+    assert calls_of(parsed) == [WEATHER, ALARM]
+
+
 def test_inklings_reasoning_then_a_call() -> None:
     parsed = reasoned("inkling", "inkling", "<|content_thinking|>Need the weather.<|end_message|>" + WRITTEN["inkling"])
     assert parsed.reasoning == "Need the weather."
     assert calls_of(parsed) == [WEATHER, ALARM]
 
 
-# vLLM's reasoning parser name -> a reply its parser splits at </think> (the <think> the prompt's or the model's).
+# vLLM's (and OVMS's) reasoning parser name -> a reply its parser splits at </think>.
 THINK_ALIASES = {
     name: "<think>Rain is likely.</think>\n\nTake an umbrella."
-    for name in formats_tail.ALIASES["reasoning"]
-    if formats_tail.ALIASES["reasoning"][name] == "think"
+    for name, target in formats_tail.ALIASES["reasoning"].items()
+    if REASONING_PARSERS[target] == THINK
 }
+
+
+def test_every_reasoning_alias_is_a_think_block() -> None:
+    assert set(THINK_ALIASES) == set(formats_tail.ALIASES["reasoning"])
 
 
 @pytest.mark.parametrize("alias", list(THINK_ALIASES))
@@ -280,6 +309,29 @@ ALIAS_EXAMPLES: dict[str, tuple[str, list[tuple[str, Any]]]] = {
     ),
     "qwen3coder_rl": (
         "<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n</function>\n</tool_call>",
+        [("get_weather", {"city": "Paris"})],
+    ),
+    # vllm/parser/berrylm.py's docstring
+    "berrylm": (
+        "<tool_call>\n<function=func_name>\n<parameter=key>value</parameter>\n</function>\n</tool_call>",
+        [("func_name", {"key": "value"})],
+    ),
+    "minicpmv": (
+        "<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n</function>\n</tool_call>",
+        [("get_weather", {"city": "Paris"})],
+    ),
+    "kolibri1": (
+        '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>',
+        [("get_weather", {"city": "Paris"})],
+    ),
+    # OVMS's qwen3 (its Hermes 3 grammar) and deepseek (its parser's header comment) names
+    "qwen3": (
+        '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>',
+        [("get_weather", {"city": "Paris"})],
+    ),
+    "deepseek": (
+        "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>get_weather\n```json\n"  # noqa: RUF001
+        '{"city": "Paris"}\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>',  # noqa: RUF001
         [("get_weather", {"city": "Paris"})],
     ),
     # Its template's system prompt: "<tool_call>{function-name}\n<arg_key>{k1}</arg_key>\n<arg_value>{v1}</arg_value>"
