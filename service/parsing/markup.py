@@ -206,6 +206,10 @@ TAGGED_ARGUMENTS = {
         (f"</{DSML} parameter>", f"</{DSML} invoke>"),
         json_key_end='" string="false">',
     ),
+    # ATEM (Onyx / MuseGlimmer): <atem:parameter name="city">Paris</atem:parameter>\n inside <atem:invoke name="NAME">
+    "atem_xml": TaggedArguments(
+        '<atem:parameter name="', '">', "</atem:parameter>\n", ("</atem:parameter>", "</atem:invoke>")
+    ),
     # K2 Horizon (IFM): GLM's members, every tag prefixed ifm|: <ifm|arg_key>city</ifm|arg_key><ifm|arg_value>...
     "ifm_xml": TaggedArguments(
         "<ifm|arg_key>", "</ifm|arg_key><ifm|arg_value>", "</ifm|arg_value>", ("</ifm|arg_value>", "</ifm|tool_call>")
