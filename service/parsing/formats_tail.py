@@ -35,7 +35,8 @@ from service.parsing.calls_tail import (
     step_audio_2_call,
     tagged_blocks,
 )
-from service.parsing.calls_xml import XmlCallForm
+from service.parsing.calls_xml import XmlCallForm, xml_calls
+from service.parsing.envelope import SPECIAL_TOKENS, EnvelopedCallParser
 from service.parsing.formats_xml import XmlFamily
 from service.parsing.markup import DSML, GCML, TAGGED_ARGUMENTS, CallMarkup, ThinkMarkup
 from service.parsing.tool_format import ToolFormat
@@ -92,6 +93,14 @@ IQUEST_CODER_V2 = CallMarkup(
 # Inkling: a tool block of its own, {"name": ..., "args": {...}}; blocks back to back (the <|message_model|> the
 # model writes before each is a special token the detokenizer drops, so the markup leaves it out).
 INKLING = CallMarkup("", INKLING_CALL + '{"name": {name}, "args": ', "}" + INKLING_END, "", "", tag=INKLING_CALL)
+# ATEM (OVMS's onyx, vLLM's muse_glimmer): each call its own message to the tool, an <atem:function_calls> section
+# of MiniMax-M2-like invokes; the message envelope around it is taken out by service.parsing.envelope.
+ATEM_OPEN, ATEM_CLOSE = "<atem:function_calls>", "</atem:function_calls>"
+ONYX = CallMarkup(
+    "", f'{ATEM_OPEN}\n<atem:invoke name="{{name}}">\n', f"</atem:invoke>\n{ATEM_CLOSE}", "\n", "", "atem_xml",
+    tag=ATEM_OPEN, name="bare",
+)  # fmt: skip
+ATEM_FORM = XmlCallForm('<atem:invoke name="', '">', "</atem:invoke>", TAGGED_ARGUMENTS["atem_xml"])
 # Step-Audio 2: a <tool_call> block of three lines, "function", the name, the JSON arguments.
 STEP_AUDIO_2 = CallMarkup("", "<tool_call>function\n{name}\n", "</tool_call>", "\n", "", name="bare", tag="<tool_call>")
 # CWM (vLLM's cwm, "Cursor-style"): a <tool: function> block, the name then its JSON arguments.
@@ -132,6 +141,19 @@ def _keyed_blocks(markup: CallMarkup, keys: KeyedTags, close_tag: str) -> ToolFo
     )
 
 
+def _enveloped(markup: CallMarkup, form: XmlCallForm, close_tag: str) -> ToolFormat:
+    """Sections of invokes in an enveloped turn (headers and terminators dropped, the bodies read)."""
+    members = form.arguments
+    return ToolFormat(
+        lambda ids, schemas: EnvelopedCallParser(
+            TaggedCallParser(lambda block: xml_calls(block, form, schemas), ids, markup.tag, close_tag)
+        ),
+        markup,
+        typed=True,
+        extra=(*SPECIAL_TOKENS, members.key_begin, members.key_end, members.value_end),
+    )
+
+
 def _invokes(markup: CallMarkup, close_tag: str, invoke: str, ends_reasoning: tuple[str, ...] = ()) -> ToolFormat:
     """MiniMax-M2-like invokes (``<{invoke}invoke name="NAME">`` members ``</{invoke}invoke>``) in a section."""
     form = XmlCallForm(f'<{invoke}invoke name="', '">', f"</{invoke}invoke>", TAGGED_ARGUMENTS[markup.arguments])
@@ -154,6 +176,7 @@ TOOL_FORMATS: dict[str, ToolFormat] = {
     ),
     "iquest_coder_v2": _keyed_blocks(IQUEST_CODER_V2, HY_V4_KEYS, IQUEST_CODER_V2_CLOSE),
     "inkling": _blocks(inkling_call, INKLING, INKLING_CALL, INKLING_END),
+    "onyx": _enveloped(ONYX, ATEM_FORM, ATEM_CLOSE),
     "step_audio_2": _blocks(step_audio_2_call, STEP_AUDIO_2, "<tool_call>", "</tool_call>"),
     "cwm": _blocks(cwm_call, CWM, CWM_OPEN, CWM_CLOSE),
 }
@@ -164,6 +187,9 @@ K2_HORIZON_THINK = ThinkMarkup(
     "<ifm|think>", "</ifm|think>", other_begins=("<ifm|think_fast>", "<ifm|think_faster>"),
     other_ends=("</ifm|think_fast>", "</ifm|think_faster>"),
 )  # fmt: skip
+# ATEM: reasoning is the first message, to the model itself; the answer a message to the user after it (its header
+# without <|start|>, a special token the detokenizer drops unless the tool format keeps it for its envelope).
+ONYX_THINK = ThinkMarkup("to=self<|message|>", "<|eom|>", after="", reply=("assistant to=user<|message|>", "<|eot|>"))
 # Inkling: a thinking block, ended like every block by <|end_message|>; the reply is a text block after it.
 INKLING_THINK = ThinkMarkup("<|content_thinking|>", INKLING_END, after="")
 
@@ -172,6 +198,7 @@ REASONING_FORMATS: dict[str, ThinkMarkup] = {
     "plamo3": PLAMO3_THINK,
     "k2_horizon": K2_HORIZON_THINK,
     "inkling": INKLING_THINK,
+    "onyx": ONYX_THINK,
 }
 # Format name -> the families it serves (README's table of formats: service.parsing.formats_table).
 TOOL_FAMILIES: dict[str, str] = {
@@ -187,8 +214,14 @@ TOOL_FAMILIES: dict[str, str] = {
     "cwm": "CWM",
     "iquest_coder_v2": "iQuest Coder V2",
     "inkling": "Inkling",
+    "onyx": "Onyx, MuseGlimmer (ATEM)",
 }
-REASONING_FAMILIES: dict[str, str] = {"plamo3": "PLaMo 3", "k2_horizon": "K2 Horizon", "inkling": "Inkling"}
+REASONING_FAMILIES: dict[str, str] = {
+    "plamo3": "PLaMo 3",
+    "k2_horizon": "K2 Horizon",
+    "inkling": "Inkling",
+    "onyx": "Onyx, MuseGlimmer (ATEM)",
+}
 # Other servers' names (vLLM's, OVMS's) for these formats: {"tool": {alias: name}, "reasoning": {...}}.
 ALIASES: dict[str, dict[str, str]] = {
     "tool": {
@@ -210,6 +243,7 @@ ALIASES: dict[str, dict[str, str]] = {
         # OVMS's names (--tool_parser) not already another group's.
         "qwen3": "hermes",  # OVMS builds Qwen3's tool grammar as Hermes 3's: <tool_call>{...}</tool_call>
         "deepseek": "deepseek_v3",  # OVMS's DeepSeek parser: V3 / R1's sections, fenced JSON arguments
+        "muse_glimmer": "onyx",  # vLLM's name for the ATEM format OVMS calls onyx
     },
     "reasoning": {
         # vLLM's reasoning parsers that read <think>...</think> (DeepSeek R1's, or a subclass of it or of the
@@ -243,6 +277,7 @@ ALIASES: dict[str, dict[str, str]] = {
             "think",
         ),
         "kolibri1": "qwen3",  # Qwen3's grammar, the start state chosen by its template
+        "muse_glimmer": "onyx",
     },
 }
 # Template markup (a string, or several that must all appear) -> the parser it calls for (checked after
@@ -256,9 +291,11 @@ TEMPLATE_TOOL_MARKUP: list[tuple[str | tuple[str, ...], str]] = [
     (IQUEST_CODER_V2_OPEN, "iquest_coder_v2"),
     ((DSML, " calls>"), "deepseek_v41"),
     (INKLING_CALL, "inkling"),
+    (ATEM_OPEN, "onyx"),
 ]
 TEMPLATE_REASONING_MARKUP: list[tuple[str | tuple[str, ...], str]] = [
     (PLAMO3_THINK.begin, "plamo3"),
     (K2_HORIZON_THINK.begin, "k2_horizon"),
     (INKLING_THINK.begin, "inkling"),
+    ("to=self<|message|>", "onyx"),
 ]

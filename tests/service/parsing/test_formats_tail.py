@@ -74,6 +74,18 @@ def spaced_dsml(*calls: tuple[str, dict[str, Any]]) -> str:
     return f"<{DSML} calls>\n{invokes}</{DSML} calls>"
 
 
+def atem(*calls: tuple[str, dict[str, Any]], first: str = " to=self<|message|>Need the weather.<|eom|>") -> str:
+    """An ATEM turn (OVMS's Onyx template, vLLM's muse_glimmer docstring): a reasoning message, then each call a
+    message to its tool, in the envelope's headers and terminators."""
+    messages = "".join(
+        f'<|start|>assistant to={name}<|message|><atem:function_calls>\n<atem:invoke name="{name}">\n'
+        + "".join(f'<atem:parameter name="{key}">{value}</atem:parameter>\n' for key, value in arguments.items())
+        + "</atem:invoke>\n</atem:function_calls><|eom|>"
+        for name, arguments in calls
+    )
+    return first + messages
+
+
 def keyed(call_tag: str, section: str, *calls: tuple[str, dict[str, Any]]) -> str:
     """Hunyuan 4's (plain tags) or K2 Horizon's (ifm| tags) section: each call its name, then key/value tags."""
     members = "".join(
@@ -97,6 +109,8 @@ WRITTEN: dict[str, str] = {
     "plamo3": plamo(WEATHER, ALARM),
     "gigachat35": gcml(WEATHER, ALARM),
     "deepseek_v41": spaced_dsml(WEATHER, ALARM),
+    # The reasoning message is content here (no reasoning format): "Let me check.\n" comes before it.
+    "onyx": atem(WEATHER, ALARM, first=""),
     "dots": '<dots_function_call>\n<invoke name="get_weather">\n<parameter name="city">Paris</parameter>\n'
     '<parameter name="days">3</parameter>\n</invoke>\n<invoke name="set_alarm">\n'
     '<parameter name="hour">7</parameter>\n<parameter name="label">wake up</parameter>\n</invoke>\n'
@@ -124,6 +138,8 @@ MALFORMED: dict[str, str] = {
     "gigachat35": f'<{GCML}tool_calls>\n<{GCML}invoke>\n</{GCML}invoke>\n</{GCML}tool_calls>',
     "dots": '<dots_function_call>\n<invoke name="get weather">\n</invoke>\n</dots_function_call>',
     "deepseek_v41": f"<{DSML} calls>\n<{DSML} invoke>\n</{DSML} invoke>\n</{DSML} calls>",
+    "onyx": '<atem:function_calls>\n<atem:invoke name="get_weather">\n<atem:parameter>Paris</atem:parameter>\n'
+    "</atem:invoke>\n</atem:function_calls>",
     "hy_v4": "<tool_calls><tool_call>get_weather<arg_key>city</arg_key>Paris</tool_call></tool_calls>",
     "k2_horizon": "<ifm|tool_calls><ifm|tool_call>get_weather<ifm|arg_key>city</ifm|arg_key></ifm|tool_call>"
     "</ifm|tool_calls>",
@@ -247,6 +263,32 @@ def test_deepseek_v41s_reasoning_ends_at_its_call_section(sizes: tuple[int, ...]
     assert calls_of(parsed) == [WEATHER, ALARM]
 
 
+@pytest.mark.parametrize("sizes", [(), (1,), (2,), (1, 2, 3)], ids=["whole", "1", "2", "1-2-3"])
+def test_an_atem_turn_reasoning_then_calls(sizes: tuple[int, ...]) -> None:
+    """The envelope's headers and terminators are neither content nor reasoning; the reasoning message is the
+    reasoning, each tool message's section its call."""
+    parsed = reasoned("onyx", "onyx", atem(WEATHER, ALARM), sizes)
+    assert (parsed.reasoning, calls_of(parsed), parsed.content) == ("Need the weather.", [WEATHER, ALARM], "")
+
+
+@pytest.mark.parametrize("tool", ["onyx", None])
+@pytest.mark.parametrize("sizes", [(), (1,), (3,)], ids=["whole", "1", "3"])
+def test_an_atem_answer_to_the_user(tool: str | None, sizes: tuple[int, ...]) -> None:
+    """The answer message's header and <|eot|> are not content, with the tool format on (which keeps <|start|>)
+    or off (the detokenizer drops <|start|>)."""
+    start = "<|start|>" if tool else ""
+    text = f" to=self<|message|>Easy.<|eom|>{start}assistant to=user<|message|>It is 3 to=4, roughly.<|eot|>"
+    parsed = reasoned(tool, "onyx", text, sizes)
+    assert (parsed.reasoning, parsed.content, parsed.calls) == ("Easy.", "It is 3 to=4, roughly.", [])
+
+
+def test_the_envelope_is_linear_in_header_lookalikes() -> None:
+    """Text full of what starts like a header (" to=x ") is released as it is, and read in one forward pass."""
+    text = "to=x " * 20_000 + "to=" + "a" * 200 + "<|message|>body"
+    parsed = turn("onyx", text, (997,))
+    assert parsed.content == "to=x " * 20_000 + "to=" + "a" * 200 + "body"  # a recipient past 128 is text
+
+
 def test_inklings_reasoning_then_a_call() -> None:
     parsed = reasoned("inkling", "inkling", "<|content_thinking|>Need the weather.<|end_message|>" + WRITTEN["inkling"])
     assert parsed.reasoning == "Need the weather."
@@ -261,8 +303,10 @@ THINK_ALIASES = {
 }
 
 
-def test_every_reasoning_alias_is_a_think_block() -> None:
-    assert set(THINK_ALIASES) == set(formats_tail.ALIASES["reasoning"])
+def test_every_reasoning_alias_is_a_think_block_but_atems() -> None:
+    assert set(formats_tail.ALIASES["reasoning"]) - set(THINK_ALIASES) == {"muse_glimmer"}
+    parsed = reasoned("muse_glimmer", "muse_glimmer", atem(WEATHER), (2,))
+    assert (parsed.reasoning, calls_of(parsed)) == ("Need the weather.", [WEATHER])
 
 
 @pytest.mark.parametrize("alias", list(THINK_ALIASES))
@@ -324,6 +368,7 @@ ALIAS_EXAMPLES: dict[str, tuple[str, list[tuple[str, Any]]]] = {
         '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>',
         [("get_weather", {"city": "Paris"})],
     ),
+    "muse_glimmer": (atem(WEATHER, first=""), [WEATHER]),
     # OVMS's qwen3 (its Hermes 3 grammar) and deepseek (its parser's header comment) names
     "qwen3": (
         '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>',
