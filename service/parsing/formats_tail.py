@@ -263,8 +263,11 @@ ALIASES: dict[str, dict[str, str]] = {
                 "deepseek_v41",
                 "exaone4",
                 "kimi_k25",  # Kimi K2's: the call section may end it unclosed (kimi_k2's format ends it there)
+                "telechat",
                 "telechat4",
+                "xing4_0",
                 "xingchen4",
+                "minimax_m2_sanitized",  # MiniMax-M2's, the content's paths normalised
                 "nemotron",
                 "glm",
                 "berrylm",
