@@ -50,6 +50,11 @@ class KeyedTags:
     value_begin: str
     value_end: str
 
+    @property
+    def tags(self) -> tuple[str, ...]:
+        """The member tags (special tokens in these families' vocabularies, which the engine must keep)."""
+        return (self.key_begin, self.key_end, self.value_begin, self.value_end)
+
 
 HY_V4_KEYS = KeyedTags("<arg_key>", "</arg_key>", "<arg_value>", "</arg_value>")
 IFM_KEYS = KeyedTags("<ifm|arg_key>", "</ifm|arg_key>", "<ifm|arg_value>", "</ifm|arg_value>")

@@ -126,6 +126,7 @@ def _keyed_section(
         ),
         markup,
         typed=True,
+        extra=keys.tags,
         ends_reasoning=ends_reasoning,
     )
 
@@ -138,6 +139,7 @@ def _keyed_blocks(markup: CallMarkup, keys: KeyedTags, close_tag: str) -> ToolFo
         ),
         markup,
         typed=True,
+        extra=keys.tags,
     )
 
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from service.parsing import OutputFormat, ParsedTurn, formats_tail
+from service.parsing import OutputFormat, ParsedTurn, calls_tail, envelope, formats_tail
 from service.parsing.formats import ALIASES, REASONING_PARSERS, TOOL_PARSERS
 from service.parsing.markup import DSML, GCML, TAGGED_ARGUMENTS, THINK
 
@@ -196,6 +196,21 @@ def test_the_markup_writes_what_the_parser_reads(name: str) -> None:
     arguments = written(WEATHER[1])
     text = markup.opening + markup.begin(WEATHER[0]) + arguments + markup.call_end + markup.closing
     assert calls_of(turn(name, text)) == [WEATHER]
+
+
+@pytest.mark.parametrize(
+    ("name", "tokens"),
+    [
+        ("hy_v4", calls_tail.HY_V4_KEYS.tags),
+        ("k2_horizon", calls_tail.IFM_KEYS.tags),
+        ("iquest_coder_v2", calls_tail.HY_V4_KEYS.tags),
+        ("onyx", envelope.SPECIAL_TOKENS),
+    ],
+)
+def test_the_engine_keeps_the_tokens_the_parser_reads(name: str, tokens: tuple[str, ...]) -> None:
+    """Member tags (and ATEM's envelope tokens) are special tokens the detokenizer drops unless the format
+    names them: each is among the strings whose special tokens the engine keeps."""
+    assert set(tokens) <= set(OutputFormat(name).markup_texts)
 
 
 def test_single_object_and_list_forms_of_qwen25_coder() -> None:
