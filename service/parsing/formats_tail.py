@@ -11,6 +11,7 @@ groups'.
 from __future__ import annotations
 
 from service.parsing.calls_json import NAMED_ARGUMENTS, named_calls
+from service.parsing.calls_python import python_call_lines
 from service.parsing.calls_tail import (
     CWM_CLOSE,
     CWM_OPEN,
@@ -38,6 +39,7 @@ from service.parsing.calls_tail import (
 from service.parsing.calls_xml import XmlCallForm, xml_calls
 from service.parsing.envelope import SPECIAL_TOKENS, EnvelopedCallParser
 from service.parsing.formats_xml import XmlFamily
+from service.parsing.line_calls import LineCallParser
 from service.parsing.markup import DSML, GCML, TAGGED_ARGUMENTS, CallMarkup, ThinkMarkup
 from service.parsing.tool_format import ToolFormat
 from service.parsing.tools import Decoder, TaggedCallParser
@@ -103,6 +105,8 @@ ONYX = CallMarkup(
 ATEM_FORM = XmlCallForm('<atem:invoke name="', '">', "</atem:invoke>", TAGGED_ARGUMENTS["atem_xml"])
 # Step-Audio 2: a <tool_call> block of three lines, "function", the name, the JSON arguments.
 STEP_AUDIO_2 = CallMarkup("", "<tool_call>function\n{name}\n", "</tool_call>", "\n", "", name="bare", tag="<tool_call>")
+# Granite 3.3 / 4.0 under a pythonic template (vLLM's granite_pythonic): a Python keyword call a line, no markup.
+GRANITE_PYTHONIC = CallMarkup("", "{name}(", ")", "\n", "", arguments="python")
 # CWM (vLLM's cwm, "Cursor-style"): a <tool: function> block, the name then its JSON arguments.
 CWM = CallMarkup("", f"{CWM_OPEN} function>\n{{name}} ", f"\n{CWM_CLOSE}", "\n", "", name="bare", tag=CWM_OPEN)
 
@@ -179,6 +183,7 @@ TOOL_FORMATS: dict[str, ToolFormat] = {
     "iquest_coder_v2": _keyed_blocks(IQUEST_CODER_V2, HY_V4_KEYS, IQUEST_CODER_V2_CLOSE),
     "inkling": _blocks(inkling_call, INKLING, INKLING_CALL, INKLING_END),
     "onyx": _enveloped(ONYX, ATEM_FORM, ATEM_CLOSE),
+    "granite_pythonic": ToolFormat(lambda ids, _: LineCallParser(python_call_lines, ids), GRANITE_PYTHONIC),
     "step_audio_2": _blocks(step_audio_2_call, STEP_AUDIO_2, "<tool_call>", "</tool_call>"),
     "cwm": _blocks(cwm_call, CWM, CWM_OPEN, CWM_CLOSE),
 }
@@ -214,6 +219,7 @@ TOOL_FAMILIES: dict[str, str] = {
     "k2_horizon": "K2 Horizon",
     "step_audio_2": "Step-Audio 2",
     "cwm": "CWM",
+    "granite_pythonic": "Granite 3.3, 4.0 under a pythonic chat template (a call a line, no markup)",
     "iquest_coder_v2": "iQuest Coder V2",
     "inkling": "Inkling",
     "onyx": "Onyx, MuseGlimmer (ATEM)",

@@ -12,8 +12,9 @@ from typing import Any
 import pytest
 
 from service.parsing import OutputFormat, ParsedTurn, calls_tail, envelope, formats_tail
+from service.parsing.detection import written_arguments
 from service.parsing.formats import ALIASES, REASONING_PARSERS, TOOL_PARSERS
-from service.parsing.markup import DSML, GCML, TAGGED_ARGUMENTS, THINK
+from service.parsing.markup import DSML, GCML, THINK
 
 SCHEMAS = {
     "get_weather": {"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}}},
@@ -121,6 +122,8 @@ WRITTEN: dict[str, str] = {
     '<tool_call>function\nset_alarm\n{"hour": 7, "label": "wake up"}</tool_call>',
     "cwm": '<tool: function>\nget_weather {"city": "Paris", "days": 3}\n</tool>\n'
     '<tool: function>\nset_alarm\n{"hour": 7, "label": "wake up"}\n</tool>',
+    # vLLM's granite_pythonic docstring: a call a line, keyword arguments
+    "granite_pythonic": 'get_weather(city="Paris", days=3)\nset_alarm(hour=7, label="wake up")',
     "iquest_coder_v2": "<iquestcoder_tool_call>get_weather<arg_key>city</arg_key><arg_value>Paris</arg_value>"
     "<arg_key>days</arg_key><arg_value>3</arg_value></iquestcoder_tool_call>\n<iquestcoder_tool_call>set_alarm\n"
     "<arg_key>hour</arg_key>\n<arg_value>7</arg_value>\n<arg_key>label</arg_key>\n<arg_value>wake up</arg_value>\n"
@@ -146,6 +149,7 @@ MALFORMED: dict[str, str] = {
     "step_audio_2": '<tool_call>get_weather\n{"city": "Paris"}</tool_call>',
     "cwm": "<tool: function>\nterminal ls -l\n</tool>",
     "iquest_coder_v2": "<iquestcoder_tool_call>get_weather<arg_value>Paris</arg_value></iquestcoder_tool_call>",
+    "granite_pythonic": 'get_weather(city="Paris", days=)\nsearch(query)',
     "inkling": '<|content_invoke_tool_json|>{"name": "get_weather", "args": "Paris"}<|end_message|>',
 }  # fmt: skip
 NEW_FORMATS = list(formats_tail.TOOL_FORMATS)
@@ -192,8 +196,7 @@ def test_malformed_markup_stays_content(name: str, sizes: tuple[int, ...]) -> No
 def test_the_markup_writes_what_the_parser_reads(name: str) -> None:
     """One call written by the format's CallMarkup (what a forced call's grammar writes) reads back."""
     markup = TOOL_PARSERS[name].markup
-    written = TAGGED_ARGUMENTS[markup.arguments].write if markup.arguments in TAGGED_ARGUMENTS else json.dumps
-    arguments = written(WEATHER[1])
+    arguments = written_arguments(markup, WEATHER[1])
     text = markup.opening + markup.begin(WEATHER[0]) + arguments + markup.call_end + markup.closing
     assert calls_of(turn(name, text)) == [WEATHER]
 
@@ -211,6 +214,18 @@ def test_the_engine_keeps_the_tokens_the_parser_reads(name: str, tokens: tuple[s
     """Member tags (and ATEM's envelope tokens) are special tokens the detokenizer drops unless the format
     names them: each is among the strings whose special tokens the engine keeps."""
     assert set(tokens) <= set(OutputFormat(name).markup_texts)
+
+
+def test_granite_pythonic_text_lines_stream_and_calls_come_between_them() -> None:
+    """A line that leaves the shape of a call is content at once (not held to its end); calls amid text lines."""
+    parser = OutputFormat("granite_pythonic").parser(schemas=SCHEMAS)
+    streamed = [piece for char in "Hello wor" for piece in parser.feed(char)]
+    assert "".join(getattr(piece, "text", "") for piece in streamed) == "Hello wor"
+    for piece in ('ld (and more).\nget_weather(city="Paris", days=3)\n', "Done: x(1) is not a call.\n"):
+        parser.feed(piece)
+    parser.finish()
+    assert calls_of(parser.result) == [WEATHER]
+    assert parser.result.content == "Hello world (and more).\nDone: x(1) is not a call.\n"  # as written
 
 
 def test_single_object_and_list_forms_of_qwen25_coder() -> None:
