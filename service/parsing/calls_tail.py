@@ -8,6 +8,7 @@ when the text is not exactly a well-formed call list, so the caller keeps it as 
     PLaMo 3       <|plamo:begin_tool_requests:plamo|><|plamo:begin_tool_request:plamo|><|plamo:begin_tool_name:plamo|>
                   get_weather<|plamo:end_tool_name:plamo|><|plamo:begin_tool_arguments:plamo|>{"city": "Paris"}...
     Step-Audio 2  <tool_call>function\\nget_weather\\n{"city": "Paris"}</tool_call>
+    HyperCLOVA X  assistant -> tool/function_call\n[{"name": "get_weather", "arguments": {"city": "Paris"}}]
     Inkling       <|content_invoke_tool_json|>{"name": "get_weather", "args": {"city": "Paris"}}<|end_message|>
     CWM           <tool: function>\\nget_weather {"city": "Paris"}\\n</tool>
 
@@ -22,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from service.parsing.calls import Call, json_object
+from service.parsing.calls_json import named_calls
 from service.parsing.markup import tag_name
 from service.parsing.tagged_calls import Schemas, argument_schema, typed_value
 
@@ -36,6 +38,10 @@ STEP_AUDIO_KIND = "function"
 # Inkling: every block a content kind between special tokens; a call's block holds {"name": ..., "args": {...}}.
 INKLING_CALL, INKLING_END = "<|content_invoke_tool_json|>", "<|end_message|>"
 INKLING_ARGUMENTS = ("args", "arguments", "parameters")  # the key Inkling writes, then those vLLM's parser reads too
+# HyperCLOVA X SEED Think 14B: a call list is a message of its own to the function-call role, ChatML's special
+# tokens around it (dropped by the detokenizer, or kept and taken off when its reasoning format is on): its
+# header's text "assistant -> tool/function_call", then a JSON list of {"name", "arguments"|"parameters"}.
+HCX_ROLE, HCX_ASSISTANT, HCX_END = "-> tool/function_call", "assistant", "<|im_end|>"
 # CWM: a <tool: LABEL> block (the label is informational), the name and the JSON arguments in it.
 CWM_OPEN, CWM_CLOSE = "<tool:", "</tool>"
 
@@ -143,6 +149,15 @@ def inkling_call(block: str) -> list[Call] | None:
     if not isinstance(arguments, dict) or set(value) - {"name", *INKLING_ARGUMENTS}:
         return None
     return [(name, json.dumps(arguments, ensure_ascii=False))]
+
+
+def hyperclovax_calls(text: str) -> list[Call] | None:
+    """The calls of HyperCLOVA X SEED Think 14B's function-call message: from its role line (after the header's
+    "assistant", when the detokenizer kept that) to the end, a JSON list (or one call object)."""
+    body = text.strip().removeprefix(HCX_ASSISTANT).lstrip()
+    if not body.startswith(HCX_ROLE):
+        return None
+    return named_calls(body[len(HCX_ROLE) :].strip().removesuffix(HCX_END).rstrip())
 
 
 def cwm_call(block: str) -> list[Call] | None:

@@ -15,6 +15,9 @@ from service.parsing.calls_python import python_call_lines
 from service.parsing.calls_tail import (
     CWM_CLOSE,
     CWM_OPEN,
+    HCX_ASSISTANT,
+    HCX_END,
+    HCX_ROLE,
     HY_V4_KEYS,
     IFM_KEYS,
     INKLING_CALL,
@@ -30,6 +33,7 @@ from service.parsing.calls_tail import (
     PLAMO_REQUESTS_END,
     KeyedTags,
     cwm_call,
+    hyperclovax_calls,
     inkling_call,
     keyed_call,
     plamo3_calls,
@@ -42,7 +46,7 @@ from service.parsing.formats_xml import XmlFamily
 from service.parsing.line_calls import LineCallParser
 from service.parsing.markup import DSML, GCML, TAGGED_ARGUMENTS, CallMarkup, ThinkMarkup
 from service.parsing.tool_format import ToolFormat
-from service.parsing.tools import Decoder, TaggedCallParser
+from service.parsing.tools import Decoder, TaggedCallParser, TrailingCallParser
 
 # Qwen2.5-Coder (vLLM's qwen25_coder): a call's JSON in a <tools> block (vLLM reads a JSON list there too, and
 # several blocks; a forced call writes a block a call, which both read).
@@ -107,6 +111,8 @@ ATEM_FORM = XmlCallForm('<atem:invoke name="', '">', "</atem:invoke>", TAGGED_AR
 STEP_AUDIO_2 = CallMarkup("", "<tool_call>function\n{name}\n", "</tool_call>", "\n", "", name="bare", tag="<tool_call>")
 # Granite 3.3 / 4.0 under a pythonic template (vLLM's granite_pythonic): a Python keyword call a line, no markup.
 GRANITE_PYTHONIC = CallMarkup("", "{name}(", ")", "\n", "", arguments="python")
+# HyperCLOVA X SEED Think 14B: a JSON list after its function-call role line, to the end of the reply.
+HYPERCLOVAX_14B = CallMarkup(f"{HCX_ROLE}\n[", NAMED_ARGUMENTS, "}", ", ", "]")
 # CWM (vLLM's cwm, "Cursor-style"): a <tool: function> block, the name then its JSON arguments.
 CWM = CallMarkup("", f"{CWM_OPEN} function>\n{{name}} ", f"\n{CWM_CLOSE}", "\n", "", name="bare", tag=CWM_OPEN)
 
@@ -183,6 +189,11 @@ TOOL_FORMATS: dict[str, ToolFormat] = {
     "iquest_coder_v2": _keyed_blocks(IQUEST_CODER_V2, HY_V4_KEYS, IQUEST_CODER_V2_CLOSE),
     "inkling": _blocks(inkling_call, INKLING, INKLING_CALL, INKLING_END),
     "onyx": _enveloped(ONYX, ATEM_FORM, ATEM_CLOSE),
+    # At the reply's start (the prompt ends with the header's "assistant"), or after text, in a message of its own.
+    "hyperclovax_seed_think_14b": ToolFormat(
+        lambda ids, _: TrailingCallParser(hyperclovax_calls, ids, (HCX_ROLE,), (f"{HCX_ASSISTANT} {HCX_ROLE}",)),
+        HYPERCLOVAX_14B,
+    ),
     "granite_pythonic": ToolFormat(lambda ids, _: LineCallParser(python_call_lines, ids), GRANITE_PYTHONIC),
     "step_audio_2": _blocks(step_audio_2_call, STEP_AUDIO_2, "<tool_call>", "</tool_call>"),
     "cwm": _blocks(cwm_call, CWM, CWM_OPEN, CWM_CLOSE),
@@ -197,6 +208,11 @@ K2_HORIZON_THINK = ThinkMarkup(
 # ATEM: reasoning is the first message, to the model itself; the answer a message to the user after it (its header
 # without <|start|>, a special token the detokenizer drops unless the tool format keeps it for its envelope).
 ONYX_THINK = ThinkMarkup("to=self<|message|>", "<|eom|>", after="", reply=("assistant to=user<|message|>", "<|eot|>"))
+# HyperCLOVA X SEED Think 14B: reasoning after "/think" (the prompt's or its own), to the next assistant message's
+# header; ChatML's <|im_end|> closes the reply after it too.
+HYPERCLOVAX_14B_THINK = ThinkMarkup(
+    "/think\n", f"{HCX_END}\n<|im_start|>{HCX_ASSISTANT}", after="", reply=("", HCX_END)
+)
 # Inkling: a thinking block, ended like every block by <|end_message|>; the reply is a text block after it.
 INKLING_THINK = ThinkMarkup("<|content_thinking|>", INKLING_END, after="")
 
@@ -206,6 +222,7 @@ REASONING_FORMATS: dict[str, ThinkMarkup] = {
     "k2_horizon": K2_HORIZON_THINK,
     "inkling": INKLING_THINK,
     "onyx": ONYX_THINK,
+    "hyperclovax_seed_think_14b": HYPERCLOVAX_14B_THINK,
 }
 # Format name -> the families it serves (README's table of formats: service.parsing.formats_table).
 TOOL_FAMILIES: dict[str, str] = {
@@ -220,11 +237,13 @@ TOOL_FAMILIES: dict[str, str] = {
     "step_audio_2": "Step-Audio 2",
     "cwm": "CWM",
     "granite_pythonic": "Granite 3.3, 4.0 under a pythonic chat template (a call a line, no markup)",
+    "hyperclovax_seed_think_14b": "HyperCLOVA X SEED Think 14B",
     "iquest_coder_v2": "iQuest Coder V2",
     "inkling": "Inkling",
     "onyx": "Onyx, MuseGlimmer (ATEM)",
 }
 REASONING_FAMILIES: dict[str, str] = {
+    "hyperclovax_seed_think_14b": "HyperCLOVA X SEED Think 14B",
     "plamo3": "PLaMo 3",
     "k2_horizon": "K2 Horizon",
     "inkling": "Inkling",

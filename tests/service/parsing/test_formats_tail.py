@@ -122,6 +122,9 @@ WRITTEN: dict[str, str] = {
     '<tool_call>function\nset_alarm\n{"hour": 7, "label": "wake up"}</tool_call>',
     "cwm": '<tool: function>\nget_weather {"city": "Paris", "days": 3}\n</tool>\n'
     '<tool: function>\nset_alarm\n{"hour": 7, "label": "wake up"}\n</tool>',
+    # After text, a message of its own: its ChatML tokens dropped, the header's "assistant" and the role line left
+    "hyperclovax_seed_think_14b": 'assistant -> tool/function_call\n[{"name": "get_weather", "arguments": '
+    '{"city": "Paris", "days": 3}}, {"name": "set_alarm", "parameters": {"hour": 7, "label": "wake up"}}]',
     # vLLM's granite_pythonic docstring: a call a line, keyword arguments
     "granite_pythonic": 'get_weather(city="Paris", days=3)\nset_alarm(hour=7, label="wake up")',
     "iquest_coder_v2": "<iquestcoder_tool_call>get_weather<arg_key>city</arg_key><arg_value>Paris</arg_value>"
@@ -150,6 +153,7 @@ MALFORMED: dict[str, str] = {
     "cwm": "<tool: function>\nterminal ls -l\n</tool>",
     "iquest_coder_v2": "<iquestcoder_tool_call>get_weather<arg_value>Paris</arg_value></iquestcoder_tool_call>",
     "granite_pythonic": 'get_weather(city="Paris", days=)\nsearch(query)',
+    "hyperclovax_seed_think_14b": '-> tool/function_call\n[{"arguments": {"city": "Paris"}}]',
     "inkling": '<|content_invoke_tool_json|>{"name": "get_weather", "args": "Paris"}<|end_message|>',
 }  # fmt: skip
 NEW_FORMATS = list(formats_tail.TOOL_FORMATS)
@@ -260,6 +264,8 @@ REASONED = {
     "plamo3": "<|plamo:begin_think:plamo|>Rain is likely.<|plamo:end_think:plamo|>Take an umbrella.",
     "k2_horizon": "<ifm|think>Rain is likely.</ifm|think>Take an umbrella.",
     "inkling": "<|content_thinking|>Rain is likely.<|end_message|>Take an umbrella.",
+    "hyperclovax_seed_think_14b": "/think\nRain is likely.<|im_end|>\n<|im_start|>assistant\n"
+    "Take an umbrella.<|im_end|>",
 }
 
 
@@ -317,6 +323,17 @@ def test_the_envelope_is_linear_in_header_lookalikes() -> None:
     text = "to=x " * 20_000 + "to=" + "a" * 200 + "<|message|>body"
     parsed = turn("onyx", text, (997,))
     assert parsed.content == "to=x " * 20_000 + "to=" + "a" * 200 + "body"  # a recipient past 128 is text
+
+
+@pytest.mark.parametrize("sizes", [(), (1,), (3,)], ids=["whole", "1", "3"])
+def test_hyperclovax_14b_reasoning_then_its_call_message(sizes: tuple[int, ...]) -> None:
+    """vLLM's parsers' reading: reasoning to the next assistant header, then the function-call role line and the
+    list, <|im_end|> (kept: the reasoning format names it) after it."""
+    text = "/think\nNeed the weather.<|im_end|>\n<|im_start|>assistant -> tool/function_call\n" + (
+        '[{"name": "get_weather", "arguments": {"city": "Paris", "days": 3}}]<|im_end|>'
+    )
+    parsed = reasoned("hyperclovax_seed_think_14b", "hyperclovax_seed_think_14b", text, sizes)
+    assert (parsed.reasoning, calls_of(parsed), parsed.content) == ("Need the weather.", [WEATHER], "")
 
 
 def test_inklings_reasoning_then_a_call() -> None:
