@@ -34,7 +34,11 @@ MISTRAL_CALL_ID = "[CALL_ID]"  # Mistral Small 3.2's template writes a past call
 
 
 def named_call(value: Any) -> Call | None:
-    """``{"name": ..., "arguments"|"parameters": {...}}`` (arguments may be a JSON string) as a Call."""
+    """``{"name": ..., "arguments"|"parameters": {...}}`` (arguments may be a JSON string) as a Call; also in
+    OpenAI's shape, ``{"type": "function", "function": {"name": ..., "arguments": ...}}``, which models trained on
+    templates that write past calls as the API holds them (Falcon 3) write back."""
+    if isinstance(value, dict) and isinstance(value.get("function"), dict) and "name" not in value:
+        value = value["function"]
     if not isinstance(value, dict) or not isinstance(value.get("name"), str) or not value["name"]:
         return None
     arguments = value.get("arguments", value.get("parameters", {}))
@@ -49,12 +53,14 @@ def named_call(value: Any) -> Call | None:
 
 
 def hermes_call(block: str) -> list[Call] | None:
-    """The JSON between ``<tool_call>`` and ``</tool_call>`` (Hermes, Qwen 2.5/3)."""
+    """The JSON between ``<tool_call>`` and ``</tool_call>`` (Hermes, Qwen 2.5/3): one call, or a list of them
+    (Falcon 3's template writes its past calls as one list in one block)."""
     try:
-        call = named_call(json.loads(block))
+        value = json.loads(block)
     except ValueError:
         return None
-    return None if call is None else [call]
+    listed = [named_call(item) for item in value] if isinstance(value, list) else [named_call(value)]
+    return None if not listed or None in listed else listed  # type: ignore[return-value]
 
 
 def json_sequence(text: str, separators: str = " \t\r\n;") -> list[Any] | None:

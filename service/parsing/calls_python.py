@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import json
 import math
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -79,6 +80,16 @@ def python_call_list(text: str) -> list[Call] | None:
     except _UNPARSABLE:
         return None
     return _all_calls(tree.body.elts) if isinstance(tree.body, ast.List) else None
+
+
+_PYTHON_FENCE = re.compile(r"\A\s*```(?:python|py)?[ \t]*\n(.*?)\n?```\s*\Z", re.DOTALL)
+
+
+def lfm2_calls(text: str) -> list[Call] | None:
+    """What LFM2's tags hold: a Python list of calls (LFM2, LFM2.5), or calls one per line, bare or in a
+    ```python fence (MiniCPM 3/4 write theirs between the same tokens)."""
+    fenced = _PYTHON_FENCE.match(text)
+    return python_call_list(text) or python_call_lines(fenced.group(1) if fenced else text)
 
 
 def python_call_lines(text: str) -> list[Call] | None:

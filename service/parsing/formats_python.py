@@ -20,8 +20,8 @@ from service.parsing.calls_python import (
     apertus_calls,
     functiongemma_call,
     gigachat_call,
+    lfm2_calls,
     python_call_lines,
-    python_call_list,
     rwkv_calls,
 )
 from service.parsing.detection import PROBE_ARGUMENTS, PROBE_CALL_ID, PROBE_NAME
@@ -79,7 +79,7 @@ def _gigachat(markup: CallMarkup) -> ToolFormat:
 
 # --tool-parser name -> its format.
 TOOL_FORMATS: dict[str, ToolFormat] = {
-    "lfm2": _tagged(python_call_list, LFM2, LFM2_END),
+    "lfm2": _tagged(lfm2_calls, LFM2, LFM2_END),
     "olmo3": _tagged(python_call_lines, OLMO3, OLMO3_END),
     "functiongemma": _tagged(functiongemma_call, FUNCTIONGEMMA, FUNCTIONGEMMA_END, (FUNCTIONGEMMA_ESCAPE,)),
     "apertus": _tagged(apertus_calls, APERTUS, APERTUS_END),
@@ -101,7 +101,7 @@ TOOL_FORMATS: dict[str, ToolFormat] = {
 }
 # Format name -> the families it serves (README's table of formats: service.parsing.formats_table).
 TOOL_FAMILIES: dict[str, str] = {
-    "lfm2": "LFM2, LFM2.5",
+    "lfm2": "LFM2, LFM2.5, MiniCPM 3/4 (their Python calls in a fence between the same tokens)",
     "olmo3": "Olmo 3",
     "functiongemma": "FunctionGemma",
     "apertus": "Apertus",

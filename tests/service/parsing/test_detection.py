@@ -67,6 +67,8 @@ EXPECTED = {
     "deepseek-ai-DeepSeek-V4-Flash-0731.jinja": ("deepseek_v4", "render", "think"),
     "deepseek-ai-DeepSeek-V4.jinja": ("deepseek_v4", "render", "think"),
     "fireworks-ai-llama-3-firefunction-v2.jinja": ("phi4_mini_json", "render", None),
+    "genai-openbmb-MiniCPM3-4B.jinja": ("lfm2", "prompt", None),
+    "genai-tiiuae-Falcon3-3B-Instruct.jinja": ("hermes", "prompt", None),
     "google-gemma-2-2b-it.jinja": ("generic", "none", None),
     "google-gemma-3-270m-it.jinja": ("generic", "none", None),
     "google-gemma-4-31B-it-interleaved.jinja": ("gemma4", "render", "gemma4"),
@@ -228,3 +230,35 @@ def test_a_template_that_drops_past_calls_sees_them_in_its_own_markup(
     rendered = renderer.render(template_messages(model, HISTORY), None, {})  # type: ignore[arg-type]
     assert written in rendered and "Lyon" in rendered
     assert chosen(tokenizer, (TEMPLATES / "Qwen-Qwen3-0.6B.jinja").read_text()).calls_in_content is False
+
+
+@pytest.mark.parametrize(
+    ("template", "written"),
+    [
+        # As these templates write a past call (the family probe over OpenVINO GenAI's 146 templates found them).
+        (
+            "genai-openbmb-MiniCPM3-4B.jinja",
+            '<|tool_call_start|>\n```python\nget_weather(city="Paris",days=3)\n```\n<|tool_call_end|>',
+        ),
+        (
+            "genai-tiiuae-Falcon3-3B-Instruct.jinja",
+            '<tool_call>\n[\n  {\n    "id": "call00001",\n    "type": "function",\n    "function": {\n'
+            '      "name": "get_weather",\n      "arguments": "{\\"city\\": \\"Paris\\", \\"days\\": 3}"\n'
+            "    }\n  }\n]\n</tool_call>",
+        ),
+    ],
+)
+def test_a_familys_own_writing_of_a_past_call_reads_back(
+    tokenizer: ov_genai.Tokenizer, template: str, written: str
+) -> None:
+    """The format detected for the template reads the call as the template writes it: the model learned that."""
+    text = (TEMPLATES / template).read_text()
+    renderer = TemplateRenderer(tokenizer, ChatTemplate(text, "test"))
+    rendered = "".join(detection.rendered_calls(lambda h, t, c: renderer.render(h, t, c)))
+    assert "".join(written.split()) in "".join(rendered.split())  # the template's own writing, whitespace aside
+    parser = chosen(tokenizer, text).parser(tools=True, schemas=SCHEMAS)
+    parser.feed(written)
+    parser.finish()
+    assert [(call.name, json.loads(call.arguments)) for call in parser.result.calls] == [
+        (detection.PROBE_NAME, detection.PROBE_ARGUMENTS)
+    ]
