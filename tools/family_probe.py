@@ -36,6 +36,7 @@ import argparse
 import contextlib
 import json
 import logging
+import subprocess
 import sys
 import tempfile
 import threading
@@ -462,6 +463,8 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.ERROR, format="%(levelname)s %(name)s: %(message)s")
     log.setLevel(logging.INFO)
     observe_renders()
+    head = subprocess.run(["git", "log", "--oneline", "-1"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+    print(f"family_probe at {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {head or 'no git'}\n", flush=True)
     for target in args.targets:
         templates = templates_of(target, args.only)
         started = time.monotonic()
