@@ -249,7 +249,11 @@ class Probe:
         choice = self.chat(messages=ASK, tools=TOOLS, tool_choice="required").choices[0]
         calls = [(call.function.name, call.function.arguments) for call in choice.message.tool_calls or []]
         if choice.finish_reason != "tool_calls" or not calls:
-            raise AssertionError(f"finish_reason {choice.finish_reason}, no calls; content {choice.message.content!r}")
+            # A prompt that opens a reasoning block leaves the reasoning free before the call: a random model that
+            # never closes it reasons to max_tokens (worth telling apart from a call list that runs on).
+            thought = choice.message.model_dump().get("reasoning_content") or ""
+            raise AssertionError(f"finish_reason {choice.finish_reason}, no calls; reasoning {len(thought)} chars, "
+                                 f"content {choice.message.content!r}")  # fmt: skip
         check_calls(calls)
         self.call_id = (choice.message.tool_calls or [])[0].id
         named = {"type": "function", "function": {"name": "set_alarm"}}
