@@ -1,8 +1,8 @@
 """The ``family_models`` session fixture: every family of table.py built once, cached across sessions.
 
-The cache is keyed by a hash of what the models are made from (the builder, the table, the templates, the
-tokenizers, tiny-chat's weights, and ovserve's template renderer, which renders the prompts whose last tokens
-the scripts start from), so a rerun with nothing changed reuses the directories (~0 s) and any change
+The cache is keyed by a hash of what the models are made from (the builder, the table, the families' templates
+and tokenizers, tiny-chat's weights, and ovserve's template renderer, which renders the prompts whose last
+tokens the scripts start from), so a rerun with nothing changed reuses the directories (~0 s) and any change
 rebuilds. It lives in pytest's cache directory unless OVSERVE_FAMILY_MODELS names another.
 """
 
@@ -29,7 +29,9 @@ def _inputs_hash() -> str:
     digest = hashlib.sha256()
     files = [Path(build.__file__), Path(table.__file__), Path(chat_template.__file__), Path(template_probe.__file__)]
     files += [build.TINY_CHAT / "openvino_model.bin"]
-    files += sorted(table.TEMPLATES_DIR.glob("*.jinja")) + sorted(table.TOKENIZERS_DIR.glob("*.xz"))
+    # Only the templates and tokenizers the families use: vendoring another template rebuilds nothing.
+    files += sorted({family.template_path for family in table.FAMILIES.values()})
+    files += sorted(table.TOKENIZERS_DIR / f"{source}.tokenizer.json.xz" for source in table.tokenizer_sources())
     for path in files:
         digest.update(path.name.encode())
         digest.update(hashlib.sha256(path.read_bytes()).digest())
