@@ -94,7 +94,9 @@ THOUGHT, REPLY = "Pondering the clouds", "Rain is likely."
 THINKING = {"enable_thinking": True, "thinking": True, "reasoning_effort": "high"}
 # What in a template's source says it has a reasoning mode, when the server found no reasoning parser for it.
 REASONING_WORDS = ("reasoning_content", "enable_thinking", "<think>", "thinking")
-GREEDY: dict[str, Any] = {"temperature": 0, "max_tokens": 600}
+# Room for "required"'s up to 8 calls (service.structured.output.MAX_PARALLEL_CALLS) in tiny-chat's small
+# vocabulary, where a call is ~100 tokens: a list cut by max_tokens ends with "length", not "tool_calls".
+GREEDY: dict[str, Any] = {"temperature": 0, "max_tokens": 2400}
 TURN_MARK = "Q7ZMARK"  # an assistant reply whose rendering shows what the template writes after a turn
 
 log = logging.getLogger("family_probe")
