@@ -4,7 +4,7 @@ Not run by the tests (they read the committed .xz files). Run it by hand when a 
 
     pip download --no-deps --no-binary :all: llama-cpp-python==0.3.36 -d /tmp/sdist
     tar -xzf /tmp/sdist/llama_cpp_python-0.3.36.tar.gz -C /tmp/sdist
-    pip install gguf  # only this script needs it
+    pip install gguf  # only this script needs it (transformers 5.x reads the metadata through it)
     python -m tests.families.extract_tokenizers /tmp/sdist/llama_cpp_python-0.3.36/vendor/llama.cpp/models
 
 transformers' own ``AutoTokenizer.from_pretrained(dir, gguf_file=...)`` imports torch (5.x reads the GGUF
@@ -20,11 +20,19 @@ from pathlib import Path
 
 from tests.families.table import TOKENIZERS_DIR, tokenizer_sources
 
+# GGUF architectures transformers has no tokenizer converter for -> the converter of the same tokenizer kind
+# (tokenizer.ggml.model): Command R's is a byte-level BPE ("gpt2"), its vocabulary and merges its own.
+CONVERTER_OF = {"command-r": "gpt2"}
+
 
 def convert_gguf(path: Path) -> str:
     """tokenizer.json text of the tokenizer a vocab-only GGUF describes."""
     import gguf
-    from transformers.integrations.gguf import gguf_tokenizer_mapping as mapping
+
+    try:  # transformers 5.x
+        from transformers.integrations import ggml as mapping
+    except ImportError:  # older releases
+        from transformers.integrations.gguf import gguf_tokenizer_mapping as mapping  # type: ignore[no-redef]
 
     reader = gguf.GGUFReader(str(path))
     meta = {field.name: field.contents() for field in reader.fields.values()}
@@ -32,7 +40,8 @@ def convert_gguf(path: Path) -> str:
     tokenizer_dict = {
         name: meta[f"tokenizer.{key}"] for key, name in tokenizer_keys.items() if f"tokenizer.{key}" in meta
     }
-    backend, _ = mapping.convert_gguf_tokenizer(meta["general.architecture"], tokenizer_dict)
+    architecture = meta["general.architecture"]
+    backend, _ = mapping.convert_gguf_tokenizer(CONVERTER_OF.get(architecture, architecture), tokenizer_dict)
     return backend.to_str()
 
 

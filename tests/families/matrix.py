@@ -57,6 +57,7 @@ PARSERS: dict[str, tuple[str, str]] = {
     "functionary-v3.1": ("functionary_v3_1", "none"),
     "ministral-3-reasoning": ("mistral_args", "mistral"),
     "lfm2.5": ("lfm2", "think"),
+    "command-r7b": ("command_r7b", "command_r7b"),
 }
 # Families whose templates have no reasoning mode: their reasoning cells do not apply.
 NO_REASONING = {

@@ -421,6 +421,38 @@ FAMILIES: dict[str, Family] = {
             added=("<think>", "</think>"),
             markup=("<|tool_call_start|>", "<|tool_call_end|>", "<think>"),
         ),
+        # Command R7B on Command R's own 256k BPE (llama.cpp's GGUF predates R7B's thinking, action and response
+        # tokens: added here, special as all of Cohere's <|...|> control tokens are).
+        Family(
+            "command-r7b",
+            "CohereForAI-c4ai-command-r7b-12-2024-tool_use.jinja",
+            script=f"<|START_THINKING|>{THOUGHT}<|END_THINKING|><|START_RESPONSE|>{ANSWER}<|END_RESPONSE|>"
+            "<|END_OF_TURN_TOKEN|>",
+            tokenizer="command-r",
+            bos="<BOS_TOKEN>",
+            eos="<|END_OF_TURN_TOKEN|>",
+            pad="<PAD>",
+            end_of_turn=("<|END_OF_TURN_TOKEN|>",),
+            special=(
+                "<PAD>",
+                "<BOS_TOKEN>",
+                "<EOS_TOKEN>",
+                "<|START_OF_TURN_TOKEN|>",
+                "<|END_OF_TURN_TOKEN|>",
+                "<|USER_TOKEN|>",
+                "<|CHATBOT_TOKEN|>",
+                "<|SYSTEM_TOKEN|>",
+                "<|START_THINKING|>",
+                "<|END_THINKING|>",
+                "<|START_ACTION|>",
+                "<|END_ACTION|>",
+                "<|START_RESPONSE|>",
+                "<|END_RESPONSE|>",
+                "<|START_TOOL_RESULT|>",
+                "<|END_TOOL_RESULT|>",
+            ),
+            markup=("<|START_ACTION|>", "<|END_ACTION|>", "<|START_THINKING|>", "<|START_RESPONSE|>"),
+        ),
     ]
 }
 

@@ -50,6 +50,8 @@ WRITTEN = {
     "functionary_v3_1": f"<function=get_weather>{JSON}</function>",
     "mistral_args": f"[TOOL_CALLS]get_weather[ARGS]{JSON}",  # Tekken's (Devstral, Ministral 3): no JSON list
     "lfm2": "<|tool_call_start|>[get_weather(city='Paris', days=3)]<|tool_call_end|>",
+    "command_r7b": '<|START_ACTION|>[\n    {"tool_call_id": "0", "tool_name": "get_weather", '
+    f'"parameters": {JSON}}}\n]<|END_ACTION|>',
 }
 SCHEMAS = {"get_weather": {"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}}}}
 

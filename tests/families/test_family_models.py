@@ -86,7 +86,9 @@ def test_markup_tokens_are_single_ids(name: str, family_models: dict[str, Path])
 
 def _pipeline(path: Path) -> ov_genai.ContinuousBatchingPipeline:
     scheduler = ov_genai.SchedulerConfig()
-    scheduler.num_kv_blocks, scheduler.max_num_seqs, scheduler.max_num_batched_tokens = 32, 2, 256
+    # Room for the nine probe prompts at once: Command R7B's with tools are ~1,300 tokens each (2 kB of KV cache
+    # a token in tiny-chat's shape).
+    scheduler.num_kv_blocks, scheduler.max_num_seqs, scheduler.max_num_batched_tokens = 512, 2, 256
     return ov_genai.ContinuousBatchingPipeline(str(path), scheduler, "CPU")
 
 
