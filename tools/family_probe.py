@@ -98,6 +98,7 @@ REASONING_WORDS = ("reasoning_content", "enable_thinking", "<think>", "thinking"
 # vocabulary, where a call is ~100 tokens: a list cut by max_tokens ends with "length", not "tool_calls".
 GREEDY: dict[str, Any] = {"temperature": 0, "max_tokens": 2400}
 TURN_MARK = "Q7ZMARK"  # an assistant reply whose rendering shows what the template writes after a turn
+NEXT_MARK = "Q8ZNEXT"  # a user turn after it
 
 log = logging.getLogger("family_probe")
 
@@ -302,7 +303,7 @@ class Probe:
         reply.raise_for_status()
         return dict(reply.json())
 
-    def turn(self, assistant: dict[str, Any], context: dict[str, Any]) -> tuple[str, str]:
+    def turn(self, assistant: dict[str, Any], context: dict[str, Any], followed: bool = False) -> tuple[str, str]:
         """The server's rendering of ``assistant`` after ASK, cut to what the model itself writes (less the header
         and the ending the template writes around any assistant turn), and the rendering before it.
 
@@ -316,8 +317,13 @@ class Probe:
             except Exception as error:
                 raise AssertionError(f"render: {first_line(error)}") from None
 
-        whole = render([*ASK, assistant], False)
-        marked = render([*ASK, {"role": "assistant", "content": TURN_MARK}], False)
+        # ``followed``: a user turn after it, for templates that write more after a last assistant turn (Command R+
+        # its instructions); not for reasoning, which most templates keep only in turns after the last question.
+        after = [{"role": "user", "content": NEXT_MARK}] if followed else []
+        whole = render([*ASK, assistant, *after], False)
+        marked = render([*ASK, {"role": "assistant", "content": TURN_MARK}, *after], False)
+        if followed:
+            whole, marked = whole.partition(NEXT_MARK)[0], marked.partition(NEXT_MARK)[0]
         # What the two renderings share is the prompt up to where the model writes (the turn's header with it);
         # what the template writes after the marker ends any turn, and is no part of what the model writes.
         start = shared_prefix(whole, marked)
@@ -327,13 +333,17 @@ class Probe:
             start = opened
         text, tail = whole[start:], whole[:start]
         ending = marked.partition(TURN_MARK)[2].strip()
-        if ending and text.rstrip().endswith(ending):
-            text = text.rstrip()[: -len(ending)]
+        # The ending, or the longest end of it the call turn writes (Command R+ ends a call turn with no
+        # end-of-turn token before the next turn's header); a few characters prove nothing.
+        for size in range(len(ending), min(len(ending), 8) - 1, -1):
+            if text.rstrip().endswith(ending[-size:]):
+                text = text.rstrip()[:-size]
+                break
         return text, tail
 
     def native(self, tool_parser: str | None) -> None:
         call = {"id": FOREIGN_ID, "type": "function", "function": {"name": "get_weather", "arguments": KNOWN_ARGUMENTS}}
-        text, _ = self.turn({"role": "assistant", "content": None, "tool_calls": [call]}, {})
+        text, _ = self.turn({"role": "assistant", "content": None, "tool_calls": [call]}, {}, followed=True)
         if not all(value in text for value in KNOWN_ARGUMENTS.values()):
             raise NotApplicable(f"the template writes no past call (its turn: {text[:60]!r})")
         if tool_parser is None:
