@@ -335,7 +335,7 @@ class Probe:
         ending = marked.partition(TURN_MARK)[2].strip()
         # The ending, or the longest end of it the call turn writes (Command R+ ends a call turn with no
         # end-of-turn token before the next turn's header), cut where a tag starts; a few characters prove nothing.
-        for size in range(len(ending), min(len(ending), 8) - 1, -1):
+        for size in range(len(ending), min(len(ending), 8) - 1, -1) if ending else ():
             if (size == len(ending) or ending[-size] in "<[") and text.rstrip().endswith(ending[-size:]):
                 text = text.rstrip()[:-size]
                 break
