@@ -133,8 +133,14 @@ def mistral_calls(text: str) -> list[Call] | None:
 
 
 def phi4_mini_calls(text: str) -> list[Call] | None:
-    """Phi-4-mini: ``functools[{"name": ..., "arguments": {...}}, ...]``."""
-    return named_call_list(text.strip().removeprefix("functools"))
+    """Phi-4-mini: ``functools[{"name": ..., "arguments": {...}}, ...]``; or, at the start of the reply, the call
+    objects bare, as its template (OVMS's copy) writes a past call back into the prompt."""
+    body = text.strip()
+    if body.startswith("functools"):
+        return named_call_list(body.removeprefix("functools"))
+    values = json_sequence(body)
+    listed = [named_call(value) for value in values or []]
+    return None if not listed or None in listed else listed  # type: ignore[return-value]
 
 
 def granite_calls(text: str) -> list[Call] | None:

@@ -84,7 +84,8 @@ TOOL_PARSERS: dict[str, ToolFormat] = {
     "deepseek_v31": section_format(calls.deepseek_v31_calls, DEEPSEEK_V31),
     "kimi_k2": section_format(calls.kimi_k2_calls, KIMI_K2, kimi_call_id, ends_reasoning=(KIMI_K2.opening,)),
     "phi4_mini_json": ToolFormat(
-        lambda ids, _: TrailingCallParser(calls.phi4_mini_calls, ids, (), (PHI4_MINI_JSON.opening,)), PHI4_MINI_JSON
+        lambda ids, _: TrailingCallParser(calls.phi4_mini_calls, ids, ('{"',), (PHI4_MINI_JSON.opening,)),
+        PHI4_MINI_JSON,
     ),
     "granite": ToolFormat(
         lambda ids, _: TrailingCallParser(calls.granite_calls, ids, ("[{",), (GRANITE_TAG,)), GRANITE

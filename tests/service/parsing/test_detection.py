@@ -95,6 +95,7 @@ EXPECTED = {
     "openbmb-MiniCPM5-1B.jinja": ("minicpm5xml", "render", "think"),
     "ovms-chat_template_gpt_oss.jinja": ("openai", "render", "openai"),
     "ovms-chat_template_onyx.jinja": ("onyx", "render", "onyx"),
+    "ovms-chat_template_phi4_mini.jinja": ("phi4_mini_json", "prompt", None),
     "ovms-chat_template_qwen36.jinja": ("qwen3_coder", "render", "think"),
     "ovms-chat_template_qwen3coder_next.jinja": ("qwen3_coder", "render", None),
     "poolside-Laguna-S-2.1.jinja": ("glm45", "render", "think"),
