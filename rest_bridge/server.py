@@ -11,6 +11,7 @@ import grpc
 import tornado.netutil
 
 from clients.defaults import DEFAULT_HOST, DEFAULT_REST_PORT, MESSAGE_SIZE_OPTIONS, MIB
+from clients.gil import share_the_gil_sooner
 from clients.heap import freeze_startup_heap
 from rest_bridge.app import make_app
 from rest_bridge.config import BridgeSettings, https_context
@@ -95,6 +96,7 @@ async def serve_bridge(bridge: Bridge) -> None:
     """Run ``bridge`` alone (``ovserve bridge``) until SIGINT or SIGTERM."""
     await bridge.start()
     freeze_startup_heap()
+    share_the_gil_sooner()  # the event loop waits less for the GIL (clients/gil.py)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):

@@ -12,6 +12,7 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
 from clients.defaults import MESSAGE_SIZE_OPTIONS
+from clients.gil import share_the_gil_sooner
 from clients.heap import freeze_startup_heap
 from service.api.files import FilesApi
 from service.api.lora import RuntimeLora
@@ -164,6 +165,7 @@ class Server:
         self._expiry = asyncio.create_task(self._expire())
         self._loading = None
         frozen = freeze_startup_heap()  # before SERVING: no request waits on it
+        share_the_gil_sooner()  # the event loop waits less for the GIL (clients/gil.py)
         log.debug("%d startup objects frozen", frozen)
         await self._set_health(health_pb2.HealthCheckResponse.SERVING)
         log.info("serving %s", ", ".join(self.registry.names))
