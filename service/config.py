@@ -20,8 +20,14 @@ A TOML file describes several models with their own scheduler settings::
     chat_template = "/models/template.jinja" # optional: replaces the model's own chat template
     scheduler = { max_num_seqs = 64 }        # optional: overrides [scheduler]
 
-Flags win over the file; ``--model NAME=SOURCE`` adds models to the file's. A model's ``path`` (a SOURCE) may
-also be a Hugging Face directory or repository id, or a .gguf file: see service/sources.
+    [[models]]                               # no path: changes a model of the list, e.g. a bundled one
+    name = "tiny-chat"
+    tool_guided_generation = true
+
+Flags win over the file; ``--model NAME=SOURCE`` adds models to the file's. The models of the file and of
+``--model``, else the bundled ones (service/models.py), are one list: every per-model flag, path-less entry and
+``--lora`` names a model of it. A model's ``path`` (a SOURCE) may also be a Hugging Face directory or repository
+id, or a .gguf file: see service/sources.
 """
 
 from __future__ import annotations
@@ -235,15 +241,18 @@ def from_arguments(args: argparse.Namespace) -> ServeConfig:
     base = _settings(EngineSettings(), data.get("scheduler", {}), "[scheduler]")
     base = _settings(base, given(args, EngineSettings), "flags")
 
-    specs = _with_lora(
-        getattr(args, "lora", None) or [], _flag_models(args, _toml_models(data.get("models", []), base), base)
-    )
+    # One list of models: the file's and --model's, else the bundled ones; every per-model setting (a path-less
+    # [[models]] entry, a per-model flag, --lora) then changes a model of that list, whichever it is.
+    entries = _toml_entries(data.get("models", []))
+    specs = _flag_models(args, _toml_models(entries, base), base) or {
+        spec.name: spec for spec in bundled_model_specs(base)
+    }
+    specs = _with_lora(getattr(args, "lora", None) or [], _flag_settings(args, _toml_changes(entries, specs, base)))
     pipelines = PipelineSettings(**given(args, PipelineSettings))
     if problems := pipelines.problems():
         raise ConfigError("; ".join(problems))
-    chosen = list(specs.values()) or bundled_model_specs(base)
     cache = Path(getattr(args, "model_cache", None) or server.get("model_cache") or default_cache_dir()).expanduser()
-    models = [dataclasses.replace(_resolved(spec, cache), pipeline=pipelines) for spec in chosen]
+    models = [dataclasses.replace(_resolved(spec, cache), pipeline=pipelines) for spec in specs.values()]
     for spec in models:
         if spec.task is not PipelineKind.GENERATE:
             if spec.draft_path or spec.prompt_lookup:
@@ -317,24 +326,67 @@ def _resolved(spec: ModelSpec, cache: Path) -> ModelSpec:
     return dataclasses.replace(spec, path=path, draft_path=draft or None, provenance=provenance)
 
 
-def _toml_models(entries: list[dict[str, Any]], base: EngineSettings) -> dict[str, ModelSpec]:
-    """The TOML file's ``[[models]]``, by name: each entry's keys are ModelSpec's per-model settings."""
-    specs: dict[str, ModelSpec] = {}
-    for position, entry in enumerate(entries):
-        where = f"[[models]] #{position + 1}"
-        if "name" not in entry or not entry.get("path"):
+def _toml_entries(entries: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
+    """The TOML file's ``[[models]]`` entries, each with where it is ("[[models]] #N"); each needs a name."""
+    located = [(f"[[models]] #{position + 1}", entry) for position, entry in enumerate(entries)]
+    for where, entry in located:
+        if not isinstance(entry.get("name"), str) or not entry["name"]:
             raise ConfigError(f"{where}: needs name and path")
-        given_values = {
-            setting.name: _model_value(setting, entry[_toml_key(setting)], f"{where} {_toml_key(setting)}")
-            for setting in MODEL_SETTINGS
-            if entry.get(_toml_key(setting))  # a key left empty keeps the default, as one left out
-        }
+    return located
+
+
+def _entry_values(entry: dict[str, Any], where: str) -> dict[str, Any]:
+    """An entry's per-model settings (ModelSpec's fields with help metadata) as the fields' types."""
+    return {
+        setting.name: _model_value(setting, entry[_toml_key(setting)], f"{where} {_toml_key(setting)}")
+        for setting in MODEL_SETTINGS
+        if entry.get(_toml_key(setting))  # a key left empty keeps the default, as one left out
+    }
+
+
+def _entry_lora(entry: dict[str, Any], where: str) -> dict[str, Path]:
+    """An entry's ``lora`` table: adapter name -> its directory."""
+    lora = entry.get("lora", {})
+    if not isinstance(lora, dict) or not all(isinstance(path, str) for path in lora.values()):
+        raise ConfigError(f"{where} lora: a table of adapter name = path")
+    return {str(name): Path(path).expanduser() for name, path in lora.items()}
+
+
+def _toml_models(entries: list[tuple[str, dict[str, Any]]], base: EngineSettings) -> dict[str, ModelSpec]:
+    """The models the TOML file's ``[[models]]`` entries with a path add, by name."""
+    specs: dict[str, ModelSpec] = {}
+    for where, entry in entries:
+        if not entry.get("path"):
+            continue  # a change to a model of the list (see _toml_changes)
         settings = _settings(base, entry.get("scheduler", {}), where)
-        lora = entry.get("lora", {})
-        if not isinstance(lora, dict) or not all(isinstance(path, str) for path in lora.values()):
-            raise ConfigError(f"{where} lora: a table of adapter name = path")
-        lora = {str(name): Path(path).expanduser() for name, path in lora.items()}
-        specs[entry["name"]] = ModelSpec(entry["name"], settings=settings, lora=lora, **given_values)
+        specs[entry["name"]] = ModelSpec(
+            entry["name"], settings=settings, lora=_entry_lora(entry, where), **_entry_values(entry, where)
+        )
+    return specs
+
+
+def _toml_changes(
+    entries: list[tuple[str, dict[str, Any]]], specs: dict[str, ModelSpec], base: EngineSettings
+) -> dict[str, ModelSpec]:
+    """``specs`` with the TOML file's path-less ``[[models]]`` entries applied: each changes the settings of a
+    model of the list (a bundled one when the file and the flags add none), as the per-model flags do."""
+    specs = dict(specs)
+    for where, entry in entries:
+        if entry.get("path"):
+            continue
+        name = entry["name"]
+        if name not in specs:
+            raise ConfigError(
+                f"{where}: needs name and path (an entry without a path changes a served model, and no model is "
+                f"named {name!r}; served: {', '.join(specs)})"
+            )
+        spec = specs[name]
+        change: dict[str, Any] = _entry_values(entry, where)
+        if "scheduler" in entry:
+            change["settings"] = _settings(base, entry["scheduler"], where)
+        if "lora" in entry:
+            change["lora"] = {**spec.lora, **_entry_lora(entry, where)}
+        specs[name] = dataclasses.replace(spec, **change)
     return specs
 
 
@@ -348,7 +400,7 @@ def _with_lora(flags: list[str], specs: dict[str, ModelSpec]) -> dict[str, Model
         if not (name and base and path):
             raise ConfigError(f"--lora {value}: give NAME=BASE:PATH (the adapter's name, its base model, its path)")
         if base not in specs:
-            raise ConfigError(f"--lora {value}: no model named {base!r}")
+            raise ConfigError(f"--lora {value}: no model named {base!r}; served: {', '.join(specs)}")
         specs[base] = dataclasses.replace(specs[base], lora={**specs[base].lora, name: Path(path).expanduser()})
     names = list(specs) + [adapter for spec in specs.values() for adapter in spec.lora]
     if taken := sorted({name for name in names if names.count(name) > 1}):
@@ -357,20 +409,25 @@ def _with_lora(flags: list[str], specs: dict[str, ModelSpec]) -> dict[str, Model
 
 
 def _flag_models(args: argparse.Namespace, specs: dict[str, ModelSpec], base: EngineSettings) -> dict[str, ModelSpec]:
-    """``specs`` with the per-model flags applied: ``--model NAME=PATH`` adds (or replaces) a model, each other
-    flag sets one setting of a model already named."""
+    """``specs`` with each ``--model NAME=SOURCE`` added (or replacing the model of that name)."""
     specs = dict(specs)
-    adding, *setting_flags = MODEL_SETTINGS  # the path's flag first (ModelSpec's field order)
+    adding = MODEL_SETTINGS[0]  # the path's flag first (ModelSpec's field order)
     for value in getattr(args, _dest(adding)):
         name, path = _name_value(adding, value)
         specs[name] = ModelSpec(name, _model_value(adding, path, f"--{_flag(adding)} {name}"), settings=base)
-    for setting in setting_flags:
+    return specs
+
+
+def _flag_settings(args: argparse.Namespace, specs: dict[str, ModelSpec]) -> dict[str, ModelSpec]:
+    """``specs`` with the other per-model flags applied: each sets one setting of a model of the list."""
+    specs = dict(specs)
+    for setting in MODEL_SETTINGS[1:]:
         flag = f"--{_flag(setting)}"
         for value in getattr(args, _dest(setting)):
             name, given_value = _name_value(setting, value)
             if name not in specs:
                 shown = name if _is_switch(setting) else f"{name}=..."
-                raise ConfigError(f"{flag} {shown}: no model named {name!r}")
+                raise ConfigError(f"{flag} {shown}: no model named {name!r}; served: {', '.join(specs)}")
             change = {setting.name: _model_value(setting, given_value, f"{flag} {name}")}
             specs[name] = dataclasses.replace(specs[name], **change)
     return specs
