@@ -1,0 +1,50 @@
+"""Tool formats of GLM-4-9B-chat (and GLM-4-0414) and ChatGLM3-6B: a call is a message whose first line names
+the function (service.parsing.calls_glm), where GLM-4.5 and later write ``<tool_call>`` blocks (glm45).
+
+Each table here is merged into service.parsing.formats' own (TOOL_PARSERS, REASONING_PARSERS, ALIASES and the
+template markup tables), so a format is written once, here, and named on the command line like any other.
+Their published templates write a past call from the message's ``metadata`` (the name) and content (the
+arguments), not from OpenAI's ``tool_calls``: a call is found in them by the tool prompt they write, and past
+calls reach them in their content (``OutputFormat.calls_in_content``), written as the model writes them.
+"""
+
+from __future__ import annotations
+
+from service.parsing.calls_glm import (
+    CHATGLM3_CALL,
+    CHATGLM3_FENCE,
+    CHATGLM3_FENCE_END,
+    GLM_MESSAGE,
+    NamedMessageParser,
+    chatglm3_calls,
+    glm4_calls,
+)
+from service.parsing.markup import CallMarkup, ThinkMarkup
+from service.parsing.tool_format import ToolFormat
+
+# GLM-4-9B-chat: the name, a line break, the JSON arguments; a further call is a further message.
+GLM4 = CallMarkup("", "{name}\n", "", GLM_MESSAGE, "", name="bare")
+# ChatGLM3-6B: the name, then a fenced Python call of tool_call with the arguments as keywords.
+CHATGLM3 = CallMarkup(
+    "", f"{{name}}\n{CHATGLM3_FENCE}\n{CHATGLM3_CALL}(", f")\n{CHATGLM3_FENCE_END}", GLM_MESSAGE, "", "python"
+)
+
+# --tool-parser name -> its format.
+TOOL_FORMATS: dict[str, ToolFormat] = {
+    "glm4": ToolFormat(lambda ids, _: NamedMessageParser(glm4_calls, ids, ("{",)), GLM4),
+    "chatglm3": ToolFormat(lambda ids, _: NamedMessageParser(chatglm3_calls, ids, (CHATGLM3_FENCE,)), CHATGLM3),
+}
+REASONING_FORMATS: dict[str, ThinkMarkup] = {}
+# Format name -> the families it serves (README's table of formats: service.parsing.formats_table).
+TOOL_FAMILIES: dict[str, str] = {
+    "glm4": "GLM-4-9B-chat (and -hf, -1m), GLM-4-0414, GLM-Z1 (the name on the message's first line, then JSON)",
+    "chatglm3": "ChatGLM3-6B (by name: its template shows no tools)",
+}
+REASONING_FAMILIES: dict[str, str] = {}
+# Other servers' names for these formats (vLLM and SGLang read neither; their "glm4*" parsers are GLM-4.5's).
+ALIASES: dict[str, dict[str, str]] = {"tool": {}, "reasoning": {}}
+# Template markup (a string, or several that must all appear) -> the parser it calls for (checked after
+# formats.py's own entries). GLM-4's tool prompt, in every published copy, ends each tool with this sentence
+# ("when calling the function above, write its arguments as JSON").
+TEMPLATE_TOOL_MARKUP: list[tuple[str | tuple[str, ...], str]] = [("请使用 Json 格式表示调用的参数", "glm4")]
+TEMPLATE_REASONING_MARKUP: list[tuple[str | tuple[str, ...], str]] = []
