@@ -11,6 +11,7 @@ from service.parsing import (
     calls,
     detection,
     formats_generic,
+    formats_glm,
     formats_json,
     formats_python,
     formats_tail,
@@ -112,6 +113,7 @@ TOOL_PARSERS: dict[str, ToolFormat] = {
     **formats_xml.TOOL_FORMATS,
     **formats_python.TOOL_FORMATS,
     **formats_tail.TOOL_FORMATS,
+    **formats_glm.TOOL_FORMATS,
     **formats_generic.TOOL_FORMATS,
 }
 # --reasoning-parser names -> their block's delimiters: <think>...</think> but for Granite's words.
@@ -128,6 +130,7 @@ REASONING_PARSERS: dict[str, ThinkMarkup] = {
     **formats_xml.REASONING_FORMATS,
     **formats_python.REASONING_FORMATS,
     **formats_tail.REASONING_FORMATS,
+    **formats_glm.REASONING_FORMATS,
     **formats_generic.REASONING_FORMATS,
 }
 # Other servers' names for these formats (vLLM's --tool-call-parser and --reasoning-parser, OVMS's
@@ -163,7 +166,7 @@ REASONING_FAMILIES: dict[str, str] = {
     "openai": "gpt-oss",
     "gemma4": "Gemma 4",
 }
-for _group in (formats_json, formats_xml, formats_python, formats_tail, formats_generic):
+for _group in (formats_json, formats_xml, formats_python, formats_tail, formats_glm, formats_generic):
     for _kind, _names in _group.ALIASES.items():
         ALIASES[_kind].update(_names)
     TOOL_FAMILIES.update(_group.TOOL_FAMILIES)
@@ -194,6 +197,7 @@ TEMPLATE_TOOL_MARKUP: list[tuple[str | tuple[str, ...], str]] = [
     *formats_xml.TEMPLATE_TOOL_MARKUP,
     *formats_python.TEMPLATE_TOOL_MARKUP,
     *formats_tail.TEMPLATE_TOOL_MARKUP,
+    *formats_glm.TEMPLATE_TOOL_MARKUP,
 ]
 # Likewise for the reasoning parser.
 TEMPLATE_REASONING_MARKUP: list[tuple[str | tuple[str, ...], str]] = [
@@ -205,6 +209,7 @@ TEMPLATE_REASONING_MARKUP: list[tuple[str | tuple[str, ...], str]] = [
     *formats_xml.TEMPLATE_REASONING_MARKUP,
     *formats_python.TEMPLATE_REASONING_MARKUP,
     *formats_tail.TEMPLATE_REASONING_MARKUP,
+    *formats_glm.TEMPLATE_REASONING_MARKUP,
     (THINK.begin, "think"),
 ]
 
