@@ -69,6 +69,8 @@ EXPECTED = {
     "fireworks-ai-llama-3-firefunction-v2.jinja": ("phi4_mini_json", "render", None),
     "genai-openbmb-MiniCPM3-4B.jinja": ("lfm2", "prompt", None),
     "genai-tiiuae-Falcon3-3B-Instruct.jinja": ("hermes", "prompt", None),
+    # GLM-4-9B-chat writes a past call from the message's metadata, not tool_calls: its tool prompt shows glm4
+    "genai-THUDM-glm-4-9b-chat.jinja": ("glm4", "source", None),
     "google-gemma-2-2b-it.jinja": ("generic", "none", None),
     "google-gemma-3-270m-it.jinja": ("generic", "none", None),
     "google-gemma-4-31B-it-interleaved.jinja": ("gemma4", "render", "gemma4"),
