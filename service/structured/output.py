@@ -81,6 +81,7 @@ class Guide:
     think: ThinkMarkup | None = None
     calls: bool = False  # writes tool calls: with ``thinking``, the model may open the block itself first
     thinking: bool = False
+    forced: bool = False  # the reply must be tool calls (tool_choice "required" or named)
 
     def constraint(self, *, opened: bool = False) -> OutputConstraint:
         """The engine's form of this constraint; ``opened``: the prompt ends inside the reasoning block."""
@@ -95,6 +96,11 @@ class Guide:
         block = {"type": "tag", "begin": begin, "content": {"type": "any_text"}, "end": think.end + after}
         document = {"type": "structural_tag", "format": {"type": "sequence", "elements": [block, self._format()]}}
         return OutputConstraint("structural_tags_config", json.dumps(document), blame)
+
+    def after_block(self) -> OutputConstraint:
+        """The engine's form of this constraint after a reasoning block the server ended (a reasoning budget,
+        service.api.reasoning_budget): the constrained output alone."""
+        return dataclasses.replace(self, thinking=False).constraint(opened=False)
 
     def _format(self) -> dict[str, Any]:
         """This guide as one structural-tag format."""
@@ -422,7 +428,7 @@ def _forced_calls(
     listed = _calls(request, violations, grammar, choice.callable, markup, parameters_field, one=choice.one)
     if listed is None:
         return None
-    return _guide(choice.field, {"type": "grammar", "grammar": grammar.ebnf(listed)})
+    return dataclasses.replace(_guide(choice.field, {"type": "grammar", "grammar": grammar.ebnf(listed)}), forced=True)
 
 
 def _allowed_calls(
