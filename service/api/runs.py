@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
 from service.api.generation import MAX_SEED
+from service.api.reasoning_budget import BudgetedGeneration, ReasoningBudget
 from service.engine import (
     EngineError,
     EngineOverloaded,
@@ -53,21 +54,24 @@ class Run:
     first_choice: int  # OpenAI index of this run's first choice
     images: PromptImages | None = None  # a vision request's images and text prompt
     scoring: Scoring | None = None  # alternatives or prompt logprobs asked for (service.engine.scoring)
+    budget: ReasoningBudget | None = None  # its reasoning block's budget (service.api.reasoning_budget)
 
 
 def fan_out(run: Run, n: int, model: ServedModel) -> list[Run]:
-    """n single-sequence runs with consecutive seeds, for a model whose pipeline generates one sequence per request.
+    """n single-sequence runs with consecutive seeds, for a model whose pipeline generates one sequence per request
+    or a run under a reasoning budget.
 
     A pipeline with a draft model or prompt lookup (assisted generation)
     refuses num_return_sequences > 1; n independent samples are what n > 1 asks for.
+    A reasoning budget ends each sequence's block at its own time, with a request of its own (BudgetedGeneration).
     """
-    if n == 1 or not model.limits.assisted:
+    if n == 1 or not (model.limits.assisted or run.budget is not None):
         return [run]
     seed = run.params.seed or 0
     return [
         dataclasses.replace(
             run,
-            params=dataclasses.replace(run.params, seed=(seed + i) % (MAX_SEED + 1)),
+            params=dataclasses.replace(run.params, seed=(seed + i) % (MAX_SEED + 1), num_return_sequences=None),
             first_choice=run.first_choice + i,
         )
         for i in range(n)
@@ -85,18 +89,10 @@ class RunStream:
 
     def __init__(self, model: ServedModel, runs: list[Run], *, skip_special_tokens: bool) -> None:
         self._runs = runs
-        self._generations: list[Generation] = []
+        self._generations: list[Generation | BudgetedGeneration] = []
         try:
             for run in runs:
-                generation = model.engine.submit(
-                    run.prompt_ids,
-                    run.params,
-                    skip_special_tokens=skip_special_tokens,
-                    images=run.images,
-                    scoring=run.scoring,
-                    adapter=model.adapter,
-                )
-                self._generations.append(generation)
+                self._generations.append(_submit(model, run, skip_special_tokens))
         except EngineError as error:
             self.close()
             raise service_error(error) from error
@@ -125,7 +121,7 @@ class RunStream:
     async def _interleaved(self) -> AsyncIterator[tuple[Run, Update]]:
         queue: asyncio.Queue[tuple[Run, Update | BaseException | None]] = asyncio.Queue()
 
-        async def pump(run: Run, generation: Generation) -> None:
+        async def pump(run: Run, generation: Generation | BudgetedGeneration) -> None:
             try:
                 async for update in generation:
                     queue.put_nowait((run, update))
@@ -149,6 +145,23 @@ class RunStream:
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
+
+
+def _submit(model: ServedModel, run: Run, skip_special_tokens: bool) -> Generation | BudgetedGeneration:
+    """Send ``run`` to the engine: as it is, or in two phases under its reasoning budget."""
+
+    def submit(prompt_ids: list[int], params: SamplingParams, scoring: Scoring | None) -> Generation:
+        return model.engine.submit(
+            prompt_ids, params, skip_special_tokens=skip_special_tokens, images=run.images, scoring=scoring,
+            adapter=model.adapter,
+        )  # fmt: skip
+
+    if run.budget is None:
+        return submit(run.prompt_ids, run.params, run.scoring)
+    return BudgetedGeneration(
+        submit, lambda ids, skip: model.engine.decode(ids, skip_special_tokens=skip), run.prompt_ids, run.params,
+        run.scoring, run.budget, skip_special_tokens=skip_special_tokens,
+    )  # fmt: skip
 
 
 async def collect_choices(
