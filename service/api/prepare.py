@@ -20,6 +20,7 @@ from service.api.generation import Budget, build_sampling_params, generation_vio
 from service.api.logprobs import LogprobAsk, ScoredPrompt, output_cap, score_violations
 from service.api.media_parts import MediaParts, prompt_with_images
 from service.api.prompting import render_prompt, render_text
+from service.api.reasoning_budget import budget_violations, run_budget
 from service.api.runs import Run, fan_out
 from service.engine import PromptImages
 from service.errors import FieldViolation, InvalidArgument
@@ -80,6 +81,7 @@ def begin(
 
 def refuse_invalid(request: Any, model: ServedModel, violations: list[FieldViolation], *, streaming: bool) -> None:
     """Raise INVALID_ARGUMENT naming every violation, the sampling fields' problems included (one round trip)."""
+    violations += budget_violations(request, model)
     if violations:
         violations += generation_violations(request, limits=model.limits, streaming=streaming)
     InvalidArgument.check(violations)
@@ -159,7 +161,13 @@ async def build_runs(
             streaming=streaming, logprobs=1 if ask.chosen and not (scoring and scoring.output) else 0,
             constraint=constraint,
         )  # fmt: skip
-        run = Run(prompt.ids, params, first_choice=position * n, images=prompt.images, scoring=scoring)
+        budget = run_budget(
+            model, request, plan, opened=prompt.reasoning_opened, max_new_tokens=params.max_new_tokens or 0,
+            vision=prompt.images is not None,
+        )  # fmt: skip
+        if budget is not None and budget.answer is not None and budget.answer != constraint:
+            await check_compiles(model, budget.answer)  # phase 2's constraint: the same format, without the block
+        run = Run(prompt.ids, params, first_choice=position * n, images=prompt.images, scoring=scoring, budget=budget)
         runs += fan_out(run, n, model)
         scored.append(ScoredPrompt(len(prompt.ids), prompt.field, n, params.max_new_tokens or 0))
     # Before any of them is submitted: the answer's logprobs bounded per request (service.api.logprobs)
