@@ -44,7 +44,10 @@ def _messages(text: str, arguments: BodyReader) -> list[Call] | None:
     calls: list[Call] = []
     for message in text.strip().removeprefix(GLM_MESSAGE).split(GLM_MESSAGE):
         name, newline, body = message.strip().partition("\n")
-        read = arguments(body) if newline and is_name(name) else None
+        try:
+            read = arguments(body) if newline and is_name(name) else None
+        except RecursionError:  # JSON nested past the decoder's stack: a model's output is untrusted text
+            return None
         if read is None:
             return None
         calls.append((name, read))
