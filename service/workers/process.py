@@ -24,6 +24,7 @@ from pathlib import Path
 
 from clients.defaults import MIB
 from service.workers.errors import EngineError
+from service.workers.load_failure import LoadSpec, compile_settings, how_it_ended
 from service.workers.messages import Heartbeat, LoadFailed, OutOfBand, Ready, Stop
 
 # The worker processes' entry points (``python -m MODULE FD``), by what they run.
@@ -55,8 +56,9 @@ def start_child(module: str) -> tuple[subprocess.Popen[bytes], Connection]:
 class WorkerProcess:
     """A loaded worker process; ``start_reading`` hands its messages to an event loop, in batches."""
 
-    def __init__(self, spec: object, name: str, runs: str, *, queued_writes: bool = False) -> None:
-        """Start ``ENTRY_POINTS[runs]`` and wait (blocking) until its model is loaded; EngineError if it fails.
+    def __init__(self, spec: LoadSpec, name: str, runs: str, *, queued_writes: bool = False) -> None:
+        """Start ``ENTRY_POINTS[runs]`` and wait (blocking) until its model is loaded; EngineError if it fails,
+        naming why (the exception, the signal that killed it, its exit status) and the settings it compiled with.
 
         ``spec`` is what the process loads: a WorkerSpec for the engine, a PipelineSpec for a pipeline.
         ``queued_writes``: every message is written by the sender thread (see MessageWriter), for a process that
@@ -70,12 +72,13 @@ class WorkerProcess:
         try:
             self._connection.send(spec)
             answer = self._connection.recv()  # blocks until the pipeline is compiled
-        except (EOFError, OSError) as error:
-            answer = LoadFailed(f"the {runs} process ended while loading ({error or type(error).__name__})")
+        except (EOFError, OSError):  # it died (a signal while compiling, say): its exit status says how
+            answer = LoadFailed(f"the {runs} process {how_it_ended(self.process)} while loading")
         if not isinstance(answer, Ready):
             self.kill()
-            detail = answer.message if isinstance(answer, LoadFailed) else repr(answer)
-            raise EngineError(f"model {name!r} failed to load: {detail}")
+            # OpenVINO's exceptions end in blank lines, which would part the message from the settings.
+            detail = answer.message.strip() if isinstance(answer, LoadFailed) else repr(answer)
+            raise EngineError(f"model {name!r} failed to load: {detail}; {compile_settings(spec)}")
 
     @property
     def pid(self) -> int:

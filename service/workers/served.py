@@ -58,6 +58,11 @@ class Served(Protocol):
     def pid(self) -> int | None:
         """The process's id, while one runs."""
 
+    @property
+    def load_failure(self) -> str | None:
+        """Why the last try to start its replacement failed, while none runs (signal or exception, settings);
+        None otherwise."""
+
     async def load(self) -> Load:
         """What it works on now (raises EngineError while its process is not running)."""
 

@@ -54,7 +54,14 @@ class Supervisor:
         self._waiting = waiting
         self._stall_timeout_s = stall_timeout_s
         self._heartbeat_timeout_s = heartbeat_timeout_s
-        self._process: WorkerProcess | None = start()
+        #: Why the last try to start a replacement failed, while none runs (None: none failed since the last
+        #: load): requests refused meanwhile and /health say it.
+        self.load_failure: str | None = None
+        try:
+            self._process: WorkerProcess | None = start()
+        except EngineError as error:
+            log.error("%s", error)  # the server ends; its log says why
+            raise
         self._loop: asyncio.AbstractEventLoop | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         self._listeners: list[Callable[[bool], None]] = []
@@ -91,7 +98,8 @@ class Supervisor:
     def unavailable(self) -> EngineUnavailable:
         """The retriable error for work sent while no process runs."""
         state = "is restarting" if self.started and not self.closed else "is not running"
-        return EngineUnavailable(f"{self.what} {state}; retry shortly")
+        failed = f" (the last try failed: {self.load_failure})" if self.load_failure else ""
+        return EngineUnavailable(f"{self.what} {state}{failed}; retry shortly")
 
     def send(self, message: object) -> None:
         """Send a message to the process (thread-safe); EngineUnavailable while none runs, OSError if it just died."""
@@ -134,6 +142,7 @@ class Supervisor:
             try:
                 process = await self._loop.run_in_executor(None, self._start)
             except EngineError as error:
+                self.load_failure = str(error)
                 log.error("restarting %s failed: %s; trying again in %.0f s", self.what, error, pause)
                 await asyncio.sleep(pause)
                 pause = min(pause * 2, RESTART_MAX_PAUSE_S)
@@ -142,6 +151,7 @@ class Supervisor:
                 process.stop()
                 return
             self._process = process
+            self.load_failure = None
             process.start_reading(self._loop, self._dispatch_all)
             self.restarts += 1
             log.warning("%s is back after %.1f s (restart %d)", self.what, time.monotonic() - started, self.restarts)
@@ -216,6 +226,11 @@ class Supervised:
     def restarts(self) -> int:
         """Processes replaced after dying or stalling."""
         return self._supervisor.restarts
+
+    @property
+    def load_failure(self) -> str | None:
+        """Why the last try to start its replacement failed, while none runs; None otherwise."""
+        return self._supervisor.load_failure
 
     def watch(self, listener: Callable[[bool], None]) -> None:
         """Call ``listener(up)`` on the event loop whenever the process goes down or comes back."""

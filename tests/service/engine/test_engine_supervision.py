@@ -7,6 +7,7 @@ load; each test prints how long the model was out.
 from __future__ import annotations
 
 import dataclasses
+import logging
 import os
 import signal
 import threading
@@ -20,6 +21,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from clients.v1 import chat_pb2, chat_pb2_grpc
 from service.engine import engine as engine_module
 from service.models import ModelSpec
+from service.workers import process as process_module
 from service.workers.process import WorkerProcess
 from tests.conftest import TEST_SETTINGS, TINY_CHAT, ServerThread, start_server
 from tests.rpc import parse
@@ -152,3 +154,47 @@ def test_an_engine_idle_past_the_stall_timeout_serves_its_next_request(running: 
             assert chat.CreateChatCompletion(request, timeout=60).choices[0].message.content
             time.sleep(3 * STALL_TIMEOUT_S)
     assert engine.restarts == restarts
+
+
+def test_a_replacement_that_dies_while_loading_is_named_in_errors_health_and_the_log(
+    running: ServerThread, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Issue 45: the cause of a failed load (the signal) and the settings reach the refused request, /health's
+    reason and the log, while the supervisor keeps trying; once a replacement loads, they are gone."""
+    engine = running.server.registry.get("tiny-chat").engine
+    started = process_module.start_child
+    healed = threading.Event()
+
+    def killed_while_loading(module: str) -> tuple[object, object]:
+        child, connection = started(module)
+        if not healed.is_set():
+            child.send_signal(signal.SIGKILL)  # it is still importing: far from Ready
+        return child, connection
+
+    monkeypatch.setattr(process_module, "start_child", killed_while_loading)
+    cause = (
+        "model 'tiny-chat' failed to load: the engine process was killed by SIGKILL (Killed) while loading; "
+        "settings: device CPU; precision f32; inference threads unset"
+    )
+    with grpc.insecure_channel(running.target) as channel, caplog.at_level(logging.ERROR):
+        wait_for(channel, SERVING, RECOVERY_BOUND_S)
+        pid = engine.pid
+        assert pid is not None
+        os.kill(pid, signal.SIGKILL)
+        began = time.monotonic()
+        while engine.load_failure is None:
+            assert time.monotonic() - began < RECOVERY_BOUND_S, "no replacement failed to load"
+            time.sleep(0.02)
+        assert engine.load_failure.startswith(cause)
+        assert running.server.not_serving_reason().startswith(cause)  # /health's reason
+        chat = chat_pb2_grpc.ChatServiceStub(channel)
+        with pytest.raises(grpc.RpcError) as refused:
+            chat.CreateChatCompletion(parse(chat_pb2.CreateChatCompletionRequest, {**GREEDY, "max_tokens": 4}))
+        assert refused.value.code() == grpc.StatusCode.UNAVAILABLE
+        assert f"the engine of 'tiny-chat' is restarting (the last try failed: {cause}" in (
+            refused.value.details() or ""
+        )
+        assert any(cause in record.getMessage() for record in caplog.records)
+        healed.set()
+        wait_for(channel, SERVING, RECOVERY_BOUND_S)
+    assert engine.load_failure is None and running.server.not_serving_reason() == ""
