@@ -171,11 +171,12 @@ class Server:
         log.info("serving %s", ", ".join(self.registry.names))
 
     def not_serving_reason(self) -> str:
-        """Why health is not SERVING, for a person reading /health: which model is loading, or shutting down
-        ("" once serving)."""
+        """Why health is not SERVING, for a person reading /health: which model is loading, shutting down, or why
+        the models being replaced failed their last load ("" once serving)."""
         if self._stopping:
             return "shutting down"
-        return self._loading or ""
+        failures = [model.worker.load_failure for model in self.registry if model.worker.load_failure]
+        return self._loading or "; ".join(failures)
 
     async def stop(self) -> None:
         """NOT_SERVING, let in-flight API calls finish within the grace period, then stop the engines.
