@@ -22,11 +22,18 @@ from service.parsing.calls_glm import (
 from service.parsing.markup import CallMarkup, ThinkMarkup
 from service.parsing.tool_format import ToolFormat
 
-# GLM-4-9B-chat: the name, a line break, the JSON arguments; a further call is a further message.
-GLM4 = CallMarkup("", "{name}\n", "", GLM_MESSAGE, "", name="bare")
-# ChatGLM3-6B: the name, then a fenced Python call of tool_call with the arguments as keywords.
+# GLM-4-9B-chat: a message of its own per call, the name, a line break, the JSON arguments. The list opens with
+# the message's role token as it does after text; at the reply's start (the prompt's own <|assistant|> before it)
+# the parser reads a call without it too, as the model writes it there.
+GLM4 = CallMarkup(GLM_MESSAGE, "{name}\n", "", GLM_MESSAGE, "", name="bare")
+# ChatGLM3-6B: the same messages, the name, then a fenced Python call of tool_call with the arguments as keywords.
 CHATGLM3 = CallMarkup(
-    "", f"{{name}}\n{CHATGLM3_FENCE}\n{CHATGLM3_CALL}(", f")\n{CHATGLM3_FENCE_END}", GLM_MESSAGE, "", "python"
+    GLM_MESSAGE,
+    f"{{name}}\n{CHATGLM3_FENCE}\n{CHATGLM3_CALL}(",
+    f")\n{CHATGLM3_FENCE_END}",
+    GLM_MESSAGE,
+    "",
+    "python",
 )
 
 # --tool-parser name -> its format.

@@ -142,7 +142,7 @@ def test_the_markup_writes_what_its_parser_reads() -> None:
         written = written_call(markup)
         turn, _ = fed(OutputFormat(name), [written])
         assert summary(turn) == ("", "", [WEATHER]), written
-        assert "".join(written.split()) == "".join(body.split()).replace("'", '"'), written
+        assert "".join(written.split()) == "<|assistant|>" + "".join(body.split()).replace("'", '"'), written
 
 
 ENVIRONMENT = jinja2.sandbox.ImmutableSandboxedEnvironment()
@@ -160,10 +160,11 @@ def test_the_template_writes_a_past_call_as_the_format_does() -> None:
     arguments), right after the role token: glm4's writing of the call, which reads back as the call."""
     call_turn = {"role": "assistant", "metadata": WEATHER[0], "content": json.dumps(WEATHER[1])}
     text = render([{"role": "user", "content": "Weather in Paris?"}, call_turn])
-    start = text.index("<|assistant|>") + len("<|assistant|>")
+    start = text.index("<|assistant|>")
     assert text[start:].startswith(written_call(GLM4)), text
-    turn, _ = fed(OutputFormat("glm4"), [text[start : text.index("<|assistant|>", start)]])
-    assert summary(turn) == ("", "", [WEATHER])
+    for turn_text in (text[start : text.rindex("<|assistant|>")], text[start + len("<|assistant|>") :]):
+        turn, _ = fed(OutputFormat("glm4"), [turn_text.removesuffix("<|assistant|>")])  # with its role token or not
+        assert summary(turn) == ("", "", [WEATHER]), turn_text
 
 
 def test_a_past_call_written_into_the_content_reads_back() -> None:
