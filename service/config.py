@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import logging
 import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -44,6 +45,7 @@ from clients.defaults import DEFAULT_GRPC_PORT, DEFAULT_HOST
 from clients.flags import add_flags, given, value_type, with_default
 from service.engine import EngineSettings
 from service.engine.adapters import AdapterError, read_adapter
+from service.engine.cpu_features import crash_free_precision
 from service.engine.engine import INFERENCE_PRECISIONS, KV_CACHE_PRECISIONS
 from service.media import MediaPolicy
 from service.model_files import LANGUAGE_IRS, has_language_model, vision
@@ -56,6 +58,8 @@ from service.store.batches import BatchSettings
 from service.store.files import FileLimits
 
 DEFAULT_MAX_CONCURRENT = 512
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -252,7 +256,7 @@ def from_arguments(args: argparse.Namespace) -> ServeConfig:
     if problems := pipelines.problems():
         raise ConfigError("; ".join(problems))
     cache = Path(getattr(args, "model_cache", None) or server.get("model_cache") or default_cache_dir()).expanduser()
-    models = [dataclasses.replace(_resolved(spec, cache), pipeline=pipelines) for spec in specs.values()]
+    models = [dataclasses.replace(_resolved(_crash_free(spec), cache), pipeline=pipelines) for spec in specs.values()]
     for spec in models:
         if spec.task is not PipelineKind.GENERATE:
             if spec.draft_path or spec.prompt_lookup:
@@ -310,6 +314,26 @@ def from_arguments(args: argparse.Namespace) -> ServeConfig:
     if age is not None and not age > 0:
         raise ConfigError(f"--max-connection-age-seconds must be more than 0; got {age}")
     return ServeConfig(models=models, **values)
+
+
+def _crash_free(spec: ModelSpec) -> ModelSpec:
+    """``spec`` with a precision its process can compile in (see cpu_features.crash_free_precision): f32 where
+    OpenVINO's bf16 on one thread would kill it on this CPU; ConfigError where bf16 was asked for."""
+    settings = spec.settings
+    try:
+        precision = crash_free_precision(settings.device, settings.inference_precision, settings.inference_threads)
+    except ValueError as error:
+        raise ConfigError(f"model {spec.name!r}: {error}") from None
+    if precision == settings.inference_precision:
+        return spec
+    log.warning(
+        "model %r computes in %s: OpenVINO's default, bf16, on one inference thread crashes OpenVINO 2026.4 on "
+        "this CPU with AMX (SIGFPE while compiling); --inference-precision or 2 or more --inference-threads "
+        "choose otherwise",
+        spec.name,
+        precision,
+    )
+    return dataclasses.replace(spec, settings=dataclasses.replace(settings, inference_precision=precision))
 
 
 def _resolved(spec: ModelSpec, cache: Path) -> ModelSpec:
