@@ -38,7 +38,6 @@ from service.parsing.markup import ThinkMarkup
 from service.structured.output import AFTER_THINK, Guide
 
 FIELD = "thinking_token_budget"  # vLLM's name for it
-RESERVE_TOKENS = 512  # what a forced call keeps for itself after the reasoning, at most (see default_budget)
 # The logprob given to each end-markup token the server writes: it was forced, so under the distribution it was
 # chosen from (one token allowed) its probability is 1. A number, not null: clients that sum logprobs keep working
 # and the token and logprob lists stay aligned.
@@ -61,14 +60,16 @@ class ReasoningBudget:
 
 
 def default_budget(max_new_tokens: int) -> int:
-    """The budget of a forced call's reasoning when the request sets none: all of max_new_tokens but a reserve.
+    """The budget of a forced call's reasoning when the request sets none: half of max_new_tokens (rounded up).
 
-    The reasoning keeps as much as the request allows (a model that reasons well ends its block itself, and a cap
-    far below max_tokens would cut a real model's reasoning short); the reserve, RESERVE_TOKENS or half of a small
-    max_tokens, is room for the calls: a call with its arguments is tens of tokens on real tokenizers, and the
-    calls that fit are kept when the list is cut (service.parsing.cut_lists).
+    The reasoning and the calls share the room when the model does not end its block: a model that reasons well
+    ends it itself and is not cut unless it reasons past half of max_tokens (a fixed cap far below max_tokens would
+    cut a real model's reasoning short); the other half holds the calls. A fixed reserve was measured too small:
+    with 512 tokens kept for the calls of max_tokens 2,400, tiny-chat's "required" lists (up to 8 calls) in
+    Cohere2 MoE's and Kimi K3's markup (75 and 215 of its tokens a call) ran out before the list closed. Calls cut
+    by max_tokens keep those complete (service.parsing.cut_lists).
     """
-    return max_new_tokens - min(max_new_tokens // 2, RESERVE_TOKENS)
+    return max_new_tokens - max_new_tokens // 2
 
 
 def budget_violations(request: Any, model: ServedModel) -> list[FieldViolation]:

@@ -273,7 +273,7 @@ def test_which_runs_get_a_budget() -> None:
         return run_budget(model, request, plan, opened=opened, max_new_tokens=1000, vision=vision)
 
     default = rules(plain, forced)
-    assert default is not None and default.tokens == default_budget(1000) == 1000 - 500
+    assert default is not None and default.tokens == default_budget(1000) == 500
     assert default.end_ids == (END, BLANK)
     assert default.answer == OutputConstraint("grammar", 'root ::= "X"', "tool_choice")  # the call format alone
     assert rules(plain, forced, opened=False) is None  # no block can come before the call
@@ -282,4 +282,4 @@ def test_which_runs_get_a_budget() -> None:
     assert rules(plain, forced, vision=True) is None
     asked_budget = rules(asked, None, opened=False)
     assert asked_budget is not None and asked_budget.tokens == 4 and asked_budget.answer is None
-    assert default_budget(5000) == 5000 - 512 and default_budget(100) == 50 and default_budget(1) == 1
+    assert default_budget(5000) == 2500 and default_budget(101) == 51 and default_budget(1) == 1
