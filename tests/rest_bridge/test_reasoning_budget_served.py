@@ -1,0 +1,184 @@
+"""The reasoning budget end to end: tiny-chat under Nemotron 3 Nano's template, through the bridge and openai's client.
+
+With thinking on, the template ends the prompt with ``<think>\\n``, and tiny-chat never closes the block by itself
+(it reasons to max_tokens: the family probe's forced cells failed so before the budget). A forced call gets the
+default budget, so the call comes after reasoning; ``thinking_token_budget`` ends the block after exactly that many
+tokens. The mechanism over scripted engine requests: tests/service/api/test_reasoning_budget.py.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import openai
+import pytest
+from tokenizers import Tokenizer
+
+from service.api.reasoning_budget import FORCED_LOGPROB, default_budget
+from service.models import ModelSpec
+from tests.conftest import TEST_SETTINGS, TINY_CHAT
+from tests.rest_bridge.conftest import RunningBridge, http_request, served_with_bridge
+
+TEMPLATE = Path(__file__).resolve().parents[1] / "data" / "chat_templates" / "NVIDIA-Nemotron-3-Nano-30B-A3B-BF16.jinja"
+MODEL = "tiny-nemotron3"
+ASK = [{"role": "user", "content": "What is the weather like in Paris?"}]
+# A bounded city, so a random model's call closes well within the tokens left after the reasoning.
+CITY = {"type": "object", "properties": {"city": {"type": "string", "maxLength": 12}}, "required": ["city"]}
+TOOLS = [{"type": "function", "function": {"name": "get_weather", "description": "Weather.", "parameters": CITY}}]
+THINKING = {"reasoning_effort": "high"}  # the template's enable_thinking: the prompt opens <think>
+END = "</think>\n\n"  # what the server writes to end the block (think's end, then a blank line)
+MAX_TOKENS = 500
+
+
+@pytest.fixture(scope="module")
+def served() -> Iterator[RunningBridge]:
+    spec = ModelSpec(MODEL, TINY_CHAT, settings=TEST_SETTINGS, chat_template=TEMPLATE)
+    with served_with_bridge([spec]) as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def client(served: RunningBridge) -> openai.OpenAI:
+    return openai.OpenAI(base_url=served.url, api_key="unused", max_retries=0)
+
+
+@pytest.fixture(scope="module")
+def tokenizer() -> Tokenizer:
+    return Tokenizer.from_file(str(TINY_CHAT / "tokenizer.json"))
+
+
+def create(client: openai.OpenAI, **fields: Any) -> Any:
+    body = {"temperature": 0, "max_tokens": MAX_TOKENS, **fields}
+    extra = {name: body.pop(name) for name in ("thinking_token_budget", *THINKING) if name in body}
+    return client.chat.completions.create(model=MODEL, messages=ASK, extra_body=extra, **body)  # type: ignore[call-overload]
+
+
+def check_call(calls: list[tuple[str, str]]) -> None:
+    assert [name for name, _ in calls] == ["get_weather"]
+    assert isinstance(json.loads(calls[0][1])["city"], str)
+
+
+def test_a_budget_past_max_tokens_leaves_the_forced_call_out(client: openai.OpenAI) -> None:
+    """What the default budget is for: a forced call's grammar lets the reasoning run until the block's end, and
+    tiny-chat never writes it; with a budget that cannot be spent within max_tokens, no call comes."""
+    reply = create(client, tools=TOOLS, tool_choice="required", thinking_token_budget=MAX_TOKENS, **THINKING)
+    choice = reply.choices[0]
+    assert choice.finish_reason == "length" and not choice.message.tool_calls
+    assert choice.message.model_dump().get("reasoning_content") and reply.usage.completion_tokens == MAX_TOKENS
+
+
+@pytest.mark.parametrize("tool_choice", ["required", {"type": "function", "function": {"name": "get_weather"}}])
+def test_a_forced_call_comes_after_reasoning(client: openai.OpenAI, tool_choice: Any) -> None:
+    reply = create(client, tools=TOOLS, tool_choice=tool_choice, parallel_tool_calls=False, **THINKING)
+    choice = reply.choices[0]
+    assert choice.finish_reason == "tool_calls", choice
+    reasoning = choice.message.model_dump().get("reasoning_content")
+    assert reasoning
+    check_call([(call.function.name, call.function.arguments) for call in choice.message.tool_calls])
+    # The default budget was spent, then the end markup, then the call: more than the budget, within max_tokens.
+    assert default_budget(MAX_TOKENS) < reply.usage.completion_tokens <= MAX_TOKENS
+
+
+def test_a_forced_call_comes_after_reasoning_streamed(client: openai.OpenAI) -> None:
+    stream = create(client, tools=TOOLS, tool_choice="required", parallel_tool_calls=False, stream=True,
+                    stream_options={"include_usage": True}, **THINKING)  # fmt: skip
+    reasoning, content, finish, usage = "", "", [], None
+    calls: dict[int, dict[str, str]] = {}
+    for chunk in stream:
+        usage = chunk.usage or usage
+        for choice in chunk.choices:
+            reasoning += choice.delta.model_dump().get("reasoning_content") or ""
+            content += choice.delta.content or ""
+            for call in choice.delta.tool_calls or []:
+                entry = calls.setdefault(call.index, {"name": "", "arguments": ""})
+                entry["name"] += call.function.name or ""
+                entry["arguments"] += call.function.arguments or ""
+            if choice.finish_reason:
+                finish.append(choice.finish_reason)
+    assert finish == ["tool_calls"] and reasoning and not content
+    check_call([(entry["name"], entry["arguments"]) for _, entry in sorted(calls.items())])
+    unary = create(client, tools=TOOLS, tool_choice="required", parallel_tool_calls=False, **THINKING)
+    assert reasoning == unary.choices[0].message.model_dump()["reasoning_content"]  # greedy: the same sequence
+    assert usage is not None and usage.completion_tokens == unary.usage.completion_tokens
+
+
+def reasoning_tokens_before_end(entries: list[Any], tokenizer: Tokenizer) -> int:
+    """How many tokens came before the end markup the server wrote (its tokens, each with FORCED_LOGPROB)."""
+    ids = tokenizer.encode(END, add_special_tokens=False).ids
+    end = [tokenizer.decode([token], skip_special_tokens=False) for token in ids]
+    texts = [entry.token for entry in entries]
+    starts = [i for i in range(len(texts)) if texts[i : i + len(end)] == end]
+    assert starts, (texts[:20], end)
+    first = starts[0]
+    assert all(entry.logprob == FORCED_LOGPROB for entry in entries[first : first + len(end)])
+    return first
+
+
+@pytest.mark.parametrize("budget", [4, 0])
+def test_thinking_token_budget_ends_the_block_after_that_many_tokens(
+    client: openai.OpenAI, tokenizer: Tokenizer, budget: int
+) -> None:
+    reply = create(client, tools=TOOLS, tool_choice="required", parallel_tool_calls=False, logprobs=True,
+                   thinking_token_budget=budget, **THINKING)  # fmt: skip
+    choice = reply.choices[0]
+    entries = choice.logprobs.content
+    assert reasoning_tokens_before_end(entries, tokenizer) == budget
+    assert len(entries) == reply.usage.completion_tokens  # every token sent has its entry, the end markup's too
+    assert choice.finish_reason == "tool_calls"
+    check_call([(call.function.name, call.function.arguments) for call in choice.message.tool_calls])
+    reasoning = choice.message.model_dump().get("reasoning_content") or ""
+    assert reasoning.strip() == "".join(entry.token for entry in entries[:budget]).strip()  # those tokens' text
+
+
+def test_thinking_token_budget_streamed_is_the_same(client: openai.OpenAI, tokenizer: Tokenizer) -> None:
+    fields = {"tools": TOOLS, "tool_choice": "required", "parallel_tool_calls": False, "logprobs": True,
+              "thinking_token_budget": 4, **THINKING}  # fmt: skip
+    entries: list[Any] = []
+    reasoning = ""
+    for chunk in create(client, stream=True, **fields):
+        for choice in chunk.choices:
+            reasoning += choice.delta.model_dump().get("reasoning_content") or ""
+            entries += choice.logprobs.content if choice.logprobs and choice.logprobs.content else []
+    assert reasoning_tokens_before_end(entries, tokenizer) == 4
+    unary = create(client, **fields).choices[0]
+    assert reasoning == unary.message.model_dump()["reasoning_content"]
+    assert [entry.token for entry in entries] == [entry.token for entry in unary.logprobs.content]
+
+
+def test_thinking_token_budget_without_tools_ends_the_block_and_answers(
+    client: openai.OpenAI, tokenizer: Tokenizer
+) -> None:
+    reply = create(client, logprobs=True, thinking_token_budget=4, max_tokens=40, **THINKING)
+    choice = reply.choices[0]
+    assert reasoning_tokens_before_end(choice.logprobs.content, tokenizer) == 4
+    assert choice.message.model_dump().get("reasoning_content") and choice.message.content  # an answer after it
+    assert reply.usage.completion_tokens == len(choice.logprobs.content) and choice.finish_reason == "stop"
+
+
+def test_n_choices_each_get_their_budget(client: openai.OpenAI, tokenizer: Tokenizer) -> None:
+    reply = create(client, tools=TOOLS, tool_choice="required", parallel_tool_calls=False, logprobs=True, n=2,
+                   temperature=1.0, seed=3, thinking_token_budget=4, **THINKING)  # fmt: skip
+    assert sorted(choice.index for choice in reply.choices) == [0, 1]
+    for choice in reply.choices:
+        assert reasoning_tokens_before_end(choice.logprobs.content, tokenizer) == 4
+        assert choice.finish_reason == "tool_calls"
+        check_call([(call.function.name, call.function.arguments) for call in choice.message.tool_calls])
+    assert reply.usage.completion_tokens == sum(len(choice.logprobs.content) for choice in reply.choices)
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"thinking_token_budget": -1}, "must be at least 0"),
+        ({"thinking_token_budget": 4, "best_of": 2}, "beam search"),
+    ],
+)
+def test_refusals_name_the_field(served: RunningBridge, fields: dict[str, Any], message: str) -> None:
+    body = {"model": MODEL, "messages": ASK, "max_tokens": 8, "temperature": 0, **fields}
+    reply = http_request(served.port, "POST", "/v3/chat/completions", body)
+    assert reply.status == 400, reply.body[:300]
+    error = reply.json()["error"]
+    assert error["param"] == "thinking_token_budget" and message in error["message"]
