@@ -32,6 +32,7 @@ from service.observability import logs, tracing
 from service.server import startup
 from service.server.tls import TlsError
 from service.sources import SourceError
+from service.workers.errors import EngineError
 
 if TYPE_CHECKING:
     from service.config import ServeConfig
@@ -82,7 +83,7 @@ def serve_main(argv: Sequence[str]) -> int:
         bridge = (address.host, address.port, bridge_config.from_arguments(args, "rest-"))
     try:
         asyncio.run(serve_with_bridge(serve_config, bridge))
-    except startup.StartupError as error:
+    except (startup.StartupError, EngineError) as error:  # EngineError: a model failed to load (its cause named)
         print(f"ovserve serve: {error}", file=sys.stderr)
         return 1
     return 0
