@@ -3,6 +3,7 @@ the exception it raised) and the settings it compiled with, never an empty reaso
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import shutil
 import signal
@@ -101,9 +102,8 @@ def test_a_real_engine_killed_while_loading_names_the_signal(monkeypatch: pytest
         return child, connection
 
     monkeypatch.setattr(process_module, "start_child", killed_at_once)
-    settings = TEST_SETTINGS.__class__(**{**TEST_SETTINGS.__dict__, "inference_threads": 1})
     with pytest.raises(EngineError) as failed:
-        Engine("tiny-chat", TINY_CHAT, settings)
+        Engine("tiny-chat", TINY_CHAT, dataclasses.replace(TEST_SETTINGS, inference_threads=1))
     assert str(failed.value) == (
         "model 'tiny-chat' failed to load: the engine process was killed by SIGKILL (Killed) while loading; "
         "settings: device CPU; precision f32; inference threads 1"
@@ -121,3 +121,21 @@ def test_a_model_openvino_cannot_read_names_the_exception(tmp_path: Path) -> Non
     assert "Unable to read the model" in message
     assert message.endswith("; settings: device CPU; precision f32; inference threads unset (OpenVINO's default: "
                             "one per core)")  # fmt: skip
+
+
+def test_serve_ends_naming_the_cause_when_a_model_fails_to_load_at_start(tmp_path: Path) -> None:
+    broken = tmp_path / "broken"
+    shutil.copytree(TINY_CHAT, broken)
+    (broken / "openvino_model.xml").write_text("<net/>")
+    ended = subprocess.run(
+        [sys.executable, "-m", "service.cli", "serve", "--model", f"x={broken}", "--no-rest", "--port", "0",
+         "--inference-threads", "2"],
+        cwd=Path(__file__).resolve().parents[3], capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert ended.returncode == 1
+    logged = [line for line in ended.stderr.splitlines() if " ERROR service.workers.supervisor " in line]
+    assert len(logged) == 1 and "model 'x' failed to load: RuntimeError: " in logged[0]  # the log
+    last = ended.stderr.rstrip().rsplit("ovserve serve: ", 1)[-1]  # the one line it ends with, no traceback
+    assert last.startswith("model 'x' failed to load: RuntimeError: ") and "Traceback" not in ended.stderr
+    assert last.endswith("; settings: device CPU; precision unset (OpenVINO's default: bf16 on CPUs with AMX or "
+                         "AVX-512 BF16, else f32); inference threads 2")  # fmt: skip
