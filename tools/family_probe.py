@@ -59,8 +59,8 @@ from service.engine import EngineSettings  # noqa: E402
 from service.engine.engine import Engine  # noqa: E402
 from service.models import ModelSpec  # noqa: E402
 from service.parsing import OutputFormat  # noqa: E402
-from service.parsing.formats import tool_schemas  # noqa: E402
 from tests.conftest import TINY_CHAT  # noqa: E402
+from tests.families.tools import ASK, SCHEMAS, TOOLS  # noqa: E402
 from tests.rest_bridge.conftest import RunningBridge, served_with_bridge  # noqa: E402
 
 DIRECTORIES = (Path("/work/vendor/models/templates"), ROOT / "tests" / "data" / "chat_templates")
@@ -70,21 +70,6 @@ SETTINGS = EngineSettings(max_num_seqs=4, kv_cache_blocks=512, grammar_timeout_s
 # The copies' context: published system prompts with tools run past tiny-chat's 2,048 tokens in its small
 # vocabulary (Devstral's alone is 3,000), and its rotary positions are computed in the graph, not tabled.
 MAX_MODEL_LEN = 16_384
-ASK = [{"role": "user", "content": "What is the weather like in Paris?"}]
-# Bounded arguments, so a random model's call closes within max_tokens.
-WEATHER = {"type": "object", "properties": {"city": {"type": "string", "maxLength": 12},
-                                            "unit": {"enum": ["celsius", "fahrenheit"]}},
-           "required": ["city", "unit"]}  # fmt: skip
-ALARM = {"type": "object", "properties": {"hour": {"type": "integer", "minimum": 0, "maximum": 23}},
-         "required": ["hour"], "additionalProperties": False}  # fmt: skip
-TOOLS = [
-    {
-        "type": "function",
-        "function": {"name": "get_weather", "description": "Weather in a city.", "parameters": WEATHER},
-    },
-    {"type": "function", "function": {"name": "set_alarm", "description": "Set an alarm.", "parameters": ALARM}},
-]
-SCHEMAS = tool_schemas(TOOLS)
 # The known call of the history and native cells: values the question and the tools do not contain.
 KNOWN_ARGUMENTS = {"city": "Kyoto", "unit": "fahrenheit"}
 TOOL_RESULT = "drizzle, 14 F"
