@@ -23,26 +23,12 @@ from service.engine import EngineSettings
 from service.models import ModelSpec
 from tests.families import matrix
 from tests.families.table import THOUGHT
+from tests.families.tools import ASK, SCHEMAS, TOOLS
 from tests.rest_bridge.conftest import RunningBridge, served_with_bridge
 
 # A small KV cache each: two dozen engines share the machine (and a first grammar compile on a 150k-262k
 # vocabulary takes seconds there, more than the 2 s a lone server allows).
 SETTINGS = EngineSettings(max_num_seqs=8, kv_cache_blocks=256, grammar_timeout_s=60)
-ASK = [{"role": "user", "content": "What is the weather like in Paris?"}]
-# Bounded arguments, so a random model's call closes within max_tokens.
-WEATHER = {"type": "object", "properties": {"city": {"type": "string", "maxLength": 12},
-                                            "unit": {"enum": ["celsius", "fahrenheit"]}},
-           "required": ["city", "unit"]}  # fmt: skip
-ALARM = {"type": "object", "properties": {"hour": {"type": "integer", "minimum": 0, "maximum": 23}},
-         "required": ["hour"], "additionalProperties": False}  # fmt: skip
-TOOLS = [
-    {
-        "type": "function",
-        "function": {"name": "get_weather", "description": "Weather in a city.", "parameters": WEATHER},
-    },
-    {"type": "function", "function": {"name": "set_alarm", "description": "Set an alarm.", "parameters": ALARM}},
-]
-SCHEMAS = {tool["function"]["name"]: tool["function"]["parameters"] for tool in TOOLS}
 THINK = {"reasoning_effort": "high"}  # what turns reasoning on, under each template's own name for it
 # Room for "required"'s up to 8 calls (service.structured.output.MAX_PARALLEL_CALLS) with bounded arguments.
 GREEDY: dict[str, Any] = {"temperature": 0, "max_tokens": 1000}
