@@ -17,11 +17,11 @@ from typing import Any
 import jinja2.sandbox
 import pytest
 
-from service.parsing import TOOL_PARSERS, ContentDelta, OutputFormat, ParsedTurn
+from service.parsing import TOOL_PARSERS, ContentDelta, OutputFormat
 from service.parsing.calls_glm import MAX_NAME_CHARS, chatglm3_calls, glm4_calls, opens_call
 from service.parsing.detection import written_call
 from service.parsing.formats_glm import CHATGLM3, GLM4
-from tests.service.parsing.feeding import deltas, fed
+from tests.service.parsing.feeding import deltas, fed, streamed_like_whole, summary
 
 TEMPLATES = Path(__file__).parents[2] / "data" / "chat_templates"
 GLM_TEMPLATE = "genai-THUDM-glm-4-9b-chat.jinja"
@@ -59,21 +59,10 @@ CASES = [
 MARKUP = ["<|assistant", "get_weather", "```", "tool_call("]
 
 
-def summary(turn: ParsedTurn) -> tuple[str, str, list[tuple[str, Any]]]:
-    return turn.content, turn.reasoning, [(c.name, json.loads(c.arguments)) for c in turn.calls]
-
-
 @pytest.mark.parametrize(("name", "text", "calls", "content"), CASES)
 def test_whole_and_streamed_agree(name: str, text: str, calls: list, content: str | None) -> None:
-    fmt = OutputFormat(name)
-    whole, _ = fed(fmt, [text])
+    whole = streamed_like_whole(OutputFormat(name), text, MARKUP)
     assert summary(whole) == (text.lstrip() if content is None else content, "", calls)
-    for chunks in deltas(text):
-        turn, pieces = fed(fmt, chunks)
-        assert summary(turn) == summary(whole), chunks
-        if calls:
-            streamed = [piece.text for piece in pieces if isinstance(piece, ContentDelta)]
-            assert not any(mark in part for part in streamed for mark in MARKUP), (chunks, streamed)
 
 
 def test_text_streams_once_its_first_word_is_known() -> None:
@@ -98,13 +87,6 @@ def test_a_cut_second_call_keeps_the_first() -> None:
     for chunks in [[text], *deltas(text)[:4]]:
         turn, _ = fed(OutputFormat("glm4"), chunks)
         assert summary(turn) == ("", "", [WEATHER]), chunks
-
-
-def test_without_tools_the_markup_is_text() -> None:
-    parser = OutputFormat("glm4").parser(tools=False)
-    parser.feed(GLM_CALL)
-    parser.finish()
-    assert parser.result.content == GLM_CALL and not parser.result.calls
 
 
 def test_decoders_are_total_on_hostile_text() -> None:
@@ -142,6 +124,8 @@ def test_the_markup_writes_what_its_parser_reads() -> None:
         written = written_call(markup)
         turn, _ = fed(OutputFormat(name), [written])
         assert summary(turn) == ("", "", [WEATHER]), written
+        plain, _ = fed(OutputFormat(name), [written], tools=False)  # no tools offered: the markup is text
+        assert summary(plain) == (written, "", []), written
         assert "".join(written.split()) == "<|assistant|>" + "".join(body.split()).replace("'", '"'), written
 
 
