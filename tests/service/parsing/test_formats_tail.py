@@ -15,6 +15,8 @@ from service.parsing import OutputFormat, ParsedTurn, calls_tail, envelope, form
 from service.parsing.detection import written_arguments
 from service.parsing.formats import ALIASES, REASONING_PARSERS, TOOL_PARSERS
 from service.parsing.markup import DSML, GCML, THINK
+from tests.service.parsing.feeding import calls as calls_of
+from tests.service.parsing.feeding import fed, in_sizes
 
 SCHEMAS = {
     "get_weather": {"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}}},
@@ -161,18 +163,7 @@ NEW_FORMATS = list(formats_tail.TOOL_FORMATS)
 
 def turn(name: str, text: str, sizes: tuple[int, ...] = ()) -> ParsedTurn:
     """``text`` through format (or alias) ``name``'s parser, whole or in deltas of ``sizes`` in turn."""
-    parser = OutputFormat.choose(name, None, "").parser(schemas=SCHEMAS)
-    position, count = 0, 0
-    while position < len(text):
-        size = sizes[count % len(sizes)] if sizes else len(text)
-        parser.feed(text[position : position + size])
-        position, count = position + size, count + 1
-    parser.finish()
-    return parser.result
-
-
-def calls_of(parsed: ParsedTurn) -> list[tuple[str, Any]]:
-    return [(call.name, json.loads(call.arguments)) for call in parsed.calls]
+    return reasoned(name, None, text, sizes)
 
 
 def test_every_new_format_is_tested() -> None:
@@ -247,16 +238,9 @@ def test_plamo3_reads_both_argument_openings() -> None:
         assert calls_of(turn("plamo3", plamo(WEATHER, constrained=constrained), (2,))) == [WEATHER]
 
 
-def reasoned(tool: str | None, reasoning: str, text: str, sizes: tuple[int, ...] = ()) -> ParsedTurn:
+def reasoned(tool: str | None, reasoning: str | None, text: str, sizes: tuple[int, ...] = ()) -> ParsedTurn:
     """``text`` through the tool and reasoning formats (or aliases) named, whole or in deltas of ``sizes``."""
-    parser = OutputFormat.choose(tool, reasoning, "").parser(schemas=SCHEMAS)
-    position, count = 0, 0
-    while position < len(text):
-        size = sizes[count % len(sizes)] if sizes else len(text)
-        parser.feed(text[position : position + size])
-        position, count = position + size, count + 1
-    parser.finish()
-    return parser.result
+    return fed(OutputFormat.choose(tool, reasoning, ""), in_sizes(text, sizes), schemas=SCHEMAS)[0]
 
 
 # A reasoning format -> a reply as its model writes it: the block, then the answer.
