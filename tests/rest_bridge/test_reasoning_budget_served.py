@@ -31,12 +31,16 @@ TOOLS = [{"type": "function", "function": {"name": "get_weather", "description":
 THINKING = {"reasoning_effort": "high"}  # the template's enable_thinking: the prompt opens <think>
 END = "</think>\n\n"  # what the server writes to end the block (think's end, then a blank line)
 MAX_TOKENS = 500
+OWN = "tiny-chat-own-template"
 
 
 @pytest.fixture(scope="module")
 def served() -> Iterator[RunningBridge]:
-    spec = ModelSpec(MODEL, TINY_CHAT, settings=TEST_SETTINGS, chat_template=TEMPLATE)
-    with served_with_bridge([spec]) as running:
+    specs = [
+        ModelSpec(MODEL, TINY_CHAT, settings=TEST_SETTINGS, chat_template=TEMPLATE),
+        ModelSpec(OWN, TINY_CHAT, settings=TEST_SETTINGS),  # its own template: the model opens <think> itself
+    ]
+    with served_with_bridge(specs) as running:
         yield running
 
 
@@ -182,3 +186,17 @@ def test_refusals_name_the_field(served: RunningBridge, fields: dict[str, Any], 
     assert reply.status == 400, reply.body[:300]
     error = reply.json()["error"]
     assert error["param"] == "thinking_token_budget" and message in error["message"]
+
+
+def test_a_block_the_model_opens_is_counted_from_its_begin(client: openai.OpenAI, tokenizer: Tokenizer) -> None:
+    """tiny-chat's own template leaves the block to the model, which writes ``<think>`` first: the budget counts
+    the tokens after it."""
+    reply = client.chat.completions.create(
+        model=OWN, messages=ASK, temperature=0, max_tokens=60, logprobs=True,
+        extra_body={"thinking_token_budget": 4, **THINKING},
+    )  # fmt: skip
+    choice = reply.choices[0]
+    texts = [entry.token for entry in choice.logprobs.content]
+    opened = next(k for k in range(len(texts) + 1) if "<think>" in "".join(texts[:k]))
+    assert reasoning_tokens_before_end(choice.logprobs.content, tokenizer) - opened == 4
+    assert choice.message.model_dump().get("reasoning_content") and choice.message.content
