@@ -10,7 +10,7 @@ when the text is not exactly a well-formed call list, so the caller keeps it as 
     Step-Audio 2  <tool_call>function\\nget_weather\\n{"city": "Paris"}</tool_call>
     HyperCLOVA X  assistant -> tool/function_call\n[{"name": "get_weather", "arguments": {"city": "Paris"}}]
     Inkling       <|content_invoke_tool_json|>{"name": "get_weather", "args": {"city": "Paris"}}<|end_message|>
-    CWM           <tool: function>\\nget_weather {"city": "Paris"}\\n</tool>
+    CWM           <tool: function>\\nget_weather {"city": "Paris"}\\n</tool>; a command: <tool: x>\\nbash ls\\n</tool>
 
 The scans only move forward with ``str.find`` / ``str.partition``: linear in the text, no regular expressions.
 """
@@ -42,8 +42,11 @@ INKLING_ARGUMENTS = ("args", "arguments", "parameters")  # the key Inkling write
 # tokens around it (dropped by the detokenizer, or kept and taken off when its reasoning format is on): its
 # header's text "assistant -> tool/function_call", then a JSON list of {"name", "arguments"|"parameters"}.
 HCX_ROLE, HCX_ASSISTANT, HCX_END = "-> tool/function_call", "assistant", "<|im_end|>"
-# CWM: a <tool: LABEL> block (the label is informational), the name and the JSON arguments in it.
+# CWM: a <tool: LABEL> block (the label is informational), the name and the JSON arguments in it, or a command line
+# (a shell tool's: the arguments are then {"command": LINE}).
 CWM_OPEN, CWM_CLOSE = "<tool:", "</tool>"
+CWM_COMMAND = "command"
+CWM_NOT_NAME = ("{", "[", '"')  # how JSON opens: not a name, and arguments that must be JSON
 
 
 @dataclass(frozen=True)
@@ -160,16 +163,28 @@ def hyperclovax_calls(text: str) -> list[Call] | None:
     return named_calls(body[len(HCX_ROLE) :].strip().removesuffix(HCX_END).rstrip())
 
 
-def cwm_call(block: str) -> list[Call] | None:
-    """What follows ``<tool:`` up to ``</tool>``: the label and ``>``, then the name (the body's first word)
-    and its JSON arguments object. vLLM also reads any other body as a shell command (``{"command": BODY}``);
-    here such a body stays text: free text cannot be told from a cut or broken call, or from prose."""
-    label, closed, body = block.partition(">")
-    name, rest = [*body.split(None, 1), "", ""][:2]  # the first word, on its line; the rest, on it or after
-    arguments = json_object(rest)
-    if not closed or not tag_name(label.strip()) or not tag_name(name) or arguments is None:
+def cwm_call(block: str, commands: bool = True) -> list[Call] | None:
+    """What follows ``<tool:`` up to ``</tool>``: its label, then ``>`` and the body, whose first word is the
+    tool's name and the rest its arguments; or, without ``>`` after the label (the shorthand vLLM reads too),
+    the label is the name and the rest after it the arguments. The arguments are a JSON object, or (with
+    ``commands``) a command line, ``{"command": REST}``, as vLLM reads a shell tool's body. A rest that opens
+    like JSON but is not an object stays text: a broken call, not a command. Without ``commands`` (a block the
+    output cut before ``</tool>``, which may hold half a command) only JSON arguments make a call."""
+    rest = block.lstrip()
+    cut = next((at for at, char in enumerate(rest) if char.isspace() or char == ">"), len(rest))
+    label, after = rest[:cut], rest[cut:].lstrip()
+    if after.startswith(">"):
+        name, payload = [*after[1:].split(None, 1), "", ""][:2]  # the body's first word; the rest, on its line or after
+    else:
+        name, payload = label, after
+    payload = payload.strip()
+    if not tag_name(label) or not tag_name(name) or name[0] in CWM_NOT_NAME:
         return None
-    return [(name, arguments)]
+    if payload.startswith(CWM_NOT_NAME):
+        arguments = json_object(payload)
+    else:
+        arguments = json.dumps({CWM_COMMAND: payload}, ensure_ascii=False) if commands else None
+    return None if arguments is None else [(name, arguments)]
 
 
 def _space(text: str, position: int) -> int:

@@ -45,8 +45,9 @@ from service.parsing.envelope import SPECIAL_TOKENS, EnvelopedCallParser
 from service.parsing.formats_xml import XmlFamily
 from service.parsing.line_calls import LineCallParser
 from service.parsing.markup import DSML, GCML, TAGGED_ARGUMENTS, CallMarkup, ThinkMarkup
+from service.parsing.pieces import Piece
 from service.parsing.tool_format import ToolFormat
-from service.parsing.tools import Decoder, TaggedCallParser, TrailingCallParser
+from service.parsing.tools import CallIds, Decoder, TaggedCallParser, TrailingCallParser
 
 # Qwen2.5-Coder (vLLM's qwen25_coder): a call's JSON in a <tools> block (vLLM reads a JSON list there too, and
 # several blocks; a forced call writes a block a call, which both read).
@@ -113,8 +114,24 @@ STEP_AUDIO_2 = CallMarkup("", "<tool_call>function\n{name}\n", "</tool_call>", "
 GRANITE_PYTHONIC = CallMarkup("", "{name}(", ")", "\n", "", arguments="python")
 # HyperCLOVA X SEED Think 14B: a JSON list after its function-call role line, to the end of the reply.
 HYPERCLOVAX_14B = CallMarkup(f"{HCX_ROLE}\n[", NAMED_ARGUMENTS, "}", ", ", "]")
-# CWM (vLLM's cwm, "Cursor-style"): a <tool: function> block, the name then its JSON arguments.
+# CWM (vLLM's cwm, "Cursor-style"): a <tool: function> block, the name then its JSON arguments (or a command line,
+# which a grammar does not write).
 CWM = CallMarkup("", f"{CWM_OPEN} function>\n{{name}} ", f"\n{CWM_CLOSE}", "\n", "", name="bare", tag=CWM_OPEN)
+
+
+class _CommandBlocks(TaggedCallParser):
+    """CWM's ``<tool: ...>`` blocks: a command line makes a call only in a closed block. One the output cut
+    before its ``</tool>`` (max_tokens, a stop string) may hold half a command: it makes a call only with JSON
+    arguments, which show whether they are whole."""
+
+    def __init__(self, ids: CallIds) -> None:
+        self._closed = True  # the blocks decoded are closed ones, until the output ends
+        super().__init__(lambda block: cwm_call(block, commands=self._closed), ids, CWM_OPEN, CWM_CLOSE)
+
+    def finish(self) -> list[Piece]:
+        """Decode a block the output cut (JSON arguments only), or release what is held, at the end."""
+        self._closed = False
+        return super().finish()
 
 
 def _blocks(decode: Decoder, markup: CallMarkup, open_tag: str, close_tag: str) -> ToolFormat:
@@ -196,7 +213,7 @@ TOOL_FORMATS: dict[str, ToolFormat] = {
     ),
     "granite_pythonic": ToolFormat(lambda ids, _: LineCallParser(python_call_lines, ids), GRANITE_PYTHONIC),
     "step_audio_2": _blocks(step_audio_2_call, STEP_AUDIO_2, "<tool_call>", "</tool_call>"),
-    "cwm": _blocks(cwm_call, CWM, CWM_OPEN, CWM_CLOSE),
+    "cwm": ToolFormat(lambda ids, _: _CommandBlocks(ids), CWM),
 }
 # PLaMo 3: its own think tags (not single tokens: a tag is written in three).
 PLAMO3_THINK = ThinkMarkup("<|plamo:begin_think:plamo|>", "<|plamo:end_think:plamo|>")

@@ -152,7 +152,7 @@ MALFORMED: dict[str, str] = {
     "k2_horizon": "<ifm|tool_calls><ifm|tool_call>get_weather<ifm|arg_key>city</ifm|arg_key></ifm|tool_call>"
     "</ifm|tool_calls>",
     "step_audio_2": '<tool_call>get_weather\n{"city": "Paris"}</tool_call>',
-    "cwm": "<tool: function>\nterminal ls -l\n</tool>",
+    "cwm": '<tool: function>\nget_weather {"city": "Paris"\n</tool>',  # broken JSON, not a command line
     "iquest_coder_v2": "<iquestcoder_tool_call>get_weather<arg_value>Paris</arg_value></iquestcoder_tool_call>",
     "granite_pythonic": 'get_weather(city="Paris", days=)\nsearch(query)',
     "hyperclovax_seed_think_14b": '-> tool/function_call\n[{"arguments": {"city": "Paris"}}]',
@@ -221,6 +221,36 @@ def test_granite_pythonic_text_lines_stream_and_calls_come_between_them() -> Non
     parser.finish()
     assert calls_of(parser.result) == [WEATHER]
     assert parser.result.content == "Hello world (and more).\nDone: x(1) is not a call.\n"  # as written
+
+
+# vLLM's cwm docstring: a shell tool's body is its command line; the shorthand without ">" names the tool by its
+# label. (What the model wrote, as written, where the block is not a call.)
+CWM_COMMANDS = [
+    ('<tool: function>\nterminal find . -name "*.py" | xargs grep -n "def bulk_create"\n</tool>',
+     [("terminal", {"command": 'find . -name "*.py" | xargs grep -n "def bulk_create"'})]),
+    ("<tool: function>\nbash cat <<EOF\nline one\n\nline two\nEOF\n</tool>",  # blank lines kept in the command
+     [("bash", {"command": "cat <<EOF\nline one\n\nline two\nEOF"})]),
+    ('<tool: python import os; print("hi") </tool>', [("python", {"command": 'import os; print("hi")'})]),
+    ("<tool: function>\nterminal ls -l", []),  # cut before </tool>: maybe half a command, so text
+    ("<tool: function>\n\n</tool>", []),  # no name
+    ('<tool: function>\n{"command": "ls"}\n</tool>', []),  # JSON where the name goes
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("sizes", [(), (1,), (1, 2, 3)], ids=["whole", "1", "1-2-3"])
+@pytest.mark.parametrize(("text", "expected"), CWM_COMMANDS)
+def test_cwm_reads_a_command_line_in_a_closed_block(text: str, expected: list, sizes: tuple[int, ...]) -> None:
+    parsed = turn("cwm", "Running it.\n" + text, sizes)
+    assert (calls_of(parsed), parsed.content) == (expected, "Running it." if expected else "Running it.\n" + text)
+
+
+def test_cwm_keeps_the_calls_before_a_cut_command() -> None:
+    """A closed block's command is a call; the block the output cut after it is dropped (a cut list keeps its
+    complete calls, service.parsing.cut_lists), never read as a shorter command."""
+    text = "<tool: function>\nterminal ls\n</tool>\n<tool: function>\nterminal rm -rf /tmp/bu"
+    for sizes in [(), (1,), (2, 3)]:
+        parsed = turn("cwm", text, sizes)
+        assert (calls_of(parsed), parsed.content) == ([("terminal", {"command": "ls"})], "")
 
 
 def test_single_object_and_list_forms_of_qwen25_coder() -> None:
