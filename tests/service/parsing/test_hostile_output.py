@@ -7,6 +7,8 @@ own call opening followed by such payloads, whole and in pieces.
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from service.parsing import TOOL_PARSERS, OutputFormat
@@ -31,5 +33,7 @@ def test_deep_nesting_in_a_call_is_content(name: str, payload: str) -> None:
         for start in range(0, len(text), step):
             parser.feed(text[start : start + step])
         parser.finish()  # no RecursionError (the test fails on any exception)
-        # What is read back is valid: no call holds the payload (a lenient format may read an empty call).
-        assert all(len(call.arguments) < 100 for call in parser.result.calls), (name, payload)
+        # What is read back is valid: no call holds the payload (a lenient format may read an empty call), but
+        # as the text of a command line, which CWM's closed blocks hold as written (vLLM's {"command": BODY}).
+        calls = [call for call in parser.result.calls if json.loads(call.arguments) != {"command": PAYLOADS[payload]}]
+        assert all(len(call.arguments) < 100 for call in calls), (name, payload)
