@@ -28,6 +28,8 @@ from service.parsing.markup import (
 Call = tuple[str, str]  # function name, arguments as a JSON object text
 
 PYTHON_TAG = "<|python_tag|>"  # Llama 3's "ipython" marker (a special token; absent when skipped)
+# Llama 4's template writes a past call turn's content between these, its calls after them (special tokens).
+PYTHON_START, PYTHON_END = "<|python_start|>", "<|python_end|>"
 MISTRAL_TAG = "[TOOL_CALLS]"  # Mistral's marker (also special: the `[{` start is accepted without it)
 MISTRAL_ARGS = "[ARGS]"
 MISTRAL_CALL_ID = "[CALL_ID]"  # Mistral Small 3.2's template writes a past call's id between its name and [ARGS]
@@ -80,7 +82,14 @@ def json_sequence(text: str, separators: str = " \t\r\n;") -> list[Any] | None:
 
 
 def llama3_json_calls(text: str) -> list[Call] | None:
-    """Llama 3.x JSON tool calls: ``{"name": ..., "parameters": {...}}``, several separated by ``;``."""
+    """Llama 3.x JSON tool calls: ``{"name": ..., "parameters": {...}}``, several separated by ``;``; also after
+    Llama 4's empty ``<|python_start|><|python_end|>`` (its template writes a call turn's content there: text in
+    it is no call list, so the whole stays content)."""
+    text = text.strip()
+    if text.startswith(PYTHON_START):
+        inside, closed, text = text[len(PYTHON_START) :].partition(PYTHON_END)
+        if not closed or inside.strip():
+            return None
     values = json_sequence(text.removeprefix(PYTHON_TAG))
     calls = [named_call(value) for value in values or []]
     return None if not calls or None in calls else calls  # type: ignore[return-value]

@@ -111,6 +111,37 @@ def by_rendered_reasoning(blocks: Iterable[tuple[str, ThinkMarkup]], renderings:
     return Found(name, f"the template writes past reasoning as {name} does: {_clipped(text)}")
 
 
+PROBE_ANSWER = "Sunny."  # the past reply's answer, which a template that strips the reasoning block keeps
+FOLLOWING_QUESTION = {"role": "user", "content": "And tomorrow?"}
+
+
+def by_stripped_reasoning(blocks: Iterable[tuple[str, ThinkMarkup]], render: Render) -> Found | None:
+    """The reasoning format whose block the template cuts out of a past reply's content, keeping the answer:
+    templates that render no ``reasoning_content`` (DeepSeek-R1's and QwQ's first releases) still show their
+    model's block that way (they split the reply at its end tag). The longest block wins (on a tie, the first
+    listed); None when the template cuts none (or drops the reply, or refuses the probe)."""
+    best: tuple[int, str, str] | None = None
+    tried: set[tuple[str, str]] = set()
+    for name, think in blocks:
+        for begin, end in ((begin, end) for begin in think.begins for end in think.ends):
+            if (begin, end) in tried or (best is not None and len(begin + end) <= best[0]):
+                continue
+            tried.add((begin, end))
+            reply = begin + PROBE_THOUGHT + end + PROBE_ANSWER
+            # A question after the reply: some templates cut the block only from turns before the last question.
+            history = [reasoning_history()[0], {"role": "assistant", "content": reply}, FOLLOWING_QUESTION]
+            try:
+                rendered = render(history, None, {})
+            except Exception:  # a template that refuses the probe shows nothing
+                continue
+            if PROBE_ANSWER in rendered and PROBE_THOUGHT not in rendered:
+                best = (len(begin + end), name, reply)
+    if best is None:
+        return None
+    _, name, text = best
+    return Found(name, f"the template cuts a past reply's reasoning out as {name} writes it: {_clipped(text)}")
+
+
 def written_arguments(markup: CallMarkup, arguments: dict[str, Any]) -> str:
     """``arguments`` as ``markup``'s dialect writes them (JSON, Python keywords, or tagged members)."""
     if markup.arguments == "python":

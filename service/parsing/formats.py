@@ -68,9 +68,9 @@ TOOL_PARSERS: dict[str, ToolFormat] = {
     "hermes": _HERMES,
     "qwen": _HERMES,
     "llama3_json": ToolFormat(
-        lambda ids, _: TrailingCallParser(calls.llama3_json_calls, ids, (calls.PYTHON_TAG, "{")),
+        lambda ids, _: TrailingCallParser(calls.llama3_json_calls, ids, (calls.PYTHON_TAG, "{", calls.PYTHON_START)),
         LLAMA3_JSON,
-        extra=(calls.PYTHON_TAG,),
+        extra=(calls.PYTHON_TAG, calls.PYTHON_START, calls.PYTHON_END),
     ),
     "pythonic": _PYTHONIC,
     "llama3_pythonic": _PYTHONIC,
@@ -258,7 +258,9 @@ def detect_reasoning_parser(chat_template: str, render: detection.Render | None)
     reasoning; else the first whose markup its source names (``TEMPLATE_REASONING_MARKUP``); else none."""
     found = None
     if render is not None:
-        found = detection.by_rendered_reasoning(REASONING_PARSERS.items(), detection.rendered_reasoning(render))
+        found = detection.by_rendered_reasoning(
+            REASONING_PARSERS.items(), detection.rendered_reasoning(render)
+        ) or detection.by_stripped_reasoning(REASONING_PARSERS.items(), render)
     return found or detection.by_markup(TEMPLATE_REASONING_MARKUP, [("the template", chat_template)])
 
 

@@ -16,7 +16,7 @@ import pytest
 
 from service.engine.chat_template import ChatTemplate, TemplateRenderer
 from service.parsing import OutputFormat, detection
-from service.parsing.formats import GENERIC, _writings
+from service.parsing.formats import GENERIC, REASONING_PARSERS, _writings
 from tests.conftest import TINY_CHAT
 
 TEMPLATES = Path(__file__).resolve().parents[2] / "data" / "chat_templates"
@@ -95,6 +95,9 @@ EXPECTED = {
     "muse-glimmer.jinja": ("onyx", "render", "onyx"),
     "openai-gpt-oss-120b.jinja": ("openai", "render", "openai"),
     "openbmb-MiniCPM5-1B.jinja": ("minicpm5xml", "render", "think"),
+    # DeepSeek-R1's first template renders no reasoning_content: it cuts a past reply's <think> block out
+    "ollama-deepseek-r1-8b.jinja": ("deepseek_v3", "render", "think"),
+    "ollama-llama4.jinja": ("llama3_json", "render", None),  # <|python_start|><|python_end|>{"name": ...}
     "ovms-chat_template_gpt_oss.jinja": ("openai", "render", "openai"),
     "ovms-chat_template_onyx.jinja": ("onyx", "render", "onyx"),
     "ovms-chat_template_phi4_mini.jinja": ("phi4_mini_json", "prompt", None),
@@ -110,6 +113,7 @@ EXPECTED = {
     "vllm-granite-20b-fc.jinja": ("granite_20b_fc", "render", None),
     "vllm-hunyuan-a13b.jinja": ("apriel", "render", "think"),
     "vllm-internlm2-tool.jinja": ("internlm", "render", None),
+    "vllm-llama4-pythonic.jinja": ("pythonic", "prompt", None),
     "vllm-phi4-mini-tool_use.jinja": ("phi4_mini_json", "prompt", None),
     "vllm-xlam-llama.jinja": ("mistral", "render", None),
 }
@@ -176,6 +180,30 @@ def test_minja_polyfill_is_not_evidence() -> None:
     found = OutputFormat.choose(None, None, "{{ messages }}", render=lambda history, tools, context: rendered)
     assert found.tool_parser == GENERIC
     assert detection.by_rendered_call(_writings(), [rendered.replace(', "id": "x"', "")]) is None
+
+
+def test_a_template_that_cuts_past_reasoning_out_shows_its_block(tokenizer: ov_genai.Tokenizer) -> None:
+    """DeepSeek-R1's first template drops reasoning_content and keeps only what follows a past reply's </think>:
+    the block it cuts out is its model's, though no <think> appears in its source."""
+    text = (TEMPLATES / "ollama-deepseek-r1-8b.jinja").read_text()
+    assert "<think>" not in text
+    found = chosen(tokenizer, text)
+    assert found.reasoning_parser == "think"
+    assert found.reasoning_evidence.startswith("the template cuts a past reply's reasoning out as think")
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        "{% for m in messages %}{{ m.role }}: {{ m.content }}\n{% endfor %}",  # keeps the block: no evidence
+        "{% for m in messages %}{% if m.role == 'user' %}{{ m.content }}{% endif %}{% endfor %}",  # drops replies
+        "{{ raise_exception('no') }}",  # refuses every conversation
+    ],
+)
+def test_a_template_that_cuts_nothing_shows_no_block(tokenizer: ov_genai.Tokenizer, template: str) -> None:
+    renderer = TemplateRenderer(tokenizer, ChatTemplate(template, "test"))
+    blocks = REASONING_PARSERS.items()
+    assert detection.by_stripped_reasoning(blocks, lambda h, t, c: renderer.render(h, t, c)) is None
 
 
 def test_a_template_that_renders_nothing_falls_back_to_its_source() -> None:
