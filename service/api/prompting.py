@@ -32,6 +32,7 @@ INLINE_MESSAGES = 64  # minja takes ~50 us a message
 # A request with more messages (or input items) than INLINE_MESSAGES, or larger than this, is read into the
 # form templates take in a worker thread: 100,000 Responses input items held the event loop 1.9 s.
 INLINE_REQUEST_BYTES = 64 * 1024
+CUSTOM_TOOLS = "custom_tools"  # Meta's Llama templates' name for the user's tools (see render_for_model)
 
 
 def unsupported(field: str, value: str, allowed: Iterable[str]) -> FieldViolation:
@@ -163,6 +164,10 @@ def render_for_model(
     expect (``template_messages``); a template's refusal is INVALID_ARGUMENT naming ``field``."""
     try:
         history, tools = generic_conversation(model, history, tools)  # a template that shows no tool format
+        if tools:
+            # The tools under Meta's other name too: Llama templates read the user's tools as custom_tools
+            # (``set tools = custom_tools``), and some (vLLM's Llama 4 pythonic) list them only from there.
+            context = {CUSTOM_TOOLS: tools, **context}
         return model.engine.render_chat(
             template_messages(model, history), tools, context, add_generation_prompt=add_generation_prompt
         )
