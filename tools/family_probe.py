@@ -59,6 +59,7 @@ from service.engine import EngineSettings  # noqa: E402
 from service.engine.engine import Engine  # noqa: E402
 from service.models import ModelSpec  # noqa: E402
 from service.parsing import OutputFormat  # noqa: E402
+from service.parsing.formats import REASONING_PARSERS  # noqa: E402
 from tests.conftest import TINY_CHAT  # noqa: E402
 from tests.families.tools import ASK, SCHEMAS, TOOLS  # noqa: E402
 from tests.rest_bridge.conftest import RunningBridge, served_with_bridge  # noqa: E402
@@ -353,11 +354,15 @@ class Probe:
         return [(call.name, json.loads(call.arguments or "null")) for call in turn.calls]
 
     def reasoning(self, reasoning_parser: str | None) -> None:
-        if reasoning_parser is None and not any(word in self.source for word in REASONING_WORDS):
+        cut = self.cut_block()
+        if reasoning_parser is None and cut is None and not any(word in self.source for word in REASONING_WORDS):
             raise NotApplicable("no reasoning mode")
         assistant = {"role": "assistant", "content": REPLY, "reasoning_content": THOUGHT}
         text, tail = self.turn(assistant, THINKING)
-        if THOUGHT not in text:
+        if THOUGHT not in text and cut is not None:
+            # The template drops reasoning_content but cuts its model's block out of a past reply: that block.
+            text = cut[0] + THOUGHT + cut[1] + REPLY
+        elif THOUGHT not in text:
             raise Skip(f"the template does not render a past turn's reasoning_content ({text.strip()[:60]!r})")
         if reasoning_parser is None:
             raise AssertionError(f"no reasoning parser, and the template writes reasoning as {text.strip()[:80]!r}")
@@ -365,6 +370,23 @@ class Probe:
         turn = feed(chosen.parser(prompt_tail=tail[-200:], tools=False), text)
         if turn.reasoning.strip() != THOUGHT or REPLY not in turn.content:
             raise AssertionError(f"{reasoning_parser} split {turn.reasoning!r} / {turn.content!r} from {text!r}")
+
+    def cut_block(self) -> tuple[str, str] | None:
+        """The reasoning block (begin, end), of those the registered formats write, that the template cuts out of
+        a past reply's content, keeping the answer (DeepSeek-R1's first template); the longest; None if none."""
+        model = served_model(self.running, self.name)
+        pairs = {(begin, end) for think in REASONING_PARSERS.values() for begin in think.begins for end in think.ends}
+        cut = []
+        for begin, end in sorted(pairs):  # in order: the first longest wins, every run alike
+            reply = {"role": "assistant", "content": begin + THOUGHT + end + REPLY}
+            history = [*ASK, reply, {"role": "user", "content": NEXT_MARK}]
+            try:
+                rendered = str(prompting.render_for_model(model, history, None, {}, field="messages"))
+            except Exception:  # a template that refuses the conversation shows nothing
+                continue
+            if REPLY in rendered and THOUGHT not in rendered:
+                cut.append((begin, end))
+        return max(cut, key=lambda pair: len(pair[0] + pair[1]), default=None)
 
 
 def shared_prefix(first: str, second: str) -> int:
