@@ -50,8 +50,9 @@ def crash_free_precision(
     neither is ours to change. ``flags``: the CPU's (None: this machine's, whose unknown flags change nothing).
     """
     known = cpu_flags() if flags is None else flags
-    one_thread = threads == 1 or (threads is None and len(os.sched_getaffinity(0)) == 1)
-    if device.upper() != "CPU" or not one_thread or known is None or AMX_BF16_FLAG not in known:
+    if device.upper() != "CPU" or known is None or AMX_BF16_FLAG not in known:
+        return precision
+    if not (threads == 1 or (threads is None and len(os.sched_getaffinity(0)) == 1)):  # AMX: Linux's flags
         return precision
     if precision is None:
         return "f32"
