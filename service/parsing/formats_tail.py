@@ -43,6 +43,8 @@ from service.parsing.calls_tail import (
 from service.parsing.calls_xml import XmlCallForm, xml_calls
 from service.parsing.envelope import SPECIAL_TOKENS, EnvelopedCallParser
 from service.parsing.formats_xml import XmlFamily
+from service.parsing.inkling import CONTENT_THINKING, END_SAMPLING, InklingCallParser
+from service.parsing.inkling import SPECIAL_TOKENS as INKLING_FRAMING
 from service.parsing.line_calls import LineCallParser
 from service.parsing.markup import DSML, GCML, TAGGED_ARGUMENTS, CallMarkup, ThinkMarkup
 from service.parsing.pieces import Piece
@@ -204,7 +206,12 @@ TOOL_FORMATS: dict[str, ToolFormat] = {
         K2_HORIZON, IFM_KEYS, "<ifm|tool_call>", "</ifm|tool_call>", ends_reasoning=(K2_HORIZON.tag,)
     ),
     "iquest_coder_v2": _keyed_blocks(IQUEST_CODER_V2, HY_V4_KEYS, IQUEST_CODER_V2_CLOSE),
-    "inkling": _blocks(inkling_call, INKLING, INKLING_CALL, INKLING_END),
+    # Its blocks' framing (roles, kinds, text blocks' ends) taken out of the text first.
+    "inkling": ToolFormat(
+        lambda ids, _: InklingCallParser(TaggedCallParser(inkling_call, ids, INKLING_CALL, INKLING_END)),
+        INKLING,
+        extra=INKLING_FRAMING,
+    ),
     "onyx": _enveloped(ONYX, ATEM_FORM, ATEM_CLOSE),
     # At the reply's start (the prompt ends with the header's "assistant"), or after text, in a message of its own.
     "hyperclovax_seed_think_14b": ToolFormat(
@@ -230,8 +237,9 @@ ONYX_THINK = ThinkMarkup("to=self<|message|>", "<|eom|>", after="", reply=("assi
 HYPERCLOVAX_14B_THINK = ThinkMarkup(
     "/think\n", f"{HCX_END}\n<|im_start|>{HCX_ASSISTANT}", after="", reply=("", HCX_END)
 )
-# Inkling: a thinking block, ended like every block by <|end_message|>; the reply is a text block after it.
-INKLING_THINK = ThinkMarkup("<|content_thinking|>", INKLING_END, after="")
+# Inkling: a thinking block, ended like every block by <|end_message|> (or where sampling ends it); the reply is a
+# text block after it, its framing taken out by the tool format (service.parsing.inkling).
+INKLING_THINK = ThinkMarkup(CONTENT_THINKING, INKLING_END, other_ends=(END_SAMPLING,), after="")
 
 # --reasoning-parser name -> its block's delimiters.
 REASONING_FORMATS: dict[str, ThinkMarkup] = {

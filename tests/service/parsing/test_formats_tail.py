@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from service.parsing import OutputFormat, ParsedTurn, calls_tail, envelope, formats_tail
+from service.parsing import OutputFormat, ParsedTurn, calls_tail, envelope, formats_tail, inkling
 from service.parsing.detection import written_arguments
 from service.parsing.formats import ALIASES, REASONING_PARSERS, TOOL_PARSERS
 from service.parsing.markup import DSML, GCML, THINK
@@ -203,6 +203,7 @@ def test_the_markup_writes_what_the_parser_reads(name: str) -> None:
         ("k2_horizon", calls_tail.IFM_KEYS.tags),
         ("iquest_coder_v2", calls_tail.HY_V4_KEYS.tags),
         ("onyx", envelope.SPECIAL_TOKENS),
+        ("inkling", inkling.SPECIAL_TOKENS),
     ],
 )
 def test_the_engine_keeps_the_tokens_the_parser_reads(name: str, tokens: tuple[str, ...]) -> None:
@@ -354,6 +355,34 @@ def test_inklings_reasoning_then_a_call() -> None:
     parsed = reasoned("inkling", "inkling", "<|content_thinking|>Need the weather.<|end_message|>" + WRITTEN["inkling"])
     assert parsed.reasoning == "Need the weather."
     assert calls_of(parsed) == [WEATHER, ALARM]
+
+
+INK_CALL = '<|content_invoke_tool_json|>{"name":"get_weather","args":{"city":"Paris","days":3}}'
+# Inkling's framing as vLLM's parser documents it (every block after <|message_model|>, the engine keeping the
+# tokens the format names): (reply, reasoning, calls, content).
+INKLING_TURNS = [
+    ("<|content_thinking|>Rain?<|end_message|><|message_model|><|content_text|>Take an umbrella.<|end_message|>",
+     "Rain?", [], "Take an umbrella."),
+    # The function's name between the role and the kind is metadata; text blocks before and after the call.
+    ("<|content_thinking|>Rain?<|end_message|><|message_model|><|content_text|>Checking.<|end_message|>"
+     f"<|message_model|>get_weather{INK_CALL}<|end_message|><|message_model|><|content_text|>Done.<|end_message|>",
+     "Rain?", [WEATHER], "Checking.\nDone."),
+    # Sampling may end a block with its own token instead.
+    (f"<|content_thinking|>Rain?<|content_model_end_sampling|><|message_model|>{INK_CALL}"
+     "<|content_model_end_sampling|>", "Rain?", [WEATHER], ""),
+    # Tool-text and tool-error blocks are shown as text; a role followed by no kind within a name's room is text.
+    ("<|message_model|><|content_tool_error|>No such city.<|end_message|>", "", [], "No such city."),
+    ("<|message_model|>" + "word " * 40, "", [], "word " * 40),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("sizes", [(), (1,), (2,), (1, 2, 3)], ids=["whole", "1", "2", "1-2-3"])
+@pytest.mark.parametrize(("text", "reasoning", "calls", "content"), INKLING_TURNS)
+def test_inklings_framing_is_neither_content_nor_a_call(
+    text: str, reasoning: str, calls: list, content: str, sizes: tuple[int, ...]
+) -> None:
+    parsed = reasoned("inkling", "inkling", text, sizes)
+    assert (parsed.reasoning, calls_of(parsed), parsed.content) == (reasoning, calls, content)
 
 
 # vLLM's (and OVMS's) reasoning parser name -> a reply its parser splits at </think>.
