@@ -52,6 +52,9 @@ class ToolFormat:
     # How a text reply opens in this format (Functionary v3.2's "all" recipient): removed from the content when a
     # request offers no tools, where the format's parser (which reads it otherwise) is not used.
     text_openings: tuple[str, ...] = ()
+    # The parser of a reply to a request that offers no tools, where the format frames its text in markup the
+    # engine keeps (Inkling's blocks): the framing taken out, calls left as text. None: the reply is read as text.
+    text_parser: Callable[[], ToolParser] | None = None
 
     def new_parser(self, schemas: Schemas) -> ToolParser:
         """A parser for one turn, with this format's call ids; a parser that can is given the markup, so a list
