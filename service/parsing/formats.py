@@ -386,6 +386,8 @@ class OutputFormat:
             chosen = TOOL_PARSERS[self.tool_parser]
             if tools:
                 tool = chosen.new_parser(schemas or {})
+            elif chosen.text_parser is not None:
+                tool = chosen.text_parser()
             elif chosen.text_openings:
                 tool = TextOpening(chosen.text_openings)
         return TurnParser(reasoning, tool, max_calls)
