@@ -43,7 +43,7 @@ from service.parsing.calls_tail import (
 from service.parsing.calls_xml import XmlCallForm, xml_calls
 from service.parsing.envelope import SPECIAL_TOKENS, EnvelopedCallParser
 from service.parsing.formats_xml import XmlFamily
-from service.parsing.inkling import CONTENT_THINKING, END_SAMPLING, InklingCallParser
+from service.parsing.inkling import CONTENT_THINKING, END_SAMPLING, InklingCallParser, inkling_text
 from service.parsing.inkling import SPECIAL_TOKENS as INKLING_FRAMING
 from service.parsing.line_calls import LineCallParser
 from service.parsing.markup import DSML, GCML, TAGGED_ARGUMENTS, CallMarkup, ThinkMarkup
@@ -211,6 +211,7 @@ TOOL_FORMATS: dict[str, ToolFormat] = {
         lambda ids, _: InklingCallParser(TaggedCallParser(inkling_call, ids, INKLING_CALL, INKLING_END)),
         INKLING,
         extra=INKLING_FRAMING,
+        text_parser=inkling_text,
     ),
     "onyx": _enveloped(ONYX, ATEM_FORM, ATEM_CLOSE),
     # At the reply's start (the prompt ends with the header's "assistant"), or after text, in a message of its own.

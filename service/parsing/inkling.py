@@ -91,3 +91,8 @@ class InklingCallParser(EnvelopedCallParser):
     def __init__(self, inner: TaggedCallParser) -> None:
         super().__init__(inner)
         self._envelope = InklingBlocks()
+
+
+def inkling_text() -> InklingCallParser:
+    """The parser of an Inkling reply to a request that offers no tools: its framing out, a tool block as text."""
+    return InklingCallParser(TaggedCallParser(lambda block: None, lambda index, name: "", INKLING_CALL, INKLING_END))

@@ -376,6 +376,16 @@ INKLING_TURNS = [
 ]  # fmt: skip
 
 
+def test_an_inkling_reply_without_tools_offered_has_no_framing() -> None:
+    """The engine keeps the framing's tokens whatever the request: a reply to one without tools is read without
+    them too, its tool blocks left as text (as every format leaves its markup when no tools are offered)."""
+    text, _, _, _ = INKLING_TURNS[1]
+    for chunks in [[text], in_sizes(text, (1,)), in_sizes(text, (2, 3))]:
+        parsed = fed(OutputFormat("inkling", "inkling"), chunks, tools=False)[0]
+        assert (parsed.reasoning, parsed.calls) == ("Rain?", []), chunks
+        assert parsed.content == "Checking." + INK_CALL + "<|end_message|>Done.", chunks
+
+
 @pytest.mark.parametrize("sizes", [(), (1,), (2,), (1, 2, 3)], ids=["whole", "1", "2", "1-2-3"])
 @pytest.mark.parametrize(("text", "reasoning", "calls", "content"), INKLING_TURNS)
 def test_inklings_framing_is_neither_content_nor_a_call(
