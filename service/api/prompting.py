@@ -188,14 +188,23 @@ def template_messages(model: ServedModel, history: list[dict[str, Any]]) -> list
     - For a template that drops ``tool_calls`` although it shows a format (LFM2, Granite 3.3, Phi-4-mini),
       the calls written into the turn's content in the model's own markup
       (``OutputFormat.with_calls_in_content``), so the model still sees what it called.
+    - A tool result without a ``name`` (OpenAI's API has none) named for the function of the call it answers:
+      templates that write results under the function's name read it (vLLM's Hermes refuses one without).
     """
     output, form = model.output_format, model.engine.message_form
     fit = output.fit_call_id
+    called: dict[str, str] = {}  # a call's id as the client sent it -> its function's name
     messages = []
     for message in history:
+        for call in message.get("tool_calls") or ():
+            function = call.get("function") if isinstance(call, dict) else None
+            if isinstance(function, dict) and isinstance(function.get("name"), str):
+                called[str(call.get("id") or "")] = function["name"]
         if message.get("content") is None or "tool_calls" in message or "tool_call_id" in message:
             message = form.apply(output.with_calls_in_content(message))
             if "tool_call_id" in message:
+                if "name" not in message and message["tool_call_id"] in called:
+                    message["name"] = called[message["tool_call_id"]]
                 message["tool_call_id"] = fit(message["tool_call_id"])
             if "tool_calls" in message:
                 message["tool_calls"] = [{**call, "id": fit(call.get("id") or "")} for call in message["tool_calls"]]
