@@ -10,6 +10,8 @@ groups'.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from service.parsing.calls_json import NAMED_ARGUMENTS, named_calls
 from service.parsing.calls_python import python_call_lines
 from service.parsing.calls_tail import (
@@ -48,8 +50,10 @@ from service.parsing.inkling import SPECIAL_TOKENS as INKLING_FRAMING
 from service.parsing.line_calls import LineCallParser
 from service.parsing.markup import DSML, GCML, TAGGED_ARGUMENTS, CallMarkup, ThinkMarkup
 from service.parsing.pieces import Piece
+from service.parsing.suffixed_tags import UnsuffixedCallParser
 from service.parsing.tool_format import ToolFormat
 from service.parsing.tools import CallIds, Decoder, TaggedCallParser, TrailingCallParser
+from service.parsing.turn import ToolParser
 
 # Qwen2.5-Coder (vLLM's qwen25_coder): a call's JSON in a <tools> block (vLLM reads a JSON list there too, and
 # several blocks; a forced call writes a block a call, which both read).
@@ -83,7 +87,8 @@ DOTS = CallMarkup(
     "minimax_xml", tag="<dots_function_call>", name="bare",
 )  # fmt: skip
 # Hunyuan 4 (vLLM's hy_v4): GLM-4.7's calls (the name, then the members) in a <tool_calls> section. Checkpoints
-# that suffix every tag (<tool_call:SUFFIX>, read off their vocabulary by vLLM) are not served: only bare tags.
+# that suffix every tag (<tool_call:SUFFIX>, read off their vocabulary by vLLM) are read with the suffix taken off;
+# a grammar writes the plain tags.
 HY_V4 = CallMarkup(
     "<tool_calls>", "<tool_call>{name}", "</tool_call>", "", "</tool_calls>", "glm_xml", tag="<tool_calls>",
     name="bare",
@@ -142,16 +147,24 @@ def _blocks(decode: Decoder, markup: CallMarkup, open_tag: str, close_tag: str) 
 
 
 def _keyed_section(
-    markup: CallMarkup, keys: KeyedTags, call_open: str, call_close: str, ends_reasoning: tuple[str, ...] = ()
+    markup: CallMarkup,
+    keys: KeyedTags,
+    call_open: str,
+    call_close: str,
+    ends_reasoning: tuple[str, ...] = (),
+    wrap: Callable[[TaggedCallParser], ToolParser] = lambda parser: parser,
 ) -> ToolFormat:
-    """A section of GLM-like calls whose values are typed by the request's schemas."""
+    """A section of GLM-like calls whose values are typed by the request's schemas (``wrap``: what the section
+    parser is fed through)."""
     section_close = markup.closing
     return ToolFormat(
-        lambda ids, schemas: TaggedCallParser(
-            lambda text: tagged_blocks(text, call_open, call_close, lambda block: keyed_call(block, keys, schemas)),
-            ids,
-            markup.tag,
-            section_close,
+        lambda ids, schemas: wrap(
+            TaggedCallParser(
+                lambda text: tagged_blocks(text, call_open, call_close, lambda block: keyed_call(block, keys, schemas)),
+                ids,
+                markup.tag,
+                section_close,
+            )
         ),
         markup,
         typed=True,
@@ -200,7 +213,8 @@ TOOL_FORMATS: dict[str, ToolFormat] = {
     "dots": _invokes(DOTS, "</dots_function_call>", ""),
     # Its reasoning may end at the section's opening, unclosed, as V4's does.
     "deepseek_v41": _invokes(DEEPSEEK_V41, f"</{DSML} calls>", f"{DSML} ", ends_reasoning=(DEEPSEEK_V41.tag,)),
-    "hy_v4": _keyed_section(HY_V4, HY_V4_KEYS, "<tool_call>", "</tool_call>"),
+    # A checkpoint's suffix taken off its tags first (service.parsing.suffixed_tags).
+    "hy_v4": _keyed_section(HY_V4, HY_V4_KEYS, "<tool_call>", "</tool_call>", wrap=UnsuffixedCallParser),
     # K2 Horizon's reasoning may end at its call section's opening, unclosed (as vLLM's k2_horizon reads it).
     "k2_horizon": _keyed_section(
         K2_HORIZON, IFM_KEYS, "<ifm|tool_call>", "</ifm|tool_call>", ends_reasoning=(K2_HORIZON.tag,)

@@ -254,6 +254,41 @@ def test_cwm_keeps_the_calls_before_a_cut_command() -> None:
         assert (calls_of(parsed), parsed.content) == ([("terminal", {"command": "ls"})], "")
 
 
+def suffixed(text: str, suffix: str = ":6124c78e") -> str:
+    """Hunyuan 4's plain tags as a checkpoint that suffixes its structural tokens writes them."""
+    for tag in ("tool_calls", "tool_call", "arg_key", "arg_value"):
+        text = text.replace(f"<{tag}>", f"<{tag}{suffix}>").replace(f"</{tag}>", f"</{tag}{suffix}>")
+    return text
+
+
+@pytest.mark.parametrize("sizes", [(), (1,), (2,), (1, 2, 3)], ids=["whole", "1", "2", "1-2-3"])
+def test_hy_v4_reads_a_checkpoints_suffixed_tags(sizes: tuple[int, ...]) -> None:
+    """vLLM's hy_v4 reads the suffix off the vocabulary; here any suffix is taken off the tags as they come."""
+    for suffix in (":6124c78e", ":opensource"):
+        parsed = turn("hy_v4", "Let me check.\n" + suffixed(WRITTEN["hy_v4"], suffix), sizes)
+        assert (calls_of(parsed), parsed.content) == ([WEATHER, ALARM], "Let me check."), suffix
+
+
+# Text that starts like a suffixed tag but is not one: it reaches the content as written.
+NOT_SUFFIXED = [
+    "<tool_call:>", "<arg_key: x>", "<arg_keys:abc>", "<tool_calls:" + "x" * 65 + ">", "a < b <tool_call",
+    "<tool_call:ab",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("text", NOT_SUFFIXED)
+def test_hy_v4_leaves_what_is_not_a_suffixed_tag(text: str) -> None:
+    for sizes in [(), (1,), (2, 3)]:
+        parsed = turn("hy_v4", "Note: " + text, sizes)
+        assert (calls_of(parsed), parsed.content) == ([], "Note: " + text), sizes
+
+
+def test_hy_v4_keeps_the_complete_calls_of_a_cut_suffixed_section() -> None:
+    text = suffixed(WRITTEN["hy_v4"])
+    cut = text[: text.index("<tool_call:6124c78e>set_alarm") + len("<tool_call:6124c78e>set_al")]
+    assert calls_of(turn("hy_v4", cut, (3,))) == [WEATHER]
+
+
 def test_single_object_and_list_forms_of_qwen25_coder() -> None:
     """vLLM's docstring: one call as an object, several as a JSON list, in one <tools> block."""
     one = '<tools>\n{"name": "function_name", "arguments": {"param1": "value1"}}\n</tools>'
