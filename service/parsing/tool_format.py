@@ -55,6 +55,9 @@ class ToolFormat:
     # The parser of a reply to a request that offers no tools, where the format frames its text in markup the
     # engine keeps (Inkling's blocks): the framing taken out, calls left as text. None: the reply is read as text.
     text_parser: Callable[[], ToolParser] | None = None
+    # The role a tool's result is written under for a template that drops OpenAI's tool_calls (calls written into
+    # the content, OutputFormat.calls_in_content), where the family's role is not "tool": GLM's "observation".
+    result_role: str = "tool"
 
     def new_parser(self, schemas: Schemas) -> ToolParser:
         """A parser for one turn, with this format's call ids; a parser that can is given the markup, so a list
