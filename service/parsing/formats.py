@@ -315,7 +315,10 @@ class OutputFormat:
 
     def with_calls_in_content(self, message: dict[str, Any]) -> dict[str, Any]:
         """An assistant message whose calls are written into its content in this model's markup (for a template
-        that drops ``tool_calls``: see ``calls_in_content``); any other message as it is."""
+        that drops ``tool_calls``: see ``calls_in_content``), and a tool's result under the format's own role
+        there (GLM's "observation"); any other message as it is."""
+        if self.calls_in_content and self.tool_parser is not None and message.get("role") == "tool":
+            return {**message, "role": TOOL_PARSERS[self.tool_parser].result_role}
         calls = message.get("tool_calls")
         if not (self.calls_in_content and calls and self.call_markup is not None):
             return message
