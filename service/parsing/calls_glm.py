@@ -23,6 +23,7 @@ from service.parsing.pieces import Piece
 from service.parsing.tools import CallIds, Decoder, TrailingCallParser
 
 GLM_MESSAGE = "<|assistant|>"  # opens each further message of the reply (a special token the engine keeps)
+GLM_RESULT_ROLE = "observation"  # the role of a tool's result message: <|observation|>, where the model stops
 CHATGLM3_FENCE, CHATGLM3_FENCE_END = "```python", "```"  # ChatGLM3 fences its call's Python code
 CHATGLM3_CALL = "tool_call"  # the function ChatGLM3's fenced code calls, its keywords the arguments
 MAX_NAME_CHARS = 256  # a first line longer than this is text: what is held back at the reply's start is bounded

@@ -15,6 +15,7 @@ from service.parsing.calls_glm import (
     CHATGLM3_FENCE,
     CHATGLM3_FENCE_END,
     GLM_MESSAGE,
+    GLM_RESULT_ROLE,
     NamedMessageParser,
     chatglm3_calls,
     glm4_calls,
@@ -37,9 +38,14 @@ CHATGLM3 = CallMarkup(
 )
 
 # --tool-parser name -> its format.
+# (A tool's result comes back in an observation turn, <|observation|>, the role their templates render it under.)
 TOOL_FORMATS: dict[str, ToolFormat] = {
-    "glm4": ToolFormat(lambda ids, _: NamedMessageParser(glm4_calls, ids, ("{",)), GLM4),
-    "chatglm3": ToolFormat(lambda ids, _: NamedMessageParser(chatglm3_calls, ids, (CHATGLM3_FENCE,)), CHATGLM3),
+    "glm4": ToolFormat(lambda ids, _: NamedMessageParser(glm4_calls, ids, ("{",)), GLM4, result_role=GLM_RESULT_ROLE),
+    "chatglm3": ToolFormat(
+        lambda ids, _: NamedMessageParser(chatglm3_calls, ids, (CHATGLM3_FENCE,)),
+        CHATGLM3,
+        result_role=GLM_RESULT_ROLE,
+    ),
 }
 REASONING_FORMATS: dict[str, ThinkMarkup] = {}
 # Format name -> the families it serves (README's table of formats: service.parsing.formats_table).

@@ -153,13 +153,21 @@ def test_the_template_writes_a_past_call_as_the_format_does() -> None:
 
 def test_a_past_call_written_into_the_content_reads_back() -> None:
     """The template drops OpenAI's tool_calls, so the server writes a past call into the turn's content in the
-    model's markup (calls_in_content): rendered, the turn reads back as the same calls."""
+    model's markup (calls_in_content), and the tool's result in an observation turn, the role the template writes
+    as GLM's <|observation|>: rendered, the turn reads back as the same calls, the result after it."""
     fmt = OutputFormat.choose(None, None, (TEMPLATES / GLM_TEMPLATE).read_text(), render=lambda h, t, c: render(h))
     assert (fmt.tool_parser, fmt.calls_in_content) == ("glm4", True)
     listed = [{"id": f"call_{n}", "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}
               for n, (name, args) in enumerate([WEATHER, TIME])]  # fmt: skip
-    message = fmt.with_calls_in_content({"role": "assistant", "content": None, "tool_calls": listed})
-    text = render([{"role": "user", "content": "Weather and time?"}, message])
+    history = [
+        {"role": "user", "content": "Weather and time?"},
+        {"role": "assistant", "content": None, "tool_calls": listed},
+        {"role": "tool", "tool_call_id": "call_0", "content": "Sunny, 24 degrees."},
+    ]
+    text = render([fmt.with_calls_in_content(message) for message in history])
     start = text.index("<|assistant|>") + len("<|assistant|>")
-    turn, _ = fed(fmt, [text[start : text.rindex("<|assistant|>")]])
+    turn, _ = fed(fmt, [text[start : text.index("<|observation|>")]])
     assert summary(turn) == ("", "", [WEATHER, TIME]), text
+    assert text.endswith("<|observation|>\nSunny, 24 degrees.<|assistant|>"), text
+    # A template that renders tool_calls itself keeps OpenAI's roles.
+    assert OutputFormat("glm4").with_calls_in_content(history[2]) == history[2]
