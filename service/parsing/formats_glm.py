@@ -10,6 +10,9 @@ calls reach them in their content (``OutputFormat.calls_in_content``), written a
 
 from __future__ import annotations
 
+from collections.abc import Callable, Collection
+
+from service.parsing.calls import Call
 from service.parsing.calls_glm import (
     CHATGLM3_CALL,
     CHATGLM3_FENCE,
@@ -37,15 +40,24 @@ CHATGLM3 = CallMarkup(
     "python",
 )
 
-# --tool-parser name -> its format.
-# (A tool's result comes back in an observation turn, <|observation|>, the role their templates render it under.)
-TOOL_FORMATS: dict[str, ToolFormat] = {
-    "glm4": ToolFormat(lambda ids, _: NamedMessageParser(glm4_calls, ids, ("{",)), GLM4, result_role=GLM_RESULT_ROLE),
-    "chatglm3": ToolFormat(
-        lambda ids, _: NamedMessageParser(chatglm3_calls, ids, (CHATGLM3_FENCE,)),
-        CHATGLM3,
+
+def _named_messages(decode: Callable[[str, Collection[str]], list[Call] | None], markup: CallMarkup) -> ToolFormat:
+    """Calls a message each, named on its first line, reading only the offered tools' names (as GLM's own
+    server does: a first line naming none is text); a tool's result comes back in an observation turn
+    (<|observation|>, the role their templates render it under)."""
+    bodies = (CHATGLM3_FENCE,) if markup.arguments == "python" else ("{",)
+    return ToolFormat(
+        lambda ids, schemas: NamedMessageParser(lambda text: decode(text, schemas), ids, bodies, schemas),
+        markup,
+        typed=True,  # it reads the schemas: their names
         result_role=GLM_RESULT_ROLE,
-    ),
+    )
+
+
+# --tool-parser name -> its format.
+TOOL_FORMATS: dict[str, ToolFormat] = {
+    "glm4": _named_messages(glm4_calls, GLM4),
+    "chatglm3": _named_messages(chatglm3_calls, CHATGLM3),
 }
 REASONING_FORMATS: dict[str, ThinkMarkup] = {}
 # Format name -> the families it serves (README's table of formats: service.parsing.formats_table).

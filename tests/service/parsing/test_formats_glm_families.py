@@ -73,6 +73,27 @@ def test_text_streams_once_its_first_word_is_known() -> None:
     assert [piece.text for piece in parser.feed(", 24 degrees") if isinstance(piece, ContentDelta)] == [", 24 degrees"]
 
 
+def test_only_an_offered_tools_name_opens_a_call() -> None:
+    """With the request's tools known (the server passes them), a first line naming none of them is text, known
+    as soon as it cannot become one of their names (as GLM's own server reads a call only of an offered tool);
+    without them, a first line that is not a function's name (a colon, a fence) is text."""
+    schemas = {"get_weather": {}, "get_time": {}}
+    parser = OutputFormat("glm4").parser(schemas=schemas)
+    streamed = parser.feed("\nParis")
+    assert [piece.text for piece in streamed if isinstance(piece, ContentDelta)] == ["Paris"]
+    for text in ('Paris\n{"sunny": true}', 'get_weathers\n{"city": "Paris"}'):
+        turn, _ = fed(OutputFormat("glm4"), [text], schemas={"get_weather": {}})
+        assert (turn.content, turn.calls) == (text, []), text
+    # A call of a tool not offered after one offered: read as a cut list, the offered call kept.
+    turn, _ = fed(OutputFormat("glm4"), [GLM_CALL + "<|assistant|>" + GLM_CALL2], schemas={"get_weather": {}})
+    assert summary(turn) == ("", "", [WEATHER])
+    turn, _ = fed(OutputFormat("glm4"), [GLM_CALL + "<|assistant|>" + GLM_CALL2], schemas=schemas)
+    assert summary(turn) == ("", "", [WEATHER, TIME])
+    for text in ('Result:\n{"a": 1}', '```json\n{"a": 1}\n```'):
+        turn, _ = fed(OutputFormat("glm4"), ["\n" + text])
+        assert (turn.content, turn.calls) == (text, []), text
+
+
 def test_a_call_after_a_reasoning_block() -> None:
     """The blank line a grammar (or the model) writes after </think> does not hide the call's name line."""
     text = "<think>The user wants the weather.</think>\n\n" + GLM_CALL
