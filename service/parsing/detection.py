@@ -68,7 +68,8 @@ def probe_history(content: str | None, arguments: dict[str, Any] | str = PROBE_A
     return [
         {"role": "user", "content": "What is the weather like there?"},  # no argument in it: see renders_calls
         {"role": "assistant", "content": content, "tool_calls": [call]},
-        {"role": "tool", "tool_call_id": PROBE_CALL_ID, "content": "Sunny, 24 degrees."},
+        # Named for its call's function, as the server passes a tool result (service.api.prompting).
+        {"role": "tool", "tool_call_id": PROBE_CALL_ID, "name": PROBE_NAME, "content": "Sunny, 24 degrees."},
     ]
 
 

@@ -112,7 +112,7 @@ EXPECTED = {
     "upstage-Solar-Open-100B.jinja": ("solar_open", "render", "solar_open"),
     "vllm-granite-20b-fc.jinja": ("granite_20b_fc", "render", None),
     "vllm-hunyuan-a13b.jinja": ("apriel", "render", "think"),
-    "vllm-hermes.jinja": ("hermes", "render", None),  # writes "arguments" before "name"
+    "vllm-hermes.jinja": ("hermes", "prompt", None),  # its past calls put "arguments" before "name"
     "vllm-internlm2-tool.jinja": ("internlm", "render", None),
     "vllm-llama4-pythonic.jinja": ("pythonic", "prompt", None),
     "vllm-phi4-mini-tool_use.jinja": ("phi4_mini_json", "prompt", None),
