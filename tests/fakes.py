@@ -151,8 +151,9 @@ class FakeGeneration:
             self.close()
         return step
 
-    def close(self) -> None:
-        """Let go of the request (idempotent); before its end, that cancels it."""
+    def close(self, outcome: str = "cancelled") -> None:
+        """Let go of the request (idempotent); before its end, that cancels it (``outcome``: why, as
+        service.engine.generation.Generation.close takes it)."""
         if not self.closed.is_set():
             self.cancelled = not self.finished
             self.closed.set()

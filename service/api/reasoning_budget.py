@@ -236,7 +236,7 @@ class BudgetedGeneration:
                 sent += delta.text
                 yield update
                 continue
-            self._generation.close()  # its tokens past the budget are dropped
+            self._generation.close("reasoning_budget")  # its tokens past the budget are dropped
             yield Update([self._ending(delta, keep, watch.ids, sent)], prompt=update.prompt)
             self._generation = self._submit(*self._phase_two(watch.ids, rest))
             async for later in self._generation:

@@ -63,12 +63,14 @@ class Generation:
             self.close()
         return update
 
-    def close(self) -> None:
-        """Let go of the request (idempotent); cancels it in the engine unless it has ended."""
+    def close(self, outcome: str = "cancelled") -> None:
+        """Let go of the request (idempotent); cancels it in the engine unless it has ended. ``outcome``: why, for
+        the metrics when it had not ended (``cancelled``: the caller went away; ``reasoning_budget``: the server
+        ended it at a reasoning budget and continues it in another request, service.api.reasoning_budget)."""
         if not self._closed:
             self._closed = True
             if self._meter is not None:
-                self._meter.end("cancelled")  # no-op when it finished or failed first
+                self._meter.end(outcome)  # no-op when it finished or failed first
             self._release(not self._finished)
 
 

@@ -59,7 +59,9 @@ REQUEST_SECONDS = Histogram(
     ["rpc", "model"], buckets=_LATENCY, registry=REGISTRY,
 )  # fmt: skip
 GENERATIONS = Counter(
-    "ovserve_generations", "Generations the engines ran, by how they ended: finished, cancelled, failed",
+    "ovserve_generations",
+    "Generations the engines ran, by how they ended: finished, cancelled, failed, reasoning_budget (ended by the "
+    "server at a request's reasoning budget, continued by a second generation)",
     ["model", "outcome"], registry=REGISTRY,
 )  # fmt: skip
 RUNNING = Gauge(
@@ -193,7 +195,7 @@ class GenerationMeter:
         self._last = now
 
     def end(self, outcome: str) -> None:
-        """The generation ended (finished, cancelled or failed); later calls do nothing."""
+        """The generation ended (finished, cancelled, failed or reasoning_budget); later calls do nothing."""
         if self._ended:
             return
         self._ended = True

@@ -23,6 +23,8 @@ from service.api.reasoning_budget import (
 )
 from service.api.runs import Run, fan_out
 from service.engine import FinishReason, OutputConstraint, SamplingParams, Scoring, SequenceDelta, Update
+from service.engine.generation import Generation as EngineGeneration
+from service.engine.generation import Mailbox
 from service.parsing.markup import THINK
 from service.structured.output import Guide
 
@@ -57,9 +59,11 @@ class Scripted:
         self.updates = updates
         self.read = 0
         self.closed = False
+        self.outcome = ""
 
-    def close(self) -> None:
+    def close(self, outcome: str = "cancelled") -> None:
         self.closed = True
+        self.outcome = self.outcome or outcome
 
     async def _iterate(self) -> AsyncIterator[Update]:
         for update in self.updates:
@@ -124,6 +128,7 @@ def test_the_budget_ends_the_block_and_a_second_request_answers() -> None:
     assert [len(update.sequences[0].token_ids) for update in updates] == [1, 4, 1, 1]
     first, _second = engine.phases
     assert first.closed and first.read == 2  # cancelled at the budget; its third step never read
+    assert first.outcome == "reasoning_budget"  # the metrics tell it from a client that went away
     prompt, params, _ = engine.submitted[1]
     assert prompt == [*PROMPT, A, B, A, END, BLANK]
     assert params.max_new_tokens == 20 - 3 - 2  # what is left of the request's
@@ -283,3 +288,28 @@ def test_which_runs_get_a_budget() -> None:
     asked_budget = rules(asked, None, opened=False)
     assert asked_budget is not None and asked_budget.tokens == 4 and asked_budget.answer is None
     assert default_budget(5000) == 2500 and default_budget(101) == 51 and default_budget(1) == 1
+
+
+class Meter:
+    """Records how a Generation reports its end (service.observability.metrics.GenerationMeter's calls)."""
+
+    def __init__(self) -> None:
+        self.ended: list[str] = []
+
+    def tokens(self, count: int) -> None:
+        pass
+
+    def end(self, outcome: str) -> None:
+        self.ended.append(outcome)
+
+
+def test_a_generation_ended_at_the_budget_is_counted_as_such_not_as_cancelled() -> None:
+    released: list[bool] = []
+    meter = Meter()
+    generation = EngineGeneration(Mailbox(), released.append, meter)
+    generation.close("reasoning_budget")
+    generation.close()  # idempotent: the first outcome stands
+    assert meter.ended == ["reasoning_budget"] and released == [True]  # still cancelled in the engine
+    plain = Meter()
+    EngineGeneration(Mailbox(), released.append, plain).close()
+    assert plain.ended == ["cancelled"]
