@@ -108,12 +108,13 @@ class Supervisor:
         self._process.send(message)
 
     def close(self) -> None:
-        """Stop watching and end the process."""
+        """Stop watching and end the process; callable from another thread (an unload ends the process there, so
+        that waiting for its exit holds up no event loop)."""
         if self.closed:
             return
         self.closed = True
-        for task in self._tasks:
-            task.cancel()
+        for task in list(self._tasks):  # (cancelled on their loop, whichever thread closes)
+            task.get_loop().call_soon_threadsafe(task.cancel)
         if self._process is not None:
             self._process.stop()
 
