@@ -124,6 +124,9 @@ class ServeConfig:
                   "default_text": "none"},
     )  # fmt: skip
     api_key_file: Path | None = None  # --api-key-file: its keys are read again on SIGHUP
+    #: --admin-key-file's keys: only they may load and unload models (ModelService.LoadModel, UnloadModel) once
+    #: any key is configured; each is also an API key.
+    admin_keys: tuple[str, ...] = ()
     media: MediaPolicy = field(default_factory=MediaPolicy)  # the "images" flags
     allow_runtime_lora: Path | None = field(
         default=None,
@@ -166,7 +169,9 @@ class ServeConfig:
 
 
 # The [server] keys of the TOML file: ServeConfig's fields but the models (those are [[models]]).
-SERVER_KEYS = tuple(f.name for f in dataclasses.fields(ServeConfig) if f.name not in ("models", "api_key_file"))
+SERVER_KEYS = tuple(
+    f.name for f in dataclasses.fields(ServeConfig) if f.name not in ("models", "api_key_file", "admin_keys")
+)
 
 
 class ConfigError(ValueError):
@@ -218,6 +223,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_flags(access, ServeConfig, only=("api_keys",))
     access.add_argument("--api-key-file", type=Path, metavar="FILE",
                         help="API keys, one per line (keeps them out of the process list)")  # fmt: skip
+    access.add_argument("--admin-key-file", type=Path, metavar="FILE",
+                        help="admin keys, one per line: with keys on, only they may load and unload models "
+                             "(POST /v3/models/{id}/load and /unload; a user key gets 403)")  # fmt: skip
     add_flags(access, ServeConfig, only=("max_concurrent_requests", "grace_seconds"))
     add_flags(
         parser.add_argument_group("Responses API"), ServeConfig, only=("response_store", "response_max_age_seconds")
@@ -300,6 +308,8 @@ def from_arguments(args: argparse.Namespace) -> ServeConfig:
         keys += key_file_keys(args.api_key_file)
         values["api_key_file"] = args.api_key_file
     values["api_keys"] = tuple(keys)
+    if admin_file := getattr(args, "admin_key_file", None):
+        values["admin_keys"] = tuple(key_file_keys(admin_file))
     limit = values.get("max_concurrent_requests", DEFAULT_MAX_CONCURRENT)
     if limit < 0:
         raise ConfigError(f"--max-concurrent-requests must be 0 (no bound) or more; got {limit}")
