@@ -116,7 +116,7 @@ SERVICE_LAYERS: list[set[str]] = [
     {"service.parsing", "service.media", "service.store"},
     {"service.workers"},  # the child-process runtime every served model runs on
     {"service.engine", "service.pipelines"},  # generating models; embedding, rerank and speech models
-    {"service.sources"},  # what --model names, made an OpenVINO directory (converted and cached)
+    {"service.sources", "service.model_states"},  # what --model names, made an OpenVINO directory; its state
     {"service.models"},  # the registry of served models
     {"service.structured", "service.observability", "service.config"},
     {"service.api"},
