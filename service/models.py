@@ -16,6 +16,7 @@ from service.engine.chat_template import TemplateRenderer
 from service.errors import InvalidArgument, NotFound, Unavailable, quote
 from service.media import MediaPolicy
 from service.model_files import Vision, vision
+from service.model_states import ModelStates
 from service.parsing import REASONING_PARSERS, TOOL_PARSERS, OutputFormat
 from service.pipelines import Pipeline, PipelineKind, PipelineSettings, kind_of
 from service.sources import Provenance
@@ -270,6 +271,9 @@ class ModelRegistry:
         self._provenance: dict[str, Provenance] = {}  # what each model was built from, when known
         self._adapters: dict[str, ServedModel] = {}  # LoRA adapters by name (each on its base model's engine)
         self._ready = models is not None
+        #: Every model the server knows, loaded or not, with its state (service/model_states.py).
+        self.states = ModelStates()
+        self.states.know(self._served)
         self.media = media or MediaPolicy()  # what images requests to these models may carry
         #: Where a file part's ``file_id`` is read (the server's Files API); None: file ids are refused.
         self.files: UploadedFiles | None = None
@@ -288,6 +292,12 @@ class ModelRegistry:
             self._provenance[model.name] = provenance
         if isinstance(model, ServedModel):
             self._adapters.update({adapter.name: adapter for adapter in model.adapters()})
+
+    def remove(self, name: str) -> Model:
+        """Stop routing requests to the served model ``name`` and its LoRA adapters (an unload); return it."""
+        model = self._served.pop(name)
+        self._adapters = {key: adapter for key, adapter in self._adapters.items() if adapter.parent != name}
+        return model
 
     def adapters(self) -> list[ServedModel]:
         """The served LoRA adapters, each a model on its base model's engine, in configuration order."""
@@ -345,6 +355,8 @@ class ModelRegistry:
         if not name:
             raise InvalidArgument.of(field_name, "required: the name of a served model")
         model = self._served.get(name) or self._adapters.get(name)
+        if model is None and name in self.states:  # known, not loaded: UNAVAILABLE naming its state
+            raise self.states.refusal(name)
         if model is None:
             served = ", ".join(sorted([*self._served, *self._adapters])) or "none"
             raise NotFound(f"model {quote(name)} is not served here (served: {served})", param=field_name)
