@@ -13,6 +13,7 @@ nothing about the decoder).
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import hmac
 import logging
@@ -21,7 +22,7 @@ import re
 import secrets
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,6 +42,10 @@ log = logging.getLogger("ovserve.access")
 OPEN_SERVICES = ("/grpc.health.v1.Health/", "/grpc.reflection.")
 # The RPCs that run the engine, and so count against --max-concurrent-requests.
 _GENERATES = re.compile(r"^/ovserve\.v1\.\w+/(Create|Stream)\w+$")
+# The RPCs that change which models are loaded: with keys on, only an admin key (--admin-key-file) may call them.
+ADMIN_METHODS = frozenset({"/ovserve.v1.ModelService/LoadModel", "/ovserve.v1.ModelService/UnloadModel"})
+# Calls of these services are not counted as using the model they name (an unload waits for the others).
+_NOT_MODEL_USE = "/ovserve.v1.ModelService/"
 REQUEST_ID_KEY = "x-request-id"  # metadata the caller may send, echoed in the response's initial metadata
 MAX_REQUEST_ID = 128
 
@@ -79,9 +84,12 @@ class CallPolicyInterceptor(grpc.aio.ServerInterceptor):
         api_keys: Sequence[str] = (),
         limit: ConcurrencyLimit | None = None,
         served: Callable[[], Iterable[str]] = tuple,
+        admin_keys: Sequence[str] = (),
     ) -> None:
         """``served``: the names of the served models now (the only model labels the metrics take)."""
+        self._admin_keys = [key.encode() for key in admin_keys]
         self.set_keys(api_keys)
+        self._using: collections.Counter[str] = collections.Counter()  # calls under way by the model they name
         self._served = served
         self._limit = limit or ConcurrencyLimit()  # shared with background responses
         self.in_flight = 0  # API calls under way
@@ -94,8 +102,26 @@ class CallPolicyInterceptor(grpc.aio.ServerInterceptor):
         self.internal_token = secrets.token_hex(32)
 
     def set_keys(self, api_keys: Sequence[str]) -> None:
-        """The API keys calls must bear from now on (none: every call is let in)."""
+        """The API keys calls must bear from now on (none: every call is let in); admin keys are API keys too."""
         self._keys = [key.encode() for key in api_keys]
+        if self._keys:
+            self._keys += self._admin_keys
+
+    def calls_using(self, names: Iterable[str]) -> int:
+        """API calls under way that name one of the models ``names`` (an unload drains them)."""
+        return sum(self._using[name] for name in names)
+
+    @contextlib.contextmanager
+    def _use(self, method: str, request: Any) -> Iterator[None]:
+        """Count the call as using the model it names while it runs."""
+        model = "" if method.startswith(_NOT_MODEL_USE) else str(getattr(request, "model", ""))
+        self._using[model] += 1
+        try:
+            yield
+        finally:
+            self._using[model] -= 1
+            if not self._using[model]:
+                del self._using[model]
 
     async def intercept_service(
         self,
@@ -136,7 +162,8 @@ class CallPolicyInterceptor(grpc.aio.ServerInterceptor):
                     release = await self._admit(method, metadata, context, request)
                     self.in_flight += 1
                     try:
-                        return await behavior(request, context)
+                        with self._use(method, request):
+                            return await behavior(request, context)
                     finally:
                         self.in_flight -= 1
                         release()
@@ -160,15 +187,16 @@ class CallPolicyInterceptor(grpc.aio.ServerInterceptor):
                     release = await self._admit(method, metadata, context, request)
                 self.in_flight += 1
                 try:
-                    async with contextlib.aclosing(behavior(request, context)) as stream:
-                        while True:
-                            with _current(span):
-                                try:
-                                    message = await anext(stream)
-                                except StopAsyncIteration:
-                                    break
-                            messages += 1
-                            yield message
+                    with self._use(method, request):
+                        async with contextlib.aclosing(behavior(request, context)) as stream:
+                            while True:
+                                with _current(span):
+                                    try:
+                                        message = await anext(stream)
+                                    except StopAsyncIteration:
+                                        break
+                                messages += 1
+                                yield message
                 finally:
                     self.in_flight -= 1
                     release()
@@ -223,6 +251,8 @@ class CallPolicyInterceptor(grpc.aio.ServerInterceptor):
             await context.abort(
                 grpc.StatusCode.UNAUTHENTICATED, "missing or invalid API key (send authorization: Bearer <key>)"
             )
+        if method in ADMIN_METHODS and (self._keys or self._admin_keys):
+            await self._check_admin(str(metadata.get("authorization", "")), context)
         if isinstance(request, Undecodable):
             await context.abort_with_status(to_rpc_status(InvalidArgument(request.reason)))
         if not _GENERATES.match(method) or getattr(request, "background", False) is True:
@@ -262,6 +292,21 @@ class CallPolicyInterceptor(grpc.aio.ServerInterceptor):
             return False
         tenant.set(str(metadata.get(BATCH_OWNER_KEY, "")))
         return True
+
+    async def _check_admin(self, header: str, context: grpc.aio.ServicerContext) -> None:
+        """Refuse a load or unload without an admin key: PERMISSION_DENIED for a user's key (it is known, and not
+        enough), UNAUTHENTICATED for none."""
+        scheme, _, key = header.partition(" ")
+        given = key.strip().encode() if scheme.lower() == "bearer" else b""
+        if given and any([hmac.compare_digest(given, admin) for admin in self._admin_keys]):
+            return
+        if given and any([hmac.compare_digest(given, known) for known in self._keys]):
+            await context.abort(
+                grpc.StatusCode.PERMISSION_DENIED, "loading and unloading models needs an admin key (--admin-key-file)"
+            )
+        await context.abort(
+            grpc.StatusCode.UNAUTHENTICATED, "loading and unloading models needs an admin key (--admin-key-file)"
+        )
 
     def _authorized(self, header: str) -> bool:
         """Whether the header holds a configured key; if so, the call acts as that key's tenant."""
