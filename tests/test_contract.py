@@ -55,6 +55,8 @@ EXPECTED_RPCS = {
         "GetModel": False,
         "LoadLoraAdapter": False,
         "UnloadLoraAdapter": False,
+        "LoadModel": True,
+        "UnloadModel": False,
     },
     "ovserve.v1.TokenizerService": {"Tokenize": False, "Detokenize": False},
     "ovserve.v1.FileService": {

@@ -37,8 +37,36 @@ class UnloadLoraAdapterResponse(_message.Message):
     lora_name: str
     def __init__(self, lora_name: _Optional[str] = ...) -> None: ...
 
+class LoadModelRequest(_message.Message):
+    __slots__ = ("model",)
+    MODEL_FIELD_NUMBER: _ClassVar[int]
+    model: str
+    def __init__(self, model: _Optional[str] = ...) -> None: ...
+
+class LoadModelResponse(_message.Message):
+    __slots__ = ("state", "model")
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    MODEL_FIELD_NUMBER: _ClassVar[int]
+    state: str
+    model: Model
+    def __init__(self, state: _Optional[str] = ..., model: _Optional[_Union[Model, _Mapping]] = ...) -> None: ...
+
+class UnloadModelRequest(_message.Message):
+    __slots__ = ("model", "force")
+    MODEL_FIELD_NUMBER: _ClassVar[int]
+    FORCE_FIELD_NUMBER: _ClassVar[int]
+    model: str
+    force: bool
+    def __init__(self, model: _Optional[str] = ..., force: _Optional[bool] = ...) -> None: ...
+
+class UnloadModelResponse(_message.Message):
+    __slots__ = ("model",)
+    MODEL_FIELD_NUMBER: _ClassVar[int]
+    model: Model
+    def __init__(self, model: _Optional[_Union[Model, _Mapping]] = ...) -> None: ...
+
 class Model(_message.Message):
-    __slots__ = ("id", "object", "created", "owned_by", "max_model_len", "task", "chat_template_source", "tool_parser", "reasoning_parser", "source", "source_kind", "revision", "weight_format", "precision", "parent", "root", "tool_parser_evidence", "reasoning_parser_evidence", "chat_template_engine", "chat_template_engine_reason")
+    __slots__ = ("id", "object", "created", "owned_by", "max_model_len", "task", "chat_template_source", "tool_parser", "reasoning_parser", "source", "source_kind", "revision", "weight_format", "precision", "parent", "root", "tool_parser_evidence", "reasoning_parser_evidence", "chat_template_engine", "chat_template_engine_reason", "state", "state_reason")
     ID_FIELD_NUMBER: _ClassVar[int]
     OBJECT_FIELD_NUMBER: _ClassVar[int]
     CREATED_FIELD_NUMBER: _ClassVar[int]
@@ -59,6 +87,8 @@ class Model(_message.Message):
     REASONING_PARSER_EVIDENCE_FIELD_NUMBER: _ClassVar[int]
     CHAT_TEMPLATE_ENGINE_FIELD_NUMBER: _ClassVar[int]
     CHAT_TEMPLATE_ENGINE_REASON_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    STATE_REASON_FIELD_NUMBER: _ClassVar[int]
     id: str
     object: str
     created: int
@@ -79,7 +109,9 @@ class Model(_message.Message):
     reasoning_parser_evidence: str
     chat_template_engine: str
     chat_template_engine_reason: str
-    def __init__(self, id: _Optional[str] = ..., object: _Optional[str] = ..., created: _Optional[int] = ..., owned_by: _Optional[str] = ..., max_model_len: _Optional[int] = ..., task: _Optional[str] = ..., chat_template_source: _Optional[str] = ..., tool_parser: _Optional[str] = ..., reasoning_parser: _Optional[str] = ..., source: _Optional[str] = ..., source_kind: _Optional[str] = ..., revision: _Optional[str] = ..., weight_format: _Optional[str] = ..., precision: _Optional[str] = ..., parent: _Optional[str] = ..., root: _Optional[str] = ..., tool_parser_evidence: _Optional[str] = ..., reasoning_parser_evidence: _Optional[str] = ..., chat_template_engine: _Optional[str] = ..., chat_template_engine_reason: _Optional[str] = ...) -> None: ...
+    state: str
+    state_reason: str
+    def __init__(self, id: _Optional[str] = ..., object: _Optional[str] = ..., created: _Optional[int] = ..., owned_by: _Optional[str] = ..., max_model_len: _Optional[int] = ..., task: _Optional[str] = ..., chat_template_source: _Optional[str] = ..., tool_parser: _Optional[str] = ..., reasoning_parser: _Optional[str] = ..., source: _Optional[str] = ..., source_kind: _Optional[str] = ..., revision: _Optional[str] = ..., weight_format: _Optional[str] = ..., precision: _Optional[str] = ..., parent: _Optional[str] = ..., root: _Optional[str] = ..., tool_parser_evidence: _Optional[str] = ..., reasoning_parser_evidence: _Optional[str] = ..., chat_template_engine: _Optional[str] = ..., chat_template_engine_reason: _Optional[str] = ..., state: _Optional[str] = ..., state_reason: _Optional[str] = ...) -> None: ...
 
 class ListModelsRequest(_message.Message):
     __slots__ = ()

@@ -56,6 +56,16 @@ class ModelServiceStub:
                 request_serializer=ovserve_dot_v1_dot_model__pb2.UnloadLoraAdapterRequest.SerializeToString,
                 response_deserializer=ovserve_dot_v1_dot_model__pb2.UnloadLoraAdapterResponse.FromString,
                 _registered_method=True)
+        self.LoadModel = channel.unary_stream(
+                '/ovserve.v1.ModelService/LoadModel',
+                request_serializer=ovserve_dot_v1_dot_model__pb2.LoadModelRequest.SerializeToString,
+                response_deserializer=ovserve_dot_v1_dot_model__pb2.LoadModelResponse.FromString,
+                _registered_method=True)
+        self.UnloadModel = channel.unary_unary(
+                '/ovserve.v1.ModelService/UnloadModel',
+                request_serializer=ovserve_dot_v1_dot_model__pb2.UnloadModelRequest.SerializeToString,
+                response_deserializer=ovserve_dot_v1_dot_model__pb2.UnloadModelResponse.FromString,
+                _registered_method=True)
 
 
 class ModelServiceServicer:
@@ -101,6 +111,35 @@ class ModelServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def LoadModel(self, request, context):
+        """Load a model the server knows and has not loaded (declared at start by
+        --model, the TOML file's [[models]] or the bundled defaults, then
+        unloaded). Streams its progress: "loading", then "loaded" with the model
+        as ListModels shows it; a failed load ends the stream with the status
+        that names its cause. A model already loaded answers "loaded" at once; a
+        second call while it loads follows the same load. NOT_FOUND for a name
+        the server does not know. With API keys on, an admin key
+        (--admin-key-file) is required: PERMISSION_DENIED for a user key. The
+        REST bridge also serves it as POST /v3/models/{model}/load and llama.cpp's
+        POST /models/load.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def UnloadModel(self, request, context):
+        """Unload a model: new requests for it are refused at once (UNAVAILABLE
+        naming its state); the ones running and queued end first (or, with
+        force, fail now with UNAVAILABLE saying it was unloaded); then its
+        process ends, and its memory with it. It stays known: ListModels shows it
+        "available" and LoadModel loads it again. A model not loaded answers as
+        it is. Admin key as LoadModel. REST: POST /v3/models/{model}/unload and
+        llama.cpp's POST /models/unload.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ModelServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -123,6 +162,16 @@ def add_ModelServiceServicer_to_server(servicer, server):
                     servicer.UnloadLoraAdapter,
                     request_deserializer=ovserve_dot_v1_dot_model__pb2.UnloadLoraAdapterRequest.FromString,
                     response_serializer=ovserve_dot_v1_dot_model__pb2.UnloadLoraAdapterResponse.SerializeToString,
+            ),
+            'LoadModel': grpc.unary_stream_rpc_method_handler(
+                    servicer.LoadModel,
+                    request_deserializer=ovserve_dot_v1_dot_model__pb2.LoadModelRequest.FromString,
+                    response_serializer=ovserve_dot_v1_dot_model__pb2.LoadModelResponse.SerializeToString,
+            ),
+            'UnloadModel': grpc.unary_unary_rpc_method_handler(
+                    servicer.UnloadModel,
+                    request_deserializer=ovserve_dot_v1_dot_model__pb2.UnloadModelRequest.FromString,
+                    response_serializer=ovserve_dot_v1_dot_model__pb2.UnloadModelResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -235,6 +284,60 @@ class ModelService:
             '/ovserve.v1.ModelService/UnloadLoraAdapter',
             ovserve_dot_v1_dot_model__pb2.UnloadLoraAdapterRequest.SerializeToString,
             ovserve_dot_v1_dot_model__pb2.UnloadLoraAdapterResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def LoadModel(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/ovserve.v1.ModelService/LoadModel',
+            ovserve_dot_v1_dot_model__pb2.LoadModelRequest.SerializeToString,
+            ovserve_dot_v1_dot_model__pb2.LoadModelResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def UnloadModel(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/ovserve.v1.ModelService/UnloadModel',
+            ovserve_dot_v1_dot_model__pb2.UnloadModelRequest.SerializeToString,
+            ovserve_dot_v1_dot_model__pb2.UnloadModelResponse.FromString,
             options,
             channel_credentials,
             insecure,

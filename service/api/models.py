@@ -1,10 +1,11 @@
-"""ModelService semantics: which models are served."""
+"""ModelService semantics: which models are served, and which are known but not loaded (with their state)."""
 
 from __future__ import annotations
 
 from dataclasses import asdict
 
 from clients.v1 import model_pb2
+from service.model_states import ModelState
 from service.models import Model, ModelRegistry, ServedModel
 from service.pipelines import Pipeline, PipelineKind
 from service.sources import Provenance
@@ -20,6 +21,7 @@ def _model(model: Model, provenance: Provenance | None) -> model_pb2.Model:
             owned_by="ovserve",
             max_model_len=model.max_model_len,
             task=model.kind.value,
+            state=ModelState.LOADED.value,
             **built_from,
         )
     return model_pb2.Model(
@@ -38,24 +40,50 @@ def _model(model: Model, provenance: Provenance | None) -> model_pb2.Model:
         reasoning_parser_evidence=model.output_format.reasoning_evidence,
         parent=model.parent,
         root=str(model.engine.adapters[model.adapter].path) if model.adapter else "",
+        state=ModelState.LOADED.value,
         **built_from,
+    )
+
+
+def _not_loaded(registry: ModelRegistry, name: str) -> model_pb2.Model:
+    """A known model that is not loaded: its id, what it serves, what it is built from, its state and why."""
+    provenance = registry.provenance(name)
+    status = registry.states.get(name)
+    assert status is not None
+    return model_pb2.Model(
+        id=name,
+        object="model",
+        owned_by="ovserve",
+        task=registry.states.task(name),
+        state=status.state.value,
+        state_reason=status.reason,
+        **(asdict(provenance) if provenance else {}),
     )
 
 
 def list_models(registry: ModelRegistry) -> model_pb2.ListModelsResponse:
     """Every served model: the generating ones, their LoRA adapters, then the others, each in configuration
-    order."""
+    order; then the known models that are not loaded, with their state."""
     served = sorted(registry, key=lambda model: model.kind is not PipelineKind.GENERATE)  # a stable sort
     generating = sum(model.kind is PipelineKind.GENERATE for model in served)
     served[generating:generating] = registry.adapters()
     data = [_model(model, registry.provenance(_base(model))) for model in served]
+    loaded = set(registry.names)
+    data += [_not_loaded(registry, name) for name in registry.states.names if name not in loaded]
     return model_pb2.ListModelsResponse(object="list", data=data)
 
 
+def describe(registry: ModelRegistry, name: str) -> model_pb2.Model:
+    """The model ``name`` as ListModels shows it, loaded or only known; NOT_FOUND naming ``model`` if neither."""
+    if name in registry.states and name not in registry.names:
+        return _not_loaded(registry, name)
+    model = registry.model(name)
+    return _model(model, registry.provenance(_base(model)))
+
+
 def get_model(registry: ModelRegistry, request: model_pb2.GetModelRequest) -> model_pb2.GetModelResponse:
-    """One served model; NOT_FOUND naming ``model`` if it is not served."""
-    model = registry.model(request.model)
-    return model_pb2.GetModelResponse(model=_model(model, registry.provenance(_base(model))))
+    """One served or known model; NOT_FOUND naming ``model`` if the server knows none of that name."""
+    return model_pb2.GetModelResponse(model=describe(registry, request.model))
 
 
 def _base(model: Model) -> str:

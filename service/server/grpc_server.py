@@ -22,13 +22,14 @@ from service.batches.runner import BatchRunner, LineExecutor
 from service.config import ServeConfig
 from service.config import key_file_keys as config_keys
 from service.limits import ConcurrencyLimit
-from service.models import ModelRegistry, load_model
+from service.models import Model, ModelRegistry, load_model
 from service.observability import metrics
 from service.observability.endpoint import MetricsEndpoint
 from service.responses.api import ResponsesApi
 from service.responses.conversations import MAX_CONVERSATION_ITEMS, ConversationsApi
 from service.server import tls
 from service.server.interceptors import CallPolicyInterceptor
+from service.server.model_admin import ModelAdmin
 from service.server.reflection import enable_server_reflection
 from service.server.services import SERVED, services_down
 from service.store.batches import BatchStore
@@ -65,6 +66,14 @@ class Server:
         )
         self.batches = BatchesApi(batches, files, runner)
         self.lora = RuntimeLora(self.registry, config.allow_runtime_lora)
+        self.admin = ModelAdmin(
+            self.registry,
+            config.models,
+            load=functools.partial(load_model, meter=metrics.GenerationMeter),
+            started=self._serve_model,
+            changed=self._states_changed,
+            calls_using=lambda names: self.policy.calls_using(names),
+        )
         #: How batch lines run (the composition root's: the REST bridge's translation over gRPC to this server);
         #: set after start(), the runner starts once the models are loaded. None: batches wait.
         self.batch_lines: LineExecutor | None = None
@@ -91,7 +100,9 @@ class Server:
         """Bind and start answering (health NOT_SERVING until the models load); return the port."""
         # Built here, not in __init__: grpc.aio objects belong to the loop that creates them.
         self.health = health.aio.HealthServicer()
-        self.policy = CallPolicyInterceptor(self.config.api_keys, self.limit, served=lambda: self.registry.names)
+        self.policy = CallPolicyInterceptor(
+            self.config.api_keys, self.limit, served=lambda: self.registry.names, admin_keys=self.config.admin_keys
+        )
         self.policy.on_interactive = self.batches.runner.give_way
         self._server = grpc.aio.server(
             interceptors=[self.policy],
@@ -149,13 +160,9 @@ class Server:
 
     async def load_models(self) -> None:
         """Load every configured model (off the event loop), start its process, then report SERVING."""
-        loop = asyncio.get_running_loop()
         for number, spec in enumerate(self.config.models, 1):
             self._loading = f"loading model {spec.name!r} ({number} of {len(self.config.models)})"
-            model = await loop.run_in_executor(None, load_model, spec, metrics.GenerationMeter)
-            model.worker.start()
-            model.worker.watch(functools.partial(self._engine_changed, model.name))
-            self.registry.add(model, spec.provenance)
+            await self.admin.load(spec.name)  # off the event loop; an EngineError ends the server
         self.registry.mark_ready()
         failed = await self.responses.recover()
         if failed:
@@ -169,6 +176,16 @@ class Server:
         log.debug("%d startup objects frozen", frozen)
         await self._set_health(health_pb2.HealthCheckResponse.SERVING)
         log.info("serving %s", ", ".join(self.registry.names))
+
+    def _serve_model(self, model: Model) -> None:
+        """A model just loaded serves: its process's messages reach the loop, and its health follows it."""
+        model.worker.start()
+        model.worker.watch(functools.partial(self._engine_changed, model.name))
+        self._engines_down.discard(model.name)  # (a process of an earlier load of it may have been down)
+
+    def _states_changed(self) -> None:
+        """A model was loaded or unloaded at run time: every health name follows."""
+        self._follow_health()
 
     def not_serving_reason(self) -> str:
         """Why health is not SERVING, for a person reading /health: which model is loading, shutting down, or why
@@ -230,14 +247,19 @@ class Server:
         and each model's (NOT_SERVING too while its process is replaced)."""
         not_serving = health_pb2.HealthCheckResponse.NOT_SERVING
         kinds = self.registry.kinds()
-        stopped = {*services_down(kinds, self._engines_down), *self._engines_down}
-        for name in ("", *SERVED, *kinds):
+        not_loaded = [name for name in self.registry.states.names if name not in kinds]  # known, no process
+        stopped = {*services_down(kinds, self._engines_down), *self._engines_down, *not_loaded}
+        for name in ("", *SERVED, *kinds, *not_loaded):
             await self.health.set(name, not_serving if name in stopped else status)
 
     def _engine_changed(self, name: str, up: bool) -> None:
         """A model's process (an engine, a pipeline) went down or came back: that model's health follows it; the
         server's says SERVING while any model can serve (a pipeline restarting does not stop the chat models)."""
         (self._engines_down.discard if up else self._engines_down.add)(name)
+        self._follow_health()
+
+    def _follow_health(self) -> None:
+        """Health names follow the models' processes and states now (SERVING while any loaded model can serve)."""
         if self._stopping or not self.registry.ready:  # load_models / stop set the health themselves
             return
         serving = bool(set(self.registry.names) - self._engines_down)

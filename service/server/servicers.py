@@ -30,6 +30,7 @@ from service.errors import ServiceError, to_rpc_status
 from service.models import ModelRegistry
 from service.responses.api import ResponsesApi
 from service.responses.conversations import ConversationsApi
+from service.server.model_admin import ModelAdmin
 
 log = logging.getLogger(__name__)
 Response = TypeVar("Response")
@@ -144,9 +145,10 @@ class AudioServicer(_RegistryServicer):
 class ModelServicer(_RegistryServicer):
     """ovserve.v1.ModelService."""
 
-    def __init__(self, registry: ModelRegistry, lora: RuntimeLora) -> None:
+    def __init__(self, registry: ModelRegistry, lora: RuntimeLora, admin: ModelAdmin) -> None:
         super().__init__(registry)
         self._lora = lora
+        self._admin = admin
 
     @unary
     async def LoadLoraAdapter(self, request: model_pb2.LoadLoraAdapterRequest, context: Any) -> Any:
@@ -155,6 +157,15 @@ class ModelServicer(_RegistryServicer):
     @unary
     async def UnloadLoraAdapter(self, request: model_pb2.UnloadLoraAdapterRequest, context: Any) -> Any:
         return await self._lora.unload(request)
+
+    @streaming
+    async def LoadModel(self, request: model_pb2.LoadModelRequest, context: Any) -> AsyncGenerator[Any, None]:
+        async for event in self._admin.stream_load(request):
+            yield event
+
+    @unary
+    async def UnloadModel(self, request: model_pb2.UnloadModelRequest, context: Any) -> Any:
+        return await self._admin.unload(request)
 
     @unary
     async def ListModels(self, request: model_pb2.ListModelsRequest, context: Any) -> Any:

@@ -20,6 +20,7 @@ from service.models import ModelRegistry
 from service.pipelines import PipelineKind
 from service.responses.api import ResponsesApi
 from service.responses.conversations import ConversationsApi
+from service.server.model_admin import ModelAdmin
 from service.server.servicers import (
     AudioServicer,
     BatchServicer,
@@ -45,6 +46,7 @@ class ServerParts(Protocol):
     files: FilesApi
     batches: BatchesApi
     lora: RuntimeLora
+    admin: ModelAdmin
 
 
 # How the server builds each service's servicer from its parts.
@@ -55,7 +57,7 @@ SERVICERS: dict[Service, Callable[[ServerParts], Any]] = {
     Service.CONVERSATION: lambda server: ConversationServicer(server.conversations),
     Service.FILE: lambda server: FileServicer(server.files),
     Service.BATCH: lambda server: BatchServicer(server.batches),
-    Service.MODEL: lambda server: ModelServicer(server.registry, server.lora),
+    Service.MODEL: lambda server: ModelServicer(server.registry, server.lora, server.admin),
     Service.TOKENIZER: lambda server: TokenizerServicer(server.registry),
     Service.EMBEDDING: lambda server: EmbeddingServicer(server.registry),
     Service.AUDIO: lambda server: AudioServicer(server.registry),

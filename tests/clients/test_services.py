@@ -58,7 +58,14 @@ def test_a_declared_service_names_its_own_generated_code(service: Service) -> No
 def test_the_server_serves_every_declared_service_and_every_rpc_of_it() -> None:
     assert list(SERVED) == [service.full_name for service in Service]  # reflection and health list these
     parts = SimpleNamespace(
-        registry=None, stored_chat=None, responses=None, conversations=None, files=None, batches=None, lora=None
+        registry=None,
+        stored_chat=None,
+        responses=None,
+        conversations=None,
+        files=None,
+        batches=None,
+        lora=None,
+        admin=None,
     )
     pool = descriptor_pool.Default()
     for name, (add_to_server, build) in SERVED.items():

@@ -1,0 +1,169 @@
+"""Models loaded and unloaded at run time (issue 45): ModelService.LoadModel and UnloadModel.
+
+The models are the ones the configuration knows (the file's, ``--model``'s, the bundled ones); each has one state
+in the registry (service/model_states.py), and only this module (and the start-up load, through ``load``) changes
+it. A model's loads and unloads take turns (one lock per model); a load asked for while one runs follows that one
+(two requests, one load). A load runs in an executor thread: ``load_model`` blocks until the engine process has
+compiled the model, and the event loop streams the other models' tokens meanwhile. An unload takes the model out
+of the routing table at once, waits for the calls naming it and its process's work to end (or, forced, fails them
+with a retriable UNAVAILABLE that says why), then ends its processes: their memory goes back with them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+
+import grpc
+
+from clients.v1 import model_pb2
+from service.api.models import describe
+from service.errors import NotFound, ServiceError, quote
+from service.model_states import ModelState
+from service.models import Model, ModelRegistry, ModelSpec, ServedModel
+from service.workers import Served
+from service.workers.errors import EngineError
+
+log = logging.getLogger(__name__)
+
+#: How often a draining unload looks whether the model's calls have ended (its forced escalation ends the wait).
+DRAIN_POLL_SECONDS = 0.05
+
+
+class ModelAdmin:
+    """Loads and unloads the models of ``specs`` in ``registry``.
+
+    ``load`` builds a model from its spec (blocking: it runs in a thread); ``started`` makes a loaded model serve
+    (the server starts its process's messages and watches it); ``changed`` is told after every state change
+    (health follows); ``calls_using`` counts the API calls under way naming any of the given models.
+    """
+
+    def __init__(
+        self,
+        registry: ModelRegistry,
+        specs: Sequence[ModelSpec],
+        load: Callable[[ModelSpec], Model],
+        started: Callable[[Model], None],
+        changed: Callable[[], None],
+        calls_using: Callable[[Iterable[str]], int],
+    ) -> None:
+        self._registry = registry
+        self._specs = {spec.name: spec for spec in specs}
+        registry.states.know(self._specs, {spec.name: spec.task.value for spec in specs})
+        self._load, self._started, self._changed, self._calls_using = load, started, changed, calls_using
+        self._turns: dict[str, asyncio.Lock] = {}  # one per model: its loads and unloads one at a time
+        self._loading: dict[str, asyncio.Task[None]] = {}
+        self._unloading: dict[str, asyncio.Task[None]] = {}
+        self._forced: dict[str, asyncio.Event] = {}  # set: the draining unload of that model fails what runs
+
+    async def load(self, name: str) -> None:
+        """Load the known model ``name`` unless it is loaded; a load under way is followed, not repeated.
+
+        NotFound for a name the configuration does not know; the EngineError naming the cause if the load fails
+        (the model is then FAILED with that reason).
+        """
+        self._spec(name)
+        task = self._loading.get(name)
+        if task is None:
+            task = asyncio.get_running_loop().create_task(self._load_now(name))
+            self._loading[name] = task
+            task.add_done_callback(lambda _: self._loading.pop(name, None))
+        await asyncio.shield(task)  # a caller who leaves does not stop the load others may wait for
+
+    async def stream_load(self, request: model_pb2.LoadModelRequest) -> AsyncIterator[model_pb2.LoadModelResponse]:
+        """LoadModel: "loading" (unless it is loaded), then "loaded" with the model."""
+        self._spec(request.model)
+        status = self._registry.states.get(request.model)
+        if status is None or status.state is not ModelState.LOADED:
+            yield model_pb2.LoadModelResponse(state=ModelState.LOADING.value)
+        try:
+            await self.load(request.model)
+        except EngineError as error:
+            raise ServiceError(str(error), code=grpc.StatusCode.INTERNAL, reason="MODEL_LOAD_FAILED") from None
+        model = describe(self._registry, request.model)
+        yield model_pb2.LoadModelResponse(state=ModelState.LOADED.value, model=model)
+
+    async def unload(self, request: model_pb2.UnloadModelRequest) -> model_pb2.UnloadModelResponse:
+        """UnloadModel: drain (or, with ``force``, fail) the model's requests, then end its process."""
+        name = request.model
+        self._spec(name)
+        forced = self._forced.setdefault(name, asyncio.Event())
+        if request.force:
+            forced.set()  # also escalates an unload already draining
+        task = self._unloading.get(name)
+        if task is None:
+            task = asyncio.get_running_loop().create_task(self._unload_now(name, forced))
+            self._unloading[name] = task
+            task.add_done_callback(lambda _: self._end_unload(name))
+        await asyncio.shield(task)  # asked once, it finishes even if its caller leaves
+        return model_pb2.UnloadModelResponse(model=describe(self._registry, name))
+
+    def _end_unload(self, name: str) -> None:
+        self._unloading.pop(name, None)
+        self._forced.pop(name, None)
+
+    async def _load_now(self, name: str) -> None:
+        async with self._turn(name):
+            if name in self._registry.names:
+                return
+            self._set(name, ModelState.LOADING)
+            spec = self._specs[name]
+            try:
+                model = await asyncio.get_running_loop().run_in_executor(None, self._load, spec)
+            except EngineError as error:  # its message names the signal or exception and the settings
+                self._set(name, ModelState.FAILED, str(error))
+                raise
+            except BaseException:
+                self._set(name, ModelState.FAILED, "its load ended unexpectedly (see the server's log)")
+                raise
+            self._started(model)
+            self._registry.add(model, spec.provenance)
+            self._set(name, ModelState.LOADED)
+            log.info("model %r loaded", name)
+
+    async def _unload_now(self, name: str, forced: asyncio.Event) -> None:
+        async with self._turn(name):
+            if name not in self._registry.names:
+                return
+            model = self._registry.remove(name)  # new requests are refused from now on, naming the state
+            self._set(name, ModelState.UNLOADING)
+            adapters = model.adapters() if isinstance(model, ServedModel) else []
+            names = {name, *(adapter.name for adapter in adapters)}
+            await self._drain(model.worker, names, forced)
+            if forced.is_set():
+                model.worker.end_requests(f"model {quote(name)} was unloaded (force)")
+            # Its processes end, and their memory with them; in a thread: stopping one waits for its exit.
+            await asyncio.to_thread(model.worker.close)
+            self._set(name, ModelState.AVAILABLE)
+            log.info("model %r unloaded%s", name, " (force)" if forced.is_set() else "")
+
+    async def _drain(self, worker: Served, names: set[str], forced: asyncio.Event) -> None:
+        """Until no call names the model (or its adapters) and its process runs and queues nothing, or ``forced``."""
+        while not forced.is_set() and (self._calls_using(names) or await _busy(worker)):
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(forced.wait(), DRAIN_POLL_SECONDS)
+
+    def _spec(self, name: str) -> ModelSpec:
+        spec = self._specs.get(name)
+        if spec is None:
+            known = ", ".join(self._specs) or "none"
+            raise NotFound(f"model {quote(name)} is not known to this server (known: {known})", param="model")
+        return spec
+
+    def _turn(self, name: str) -> asyncio.Lock:
+        return self._turns.setdefault(name, asyncio.Lock())
+
+    def _set(self, name: str, state: ModelState, reason: str = "") -> None:
+        self._registry.states.set(name, state, reason)
+        self._changed()
+
+
+async def _busy(worker: Served) -> bool:
+    """Whether the model's process runs or queues work (a process that is not running has none)."""
+    try:
+        load = await worker.load()
+    except EngineError:
+        return False
+    return load.running + load.waiting > 0

@@ -1,0 +1,189 @@
+"""Models unloaded and loaded again at run time, on the real engine (issue 45): ModelService.LoadModel and
+UnloadModel over gRPC, with another model streaming meanwhile; drain and force; the engine process gone after."""
+
+from __future__ import annotations
+
+import os
+import signal
+from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+
+import grpc
+import pytest
+
+from clients.v1 import chat_pb2, chat_pb2_grpc, common_pb2, model_pb2, model_pb2_grpc
+from service.models import ModelSpec
+from tests.conftest import TEST_SETTINGS, TINY_CHAT, ServerThread, start_server
+from tests.rpc import parse
+
+OTHER = "other-chat"  # a second engine of the same weights: it streams while tiny-chat is unloaded
+MODELS = [
+    ModelSpec("tiny-chat", TINY_CHAT, settings=TEST_SETTINGS),
+    ModelSpec(OTHER, TINY_CHAT, settings=TEST_SETTINGS),
+]
+WAIT_S = 60  # the bound of every wait: an RPC's deadline, a future's result
+
+
+def stream_request(model: str, max_tokens: int) -> chat_pb2.StreamChatCompletionRequest:
+    body = {
+        "model": model,
+        "messages": [{"role": "user", "content": "Tell me a long story."}],
+        "max_tokens": max_tokens,
+        "ignore_eos": True,
+        "stream_options": {"include_usage": True},
+    }
+    return parse(chat_pb2.StreamChatCompletionRequest, body)
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[ServerThread]:
+    running = start_server(MODELS)
+    yield running
+    running.stop()
+
+
+@pytest.fixture
+def channel(server: ServerThread) -> Iterator[grpc.Channel]:
+    with grpc.insecure_channel(server.target) as opened:
+        yield opened
+    # Each test leaves both models loaded for the next one.
+    with grpc.insecure_channel(server.target) as opened:
+        for name in ("tiny-chat", OTHER):
+            list(model_pb2_grpc.ModelServiceStub(opened).LoadModel(load(name), timeout=WAIT_S))
+
+
+def load(name: str) -> model_pb2.LoadModelRequest:
+    return model_pb2.LoadModelRequest(model=name)
+
+
+def state(channel: grpc.Channel, name: str) -> str:
+    return (
+        model_pb2_grpc.ModelServiceStub(channel)
+        .GetModel(model_pb2.GetModelRequest(model=name), timeout=WAIT_S)
+        .model.state
+    )
+
+
+def finish_reasons(chunks: list[chat_pb2.ChatCompletionChunk]) -> list[int]:
+    return [choice.finish_reason for chunk in chunks for choice in chunk.choices if choice.finish_reason]
+
+
+def engine_pid(server: ServerThread, name: str) -> int:
+    pid = server.server.registry.model(name).worker.pid
+    assert pid is not None
+    return pid
+
+
+def gone(pid: int) -> bool:
+    """Whether no process ``pid`` runs (a zombie not reaped yet counts as gone: it holds no memory)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            return stat.read().rsplit(b")", 1)[1].split()[0] == b"Z"
+    except FileNotFoundError:
+        return True
+
+
+def test_unload_while_another_model_streams_then_load_again(server: ServerThread, channel: grpc.Channel) -> None:
+    models = model_pb2_grpc.ModelServiceStub(channel)
+    chat = chat_pb2_grpc.ChatServiceStub(channel)
+    pid = engine_pid(server, "tiny-chat")
+    other = chat.StreamChatCompletion(stream_request(OTHER, 1500), timeout=WAIT_S)
+    first = next(other)  # the other model is streaming
+    unloaded = models.UnloadModel(model_pb2.UnloadModelRequest(model="tiny-chat"), timeout=WAIT_S).model
+    assert (unloaded.id, unloaded.state) == ("tiny-chat", "available")
+    rest = list(other)  # the other model's stream ends as it would have: every token, no error
+    assert rest[-1].usage.completion_tokens == 1500
+    assert finish_reasons([first, *rest]) == [common_pb2.FINISH_REASON_LENGTH]
+    assert gone(pid)  # the engine process ended with the unload
+    listed = {model.id: model.state for model in models.ListModels(model_pb2.ListModelsRequest()).data}
+    assert listed == {"tiny-chat": "available", OTHER: "loaded"}
+    with pytest.raises(grpc.RpcError) as refused:
+        chat.CreateChatCompletion(parse(chat_pb2.CreateChatCompletionRequest, {
+            "model": "tiny-chat", "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 4
+        }), timeout=WAIT_S)  # fmt: skip
+    assert refused.value.code() == grpc.StatusCode.UNAVAILABLE  # it exists: not NOT_FOUND
+    assert "'tiny-chat' is not loaded" in (refused.value.details() or "")
+    events = list(models.LoadModel(load("tiny-chat"), timeout=WAIT_S))
+    assert [event.state for event in events] == ["loading", "loaded"]
+    assert (events[-1].model.id, events[-1].model.state, events[-1].model.task) == ("tiny-chat", "loaded", "generate")
+    assert engine_pid(server, "tiny-chat") != pid
+    reply = chat.CreateChatCompletion(
+        parse(chat_pb2.CreateChatCompletionRequest, {
+            "model": "tiny-chat", "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 4
+        }), timeout=WAIT_S,
+    )  # fmt: skip
+    assert reply.usage.completion_tokens > 0
+
+
+def test_an_unload_drains_the_running_stream_first(server: ServerThread, channel: grpc.Channel) -> None:
+    models = model_pb2_grpc.ModelServiceStub(channel)
+    stream = chat_pb2_grpc.ChatServiceStub(channel).StreamChatCompletion(
+        stream_request("tiny-chat", 300), timeout=WAIT_S
+    )
+    first = next(stream)
+    pid = engine_pid(server, "tiny-chat")
+    os.kill(pid, signal.SIGSTOP)  # the engine holds still: the stream is certainly running when the unload comes
+    with ThreadPoolExecutor(1) as pool:
+        try:
+            unloading: Future[model_pb2.UnloadModelResponse] = pool.submit(
+                models.UnloadModel, model_pb2.UnloadModelRequest(model="tiny-chat"), timeout=WAIT_S
+            )
+            while state(channel, "tiny-chat") != "unloading":  # bounded by the unload's own deadline
+                assert not unloading.done()
+            assert server.server.policy.calls_using({"tiny-chat"}) == 1  # the stream it waits for
+            assert not unloading.done() and not gone(pid)
+        finally:
+            os.kill(pid, signal.SIGCONT)
+        rest = list(stream)
+        assert rest[-1].usage.completion_tokens == 300  # every token came: the unload waited
+        assert finish_reasons([first, *rest]) == [common_pb2.FINISH_REASON_LENGTH]
+        assert unloading.result(timeout=WAIT_S).model.state == "available"
+    assert gone(pid)
+
+
+def test_a_forced_unload_fails_the_running_stream_saying_why(server: ServerThread, channel: grpc.Channel) -> None:
+    models = model_pb2_grpc.ModelServiceStub(channel)
+    stream = chat_pb2_grpc.ChatServiceStub(channel).StreamChatCompletion(
+        stream_request("tiny-chat", 300), timeout=WAIT_S
+    )
+    next(stream)
+    pid = engine_pid(server, "tiny-chat")
+    os.kill(pid, signal.SIGSTOP)  # the stream cannot end on its own before the unload
+    try:
+        with ThreadPoolExecutor(1) as pool:
+            unloading = pool.submit(
+                models.UnloadModel, model_pb2.UnloadModelRequest(model="tiny-chat", force=True), timeout=WAIT_S
+            )
+            with pytest.raises(grpc.RpcError) as failed:
+                list(stream)
+            os.kill(pid, signal.SIGCONT)
+            assert unloading.result(timeout=WAIT_S).model.state == "available"
+    finally:
+        os.kill(pid, signal.SIGCONT) if not gone(pid) else None
+    assert failed.value.code() == grpc.StatusCode.UNAVAILABLE
+    assert "'tiny-chat' was unloaded (force)" in (failed.value.details() or "")
+    assert gone(pid)
+
+
+def test_a_load_of_an_unknown_model_is_refused_naming_it(channel: grpc.Channel) -> None:
+    models = model_pb2_grpc.ModelServiceStub(channel)
+    for call in (
+        lambda: list(models.LoadModel(load("no-such-model"), timeout=WAIT_S)),
+        lambda: models.UnloadModel(model_pb2.UnloadModelRequest(model="no-such-model"), timeout=WAIT_S),
+    ):
+        with pytest.raises(grpc.RpcError) as refused:
+            call()
+        assert refused.value.code() == grpc.StatusCode.NOT_FOUND
+        assert "'no-such-model' is not known" in (refused.value.details() or "")
+        assert "tiny-chat" in (refused.value.details() or "")  # the known ones are listed
+
+
+def test_loading_a_loaded_model_answers_at_once_and_unloading_twice_is_harmless(
+    server: ServerThread, channel: grpc.Channel
+) -> None:
+    models = model_pb2_grpc.ModelServiceStub(channel)
+    pid = engine_pid(server, OTHER)
+    assert [event.state for event in models.LoadModel(load(OTHER), timeout=WAIT_S)] == ["loaded"]
+    assert engine_pid(server, OTHER) == pid  # no second engine
+    for _ in range(2):
+        assert models.UnloadModel(model_pb2.UnloadModelRequest(model=OTHER), timeout=WAIT_S).model.state == "available"
