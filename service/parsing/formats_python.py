@@ -64,6 +64,11 @@ HUNYUAN_REPLY_PREFIX = "助手："  # noqa: RUF001
 HUNYUAN_THINK = ThinkMarkup("<think>", "</think>", reply=("<answer>", "</answer>"), reply_prefix=HUNYUAN_REPLY_PREFIX)
 SOLAR_OPEN2_THINK = ThinkMarkup("<|think:start|>", "<|think:end|>")  # Solar Open 2 (its template opens it)
 APERTUS_THINK = ThinkMarkup("<|inner_prefix|>", "<|inner_suffix|>")  # Apertus' deliberation
+# EXAONE Deep: its template opens <thought> at the prompt's end and cuts a past reply's block out at </thought>.
+EXAONE_DEEP_THINK = ThinkMarkup("<thought>", "</thought>")
+# Marco-o1: its system prompt asks for the thinking in <Thought> and the answer in <Output> tags.
+MARCO_O1_OUTPUT = ("<Output>", "</Output>")
+MARCO_O1_THINK = ThinkMarkup("<Thought>", "</Thought>", reply=MARCO_O1_OUTPUT)
 
 
 def _tagged(decode: Decoder, markup: CallMarkup, close: str, extra: tuple[str, ...] = ()) -> ToolFormat:
@@ -116,12 +121,16 @@ REASONING_FORMATS: dict[str, ThinkMarkup] = {
     "hunyuan_a13b": HUNYUAN_THINK,
     "solar_open2": SOLAR_OPEN2_THINK,
     "apertus": APERTUS_THINK,
+    "exaone_deep": EXAONE_DEEP_THINK,
+    "marco_o1": MARCO_O1_THINK,
 }
 REASONING_FAMILIES: dict[str, str] = {
     "mistral": "Magistral, Ministral 3 reasoning",
     "hunyuan_a13b": "Hunyuan A13B",
     "solar_open2": "Solar Open 2",
     "apertus": "Apertus",
+    "exaone_deep": "EXAONE Deep",
+    "marco_o1": "Marco-o1",
 }
 # Other servers' names (vLLM's, OVMS's) for these formats: {"tool": {alias: name}, "reasoning": {...}}.
 ALIASES: dict[str, dict[str, str]] = {
@@ -152,4 +161,6 @@ TEMPLATE_REASONING_MARKUP: list[tuple[str | tuple[str, ...], str]] = [
     (MISTRAL_THINK.begin, "mistral"),
     (APERTUS_THINK.begin, "apertus"),
     (SOLAR_OPEN2_THINK.begin, "solar_open2"),
+    (EXAONE_DEEP_THINK.begin, "exaone_deep"),
+    ((MARCO_O1_THINK.begin, MARCO_O1_OUTPUT[0]), "marco_o1"),
 ]

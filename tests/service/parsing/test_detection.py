@@ -95,6 +95,8 @@ EXPECTED = {
     "muse-glimmer.jinja": ("onyx", "render", "onyx"),
     "openai-gpt-oss-120b.jinja": ("openai", "render", "openai"),
     "openbmb-MiniCPM5-1B.jinja": ("minicpm5xml", "render", "think"),
+    "ollama-exaone-deep.jinja": ("generic", "none", "exaone_deep"),  # cuts a past reply's <thought> block out
+    "ollama-marco-o1.jinja": ("generic", "none", "marco_o1"),
     # DeepSeek-R1's first template renders no reasoning_content: it cuts a past reply's <think> block out
     "ollama-deepseek-r1-8b.jinja": ("deepseek_v3", "render", "think"),
     "ollama-llama4.jinja": ("llama3_json", "render", None),  # <|python_start|><|python_end|>{"name": ...}

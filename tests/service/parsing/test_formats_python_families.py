@@ -157,6 +157,11 @@ REASONING = [
     ("apertus", "<|inner_prefix|>Checking.<|inner_suffix|>Sunny.", "Checking.", "Sunny.", False),
     ("ernie45", "<think>abc\n</think>\n\n<response>\ndef\n</response>\n", "abc", "def", False),
     ("olmo3", "<think>Plain text tags.</think>Reply.", "Plain text tags.", "Reply.", False),
+    ("exaone_deep", "<thought>\nLet me check.\n</thought>\n\nSunny.", "Let me check.", "Sunny.", False),
+    ("exaone_deep", "<thought>Still", "Still", "", True),
+    ("exaone_deep", "<think>not its tag</think>", "", "<think>not its tag</think>", False),
+    ("marco_o1", "<Thought>\nThe sky.\n</Thought>\n<Output>\nSunny.\n</Output>", "The sky.", "Sunny.", False),
+    ("marco_o1", "<Thought>The sky.</Thought>Sunny.", "The sky.", "Sunny.", False),  # the wrapper is optional
 ]  # fmt: skip
 
 
@@ -178,6 +183,12 @@ def test_a_block_the_prompt_opened() -> None:
     """Solar Open 2's template opens the block in the prompt: the reply starts inside it."""
     turn, _ = fed(OutputFormat(None, "solar_open2"), ["Hmm.", "<|think:e", "nd|>Sunny."], "<|think:start|>")
     assert (turn.reasoning, turn.content) == ("Hmm.", "Sunny.")
+
+
+def test_exaone_deep_prompt_opens_the_block() -> None:
+    """EXAONE Deep's template ends the prompt with <thought>: the reply starts inside the block."""
+    turn, _ = fed(OutputFormat(None, "exaone_deep"), ["Let me", " check.\n</tho", "ught>\n\nSunny."], "<thought>\n")
+    assert (turn.reasoning.strip(), turn.content.strip()) == ("Let me check.", "Sunny.")
 
 
 def test_mistral_reasoning_then_its_calls() -> None:
@@ -290,6 +301,8 @@ def test_the_template_renders_the_formats_written_call(template: str, name: str,
         ("GigaChat3.1-10B-A1.8B.jinja", "gigachat3_1", None),
         ("mistralai-Ministral-3-14B-Reasoning-2512.jinja", None, "mistral"),  # the tool parser: see below
         ("google-gemma-4-31B-it-interleaved.jinja", "gemma4", "gemma4"),
+        ("ollama-exaone-deep.jinja", "generic", "exaone_deep"),  # opens <thought>, cuts past ones at </thought>
+        ("ollama-marco-o1.jinja", "generic", "marco_o1"),  # its system prompt asks for <Thought> and <Output>
     ],
 )
 def test_template_markup_chooses_the_formats(template: str, tool_parser: str | None, reasoning_parser: str | None
