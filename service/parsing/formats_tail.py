@@ -272,7 +272,7 @@ TOOL_FAMILIES: dict[str, str] = {
     "gigachat35": "GigaChat 3.5",
     "dots": "dots.llm",
     "deepseek_v41": "DeepSeek V4.1",
-    "hy_v4": "Hunyuan 4 (Hy4; unsuffixed tags)",
+    "hy_v4": "Hunyuan 4 (Hy4; a checkpoint's suffixed tags read as the plain ones)",
     "k2_horizon": "K2 Horizon",
     "step_audio_2": "Step-Audio 2",
     "cwm": "CWM",
