@@ -17,7 +17,7 @@ from typing import Any
 import jinja2.sandbox
 import pytest
 
-from service.parsing import TOOL_PARSERS, ContentDelta, OutputFormat
+from service.parsing import TOOL_PARSERS, ContentDelta, OutputFormat, formats
 from service.parsing.calls_glm import MAX_NAME_CHARS, chatglm3_calls, glm4_calls, opens_call
 from service.parsing.detection import written_call
 from service.parsing.formats_glm import CHATGLM3, GLM4
@@ -170,6 +170,11 @@ def test_the_template_writes_a_past_call_as_the_format_does() -> None:
     for turn_text in (text[start : text.rindex("<|assistant|>")], text[start + len("<|assistant|>") :]):
         turn, _ = fed(OutputFormat("glm4"), [turn_text.removesuffix("<|assistant|>")])  # with its role token or not
         assert summary(turn) == ("", "", [WEATHER]), turn_text
+    # Detection by rendering finds glm4 in such a rendering: its writing of the probe call, the role token included
+    # (and not a shorter writing of another format).
+    found = formats.detect_tool_parser("", None, [text])
+    assert found is not None and found.name == "glm4", found
+    assert found.evidence.startswith("the template writes a past call as glm4 does"), found
 
 
 def test_a_past_call_written_into_the_content_reads_back() -> None:
