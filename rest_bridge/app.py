@@ -54,6 +54,7 @@ def make_app(
     arguments: dict[str, Any] = {"backend": Backend.on(channel), "settings": settings or BridgeSettings()}
     rules: list[Any] = responses_websocket.routes(PREFIXES, arguments)  # before the HTTP rules of the same paths
     rules += [(prefix + path, handler, arguments) for prefix in PREFIXES for path, handler in ROUTES]
+    rules += [(path, handler, arguments) for path, handler in models.ROUTER_ROUTES]  # llama.cpp's, at the root
     rules += health.rules(PREFIXES, arguments, figures)
     return tornado.web.Application(
         rules,

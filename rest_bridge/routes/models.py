@@ -1,13 +1,18 @@
-"""GET /models and /models/{id}: OpenAI's model objects, with what each model serves."""
+"""GET /models and /models/{id}: OpenAI's model objects, with what each model serves and its state; POST
+/models/{id}/load and /unload (and llama.cpp's /models/load and /models/unload): models loaded and unloaded at run
+time (an admin key's calls, once the server has keys)."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from clients.v1 import model_pb2
 from rest_bridge.handler import BridgeHandler, JsonBodyHandler
 from rest_bridge.translate.message import message_from_body
 from rest_bridge.translate.proto_json import without_nulls
+
+T = TypeVar("T")
 
 
 def model(value: model_pb2.Model) -> dict[str, Any]:
@@ -21,7 +26,10 @@ def model(value: model_pb2.Model) -> dict[str, Any]:
         "owned_by": value.owned_by,
         "max_model_len": value.max_model_len,
         "task": value.task,
+        "state": value.state or None,  # available, loading, loaded, unloading or failed
     }
+    if value.state_reason:
+        body["state_reason"] = value.state_reason
     if value.chat_template_source:
         body["chat_template_source"] = value.chat_template_source
         body["chat_template_engine"] = value.chat_template_engine or None
@@ -99,8 +107,80 @@ class UnloadLoraHandler(JsonBodyHandler):
         self.finish(f"Success: LoRA adapter '{request.lora_name}' removed successfully.")
 
 
+async def loaded(handler: BridgeHandler, request: model_pb2.LoadModelRequest) -> model_pb2.Model:
+    """The model once LoadModel's stream says it is loaded (its events before are progress)."""
+    handler.call = handler.backend.models.LoadModel(request, **handler.grpc_options())
+    last = model_pb2.LoadModelResponse()
+    async with handler.call_errors():
+        async for event in handler.call:
+            last = event
+    return last.model
+
+
+class AdminBodyHandler(JsonBodyHandler):
+    """A load or unload whose JSON body may be left out (an empty body is ``{}``, as curl -X POST sends it)."""
+
+    async def optional(self, translate: Callable[[dict[str, Any]], T]) -> T:
+        """The body (``{}`` when there is none) passed through ``translate``, as ``translated`` does."""
+        return await self.translated(translate) if self._size or self._too_large else translate({})
+
+
+class LoadModelHandler(AdminBodyHandler):
+    """POST /v3/models/{model}/load: the model object once it is loaded (its body, if any, is ``{}``)."""
+
+    async def post(self, model_id: str) -> None:
+        await self.optional(lambda body: message_from_body(body, model_pb2.LoadModelRequest, allowed=()))
+        self.write_json(model(await loaded(self, model_pb2.LoadModelRequest(model=model_id))))
+
+
+class UnloadModelHandler(AdminBodyHandler):
+    """POST /v3/models/{model}/unload: the model object once it is unloaded; body ``{"force": true}`` fails its
+    running requests instead of waiting for them."""
+
+    async def post(self, model_id: str) -> None:
+        request = await self.optional(
+            lambda body: message_from_body(body, model_pb2.UnloadModelRequest, allowed={"force"})
+        )
+        request.model = model_id
+        reply = await self.unary(self.backend.models.UnloadModel, request)
+        self.write_json(model(reply.model))
+
+
+class RouterLoadHandler(JsonBodyHandler, ModelHandler):
+    """llama.cpp's router: POST /models/load with ``{"model": ID}``, ``{"success": true}`` once it is loaded.
+    (GET on the same path still describes a model called "load".)"""
+
+    async def post(self, _: str) -> None:
+        request = await self.translated(
+            lambda body: message_from_body(body, model_pb2.LoadModelRequest, allowed={"model"})
+        )
+        await loaded(self, request)
+        self.write_json({"success": True})
+
+
+class RouterUnloadHandler(JsonBodyHandler, ModelHandler):
+    """llama.cpp's router: POST /models/unload with ``{"model": ID}`` (and ovserve's ``force``),
+    ``{"success": true}`` once it is unloaded."""
+
+    async def post(self, _: str) -> None:
+        request = await self.translated(
+            lambda body: message_from_body(body, model_pb2.UnloadModelRequest, allowed={"model", "force"})
+        )
+        await self.unary(self.backend.models.UnloadModel, request)
+        self.write_json({"success": True})
+
+
+# llama.cpp's router paths, served at the root too (where llama.cpp has them) as well as under /v3 and /v1.
+ROUTER_ROUTES = [
+    ("/models/(load)", RouterLoadHandler),
+    ("/models/(unload)", RouterUnloadHandler),
+]
+
 ROUTES = [
     ("/models", ModelsHandler),
+    *ROUTER_ROUTES,
+    ("/models/(.+)/load", LoadModelHandler),
+    ("/models/(.+)/unload", UnloadModelHandler),
     ("/models/(.+)", ModelHandler),  # model ids may contain "/"
     ("/load_lora_adapter", LoadLoraHandler),
     ("/unload_lora_adapter", UnloadLoraHandler),
