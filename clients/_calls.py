@@ -381,3 +381,20 @@ def unload_lora_adapter(
     """Stop serving the LoRA adapter ``lora_name``."""
     request = model_pb2.UnloadLoraAdapterRequest(lora_name=lora_name)
     return Call(stubs[Service.MODEL].UnloadLoraAdapter, request, timeout)
+
+
+# ---- models loaded and unloaded at run time (ModelService; with keys on, an admin key: --admin-key-file) ----
+
+
+def load_model(stubs: Stubs, /, model: str, *, timeout: float | None = None) -> Stream[model_pb2.LoadModelResponse]:
+    """Load the known model ``model``: its progress events, "loading" then "loaded" (whose ``model`` is the model
+    as list_models shows it)."""
+    return Stream(stubs[Service.MODEL].LoadModel, model_pb2.LoadModelRequest(model=model), timeout)
+
+
+def unload_model(
+    stubs: Stubs, /, model: str, *, force: bool = False, timeout: float | None = None
+) -> Call[model_pb2.Model]:
+    """Unload ``model`` once its running requests end (``force``: fail them now); the model, "available" again."""
+    request = model_pb2.UnloadModelRequest(model=model, force=force)
+    return Call(stubs[Service.MODEL].UnloadModel, request, timeout, attrgetter("model"))

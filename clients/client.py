@@ -160,6 +160,8 @@ class _Client:
     cancel_batch = _Unary(_calls.cancel_batch)
     load_lora_adapter = _Unary(_calls.load_lora_adapter)
     unload_lora_adapter = _Unary(_calls.unload_lora_adapter)
+    load_model = _Streaming(_calls.load_model)
+    unload_model = _Unary(_calls.unload_model)
 
 
 class OvserveClient(_Client):

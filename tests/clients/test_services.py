@@ -26,9 +26,9 @@ UNARY = {
     "create_conversation", "get_conversation", "update_conversation", "delete_conversation",
     "list_conversation_items", "add_conversation_items", "get_conversation_item", "delete_conversation_item",
     "upload_file", "get_file", "list_files", "delete_file", "create_batch", "get_batch", "list_batches",
-    "cancel_batch", "load_lora_adapter", "unload_lora_adapter",
+    "cancel_batch", "load_lora_adapter", "unload_lora_adapter", "unload_model",
 }  # fmt: skip
-STREAMING = {"stream_chat", "stream_complete", "stream_transcription", "download_file"}
+STREAMING = {"stream_chat", "stream_complete", "stream_transcription", "download_file", "load_model"}
 
 
 def generated_services() -> set[str]:
@@ -116,6 +116,8 @@ ARGUMENTS: dict[str, tuple[Any, ...]] = {
     "cancel_batch": ("batch_1",),
     "load_lora_adapter": ("a", "dir"),
     "unload_lora_adapter": ("a",),
+    "load_model": ("m",),
+    "unload_model": ("m",),
 }
 
 

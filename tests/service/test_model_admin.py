@@ -11,6 +11,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 import grpc
 import pytest
 
+from clients import OvserveClient
 from clients.v1 import chat_pb2, chat_pb2_grpc, common_pb2, model_pb2, model_pb2_grpc
 from service.models import ModelSpec
 from tests.conftest import TEST_SETTINGS, TINY_CHAT, ServerThread, start_server
@@ -187,3 +188,24 @@ def test_loading_a_loaded_model_answers_at_once_and_unloading_twice_is_harmless(
     assert engine_pid(server, OTHER) == pid  # no second engine
     for _ in range(2):
         assert models.UnloadModel(model_pb2.UnloadModelRequest(model=OTHER), timeout=WAIT_S).model.state == "available"
+
+
+def test_the_typed_client_loads_and_unloads_with_an_admin_key_and_a_user_key_cannot() -> None:
+    running = start_server(MODELS[:1], api_keys=("user-key",), admin_keys=("admin-key",))
+    try:
+        with OvserveClient(running.target, api_key="user-key", timeout=WAIT_S) as user:
+            for call in (lambda: user.unload_model("tiny-chat"), lambda: list(user.load_model("tiny-chat"))):
+                with pytest.raises(grpc.RpcError) as refused:
+                    call()
+                assert refused.value.code() == grpc.StatusCode.PERMISSION_DENIED
+            assert user.get_model("tiny-chat").state == "loaded"
+            with OvserveClient(running.target, api_key="admin-key", timeout=WAIT_S) as admin:
+                assert admin.unload_model("tiny-chat", force=True).state == "available"
+                assert user.get_model("tiny-chat").state == "available"
+                assert [event.state for event in admin.load_model("tiny-chat")] == ["loading", "loaded"]
+            assert user.chat("tiny-chat", [{"role": "user", "content": "Hi"}], max_tokens=4).usage.completion_tokens
+        with OvserveClient(running.target, timeout=WAIT_S) as nobody, pytest.raises(grpc.RpcError) as refused:
+            nobody.unload_model("tiny-chat")
+        assert refused.value.code() == grpc.StatusCode.UNAUTHENTICATED
+    finally:
+        running.stop()
