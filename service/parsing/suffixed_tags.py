@@ -37,6 +37,13 @@ class UnsuffixedTags(Envelope):
         return "".join(out)
 
 
+def unsuffixed(text: str) -> str:
+    """``text`` whole, its complete suffixed tags written without their suffix (``<tool_call:6124c78e>`` ->
+    ``<tool_call>``): how the engine tells a checkpoint's suffixed special tokens are the hy_v4 format's markup."""
+    tags = UnsuffixedTags()
+    return tags.feed(text) + tags.finish()
+
+
 def _suffixed_tag(text: str, at: int) -> tuple[int, str]:
     """Where a suffixed tag starting at ``at`` ends, and the tag unsuffixed; (0, "") when ``text`` ends before
     that is known, (-1, "") when none starts there."""

@@ -22,6 +22,8 @@ from typing import Any
 
 import openvino_genai as ov_genai
 
+from service.parsing.suffixed_tags import unsuffixed
+
 log = logging.getLogger(__name__)
 
 # Past these sizes a call goes through tokenizers' batch functions, which release the GIL while they work (the
@@ -62,7 +64,8 @@ class TokenCodec:
         )
         self._token_texts: dict[int, str] = {}  # token_texts' cache: at most one entry per vocabulary id
         special = self.special_tokens()
-        self._kept = {id_ for text, id_ in special.items() if any(text in piece for piece in markup)}
+        # Hunyuan 4 checkpoints suffix their structural tokens (<tool_call:6124c78e>); the markup writes them plain.
+        self._kept = {id_ for text, id_ in special.items() if any(unsuffixed(text) in piece for piece in markup)}
         self._skipped = set(special.values()) - self._kept
 
     def special_tokens(self) -> dict[str, int]:

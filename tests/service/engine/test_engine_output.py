@@ -158,3 +158,17 @@ def test_a_skipping_decode_keeps_the_special_tokens_of_the_parsers_markup(tmp_pa
     assert keeping.decode_windows([ids], True) == ['[TOOL_CALLS][{"name": "f"}]']  # end of turn, [ARGS] skipped
     assert keeping.decode_windows([ids], False) == plain.decode_windows([ids], False)
     assert keeping.decode_windows([ids[1:]], True) == plain.decode_windows([ids[1:]], True)
+
+
+def test_a_skipping_decode_keeps_a_checkpoints_suffixed_markup_tokens(tmp_path: Path, tiny_chat_dir: Path) -> None:
+    """Hunyuan 4 checkpoints suffix their structural special tokens (``<tool_call:6124c78e>``); the hy_v4 format's
+    markup writes them plain, and its parser reads them unsuffixed: skipped, the call would never reach it."""
+    from tokenizers import AddedToken, Tokenizer
+
+    fast = Tokenizer.from_file(str(tiny_chat_dir / "tokenizer.json"))
+    suffixed = ["<tool_call:6124c78e>", "</tool_call:6124c78e>", "<tool_calls:6124c78e>", "<other:6124c78e>"]
+    fast.add_special_tokens([AddedToken(text, special=True) for text in suffixed])
+    fast.save(str(tmp_path / "tokenizer.json"))
+    keeping = TokenCodec(tmp_path, ("<tool_calls>", "<tool_call>", "</tool_call>"))
+    ids = keeping.encode("".join(suffixed) + "<|im_end|>", add_special_tokens=False)
+    assert keeping.decode_windows([ids], True) == ["".join(suffixed[:3])]  # <other:...> and the end skipped
