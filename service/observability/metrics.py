@@ -34,6 +34,7 @@ from opentelemetry import trace
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
+from service.model_states import ModelState
 from service.observability import tracing
 
 if TYPE_CHECKING:
@@ -98,6 +99,10 @@ KV_CACHE_BYTES = Gauge(
     registry=REGISTRY,
 )  # fmt: skip
 ENGINE_UP = Gauge("ovserve_engine_up", "1 while the model's engine process runs", ["model"], registry=REGISTRY)
+MODEL_STATE = Gauge(
+    "ovserve_model_state", "1 for each known model's state (available, loading, loaded, unloading, failed), else 0",
+    ["model", "state"], registry=REGISTRY,
+)  # fmt: skip
 ENGINE_RESTARTS = Gauge(
     "ovserve_engine_restarts", "Engine processes replaced after dying or stalling (since start)", ["model"],
     registry=REGISTRY,
@@ -233,6 +238,13 @@ async def refresh(models: ModelRegistry, store: ResponseStore | None = None) -> 
     """Ask each served model's process (and the store) for the figures only they know, for the scrape about to
     happen: every kind of model the same way, KV-cache figures for those that have a KV cache."""
     PROCESS_CPU.labels("server", "").set(time.process_time())
+    for name in models.states.names:
+        status = models.states.get(name)
+        for state in ModelState:
+            MODEL_STATE.labels(name, state.value).set(1 if status is not None and status.state is state else 0)
+        if name not in models.names:  # no process: none runs, nothing waits, no cache is held
+            for gauge in (ENGINE_UP, ENGINE_RUNNING, ENGINE_WAITING, KV_CACHE_USAGE, KV_CACHE_BYTES):
+                gauge.labels(name).set(0)
     for worker in models.workers():
         name = worker.name
         ENGINE_UP.labels(name).set(1 if worker.up else 0)
