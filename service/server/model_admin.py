@@ -80,8 +80,10 @@ class ModelAdmin:
             yield model_pb2.LoadModelResponse(state=ModelState.LOADING.value)
         try:
             await self.load(request.model)
-        except EngineError as error:
-            raise ServiceError(str(error), code=grpc.StatusCode.INTERNAL, reason="MODEL_LOAD_FAILED") from None
+        except ServiceError:
+            raise
+        except Exception as error:  # the model is FAILED with that cause
+            raise ServiceError(_cause(error), code=grpc.StatusCode.INTERNAL, reason="MODEL_LOAD_FAILED") from None
         model = describe(self._registry, request.model)
         yield model_pb2.LoadModelResponse(state=ModelState.LOADED.value, model=model)
 
@@ -112,11 +114,11 @@ class ModelAdmin:
             spec = self._specs[name]
             try:
                 model = await asyncio.get_running_loop().run_in_executor(None, self._load, spec)
-            except EngineError as error:  # its message names the signal or exception and the settings
-                self._set(name, ModelState.FAILED, str(error))
+            except Exception as error:  # an EngineError names the signal or exception and the settings
+                self._set(name, ModelState.FAILED, _cause(error))
                 raise
-            except BaseException:
-                self._set(name, ModelState.FAILED, "its load ended unexpectedly (see the server's log)")
+            except BaseException:  # (cancelled: the server stops)
+                self._set(name, ModelState.FAILED, "its load was cancelled")
                 raise
             self._started(model)
             self._registry.add(model, spec.provenance)
@@ -158,6 +160,12 @@ class ModelAdmin:
     def _set(self, name: str, state: ModelState, reason: str = "") -> None:
         self._registry.states.set(name, state, reason)
         self._changed()
+
+
+def _cause(error: Exception) -> str:
+    """What made a load fail, in words: an EngineError's own (signal or exception, and settings), else the
+    exception's type and message (a model's files the server itself reads, such as its tokenizer)."""
+    return str(error) if isinstance(error, EngineError) else f"{type(error).__name__}: {error}"
 
 
 async def _busy(worker: Served) -> bool:

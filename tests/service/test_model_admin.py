@@ -4,12 +4,15 @@ UnloadModel over gRPC, with another model streaming meanwhile; drain and force; 
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
 
 import grpc
 import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from clients import OvserveClient
 from clients.v1 import chat_pb2, chat_pb2_grpc, common_pb2, model_pb2, model_pb2_grpc
@@ -207,5 +210,55 @@ def test_the_typed_client_loads_and_unloads_with_an_admin_key_and_a_user_key_can
         with OvserveClient(running.target, timeout=WAIT_S) as nobody, pytest.raises(grpc.RpcError) as refused:
             nobody.unload_model("tiny-chat")
         assert refused.value.code() == grpc.StatusCode.UNAUTHENTICATED
+    finally:
+        running.stop()
+
+
+def test_health_and_metrics_follow_the_models_state(server: ServerThread, channel: grpc.Channel) -> None:
+    health = health_pb2_grpc.HealthStub(channel)
+    watch = health.Watch(health_pb2.HealthCheckRequest(service="tiny-chat"), timeout=WAIT_S)
+    assert next(watch).status == health_pb2.HealthCheckResponse.SERVING
+    models = model_pb2_grpc.ModelServiceStub(channel)
+    models.UnloadModel(model_pb2.UnloadModelRequest(model="tiny-chat"), timeout=WAIT_S)
+    assert next(watch).status == health_pb2.HealthCheckResponse.NOT_SERVING  # the model's own name
+    watch.cancel()
+    overall = health.Check(health_pb2.HealthCheckRequest(service=""), timeout=WAIT_S).status
+    assert overall == health_pb2.HealthCheckResponse.SERVING  # the other model serves
+    exposition = server.run(server.server.metrics_exposition())[0].decode()
+    assert 'ovserve_model_state{model="tiny-chat",state="available"} 1.0' in exposition
+    assert 'ovserve_model_state{model="tiny-chat",state="loaded"} 0.0' in exposition
+    assert f'ovserve_model_state{{model="{OTHER}",state="loaded"}} 1.0' in exposition
+    assert 'ovserve_engine_up{model="tiny-chat"} 0.0' in exposition
+    loads = server.run(server.server.loads())
+    assert [entry["model"] for entry in loads["models"]] == [OTHER]  # no process, no load to report
+
+
+def test_a_failed_load_is_reported_with_its_cause_and_a_later_load_recovers(tmp_path: Path) -> None:
+    copy = shutil.copytree(TINY_CHAT, tmp_path / "tiny-chat")
+    running = start_server([ModelSpec("copy", copy, settings=TEST_SETTINGS)])
+    try:
+        with grpc.insecure_channel(running.target) as opened:
+            models = model_pb2_grpc.ModelServiceStub(opened)
+            models.UnloadModel(model_pb2.UnloadModelRequest(model="copy"), timeout=WAIT_S)
+            weights = copy / "openvino_model.xml"
+            kept = weights.read_bytes()
+            weights.write_text("not an OpenVINO model")
+            with pytest.raises(grpc.RpcError) as failed:
+                list(models.LoadModel(load("copy"), timeout=WAIT_S))
+            assert failed.value.code() == grpc.StatusCode.INTERNAL
+            assert "model 'copy' failed to load" in (failed.value.details() or "")
+            described = models.GetModel(model_pb2.GetModelRequest(model="copy"), timeout=WAIT_S).model
+            assert described.state == "failed"
+            assert described.state_reason == failed.value.details()  # the cause, with the settings it used
+            with pytest.raises(grpc.RpcError) as refused:
+                chat_pb2_grpc.ChatServiceStub(opened).CreateChatCompletion(
+                    parse(chat_pb2.CreateChatCompletionRequest, {
+                        "model": "copy", "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 4
+                    }), timeout=WAIT_S,
+                )  # fmt: skip
+            assert refused.value.code() == grpc.StatusCode.UNAVAILABLE
+            assert "its last load failed (model 'copy' failed to load" in (refused.value.details() or "")
+            weights.write_bytes(kept)
+            assert [event.state for event in models.LoadModel(load("copy"), timeout=WAIT_S)] == ["loading", "loaded"]
     finally:
         running.stop()
