@@ -127,3 +127,16 @@ def complete_calls(
         if decoded:
             return decoded
     return None
+
+
+def closed_short(text: str, closing: str) -> str | None:
+    """``text`` with the rest of ``closing`` put back when the output ended partway into it (a closing of
+    several tokens: Command R+'s ``]`` and fence, the generic format's ``]}``); None when ``text`` does not end
+    inside it. The list's last call ended before its closing began, so the list is whole but for that rest.
+    Whitespace is not compared."""
+    body = text.rstrip()
+    for size in range(len(closing) - 1, 0, -1):  # the longest start of the closing first
+        begun = closing[:size].strip()
+        if begun and body.endswith(begun):
+            return body + closing[size:]
+    return None

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import Protocol, runtime_checkable
 
 from service.parsing.calls import Call
-from service.parsing.cut_lists import complete_calls, may_be_whole
+from service.parsing.cut_lists import closed_short, complete_calls, may_be_whole
 from service.parsing.markup import CallMarkup
 from service.parsing.pieces import ContentDelta, Piece, ToolCallArguments, ToolCallFinished, ToolCallStarted
 from service.parsing.text import TrimmedText, find_first, partial_tag_length
@@ -76,6 +76,8 @@ class _CallWriter:
         all: nothing is lost)."""
         markup = self.markup
         decoded = self._decode(text.strip()) if markup is None or may_be_whole(text, markup, close_tag) else None
+        if decoded is None and (completed := closed_short(text, closing)) is not None:
+            decoded = self._decode(completed.strip())
         if decoded is None and markup is not None:
             decoded = complete_calls(self._decode, text, markup, closing)
         if decoded is not None:
@@ -166,7 +168,10 @@ class TaggedCallParser(CallListParser):
         pieces: list[Piece] = []
         if self._in_call:  # no close tag (a stop string, the token limit): a call if its JSON is whole
             raw = self._open + self._buffer
-            self._writer.cut_list(pieces, self._buffer, raw, self._closing_inside(), self._close)
+            # The output may end partway into the close tag (a tag of several tokens: Apriel's </tool_calls>,
+            # Kimi K3's <|close|>tools<|sep|>): that part is the tag's, not the list's, and would hide its calls.
+            block = self._buffer[: len(self._buffer) - partial_tag_length(self._buffer, (self._close,))]
+            self._writer.cut_list(pieces, block, raw, self._closing_inside(), self._close)
         elif not self._writer.calls:
             self._writer.content(pieces, self._buffer)
         # else what is held could only begin another block's tag: the start of a cut call, dropped

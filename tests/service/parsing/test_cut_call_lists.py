@@ -170,3 +170,21 @@ def test_long_whitespace_after_a_call_end_is_scanned_once(name: str) -> None:
     if markup.parallel:
         short = parse(name, spaced(1) + "\n")
         assert short.calls and [call.name for call in parse(name, text).calls] == [c.name for c in short.calls]
+
+
+@pytest.mark.parametrize("name", FORMATS)
+def test_a_list_cut_inside_its_closing_keeps_every_call(name: str) -> None:
+    """Every call whole, the output ended partway into the list's closing (a closing of several tokens:
+    Apriel's ]</tool_calls>, Kimi K3's <|close|>tools<|sep|>, DeepSeek's section end): every call, unary and in
+    small deltas, and no markup left as content. Before, a close tag cut short hid the list's last call (two
+    calls read as one) or all of them (one call read as text)."""
+    markup = TOOL_PARSERS[name].markup
+    calls = written_calls(markup) if markup.parallel else written_calls(markup)[:1]
+    listed = markup.opening + markup.separator.join(calls)
+    expected = calls_of(parse(name, listed + markup.closing))
+    assert [call for call, _ in expected] == [call for call, _ in CALLS[: len(calls)]], listed + markup.closing
+    for cut in range(len(markup.closing.rstrip())):
+        text = listed + markup.closing[:cut]
+        for deltas in ((), DELTAS):
+            turn = parse(name, text, deltas)
+            assert (calls_of(turn), turn.content) == (expected, ""), (text, deltas)
