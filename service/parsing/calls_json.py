@@ -70,10 +70,16 @@ COHERE_THINK = ThinkMarkup(
 COHERE2_MOE_THINK = ThinkMarkup(
     "<|START_THINKING|>", "<|END_THINKING|>", after="", reply=("<|START_TEXT|>", "<|END_TEXT|>")
 )
-# Apriel: reasoning from "Here are my reasoning steps:" (1.6's prompt writes it) to "[BEGIN FINAL RESPONSE]";
-# 1.5's prompt asks for "[END FINAL RESPONSE]" after the reply.
+# Apriel: reasoning from "Here are my reasoning steps:" (1.6's prompt writes it, 1.5's model does, 1.6's template
+# leaves it out of a past turn) to "[BEGIN FINAL RESPONSE]": implicit, the reply starts inside the block whether
+# or not the words are written (vLLM's apriel parser: everything before the marker); 1.5's prompt asks for
+# "[END FINAL RESPONSE]" after the reply.
 APRIEL_THINK = ThinkMarkup(
-    "Here are my reasoning steps:", "[BEGIN FINAL RESPONSE]", after="\n", reply=("", "[END FINAL RESPONSE]")
+    "Here are my reasoning steps:",
+    "[BEGIN FINAL RESPONSE]",
+    after="\n",
+    reply=("", "[END FINAL RESPONSE]"),
+    implicit=True,
 )
 LONGCAT_THINK = ThinkMarkup("<longcat_think>", "</longcat_think>")
 

@@ -378,6 +378,7 @@ class OutputFormat:
                 reply=think.reply,
                 reply_prefix=think.reply_prefix,
                 ended_by=ended_by,
+                replying=self.reply_opened(prompt_tail),
             )
         if self.tool_parser == HARMONY_PARSER or think == HARMONY_THINK:
             # Harmony's channels are one markup: one reader takes the turn, with its calls or without.
@@ -400,7 +401,16 @@ class OutputFormat:
         opening tag last), so the reply starts inside it."""
         if (think := self.think_markup) is None:
             return False
+        if think.implicit:  # the output starts inside the block unless the prompt closed it
+            return not self.reasoning_closed(prompt_tail)
         return max(prompt_tail.rfind(tag) for tag in think.begins) > max(prompt_tail.rfind(tag) for tag in think.ends)
+
+    def reply_opened(self, prompt_tail: str) -> bool:
+        """Whether a prompt ending in ``prompt_tail`` opened the reply's tags itself (Kimi K3 with thinking off
+        ends it with ``<|open|>response<|sep|>``), so the reply's closing tag in the output is markup."""
+        think = self.think_markup
+        opening = think.reply[0] if think is not None and think.reply is not None else ""
+        return bool(opening) and prompt_tail.rstrip().endswith(opening.rstrip())
 
     def reasoning_closed(self, prompt_tail: str) -> bool:
         """Whether a prompt ending in ``prompt_tail`` ends with the reasoning block's end tag: the template closed

@@ -9,6 +9,7 @@ through the template finds it; the decoders there read what the models write.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 from service.parsing import calls, calls_json
 from service.parsing.calls_json import (
@@ -75,7 +76,11 @@ TOOL_FORMATS: dict[str, ToolFormat] = {
     ),
     "nemotron_json": _tagged(calls_json.named_calls, NEMOTRON_JSON, NEMOTRON_OPEN, NEMOTRON_CLOSE),
     # Apriel and MiniMax share the tags (and the decoder: a list, or an object a line); each writes its own.
-    "apriel": _tagged(calls_json.named_calls, APRIEL, TOOL_CALLS_OPEN, TOOL_CALLS_CLOSE),
+    # Apriel's reasoning has no opening it must write (APRIEL_THINK.implicit): a reply that calls at once, without
+    # its [BEGIN FINAL RESPONSE], ends the block where its calls open (its templates write a past call so).
+    "apriel": replace(
+        _tagged(calls_json.named_calls, APRIEL, TOOL_CALLS_OPEN, TOOL_CALLS_CLOSE), ends_reasoning=(TOOL_CALLS_OPEN,)
+    ),
     "minimax": _tagged(calls_json.named_calls, MINIMAX, TOOL_CALLS_OPEN, TOOL_CALLS_CLOSE),
     "command_r7b": _tagged(calls_json.cohere_calls, COMMAND_R7B, ACTION_OPEN, ACTION_CLOSE),
     "command_r_plus": _trailing(calls_json.command_r_plus_calls, COMMAND_R_PLUS, (), (ACTION_WORD,)),

@@ -4,8 +4,9 @@ Written here rather than taken from openvino_genai: its ``ReasoningParser``
 leaves a block cut off by the token limit in the content, and its
 ``DeepSeekR1ReasoningParser`` keeps ``<think>`` inside the reasoning; its
 incremental parser keeps the newlines around the tags. This splitter handles a
-block the chat template already opened (``opened``) or closed (``closed``), tags split across deltas,
-and a block cut off before its close tag (reasoning, not content).
+block the chat template already opened (``opened``; an opening the model writes again there is dropped, as
+vLLM's think parsers drop it) or closed (``closed``), tags split across deltas, and a block cut off before its
+close tag (reasoning, not content).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ class ThinkSplitter:
         reply: tuple[str, str] | None = None,
         reply_prefix: str = "",
         ended_by: tuple[str, ...] = (),
+        replying: bool = False,
     ) -> None:
         # Each tag may have several spellings (Granite: "Here is" / "Here's"): any of them counts.
         self._opens = (open_tag,) if isinstance(open_tag, str) else open_tag
@@ -34,24 +36,27 @@ class ThinkSplitter:
         # Markup that ends the block too, and is the content's start (Kimi K2's tool-call section: the model may
         # open it without closing its reasoning); a close tag is removed, this is kept.
         self._ended_by = ended_by
-        self._state = "reasoning" if opened else "start"
+        # A block the prompt opened starts as "opened": the model may still write the opening itself (DeepSeek-R1
+        # distills and Nemotron Nano v2 repeat the <think> their prompt ends with), which is not reasoning text.
+        self._state = "opened" if opened else "start"
         self._buffer = ""
         self._reasoning = TrimmedText(strip_leading=True)
         self._after_block = False  # content right after the close tag loses its leading whitespace
         self._reply = ReplyTags(*reply, reply_prefix) if reply else None
         # A block the prompt opened, or closed itself (thinking off: Cohere's <|START_THINKING|><|END_THINKING|>),
-        # is this turn's: the reply after it is wrapped in the family's reply tags either way.
-        self.saw_block = opened or closed
+        # is this turn's: the reply after it is wrapped in the family's reply tags either way; so is a reply the
+        # prompt opened (``replying``: Kimi K3 with thinking off ends it with <|open|>response<|sep|>).
+        self.saw_block = opened or closed or replying
 
     @property
     def in_reasoning(self) -> bool:
         """Inside the block (its close tag not seen yet)."""
-        return self._state == "reasoning"
+        return self._state in ("opened", "reasoning")
 
     def feed(self, text: str) -> tuple[list[ReasoningDelta], str]:
         """Reasoning pieces and content text for one delta."""
         self._buffer += text
-        if self._state == "start":
+        if self._state in ("start", "opened"):
             head = self._buffer.lstrip()
             opening = next((tag for tag in self._opens if head.startswith(tag)), None)
             if opening is not None:
@@ -59,14 +64,14 @@ class ThinkSplitter:
             elif any(tag.startswith(head) for tag in self._opens):
                 return [], ""  # maybe the open tag, split across deltas
             else:
-                self._state = "content"
+                self._state = "reasoning" if self._state == "opened" else "content"
         if self._state == "reasoning":
             return self._scan_reasoning()
         return [], self._content()
 
     def finish(self) -> tuple[list[ReasoningDelta], str]:
         """What is still held back, at the end of the output."""
-        if self._state == "reasoning":  # cut off inside the block: all of it is reasoning
+        if self.in_reasoning:  # cut off inside the block: all of it is reasoning
             text, self._buffer = self._reasoning.push(self._buffer), ""
             return ([ReasoningDelta(text)] if text else []), ""
         content = self._content()
