@@ -127,6 +127,9 @@ class ServeConfig:
     #: --admin-key-file's keys: only they may load and unload models (ModelService.LoadModel, UnloadModel) once
     #: any key is configured; each is also an API key.
     admin_keys: tuple[str, ...] = ()
+    #: What a model loaded at run time starts from ([scheduler] and the engine flags; the pipeline flags).
+    engine_defaults: EngineSettings = field(default_factory=EngineSettings)
+    pipelines: PipelineSettings = field(default_factory=PipelineSettings)
     media: MediaPolicy = field(default_factory=MediaPolicy)  # the "images" flags
     allow_runtime_lora: Path | None = field(
         default=None,
@@ -170,7 +173,9 @@ class ServeConfig:
 
 # The [server] keys of the TOML file: ServeConfig's fields but the models (those are [[models]]).
 SERVER_KEYS = tuple(
-    f.name for f in dataclasses.fields(ServeConfig) if f.name not in ("models", "api_key_file", "admin_keys")
+    f.name
+    for f in dataclasses.fields(ServeConfig)
+    if f.name not in ("models", "api_key_file", "admin_keys", "engine_defaults", "pipelines")
 )
 
 
@@ -266,36 +271,7 @@ def from_arguments(args: argparse.Namespace) -> ServeConfig:
     cache = Path(getattr(args, "model_cache", None) or server.get("model_cache") or default_cache_dir()).expanduser()
     models = [dataclasses.replace(_resolved(_crash_free(spec), cache), pipeline=pipelines) for spec in specs.values()]
     for spec in models:
-        if spec.task is not PipelineKind.GENERATE:
-            if spec.draft_path or spec.prompt_lookup:
-                raise ConfigError(
-                    f"model {spec.name!r} serves {spec.task.api}: it takes no draft model or prompt lookup"
-                )
-            missing = missing_files(spec.path, spec.task)
-            if missing:
-                raise ConfigError(f"model {spec.name!r} ({spec.task.value}): {spec.path} has no {missing}")
-            continue
-        for label, directory in (("model", spec.path), ("draft model", spec.draft_path)):
-            if directory is not None and not has_language_model(directory):
-                raise ConfigError(f"{label} of {spec.name!r}: {directory} has no {' or '.join(LANGUAGE_IRS)}")
-        if spec.draft_path and spec.prompt_lookup:
-            raise ConfigError(f"model {spec.name!r}: a draft model and prompt lookup exclude each other")
-        if spec.lora and (spec.draft_path or spec.prompt_lookup or vision(spec.path) is not None):
-            raise ConfigError(
-                f"model {spec.name!r}: LoRA adapters are served on a text model without a draft model or prompt lookup"
-            )
-        for adapter, source in spec.lora.items():
-            try:
-                read_adapter(adapter, source, spec.path)
-            except AdapterError as error:
-                raise ConfigError(str(error)) from None
-        if spec.chat_template is not None and not spec.chat_template.is_file():
-            raise ConfigError(f"chat template of {spec.name!r}: {spec.chat_template} is not a file")
-        for kind in ("tool", "reasoning"):
-            chosen = getattr(spec, f"{kind}_parser")
-            problem = None if chosen is None else parser_name_problem(kind, chosen)
-            if problem:
-                raise ConfigError(f"model {spec.name!r}: {problem}")
+        _check_model(spec)
     # [server] values, then the flags over them; API keys add up from the file, the flags and the key file.
     values = {
         name: value_type(ServeConfig, name)(server[name])
@@ -323,7 +299,56 @@ def from_arguments(args: argparse.Namespace) -> ServeConfig:
     age = values.get("max_connection_age_seconds")
     if age is not None and not age > 0:
         raise ConfigError(f"--max-connection-age-seconds must be more than 0; got {age}")
-    return ServeConfig(models=models, **values)
+    return ServeConfig(models=models, engine_defaults=base, pipelines=pipelines, **values)
+
+
+def runtime_model(name: str, source: str, settings: dict[str, Any], config: ServeConfig) -> ModelSpec:
+    """A model loaded at run time (ModelService.LoadModel of a name not declared at start): ``source`` as
+    ``--model NAME=SOURCE`` takes it, with ``settings``, the per-model keys of a ``[[models]]`` entry, over the
+    server's engine settings; resolved (converted into the model cache when needed: blocking, run it off the loop)
+    and checked as a model declared at start is. ConfigError or SourceError naming what is wrong."""
+    keys = {_toml_key(setting) for setting in MODEL_SETTINGS[1:]}  # the path is ``source``
+    if unknown := sorted(set(settings) - keys):
+        raise ConfigError(f"unknown settings {unknown}; known: {sorted(keys)}")
+    if not source:
+        raise ConfigError("source: required for a model not declared at start (what --model NAME=SOURCE takes)")
+    entry = {**settings, "name": name, _toml_key(MODEL_SETTINGS[0]): source}
+    spec = _toml_models([(f"model {name!r}", entry)], config.engine_defaults)[name]
+    spec = dataclasses.replace(_resolved(_crash_free(spec), config.model_cache), pipeline=config.pipelines)
+    _check_model(spec)
+    return spec
+
+
+def _check_model(spec: ModelSpec) -> None:
+    """ConfigError unless ``spec`` can be served as configured: its files, its task's, its settings together."""
+    if spec.task is not PipelineKind.GENERATE:
+        if spec.draft_path or spec.prompt_lookup:
+            raise ConfigError(f"model {spec.name!r} serves {spec.task.api}: it takes no draft model or prompt lookup")
+        missing = missing_files(spec.path, spec.task)
+        if missing:
+            raise ConfigError(f"model {spec.name!r} ({spec.task.value}): {spec.path} has no {missing}")
+        return
+    for label, directory in (("model", spec.path), ("draft model", spec.draft_path)):
+        if directory is not None and not has_language_model(directory):
+            raise ConfigError(f"{label} of {spec.name!r}: {directory} has no {' or '.join(LANGUAGE_IRS)}")
+    if spec.draft_path and spec.prompt_lookup:
+        raise ConfigError(f"model {spec.name!r}: a draft model and prompt lookup exclude each other")
+    if spec.lora and (spec.draft_path or spec.prompt_lookup or vision(spec.path) is not None):
+        raise ConfigError(
+            f"model {spec.name!r}: LoRA adapters are served on a text model without a draft model or prompt lookup"
+        )
+    for adapter, source in spec.lora.items():
+        try:
+            read_adapter(adapter, source, spec.path)
+        except AdapterError as error:
+            raise ConfigError(str(error)) from None
+    if spec.chat_template is not None and not spec.chat_template.is_file():
+        raise ConfigError(f"chat template of {spec.name!r}: {spec.chat_template} is not a file")
+    for kind in ("tool", "reasoning"):
+        chosen = getattr(spec, f"{kind}_parser")
+        problem = None if chosen is None else parser_name_problem(kind, chosen)
+        if problem:
+            raise ConfigError(f"model {spec.name!r}: {problem}")
 
 
 def _crash_free(spec: ModelSpec) -> ModelSpec:
