@@ -386,10 +386,22 @@ def unload_lora_adapter(
 # ---- models loaded and unloaded at run time (ModelService; with keys on, an admin key: --admin-key-file) ----
 
 
-def load_model(stubs: Stubs, /, model: str, *, timeout: float | None = None) -> Stream[model_pb2.LoadModelResponse]:
-    """Load the known model ``model``: its progress events, "loading" then "loaded" (whose ``model`` is the model
-    as list_models shows it)."""
-    return Stream(stubs[Service.MODEL].LoadModel, model_pb2.LoadModelRequest(model=model), timeout)
+def load_model(
+    stubs: Stubs,
+    /,
+    model: str,
+    *,
+    source: str | None = None,
+    settings: dict[str, Any] | None = None,
+    timeout: float | None = None,
+) -> Stream[model_pb2.LoadModelResponse]:
+    """Load ``model``: its progress events, "loading" then "loaded" (whose ``model`` is the model as list_models
+    shows it). A model not declared at start needs its ``source`` (as ``--model NAME=SOURCE`` takes it) and may
+    take ``settings`` (a TOML ``[[models]]`` entry's keys: tool_parser, weight_format...)."""
+    request = model_pb2.LoadModelRequest(model=model, source=source or "")
+    if settings is not None:
+        request.settings.update(settings)
+    return Stream(stubs[Service.MODEL].LoadModel, request, timeout)
 
 
 def unload_model(

@@ -1,4 +1,5 @@
 from google.api import annotations_pb2 as _annotations_pb2
+from google.protobuf import struct_pb2 as _struct_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
@@ -38,10 +39,14 @@ class UnloadLoraAdapterResponse(_message.Message):
     def __init__(self, lora_name: _Optional[str] = ...) -> None: ...
 
 class LoadModelRequest(_message.Message):
-    __slots__ = ("model",)
+    __slots__ = ("model", "source", "settings")
     MODEL_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_FIELD_NUMBER: _ClassVar[int]
+    SETTINGS_FIELD_NUMBER: _ClassVar[int]
     model: str
-    def __init__(self, model: _Optional[str] = ...) -> None: ...
+    source: str
+    settings: _struct_pb2.Struct
+    def __init__(self, model: _Optional[str] = ..., source: _Optional[str] = ..., settings: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ...) -> None: ...
 
 class LoadModelResponse(_message.Message):
     __slots__ = ("state", "model")

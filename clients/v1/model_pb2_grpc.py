@@ -118,7 +118,8 @@ class ModelServiceServicer:
         as ListModels shows it; a failed load ends the stream with the status
         that names its cause. A model already loaded answers "loaded" at once; a
         second call while it loads follows the same load. NOT_FOUND for a name
-        the server does not know. With API keys on, an admin key
+        the server does not know, unless the request gives its source: then the
+        model is added to the known ones (it stays known after an unload). With API keys on, an admin key
         (--admin-key-file) is required: PERMISSION_DENIED for a user key. The
         REST bridge also serves it as POST /v3/models/{model}/load and llama.cpp's
         POST /models/load.

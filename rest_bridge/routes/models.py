@@ -126,11 +126,15 @@ class AdminBodyHandler(JsonBodyHandler):
 
 
 class LoadModelHandler(AdminBodyHandler):
-    """POST /v3/models/{model}/load: the model object once it is loaded (its body, if any, is ``{}``)."""
+    """POST /v3/models/{model}/load: the model object once it is loaded; for a model not declared at start the body
+    gives ``source`` (as --model takes it) and ``settings`` (a [[models]] entry's keys)."""
 
     async def post(self, model_id: str) -> None:
-        await self.optional(lambda body: message_from_body(body, model_pb2.LoadModelRequest, allowed=()))
-        self.write_json(model(await loaded(self, model_pb2.LoadModelRequest(model=model_id))))
+        request = await self.optional(
+            lambda body: message_from_body(body, model_pb2.LoadModelRequest, allowed={"source", "settings"})
+        )
+        request.model = model_id
+        self.write_json(model(await loaded(self, request)))
 
 
 class UnloadModelHandler(AdminBodyHandler):

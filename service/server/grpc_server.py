@@ -19,7 +19,7 @@ from service.api.lora import RuntimeLora
 from service.api.stored_chat import StoredChatCompletions
 from service.batches.api import BatchesApi
 from service.batches.runner import BatchRunner, LineExecutor
-from service.config import ServeConfig
+from service.config import ServeConfig, runtime_model
 from service.config import key_file_keys as config_keys
 from service.limits import ConcurrencyLimit
 from service.models import Model, ModelRegistry, load_model
@@ -73,6 +73,10 @@ class Server:
             started=self._serve_model,
             changed=self._states_changed,
             calls_using=lambda names: self.policy.calls_using(names),
+            # Models not declared at start only with admin keys: otherwise any caller could make it read any path.
+            declare=(lambda name, source, settings: runtime_model(name, source, settings, config))
+            if config.admin_keys
+            else None,
         )
         #: How batch lines run (the composition root's: the REST bridge's translation over gRPC to this server);
         #: set after start(), the runner starts once the models are loaded. None: batches wait.

@@ -3,8 +3,10 @@
 The models are the ones the configuration knows (the file's, ``--model``'s, the bundled ones); each has one state
 in the registry (service/model_states.py), and only this module (and the start-up load, through ``load``) changes
 it. A model's loads and unloads take turns (one lock per model); a load asked for while one runs follows that one
-(two requests, one load). A load runs in an executor thread: ``load_model`` blocks until the engine process has
-compiled the model, and the event loop streams the other models' tokens meanwhile. An unload takes the model out
+(two requests, one load). A load naming a model not declared at start, with its source and settings, adds it to
+the known models first (resolved, and converted when needed, in a thread too). A load runs in an executor thread:
+``load_model`` blocks until the engine process has compiled the model, and the event loop streams the other
+models' tokens meanwhile. An unload takes the model out
 of the routing table at once, waits for the calls naming it and its process's work to end (or, forced, fails them
 with a retriable UNAVAILABLE that says why), then ends its processes: their memory goes back with them.
 """
@@ -15,14 +17,17 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from typing import Any
 
 import grpc
+from google.protobuf import json_format
 
 from clients.v1 import model_pb2
 from service.api.models import describe
-from service.errors import NotFound, ServiceError, quote
+from service.errors import InvalidArgument, NotFound, ServiceError, quote
 from service.model_states import ModelState
 from service.models import Model, ModelRegistry, ModelSpec, ServedModel
+from service.sources import SourceError
 from service.workers import Served
 from service.workers.errors import EngineError
 
@@ -30,6 +35,8 @@ log = logging.getLogger(__name__)
 
 #: How often a draining unload looks whether the model's calls have ended (its forced escalation ends the wait).
 DRAIN_POLL_SECONDS = 0.05
+#: The longest name a model loaded at run time may take (as a LoRA adapter's: Hugging Face's ids stay under 100).
+MAX_MODEL_NAME_CHARS = 256
 
 
 class ModelAdmin:
@@ -37,7 +44,9 @@ class ModelAdmin:
 
     ``load`` builds a model from its spec (blocking: it runs in a thread); ``started`` makes a loaded model serve
     (the server starts its process's messages and watches it); ``changed`` is told after every state change
-    (health follows); ``calls_using`` counts the API calls under way naming any of the given models.
+    (health follows); ``calls_using`` counts the API calls under way naming any of the given models; ``declare``
+    makes the spec of a model not declared at start from its name, source and settings (blocking: it may convert;
+    None: such loads are refused, as they are without admin keys).
     """
 
     def __init__(
@@ -48,11 +57,13 @@ class ModelAdmin:
         started: Callable[[Model], None],
         changed: Callable[[], None],
         calls_using: Callable[[Iterable[str]], int],
+        declare: Callable[[str, str, dict[str, Any]], ModelSpec] | None = None,
     ) -> None:
         self._registry = registry
         self._specs = {spec.name: spec for spec in specs}
         registry.states.know(self._specs, {spec.name: spec.task.value for spec in specs})
         self._load, self._started, self._changed, self._calls_using = load, started, changed, calls_using
+        self._declare = declare
         self._turns: dict[str, asyncio.Lock] = {}  # one per model: its loads and unloads one at a time
         self._loading: dict[str, asyncio.Task[None]] = {}
         self._unloading: dict[str, asyncio.Task[None]] = {}
@@ -73,10 +84,15 @@ class ModelAdmin:
         await asyncio.shield(task)  # a caller who leaves does not stop the load others may wait for
 
     async def stream_load(self, request: model_pb2.LoadModelRequest) -> AsyncIterator[model_pb2.LoadModelResponse]:
-        """LoadModel: "loading" (unless it is loaded), then "loaded" with the model."""
+        """LoadModel: "loading" (unless it is loaded), then "loaded" with the model; a model not declared at start is
+        added first, from the request's source and settings."""
+        adding = bool(request.source) or request.HasField("settings")
+        if adding:
+            yield model_pb2.LoadModelResponse(state=ModelState.LOADING.value)
+            await self._add(request)
         self._spec(request.model)
         status = self._registry.states.get(request.model)
-        if status is None or status.state is not ModelState.LOADED:
+        if not adding and (status is None or status.state is not ModelState.LOADED):
             yield model_pb2.LoadModelResponse(state=ModelState.LOADING.value)
         try:
             await self.load(request.model)
@@ -101,6 +117,34 @@ class ModelAdmin:
             task.add_done_callback(lambda _: self._end_unload(name))
         await asyncio.shield(task)  # asked once, it finishes even if its caller leaves
         return model_pb2.UnloadModelResponse(model=describe(self._registry, name))
+
+    async def _add(self, request: model_pb2.LoadModelRequest) -> None:
+        """Make the model ``request`` names known from its source and settings (resolved in a thread: a conversion
+        takes minutes); INVALID_ARGUMENT naming what is wrong, ALREADY_EXISTS for a name served or known."""
+        name = request.model
+        if self._declare is None:
+            raise ServiceError(
+                "loading a model not declared at start needs a server with admin keys (--admin-key-file)",
+                code=grpc.StatusCode.PERMISSION_DENIED, reason="PERMISSION_DENIED", param="source",
+            )  # fmt: skip
+        _check_name(name)
+        settings = json_format.MessageToDict(request.settings)
+        async with self._turn(name):
+            if name in self._specs or name in {adapter.name for adapter in self._registry.adapters()}:
+                raise ServiceError(
+                    f"model {quote(name)} is known already (its source and settings are the configuration's)",
+                    code=grpc.StatusCode.ALREADY_EXISTS, reason="ALREADY_EXISTS", param="model",
+                )  # fmt: skip
+            declare = self._declare
+            try:
+                spec = await asyncio.to_thread(lambda: declare(name, request.source, settings))
+            except (ValueError, OSError) as error:  # ConfigError, SourceError, unreadable files: in words
+                raise InvalidArgument.of(
+                    "source" if isinstance(error, SourceError) else "settings", str(error)
+                ) from None
+            self._specs[name] = spec
+            self._registry.states.know([name], {name: spec.task.value})
+            self._changed()
 
     def _end_unload(self, name: str) -> None:
         self._unloading.pop(name, None)
@@ -160,6 +204,12 @@ class ModelAdmin:
     def _set(self, name: str, state: ModelState, reason: str = "") -> None:
         self._registry.states.set(name, state, reason)
         self._changed()
+
+
+def _check_name(name: str) -> None:
+    """A name requests can give as ``model``: printable, of bounded length."""
+    if not name or len(name) > MAX_MODEL_NAME_CHARS or not name.isprintable():
+        raise InvalidArgument.of("model", f"must be printable text of 1 to {MAX_MODEL_NAME_CHARS} characters")
 
 
 def _cause(error: Exception) -> str:

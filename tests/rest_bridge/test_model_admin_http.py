@@ -115,3 +115,18 @@ def test_an_unloaded_model_gives_its_memory_back(bridge: RunningBridge) -> None:
     assert tree_loaded - tree_before > 4 * RSS_BOUND  # the measure sees the loaded model (its engine process)
     assert after - before <= RSS_BOUND
     assert tree_after - tree_before <= RSS_BOUND
+
+
+def test_a_model_not_declared_at_start_loads_from_the_body(bridge: RunningBridge) -> None:
+    body = {"source": str(TINY_CHAT), "settings": {"tool_parser": "hermes"}}
+    added = http_request(bridge.port, "POST", "/v3/models/rest-added/load", body, headers=as_(ADMIN))
+    assert added.status == 200, added.body
+    assert (added.json()["id"], added.json()["state"], added.json()["tool_parser"]) == (
+        "rest-added",
+        "loaded",
+        "hermes",
+    )
+    assert chat(bridge, "rest-added").usage.completion_tokens > 0
+    assert http_request(bridge.port, "POST", "/v3/models/rest-added/load", body, headers=as_(USER)).status == 403
+    odd = http_request(bridge.port, "POST", "/v3/models/x/load", {"sorce": "/tmp"}, headers=as_(ADMIN))
+    assert odd.status == 400 and "sorce" in odd.json()["error"]["message"]

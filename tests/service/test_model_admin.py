@@ -262,3 +262,51 @@ def test_a_failed_load_is_reported_with_its_cause_and_a_later_load_recovers(tmp_
             assert [event.state for event in models.LoadModel(load("copy"), timeout=WAIT_S)] == ["loading", "loaded"]
     finally:
         running.stop()
+
+
+def test_a_model_not_declared_at_start_is_loaded_from_its_source_with_its_settings() -> None:
+    running = start_server(MODELS[:1], admin_keys=("admin-key",))
+    try:
+        with OvserveClient(running.target, api_key="admin-key", timeout=WAIT_S) as admin:
+
+            def add(name: str, source: str, settings: dict[str, object]) -> list[model_pb2.LoadModelResponse]:
+                return list(admin.load_model(name, source=source, settings=settings))
+
+            events = add("added-chat", str(TINY_CHAT), {"tool_parser": "hermes", "reasoning_parser": "none"})
+            assert [event.state for event in events] == ["loading", "loaded"]
+            added = events[-1].model
+            assert (added.id, added.state, added.tool_parser, added.reasoning_parser) == (
+                "added-chat",
+                "loaded",
+                "hermes",
+                "",
+            )
+            assert added.tool_parser_evidence == "--tool-parser"  # the request's setting, as the flag's
+            assert admin.chat("added-chat", [{"role": "user", "content": "Hi"}], max_tokens=4).usage.completion_tokens
+            assert admin.unload_model("added-chat").state == "available"  # it stays known
+            assert [event.state for event in admin.load_model("added-chat")] == ["loading", "loaded"]
+            refusals = [
+                (("added-chat", str(TINY_CHAT), {}), grpc.StatusCode.ALREADY_EXISTS, "'added-chat' is known already"),
+                (("tiny-chat", str(TINY_CHAT), {}), grpc.StatusCode.ALREADY_EXISTS, "'tiny-chat' is known already"),
+                (("new", "/no/such/dir", {}), grpc.StatusCode.INVALID_ARGUMENT, "source: model 'new'"),
+                (("new", str(TINY_CHAT), {"tool_parsr": "hermes"}), grpc.StatusCode.INVALID_ARGUMENT, "'tool_parsr'"),
+                (("new", str(TINY_CHAT), {"tool_parser": "nope"}), grpc.StatusCode.INVALID_ARGUMENT, "nope"),
+                (("new", "", {"tool_parser": "hermes"}), grpc.StatusCode.INVALID_ARGUMENT, "source: required"),
+                (("\x00", str(TINY_CHAT), {}), grpc.StatusCode.INVALID_ARGUMENT, "model: must be printable"),
+            ]
+            for arguments, code, said in refusals:
+                with pytest.raises(grpc.RpcError) as refused:
+                    add(*arguments)
+                assert (refused.value.code(), said in (refused.value.details() or "")) == (code, True), refused.value
+            assert "new" not in {model.id for model in admin.list_models()}
+    finally:
+        running.stop()
+    plain = start_server(MODELS[:1])  # no admin keys: no path of the server's is a caller's to name
+    try:
+        with grpc.insecure_channel(plain.target) as opened, pytest.raises(grpc.RpcError) as refused:
+            request = model_pb2.LoadModelRequest(model="added-chat", source=str(TINY_CHAT))
+            list(model_pb2_grpc.ModelServiceStub(opened).LoadModel(request, timeout=WAIT_S))
+        assert refused.value.code() == grpc.StatusCode.PERMISSION_DENIED
+        assert "--admin-key-file" in (refused.value.details() or "")
+    finally:
+        plain.stop()
