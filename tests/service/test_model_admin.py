@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import threading
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
@@ -310,3 +311,27 @@ def test_a_model_not_declared_at_start_is_loaded_from_its_source_with_its_settin
         assert "--admin-key-file" in (refused.value.details() or "")
     finally:
         plain.stop()
+
+
+def test_two_loads_of_an_unloaded_model_make_one_load(server: ServerThread, channel: grpc.Channel) -> None:
+    models = model_pb2_grpc.ModelServiceStub(channel)
+    models.UnloadModel(model_pb2.UnloadModelRequest(model="tiny-chat"), timeout=WAIT_S)
+    admin = server.server.admin
+    original, loads, release = admin._load, [], threading.Event()
+
+    def held(spec: ModelSpec) -> object:  # the first load waits until the second call is under way
+        loads.append(spec.name)
+        assert release.wait(WAIT_S)
+        return original(spec)
+
+    admin._load = held  # type: ignore[method-assign]
+    try:
+        first = models.LoadModel(load("tiny-chat"), timeout=WAIT_S)
+        second = models.LoadModel(load("tiny-chat"), timeout=WAIT_S)
+        assert next(first).state == next(second).state == "loading"  # both asked while it is not loaded
+        release.set()
+        assert [event.state for event in first] == [event.state for event in second] == ["loaded"]
+    finally:
+        admin._load = original  # type: ignore[method-assign]
+        release.set()
+    assert loads == ["tiny-chat"]  # one load served both
