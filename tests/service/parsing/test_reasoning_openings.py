@@ -122,6 +122,9 @@ def _assistant_turn(template: str, assistant: dict[str, Any], context: dict[str,
 
     whole, marked = render(assistant), render({"role": "assistant", "content": "MARK"})
     start = next(i for i, (a, b) in enumerate(zip(whole, marked, strict=False)) if a != b)
+    opened = whole.rfind("<", 0, start)  # not inside a tag both turns open alike (Cohere's <|START_...)
+    if opened >= 0 and ">" not in whole[opened:start]:
+        start = opened
     return whole[:start], whole[start:]
 
 
@@ -158,3 +161,21 @@ def test_kimi_k3_thinking_off_generation_prompt_opens_the_reply() -> None:
     fmt = OutputFormat(tool_parser="kimi_k3", reasoning_parser="kimi_k3")
     turn = streamed_like_whole(fmt, "Checking.<|close|>response<|sep|>" + K3_CALL, prompt_tail=prompt[-200:])
     assert (turn.reasoning, turn.content, calls(turn)) == ("", "Checking.", [WEATHER])
+
+
+def test_command_r7b_writes_past_reasoning_only_in_a_call_turn_and_it_reads_back() -> None:
+    """Command R7B's template renders reasoning_content only before a past call (a text reply's is dropped, so the
+    family probe's reasoning cell cannot see it): that writing reads back as the reasoning and the call."""
+    call = {"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": {"city": "Kyoto"}}}
+    assistant = {
+        "role": "assistant",
+        "content": None,
+        "reasoning_content": "Pondering the clouds",
+        "tool_calls": [call],
+    }
+    tail, text = _assistant_turn("CohereForAI-c4ai-command-r7b-12-2024-tool_use.jinja", assistant, {})
+    text = text.partition("<|END_OF_TURN_TOKEN|>")[0]
+    assert text.startswith("<|START_THINKING|>Pondering the clouds<|END_THINKING|><|START_ACTION|>"), text
+    fmt = OutputFormat(tool_parser="command_r7b", reasoning_parser="command_r7b")
+    turn = streamed_like_whole(fmt, text, ("<|START_ACTION|>",), prompt_tail=tail[-200:])
+    assert (turn.reasoning, turn.content, calls(turn)) == ("Pondering the clouds", "", [WEATHER])
