@@ -30,6 +30,7 @@ Call = tuple[str, str]  # function name, arguments as a JSON object text
 PYTHON_TAG = "<|python_tag|>"  # Llama 3's "ipython" marker (a special token; absent when skipped)
 # Llama 4's template writes a past call turn's content between these, its calls after them (special tokens).
 PYTHON_START, PYTHON_END = "<|python_start|>", "<|python_end|>"
+TOOL_CALL_END = "<|/tool_call|>"  # closes a <|tool_call|> block in llama.cpp's Phi-4-mini template
 MISTRAL_TAG = "[TOOL_CALLS]"  # Mistral's marker (also special: the `[{` start is accepted without it)
 MISTRAL_ARGS = "[ARGS]"
 MISTRAL_CALL_ID = "[CALL_ID]"  # Mistral Small 3.2's template writes a past call's id between its name and [ARGS]
@@ -153,8 +154,23 @@ def phi4_mini_calls(text: str) -> list[Call] | None:
 
 
 def granite_calls(text: str) -> list[Call] | None:
-    """Granite 3.x: ``<|tool_call|>[{"name": ..., "arguments": {...}}, ...]`` (the token may be missing)."""
-    return named_call_list(text.strip().removeprefix(GRANITE_TAG))
+    """Granite 3.x: ``<|tool_call|>[{"name": ..., "arguments": {...}}, ...]`` (the token may be missing); also
+    ``<|tool_call|>`` blocks of one call object each, closed by ``<|/tool_call|>``, as llama.cpp's Phi-4-mini
+    template writes them (the same token)."""
+    calls: list[Call] = []
+    for index, block in enumerate(text.strip().split(GRANITE_TAG)):
+        block = block.strip()
+        if index == 0 and not block:  # the reply opened with the token
+            continue
+        values = json_sequence(block.removesuffix(TOOL_CALL_END))
+        if not values or len(values) != 1:
+            return None
+        listed = values[0] if isinstance(values[0], list) else [values[0]]
+        read = [named_call(value) for value in listed]
+        if not read or None in read:
+            return None
+        calls += read  # type: ignore[arg-type]
+    return calls or None
 
 
 def json_object(text: str) -> str | None:

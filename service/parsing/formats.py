@@ -63,6 +63,7 @@ _PYTHONIC = ToolFormat(
     extra=(calls.PYTHON_TAG,),
 )
 _PROBE, _PROBE_JSON = detection.PROBE_NAME, json.dumps(detection.PROBE_ARGUMENTS)  # the probe call
+_PROBE_CALL = f'"name": "{_PROBE}", "arguments": {_PROBE_JSON}'  # its JSON object's members
 # --tool-parser names (with vLLM's aliases) -> the format.
 TOOL_PARSERS: dict[str, ToolFormat] = {
     "hermes": _HERMES,
@@ -89,7 +90,11 @@ TOOL_PARSERS: dict[str, ToolFormat] = {
         PHI4_MINI_JSON,
     ),
     "granite": ToolFormat(
-        lambda ids, _: TrailingCallParser(calls.granite_calls, ids, ("[{",), (GRANITE_TAG,)), GRANITE
+        lambda ids, _: TrailingCallParser(calls.granite_calls, ids, ("[{",), (GRANITE_TAG,)),
+        GRANITE,
+        extra=(calls.TOOL_CALL_END,),
+        # llama.cpp's Phi-4-mini template: one call object a block, each closed.
+        written=(f"{GRANITE_TAG}{{{_PROBE_CALL}}}{calls.TOOL_CALL_END}",),
     ),
     "qwen3_coder": typed_format(qwen3_coder_call, QWEN3_CODER),
     "glm45": typed_format(glm45_call, GLM45),

@@ -80,6 +80,7 @@ EXPECTED = {
     "ibm-granite-granite-4.1.jinja": ("hermes", "render", None),
     "inclusionai-ling-3.0-flash.jinja": ("glm45", "render", "think"),
     "llama-cpp-deepseek-r1.jinja": ("deepseek_v3", "render", "think"),
+    "llama-cpp-microsoft-Phi-4-mini-instruct.jinja": ("granite", "render", None),  # <|tool_call|>{...}<|/tool_call|>
     "llama-cpp-rwkv-world.jinja": ("generic", "none", "think"),
     "meetkai-functionary-medium-v3.1.jinja": ("functionary_v3_1", "render", None),
     "meetkai-functionary-medium-v3.2.jinja": ("functionary_v3_2", "render", None),

@@ -62,6 +62,13 @@ CASES = [
     ("granite", f"One moment.<|tool_call|>[{JSON_CALL}]", [WEATHER], "One moment."),
     ("granite", '<|tool_call|>[{"arguments": {}}]', [], None),  # no name
     ("granite", "[1, 2] are numbers", [], None),
+    # llama.cpp's Phi-4-mini template: one call object a <|tool_call|> block, each closed by <|/tool_call|>
+    ("granite", f"<|tool_call|>{JSON_CALL}<|/tool_call|>", [WEATHER], ""),
+    ("granite", f"<|tool_call|>{JSON_CALL}<|/tool_call|><|tool_call|>{JSON_CALL2}<|/tool_call|>", [WEATHER, TIME], ""),
+    ("granite", f"Checking.<|tool_call|>{JSON_CALL}<|/tool_call|>", [WEATHER], "Checking."),
+    ("granite", f"<|tool_call|>{JSON_CALL}<|/tool_call|> and then", [], None),  # text after a block
+    ("granite", f"<|tool_call|>{JSON_CALL}<|/tool_call|><|tool_call|>[]<|/tool_call|>", [], None),  # an empty list
+    ("granite", '<|tool_call|>{"name": "get_weather"}{"name": "x"}<|/tool_call|>', [], None),  # two values
 ]  # fmt: skip
 
 
@@ -176,6 +183,7 @@ def parse_with_tail(text: str, prompt_tail: str) -> tuple[ParsedTurn, list[Piece
         ("microsoft-Phi-4-mini-instruct.jinja", "phi4_mini_json", None),
         ("Qwen-Qwen2.5-7B-Instruct.jinja", "hermes", None),
         ("meta-llama-Llama-3.1-8B-Instruct.jinja", "llama3_json", None),
+        ("llama-cpp-microsoft-Phi-4-mini-instruct.jinja", "granite", None),  # <|tool_call|>{...}<|/tool_call|>
     ],
 )
 def test_vendored_templates_choose_their_parsers(template: str, tool_parser: str, reasoning_parser: str | None) -> None:
