@@ -15,8 +15,7 @@ Two choices, each made by rendering probe conversations (not from a list of temp
   them, which loses nothing.
 
 The probes: a plain turn, a system message, tools offered (a nested parameters schema), a call and its result,
-a past reasoning turn with thinking switched on and off, and a past reply with its <think> block still in the
-content.
+and a past reasoning turn with thinking switched on and off.
 """
 
 from __future__ import annotations
@@ -135,9 +134,6 @@ _CALL = {
 _RESULT = {"role": "tool", "tool_call_id": CALL_ID, "name": "get_weather", "content": "Sunny all week."}
 _REASONED = {"role": "assistant", "reasoning_content": "Weighing the sky.", "content": "Take a hat."}
 _THINKING_CALL = {**_CALL, "reasoning_content": "Weighing the sky."}
-# A past reply with its reasoning block still in the content, as clients that keep it there send it back: templates
-# cut it off at </think> (DeepSeek V3.1 with ``split('</think>', 1)``, which minja cannot call).
-_THOUGHT_IN_CONTENT = {"role": "assistant", "content": "<think>Weighing the sky.</think>Take a hat."}
 _FOLLOW_UP = {"role": "user", "content": "And tomorrow?"}
 _CALL_MARKS = (_bare(json.dumps(ARGUMENTS)), "Sunny all week.")
 _PYTHON_ARGUMENTS = _bare(str(ARGUMENTS))  # {'city':'Paris','days':3}
@@ -161,7 +157,6 @@ PROBES = (
         ("Take a hat.", "And tomorrow?"),
         context={"enable_thinking": False},
     ),
-    Probe("thought-in-content", (_USER, _THOUGHT_IN_CONTENT, _FOLLOW_UP), ("Take a hat.", "And tomorrow?")),
     Probe(
         "reasoning-call",
         (_SYSTEM, _USER, _THINKING_CALL, _RESULT),

@@ -119,22 +119,6 @@ def test_a_family_call_minja_would_rewrite_is_rendered_with_jinja2(tokenizer: ov
     assert '<｜DSML｜invoke name="get_weather">' in prompt(renderer, CALLED).split("<｜User｜>")[-1]
 
 
-def test_a_past_reply_with_its_thought_in_the_content_renders(tokenizer: ov_genai.Tokenizer) -> None:
-    """DeepSeek V3.1's template cuts a past reply at ``content.split('</think>', 1)``, a call minja cannot make: a
-    client that sends its replies back with the <think> block in them got the template's refusal. Jinja2 renders it,
-    the block cut off."""
-    name = "deepseek-ai-DeepSeek-V3.1.jinja"
-    text = (TEMPLATES / name).read_text(encoding="utf-8")
-    history = [{"role": "user", "content": "Weather?"}, {"role": "assistant", "content": "<think>Hmm.</think>Rain."},
-               {"role": "user", "content": "And tomorrow?"}]  # fmt: skip
-    with pytest.raises(Exception, match="split"):
-        minja_render(tokenizer, text, [dict(m) for m in history], None, {}, True)
-    renderer = renderer_of(tokenizer, name)
-    assert renderer.engine == JINJA2 and "thought-in-content" in renderer.engine_reason
-    rendered = renderer.render(history, None, {})
-    assert "Rain." in rendered and "Hmm." not in rendered
-
-
 @pytest.mark.parametrize("name", ["Qwen-Qwen3-0.6B.jinja", "meta-llama-Llama-3.1-8B-Instruct.jinja"])
 def test_templates_minja_renders_as_jinja2_stay_with_minja(tokenizer: ov_genai.Tokenizer, name: str) -> None:
     renderer = renderer_of(tokenizer, name)
