@@ -58,11 +58,17 @@ PARSERS: dict[str, tuple[str, str]] = {
     "ministral-3-reasoning": ("mistral_args", "mistral"),
     "lfm2.5": ("lfm2", "think"),
     "command-r7b": ("command_r7b", "command_r7b"),
+    "phi-3.5": ("generic", "none"),
+    "qwen3.5": ("qwen3_coder", "think"),
+    "llama4-pythonic": ("pythonic", "none"),
+    "functionary-v3.2": ("functionary_v3_2", "none"),
+    "nemotron-nano-v2": ("nemotron_json", "think"),
+    "minimax-m2": ("minimax_m2", "think"),
 }
 # Families whose templates have no reasoning mode: their reasoning cells do not apply.
 NO_REASONING = {
     "qwen2.5", "qwen3-coder", "llama3.1", "llama3.2", "hermes3", "mistral-v0.3", "devstral", "phi-4-mini",
-    "gemma-3", "kimi-k2", "functionary-v3.1",
+    "gemma-3", "kimi-k2", "functionary-v3.1", "phi-3.5", "llama4-pythonic", "functionary-v3.2",
 }  # fmt: skip
 
 

@@ -453,6 +453,104 @@ FAMILIES: dict[str, Family] = {
             ),
             markup=("<|START_ACTION|>", "<|END_ACTION|>", "<|START_THINKING|>", "<|START_RESPONSE|>"),
         ),
+        # Phi-3.5-mini on its own vocabulary (llama.cpp's phi-3 GGUF: Llama 2's SentencePiece and Phi-3's control
+        # tokens). Its template shows no tool format: the generic one serves it; it has no reasoning mode.
+        Family(
+            "phi-3.5",
+            "microsoft-Phi-3.5-mini-instruct.jinja",
+            script=f"{ANSWER}<|end|>",
+            tokenizer="phi-3",
+            bos="<s>",
+            eos="<|endoftext|>",
+            end_of_turn=("<|end|>", "<|assistant|>", "<|endoftext|>"),
+            special=("<s>", "</s>", "<|endoftext|>", "<|assistant|>", "<|system|>", "<|end|>", "<|user|>"),
+            markup=("<|assistant|>", "<|end|>"),
+        ),
+        # Qwen3.5 on llama.cpp's qwen35 vocabulary (Qwen2's tokens and merges under Qwen3.5's pre-tokenizer
+        # name; the real 248k vocabulary is not among the GGUFs). Its prompt opens the block ("<think>\n") or,
+        # thinking off, writes an empty one ("<think>\n\n</think>\n\n"): the script goes on from its "\n\n".
+        Family(
+            "qwen3.5",
+            "Qwen3.5-4B.jinja",
+            added=_QWEN3_ADDED,
+            markup=("<tool_call>", "<think>"),
+            script=f"{THOUGHT}</think>\n\n{ANSWER}<|im_end|>",
+            **{**_QWEN, "tokenizer": "qwen35"},
+        ),
+        # Llama 4 under vLLM's pythonic template ([NAME(ARG="..."), ...]); Llama 4's 200k BPE is not among the
+        # GGUFs: Llama 3's byte-level BPE stands in, with Llama 4's header and turn tokens.
+        Family(
+            "llama4-pythonic",
+            "vllm-llama4-pythonic.jinja",
+            script=f"{ANSWER}<|eot|>",
+            tokenizer="llama-bpe",
+            bos="<|begin_of_text|>",
+            eos="<|eot|>",
+            add_bos=True,
+            end_of_turn=("<|end_of_text|>", "<|eom|>", "<|eot|>"),
+            special=(
+                *_LLAMA3_SPECIAL,
+                "<|header_start|>",
+                "<|header_end|>",
+                "<|eot|>",
+                "<|eom|>",
+                "<|image|>",
+                "<|python_start|>",
+                "<|python_end|>",
+            ),
+            markup=("<|header_start|>", "<|eot|>"),
+        ),
+        # Functionary v3.2 is Llama 3.1 with its tokenizer. The prompt ends with ">>>"; the model names the
+        # recipient ("all" for text, a function's name for a call) on the first line.
+        Family(
+            "functionary-v3.2",
+            "meetkai-functionary-medium-v3.2.jinja",
+            markup=("<|eot_id|>",),
+            script=f"all\n{ANSWER}<|eot_id|>",
+            **_LLAMA3,
+        ),
+        # Nemotron Nano v2 (9B): its 131k Tekken-like byte-level BPE is not among the GGUFs; Llama 3's stands in.
+        # Its <SPECIAL_n> role and turn tokens are control tokens; <think> and <TOOLCALL> stay in the text, where
+        # vLLM's parsers read them. Thinking is switched by /think or /no_think in a message, not by a kwarg: the
+        # prompt opens the block ("<think>\n") unless told /no_think. The model ends it with "</think>\n\n", the
+        # end a forced call's grammar waits for (service.structured.output.AFTER_THINK).
+        Family(
+            "nemotron-nano-v2",
+            "NVIDIA-Nemotron-Nano-v2.jinja",
+            script=f"{THOUGHT}</think>\n\n{ANSWER}<SPECIAL_12>",
+            tokenizer="llama-bpe",
+            bos="<s>",
+            eos="<SPECIAL_12>",
+            end_of_turn=("<SPECIAL_12>",),
+            special=("<s>", "</s>", "<SPECIAL_10>", "<SPECIAL_11>", "<SPECIAL_12>"),
+            added=(
+                "<think>",
+                "</think>",
+                "<TOOLCALL>",
+                "</TOOLCALL>",
+                "<AVAILABLE_TOOLS>",
+                "</AVAILABLE_TOOLS>",
+                "<TOOL_RESPONSE>",
+                "</TOOL_RESPONSE>",
+            ),
+            markup=("<TOOLCALL>", "<think>", "<SPECIAL_11>"),
+        ),
+        # MiniMax-M2: its 200k byte-level BPE is not among the GGUFs; Qwen2's is the nearest in kind. Its role
+        # markers (]~!b[, ]~b], [e~[) are control tokens; the think and tool-call tags stay in the text. The
+        # prompt always opens the block ("<think>\n"); the model ends it with "</think>\n\n", as its template
+        # writes a past turn's.
+        Family(
+            "minimax-m2",
+            "MiniMax-M2.jinja",
+            script=f"{THOUGHT}</think>\n\n{ANSWER}[e~[",
+            tokenizer="qwen2",
+            bos="]~!b[",
+            eos="[e~[",
+            end_of_turn=("[e~[",),
+            special=("]~!b[", "]~b]", "[e~["),
+            added=("<think>", "</think>", "<minimax:tool_call>", "</minimax:tool_call>"),
+            markup=("<minimax:tool_call>", "<think>", "]~b]"),
+        ),
     ]
 }
 
