@@ -10,6 +10,9 @@ from __future__ import annotations
 import re
 import sys
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from tests.families.table import FAMILIES
 
@@ -64,12 +67,27 @@ PARSERS: dict[str, tuple[str, str]] = {
     "functionary-v3.2": ("functionary_v3_2", "none"),
     "nemotron-nano-v2": ("nemotron_json", "think"),
     "minimax-m2": ("minimax_m2", "think"),
+    "minimax-m1": ("minimax", "think"),
+    "deepseek-r1-llama": ("deepseek_v3", "think"),
+    "internlm2": ("internlm", "none"),
+    "granite-20b-fc": ("granite_20b_fc", "none"),
 }
 # Families whose templates have no reasoning mode: their reasoning cells do not apply.
 NO_REASONING = {
     "qwen2.5", "qwen3-coder", "llama3.1", "llama3.2", "hermes3", "mistral-v0.3", "devstral", "phi-4-mini",
     "gemma-3", "kimi-k2", "functionary-v3.1", "phi-3.5", "llama4-pythonic", "functionary-v3.2",
+    "internlm2", "granite-20b-fc",
 }  # fmt: skip
+# Measured on SentencePiece vocabularies with byte fallback (a newline is <0x0A>, a space "▁"): openvino_genai
+# 2026.4's XGrammar finds no token for a grammar's literal "\n" or " " (test_family_models' SPACE_FAILS), so a
+# forced call whose markup has one stops there (InternLM2's "<|action_start|><|plugin|>\n{..."; finish "length").
+# InternLM2's own vocabulary is such a SentencePiece, so the real model is likely to fail the same way.
+_SPM_NEWLINE = "XGrammar writes no literal newline on a byte-fallback SentencePiece vocabulary"
+# (family, cell) -> why that cell fails (a strict xfail; README's table marks it ✗). The history cell starts
+# from a forced call.
+KNOWN_FAILS: dict[tuple[str, str], str] = {
+    ("internlm2", cell): _SPM_NEWLINE for cell in ("forced", "forced_stream", "single", "history")
+}
 
 
 # What each family's model says after its reasoning (build.py's scripts): the answer, but gpt-oss's script
@@ -91,13 +109,25 @@ def cases(cell: str) -> list[str]:
     return [family for family in FAMILIES if applies(family, cell)]
 
 
+def params(cell: str) -> list[Any]:
+    """``cases(cell)`` as test parameters: a cell of KNOWN_FAILS is a strict xfail saying why (it must keep failing
+    for the reason given, or its entry goes)."""
+    return [
+        pytest.param(family, marks=pytest.mark.xfail(strict=True, reason=KNOWN_FAILS[family, cell]))
+        if (family, cell) in KNOWN_FAILS
+        else family
+        for family in cases(cell)
+    ]
+
+
 def readme_table(parsers: dict[str, tuple[str, str]]) -> str:
-    """The README table: a row per family (template, parsers), a column per cell (✓ checked, — no such mode)."""
+    """The README table: a row per family (template, parsers), a column per cell (✓ checked, ✗ a known failure,
+    — no such mode)."""
     head = ["family", "chat template", "tool parser", "reasoning parser", *CELLS.values()]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for name, family in FAMILIES.items():
         tool, reasoning = parsers[name]
-        marks = ["✓" if applies(name, cell) else "—" for cell in CELLS]
+        marks = ["—" if not applies(name, cell) else "✗" if (name, cell) in KNOWN_FAILS else "✓" for cell in CELLS]
         lines.append(f"| {name} | `{family.template}` | {tool} | {reasoning} | " + " | ".join(marks) + " |")
     return "\n".join(lines)
 

@@ -551,6 +551,67 @@ FAMILIES: dict[str, Family] = {
             added=("<think>", "</think>", "<minimax:tool_call>", "</minimax:tool_call>"),
             markup=("<minimax:tool_call>", "<think>", "]~b]"),
         ),
+        # MiniMax-M1: its 200k byte-level BPE is not among the GGUFs; Qwen2's stands in. Its sentence markers are
+        # control tokens; <think> and <tool_calls> stay in the text. The model opens its reasoning block itself
+        # (no switch) and ends it with "</think>\n\n".
+        Family(
+            "minimax-m1",
+            "MiniMax-M1.jinja",
+            script=f"<think>{THOUGHT}</think>\n\n{ANSWER}<end_of_sentence>",
+            tokenizer="qwen2",
+            bos="<begin_of_document>",
+            eos="<end_of_sentence>",
+            end_of_turn=("<end_of_sentence>",),
+            special=("<begin_of_document>", "<beginning_of_sentence>", "<end_of_sentence>"),
+            added=("<think>", "</think>", "<tool_calls>", "</tool_calls>"),
+            markup=("<tool_calls>", "<think>", "<beginning_of_sentence>"),
+        ),
+        # DeepSeek-R1-Distill-Llama-8B on its real vocabulary: Llama 3.1's, DeepSeek's markup in place of its
+        # reserved special tokens. The prompt opens the block ("<think>\n"); the model ends it with "</think>\n\n".
+        Family(
+            "deepseek-r1-llama",
+            "deepseek-ai-DeepSeek-R1-Distill-Llama-8B.jinja",
+            tokenizer="llama-bpe",
+            script=f"{THOUGHT}</think>\n\n{ANSWER}<｜end▁of▁sentence｜>",
+            **_DEEPSEEK,
+        ),
+        # InternLM2-chat under vLLM's tool template: its 92k SentencePiece is not among the GGUFs; Llama 2's stands
+        # in. Its ChatML, action and plugin tokens are control tokens (vLLM's parser reads them kept in the text).
+        Family(
+            "internlm2",
+            "vllm-internlm2-tool.jinja",
+            script=f"{ANSWER}<|im_end|>",
+            tokenizer="llama-spm",
+            bos="<s>",
+            eos="</s>",
+            add_bos=True,
+            end_of_turn=("</s>", "<|im_end|>"),
+            special=(
+                "<s>",
+                "</s>",
+                "<|im_start|>",
+                "<|im_end|>",
+                "<|action_start|>",
+                "<|action_end|>",
+                "<|interpreter|>",
+                "<|plugin|>",
+            ),
+            markup=("<|action_start|>", "<|plugin|>", "<|im_start|>"),
+        ),
+        # granite-20b-functioncalling under vLLM's template, on StarCoder's vocabulary (Granite's code models'
+        # own kind); <function_call> is text the parser reads.
+        Family(
+            "granite-20b-fc",
+            "vllm-granite-20b-fc.jinja",
+            script=f"{ANSWER}<|endoftext|>",
+            tokenizer="starcoder",
+            bos="<|endoftext|>",
+            eos="<|endoftext|>",
+            end_of_turn=("<|endoftext|>",),
+            special=("<|endoftext|>",),
+            added=("<function_call>", "<function_response>", "<|function_call_library|>"),
+            markup=("<function_call>",),
+        ),
     ]
 }
 

@@ -56,6 +56,9 @@ WRITTEN = {
     "nemotron_json": f'<TOOLCALL>[{{"name": "get_weather", "arguments": {JSON}}}]</TOOLCALL>',
     "minimax_m2": '<minimax:tool_call>\n<invoke name="get_weather">\n<parameter name="city">Paris</parameter>\n'
     '<parameter name="days">3</parameter>\n</invoke>\n</minimax:tool_call>',
+    "minimax": f'<tool_calls>\n{{"name": "get_weather", "arguments": {JSON}}}\n</tool_calls>',
+    "internlm": f'<|action_start|><|plugin|>\n{{"name": "get_weather", "arguments": {JSON}}}<|action_end|>',
+    "granite_20b_fc": f'<function_call> {{"name": "get_weather", "arguments": {JSON}}}',
 }
 SCHEMAS = {"get_weather": {"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}}}}
 

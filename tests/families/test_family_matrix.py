@@ -77,7 +77,7 @@ def test_each_family_is_served_with_its_parsers(client: openai.OpenAI, family_mo
     assert all(listed[name]["chat_template_source"] == "chat_template.jinja" for name in family_models)
 
 
-@pytest.mark.parametrize("family", matrix.cases("plain"))
+@pytest.mark.parametrize("family", matrix.params("plain"))
 def test_plain(client: openai.OpenAI, family: str) -> None:
     """The model's answer (its script; see build.py), ended by its own end-of-turn token."""
     choice = client.chat.completions.create(model=family, messages=ASK, **GREEDY).choices[0]
@@ -85,7 +85,7 @@ def test_plain(client: openai.OpenAI, family: str) -> None:
     assert (choice.message.content or "") == matrix.reply(family) and not choice.message.tool_calls
 
 
-@pytest.mark.parametrize("family", matrix.cases("tools"))
+@pytest.mark.parametrize("family", matrix.params("tools"))
 def test_tools(client: openai.OpenAI, family: str) -> None:
     """The template renders the offered tools into the prompt (it grows), and the model answers."""
     plain = client.chat.completions.create(model=family, messages=ASK, **GREEDY)
@@ -95,7 +95,7 @@ def test_tools(client: openai.OpenAI, family: str) -> None:
     assert (offered.choices[0].message.content or "") == matrix.reply(family)
 
 
-@pytest.mark.parametrize("family", matrix.cases("history"))
+@pytest.mark.parametrize("family", matrix.params("history"))
 def test_history(client: openai.OpenAI, family: str) -> None:
     """The server's own call sent back as the openai client sends it, then the tool's result."""
     called = forced(client, family)
@@ -112,7 +112,7 @@ def test_history(client: openai.OpenAI, family: str) -> None:
     assert client.chat.completions.create(model=family, messages=history, tools=TOOLS, **GREEDY).choices
 
 
-@pytest.mark.parametrize("family", matrix.cases("forced"))
+@pytest.mark.parametrize("family", matrix.params("forced"))
 def test_forced(client: openai.OpenAI, family: str) -> None:
     choice = forced(client, family)
     assert choice.finish_reason == "tool_calls", choice
@@ -120,7 +120,7 @@ def test_forced(client: openai.OpenAI, family: str) -> None:
     check_calls([(call.function.name, call.function.arguments) for call in choice.message.tool_calls or []])
 
 
-@pytest.mark.parametrize("family", matrix.cases("forced_stream"))
+@pytest.mark.parametrize("family", matrix.params("forced_stream"))
 def test_forced_stream(client: openai.OpenAI, family: str) -> None:
     """Streamed: the deltas join into the same calls as the unary reply, names first, no content."""
     joined: dict[int, dict[str, str]] = {}
@@ -147,13 +147,13 @@ def test_forced_stream(client: openai.OpenAI, family: str) -> None:
     assert streamed == [(call.function.name, call.function.arguments) for call in unary.message.tool_calls or []]
 
 
-@pytest.mark.parametrize("family", matrix.cases("single"))
+@pytest.mark.parametrize("family", matrix.params("single"))
 def test_single(client: openai.OpenAI, family: str) -> None:
     choice = forced(client, family, parallel_tool_calls=False)
     assert choice.finish_reason == "tool_calls" and len(choice.message.tool_calls or []) == 1
 
 
-@pytest.mark.parametrize("family", matrix.cases("reasoning"))
+@pytest.mark.parametrize("family", matrix.params("reasoning"))
 def test_reasoning(client: openai.OpenAI, family: str) -> None:
     """With reasoning on, the family's model writes its reasoning block, then its answer (see build.py)."""
     message = client.chat.completions.create(model=family, messages=ASK, **GREEDY, **THINK).choices[0].message
@@ -161,7 +161,7 @@ def test_reasoning(client: openai.OpenAI, family: str) -> None:
     assert (thought, message.content or "") == (THOUGHT, matrix.reply(family))
 
 
-@pytest.mark.parametrize("family", matrix.cases("reasoning_stream"))
+@pytest.mark.parametrize("family", matrix.params("reasoning_stream"))
 def test_reasoning_stream(client: openai.OpenAI, family: str) -> None:
     thought, content = "", ""
     for chunk in client.chat.completions.create(model=family, messages=ASK, stream=True, **GREEDY, **THINK):
