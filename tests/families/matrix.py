@@ -71,6 +71,8 @@ PARSERS: dict[str, tuple[str, str]] = {
     "deepseek-r1-llama": ("deepseek_v3", "think"),
     "internlm2": ("internlm", "none"),
     "granite-20b-fc": ("granite_20b_fc", "none"),
+    "deepseek-v3.2": ("deepseek_v32", "think"),
+    "apertus": ("apertus", "apertus"),
 }
 # Families whose templates have no reasoning mode: their reasoning cells do not apply.
 NO_REASONING = {

@@ -612,6 +612,44 @@ FAMILIES: dict[str, Family] = {
             added=("<function_call>", "<function_response>", "<|function_call_library|>"),
             markup=("<function_call>",),
         ),
+        # DeepSeek V3.2 (DSML calls, written as text) on DeepSeek LLM's vocabulary, as V3.1's row. Thinking on, the
+        # prompt opens the block ("<think>"); off or not asked, it writes an empty one.
+        Family(
+            "deepseek-v3.2",
+            "deepseek-ai-DeepSeek-V3.2.jinja",
+            tokenizer="deepseek-llm",
+            script=f"{THOUGHT}</think>{ANSWER}<｜end▁of▁sentence｜>",
+            **_DEEPSEEK,
+        ),
+        # Apertus: its 131k byte-level BPE (Mistral Nemo's kind) is not among the GGUFs; Llama 3's stands in. Every
+        # role, tool and reasoning marker is a control token; the model reasons between <|inner_prefix|> and
+        # <|inner_suffix|> and goes straight on with its reply.
+        Family(
+            "apertus",
+            "Apertus-8B-Instruct.jinja",
+            script=f"<|inner_prefix|>{THOUGHT}<|inner_suffix|>{ANSWER}<|assistant_end|>",
+            tokenizer="llama-bpe",
+            bos="<s>",
+            eos="<|assistant_end|>",
+            end_of_turn=("<|assistant_end|>", "</s>"),
+            special=(
+                "<s>",
+                "</s>",
+                "<|system_start|>",
+                "<|system_end|>",
+                "<|developer_start|>",
+                "<|developer_end|>",
+                "<|user_start|>",
+                "<|user_end|>",
+                "<|assistant_start|>",
+                "<|assistant_end|>",
+                "<|inner_prefix|>",
+                "<|inner_suffix|>",
+                "<|tools_prefix|>",
+                "<|tools_suffix|>",
+            ),
+            markup=("<|tools_prefix|>", "<|tools_suffix|>", "<|inner_prefix|>", "<|inner_suffix|>"),
+        ),
     ]
 }
 

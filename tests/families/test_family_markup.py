@@ -59,6 +59,10 @@ WRITTEN = {
     "minimax": f'<tool_calls>\n{{"name": "get_weather", "arguments": {JSON}}}\n</tool_calls>',
     "internlm": f'<|action_start|><|plugin|>\n{{"name": "get_weather", "arguments": {JSON}}}<|action_end|>',
     "granite_20b_fc": f'<function_call> {{"name": "get_weather", "arguments": {JSON}}}',
+    "deepseek_v32": '<｜DSML｜function_calls>\n<｜DSML｜invoke name="get_weather">\n'
+    '<｜DSML｜parameter name="city" string="true">Paris</｜DSML｜parameter>\n'
+    '<｜DSML｜parameter name="days" string="false">3</｜DSML｜parameter>\n</｜DSML｜invoke>\n</｜DSML｜function_calls>',
+    "apertus": f'<|tools_prefix|>[{{"get_weather": {JSON}}}]<|tools_suffix|>',
 }
 SCHEMAS = {"get_weather": {"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}}}}
 
