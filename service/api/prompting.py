@@ -18,6 +18,7 @@ from service.api.generic_tools import generic_conversation
 from service.engine import TemplateError
 from service.errors import FieldViolation, InvalidArgument, quote
 from service.models import ServedModel
+from service.parsing.markup import ThinkMarkup
 from service.structured.canonical import canonical
 
 T = TypeVar("T")
@@ -190,6 +191,8 @@ def template_messages(model: ServedModel, history: list[dict[str, Any]]) -> list
       (``OutputFormat.with_calls_in_content``), so the model still sees what it called.
     - A tool result without a ``name`` (OpenAI's API has none) named for the function of the call it answers:
       templates that write results under the function's name read it (vLLM's Hermes refuses one without).
+    - A past reply whose content still holds its reasoning block (clients that keep it there send it back so)
+      with the block moved to ``reasoning_content`` (``reasoning_apart``).
     """
     output, form = model.output_format, model.engine.message_form
     fit = output.fit_call_id
@@ -208,8 +211,37 @@ def template_messages(model: ServedModel, history: list[dict[str, Any]]) -> list
                 message["tool_call_id"] = fit(message["tool_call_id"])
             if "tool_calls" in message:
                 message["tool_calls"] = [{**call, "id": fit(call.get("id") or "")} for call in message["tool_calls"]]
-        messages.append(message)
+        messages.append(reasoning_apart(output.think_markup, message))
     return messages
+
+
+def reasoning_apart(think: ThinkMarkup | None, message: dict[str, Any]) -> dict[str, Any]:
+    """``message`` with the reasoning block its content still holds moved to ``reasoning_content``, where it is
+    an assistant turn written as text, without reasoning of its own, and holding the block's end (``think``).
+
+    Templates cut that block out themselves in their own way (Qwen3's ``split('</think>')``, DeepSeek V3.1's
+    ``content.split('</think>', 1)``, which minja cannot run: every such history was refused), or render
+    ``reasoning_content`` in their markup; given the block apart, each does what it does with past reasoning.
+    The block is what comes before its first end; its opening (if written) and the blank lines around it go.
+    """
+    content = message.get("content")
+    if (
+        think is None
+        or message.get("role") != "assistant"
+        or not isinstance(content, str)
+        or message.get("reasoning_content")
+    ):
+        return message
+    ends = [(at, end) for end in think.ends if (at := content.find(end)) >= 0]
+    if not ends:
+        return message
+    at, end = min(ends)
+    block, reply = content[:at], content[at + len(end) :]
+    for begin in think.begins:
+        if begin and begin in block:
+            block = block.split(begin, 1)[1]
+            break
+    return {**message, "reasoning_content": block.strip("\n"), "content": reply.lstrip("\n")}
 
 
 def _encode(model: ServedModel, prompt: str) -> list[int]:
