@@ -73,6 +73,7 @@ PARSERS: dict[str, tuple[str, str]] = {
     "granite-20b-fc": ("granite_20b_fc", "none"),
     "deepseek-v3.2": ("deepseek_v32", "think"),
     "apertus": ("apertus", "apertus"),
+    "hy3": ("hy_v3", "hy_v3"),
 }
 # Families whose templates have no reasoning mode: their reasoning cells do not apply.
 NO_REASONING = {

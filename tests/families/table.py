@@ -90,6 +90,10 @@ _DEEPSEEK = {"bos": "<｜begin▁of▁sentence｜>", "eos": "<｜end▁of▁sent
              "end_of_turn": ("<｜end▁of▁sentence｜>",), "special": _DEEPSEEK_SPECIAL, "added": _DEEPSEEK_ADDED,
              "markup": ("<｜tool▁calls▁begin｜>", "<｜tool▁call▁begin｜>", "<｜tool▁sep｜>", "<think>")}  # fmt: skip
 
+# Hy3's think and tool-call tags, each with the checkpoint's ":opensource" suffix, opening and closing.
+_HY3_TAGS = ("think", "tool_calls", "tool_call", "arg_key", "arg_value", "tool_responses", "tool_response")
+_HY3_ADDED = (*(f"<{close}{tag}:opensource>" for tag in _HY3_TAGS for close in ("", "/")), "<tool_sep:opensource>")
+
 FAMILIES: dict[str, Family] = {
     family.name: family
     for family in [
@@ -649,6 +653,29 @@ FAMILIES: dict[str, Family] = {
                 "<|tools_suffix|>",
             ),
             markup=("<|tools_prefix|>", "<|tools_suffix|>", "<|inner_prefix|>", "<|inner_suffix|>"),
+        ),
+        # Hunyuan 3 (Hy3): its 120k BPE is not among the GGUFs; Qwen2's stands in. Every tag carries the
+        # checkpoint's ":opensource" suffix; the role tokens are control tokens, the think and tool-call tags stay
+        # in the text. Thinking on, the prompt opens the block; off or not asked, it writes an empty one.
+        Family(
+            "hy3",
+            "tencent-Hy3.jinja",
+            script=f"{THOUGHT}</think:opensource>{ANSWER}<｜hy_eos:opensource｜>",
+            tokenizer="qwen2",
+            bos="<｜hy_begin_of_sentence:opensource｜>",
+            eos="<｜hy_eos:opensource｜>",
+            pad="<｜hy_pad:opensource｜>",
+            end_of_turn=("<｜hy_eos:opensource｜>",),
+            special=(
+                "<｜hy_begin_of_sentence:opensource｜>",
+                "<｜hy_eos:opensource｜>",
+                "<｜hy_pad:opensource｜>",
+                "<｜hy_User:opensource｜>",
+                "<｜hy_Assistant:opensource｜>",
+                "<｜reasoning_mode:opensource｜>",
+            ),
+            added=_HY3_ADDED,
+            markup=("<tool_calls:opensource>", "<tool_call:opensource>", "<think:opensource>"),
         ),
     ]
 }

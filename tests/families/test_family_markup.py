@@ -63,6 +63,10 @@ WRITTEN = {
     '<｜DSML｜parameter name="city" string="true">Paris</｜DSML｜parameter>\n'
     '<｜DSML｜parameter name="days" string="false">3</｜DSML｜parameter>\n</｜DSML｜invoke>\n</｜DSML｜function_calls>',
     "apertus": f'<|tools_prefix|>[{{"get_weather": {JSON}}}]<|tools_suffix|>',
+    "hy_v3": "<tool_calls:opensource>\n<tool_call:opensource>get_weather<tool_sep:opensource>\n"
+    "<arg_key:opensource>city</arg_key:opensource>\n<arg_value:opensource>Paris</arg_value:opensource>\n"
+    "<arg_key:opensource>days</arg_key:opensource>\n<arg_value:opensource>3</arg_value:opensource>\n"
+    "</tool_call:opensource>\n</tool_calls:opensource>",
 }
 SCHEMAS = {"get_weather": {"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}}}}
 
