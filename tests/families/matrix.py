@@ -74,12 +74,14 @@ PARSERS: dict[str, tuple[str, str]] = {
     "deepseek-v3.2": ("deepseek_v32", "think"),
     "apertus": ("apertus", "apertus"),
     "hy3": ("hy_v3", "hy_v3"),
+    "falcon3": ("hermes", "none"),
+    "hermes2-pro": ("hermes", "none"),
 }
 # Families whose templates have no reasoning mode: their reasoning cells do not apply.
 NO_REASONING = {
     "qwen2.5", "qwen3-coder", "llama3.1", "llama3.2", "hermes3", "mistral-v0.3", "devstral", "phi-4-mini",
     "gemma-3", "kimi-k2", "functionary-v3.1", "phi-3.5", "llama4-pythonic", "functionary-v3.2",
-    "internlm2", "granite-20b-fc",
+    "internlm2", "granite-20b-fc", "falcon3", "hermes2-pro",
 }  # fmt: skip
 # Measured on SentencePiece vocabularies with byte fallback (a newline is <0x0A>, a space "▁"): openvino_genai
 # 2026.4's XGrammar finds no token for a grammar's literal "\n" or " " (test_family_models' SPACE_FAILS), so a

@@ -677,6 +677,45 @@ FAMILIES: dict[str, Family] = {
             added=_HY3_ADDED,
             markup=("<tool_calls:opensource>", "<tool_call:opensource>", "<think:opensource>"),
         ),
+        # Falcon 3 (OpenVINO GenAI's record of its template): its own 131k BPE is not among the GGUFs; llama.cpp's
+        # falcon vocabulary (Falcon 1's 65k byte-level BPE, the family's earlier one) stands in. Its prompt with
+        # tools names <tool_call>: hermes.
+        Family(
+            "falcon3",
+            "genai-tiiuae-Falcon3-3B-Instruct.jinja",
+            script=f"{ANSWER}<|endoftext|>",
+            tokenizer="falcon",
+            bos=None,
+            eos="<|endoftext|>",
+            end_of_turn=("<|endoftext|>",),
+            special=("<|endoftext|>", "<|system|>", "<|user|>", "<|assistant|>"),
+            added=("<tool_call>", "</tool_call>", "<tool_response>", "</tool_response>", "<tools>", "</tools>"),
+            markup=("<tool_call>", "<|assistant|>"),
+        ),
+        # Hermes 2 Pro (Llama 3 8B) on its real vocabulary: Llama 3's, its ChatML and tool tags in place of
+        # reserved special tokens, as Hermes 3's row.
+        Family(
+            "hermes2-pro",
+            "NousResearch-Hermes-2-Pro-Llama-3-8B-tool_use.jinja",
+            script=f"{ANSWER}<|im_end|>",
+            tokenizer="llama-bpe",
+            bos="<|begin_of_text|>",
+            eos="<|im_end|>",
+            add_bos=True,
+            end_of_turn=("<|im_end|>",),
+            special=(
+                *_LLAMA3_SPECIAL,
+                "<|im_start|>",
+                "<|im_end|>",
+                "<tool_call>",
+                "</tool_call>",
+                "<tools>",
+                "</tools>",
+                "<tool_response>",
+                "</tool_response>",
+            ),
+            markup=("<tool_call>",),
+        ),
     ]
 }
 
