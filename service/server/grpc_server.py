@@ -229,6 +229,7 @@ class Server:
         await self.responses.close()
         if self.batch_lines is not None:
             await self.batch_lines.close()
+        self.admin.close()  # models being unloaded, out of the registry
         self.registry.close()
         self.store.close()
 

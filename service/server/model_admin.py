@@ -14,7 +14,6 @@ with a retriable UNAVAILABLE that says why), then ends its processes: their memo
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from typing import Any
@@ -35,6 +34,8 @@ log = logging.getLogger(__name__)
 
 #: How often a draining unload looks whether the model's calls have ended (its forced escalation ends the wait).
 DRAIN_POLL_SECONDS = 0.05
+#: How long a draining unload waits for the process's figures before it looks again (a wedged process never answers).
+BUSY_ANSWER_SECONDS = 2.0
 #: The longest name a model loaded at run time may take (as a LoRA adapter's: Hugging Face's ids stay under 100).
 MAX_MODEL_NAME_CHARS = 256
 
@@ -68,6 +69,8 @@ class ModelAdmin:
         self._loading: dict[str, asyncio.Task[None]] = {}
         self._unloading: dict[str, asyncio.Task[None]] = {}
         self._forced: dict[str, asyncio.Event] = {}  # set: the draining unload of that model fails what runs
+        self._leaving: dict[str, Served] = {}  # the processes of models being unloaded (out of the registry)
+        self._closed = False  # the server stops: a load finishing now ends its process instead of serving
 
     async def load(self, name: str) -> None:
         """Load the known model ``name`` unless it is loaded; a load under way is followed, not repeated.
@@ -164,6 +167,9 @@ class ModelAdmin:
             except BaseException:  # (cancelled: the server stops)
                 self._set(name, ModelState.FAILED, "its load was cancelled")
                 raise
+            if self._closed:  # the server stopped while it loaded: nothing would ever end its process
+                await asyncio.to_thread(model.worker.close)
+                return
             self._started(model)
             self._registry.add(model, spec.provenance)
             self._set(name, ModelState.LOADED)
@@ -174,6 +180,7 @@ class ModelAdmin:
             if name not in self._registry.names:
                 return
             model = self._registry.remove(name)  # new requests are refused from now on, naming the state
+            self._leaving[name] = model.worker
             self._set(name, ModelState.UNLOADING)
             adapters = model.adapters() if isinstance(model, ServedModel) else []
             names = {name, *(adapter.name for adapter in adapters)}
@@ -182,14 +189,27 @@ class ModelAdmin:
                 model.worker.end_requests(f"model {quote(name)} was unloaded (force)")
             # Its processes end, and their memory with them; in a thread: stopping one waits for its exit.
             await asyncio.to_thread(model.worker.close)
+            self._leaving.pop(name, None)
             self._set(name, ModelState.AVAILABLE)
             log.info("model %r unloaded%s", name, " (force)" if forced.is_set() else "")
 
     async def _drain(self, worker: Served, names: set[str], forced: asyncio.Event) -> None:
         """Until no call names the model (or its adapters) and its process runs and queues nothing, or ``forced``."""
-        while not forced.is_set() and (self._calls_using(names) or await _busy(worker)):
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(forced.wait(), DRAIN_POLL_SECONDS)
+        # asyncio.wait, not wait_for: Python 3.11's wait_for can swallow a cancellation (a stopping server's).
+        forcing = asyncio.ensure_future(forced.wait())
+        try:
+            while not forced.is_set() and (self._calls_using(names) or await _busy(worker)):
+                await asyncio.wait([forcing], timeout=DRAIN_POLL_SECONDS)
+        finally:
+            forcing.cancel()
+
+    def close(self) -> None:
+        """The server stops: end the processes of models still draining (what they run fails), and of loads that
+        finish from now on (the registry, which ends the served ones, no longer holds these)."""
+        self._closed = True
+        for name, worker in list(self._leaving.items()):
+            worker.end_requests(f"the server is shutting down while model {quote(name)} was being unloaded")
+            worker.close()
 
     def _spec(self, name: str) -> ModelSpec:
         spec = self._specs.get(name)
@@ -219,9 +239,19 @@ def _cause(error: Exception) -> str:
 
 
 async def _busy(worker: Served) -> bool:
-    """Whether the model's process runs or queues work (a process that is not running has none)."""
+    """Whether the model's process runs or queues work (a process that is not running has none; one that does not
+    answer in time counts as busy, so that a force sent meanwhile is heard)."""
+    asking = asyncio.ensure_future(worker.load())
     try:
-        load = await worker.load()
+        await asyncio.wait([asking], timeout=BUSY_ANSWER_SECONDS)
+    finally:
+        answered = asking.done()
+        if not answered:
+            asking.cancel()
+    if not answered:
+        return True
+    try:
+        load = asking.result()
     except EngineError:
         return False
     return load.running + load.waiting > 0

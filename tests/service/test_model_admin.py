@@ -335,3 +335,30 @@ def test_two_loads_of_an_unloaded_model_make_one_load(server: ServerThread, chan
         admin._load = original  # type: ignore[method-assign]
         release.set()
     assert loads == ["tiny-chat"]  # one load served both
+
+
+def test_a_force_cuts_a_draining_unload_short(server: ServerThread, channel: grpc.Channel) -> None:
+    models = model_pb2_grpc.ModelServiceStub(channel)
+    stream = chat_pb2_grpc.ChatServiceStub(channel).StreamChatCompletion(
+        stream_request("tiny-chat", 300), timeout=WAIT_S
+    )
+    next(stream)
+    pid = engine_pid(server, "tiny-chat")
+    os.kill(pid, signal.SIGSTOP)  # wedged: the drain would wait for ever
+    try:
+        with ThreadPoolExecutor(2) as pool:
+            draining = pool.submit(models.UnloadModel, model_pb2.UnloadModelRequest(model="tiny-chat"), timeout=WAIT_S)
+            while state(channel, "tiny-chat") != "unloading":  # bounded by the unload's deadline
+                assert not draining.done()
+            forcing = pool.submit(
+                models.UnloadModel, model_pb2.UnloadModelRequest(model="tiny-chat", force=True), timeout=WAIT_S
+            )
+            with pytest.raises(grpc.RpcError) as failed:
+                list(stream)
+            os.kill(pid, signal.SIGCONT)  # (so that it ends when asked, not when killed)
+            assert draining.result(timeout=WAIT_S).model.state == forcing.result(timeout=WAIT_S).model.state
+    finally:
+        if not gone(pid):
+            os.kill(pid, signal.SIGCONT)
+    assert "'tiny-chat' was unloaded (force)" in (failed.value.details() or "")
+    assert state(channel, "tiny-chat") == "available" and gone(pid)
