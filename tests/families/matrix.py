@@ -76,12 +76,15 @@ PARSERS: dict[str, tuple[str, str]] = {
     "hy3": ("hy_v3", "hy_v3"),
     "falcon3": ("hermes", "none"),
     "hermes2-pro": ("hermes", "none"),
+    "minimax-m3": ("minimax_m3", "minimax_m3"),
+    "minicpm5": ("minicpm5xml", "think"),
 }
 # Families whose templates have no reasoning mode: their reasoning cells do not apply.
 NO_REASONING = {
     "qwen2.5", "qwen3-coder", "llama3.1", "llama3.2", "hermes3", "mistral-v0.3", "devstral", "phi-4-mini",
     "gemma-3", "kimi-k2", "functionary-v3.1", "phi-3.5", "llama4-pythonic", "functionary-v3.2",
     "internlm2", "granite-20b-fc", "falcon3", "hermes2-pro",
+    "minicpm5",
 }  # fmt: skip
 # Measured on SentencePiece vocabularies with byte fallback (a newline is <0x0A>, a space "▁"): openvino_genai
 # 2026.4's XGrammar finds no token for a grammar's literal "\n" or " " (test_family_models' SPACE_FAILS), so a

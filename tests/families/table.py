@@ -716,6 +716,33 @@ FAMILIES: dict[str, Family] = {
             ),
             markup=("<tool_call>",),
         ),
+        # MiniMax-M3: as M2, Qwen2's vocabulary stands in for its own. Its XML tags each start with the
+        # ]<]minimax[>[ marker, kept in the text; the model reasons in <mm:think> and goes straight on (its template
+        # writes a past call right after </mm:think>).
+        Family(
+            "minimax-m3",
+            "MiniMax-M3.jinja",
+            script=f"<mm:think>{THOUGHT}</mm:think>{ANSWER}[e~[",
+            tokenizer="qwen2",
+            bos="]~!b[",
+            eos="[e~[",
+            end_of_turn=("[e~[",),
+            special=("]~!b[", "]~b]", "[e~["),
+            added=("<mm:think>", "</mm:think>", "]<]minimax[>["),
+            markup=("]<]minimax[>[", "<mm:think>"),
+        ),
+        # MiniCPM5: its vocabulary is not among the GGUFs; Qwen2's (ChatML, the same <think> tags) stands in. Its
+        # calls are plain XML text. Thinking on, the prompt opens the block ("<think>\n"); not asked, it opens
+        # none, and both prompts end with the same "\n": a bigram model cannot answer the one and reason after the
+        # other, so it answers (matrix.NO_REASONING: its reasoning is Qwen3's, checked on those families).
+        Family(
+            "minicpm5",
+            "openbmb-MiniCPM5-1B.jinja",
+            added=_QWEN3_ADDED,
+            markup=("<think>", "<|im_start|>"),
+            script=f"{ANSWER}<|im_end|>",
+            **_QWEN,
+        ),
     ]
 }
 

@@ -33,6 +33,8 @@ MINJA_FAILS = {
     "minimax-m2": "Unknown argument ensure_ascii for function tojson",
     # Hy3 spells its tokens with str.format.
     "hy3": "Unknown method: format",
+    "minimax-m3": "Unknown argument ensure_ascii for function tojson",
+    "minicpm5": "Unknown argument ensure_ascii for function tojson",
 }
 
 
