@@ -78,6 +78,7 @@ PARSERS: dict[str, tuple[str, str]] = {
     "hermes2-pro": ("hermes", "none"),
     "minimax-m3": ("minimax_m3", "minimax_m3"),
     "minicpm5": ("minicpm5xml", "think"),
+    "deepseek-v4": ("deepseek_v4", "think"),
 }
 # Families whose templates have no reasoning mode: their reasoning cells do not apply.
 NO_REASONING = {

@@ -743,6 +743,15 @@ FAMILIES: dict[str, Family] = {
             script=f"{ANSWER}<|im_end|>",
             **_QWEN,
         ),
+        # DeepSeek V4 (DSML calls in a tool_calls block) as V3.2's row. Thinking on, the prompt opens the block;
+        # off or not asked, it ends with </think>.
+        Family(
+            "deepseek-v4",
+            "deepseek-ai-DeepSeek-V4.jinja",
+            tokenizer="deepseek-llm",
+            script=f"{THOUGHT}</think>{ANSWER}<｜end▁of▁sentence｜>",
+            **_DEEPSEEK,
+        ),
     ]
 }
 

@@ -38,9 +38,10 @@ MINJA_FAILS = {
 }
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def served(family_models: dict[str, Path]) -> Any:
-    """A loader of ServedModels that closes them at the end of the module."""
+    """A loader of ServedModels that closes them at the end of the test: one engine process alive at a time, not
+    one per family (forty of them held ~6 GB until the module ended)."""
     loaded: list[ServedModel] = []
 
     def load(name: str) -> ServedModel:
