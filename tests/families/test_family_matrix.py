@@ -56,6 +56,20 @@ def forced(client: openai.OpenAI, family: str, **extra: Any) -> Any:
     ).choices[0]
 
 
+@pytest.fixture(scope="module")
+def forced_once(client: openai.OpenAI) -> Any:
+    """Each family's unary forced reply, asked once and shared by the cells that read it (greedy: the same reply
+    each time): the forced, history and streamed cells, which ran it three times."""
+    replies: dict[str, Any] = {}
+
+    def reply(family: str) -> Any:
+        if family not in replies:
+            replies[family] = forced(client, family)
+        return replies[family]
+
+    return reply
+
+
 def check_calls(calls: list[tuple[str, str]]) -> None:
     """Each call names an offered tool and its arguments are valid for that tool."""
     assert calls, "no tool calls"
@@ -96,9 +110,9 @@ def test_tools(client: openai.OpenAI, family: str) -> None:
 
 
 @pytest.mark.parametrize("family", matrix.params("history"))
-def test_history(client: openai.OpenAI, family: str) -> None:
+def test_history(client: openai.OpenAI, forced_once: Any, family: str) -> None:
     """The server's own call sent back as the openai client sends it, then the tool's result."""
-    called = forced(client, family)
+    called = forced_once(family)
     assert called.message.tool_calls
     calls = [call.model_dump(exclude_none=True) for call in called.message.tool_calls]
     results = [{"role": "tool", "tool_call_id": call["id"], "content": "18 C, sunny"} for call in calls]
@@ -113,15 +127,15 @@ def test_history(client: openai.OpenAI, family: str) -> None:
 
 
 @pytest.mark.parametrize("family", matrix.params("forced"))
-def test_forced(client: openai.OpenAI, family: str) -> None:
-    choice = forced(client, family)
+def test_forced(forced_once: Any, family: str) -> None:
+    choice = forced_once(family)
     assert choice.finish_reason == "tool_calls", choice
     assert not choice.message.content, choice.message.content
     check_calls([(call.function.name, call.function.arguments) for call in choice.message.tool_calls or []])
 
 
 @pytest.mark.parametrize("family", matrix.params("forced_stream"))
-def test_forced_stream(client: openai.OpenAI, family: str) -> None:
+def test_forced_stream(client: openai.OpenAI, forced_once: Any, family: str) -> None:
     """Streamed: the deltas join into the same calls as the unary reply, names first, no content."""
     joined: dict[int, dict[str, str]] = {}
     finish, content = [], ""
@@ -143,7 +157,7 @@ def test_forced_stream(client: openai.OpenAI, family: str) -> None:
     assert finish == ["tool_calls"] and not content
     streamed = [(entry["name"], entry["arguments"]) for _, entry in sorted(joined.items())]
     check_calls(streamed)
-    unary = forced(client, family)
+    unary = forced_once(family)
     assert streamed == [(call.function.name, call.function.arguments) for call in unary.message.tool_calls or []]
 
 
