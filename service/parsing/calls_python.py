@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from service.parsing.calls import Call, json_sequence, named_call
+from service.parsing.calls_json import named_calls
 from service.parsing.gemma4 import QUOTE, gemma4_call
 
 # Bare names a model writes as values: Python's, and JSON's (Olmo 3 writes null/true/false; LFM2.5's template
@@ -87,9 +88,11 @@ _PYTHON_FENCE = re.compile(r"\A\s*```(?:python|py)?[ \t]*\n(.*?)\n?```\s*\Z", re
 
 def lfm2_calls(text: str) -> list[Call] | None:
     """What LFM2's tags hold: a Python list of calls (LFM2, LFM2.5), or calls one per line, bare or in a
-    ```python fence (MiniCPM 3/4 write theirs between the same tokens)."""
+    ```python fence (MiniCPM 3/4 write theirs between the same tokens), or a JSON list of named calls (openPangu
+    writes its calls between the same tokens, and llama.cpp's own LFM2 template writes past calls so: whichever
+    of the two formats a template shows, a model trained on the other's form is read)."""
     fenced = _PYTHON_FENCE.match(text)
-    return python_call_list(text) or python_call_lines(fenced.group(1) if fenced else text)
+    return python_call_list(text) or python_call_lines(fenced.group(1) if fenced else text) or named_calls(text)
 
 
 def python_call_lines(text: str) -> list[Call] | None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from service.parsing.calls_json import NAMED_ARGUMENTS, named_calls
-from service.parsing.calls_python import python_call_lines
+from service.parsing.calls_python import lfm2_calls, python_call_lines
 from service.parsing.calls_tail import (
     CWM_CLOSE,
     CWM_OPEN,
@@ -207,7 +207,8 @@ def _invokes(markup: CallMarkup, close_tag: str, invoke: str, ends_reasoning: tu
 # --tool-parser name -> its format.
 TOOL_FORMATS: dict[str, ToolFormat] = {
     "qwen25_coder": _blocks(named_calls, QWEN25_CODER, QWEN25_CODER_OPEN, QWEN25_CODER_CLOSE),
-    "openpangu": _blocks(named_calls, OPENPANGU, PANGU_OPEN, PANGU_CLOSE),
+    # Its JSON list or LFM2's Python one: the same tokens hold either (lfm2_calls says why).
+    "openpangu": _blocks(lfm2_calls, OPENPANGU, PANGU_OPEN, PANGU_CLOSE),
     "plamo3": _blocks(plamo3_calls, PLAMO3, PLAMO_REQUESTS, PLAMO_REQUESTS_END),
     "gigachat35": _invokes(GIGACHAT35, f"</{GCML}tool_calls>", GCML),
     "dots": _invokes(DOTS, "</dots_function_call>", ""),

@@ -61,6 +61,12 @@ CASES = [
     ("lfm2", "<|tool_call_start|>[get_weather(city=open('x'))]<|tool_call_end|>", [], None),  # not a literal
     ("lfm2", "<|tool_call_start|>[get_weather(city='Paris'<|tool_call_end|>", [], None),  # broken syntax
     ("lfm2", "<|tool_call_start|>[]<|tool_call_end|>", [], None),  # no call
+    # JSON named calls between the same tokens: llama.cpp's own LFM2 template writes past calls so (detected as
+    # openpangu, whose form it is), and a model trained on either form is read under either format.
+    ("lfm2", '<|tool_call_start|>[{"name": "get_weather", "arguments": {"city": "Paris", "days": 3}}]<|tool_call_end|>',
+     [WEATHER], ""),
+    ("openpangu", LFM2_TWO, [WEATHER, TIME], ""),
+    ("openpangu", "<|tool_call_start|>[get_weather('Paris')]<|tool_call_end|>", [], None),  # neither form
     ("olmo3", OLMO3_CALL, [WEATHER], ""),
     ("olmo3", OLMO3_TWO, [WEATHER, TIME], ""),
     ("olmo3", "Sure. " + OLMO3_CALL, [WEATHER], "Sure."),
