@@ -3,40 +3,25 @@ model named 'tiny-chat'"): a real serve, its models listed over gRPC show the fl
 
 from __future__ import annotations
 
-import os
-import re
 import signal
-import subprocess
-import sys
-from pathlib import Path
 
 import grpc
 
 from clients.v1 import model_pb2, model_pb2_grpc
 from service.models import BUNDLED_MODELS_DIR
 from tests.conftest import SERVED_BY_DEFAULT
+from tests.rest_bridge.test_cli import ovserve, read_until
 
-ROOT = Path(__file__).resolve().parents[2]
 CAPITALS = BUNDLED_MODELS_DIR / "tiny-chat-capitals"  # the bundled LoRA adapter of tiny-chat
 
 
 def test_per_model_flags_naming_bundled_models_take_effect_in_a_real_serve() -> None:
     argv = ["serve", "--port", "0", "--no-rest", "--cache-size-gb", "1", "--tool-parser", "tiny-chat=llama3_json",
             "--lora", f"caps=tiny-chat:{CAPITALS}"]  # fmt: skip
-    process = subprocess.Popen(
-        [sys.executable, "-m", "service.cli", *argv],
-        cwd=ROOT, stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"},
-    )  # fmt: skip
-    try:
-        port, lines = None, []
-        assert process.stderr is not None
-        for line in process.stderr:
-            lines.append(line)
-            if match := re.search(r"gRPC listening on 127\.0\.0\.1:(\d+)", line):
-                port = int(match.group(1))
-            if "serving tiny-chat" in line:
-                break
-        assert port and "serving tiny-chat" in lines[-1], "".join(lines)
+    with ovserve(*argv) as process:
+        lines: list[str] = []
+        port = int(read_until(process, r"gRPC listening on 127\.0\.0\.1:(\d+)", lines).group(1))
+        read_until(process, r"serving tiny-chat", lines)
         with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
             listed = model_pb2_grpc.ModelServiceStub(channel).ListModels(model_pb2.ListModelsRequest(), timeout=30)
         models = {model.id: model for model in listed.data}
@@ -47,7 +32,3 @@ def test_per_model_flags_naming_bundled_models_take_effect_in_a_real_serve() -> 
         assert models["caps"].root == str(CAPITALS / "adapter_model.safetensors")
         process.send_signal(signal.SIGTERM)
         assert process.wait(timeout=30) == 0
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()

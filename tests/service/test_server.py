@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
-import re
 import signal
 import subprocess
 import sys
@@ -21,6 +19,7 @@ from service.api import chat as chat_api
 from service.api import completions as completions_api
 from service.models import ModelSpec
 from tests.conftest import SERVED_BY_DEFAULT, TEST_SETTINGS, TINY_CHAT, TINY_CHAT_DRAFT, start_server
+from tests.rest_bridge.test_cli import ovserve, read_until
 from tests.rpc import failure, parse
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -227,30 +226,16 @@ def test_reflection_v1_and_v1alpha_both_list_and_describe(server, protocol: str)
 
 
 def test_ovserve_serve_cli_serves_the_bundled_model_and_stops_on_sigterm(tmp_path) -> None:
-    process = subprocess.Popen(
-        [sys.executable, "-m", "service.cli", "serve", "--port", "0", "--no-rest", "--cache-size-gb", "1"],
-        cwd=ROOT, stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"},
-    )  # fmt: skip
-    try:
-        port, lines = None, []
-        assert process.stderr is not None
-        for line in process.stderr:
-            lines.append(line)
-            if match := re.search(r"gRPC listening on 127\.0\.0\.1:(\d+)", line):
-                port = int(match.group(1))
-            if "serving tiny-chat" in line:
-                break
-        assert port, "".join(lines)
+    with ovserve("serve", "--port", "0", "--no-rest", "--cache-size-gb", "1") as process:
+        lines: list[str] = []
+        port = int(read_until(process, r"gRPC listening on 127\.0\.0\.1:(\d+)", lines).group(1))
+        read_until(process, r"serving tiny-chat", lines)
         assert any("loading draft model" in line for line in lines)  # tiny-chat-draft comes with it
         with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
             status = health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(), timeout=10).status
             assert status == health_pb2.HealthCheckResponse.SERVING
         process.send_signal(signal.SIGTERM)
         assert process.wait(timeout=30) == 0
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
 
 
 def test_health_is_not_serving_until_models_are_loaded() -> None:
