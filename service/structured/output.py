@@ -58,6 +58,7 @@ FORMAT_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")  # OpenAI's rule for json_sch
 JSON_OBJECT = schema_grammar({"type": "object"})  # json_object: any JSON object
 MAX_PARALLEL_CALLS = 8  # "required" with parallel calls: a bound, so a small model cannot call forever
 AFTER_THINK = "\n\n"  # what chat templates write between the reasoning block and the reply
+AFTER_THINK_BLANKS = r"[ \t\r\n]{0,4}"  # what a model may write there under a constraint
 UNKNOWN_FORMAT = (
     "this model's tool-call format is unknown (its chat template shows none that ovserve reads), so a call "
     "cannot be forced; serve it with --tool-parser NAME=PARSER (tool_parser in the TOML) naming its format"
@@ -93,8 +94,22 @@ class Guide:
         think = self.think
         after = AFTER_THINK if think.after is None else think.after  # gpt-oss: the next message's header
         begin = "" if opened else think.begin
-        block = {"type": "tag", "begin": begin, "content": {"type": "any_text"}, "end": think.end + after}
-        document = {"type": "structural_tag", "format": {"type": "sequence", "elements": [block, self._format()]}}
+        # The block ends at its end tag. Blank lines after it are the model's to write or not (MiniMax-M3's template
+        # writes a call right after </mm:think>): were they part of the end, a model that went straight on would
+        # stay "inside" the block until max_tokens. A bounded run, so a small model cannot pad for ever.
+        blank = not after.strip()
+        block = {
+            "type": "tag",
+            "begin": begin,
+            "content": {"type": "any_text"},
+            "end": think.end + ("" if blank else after),
+        }
+        elements = [
+            block,
+            *([{"type": "regex", "pattern": AFTER_THINK_BLANKS}] if blank and after else []),
+            self._format(),
+        ]
+        document = {"type": "structural_tag", "format": {"type": "sequence", "elements": elements}}
         return OutputConstraint("structural_tags_config", json.dumps(document), blame)
 
     def after_block(self) -> OutputConstraint:
