@@ -516,8 +516,8 @@ FAMILIES: dict[str, Family] = {
         # Nemotron Nano v2 (9B): its 131k Tekken-like byte-level BPE is not among the GGUFs; Llama 3's stands in.
         # Its <SPECIAL_n> role and turn tokens are control tokens; <think> and <TOOLCALL> stay in the text, where
         # vLLM's parsers read them. Thinking is switched by /think or /no_think in a message, not by a kwarg: the
-        # prompt opens the block ("<think>\n") unless told /no_think. The model ends it with "</think>\n\n", the
-        # end a forced call's grammar waits for (service.structured.output.AFTER_THINK).
+        # prompt opens the block ("<think>\n") unless told /no_think. The model ends it with "</think>\n\n" (a forced
+        # call's grammar takes the blank line or none: service.structured.output.AFTER_THINK_BLANKS).
         Family(
             "nemotron-nano-v2",
             "NVIDIA-Nemotron-Nano-v2.jinja",
