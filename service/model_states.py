@@ -64,6 +64,11 @@ class ModelStates:
         """``name`` is in ``state`` now (a name not known before becomes known)."""
         self._states[name] = ModelStatus(state, reason)
 
+    def forget(self, name: str) -> None:
+        """``name`` is no longer known (a model a configuration reload removed)."""
+        self._states.pop(name, None)
+        self._tasks.pop(name, None)
+
     def get(self, name: str) -> ModelStatus | None:
         """The known model's status; None for a name the server does not know."""
         return self._states.get(name)

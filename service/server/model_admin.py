@@ -71,6 +71,7 @@ class ModelAdmin:
         self._forced: dict[str, asyncio.Event] = {}  # set: the draining unload of that model fails what runs
         self._leaving: dict[str, Served] = {}  # the processes of models being unloaded (out of the registry)
         self._closed = False  # the server stops: a load finishing now ends its process instead of serving
+        self._forgetting: set[str] = set()  # models being removed (a configuration reload): no load starts
 
     async def load(self, name: str) -> None:
         """Load the known model ``name`` unless it is loaded; a load under way is followed, not repeated.
@@ -149,6 +150,35 @@ class ModelAdmin:
             self._registry.states.know([name], {name: spec.task.value})
             self._changed()
 
+    @property
+    def specs(self) -> dict[str, ModelSpec]:
+        """Every known model's spec, by name, in the order they became known (a copy)."""
+        return dict(self._specs)
+
+    def declare_spec(self, spec: ModelSpec) -> None:
+        """Know ``spec``: a new model (AVAILABLE until loaded), or new settings of a known one, which apply from
+        its next load (a configuration reload unloads a changed model first)."""
+        self._specs[spec.name] = spec
+        self._registry.states.know([spec.name], {spec.name: spec.task.value})
+        self._changed()
+
+    async def forget(self, name: str) -> None:
+        """Unload ``name`` (draining its calls), then forget it: a request naming it gets NOT_FOUND from then on.
+        Loads asked for meanwhile do not happen (their callers get NOT_FOUND)."""
+        self._spec(name)
+        self._forgetting.add(name)
+        try:
+            while True:
+                await self.unload(model_pb2.UnloadModelRequest(model=name))
+                async with self._turn(name):
+                    if name not in self._registry.names:  # (a load that began before the forget is unloaded too)
+                        self._specs.pop(name, None)
+                        self._registry.states.forget(name)
+                        break
+        finally:
+            self._forgetting.discard(name)
+        self._changed()
+
     def _end_unload(self, name: str) -> None:
         self._unloading.pop(name, None)
         self._forced.pop(name, None)
@@ -157,6 +187,8 @@ class ModelAdmin:
         async with self._turn(name):
             if name in self._registry.names:
                 return
+            if name in self._forgetting:
+                raise NotFound(f"model {quote(name)} is being removed from this server", param="model")
             self._set(name, ModelState.LOADING)
             spec = self._specs[name]
             try:
