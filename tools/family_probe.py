@@ -313,6 +313,11 @@ class Probe:
         # What the two renderings share is the prompt up to where the model writes (the turn's header with it);
         # what the template writes after the marker ends any turn, and is no part of what the model writes.
         start = shared_prefix(whole, marked)
+        # No further than the generation prompt, where the template writes one as the turn's opening: the model
+        # writes what follows it (gpt-oss's "<|start|>assistant"; both past turns go on with "<|channel|>").
+        opening = render(ASK, True)
+        if whole.startswith(opening):
+            start = min(start, len(opening))
         # Not inside a tag both open alike (Command R's <|START_ACTION|> and <|START_RESPONSE|>): before it.
         opened = max(whole.rfind("<", 0, start), whole.rfind("[", 0, start))
         if opened >= 0 and not any(close in whole[opened:start] for close in ">]"):

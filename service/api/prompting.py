@@ -16,6 +16,7 @@ from google.protobuf import json_format
 
 from service.api.generic_tools import generic_conversation
 from service.engine import TemplateError
+from service.engine.template_probe import REASONING
 from service.errors import FieldViolation, InvalidArgument, quote
 from service.models import ServedModel
 from service.parsing.markup import ThinkMarkup
@@ -193,6 +194,8 @@ def template_messages(model: ServedModel, history: list[dict[str, Any]]) -> list
       templates that write results under the function's name read it (vLLM's Hermes refuses one without).
     - A past reply whose content still holds its reasoning block (clients that keep it there send it back so)
       with the block moved to ``reasoning_content`` (``reasoning_apart``).
+    - A past turn's reasoning also under the name the template reads it by (``MessageForm.reasoning_key``:
+      gpt-oss's ``thinking``, MiniCPM3's ``thought``), found at load by rendering.
     """
     output, form = model.output_format, model.engine.message_form
     fit = output.fit_call_id
@@ -203,7 +206,8 @@ def template_messages(model: ServedModel, history: list[dict[str, Any]]) -> list
             function = call.get("function") if isinstance(call, dict) else None
             if isinstance(function, dict) and isinstance(function.get("name"), str):
                 called[str(call.get("id") or "")] = function["name"]
-        if message.get("content") is None or "tool_calls" in message or "tool_call_id" in message:
+        message = reasoning_apart(output.think_markup, message)
+        if message.get("content") is None or {"tool_calls", "tool_call_id", REASONING} & message.keys():
             message = form.apply(output.with_calls_in_content(message))
             if "tool_call_id" in message:
                 if "name" not in message and message["tool_call_id"] in called:
@@ -211,7 +215,7 @@ def template_messages(model: ServedModel, history: list[dict[str, Any]]) -> list
                 message["tool_call_id"] = fit(message["tool_call_id"])
             if "tool_calls" in message:
                 message["tool_calls"] = [{**call, "id": fit(call.get("id") or "")} for call in message["tool_calls"]]
-        messages.append(reasoning_apart(output.think_markup, message))
+        messages.append(message)
     return messages
 
 
@@ -225,12 +229,7 @@ def reasoning_apart(think: ThinkMarkup | None, message: dict[str, Any]) -> dict[
     The block is what comes before its first end; its opening (if written) and the blank lines around it go.
     """
     content = message.get("content")
-    if (
-        think is None
-        or message.get("role") != "assistant"
-        or not isinstance(content, str)
-        or message.get("reasoning_content")
-    ):
+    if think is None or message.get("role") != "assistant" or not isinstance(content, str) or message.get(REASONING):
         return message
     ends = [(at, end) for end in think.ends if (at := content.find(end)) >= 0]
     if not ends:
@@ -241,7 +240,7 @@ def reasoning_apart(think: ThinkMarkup | None, message: dict[str, Any]) -> dict[
         if begin and begin in block:
             block = block.split(begin, 1)[1]
             break
-    return {**message, "reasoning_content": block.strip("\n"), "content": reply.lstrip("\n")}
+    return {**message, REASONING: block.strip("\n"), "content": reply.lstrip("\n")}
 
 
 def _encode(model: ServedModel, prompt: str) -> list[int]:

@@ -8,6 +8,12 @@ Two choices, each made by rendering probe conversations (not from a list of temp
   templates write the object (``tojson``, or their own dialect); some concatenate them, which fails in Jinja2
   and gives a Python dict's text in minja: those get JSON text. The form kept is the first (of FORMS) under
   which the call turn renders and keeps the call.
+- The name a past turn's reasoning is read under (``MessageForm.reasoning_key``): clients send it as
+  ``reasoning_content``; templates read it as that, ``reasoning`` (Laguna), ``thinking`` (gpt-oss, LFM2.5) or
+  ``thought`` (MiniCPM3, Apriel 1.5). The key kept is the first of REASONING_KEYS under which a past turn's
+  reasoning appears in the rendering; the reasoning is passed under it as well. gpt-oss's refuses a call turn
+  with both content and thinking: a template that refuses that (and renders each alone) gets the two joined
+  under its reasoning key (``MessageForm.reasoning_beside_content``).
 - The engine: minja (openvino_genai's, as OVMS renders) unless Jinja2 renders a probe that minja fails (minja
   has no ``tojson(ensure_ascii=...)``, for one), drops text of, or whose call minja rewrites in a JSON of its
   own (its polyfill, for templates it thinks cannot write calls) where the template writes the family's
@@ -22,7 +28,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from service.engine.template_errors import error_message
@@ -33,6 +39,13 @@ if TYPE_CHECKING:  # chat_template.py probes with this module
 ARGUMENTS = {"city": "Paris", "days": 3}  # "Paris" appears nowhere else in the probes
 CALL_ID = "call12345"  # 9 letters and digits: Mistral's templates refuse any other form
 MINJA, JINJA2 = "minja", "jinja2"
+REASONING = "reasoning_content"  # the API's name of a past turn's reasoning
+# The names templates read it under, in order of preference: the API's, OpenRouter's and newer vLLM's (Laguna,
+# Cohere2MoE), gpt-oss's and LFM2.5's, MiniCPM3's and Apriel 1.5's.
+REASONING_KEYS = (REASONING, "reasoning", "thinking", "thought")
+# The thinking switches the key probes turn on: the names template_context sets (prompting.py) and Apriel 1.5's
+# add_thoughts, without which it writes no past thought; LFM2.5's preserve_thinking keeps every past turn's.
+THINKING_ON = {"enable_thinking": True, "thinking": True, "add_thoughts": True, "preserve_thinking": True}
 
 
 def _bare(text: str) -> str:
@@ -41,15 +54,25 @@ def _bare(text: str) -> str:
 
 @dataclass(frozen=True)
 class MessageForm:
-    """How a template wants an assistant's call turn."""
+    """How a template wants an assistant's call turn and a past turn's reasoning."""
 
     null_call_content: bool = False  # a call turn's empty content as None (the template tests ``is none``)
     text_arguments: bool = False  # a call's arguments as JSON text (the template concatenates them)
+    reasoning_key: str = REASONING  # the name the template reads a past turn's reasoning under
+    reasoning_beside_content: bool = True  # False: a call turn's reasoning and content joined under reasoning_key
 
     def apply(self, message: dict[str, Any]) -> dict[str, Any]:
-        """A copy of ``message`` in this form; any other ``content: null`` becomes ``""``."""
+        """A copy of ``message`` in this form; any other ``content: null`` becomes ``""``. Its reasoning (at
+        ``reasoning_content``, the API's name) is passed under ``reasoning_key`` too."""
         message = dict(message)
         calls = message.get("tool_calls")
+        if reasoning := message.get(REASONING):
+            if calls and message.get("content") and not self.reasoning_beside_content:
+                # gpt-oss's: "Cannot pass both content and thinking in an assistant message with tool calls!";
+                # it writes either as the turn's analysis, so both go there, reasoning first.
+                reasoning = message[REASONING] = f"{reasoning}\n\n{message['content']}"
+                message["content"] = ""
+            message[self.reasoning_key] = reasoning
         if self.null_call_content and calls and not message.get("content"):
             message["content"] = None
         elif message.get("content") is None:
@@ -132,38 +155,45 @@ _CALL = {
     "tool_calls": [{"id": CALL_ID, "type": "function", "function": {"name": "get_weather", "arguments": ARGUMENTS}}],
 }
 _RESULT = {"role": "tool", "tool_call_id": CALL_ID, "name": "get_weather", "content": "Sunny all week."}
-_REASONED = {"role": "assistant", "reasoning_content": "Weighing the sky.", "content": "Take a hat."}
-_THINKING_CALL = {**_CALL, "reasoning_content": "Weighing the sky."}
+_THOUGHT = "Weighing the sky."
+_REASONED = {"role": "assistant", REASONING: _THOUGHT, "content": "Take a hat."}
+_THINKING_CALL = {**_CALL, REASONING: _THOUGHT}
 _FOLLOW_UP = {"role": "user", "content": "And tomorrow?"}
 _CALL_MARKS = (_bare(json.dumps(ARGUMENTS)), "Sunny all week.")
 _PYTHON_ARGUMENTS = _bare(str(ARGUMENTS))  # {'city':'Paris','days':3}
 ANCHORED = ("Paris", "Sunnyallweek.")  # in a call probe, compared with the markup before them
 ANCHOR_CHARS = 12  # of markup before an anchored text (whitespace removed): a call's opening, a result's
 CALL = Probe("call", (_USER, _CALL, _RESULT), ("What is the forecast?", *_CALL_MARKS), tools=True)
+# A past turn's reasoning: in a reply before the next question, and in a call before its result (the only past
+# reasoning gpt-oss's template writes).
+REASONED = (
+    Probe(
+        "reasoning",
+        (_USER, _REASONED, _FOLLOW_UP),
+        (_THOUGHT, "Take a hat.", "And tomorrow?"),
+        context={"enable_thinking": True},
+    ),
+    Probe(
+        "reasoning-call",
+        (_SYSTEM, _USER, _THINKING_CALL, _RESULT),
+        (_THOUGHT, *_CALL_MARKS),
+        tools=True,
+        context={"enable_thinking": True},
+    ),
+)
 PROBES = (
     Probe("plain", (_USER,), ("What is the forecast?",)),
     Probe("system", (_SYSTEM, _USER), ("Answer briefly.", "What is the forecast?")),
     Probe("tools", (_SYSTEM, _USER), ("Forecast for a city.", "Name of the city.", "fahrenheit"), tools=True),
     CALL,
-    Probe(
-        "reasoning",
-        (_USER, _REASONED, _FOLLOW_UP),
-        ("Weighing the sky.", "Take a hat.", "And tomorrow?"),
-        context={"enable_thinking": True},
-    ),
+    REASONED[0],
     Probe(
         "no-thinking",
         (_USER, _REASONED, _FOLLOW_UP),
         ("Take a hat.", "And tomorrow?"),
         context={"enable_thinking": False},
     ),
-    Probe(
-        "reasoning-call",
-        (_SYSTEM, _USER, _THINKING_CALL, _RESULT),
-        ("Weighing the sky.", *_CALL_MARKS),
-        tools=True,
-        context={"enable_thinking": True},
-    ),
+    REASONED[1],
 )
 
 
@@ -196,9 +226,44 @@ def _call_kept(outcome: Outcome) -> int:
 
 def best_form(template: ChatTemplate, render: Renderer) -> MessageForm:
     """The message form under which the template keeps a call turn best (the first such in FORMS: arguments stay
-    an object unless the template cannot write one)."""
+    an object unless the template cannot write one), with the name it reads past reasoning under."""
     kept = [_call_kept(_attempt(template, render, CALL, form)) for form in FORMS]
-    return FORMS[kept.index(max(kept))]
+    form = FORMS[kept.index(max(kept))]
+    key = reasoning_key(template, render, form)
+    form = replace(form, reasoning_key=key)
+    return replace(form, reasoning_beside_content=_reasoning_beside_content(template, render, form))
+
+
+def _under(key: str, probe: Probe) -> Probe:
+    """``probe`` with its reasoning under ``key`` alone, thinking switched on by every name templates read."""
+    messages = tuple(
+        {**{name: value for name, value in message.items() if name != REASONING}, key: message[REASONING]}
+        if REASONING in message
+        else message
+        for message in probe.messages
+    )
+    return replace(probe, messages=messages, context=THINKING_ON)
+
+
+def reasoning_key(template: ChatTemplate, render: Renderer, form: MessageForm) -> str:
+    """The first of REASONING_KEYS under which the template writes a past turn's reasoning (a reply before the
+    next question, or a call before its result), REASONING when it writes it under none."""
+    marker = _bare(_THOUGHT)
+    for key in REASONING_KEYS:
+        if any(marker in _attempt(template, render, _under(key, probe), form).bare for probe in REASONED):
+            return key
+    return REASONING
+
+
+def _reasoning_beside_content(template: ChatTemplate, render: Renderer, form: MessageForm) -> bool:
+    """False when the template refuses a call turn with both content and reasoning but renders it with reasoning
+    alone (gpt-oss's ``raise_exception`` on content and thinking)."""
+    call = REASONED[-1]
+    both = replace(call, messages=tuple({**m, "content": "Let me look."} if m is _THINKING_CALL else m
+                                        for m in call.messages))  # fmt: skip
+    return (
+        _attempt(template, render, both, form).error is None or _attempt(template, render, call, form).error is not None
+    )
 
 
 def choose(template: ChatTemplate, renderers: Mapping[str, Renderer]) -> TemplateChoice:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import shutil
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -145,6 +146,73 @@ def test_the_message_form_leaves_other_messages_as_they_are() -> None:
     assert call["tool_calls"][0]["function"]["arguments"] == ARGUMENTS  # the client's message is not changed
 
 
+# A past turn's reasoning as clients send it back (reasoning_content), in a call turn and in a reply.
+THOUGHT = "The sky looks grey over Lyon"
+REASONED_CALL = [CALLED[0], {**CALLED[1], "reasoning_content": THOUGHT}, CALLED[2]]
+REASONED_REPLY = [CALLED[0], {"role": "assistant", "content": "Take a coat.", "reasoning_content": THOUGHT}]
+GPT_OSS = "openai-gpt-oss-120b.jinja"
+
+
+def rendered(renderer: TemplateRenderer, history: list[dict[str, Any]], context: dict[str, Any]) -> str:
+    model: Any = SimpleNamespace(engine=SimpleNamespace(message_form=renderer.message_form))
+    model.output_format = OutputFormat()
+    return renderer.render(template_messages(model, history), TOOLS, context, add_generation_prompt=False)
+
+
+@pytest.mark.parametrize(
+    ("name", "key", "history", "context"),
+    [
+        (GPT_OSS, "thinking", REASONED_CALL, {}),  # gpt-oss writes a call's analysis, drops a reply's
+        ("genai-openbmb-MiniCPM3-4B.jinja", "thought", REASONED_REPLY, {}),
+        ("genai-openbmb-MiniCPM3-4B.jinja", "thought", REASONED_CALL, {}),
+        ("unsloth-Apriel-1.5.jinja", "thought", REASONED_REPLY, {"add_thoughts": True}),  # its switch for them
+        ("LFM2.5-8B-A1B.jinja", "thinking", REASONED_CALL, {}),
+        ("Qwen-Qwen3-0.6B.jinja", "reasoning_content", REASONED_CALL, {}),
+        ("poolside-Laguna-S-2.1.jinja", "reasoning_content", REASONED_REPLY, {}),  # reads either name
+    ],
+)
+def test_past_reasoning_reaches_the_template_under_the_name_it_reads(
+    tokenizer: ov_genai.Tokenizer, name: str, key: str, history: list[dict[str, Any]], context: dict[str, Any]
+) -> None:
+    """Clients send reasoning_content; gpt-oss's and LFM2.5's templates read ``thinking``, MiniCPM3's and Apriel
+    1.5's ``thought``: the probes find the name by rendering, and the reasoning is passed under it."""
+    renderer = renderer_of(tokenizer, name)
+    assert renderer.message_form.reasoning_key == key
+    assert THOUGHT in rendered(renderer, history, context)
+    if key != "reasoning_content":  # under the API's name alone (before), the template never saw it
+        model: Any = SimpleNamespace(engine=SimpleNamespace(message_form=MessageForm()))
+        model.output_format = OutputFormat()
+        before = renderer.render(template_messages(model, history), TOOLS, context, add_generation_prompt=False)
+        assert THOUGHT not in before
+
+
+def test_gpt_oss_gets_a_call_turns_content_and_reasoning_as_one_analysis(tokenizer: ov_genai.Tokenizer) -> None:
+    """gpt-oss's template raises on a call turn with both content and thinking; the probes find that it does
+    (and renders either alone), and the two reach it joined, reasoning first, as the call's analysis."""
+    renderer = renderer_of(tokenizer, GPT_OSS)
+    assert renderer.message_form.reasoning_beside_content is False
+    both = [CALLED[0], {**REASONED_CALL[1], "content": "Let me check."}, CALLED[2]]
+    text = rendered(renderer, both, {})
+    assert f"<|channel|>analysis<|message|>{THOUGHT}\n\nLet me check.<|end|>" in text
+    assert '"city": "Lyon"' in text or '"city":"Lyon"' in text
+    beside = replace(renderer.message_form, reasoning_beside_content=True)
+    with pytest.raises(TemplateError, match="Cannot pass both content and thinking"):
+        prompt(renderer, both, beside)
+    # Templates that take both keep them apart (Qwen3 writes the reasoning block and the content).
+    assert renderer_of(tokenizer, "Qwen-Qwen3-0.6B.jinja").message_form.reasoning_beside_content is True
+
+
+def test_the_message_form_passes_reasoning_under_its_key_too() -> None:
+    form = MessageForm(reasoning_key="thought", reasoning_beside_content=False)
+    reply = {"role": "assistant", "content": "Take a coat.", "reasoning_content": THOUGHT}
+    assert form.apply(reply) == {**reply, "thought": THOUGHT}  # a reply keeps both: only call turns are joined
+    call = {**REASONED_CALL[1], "content": "Let me check."}
+    joined = f"{THOUGHT}\n\nLet me check."
+    assert form.apply(call) == {**call, "content": "", "reasoning_content": joined, "thought": joined}
+    assert call["content"] == "Let me check."  # the client's message is not changed
+    assert MessageForm().apply({"role": "assistant", "content": "Hi"}) == {"role": "assistant", "content": "Hi"}
+
+
 LOOPING = "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}{{ messages[0]['content'] }}"
 
 
@@ -164,9 +232,12 @@ def test_a_template_that_loops_is_bounded(tokenizer: ov_genai.Tokenizer, monkeyp
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerThread]:
-    """tiny-chat copies whose chat_template.jinja is DeepSeek-R1-Distill's and MiniCPM5's, on a real server."""
+    """tiny-chat copies whose chat_template.jinja is DeepSeek-R1-Distill's, MiniCPM5's, gpt-oss's and MiniCPM3's,
+    on a real server."""
     specs = []
-    for name, template in (("r1-distill", R1_DISTILL), ("minicpm5", ENSURE_ASCII[0])):
+    copies = (("r1-distill", R1_DISTILL), ("minicpm5", ENSURE_ASCII[0]), ("gpt-oss", GPT_OSS),
+              ("minicpm3", "genai-openbmb-MiniCPM3-4B.jinja"))  # fmt: skip
+    for name, template in copies:
         copy = tmp_path_factory.mktemp(name) / "model"
         shutil.copytree(TINY_CHAT, copy)
         shutil.copy(TEMPLATES / template, copy / "chat_template.jinja")
@@ -203,3 +274,17 @@ def test_served_minicpm5_answers_a_request_with_tools(served: ServerThread) -> N
             parse(chat_pb2.CreateChatCompletionRequest, body)
         )
     assert reply.choices[0].finish_reason and reply.usage.prompt_tokens > 0
+
+
+@pytest.mark.parametrize("model", ["gpt-oss", "minicpm3"])
+def test_served_templates_see_past_reasoning_sent_as_reasoning_content(served: ServerThread, model: str) -> None:
+    """A client's call turn with reasoning_content and content (gpt-oss: joined, its template refuses both apart)
+    reaches the template under the name it reads: the prompt the server tokenises holds both."""
+    history = client_history()
+    history[1] = {**history[1], "content": "Let me check.", "reasoning_content": THOUGHT}
+    with grpc.insecure_channel(served.target) as channel:
+        tokenizer = tokenizer_pb2_grpc.TokenizerServiceStub(channel)
+        request = {"model": model, "messages": history}
+        ids = tokenizer.Tokenize(parse(tokenizer_pb2.TokenizeRequest, request)).tokens
+        text = tokenizer.Detokenize(tokenizer_pb2.DetokenizeRequest(model=model, tokens=ids)).prompt
+    assert THOUGHT in text and "Let me check." in text and "Lyon" in text
