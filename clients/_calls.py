@@ -410,3 +410,10 @@ def unload_model(
     """Unload ``model`` once its running requests end (``force``: fail them now); the model, "available" again."""
     request = model_pb2.UnloadModelRequest(model=model, force=force)
     return Call(stubs[Service.MODEL].UnloadModel, request, timeout, attrgetter("model"))
+
+
+def reload_config(stubs: Stubs, /, *, timeout: float | None = None) -> Call[model_pb2.ReloadConfigResponse]:
+    """Have the server read its TOML file (``--config``) again and apply what changed in its models: the reply
+    says what happened to each model (``models``: added, removed, changed, unchanged, kept; ``error`` when it
+    failed) and which server settings need a restart (``restart_required``)."""
+    return Call(stubs[Service.MODEL].ReloadConfig, model_pb2.ReloadConfigRequest(), timeout)

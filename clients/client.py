@@ -162,6 +162,7 @@ class _Client:
     unload_lora_adapter = _Unary(_calls.unload_lora_adapter)
     load_model = _Streaming(_calls.load_model)
     unload_model = _Unary(_calls.unload_model)
+    reload_config = _Unary(_calls.reload_config)
 
 
 class OvserveClient(_Client):

@@ -16,6 +16,7 @@ from rest_bridge.routes import (
     batches,
     chat_completions,
     completions,
+    config,
     conversations,
     embeddings,
     files,
@@ -53,6 +54,7 @@ def make_app(
     metrics and load, when the bridge runs beside it (a bridge alone has no /metrics or /v1/loads)."""
     arguments: dict[str, Any] = {"backend": Backend.on(channel), "settings": settings or BridgeSettings()}
     rules: list[Any] = responses_websocket.routes(PREFIXES, arguments)  # before the HTTP rules of the same paths
+    rules += [(path, handler, arguments) for path, handler in config.RULES]  # /v1's in OVMS's shape
     rules += [(prefix + path, handler, arguments) for prefix in PREFIXES for path, handler in ROUTES]
     rules += [(path, handler, arguments) for path, handler in models.ROUTER_ROUTES]  # llama.cpp's, at the root
     rules += health.rules(PREFIXES, arguments, figures)

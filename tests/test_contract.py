@@ -57,6 +57,7 @@ EXPECTED_RPCS = {
         "UnloadLoraAdapter": False,
         "LoadModel": True,
         "UnloadModel": False,
+        "ReloadConfig": False,
     },
     "ovserve.v1.TokenizerService": {"Tokenize": False, "Detokenize": False},
     "ovserve.v1.FileService": {

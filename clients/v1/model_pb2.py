@@ -26,7 +26,7 @@ from google.api import annotations_pb2 as google_dot_api_dot_annotations__pb2
 from google.protobuf import struct_pb2 as google_dot_protobuf_dot_struct__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x16ovserve/v1/model.proto\x12\novserve.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1cgoogle/protobuf/struct.proto\"\x86\x01\n\x16LoadLoraAdapterRequest\x12\x11\n\tlora_name\x18\x01 \x01(\t\x12\x11\n\tlora_path\x18\x02 \x01(\t\x12\x14\n\x0cload_inplace\x18\x03 \x01(\x08\x12\x1c\n\x0f\x62\x61se_model_name\x18\x04 \x01(\tH\x00\x88\x01\x01\x42\x12\n\x10_base_model_name\";\n\x17LoadLoraAdapterResponse\x12 \n\x05model\x18\x01 \x01(\x0b\x32\x11.ovserve.v1.Model\"-\n\x18UnloadLoraAdapterRequest\x12\x11\n\tlora_name\x18\x01 \x01(\t\".\n\x19UnloadLoraAdapterResponse\x12\x11\n\tlora_name\x18\x01 \x01(\t\"\\\n\x10LoadModelRequest\x12\r\n\x05model\x18\x01 \x01(\t\x12\x0e\n\x06source\x18\x02 \x01(\t\x12)\n\x08settings\x18\x03 \x01(\x0b\x32\x17.google.protobuf.Struct\"D\n\x11LoadModelResponse\x12\r\n\x05state\x18\x01 \x01(\t\x12 \n\x05model\x18\x02 \x01(\x0b\x32\x11.ovserve.v1.Model\"2\n\x12UnloadModelRequest\x12\r\n\x05model\x18\x01 \x01(\t\x12\r\n\x05\x66orce\x18\x02 \x01(\x08\"7\n\x13UnloadModelResponse\x12 \n\x05model\x18\x01 \x01(\x0b\x32\x11.ovserve.v1.Model\"\xe0\x03\n\x05Model\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0e\n\x06object\x18\x02 \x01(\t\x12\x0f\n\x07\x63reated\x18\x03 \x01(\x03\x12\x10\n\x08owned_by\x18\x04 \x01(\t\x12\x15\n\rmax_model_len\x18\x05 \x01(\x05\x12\x0c\n\x04task\x18\x06 \x01(\t\x12\x1c\n\x14\x63hat_template_source\x18\x07 \x01(\t\x12\x13\n\x0btool_parser\x18\x08 \x01(\t\x12\x18\n\x10reasoning_parser\x18\t \x01(\t\x12\x0e\n\x06source\x18\n \x01(\t\x12\x13\n\x0bsource_kind\x18\x0b \x01(\t\x12\x10\n\x08revision\x18\x0c \x01(\t\x12\x15\n\rweight_format\x18\r \x01(\t\x12\x11\n\tprecision\x18\x0e \x01(\t\x12\x0e\n\x06parent\x18\x0f \x01(\t\x12\x0c\n\x04root\x18\x10 \x01(\t\x12\x1c\n\x14tool_parser_evidence\x18\x11 \x01(\t\x12!\n\x19reasoning_parser_evidence\x18\x12 \x01(\t\x12\x1c\n\x14\x63hat_template_engine\x18\x13 \x01(\t\x12#\n\x1b\x63hat_template_engine_reason\x18\x14 \x01(\t\x12\r\n\x05state\x18\x15 \x01(\t\x12\x14\n\x0cstate_reason\x18\x16 \x01(\t\"\x13\n\x11ListModelsRequest\"E\n\x12ListModelsResponse\x12\x0e\n\x06object\x18\x01 \x01(\t\x12\x1f\n\x04\x64\x61ta\x18\x02 \x03(\x0b\x32\x11.ovserve.v1.Model\" \n\x0fGetModelRequest\x12\r\n\x05model\x18\x01 \x01(\t\"4\n\x10GetModelResponse\x12 \n\x05model\x18\x01 \x01(\x0b\x32\x11.ovserve.v1.Model2\xc4\x05\n\x0cModelService\x12_\n\nListModels\x12\x1d.ovserve.v1.ListModelsRequest\x1a\x1e.ovserve.v1.ListModelsResponse\"\x12\x82\xd3\xe4\x93\x02\x0c\x12\n/v3/models\x12\x64\n\x08GetModel\x12\x1b.ovserve.v1.GetModelRequest\x1a\x1c.ovserve.v1.GetModelResponse\"\x1d\x82\xd3\xe4\x93\x02\x17\x12\x15/v3/models/{model=**}\x12|\n\x0fLoadLoraAdapter\x12\".ovserve.v1.LoadLoraAdapterRequest\x1a#.ovserve.v1.LoadLoraAdapterResponse\" \x82\xd3\xe4\x93\x02\x1a\"\x15/v3/load_lora_adapter:\x01*\x12\x84\x01\n\x11UnloadLoraAdapter\x12$.ovserve.v1.UnloadLoraAdapterRequest\x1a%.ovserve.v1.UnloadLoraAdapterResponse\"\"\x82\xd3\xe4\x93\x02\x1c\"\x17/v3/unload_lora_adapter:\x01*\x12p\n\tLoadModel\x12\x1c.ovserve.v1.LoadModelRequest\x1a\x1d.ovserve.v1.LoadModelResponse\"$\x82\xd3\xe4\x93\x02\x1e\"\x19/v3/models/{model=*}/load:\x01*0\x01\x12v\n\x0bUnloadModel\x12\x1e.ovserve.v1.UnloadModelRequest\x1a\x1f.ovserve.v1.UnloadModelResponse\"&\x82\xd3\xe4\x93\x02 \"\x1b/v3/models/{model=*}/unload:\x01*b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x16ovserve/v1/model.proto\x12\novserve.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1cgoogle/protobuf/struct.proto\"\x86\x01\n\x16LoadLoraAdapterRequest\x12\x11\n\tlora_name\x18\x01 \x01(\t\x12\x11\n\tlora_path\x18\x02 \x01(\t\x12\x14\n\x0cload_inplace\x18\x03 \x01(\x08\x12\x1c\n\x0f\x62\x61se_model_name\x18\x04 \x01(\tH\x00\x88\x01\x01\x42\x12\n\x10_base_model_name\";\n\x17LoadLoraAdapterResponse\x12 \n\x05model\x18\x01 \x01(\x0b\x32\x11.ovserve.v1.Model\"-\n\x18UnloadLoraAdapterRequest\x12\x11\n\tlora_name\x18\x01 \x01(\t\".\n\x19UnloadLoraAdapterResponse\x12\x11\n\tlora_name\x18\x01 \x01(\t\"\\\n\x10LoadModelRequest\x12\r\n\x05model\x18\x01 \x01(\t\x12\x0e\n\x06source\x18\x02 \x01(\t\x12)\n\x08settings\x18\x03 \x01(\x0b\x32\x17.google.protobuf.Struct\"D\n\x11LoadModelResponse\x12\r\n\x05state\x18\x01 \x01(\t\x12 \n\x05model\x18\x02 \x01(\x0b\x32\x11.ovserve.v1.Model\"2\n\x12UnloadModelRequest\x12\r\n\x05model\x18\x01 \x01(\t\x12\r\n\x05\x66orce\x18\x02 \x01(\x08\"7\n\x13UnloadModelResponse\x12 \n\x05model\x18\x01 \x01(\x0b\x32\x11.ovserve.v1.Model\"\x15\n\x13ReloadConfigRequest\"Y\n\x14ReloadConfigResponse\x12\'\n\x06models\x18\x01 \x03(\x0b\x32\x17.ovserve.v1.ModelChange\x12\x18\n\x10restart_required\x18\x02 \x03(\t\"J\n\x0bModelChange\x12\r\n\x05model\x18\x01 \x01(\t\x12\x0e\n\x06\x63hange\x18\x02 \x01(\t\x12\r\n\x05state\x18\x03 \x01(\t\x12\r\n\x05\x65rror\x18\x04 \x01(\t\"\xe0\x03\n\x05Model\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0e\n\x06object\x18\x02 \x01(\t\x12\x0f\n\x07\x63reated\x18\x03 \x01(\x03\x12\x10\n\x08owned_by\x18\x04 \x01(\t\x12\x15\n\rmax_model_len\x18\x05 \x01(\x05\x12\x0c\n\x04task\x18\x06 \x01(\t\x12\x1c\n\x14\x63hat_template_source\x18\x07 \x01(\t\x12\x13\n\x0btool_parser\x18\x08 \x01(\t\x12\x18\n\x10reasoning_parser\x18\t \x01(\t\x12\x0e\n\x06source\x18\n \x01(\t\x12\x13\n\x0bsource_kind\x18\x0b \x01(\t\x12\x10\n\x08revision\x18\x0c \x01(\t\x12\x15\n\rweight_format\x18\r \x01(\t\x12\x11\n\tprecision\x18\x0e \x01(\t\x12\x0e\n\x06parent\x18\x0f \x01(\t\x12\x0c\n\x04root\x18\x10 \x01(\t\x12\x1c\n\x14tool_parser_evidence\x18\x11 \x01(\t\x12!\n\x19reasoning_parser_evidence\x18\x12 \x01(\t\x12\x1c\n\x14\x63hat_template_engine\x18\x13 \x01(\t\x12#\n\x1b\x63hat_template_engine_reason\x18\x14 \x01(\t\x12\r\n\x05state\x18\x15 \x01(\t\x12\x14\n\x0cstate_reason\x18\x16 \x01(\t\"\x13\n\x11ListModelsRequest\"E\n\x12ListModelsResponse\x12\x0e\n\x06object\x18\x01 \x01(\t\x12\x1f\n\x04\x64\x61ta\x18\x02 \x03(\x0b\x32\x11.ovserve.v1.Model\" \n\x0fGetModelRequest\x12\r\n\x05model\x18\x01 \x01(\t\"4\n\x10GetModelResponse\x12 \n\x05model\x18\x01 \x01(\x0b\x32\x11.ovserve.v1.Model2\xb5\x06\n\x0cModelService\x12_\n\nListModels\x12\x1d.ovserve.v1.ListModelsRequest\x1a\x1e.ovserve.v1.ListModelsResponse\"\x12\x82\xd3\xe4\x93\x02\x0c\x12\n/v3/models\x12\x64\n\x08GetModel\x12\x1b.ovserve.v1.GetModelRequest\x1a\x1c.ovserve.v1.GetModelResponse\"\x1d\x82\xd3\xe4\x93\x02\x17\x12\x15/v3/models/{model=**}\x12|\n\x0fLoadLoraAdapter\x12\".ovserve.v1.LoadLoraAdapterRequest\x1a#.ovserve.v1.LoadLoraAdapterResponse\" \x82\xd3\xe4\x93\x02\x1a\"\x15/v3/load_lora_adapter:\x01*\x12\x84\x01\n\x11UnloadLoraAdapter\x12$.ovserve.v1.UnloadLoraAdapterRequest\x1a%.ovserve.v1.UnloadLoraAdapterResponse\"\"\x82\xd3\xe4\x93\x02\x1c\"\x17/v3/unload_lora_adapter:\x01*\x12p\n\tLoadModel\x12\x1c.ovserve.v1.LoadModelRequest\x1a\x1d.ovserve.v1.LoadModelResponse\"$\x82\xd3\xe4\x93\x02\x1e\"\x19/v3/models/{model=*}/load:\x01*0\x01\x12v\n\x0bUnloadModel\x12\x1e.ovserve.v1.UnloadModelRequest\x1a\x1f.ovserve.v1.UnloadModelResponse\"&\x82\xd3\xe4\x93\x02 \"\x1b/v3/models/{model=*}/unload:\x01*\x12o\n\x0cReloadConfig\x12\x1f.ovserve.v1.ReloadConfigRequest\x1a .ovserve.v1.ReloadConfigResponse\"\x1c\x82\xd3\xe4\x93\x02\x16\"\x11/v3/config/reload:\x01*b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -45,6 +45,8 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_MODELSERVICE'].methods_by_name['LoadModel']._serialized_options = b'\202\323\344\223\002\036\"\031/v3/models/{model=*}/load:\001*'
   _globals['_MODELSERVICE'].methods_by_name['UnloadModel']._loaded_options = None
   _globals['_MODELSERVICE'].methods_by_name['UnloadModel']._serialized_options = b'\202\323\344\223\002 \"\033/v3/models/{model=*}/unload:\001*'
+  _globals['_MODELSERVICE'].methods_by_name['ReloadConfig']._loaded_options = None
+  _globals['_MODELSERVICE'].methods_by_name['ReloadConfig']._serialized_options = b'\202\323\344\223\002\026\"\021/v3/config/reload:\001*'
   _globals['_LOADLORAADAPTERREQUEST']._serialized_start=99
   _globals['_LOADLORAADAPTERREQUEST']._serialized_end=233
   _globals['_LOADLORAADAPTERRESPONSE']._serialized_start=235
@@ -61,16 +63,22 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_UNLOADMODELREQUEST']._serialized_end=605
   _globals['_UNLOADMODELRESPONSE']._serialized_start=607
   _globals['_UNLOADMODELRESPONSE']._serialized_end=662
-  _globals['_MODEL']._serialized_start=665
-  _globals['_MODEL']._serialized_end=1145
-  _globals['_LISTMODELSREQUEST']._serialized_start=1147
-  _globals['_LISTMODELSREQUEST']._serialized_end=1166
-  _globals['_LISTMODELSRESPONSE']._serialized_start=1168
-  _globals['_LISTMODELSRESPONSE']._serialized_end=1237
-  _globals['_GETMODELREQUEST']._serialized_start=1239
-  _globals['_GETMODELREQUEST']._serialized_end=1271
-  _globals['_GETMODELRESPONSE']._serialized_start=1273
-  _globals['_GETMODELRESPONSE']._serialized_end=1325
-  _globals['_MODELSERVICE']._serialized_start=1328
-  _globals['_MODELSERVICE']._serialized_end=2036
+  _globals['_RELOADCONFIGREQUEST']._serialized_start=664
+  _globals['_RELOADCONFIGREQUEST']._serialized_end=685
+  _globals['_RELOADCONFIGRESPONSE']._serialized_start=687
+  _globals['_RELOADCONFIGRESPONSE']._serialized_end=776
+  _globals['_MODELCHANGE']._serialized_start=778
+  _globals['_MODELCHANGE']._serialized_end=852
+  _globals['_MODEL']._serialized_start=855
+  _globals['_MODEL']._serialized_end=1335
+  _globals['_LISTMODELSREQUEST']._serialized_start=1337
+  _globals['_LISTMODELSREQUEST']._serialized_end=1356
+  _globals['_LISTMODELSRESPONSE']._serialized_start=1358
+  _globals['_LISTMODELSRESPONSE']._serialized_end=1427
+  _globals['_GETMODELREQUEST']._serialized_start=1429
+  _globals['_GETMODELREQUEST']._serialized_end=1461
+  _globals['_GETMODELRESPONSE']._serialized_start=1463
+  _globals['_GETMODELRESPONSE']._serialized_end=1515
+  _globals['_MODELSERVICE']._serialized_start=1518
+  _globals['_MODELSERVICE']._serialized_end=2339
 # @@protoc_insertion_point(module_scope)

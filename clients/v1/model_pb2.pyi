@@ -70,6 +70,30 @@ class UnloadModelResponse(_message.Message):
     model: Model
     def __init__(self, model: _Optional[_Union[Model, _Mapping]] = ...) -> None: ...
 
+class ReloadConfigRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class ReloadConfigResponse(_message.Message):
+    __slots__ = ("models", "restart_required")
+    MODELS_FIELD_NUMBER: _ClassVar[int]
+    RESTART_REQUIRED_FIELD_NUMBER: _ClassVar[int]
+    models: _containers.RepeatedCompositeFieldContainer[ModelChange]
+    restart_required: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, models: _Optional[_Iterable[_Union[ModelChange, _Mapping]]] = ..., restart_required: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class ModelChange(_message.Message):
+    __slots__ = ("model", "change", "state", "error")
+    MODEL_FIELD_NUMBER: _ClassVar[int]
+    CHANGE_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    model: str
+    change: str
+    state: str
+    error: str
+    def __init__(self, model: _Optional[str] = ..., change: _Optional[str] = ..., state: _Optional[str] = ..., error: _Optional[str] = ...) -> None: ...
+
 class Model(_message.Message):
     __slots__ = ("id", "object", "created", "owned_by", "max_model_len", "task", "chat_template_source", "tool_parser", "reasoning_parser", "source", "source_kind", "revision", "weight_format", "precision", "parent", "root", "tool_parser_evidence", "reasoning_parser_evidence", "chat_template_engine", "chat_template_engine_reason", "state", "state_reason")
     ID_FIELD_NUMBER: _ClassVar[int]

@@ -66,6 +66,11 @@ class ModelServiceStub:
                 request_serializer=ovserve_dot_v1_dot_model__pb2.UnloadModelRequest.SerializeToString,
                 response_deserializer=ovserve_dot_v1_dot_model__pb2.UnloadModelResponse.FromString,
                 _registered_method=True)
+        self.ReloadConfig = channel.unary_unary(
+                '/ovserve.v1.ModelService/ReloadConfig',
+                request_serializer=ovserve_dot_v1_dot_model__pb2.ReloadConfigRequest.SerializeToString,
+                response_deserializer=ovserve_dot_v1_dot_model__pb2.ReloadConfigResponse.FromString,
+                _registered_method=True)
 
 
 class ModelServiceServicer:
@@ -141,6 +146,25 @@ class ModelServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ReloadConfig(self, request, context):
+        """Read the TOML configuration file (--config) again, with the flags the
+        server started with, and apply what changed in its models: a new model is
+        declared and loaded (unless it loads on request); one gone from the file
+        is unloaded once its calls end, then NOT_FOUND; a changed one is unloaded
+        (drained) and loaded with its new settings; an unchanged one keeps
+        serving, its streams undisturbed. Models added at run time by LoadModel
+        with a source stay. Server settings that differ (host, port, TLS, the
+        stores...) are not applied: restart_required names them. A file that does
+        not parse or is inconsistent changes nothing: INVALID_ARGUMENT naming the
+        problem. FAILED_PRECONDITION for a server started without --config. One
+        reload at a time: a second waits for the first, then reads the file
+        again. Admin key as LoadModel. REST: POST /v3/config/reload, and OVMS's
+        POST /v1/config/reload in OVMS's shape.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ModelServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -173,6 +197,11 @@ def add_ModelServiceServicer_to_server(servicer, server):
                     servicer.UnloadModel,
                     request_deserializer=ovserve_dot_v1_dot_model__pb2.UnloadModelRequest.FromString,
                     response_serializer=ovserve_dot_v1_dot_model__pb2.UnloadModelResponse.SerializeToString,
+            ),
+            'ReloadConfig': grpc.unary_unary_rpc_method_handler(
+                    servicer.ReloadConfig,
+                    request_deserializer=ovserve_dot_v1_dot_model__pb2.ReloadConfigRequest.FromString,
+                    response_serializer=ovserve_dot_v1_dot_model__pb2.ReloadConfigResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -339,6 +368,33 @@ class ModelService:
             '/ovserve.v1.ModelService/UnloadModel',
             ovserve_dot_v1_dot_model__pb2.UnloadModelRequest.SerializeToString,
             ovserve_dot_v1_dot_model__pb2.UnloadModelResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ReloadConfig(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/ovserve.v1.ModelService/ReloadConfig',
+            ovserve_dot_v1_dot_model__pb2.ReloadConfigRequest.SerializeToString,
+            ovserve_dot_v1_dot_model__pb2.ReloadConfigResponse.FromString,
             options,
             channel_credentials,
             insecure,

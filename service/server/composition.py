@@ -82,7 +82,7 @@ def serve_main(argv: Sequence[str]) -> int:
         address = bridge_config.address_from_arguments(args, "rest-")
         bridge = (address.host, address.port, bridge_config.from_arguments(args, "rest-"))
     try:
-        asyncio.run(serve_with_bridge(serve_config, bridge))
+        asyncio.run(serve_with_bridge(serve_config, bridge, args))
     except (startup.StartupError, EngineError) as error:  # EngineError: a model failed to load (its cause named)
         print(f"ovserve serve: {error}", file=sys.stderr)
         return 1
@@ -90,9 +90,13 @@ def serve_main(argv: Sequence[str]) -> int:
 
 
 async def serve_with_bridge(
-    serve_config: ServeConfig, bridge: tuple[str, int, bridge_config.BridgeSettings] | None
+    serve_config: ServeConfig,
+    bridge: tuple[str, int, bridge_config.BridgeSettings] | None,
+    arguments: argparse.Namespace | None = None,
 ) -> None:
     """The gRPC server and, unless ``bridge`` is None, the REST bridge on the same event loop, until a signal.
+    ``arguments``: the command line ``serve_config`` came from (a configuration reload reads the file again with
+    it; None: nothing to reload).
 
     The bridge starts listening as soon as gRPC does (its /health is 503 while
     the models load), talking to the server over a grpc.aio channel on a
@@ -117,6 +121,7 @@ async def serve_with_bridge(
     # The bridge and the batch runner reach gRPC through an owner-only unix socket: under TLS they need no
     # certificate for their own server, and each message costs less than over TCP loopback (grpc.aio, 2 cores:
     # ~7 % less client CPU per streamed message).
+    server.reloader.arguments = arguments
     private = tempfile.TemporaryDirectory(prefix="ovserve-")  # mode 0700
     server.local_socket = os.path.join(private.name, "grpc.sock")
     startup.check_port_free(serve_config.host, serve_config.port, "gRPC")
@@ -129,7 +134,7 @@ async def serve_with_bridge(
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
-    loop.add_signal_handler(signal.SIGHUP, server.reload_api_keys)
+    loop.add_signal_handler(signal.SIGHUP, server.on_hangup)  # the key files, and the configuration file
     try:
         server.batch_lines = batch_lines(server, f"unix:{server.local_socket}")
         if rest is not None:

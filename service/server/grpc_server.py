@@ -28,6 +28,7 @@ from service.observability.endpoint import MetricsEndpoint
 from service.responses.api import ResponsesApi
 from service.responses.conversations import MAX_CONVERSATION_ITEMS, ConversationsApi
 from service.server import tls
+from service.server.config_reload import ConfigReload
 from service.server.interceptors import CallPolicyInterceptor
 from service.server.model_admin import ModelAdmin
 from service.server.reflection import enable_server_reflection
@@ -78,6 +79,8 @@ class Server:
             if config.admin_keys
             else None,
         )
+        #: ReloadConfig and SIGHUP: the composition root gives it the command line the server started from.
+        self.reloader = ConfigReload(self.admin, self.registry, config, ready=lambda: self.registry.ready)
         #: How batch lines run (the composition root's: the REST bridge's translation over gRPC to this server);
         #: set after start(), the runner starts once the models are loaded. None: batches wait.
         self.batch_lines: LineExecutor | None = None
@@ -141,6 +144,30 @@ class Server:
         """This process's Prometheus metrics (the engines' and the store's figures fetched now), content type."""
         await metrics.refresh(self.registry, self.store)
         return metrics.exposition(), metrics.CONTENT_TYPE
+
+    def on_hangup(self) -> None:
+        """SIGHUP: read the key files again and, when the server was started with --config, reload it (in the
+        background; its outcome is logged)."""
+        self.reload_api_keys()
+        self.reload_admin_keys()
+        self.reloader.reload_in_background()
+
+    def reload_admin_keys(self) -> None:
+        """Read --admin-key-file again: its keys replace the admin keys read before (an emptied or unreadable
+        file keeps them: a server that required admin keys must not open its loads to every key)."""
+        path = None if self.reloader.arguments is None else getattr(self.reloader.arguments, "admin_key_file", None)
+        if path is None:
+            return
+        try:
+            fresh = config_keys(path)
+        except OSError as error:
+            log.error("admin keys not reloaded: %s; the previous keys stay", error)
+            return
+        if not fresh:
+            log.error("admin keys not reloaded: %s holds no key; the previous keys stay", path)
+            return
+        self.policy.set_admin_keys(fresh)
+        log.info("admin keys reloaded from %s: %d keys", path, len(fresh))
 
     def reload_api_keys(self) -> None:
         """Read --api-key-file again (on SIGHUP): its keys replace the ones read before; other keys stay."""

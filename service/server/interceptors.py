@@ -43,7 +43,14 @@ OPEN_SERVICES = ("/grpc.health.v1.Health/", "/grpc.reflection.")
 # The RPCs that run the engine, and so count against --max-concurrent-requests.
 _GENERATES = re.compile(r"^/ovserve\.v1\.\w+/(Create|Stream)\w+$")
 # The RPCs that change which models are loaded: with keys on, only an admin key (--admin-key-file) may call them.
-ADMIN_METHODS = frozenset({"/ovserve.v1.ModelService/LoadModel", "/ovserve.v1.ModelService/UnloadModel"})
+ADMIN_METHODS = frozenset(
+    {
+        "/ovserve.v1.ModelService/LoadModel",
+        "/ovserve.v1.ModelService/UnloadModel",
+        "/ovserve.v1.ModelService/ReloadConfig",
+    }
+)
+ADMIN_ONLY = "loading, unloading and reloading models needs an admin key (--admin-key-file)"
 # Calls of these services are not counted as using the model they name (an unload waits for the others).
 _NOT_MODEL_USE = "/ovserve.v1.ModelService/"
 REQUEST_ID_KEY = "x-request-id"  # metadata the caller may send, echoed in the response's initial metadata
@@ -103,9 +110,13 @@ class CallPolicyInterceptor(grpc.aio.ServerInterceptor):
 
     def set_keys(self, api_keys: Sequence[str]) -> None:
         """The API keys calls must bear from now on (none: every call is let in); admin keys are API keys too."""
-        self._keys = [key.encode() for key in api_keys]
-        if self._keys:
-            self._keys += self._admin_keys
+        self._api_keys = [key.encode() for key in api_keys]
+        self._keys = [*self._api_keys, *self._admin_keys] if self._api_keys else []
+
+    def set_admin_keys(self, admin_keys: Sequence[str]) -> None:
+        """The admin keys from now on (--admin-key-file read again on SIGHUP); the API keys stay."""
+        self._admin_keys = [key.encode() for key in admin_keys]
+        self.set_keys([key.decode() for key in self._api_keys])
 
     def calls_using(self, names: Iterable[str]) -> int:
         """API calls under way that name one of the models ``names`` (an unload drains them)."""
@@ -294,19 +305,15 @@ class CallPolicyInterceptor(grpc.aio.ServerInterceptor):
         return True
 
     async def _check_admin(self, header: str, context: grpc.aio.ServicerContext) -> None:
-        """Refuse a load or unload without an admin key: PERMISSION_DENIED for a user's key (it is known, and not
-        enough), UNAUTHENTICATED for none."""
+        """Refuse a load, unload or reload without an admin key: PERMISSION_DENIED for a user's key (it is known,
+        and not enough), UNAUTHENTICATED for none."""
         scheme, _, key = header.partition(" ")
         given = key.strip().encode() if scheme.lower() == "bearer" else b""
         if given and any([hmac.compare_digest(given, admin) for admin in self._admin_keys]):
             return
         if given and any([hmac.compare_digest(given, known) for known in self._keys]):
-            await context.abort(
-                grpc.StatusCode.PERMISSION_DENIED, "loading and unloading models needs an admin key (--admin-key-file)"
-            )
-        await context.abort(
-            grpc.StatusCode.UNAUTHENTICATED, "loading and unloading models needs an admin key (--admin-key-file)"
-        )
+            await context.abort(grpc.StatusCode.PERMISSION_DENIED, ADMIN_ONLY)
+        await context.abort(grpc.StatusCode.UNAUTHENTICATED, ADMIN_ONLY)
 
     def _authorized(self, header: str) -> bool:
         """Whether the header holds a configured key; if so, the call acts as that key's tenant."""

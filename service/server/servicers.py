@@ -30,6 +30,7 @@ from service.errors import ServiceError, to_rpc_status
 from service.models import ModelRegistry
 from service.responses.api import ResponsesApi
 from service.responses.conversations import ConversationsApi
+from service.server.config_reload import ConfigReload
 from service.server.model_admin import ModelAdmin
 
 log = logging.getLogger(__name__)
@@ -145,10 +146,11 @@ class AudioServicer(_RegistryServicer):
 class ModelServicer(_RegistryServicer):
     """ovserve.v1.ModelService."""
 
-    def __init__(self, registry: ModelRegistry, lora: RuntimeLora, admin: ModelAdmin) -> None:
+    def __init__(self, registry: ModelRegistry, lora: RuntimeLora, admin: ModelAdmin, reloader: ConfigReload) -> None:
         super().__init__(registry)
         self._lora = lora
         self._admin = admin
+        self._reloader = reloader
 
     @unary
     async def LoadLoraAdapter(self, request: model_pb2.LoadLoraAdapterRequest, context: Any) -> Any:
@@ -166,6 +168,10 @@ class ModelServicer(_RegistryServicer):
     @unary
     async def UnloadModel(self, request: model_pb2.UnloadModelRequest, context: Any) -> Any:
         return await self._admin.unload(request)
+
+    @unary
+    async def ReloadConfig(self, request: model_pb2.ReloadConfigRequest, context: Any) -> Any:
+        return await self._reloader.reload()
 
     @unary
     async def ListModels(self, request: model_pb2.ListModelsRequest, context: Any) -> Any:

@@ -20,6 +20,7 @@ from service.models import ModelRegistry
 from service.pipelines import PipelineKind
 from service.responses.api import ResponsesApi
 from service.responses.conversations import ConversationsApi
+from service.server.config_reload import ConfigReload
 from service.server.model_admin import ModelAdmin
 from service.server.servicers import (
     AudioServicer,
@@ -47,6 +48,7 @@ class ServerParts(Protocol):
     batches: BatchesApi
     lora: RuntimeLora
     admin: ModelAdmin
+    reloader: ConfigReload
 
 
 # How the server builds each service's servicer from its parts.
@@ -57,7 +59,7 @@ SERVICERS: dict[Service, Callable[[ServerParts], Any]] = {
     Service.CONVERSATION: lambda server: ConversationServicer(server.conversations),
     Service.FILE: lambda server: FileServicer(server.files),
     Service.BATCH: lambda server: BatchServicer(server.batches),
-    Service.MODEL: lambda server: ModelServicer(server.registry, server.lora, server.admin),
+    Service.MODEL: lambda server: ModelServicer(server.registry, server.lora, server.admin, server.reloader),
     Service.TOKENIZER: lambda server: TokenizerServicer(server.registry),
     Service.EMBEDDING: lambda server: EmbeddingServicer(server.registry),
     Service.AUDIO: lambda server: AudioServicer(server.registry),

@@ -26,7 +26,7 @@ UNARY = {
     "create_conversation", "get_conversation", "update_conversation", "delete_conversation",
     "list_conversation_items", "add_conversation_items", "get_conversation_item", "delete_conversation_item",
     "upload_file", "get_file", "list_files", "delete_file", "create_batch", "get_batch", "list_batches",
-    "cancel_batch", "load_lora_adapter", "unload_lora_adapter", "unload_model",
+    "cancel_batch", "load_lora_adapter", "unload_lora_adapter", "unload_model", "reload_config",
 }  # fmt: skip
 STREAMING = {"stream_chat", "stream_complete", "stream_transcription", "download_file", "load_model"}
 
@@ -66,6 +66,7 @@ def test_the_server_serves_every_declared_service_and_every_rpc_of_it() -> None:
         batches=None,
         lora=None,
         admin=None,
+        reloader=None,
     )
     pool = descriptor_pool.Default()
     for name, (add_to_server, build) in SERVED.items():
@@ -118,6 +119,7 @@ ARGUMENTS: dict[str, tuple[Any, ...]] = {
     "unload_lora_adapter": ("a",),
     "load_model": ("m",),
     "unload_model": ("m",),
+    "reload_config": (),
 }
 
 
