@@ -137,7 +137,7 @@ class ConfigReload:
             raise Unavailable("the server is still loading the models it started with; reload once it serves")
         task = asyncio.get_running_loop().create_task(self._reload_in_turn())
         self._background.add(task)
-        task.add_done_callback(self._background.discard)
+        task.add_done_callback(self._finished)
         return await asyncio.shield(task)  # asked once, it finishes even if its caller leaves
 
     def reload_in_background(self) -> None:
@@ -147,7 +147,14 @@ class ConfigReload:
             return
         task = asyncio.get_running_loop().create_task(self._logged_reload())
         self._background.add(task)
-        task.add_done_callback(self._background.discard)
+        task.add_done_callback(self._finished)
+
+    def _finished(self, task: asyncio.Task[Any]) -> None:
+        """A reload's task ended: its caller (if still there) has its outcome; a bug is logged even if none is."""
+        self._background.discard(task)
+        error = None if task.cancelled() else task.exception()
+        if error is not None and not isinstance(error, ServiceError):
+            log.error("the configuration reload failed", exc_info=error)
 
     async def _logged_reload(self) -> None:
         try:
