@@ -58,7 +58,7 @@ from service.api import prompting  # noqa: E402
 from service.engine import EngineSettings  # noqa: E402
 from service.engine.engine import Engine  # noqa: E402
 from service.models import ModelSpec  # noqa: E402
-from service.parsing import OutputFormat  # noqa: E402
+from service.parsing import OutputFormat, detection  # noqa: E402
 from service.parsing.formats import REASONING_PARSERS  # noqa: E402
 from tests.conftest import TINY_CHAT  # noqa: E402
 from tests.families.tools import ASK, SCHEMAS, TOOLS  # noqa: E402
@@ -384,7 +384,7 @@ class Probe:
         cut = []
         for begin, end in sorted(pairs):  # in order: the first longest wins, every run alike
             reply = {"role": "assistant", "content": begin + THOUGHT + end + REPLY}
-            history = [*ASK, reply, {"role": "user", "content": NEXT_MARK}]
+            history = [*ASK, reply, *detection.LATER_TURNS]  # LFM2.5-Instruct cuts only before a later reply
             try:
                 rendered = str(prompting.render_for_model(model, history, None, {}, field="messages"))
             except Exception:  # a template that refuses the conversation shows nothing

@@ -16,9 +16,9 @@ from google.protobuf import json_format
 
 from service.api.generic_tools import generic_conversation
 from service.engine import TemplateError
-from service.engine.template_probe import REASONING
 from service.errors import FieldViolation, InvalidArgument, quote
 from service.models import ServedModel
+from service.parsing.detection import REASONING
 from service.parsing.markup import ThinkMarkup
 from service.structured.canonical import canonical
 

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from service.engine.template_errors import error_message
+from service.parsing.detection import REASONING, REASONING_KEYS
 
 if TYPE_CHECKING:  # chat_template.py probes with this module
     from service.engine.chat_template import ChatTemplate, Renderer
@@ -39,10 +40,6 @@ if TYPE_CHECKING:  # chat_template.py probes with this module
 ARGUMENTS = {"city": "Paris", "days": 3}  # "Paris" appears nowhere else in the probes
 CALL_ID = "call12345"  # 9 letters and digits: Mistral's templates refuse any other form
 MINJA, JINJA2 = "minja", "jinja2"
-REASONING = "reasoning_content"  # the API's name of a past turn's reasoning
-# The names templates read it under, in order of preference: the API's, OpenRouter's and newer vLLM's (Laguna,
-# Cohere2MoE), gpt-oss's and LFM2.5's, MiniCPM3's and Apriel 1.5's.
-REASONING_KEYS = (REASONING, "reasoning", "thinking", "thought")
 # The thinking switches the key probes turn on: the names template_context sets (prompting.py) and Apriel 1.5's
 # add_thoughts, without which it writes no past thought; LFM2.5's preserve_thinking keeps every past turn's.
 THINKING_ON = {"enable_thinking": True, "thinking": True, "add_thoughts": True, "preserve_thinking": True}

@@ -73,15 +73,22 @@ def probe_history(content: str | None, arguments: dict[str, Any] | str = PROBE_A
     ]
 
 
+REASONING = "reasoning_content"  # the API's name of a past turn's reasoning
+# The names templates read it under, in order of preference: the API's, OpenRouter's and newer vLLM's (Laguna,
+# Cohere2MoE), gpt-oss's and LFM2.5's, MiniCPM3's and Apriel 1.5's. Which one a template reads is found by
+# rendering (service.engine.template_probe); requests pass the reasoning under it too.
+REASONING_KEYS = (REASONING, "reasoning", "thinking", "thought")
 PROBE_THOUGHT = "Checking the sky for Paris"  # a past turn's reasoning, to see how the template writes it
 THINKING_ON = {"enable_thinking": True, "thinking": True}  # the switch under the published templates' names
 
 
 def reasoning_history() -> list[dict[str, Any]]:
-    """A question and the assistant's answer with its reasoning (last, where templates keep reasoning)."""
+    """A question and the assistant's answer with its reasoning (last, where templates keep reasoning), under
+    every name templates read it by, as requests pass it under the template's own (template_probe.MessageForm)."""
+    reasoning = dict.fromkeys(REASONING_KEYS, PROBE_THOUGHT)
     return [
         {"role": "user", "content": "What is the weather like?"},
-        {"role": "assistant", "content": "Sunny.", "reasoning_content": PROBE_THOUGHT},
+        {"role": "assistant", "content": "Sunny.", **reasoning},
     ]
 
 
@@ -113,7 +120,11 @@ def by_rendered_reasoning(blocks: Iterable[tuple[str, ThinkMarkup]], renderings:
 
 
 PROBE_ANSWER = "Sunny."  # the past reply's answer, which a template that strips the reasoning block keeps
-FOLLOWING_QUESTION = {"role": "user", "content": "And tomorrow?"}
+LATER_TURNS = (
+    {"role": "user", "content": "And tomorrow?"},
+    {"role": "assistant", "content": "Rain."},
+    {"role": "user", "content": "Thanks."},
+)
 
 
 def by_stripped_reasoning(blocks: Iterable[tuple[str, ThinkMarkup]], render: Render) -> Found | None:
@@ -129,8 +140,9 @@ def by_stripped_reasoning(blocks: Iterable[tuple[str, ThinkMarkup]], render: Ren
                 continue
             tried.add((begin, end))
             reply = begin + PROBE_THOUGHT + end + PROBE_ANSWER
-            # A question after the reply: some templates cut the block only from turns before the last question.
-            history = [reasoning_history()[0], {"role": "assistant", "content": reply}, FOLLOWING_QUESTION]
+            # A question and a reply after the reply: some templates cut the block only from turns before the last
+            # question (Qwen3), others only from replies before the last reply (LFM2.5-Instruct).
+            history = [reasoning_history()[0], {"role": "assistant", "content": reply}, *LATER_TURNS]
             try:
                 rendered = render(history, None, {})
             except Exception:  # a template that refuses the probe shows nothing

@@ -169,6 +169,7 @@ def rendered(renderer: TemplateRenderer, history: list[dict[str, Any]], context:
         ("LFM2.5-8B-A1B.jinja", "thinking", REASONED_CALL, {}),
         ("Qwen-Qwen3-0.6B.jinja", "reasoning_content", REASONED_CALL, {}),
         ("poolside-Laguna-S-2.1.jinja", "reasoning_content", REASONED_REPLY, {}),  # reads either name
+        ("upstage-Solar-Open-100B.jinja", "reasoning", REASONED_CALL, {}),
     ],
 )
 def test_past_reasoning_reaches_the_template_under_the_name_it_reads(

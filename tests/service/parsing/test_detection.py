@@ -42,7 +42,7 @@ EXPECTED = {
     "Kimi-K3.jinja": ("kimi_k3", "render", "kimi_k3"),
     "LFM2-8B-A1B.jinja": ("lfm2", "prompt", None),
     "LFM2.5-8B-A1B.jinja": ("lfm2", "render", "think"),
-    "LFM2.5-Instruct.jinja": ("lfm2", "prompt", None),
+    "LFM2.5-Instruct.jinja": ("lfm2", "prompt", "think"),  # cuts <think> from replies before the last
     "MiMo-VL.jinja": ("hermes", "render", None),
     "MiniMax-M1.jinja": ("minimax", "render", "think"),
     "MiniMax-M2.jinja": ("minimax_m2", "render", "think"),
@@ -186,6 +186,21 @@ def test_minja_polyfill_is_not_evidence() -> None:
     assert detection.by_rendered_call(_writings(), [rendered.replace(', "id": "x"', "")]) is None
 
 
+def test_a_template_that_cuts_reasoning_only_from_earlier_replies_shows_its_block(
+    tokenizer: ov_genai.Tokenizer,
+) -> None:
+    """LFM2.5-Instruct's template keeps the last reply's <think> block and cuts those of earlier replies (unless
+    keep_past_thinking): a probe whose reply is the last shows nothing; one with a later reply shows the block."""
+    text = (TEMPLATES / "LFM2.5-Instruct.jinja").read_text()
+    renderer = TemplateRenderer(tokenizer, ChatTemplate(text, "test"))
+    reply = {"role": "assistant", "content": f"<think>{detection.PROBE_THOUGHT}</think>{detection.PROBE_ANSWER}"}
+    last = renderer.render([detection.reasoning_history()[0], reply, detection.LATER_TURNS[0]], None, {})
+    assert detection.PROBE_THOUGHT in last  # the reply is the last: its block kept
+    found = chosen(tokenizer, text)
+    assert found.reasoning_parser == "think"
+    assert found.reasoning_evidence.startswith("the template cuts a past reply's reasoning out as think")
+
+
 def test_a_template_that_cuts_past_reasoning_out_shows_its_block(tokenizer: ov_genai.Tokenizer) -> None:
     """DeepSeek-R1's first template drops reasoning_content and keeps only what follows a past reply's </think>:
     the block it cuts out is its model's, though no <think> appears in its source."""
@@ -194,6 +209,20 @@ def test_a_template_that_cuts_past_reasoning_out_shows_its_block(tokenizer: ov_g
     found = chosen(tokenizer, text)
     assert found.reasoning_parser == "think"
     assert found.reasoning_evidence.startswith("the template cuts a past reply's reasoning out as think")
+
+
+@pytest.mark.parametrize(
+    ("template", "reasoning"),
+    [("LFM2.5-8B-A1B.jinja", "think"), ("upstage-Solar-Open-100B.jinja", "solar_open")],
+)
+def test_a_template_that_reads_reasoning_under_its_own_name_shows_its_block(
+    tokenizer: ov_genai.Tokenizer, template: str, reasoning: str
+) -> None:
+    """LFM2.5's template reads a past turn's reasoning as ``thinking``, Solar Open's as ``reasoning``: the probe
+    passes it under every such name, so their writing of it is the evidence (before: a cut block, a mention)."""
+    found = chosen(tokenizer, (TEMPLATES / template).read_text())
+    assert found.reasoning_parser == reasoning
+    assert found.reasoning_evidence.startswith(f"the template writes past reasoning as {reasoning} does")
 
 
 @pytest.mark.parametrize(
