@@ -57,6 +57,7 @@ class MessageForm:
     text_arguments: bool = False  # a call's arguments as JSON text (the template concatenates them)
     reasoning_key: str = REASONING  # the name the template reads a past turn's reasoning under
     reasoning_beside_content: bool = True  # False: a call turn's reasoning and content joined under reasoning_key
+    reasoning_chunk: bool = False  # True: the reasoning also as a thinking chunk of the content, before its text
 
     def apply(self, message: dict[str, Any]) -> dict[str, Any]:
         """A copy of ``message`` in this form; any other ``content: null`` becomes ``""``. Its reasoning (at
@@ -70,6 +71,9 @@ class MessageForm:
                 reasoning = message[REASONING] = f"{reasoning}\n\n{message['content']}"
                 message["content"] = ""
             message[self.reasoning_key] = reasoning
+            if self.reasoning_chunk:  # Mistral's: content chunks [{"type": "thinking", ...}, {"type": "text", ...}]
+                text = message.get("content")
+                message["content"] = [{"type": "thinking", "thinking": reasoning}, *_text_chunks(text)]
         if self.null_call_content and calls and not message.get("content"):
             message["content"] = None
         elif message.get("content") is None:
@@ -77,6 +81,10 @@ class MessageForm:
         if self.text_arguments and calls:
             message["tool_calls"] = [_with_text_arguments(call) for call in calls]
         return message
+
+
+def _text_chunks(text: Any) -> list[dict[str, Any]]:
+    return [{"type": "text", "text": text}] if isinstance(text, str) and text else []
 
 
 def _with_text_arguments(call: dict[str, Any]) -> dict[str, Any]:
@@ -223,33 +231,41 @@ def _call_kept(outcome: Outcome) -> int:
 
 def best_form(template: ChatTemplate, render: Renderer) -> MessageForm:
     """The message form under which the template keeps a call turn best (the first such in FORMS: arguments stay
-    an object unless the template cannot write one), with the name it reads past reasoning under."""
+    an object unless the template cannot write one), with past reasoning where it reads it."""
     kept = [_call_kept(_attempt(template, render, CALL, form)) for form in FORMS]
-    form = FORMS[kept.index(max(kept))]
-    key = reasoning_key(template, render, form)
-    form = replace(form, reasoning_key=key)
+    form = reasoning_form(template, render, FORMS[kept.index(max(kept))])
     return replace(form, reasoning_beside_content=_reasoning_beside_content(template, render, form))
 
 
-def _under(key: str, probe: Probe) -> Probe:
-    """``probe`` with its reasoning under ``key`` alone, thinking switched on by every name templates read."""
-    messages = tuple(
-        {**{name: value for name, value in message.items() if name != REASONING}, key: message[REASONING]}
-        if REASONING in message
-        else message
-        for message in probe.messages
-    )
-    return replace(probe, messages=messages, context=THINKING_ON)
+def _alone(form: MessageForm, probe: Probe) -> Probe:
+    """``probe`` with its reasoning where ``form`` puts it and nowhere else, thinking switched on by every name
+    templates read."""
+    only_there = form.reasoning_key != REASONING or form.reasoning_chunk
+
+    def placed(message: dict[str, Any]) -> dict[str, Any]:
+        if REASONING not in message:
+            return message
+        message = form.apply(message)
+        if only_there:
+            del message[REASONING]
+        return message
+
+    return replace(probe, messages=tuple(placed(message) for message in probe.messages), context=THINKING_ON)
 
 
-def reasoning_key(template: ChatTemplate, render: Renderer, form: MessageForm) -> str:
-    """The first of REASONING_KEYS under which the template writes a past turn's reasoning (a reply before the
-    next question, or a call before its result), REASONING when it writes it under none."""
+def reasoning_form(template: ChatTemplate, render: Renderer, form: MessageForm) -> MessageForm:
+    """``form`` with past reasoning where the template writes it (in a reply before the next question, or a call
+    before its result): under the first of REASONING_KEYS, else as a thinking chunk of the content (Mistral's);
+    under REASONING when it writes it nowhere. The reasoning must show as text: a template that writes the
+    message as JSON (quoting it) does not read it."""
     marker = _bare(_THOUGHT)
-    for key in REASONING_KEYS:
-        if any(marker in _attempt(template, render, _under(key, probe), form).bare for probe in REASONED):
-            return key
-    return REASONING
+    candidates = [replace(form, reasoning_key=key) for key in REASONING_KEYS] + [replace(form, reasoning_chunk=True)]
+    for candidate in candidates:
+        for probe in REASONED:
+            bare = _attempt(template, render, _alone(candidate, probe), candidate).bare
+            if marker in bare and not any(quote + marker in bare for quote in "\"'"):
+                return candidate
+    return form
 
 
 def _reasoning_beside_content(template: ChatTemplate, render: Renderer, form: MessageForm) -> bool:

@@ -159,32 +159,47 @@ def rendered(renderer: TemplateRenderer, history: list[dict[str, Any]], context:
     return renderer.render(template_messages(model, history), TOOLS, context, add_generation_prompt=False)
 
 
+CHUNK = "thinking chunk"  # where Mistral's templates read it: content [{"type": "thinking", ...}, {"type": "text"...}]
+
+
 @pytest.mark.parametrize(
-    ("name", "key", "history", "context"),
+    ("name", "where", "history", "context"),
     [
         (GPT_OSS, "thinking", REASONED_CALL, {}),  # gpt-oss writes a call's analysis, drops a reply's
         ("genai-openbmb-MiniCPM3-4B.jinja", "thought", REASONED_REPLY, {}),
         ("genai-openbmb-MiniCPM3-4B.jinja", "thought", REASONED_CALL, {}),
         ("unsloth-Apriel-1.5.jinja", "thought", REASONED_REPLY, {"add_thoughts": True}),  # its switch for them
         ("LFM2.5-8B-A1B.jinja", "thinking", REASONED_CALL, {}),
+        ("upstage-Solar-Open-100B.jinja", "reasoning", REASONED_CALL, {}),
+        ("mistralai-Ministral-3-14B-Reasoning-2512.jinja", CHUNK, REASONED_REPLY, {}),
+        ("mistralai-Ministral-3-14B-Reasoning-2512.jinja", CHUNK, REASONED_CALL, {}),
         ("Qwen-Qwen3-0.6B.jinja", "reasoning_content", REASONED_CALL, {}),
         ("poolside-Laguna-S-2.1.jinja", "reasoning_content", REASONED_REPLY, {}),  # reads either name
-        ("upstage-Solar-Open-100B.jinja", "reasoning", REASONED_CALL, {}),
     ],
 )
-def test_past_reasoning_reaches_the_template_under_the_name_it_reads(
-    tokenizer: ov_genai.Tokenizer, name: str, key: str, history: list[dict[str, Any]], context: dict[str, Any]
+def test_past_reasoning_reaches_the_template_where_it_reads_it(
+    tokenizer: ov_genai.Tokenizer, name: str, where: str, history: list[dict[str, Any]], context: dict[str, Any]
 ) -> None:
     """Clients send reasoning_content; gpt-oss's and LFM2.5's templates read ``thinking``, MiniCPM3's and Apriel
-    1.5's ``thought``: the probes find the name by rendering, and the reasoning is passed under it."""
+    1.5's ``thought``, Solar Open's ``reasoning``, Ministral 3's a thinking chunk of the content: the probes find
+    where by rendering, and the reasoning is passed there too."""
     renderer = renderer_of(tokenizer, name)
-    assert renderer.message_form.reasoning_key == key
+    form = renderer.message_form
+    assert (CHUNK if form.reasoning_chunk else form.reasoning_key) == where
     assert THOUGHT in rendered(renderer, history, context)
-    if key != "reasoning_content":  # under the API's name alone (before), the template never saw it
+    if where != "reasoning_content":  # under the API's name alone (before), the template never saw it
         model: Any = SimpleNamespace(engine=SimpleNamespace(message_form=MessageForm()))
         model.output_format = OutputFormat()
         before = renderer.render(template_messages(model, history), TOOLS, context, add_generation_prompt=False)
         assert THOUGHT not in before
+
+
+def test_a_template_that_writes_messages_as_json_reads_no_reasoning(tokenizer: ov_genai.Tokenizer) -> None:
+    """A template that writes a content list as JSON shows a thinking chunk's text quoted: not evidence that it
+    reads one (LFM2.5-Instruct writes a non-string content so)."""
+    dump = "{% for m in messages %}{{ m.content | tojson }}{% endfor %}"
+    renderer = TemplateRenderer(tokenizer, ChatTemplate(dump, "dump"))
+    assert (renderer.message_form.reasoning_key, renderer.message_form.reasoning_chunk) == ("reasoning_content", False)
 
 
 def test_gpt_oss_gets_a_call_turns_content_and_reasoning_as_one_analysis(tokenizer: ov_genai.Tokenizer) -> None:
@@ -212,6 +227,10 @@ def test_the_message_form_passes_reasoning_under_its_key_too() -> None:
     assert form.apply(call) == {**call, "content": "", "reasoning_content": joined, "thought": joined}
     assert call["content"] == "Let me check."  # the client's message is not changed
     assert MessageForm().apply({"role": "assistant", "content": "Hi"}) == {"role": "assistant", "content": "Hi"}
+    chunked = MessageForm(reasoning_chunk=True).apply(reply)
+    assert chunked["content"] == [{"type": "thinking", "thinking": THOUGHT}, {"type": "text", "text": "Take a coat."}]
+    call_only = MessageForm(reasoning_chunk=True).apply(REASONED_CALL[1])
+    assert call_only["content"] == [{"type": "thinking", "thinking": THOUGHT}]  # no empty text chunk
 
 
 LOOPING = "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}{{ messages[0]['content'] }}"
@@ -289,3 +308,16 @@ def test_served_templates_see_past_reasoning_sent_as_reasoning_content(served: S
         ids = tokenizer.Tokenize(parse(tokenizer_pb2.TokenizeRequest, request)).tokens
         text = tokenizer.Detokenize(tokenizer_pb2.DetokenizeRequest(model=model, tokens=ids)).prompt
     assert THOUGHT in text and "Let me check." in text and "Lyon" in text
+
+
+def test_ministral_keeps_a_past_think_block_sent_inline(tokenizer: ov_genai.Tokenizer) -> None:
+    """Ministral 3 writes every past reply's [THINK] block: one a client sends back in the content is moved to
+    reasoning_content (prompting.reasoning_apart) and reaches the template as its thinking chunk, so the prompt is
+    the one the content as sent gives (before, the block was cut off)."""
+    renderer = renderer_of(tokenizer, "mistralai-Ministral-3-14B-Reasoning-2512.jinja")
+    model: Any = SimpleNamespace(engine=SimpleNamespace(message_form=renderer.message_form))
+    model.output_format = OutputFormat("mistral_args", "mistral")
+    inline = [CALLED[0], {"role": "assistant", "content": f"[THINK]{THOUGHT}[/THINK]Take a coat."}]
+    as_sent = renderer.render(inline, None, {}, add_generation_prompt=False)
+    assert f"[THINK]{THOUGHT}[/THINK]Take a coat." in as_sent
+    assert renderer.render(template_messages(model, inline), None, {}, add_generation_prompt=False) == as_sent
