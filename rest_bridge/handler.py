@@ -27,6 +27,7 @@ from google.protobuf.message import Message
 from opentelemetry import trace
 from tornado.iostream import StreamClosedError
 
+from clients.keep_alive import KEEP_ALIVE_KEY, keep_alive_seconds
 from clients.tracing import extracted, injected
 from clients.v1 import model_pb2
 from rest_bridge import cors, sse
@@ -37,7 +38,7 @@ from rest_bridge.http_guard import close_gracefully
 from rest_bridge.json_body import encode_json
 from rest_bridge.key_check import body_may_be_large, keys_seen
 from rest_bridge.off_loop import INLINE_BODY_BYTES, off_the_loop_if_large
-from rest_bridge.translate.body import parse_json_body
+from rest_bridge.translate.body import bad_request, parse_json_body
 
 tracer = trace.get_tracer("ovserve.rest_bridge")
 
@@ -71,6 +72,7 @@ class BridgeHandler(tornado.web.RequestHandler):
         self.client_gone = False
         self._released = False
         self._body_requested = False  # prepare() let tornado read the body
+        self.keep_alive: str | None = None  # a body's keep_alive, in seconds ("-1": until unloaded)
         self.set_default_headers()  # again, now that the settings (CORS origins) are known
         # The request's span, under the client's traceparent if it sent one; the gRPC call carries it on.
         self.span = tracer.start_span(
@@ -107,6 +109,8 @@ class BridgeHandler(tornado.web.RequestHandler):
         sent: tuple[tuple[str, str], ...] = (("x-request-id", self.request_id),)
         if authorization := self.request.headers.get("Authorization"):
             sent = (*sent, ("authorization", authorization))
+        if self.keep_alive is not None:
+            sent = (*sent, (KEEP_ALIVE_KEY, self.keep_alive))
         return injected(sent, trace.set_span_in_context(self.span))
 
     def on_finish(self) -> None:
@@ -369,8 +373,23 @@ class JsonBodyHandler(BridgeHandler):
         """
         depth = self.settings_.max_json_depth
         return await self.translated_body(
-            lambda body, content_type: translate(parse_json_body(body, content_type, depth))
+            lambda body, content_type: translate(self._keep_alive_taken(parse_json_body(body, content_type, depth)))
         )
+
+    def _keep_alive_taken(self, body: dict[str, Any]) -> dict[str, Any]:
+        """``body`` without Ollama's ``keep_alive`` where it names a model: the keep-alive travels as the call's
+        metadata (KEEP_ALIVE_KEY, in seconds); 400 naming it when it is not a duration."""
+        if "model" not in body:
+            return body
+        if body.get("keep_alive") is None:  # (JSON null: not given)
+            body.pop("keep_alive", None)
+            return body
+        try:
+            seconds = keep_alive_seconds(body.pop("keep_alive"))
+        except ValueError as error:
+            raise bad_request("keep_alive", f"keep_alive: {error}") from None
+        self.keep_alive = "-1" if math.isinf(seconds) else repr(seconds)
+        return body
 
     async def translated_body(self, translate: Callable[[bytes, str | None], T]) -> T:
         """The raw body and its Content-Type passed through ``translate``, as ``translated`` does (a form, say)."""

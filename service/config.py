@@ -35,6 +35,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import logging
+import math
 import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -53,6 +54,7 @@ from service.models import ModelSpec, bundled_model_specs
 from service.parsing import parser_name_problem
 from service.pipelines import PipelineKind, PipelineSettings
 from service.pipelines.kinds import missing_files
+from service.residency import ResidencySettings
 from service.sources import SourceError, default_cache_dir, resolve
 from service.store.batches import BatchSettings
 from service.store.files import FileLimits
@@ -141,6 +143,7 @@ class ServeConfig:
         },
     )
     files: FileLimits = field(default_factory=FileLimits)  # the "Files API" flags
+    residency: ResidencySettings = field(default_factory=ResidencySettings)  # the "models at run time" flags
     batches: BatchSettings = field(default_factory=BatchSettings)  # the "Batch API" flags
     max_connection_age_seconds: float | None = field(
         default=None,
@@ -175,7 +178,7 @@ class ServeConfig:
 SERVER_KEYS = tuple(
     f.name
     for f in dataclasses.fields(ServeConfig)
-    if f.name not in ("models", "api_key_file", "admin_keys", "engine_defaults", "pipelines")
+    if f.name not in ("models", "api_key_file", "admin_keys", "engine_defaults", "pipelines", "residency")
 )
 
 
@@ -192,6 +195,17 @@ def _task(value: str, where: str) -> PipelineKind:
         ) from None
 
 
+def _seconds(value: Any, where: str) -> float:
+    """A per-model duration in seconds: a finite number, 0 or more."""
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError):
+        raise ConfigError(f"{where}: expected a number of seconds, got {value!r}") from None
+    if not 0 <= seconds < math.inf or isinstance(value, bool):
+        raise ConfigError(f"{where}: expected a finite number of seconds, 0 or more, got {value!r}")
+    return seconds
+
+
 # ModelSpec's per-model settings (its fields with help metadata): flags of their own and [[models]] keys.
 MODEL_SETTINGS = tuple(setting for setting in dataclasses.fields(ModelSpec) if "help" in setting.metadata)
 # A per-model setting's type -> how a flag's or the TOML file's value becomes it (others are taken as they are).
@@ -199,6 +213,7 @@ MODEL_VALUES: dict[type, Callable[[Any, str], Any]] = {
     Path: lambda value, where: Path(value).expanduser(),
     PipelineKind: _task,
     bool: lambda value, where: bool(value),
+    float: _seconds,
 }
 
 
@@ -241,6 +256,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_flags(parser.add_argument_group("images (vision models) and files"), MediaPolicy)
     add_flags(parser.add_argument_group("Files API (uploads, in the response store)"), FileLimits)
     add_flags(parser.add_argument_group("Batch API"), BatchSettings)
+    add_flags(parser.add_argument_group("models at run time (loads on request, idle unloads, a budget)"),
+              ResidencySettings)  # fmt: skip
     lora = parser.add_argument_group("LoRA adapters")
     add_flags(lora, ServeConfig, only=("allow_runtime_lora",))
     lora.add_argument("--lora", action="append", default=[], metavar="NAME=BASE:PATH",
@@ -296,6 +313,17 @@ def from_arguments(args: argparse.Namespace) -> ServeConfig:
         raise ConfigError("; ".join(problems))
     if problems := values["media"].problems():
         raise ConfigError("; ".join(problems))
+    values["residency"] = residency = ResidencySettings(**given(args, ResidencySettings))
+    if problems := residency.problems():
+        raise ConfigError("; ".join(problems))
+    at_start = [spec.name for spec in models if not spec.load_on_request]
+    if residency.max_loaded_models is not None and len(at_start) > residency.max_loaded_models:
+        raise ConfigError(
+            f"--max-loaded-models {residency.max_loaded_models}: {len(at_start)} models load at start "
+            f"({', '.join(at_start)}); declare the others --load-on-request"
+        )
+    if residency.models_dir is not None:
+        models += offered_models(residency.models_dir, {spec.name for spec in models}, base, pipelines)
     age = values.get("max_connection_age_seconds")
     if age is not None and not age > 0:
         raise ConfigError(f"--max-connection-age-seconds must be more than 0; got {age}")
@@ -317,6 +345,36 @@ def runtime_model(name: str, source: str, settings: dict[str, Any], config: Serv
     spec = dataclasses.replace(_resolved(_crash_free(spec), config.model_cache), pipeline=config.pipelines)
     _check_model(spec)
     return spec
+
+
+def offered_models(
+    directory: Path, taken: set[str], base: EngineSettings, pipelines: PipelineSettings
+) -> list[ModelSpec]:
+    """The models ``--models-dir`` offers: each OpenVINO or Hugging Face model directory (by its name) and .gguf file
+    (by its name without the suffix) in ``directory``, loaded on request; unresolved (``prepared`` converts them
+    when first loaded). A name the configuration already serves stays the configuration's."""
+    offered = []
+    for entry in sorted(directory.iterdir()):
+        name = entry.name.removesuffix(".gguf") if entry.is_file() else entry.name
+        model_dir = entry.is_dir() and (has_language_model(entry) or (entry / "config.json").is_file())
+        if entry.name.startswith(".") or not (model_dir or (entry.suffix == ".gguf" and entry.is_file())):
+            continue
+        if name in taken:
+            log.warning("--models-dir: %s is not offered: a model of the configuration is named %r", entry, name)
+            continue
+        offered.append(ModelSpec(name, entry, settings=base, pipeline=pipelines, load_on_request=True))
+    return offered
+
+
+def prepared(spec: ModelSpec, cache: Path) -> ModelSpec:
+    """``spec`` ready to load: a model offered unresolved (``--models-dir``) is resolved now (converted into
+    ``cache`` when needed: blocking) and checked as one declared at start is; ConfigError or SourceError naming it."""
+    path = Path(spec.path)
+    if spec.provenance is not None or (path.is_dir() and any(path.glob("openvino_*.xml"))):  # OpenVINO already
+        return spec
+    resolved = _resolved(_crash_free(spec), cache)
+    _check_model(resolved)
+    return resolved
 
 
 def _check_model(spec: ModelSpec) -> None:
@@ -399,7 +457,7 @@ def _entry_values(entry: dict[str, Any], where: str) -> dict[str, Any]:
     return {
         setting.name: _model_value(setting, entry[_toml_key(setting)], f"{where} {_toml_key(setting)}")
         for setting in MODEL_SETTINGS
-        if entry.get(_toml_key(setting))  # a key left empty keeps the default, as one left out
+        if entry.get(_toml_key(setting)) not in (None, "")  # a key left empty keeps the default, as one left out
     }
 
 

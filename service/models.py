@@ -94,6 +94,17 @@ class ModelSpec:
         metadata={"help": f"reasoning parser of model NAME: {', '.join(sorted(REASONING_PARSERS))} or none",
                   "metavar": "NAME=PARSER", "default_text": "recognised from the chat template"},
     )  # fmt: skip
+    load_on_request: bool = field(
+        default=False,
+        metadata={"help": "load model NAME on the first request naming it, not at start (Ollama's and llama.cpp's "
+                          "router's way; the request waits for the load)", "metavar": "NAME"},
+    )  # fmt: skip
+    idle_unload_s: float | None = field(
+        default=None,
+        metadata={"help": "unload model NAME after this many seconds without a request (its memory goes back; "
+                          "the next request loads it again); a request's keep_alive overrides it",
+                  "metavar": "NAME=SECONDS", "default_text": "never"},
+    )  # fmt: skip
     settings: EngineSettings = field(default_factory=EngineSettings)  # the TOML entry's scheduler table
     provenance: Provenance | None = field(default=None, compare=False)  # what path was made from (service/sources)
     pipeline: PipelineSettings = field(default_factory=PipelineSettings)  # embedding, rerank, speech models

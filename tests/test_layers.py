@@ -116,7 +116,8 @@ SERVICE_LAYERS: list[set[str]] = [
     {"service.parsing", "service.media", "service.store"},
     {"service.workers"},  # the child-process runtime every served model runs on
     {"service.engine", "service.pipelines"},  # generating models; embedding, rerank and speech models
-    {"service.sources", "service.model_states"},  # what --model names, made an OpenVINO directory; its state
+    # What --model names, made an OpenVINO directory; its state; the settings of which models stay loaded.
+    {"service.sources", "service.model_states", "service.residency"},
     {"service.models"},  # the registry of served models
     {"service.structured", "service.observability", "service.config"},
     {"service.api"},

@@ -19,9 +19,10 @@ from service.api.lora import RuntimeLora
 from service.api.stored_chat import StoredChatCompletions
 from service.batches.api import BatchesApi
 from service.batches.runner import BatchRunner, LineExecutor
-from service.config import ServeConfig, runtime_model
+from service.config import ServeConfig, prepared, runtime_model
 from service.config import key_file_keys as config_keys
 from service.limits import ConcurrencyLimit
+from service.model_states import ModelState
 from service.models import Model, ModelRegistry, load_model
 from service.observability import metrics
 from service.observability.endpoint import MetricsEndpoint
@@ -31,6 +32,7 @@ from service.server import tls
 from service.server.config_reload import ConfigReload
 from service.server.interceptors import CallPolicyInterceptor
 from service.server.model_admin import ModelAdmin
+from service.server.model_keeper import ModelKeeper
 from service.server.reflection import enable_server_reflection
 from service.server.services import SERVED, services_down
 from service.store.batches import BatchStore
@@ -78,7 +80,14 @@ class Server:
             declare=(lambda name, source, settings: runtime_model(name, source, settings, config))
             if config.admin_keys
             else None,
+            admission=lambda name: self.keeper.admission(name),
+            prepare=lambda spec: prepared(spec, config.model_cache),
         )
+        #: Loads on request, idle unloads and the budget of loaded models.
+        self.keeper = ModelKeeper(
+            self.admin, self.registry, lambda names: self.policy.calls_using(names), config.residency
+        )
+        self._idle_unloads: asyncio.Task[None] | None = None
         #: ReloadConfig and SIGHUP: the composition root gives it the command line the server started from.
         self.reloader = ConfigReload(self.admin, self.registry, config, ready=lambda: self.registry.ready)
         #: How batch lines run (the composition root's: the REST bridge's translation over gRPC to this server);
@@ -111,6 +120,7 @@ class Server:
             self.config.api_keys, self.limit, served=lambda: self.registry.names, admin_keys=self.config.admin_keys
         )
         self.policy.on_interactive = self.batches.runner.give_way
+        self.policy.model_ready, self.policy.model_used = self.keeper.ready, self.keeper.finished
         self._server = grpc.aio.server(
             interceptors=[self.policy],
             options=[
@@ -190,9 +200,11 @@ class Server:
         return await metrics.loads(self.registry, self.limit.in_use, self.limit.limit)
 
     async def load_models(self) -> None:
-        """Load every configured model (off the event loop), start its process, then report SERVING."""
-        for number, spec in enumerate(self.config.models, 1):
-            self._loading = f"loading model {spec.name!r} ({number} of {len(self.config.models)})"
+        """Load every configured model but those loaded on request (off the event loop), start its process, then
+        report SERVING."""
+        at_start = [spec for spec in self.config.models if not spec.load_on_request]
+        for number, spec in enumerate(at_start, 1):
+            self._loading = f"loading model {spec.name!r} ({number} of {len(at_start)})"
             await self.admin.load(spec.name)  # off the event loop; an EngineError ends the server
         self.registry.mark_ready()
         failed = await self.responses.recover()
@@ -201,6 +213,7 @@ class Server:
         if self.batch_lines is not None:
             await self.batches.runner.start(self.batch_lines)  # unfinished batches resume
         self._expiry = asyncio.create_task(self._expire())
+        self._idle_unloads = asyncio.create_task(self.keeper.run())
         self._loading = None
         frozen = freeze_startup_heap()  # before SERVING: no request waits on it
         share_the_gil_sooner()  # the event loop waits less for the GIL (clients/gil.py)
@@ -217,6 +230,15 @@ class Server:
     def _states_changed(self) -> None:
         """A model was loaded or unloaded at run time: every health name follows."""
         self._follow_health()
+
+    def _loads_on_request(self) -> bool:
+        """Whether a request may load a model now (autoload on, and a known model neither loaded nor failed): the
+        server serves although no model is loaded."""
+        states = self.registry.states
+        return self.config.residency.autoload and any(
+            status is not None and status.state not in (ModelState.LOADED, ModelState.FAILED)
+            for status in map(states.get, states.names)
+        )
 
     def not_serving_reason(self) -> str:
         """Why health is not SERVING, for a person reading /health: which model is loading, shutting down, or why
@@ -251,8 +273,9 @@ class Server:
         await graceful
         if self.metrics_endpoint is not None:
             await self.metrics_endpoint.stop()
-        if self._expiry is not None:
-            self._expiry.cancel()
+        for task in (self._expiry, self._idle_unloads):
+            if task is not None:
+                task.cancel()
         await self.responses.close()
         if self.batch_lines is not None:
             await self.batch_lines.close()
@@ -294,7 +317,7 @@ class Server:
         """Health names follow the models' processes and states now (SERVING while any loaded model can serve)."""
         if self._stopping or not self.registry.ready:  # load_models / stop set the health themselves
             return
-        serving = bool(set(self.registry.names) - self._engines_down)
+        serving = bool(set(self.registry.names) - self._engines_down) or self._loads_on_request()
         status = health_pb2.HealthCheckResponse.SERVING if serving else health_pb2.HealthCheckResponse.NOT_SERVING
         task = asyncio.get_running_loop().create_task(self._set_health(status))
         self._health_updates.add(task)

@@ -22,7 +22,7 @@ import re
 import secrets
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,8 +30,9 @@ import grpc
 from opentelemetry import trace
 
 from clients.defaults import BATCH_OWNER_KEY, BATCH_TOKEN_KEY
+from clients.keep_alive import KEEP_ALIVE_KEY
 from clients.tracing import extracted
-from service.errors import InvalidArgument, ResourceExhausted, to_rpc_status
+from service.errors import InvalidArgument, ResourceExhausted, ServiceError, to_rpc_status
 from service.limits import ConcurrencyLimit
 from service.observability import metrics, tracing
 from service.observability.logs import request_id
@@ -105,6 +106,11 @@ class CallPolicyInterceptor(grpc.aio.ServerInterceptor):
         self._interactive_began = -math.inf  # when the last of them began
         #: Called as an interactive generating call begins (the batch runner gives way to it).
         self.on_interactive: Callable[[], None] = _nothing
+        #: Awaited before a call naming a model runs, with the model and the call's keep-alive metadata (the model
+        #: keeper loads a model that is not loaded); what it raises refuses the call.
+        self.model_ready: Callable[[str, str | None], Awaitable[None]] = _ready
+        #: Called as a call naming a model ends, with the model (its last use).
+        self.model_used: Callable[[str], None] = _used
         #: What the batch runner's calls carry (BATCH_TOKEN_KEY): made per process, never sent elsewhere.
         self.internal_token = secrets.token_hex(32)
 
@@ -122,17 +128,28 @@ class CallPolicyInterceptor(grpc.aio.ServerInterceptor):
         """API calls under way that name one of the models ``names`` (an unload drains them)."""
         return sum(self._using[name] for name in names)
 
-    @contextlib.contextmanager
-    def _use(self, method: str, request: Any) -> Iterator[None]:
-        """Count the call as using the model it names while it runs."""
+    @contextlib.asynccontextmanager
+    async def _use(
+        self, method: str, request: Any, metadata: dict[str, Any], context: grpc.aio.ServicerContext
+    ) -> AsyncIterator[None]:
+        """Count the call as using the model it names while it runs; the model is made ready first (loaded if it
+        is not: ``model_ready``), and its use noted at the end (``model_used``)."""
         model = "" if method.startswith(_NOT_MODEL_USE) else str(getattr(request, "model", ""))
         self._using[model] += 1
         try:
+            if model:
+                keep_alive = metadata.get(KEEP_ALIVE_KEY)
+                try:
+                    await self.model_ready(model, None if keep_alive is None else str(keep_alive))
+                except ServiceError as error:
+                    await context.abort_with_status(to_rpc_status(error))
             yield
         finally:
             self._using[model] -= 1
             if not self._using[model]:
                 del self._using[model]
+            if model:
+                self.model_used(model)
 
     async def intercept_service(
         self,
@@ -173,7 +190,7 @@ class CallPolicyInterceptor(grpc.aio.ServerInterceptor):
                     release = await self._admit(method, metadata, context, request)
                     self.in_flight += 1
                     try:
-                        with self._use(method, request):
+                        async with self._use(method, request, metadata, context):
                             return await behavior(request, context)
                     finally:
                         self.in_flight -= 1
@@ -198,16 +215,18 @@ class CallPolicyInterceptor(grpc.aio.ServerInterceptor):
                     release = await self._admit(method, metadata, context, request)
                 self.in_flight += 1
                 try:
-                    with self._use(method, request):
-                        async with contextlib.aclosing(behavior(request, context)) as stream:
-                            while True:
-                                with _current(span):
-                                    try:
-                                        message = await anext(stream)
-                                    except StopAsyncIteration:
-                                        break
-                                messages += 1
-                                yield message
+                    async with (
+                        self._use(method, request, metadata, context),
+                        contextlib.aclosing(behavior(request, context)) as stream,
+                    ):
+                        while True:
+                            with _current(span):
+                                try:
+                                    message = await anext(stream)
+                                except StopAsyncIteration:
+                                    break
+                            messages += 1
+                            yield message
                 finally:
                     self.in_flight -= 1
                     release()
@@ -325,6 +344,14 @@ class CallPolicyInterceptor(grpc.aio.ServerInterceptor):
         if any(matches):
             tenant.set(fingerprint(key.strip()))
         return any(matches)
+
+
+async def _ready(model: str, keep_alive: str | None) -> None:
+    """Every model is ready as it is (no model keeper)."""
+
+
+def _used(model: str) -> None:
+    """Nobody notes a model's use (no model keeper)."""
 
 
 def _nothing() -> None:

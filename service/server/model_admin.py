@@ -14,8 +14,10 @@ with a retriable UNAVAILABLE that says why), then ends its processes: their memo
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 import grpc
@@ -26,7 +28,7 @@ from service.api.models import describe
 from service.errors import InvalidArgument, NotFound, ServiceError, quote
 from service.model_states import ModelState
 from service.models import Model, ModelRegistry, ModelSpec, ServedModel
-from service.sources import SourceError
+from service.sources import Provenance, SourceError
 from service.workers import Served
 from service.workers.errors import EngineError
 
@@ -43,11 +45,13 @@ MAX_MODEL_NAME_CHARS = 256
 class ModelAdmin:
     """Loads and unloads the models of ``specs`` in ``registry``.
 
-    ``load`` builds a model from its spec (blocking: it runs in a thread); ``started`` makes a loaded model serve
-    (the server starts its process's messages and watches it); ``changed`` is told after every state change
-    (health follows); ``calls_using`` counts the API calls under way naming any of the given models; ``declare``
-    makes the spec of a model not declared at start from its name, source and settings (blocking: it may convert;
-    None: such loads are refused, as they are without admin keys).
+        ``load`` builds a model from its spec (blocking: it runs in a thread); ``started`` makes a loaded model serve
+        (the server starts its process's messages and watches it); ``changed`` is told after every state change
+        (health follows); ``calls_using`` counts the API calls under way naming any of the given models; ``declare``
+        makes the spec of a model not declared at start from its name, source and settings (blocking: it may convert;
+        None: such loads are refused, as they are without admin keys); ``admission`` is entered around each load and may
+        unload other models first, or refuse the load (then the model's state does not change); ``prepare`` makes a spec
+    ready to load (blocking: it resolves, and may convert, a model offered unresolved).
     """
 
     def __init__(
@@ -59,12 +63,16 @@ class ModelAdmin:
         changed: Callable[[], None],
         calls_using: Callable[[Iterable[str]], int],
         declare: Callable[[str, str, dict[str, Any]], ModelSpec] | None = None,
+        admission: Callable[[str], AbstractAsyncContextManager[None]] | None = None,
+        prepare: Callable[[ModelSpec], ModelSpec] = lambda spec: spec,
     ) -> None:
         self._registry = registry
         self._specs = {spec.name: spec for spec in specs}
         registry.states.know(self._specs, {spec.name: spec.task.value for spec in specs})
         self._load, self._started, self._changed, self._calls_using = load, started, changed, calls_using
         self._declare = declare
+        self._admission = admission or _admitted  # may make room first (service/server/model_keeper.py)
+        self._prepare = prepare
         self._turns: dict[str, asyncio.Lock] = {}  # one per model: its loads and unloads one at a time
         self._loading: dict[str, asyncio.Task[None]] = {}
         self._unloading: dict[str, asyncio.Task[None]] = {}
@@ -189,23 +197,49 @@ class ModelAdmin:
                 return
             if name in self._forgetting:
                 raise NotFound(f"model {quote(name)} is being removed from this server", param="model")
-            self._set(name, ModelState.LOADING)
-            spec = self._specs[name]
-            try:
-                model = await asyncio.get_running_loop().run_in_executor(None, self._load, spec)
-            except Exception as error:  # an EngineError names the signal or exception and the settings
-                self._set(name, ModelState.FAILED, _cause(error))
-                raise
-            except BaseException:  # (cancelled: the server stops)
-                self._set(name, ModelState.FAILED, "its load was cancelled")
-                raise
+            async with self._admission(name):
+                model, provenance = await self._loaded(name)
             if self._closed:  # the server stopped while it loaded: nothing would ever end its process
                 await asyncio.to_thread(model.worker.close)
                 return
             self._started(model)
-            self._registry.add(model, spec.provenance)
+            self._registry.add(model, provenance)
             self._set(name, ModelState.LOADED)
             log.info("model %r loaded", name)
+
+    async def _loaded(self, name: str) -> tuple[Model, Provenance | None]:
+        """The model ``name`` loaded from its spec, in an executor thread, and what it was built from; FAILED with
+        the cause if that fails. The spec stays as declared (a reload compares it with the file's): a model offered
+        unresolved is resolved at each load, from the model cache after its first."""
+        self._set(name, ModelState.LOADING)
+        spec = self._specs[name]
+
+        def load() -> tuple[Model, Provenance | None]:
+            ready = self._prepare(spec)
+            return self._load(ready), ready.provenance
+
+        try:
+            return await asyncio.get_running_loop().run_in_executor(None, load)
+        except Exception as error:  # an EngineError names the signal or exception and the settings
+            self._set(name, ModelState.FAILED, _cause(error))
+            raise
+        except BaseException:  # (cancelled: the server stops)
+            self._set(name, ModelState.FAILED, "its load was cancelled")
+            raise
+
+    async def unload_idle(self, name: str) -> bool:
+        """Unload ``name`` if nothing uses it now: no call names it or its adapters, and its process runs and
+        queues nothing (an idle unload, an eviction); whether it did. A call that arrives while it drains still
+        runs to its end first."""
+        model = next((model for model in self._registry if model.name == name), None)
+        if model is None or name in self._unloading:
+            return False
+        adapters = model.adapters() if isinstance(model, ServedModel) else []
+        names = {name, *(adapter.name for adapter in adapters)}
+        if self._calls_using(names) or await _busy(model.worker) or self._calls_using(names):
+            return False
+        await self.unload(model_pb2.UnloadModelRequest(model=name))
+        return True
 
     async def _unload_now(self, name: str, forced: asyncio.Event) -> None:
         async with self._turn(name):
@@ -256,6 +290,12 @@ class ModelAdmin:
     def _set(self, name: str, state: ModelState, reason: str = "") -> None:
         self._registry.states.set(name, state, reason)
         self._changed()
+
+
+@contextlib.asynccontextmanager
+async def _admitted(name: str) -> AsyncIterator[None]:
+    """Every load is admitted (no memory budget)."""
+    yield
 
 
 def _check_name(name: str) -> None:

@@ -12,10 +12,12 @@ import psutil
 import pytest
 
 from service.models import ModelSpec
+from service.residency import ResidencySettings
 from tests.conftest import TEST_SETTINGS, TINY_CHAT
 from tests.rest_bridge.conftest import RunningBridge, http_request, served_with_bridge
 
 USER, ADMIN = "user-key", "admin-key"
+NO_AUTOLOAD = ResidencySettings(autoload=False)  # requests do not load models here: only the admin calls
 MODELS = [
     ModelSpec("tiny-chat", TINY_CHAT, settings=TEST_SETTINGS),
     ModelSpec("other-chat", TINY_CHAT, settings=TEST_SETTINGS),
@@ -34,7 +36,7 @@ def as_(key: str) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def keyed() -> Iterator[RunningBridge]:
-    with served_with_bridge(MODELS, api_keys=(USER,), admin_keys=(ADMIN,)) as running:
+    with served_with_bridge(MODELS, api_keys=(USER,), admin_keys=(ADMIN,), residency=NO_AUTOLOAD) as running:
         yield running
 
 

@@ -18,10 +18,12 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from clients import OvserveClient
 from clients.v1 import chat_pb2, chat_pb2_grpc, common_pb2, model_pb2, model_pb2_grpc
 from service.models import ModelSpec
+from service.residency import ResidencySettings
 from tests.conftest import TEST_SETTINGS, TINY_CHAT, ServerThread, start_server
 from tests.rpc import parse
 
 OTHER = "other-chat"  # a second engine of the same weights: it streams while tiny-chat is unloaded
+NO_AUTOLOAD = ResidencySettings(autoload=False)  # requests do not load models here: only the admin calls
 MODELS = [
     ModelSpec("tiny-chat", TINY_CHAT, settings=TEST_SETTINGS),
     ModelSpec(OTHER, TINY_CHAT, settings=TEST_SETTINGS),
@@ -42,7 +44,7 @@ def stream_request(model: str, max_tokens: int) -> chat_pb2.StreamChatCompletion
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[ServerThread]:
-    running = start_server(MODELS)
+    running = start_server(MODELS, residency=NO_AUTOLOAD)  # an unloaded model stays so (refused, named)
     yield running
     running.stop()
 
