@@ -66,6 +66,9 @@ SOLAR_OPEN2_THINK = ThinkMarkup("<|think:start|>", "<|think:end|>")  # Solar Ope
 APERTUS_THINK = ThinkMarkup("<|inner_prefix|>", "<|inner_suffix|>")  # Apertus' deliberation
 # EXAONE Deep: its template opens <thought> at the prompt's end and cuts a past reply's block out at </thought>.
 EXAONE_DEEP_THINK = ThinkMarkup("<thought>", "</thought>")
+# MiniCPM3: its tool prompt asks for the thought before the calls between these; its template writes a past turn's
+# there (read as ``thought``: service.engine.template_probe).
+MINICPM3_THINK = ThinkMarkup("<|thought_start|>", "<|thought_end|>")
 # Marco-o1: its system prompt asks for the thinking in <Thought> and the answer in <Output> tags.
 MARCO_O1_OUTPUT = ("<Output>", "</Output>")
 MARCO_O1_THINK = ThinkMarkup("<Thought>", "</Thought>", reply=MARCO_O1_OUTPUT)
@@ -123,6 +126,7 @@ REASONING_FORMATS: dict[str, ThinkMarkup] = {
     "apertus": APERTUS_THINK,
     "exaone_deep": EXAONE_DEEP_THINK,
     "marco_o1": MARCO_O1_THINK,
+    "minicpm3": MINICPM3_THINK,
 }
 REASONING_FAMILIES: dict[str, str] = {
     "mistral": "Magistral, Ministral 3 reasoning",
@@ -131,6 +135,7 @@ REASONING_FAMILIES: dict[str, str] = {
     "apertus": "Apertus",
     "exaone_deep": "EXAONE Deep",
     "marco_o1": "Marco-o1",
+    "minicpm3": "MiniCPM3 (its thought before its calls)",
 }
 # Other servers' names (vLLM's, OVMS's) for these formats: {"tool": {alias: name}, "reasoning": {...}}.
 ALIASES: dict[str, dict[str, str]] = {
@@ -163,4 +168,5 @@ TEMPLATE_REASONING_MARKUP: list[tuple[str | tuple[str, ...], str]] = [
     (SOLAR_OPEN2_THINK.begin, "solar_open2"),
     (EXAONE_DEEP_THINK.begin, "exaone_deep"),
     ((MARCO_O1_THINK.begin, MARCO_O1_OUTPUT[0]), "marco_o1"),
+    (MINICPM3_THINK.begin, "minicpm3"),
 ]

@@ -67,7 +67,7 @@ EXPECTED = {
     "deepseek-ai-DeepSeek-V4-Flash-0731.jinja": ("deepseek_v4", "render", "think"),
     "deepseek-ai-DeepSeek-V4.jinja": ("deepseek_v4", "render", "think"),
     "fireworks-ai-llama-3-firefunction-v2.jinja": ("phi4_mini_json", "render", None),
-    "genai-openbmb-MiniCPM3-4B.jinja": ("lfm2", "prompt", None),
+    "genai-openbmb-MiniCPM3-4B.jinja": ("lfm2", "prompt", "minicpm3"),
     "genai-tiiuae-Falcon3-3B-Instruct.jinja": ("hermes", "prompt", None),
     # GLM-4-9B-chat writes a past call from the message's metadata, not tool_calls: its tool prompt shows glm4
     "genai-THUDM-glm-4-9b-chat.jinja": ("glm4", "source", None),

@@ -168,6 +168,7 @@ REASONING = [
     ("exaone_deep", "<think>not its tag</think>", "", "<think>not its tag</think>", False),
     ("marco_o1", "<Thought>\nThe sky.\n</Thought>\n<Output>\nSunny.\n</Output>", "The sky.", "Sunny.", False),
     ("marco_o1", "<Thought>The sky.</Thought>Sunny.", "The sky.", "Sunny.", False),  # the wrapper is optional
+    ("minicpm3", "<|thought_start|>\nThe user asks.\n<|thought_end|>\nSunny.", "The user asks.", "Sunny.", False),
 ]  # fmt: skip
 
 
@@ -195,6 +196,16 @@ def test_exaone_deep_prompt_opens_the_block() -> None:
     """EXAONE Deep's template ends the prompt with <thought>: the reply starts inside the block."""
     turn, _ = fed(OutputFormat(None, "exaone_deep"), ["Let me", " check.\n</tho", "ught>\n\nSunny."], "<thought>\n")
     assert (turn.reasoning.strip(), turn.content.strip()) == ("Let me check.", "Sunny.")
+
+
+def test_minicpm3_thought_then_its_calls() -> None:
+    """MiniCPM3 writes its thought, then its Python calls in a fence between LFM2's tokens (its template's order)."""
+    text = ('<|thought_start|>\nI need the weather.\n<|thought_end|>\n<|tool_call_start|>\n```python\n'
+            'get_weather(city="Paris")\n```\n<|tool_call_end|>\n')  # fmt: skip
+    for chunks in [[text], *deltas(text)[:4]]:
+        turn, _ = fed(OutputFormat("lfm2", "minicpm3"), chunks)
+        assert (turn.reasoning.strip(), turn.content.strip(), [c.name for c in turn.calls]) == (
+            "I need the weather.", "", ["get_weather"]), chunks  # fmt: skip
 
 
 def test_mistral_reasoning_then_its_calls() -> None:
@@ -309,6 +320,7 @@ def test_the_template_renders_the_formats_written_call(template: str, name: str,
         ("google-gemma-4-31B-it-interleaved.jinja", "gemma4", "gemma4"),
         ("ollama-exaone-deep.jinja", "generic", "exaone_deep"),  # opens <thought>, cuts past ones at </thought>
         ("ollama-marco-o1.jinja", "generic", "marco_o1"),  # its system prompt asks for <Thought> and <Output>
+        ("genai-openbmb-MiniCPM3-4B.jinja", "lfm2", "minicpm3"),  # its tool prompt asks for <|thought_start|>
     ],
 )
 def test_template_markup_chooses_the_formats(template: str, tool_parser: str | None, reasoning_parser: str | None
