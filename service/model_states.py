@@ -48,6 +48,7 @@ class ModelStates:
     def __init__(self) -> None:
         self._states: dict[str, ModelStatus] = {}
         self._tasks: dict[str, str] = {}  # what each serves ("generate", "embed"...), for the list while unloaded
+        self._bases: dict[str, str] = {}  # a configured LoRA adapter's name -> the known model it runs on
 
     def know(self, names: Iterable[str], tasks: Mapping[str, str] | None = None) -> None:
         """Models the configuration names: AVAILABLE until a load starts (known ones keep their state); ``tasks``:
@@ -55,6 +56,15 @@ class ModelStates:
         for name in names:
             self._states.setdefault(name, ModelStatus(ModelState.AVAILABLE))
         self._tasks.update(tasks or {})
+
+    def know_adapters(self, base: str, adapters: Iterable[str]) -> None:
+        """The LoRA adapters configured on the known model ``base`` (they are served while it is loaded)."""
+        self._bases = {adapter: owner for adapter, owner in self._bases.items() if owner != base}
+        self._bases.update(dict.fromkeys(adapters, base))
+
+    def base(self, name: str) -> str | None:
+        """The known model ``name`` runs on: itself, or a configured adapter's base; None if unknown."""
+        return name if name in self._states else self._bases.get(name)
 
     def task(self, name: str) -> str:
         """What the known model ``name`` serves ("" when not known)."""
@@ -68,6 +78,7 @@ class ModelStates:
         """``name`` is no longer known (a model a configuration reload removed)."""
         self._states.pop(name, None)
         self._tasks.pop(name, None)
+        self.know_adapters(name, ())
 
     def get(self, name: str) -> ModelStatus | None:
         """The known model's status; None for a name the server does not know."""
@@ -82,16 +93,21 @@ class ModelStates:
         return list(self._states)
 
     def refusal(self, name: str) -> Unavailable:
-        """The error for a request naming the known model ``name`` while it is not loaded.
+        """The error for a request naming the known model ``name`` (or an adapter on it) while it is not loaded.
 
         UNAVAILABLE (503), not NOT_FOUND: the model exists, and the same request succeeds once it is loaded; the
         message names the model and its state, and the ErrorInfo's reason MODEL_NOT_LOADED lets a program tell it
         from a server that is starting or stopping.
         """
-        status = self._states[name]
+        base = self.base(name) or name
+        status = self._states[base]
         why = f" ({status.reason})" if status.reason else ""
+        if base == name:
+            subject = f"model {quote(name)}"
+        else:
+            subject = f"LoRA adapter {quote(name)} runs on model {quote(base)}, which"
         return Unavailable(
-            f"model {quote(name)} is {_REFUSALS.get(status.state, status.state.value)}{why}",
+            f"{subject} is {_REFUSALS.get(status.state, status.state.value)}{why}",
             reason="MODEL_NOT_LOADED",
             param="model",
         )

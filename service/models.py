@@ -366,7 +366,7 @@ class ModelRegistry:
         if not name:
             raise InvalidArgument.of(field_name, "required: the name of a served model")
         model = self._served.get(name) or self._adapters.get(name)
-        if model is None and name in self.states:  # known, not loaded: UNAVAILABLE naming its state
+        if model is None and self.states.base(name) is not None:  # known, not loaded: UNAVAILABLE naming its state
             raise self.states.refusal(name)
         if model is None:
             served = ", ".join(sorted([*self._served, *self._adapters])) or "none"

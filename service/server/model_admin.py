@@ -69,6 +69,8 @@ class ModelAdmin:
         self._registry = registry
         self._specs = {spec.name: spec for spec in specs}
         registry.states.know(self._specs, {spec.name: spec.task.value for spec in specs})
+        for spec in specs:
+            registry.states.know_adapters(spec.name, spec.lora)
         self._load, self._started, self._changed, self._calls_using = load, started, changed, calls_using
         self._declare = declare
         self._admission = admission or _admitted  # may make room first (service/server/model_keeper.py)
@@ -142,7 +144,8 @@ class ModelAdmin:
         _check_name(name)
         settings = json_format.MessageToDict(request.settings)
         async with self._turn(name):
-            if name in self._specs or name in {adapter.name for adapter in self._registry.adapters()}:
+            served_adapters = {adapter.name for adapter in self._registry.adapters()}  # (some loaded at run time)
+            if self._registry.states.base(name) is not None or name in served_adapters:
                 raise ServiceError(
                     f"model {quote(name)} is known already (its source and settings are the configuration's)",
                     code=grpc.StatusCode.ALREADY_EXISTS, reason="ALREADY_EXISTS", param="model",
@@ -154,9 +157,7 @@ class ModelAdmin:
                 raise InvalidArgument.of(
                     "source" if isinstance(error, SourceError) else "settings", str(error)
                 ) from None
-            self._specs[name] = spec
-            self._registry.states.know([name], {name: spec.task.value})
-            self._changed()
+            self.declare_spec(spec)
 
     @property
     def specs(self) -> dict[str, ModelSpec]:
@@ -168,6 +169,7 @@ class ModelAdmin:
         its next load (a configuration reload unloads a changed model first)."""
         self._specs[spec.name] = spec
         self._registry.states.know([spec.name], {spec.name: spec.task.value})
+        self._registry.states.know_adapters(spec.name, spec.lora)
         self._changed()
 
     async def forget(self, name: str) -> None:

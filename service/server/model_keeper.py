@@ -60,12 +60,6 @@ class ModelKeeper:
         self._room = asyncio.Lock()  # loads that may need room made take turns
         self._waiting_for_room: dict[str, str] = {}  # loads waiting for a model to become idle: what they would pass
 
-    def base(self, name: str) -> str | None:
-        """The known model a call naming ``name`` runs on: itself, or a LoRA adapter's base; None if unknown."""
-        if name in self._registry.states:
-            return name
-        return next((spec.name for spec in self._admin.specs.values() if name in spec.lora), None)
-
     async def ready(self, name: str, keep_alive: str | None = None) -> None:
         """Before a call naming ``name`` runs (it already counts as using it): note the use and its keep-alive,
         and load the model if it is known and not loaded, waiting at most ``model_load_wait_s``.
@@ -74,7 +68,7 @@ class ModelKeeper:
         the call naming its state. INVALID_ARGUMENT naming ``keep_alive`` for one that is not a duration;
         UNAVAILABLE when the load outlasts the wait (it goes on); what the load raised when it failed for room.
         """
-        base = self.base(name)
+        base = self._registry.states.base(name)
         if base is None:
             return
         self._last_used[base] = self._clock()
@@ -108,7 +102,7 @@ class ModelKeeper:
 
     def finished(self, name: str) -> None:
         """A call naming ``name`` ended: the model's last use."""
-        if (base := self.base(name)) is not None:
+        if (base := self._registry.states.base(name)) is not None:
             self._last_used[base] = self._clock()
 
     def idle_unload_s(self, name: str) -> float:

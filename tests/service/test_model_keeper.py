@@ -20,7 +20,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from clients.keep_alive import KEEP_ALIVE_KEY
 from clients.v1 import chat_pb2, chat_pb2_grpc, model_pb2, model_pb2_grpc
 from service.config import offered_models
-from service.models import ModelSpec
+from service.models import BUNDLED_MODELS_DIR, ModelSpec
 from service.pipelines import PipelineSettings
 from service.residency import ResidencySettings
 from tests.conftest import TEST_SETTINGS, TINY_CHAT, ServerThread, start_server
@@ -29,6 +29,7 @@ from tests.sources.checkpoints import gguf_file
 
 WAIT_S = 60  # the bound of every wait: an RPC's deadline, a state awaited
 IDLE_S = 1.0  # the idle time of the model that has one
+CAPITALS = BUNDLED_MODELS_DIR / "tiny-chat-capitals"  # the bundled LoRA adapter of tiny-chat
 
 
 def spec(name: str, **settings: object) -> ModelSpec:
@@ -250,5 +251,25 @@ def test_a_gguf_file_offered_by_a_models_directory_is_converted_and_loaded_on_it
                 .model
             )
             assert (described.source_kind, described.source) == ("gguf", str(offered / "tiny.gguf"))
+    finally:
+        running.stop()
+
+
+@pytest.mark.parametrize("autoload", [True, False])
+def test_a_request_for_a_lora_adapter_of_an_unloaded_model_loads_its_base_or_names_it(autoload: bool) -> None:
+    base = spec("base", load_on_request=True, lora={"capitals": CAPITALS})
+    running = start_server([base], residency=ResidencySettings(autoload=autoload))
+    try:
+        with grpc.insecure_channel(running.target) as channel:
+            if autoload:
+                assert chat(channel, "capitals").usage.completion_tokens > 0  # its base loaded for it
+                assert states(channel) == {"base": "loaded", "capitals": "loaded"}
+                return
+            with pytest.raises(grpc.RpcError) as refused:
+                chat(channel, "capitals")
+            assert refused.value.code() == grpc.StatusCode.UNAVAILABLE  # it exists: not NOT_FOUND
+            assert "LoRA adapter 'capitals' runs on model 'base', which is not loaded" in (
+                refused.value.details() or ""
+            )
     finally:
         running.stop()
