@@ -576,11 +576,29 @@ def _model_value(setting: dataclasses.Field[Any], value: Any, where: str) -> Any
     return value if convert is None else convert(value, where)
 
 
+def _scheduler_value(name: str, value: Any, where: str) -> Any:
+    """A ``[scheduler]`` value as its setting's type: TOML's integers and floats for a float setting, integers
+    for an int one, booleans for a switch, strings for text (ConfigError naming ``where`` and the key otherwise;
+    a string or a boolean where a number belongs would only fail in the engine, far from its cause)."""
+    kind = value_type(EngineSettings, name)
+    if kind is int and isinstance(value, float) and value.is_integer():
+        value = int(value)  # (JSON settings of a load at run time hold every number as a float)
+    takes = {float: (int, float), int: (int,), bool: (bool,), str: (str,)}.get(kind, (kind,))
+    if value is None or (isinstance(value, bool) and kind is not bool) or not isinstance(value, takes):
+        raise ConfigError(f"{where}: {name} must be {_KIND_WORDS.get(kind, kind.__name__)}; got {value!r}")
+    return float(value) if kind is float else value
+
+
+# How a [scheduler] setting's type is named in a refusal.
+_KIND_WORDS = {float: "a number", int: "an integer", bool: "true or false", str: "a string"}
+
+
 def _settings(base: EngineSettings, overrides: dict[str, Any], where: str) -> EngineSettings:
     known = {f.name for f in dataclasses.fields(EngineSettings)}
     unknown = sorted(set(overrides) - known)
     if unknown:
         raise ConfigError(f"{where}: unknown scheduler settings {unknown}; known: {sorted(known)}")
+    overrides = {name: _scheduler_value(name, value, where) for name, value in overrides.items()}
     if "cache_size_gb" in overrides:  # a size given here replaces a block count given before, and the other way round
         base = dataclasses.replace(base, kv_cache_blocks=None)
     if "kv_cache_blocks" in overrides:

@@ -29,6 +29,8 @@ SETTING_VALUES: dict[str, tuple[str | None, Any, Any]] = {
     "chat_template": (str(TEMPLATE), str(TEMPLATE), TEMPLATE),
     "tool_parser": ("hermes", "hermes", "hermes"),
     "reasoning_parser": ("think", "think", "think"),
+    "load_on_request": (None, True, True),
+    "idle_unload_s": ("90", 90, 90.0),
 }
 # Settings a bundled model takes but cannot use: the flag reaches the model and is refused for its own reason.
 REFUSED = {"weight_format": r"model 'tiny-chat': .*already an OpenVINO model; --weight-format applies to converted"}

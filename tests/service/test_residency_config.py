@@ -99,3 +99,31 @@ def test_keep_alive_reads_seconds_and_go_durations_as_ollama_does(value: object,
 def test_a_keep_alive_that_is_not_a_duration_is_refused(value: object) -> None:
     with pytest.raises(ValueError, match=r"duration|seconds"):
         keep_alive_seconds(value)
+
+
+@pytest.mark.parametrize(
+    ("line", "problem"),
+    [
+        ('max_num_seqs = "many"', "max_num_seqs must be an integer; got 'many'"),
+        ("max_num_seqs = 2.5", "max_num_seqs must be an integer; got 2.5"),
+        ("cache_size_gb = true", "cache_size_gb must be a number; got True"),
+        ("enable_prefix_caching = 1", "enable_prefix_caching must be true or false; got 1"),
+        ("device = 3", "device must be a string; got 3"),
+    ],
+)
+def test_a_scheduler_value_of_the_wrong_type_is_refused_naming_its_table_and_key(
+    tmp_path: Path, line: str, problem: str
+) -> None:
+    toml = toml_file(
+        tmp_path, f'[scheduler]\n{line}\n[[models]]\nname = "one"\npath = "{model_dir(tmp_path, "one")}"\n'
+    )
+    with pytest.raises(ConfigError, match=rf"\[scheduler\]: {problem}"):
+        configure("--config", toml)
+
+
+def test_scheduler_numbers_become_their_settings_types(tmp_path: Path) -> None:
+    entry = f'[[models]]\nname = "one"\npath = "{model_dir(tmp_path, "one")}"\nscheduler = {{ max_num_seqs = 8.0 }}\n'
+    toml = toml_file(tmp_path, f"[scheduler]\ncache_size_gb = 2\nstream_interval_ms = 5\n{entry}")
+    settings = configure("--config", toml).models[0].settings
+    assert (settings.cache_size_gb, settings.stream_interval_ms, settings.max_num_seqs) == (2.0, 5.0, 8)
+    assert isinstance(settings.cache_size_gb, float) and isinstance(settings.max_num_seqs, int)
