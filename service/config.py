@@ -583,10 +583,10 @@ def _scheduler_value(name: str, value: Any, where: str) -> Any:
     kind = value_type(EngineSettings, name)
     if kind is int and isinstance(value, float) and value.is_integer():
         value = int(value)  # (JSON settings of a load at run time hold every number as a float)
-    takes = {float: (int, float), int: (int,), bool: (bool,), str: (str,)}.get(kind, (kind,))
+    takes: tuple[type, ...] = {float: (int, float), int: (int,), bool: (bool,), str: (str,)}.get(kind, (kind,))
     if value is None or (isinstance(value, bool) and kind is not bool) or not isinstance(value, takes):
         raise ConfigError(f"{where}: {name} must be {_KIND_WORDS.get(kind, kind.__name__)}; got {value!r}")
-    return float(value) if kind is float else value
+    return float(value) if kind is float and isinstance(value, (int, float)) else value
 
 
 # How a [scheduler] setting's type is named in a refusal.
