@@ -103,6 +103,18 @@ MODEL_STATE = Gauge(
     "ovserve_model_state", "1 for each known model's state (available, loading, loaded, unloading, failed), else 0",
     ["model", "state"], registry=REGISTRY,
 )  # fmt: skip
+MODEL_LOAD_SECONDS = Histogram(
+    "ovserve_model_load_duration_seconds",
+    "Model loads that succeeded, from the load's start (after room was made for it) to the model serving",
+    ["model"], buckets=(0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.0), registry=REGISTRY,
+)  # fmt: skip
+MODEL_UNLOADS = Counter(
+    "ovserve_model_unloads",
+    "Models unloaded, by why: admin (UnloadModel, a configuration reload), idle (its idle time or a request's "
+    "keep_alive passed), room (the least recently used idle model, for a load under --max-loaded-models or "
+    "--models-memory-gb)",
+    ["model", "reason"], registry=REGISTRY,
+)  # fmt: skip
 ENGINE_RESTARTS = Gauge(
     "ovserve_engine_restarts", "Engine processes replaced after dying or stalling (since start)", ["model"],
     registry=REGISTRY,

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Any
@@ -28,6 +29,7 @@ from service.api.models import describe
 from service.errors import InvalidArgument, NotFound, ServiceError, quote
 from service.model_states import ModelState
 from service.models import Model, ModelRegistry, ModelSpec, ServedModel
+from service.observability import metrics
 from service.sources import Provenance, SourceError
 from service.workers import Served
 from service.workers.errors import EngineError
@@ -117,8 +119,11 @@ class ModelAdmin:
         model = describe(self._registry, request.model)
         yield model_pb2.LoadModelResponse(state=ModelState.LOADED.value, model=model)
 
-    async def unload(self, request: model_pb2.UnloadModelRequest) -> model_pb2.UnloadModelResponse:
-        """UnloadModel: drain (or, with ``force``, fail) the model's requests, then end its process."""
+    async def unload(
+        self, request: model_pb2.UnloadModelRequest, reason: str = "admin"
+    ) -> model_pb2.UnloadModelResponse:
+        """UnloadModel: drain (or, with ``force``, fail) the model's requests, then end its process; ``reason``:
+        why, as ovserve_model_unloads counts it (admin, idle, room)."""
         name = request.model
         self._spec(name)
         forced = self._forced.setdefault(name, asyncio.Event())
@@ -126,7 +131,7 @@ class ModelAdmin:
             forced.set()  # also escalates an unload already draining
         task = self._unloading.get(name)
         if task is None:
-            task = asyncio.get_running_loop().create_task(self._unload_now(name, forced))
+            task = asyncio.get_running_loop().create_task(self._unload_now(name, forced, reason))
             self._unloading[name] = task
             task.add_done_callback(lambda _: self._end_unload(name))
         await asyncio.shield(task)  # asked once, it finishes even if its caller leaves
@@ -200,7 +205,9 @@ class ModelAdmin:
             if name in self._forgetting:
                 raise NotFound(f"model {quote(name)} is being removed from this server", param="model")
             async with self._admission(name):
+                began = time.monotonic()
                 model, provenance = await self._loaded(name)
+                metrics.MODEL_LOAD_SECONDS.labels(name).observe(time.monotonic() - began)
             if self._closed:  # the server stopped while it loaded: nothing would ever end its process
                 await asyncio.to_thread(model.worker.close)
                 return
@@ -229,7 +236,7 @@ class ModelAdmin:
             self._set(name, ModelState.FAILED, "its load was cancelled")
             raise
 
-    async def unload_idle(self, name: str) -> bool:
+    async def unload_idle(self, name: str, reason: str) -> bool:
         """Unload ``name`` if nothing uses it now: no call names it or its adapters, and its process runs and
         queues nothing (an idle unload, an eviction); whether it did. A call that arrives while it drains still
         runs to its end first."""
@@ -240,10 +247,10 @@ class ModelAdmin:
         names = {name, *(adapter.name for adapter in adapters)}
         if self._calls_using(names) or await _busy(model.worker) or self._calls_using(names):
             return False
-        await self.unload(model_pb2.UnloadModelRequest(model=name))
+        await self.unload(model_pb2.UnloadModelRequest(model=name), reason)
         return True
 
-    async def _unload_now(self, name: str, forced: asyncio.Event) -> None:
+    async def _unload_now(self, name: str, forced: asyncio.Event, reason: str) -> None:
         async with self._turn(name):
             if name not in self._registry.names:
                 return
@@ -259,6 +266,7 @@ class ModelAdmin:
             await asyncio.to_thread(model.worker.close)
             self._leaving.pop(name, None)
             self._set(name, ModelState.AVAILABLE)
+            metrics.MODEL_UNLOADS.labels(name, reason).inc()
             log.info("model %r unloaded%s", name, " (force)" if forced.is_set() else "")
 
     async def _drain(self, worker: Served, names: set[str], forced: asyncio.Event) -> None:

@@ -121,7 +121,7 @@ class ModelKeeper:
             for name in self._registry.names:
                 self._note_held(name)
                 idle_for = now - self._last_used.setdefault(name, now)
-                if idle_for >= self.idle_unload_s(name) and await self._admin.unload_idle(name):
+                if idle_for >= self.idle_unload_s(name) and await self._admin.unload_idle(name, "idle"):
                     log.info("model %r unloaded after %.0f s idle", name, idle_for)
 
     @contextlib.asynccontextmanager
@@ -172,7 +172,7 @@ class ModelKeeper:
             key=lambda name: self._last_used.get(name, -math.inf),
         )
         for name in others:
-            if await self._admin.unload_idle(name):
+            if await self._admin.unload_idle(name, "room"):
                 log.info("model %r unloaded to make room for %r (least recently used, idle)", name, loading)
                 return True
         return False

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -60,6 +61,13 @@ def await_true(condition: Callable[[], bool], what: str) -> None:
     while not condition():
         assert time.monotonic() < deadline, what
         time.sleep(0.02)
+
+
+def unloads(server: ServerThread, model: str, reason: str) -> float:
+    """ovserve_model_unloads_total{model, reason} in the server's /metrics (0 before the first)."""
+    exposition = server.run(server.server.metrics_exposition())[0].decode()
+    found = re.search(rf'^ovserve_model_unloads_total{{model="{model}",reason="{reason}"}} (\S+)$', exposition, re.M)
+    return float(found.group(1)) if found else 0.0
 
 
 def chat(channel: grpc.Channel, model: str, keep_alive: str | None = None) -> chat_pb2.CreateChatCompletionResponse:
@@ -139,8 +147,9 @@ def test_an_idle_model_is_unloaded_after_its_idle_time_never_while_in_use_and_re
     with call_held_open(server, "idle"):
         time.sleep(3 * IDLE_S)  # past its idle time, with a call naming it open
         assert states(channel)["idle"] == "loaded"  # a model in use is not idle
-    pid = server.server.registry.model("idle").worker.pid
+    pid, idle_unloads = server.server.registry.model("idle").worker.pid, unloads(server, "idle", "idle")
     await_state(channel, "idle", "available")  # unloaded once idle for IDLE_S
+    assert unloads(server, "idle", "idle") == idle_unloads + 1  # counted, and why
     assert pid is not None and not _running(pid)  # its process, and its memory, are gone
     assert chat(channel, "idle").usage.completion_tokens > 0  # the next request loads it again
     assert states(channel)["idle"] == "loaded"
@@ -180,8 +189,10 @@ def test_a_budget_of_two_models_unloads_the_least_recently_used_idle_one() -> No
         with grpc.insecure_channel(running.target) as channel:
             chat(channel, "a")
             chat(channel, "b")  # b used last
+            evictions = unloads(running, "a", "room")
             assert chat(channel, "c").usage.completion_tokens > 0  # a third: a, the least recently used, goes
             assert states(channel) == {"a": "available", "b": "loaded", "c": "loaded"}
+            assert unloads(running, "a", "room") == evictions + 1
             # b is in use although c was used after it: a's load makes room from c, the idle one.
             with call_held_open(running, "b"):
                 assert chat(channel, "a").usage.completion_tokens > 0
