@@ -19,7 +19,7 @@ from clients import AsyncOvserveClient
 from service.bench.load import BenchRequest, Schedule
 from service.bench.metrics import RequestResult
 from service.bench.progress import ProgressBar
-from service.bench.urls import ApiBase
+from service.bench.urls import ApiBase, bearer
 
 # Greedy with ignore_eos, so every request makes exactly output_tokens tokens and runs compare like for like.
 SAMPLING: dict[str, Any] = {"temperature": 0, "ignore_eos": True, "stream_options": {"include_usage": True}}
@@ -42,9 +42,9 @@ class Backend(Protocol):
 class GrpcBackend:
     """StreamChatCompletion or StreamCompletion through the typed asyncio client."""
 
-    def __init__(self, target: str, model: str, endpoint: str) -> None:
+    def __init__(self, target: str, model: str, endpoint: str, api_key: str | None = None) -> None:
         self.name = "grpc"
-        self._client = AsyncOvserveClient(target, timeout=600, retries=0)
+        self._client = AsyncOvserveClient(target, api_key=api_key, timeout=600, retries=0)
         self._model, self._endpoint = model, endpoint
 
     async def stream(self, request: BenchRequest) -> RequestResult:
@@ -87,9 +87,18 @@ class HttpBackend:
     requests to a server that does nothing, 8 clients, one run).
     """
 
-    def __init__(self, base: ApiBase, model: str, endpoint: str, max_clients: int, name: str = "http") -> None:
+    def __init__(
+        self,
+        base: ApiBase,
+        model: str,
+        endpoint: str,
+        max_clients: int,
+        name: str = "http",
+        api_key: str | None = None,
+    ) -> None:
         self.name = name
         self._url = base.route(endpoint)
+        self._headers = {"Content-Type": "application/json", "Accept": "text/event-stream", **bearer(api_key)}
         self._model, self._endpoint = model, endpoint
         self._max_clients = max(10, max_clients)
         self._session: aiohttp.ClientSession | None = None
@@ -118,9 +127,8 @@ class HttpBackend:
             body["prompt"] = request.prompt
         result = RequestResult(start=time.perf_counter())
         buffer = bytearray()
-        headers = {"Content-Type": "application/json", "Accept": "text/event-stream"}
         try:
-            async with self.session().post(self._url, data=json.dumps(body), headers=headers) as response:
+            async with self.session().post(self._url, data=json.dumps(body), headers=self._headers) as response:
                 if response.status >= 400:
                     result.error = f"HTTP {response.status}: {(await response.read())[:200]!r}"
                 else:

@@ -4,15 +4,19 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import random
 from collections.abc import Sequence
 from pathlib import Path
 
 from clients.defaults import DEFAULT_REST_URL, DEFAULT_TARGET, LOOPBACK
 from service.bench import report
+from service.bench.cold import ADMIN_KEY_ENV
 from service.bench.load import read_prompts
 from service.bench.runner import Bench, BenchConfig
 
+#: Where the bench reads the key its requests carry when ``--api-key`` is not given.
+API_KEY_ENV = "OVSERVE_API_KEY"
 EPILOG = f"""examples:
   ovserve bench --concurrency 1 8 --requests 64 --output-tokens 128
   ovserve bench --backend grpc http --model-dir MODEL --engine --concurrency 1 8 --rounds 3 --json out.json
@@ -50,6 +54,12 @@ def parser() -> argparse.ArgumentParser:
     where.add_argument("--mix", nargs="+", metavar="NAME",
                        help="mixed traffic: the requests ask for these served names in turn (a base model and its "
                             "LoRA adapters, say), with each name's figures after the table")  # fmt: skip
+    where.add_argument("--api-key", default=os.environ.get(API_KEY_ENV),
+                       help=f"sent with every request to ovserve (default: ${API_KEY_ENV}, else "
+                            "--admin-key)")  # fmt: skip
+    where.add_argument("--admin-key", default=os.environ.get(ADMIN_KEY_ENV),
+                       help=f"for --cold-starts' unloads and loads on a server with API keys, where only an admin "
+                            f"key may (default: ${ADMIN_KEY_ENV}, else --api-key)")  # fmt: skip
     where.add_argument("--metrics-url",
                        help="the server's /metrics, for CPU per token (default: beside --url)")  # fmt: skip
     where.add_argument("--model-dir", type=Path,
@@ -75,6 +85,11 @@ def parser() -> argparse.ArgumentParser:
         help="random seed for prompts and arrivals (default: a new one each run, written to --json; the same "
         "seed against a server that is still up sends the prompts it has cached, and its first tokens come early)",
     )
+    load.add_argument("--cold-starts", type=int, default=0, metavar="ROUNDS",
+                      help="first the model's cold starts: unloaded (UnloadModel, /v3/models/{id}/unload), then its "
+                           "first request, which loads it, timed beside a warm one, and LoadModel timed alone; "
+                           "ROUNDS times on each of ovserve's backends. Off by default: every client of the server "
+                           "waits for those loads (default 0)")  # fmt: skip
     load.add_argument(
         "--images",
         type=int,
@@ -127,6 +142,9 @@ def config_from(args: argparse.Namespace) -> BenchConfig:
         seed=args.seed if args.seed is not None else random.randrange(2**31),
         progress=False if args.no_progress else None,
         mix=tuple(args.mix or ()),
+        cold_starts=args.cold_starts,
+        api_key=args.api_key or None,
+        admin_key=args.admin_key or None,
     )
 
 
@@ -174,6 +192,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         options.error("--images needs the chat endpoint, and the engine-alone run takes no images")
     if args.mix and (args.engine or args.peer or args.endpoint not in ("chat", "completions")):
         options.error("--mix is for ovserve's own chat or completions endpoints (not --engine or --peer)")
+    if args.cold_starts < 0:
+        options.error("--cold-starts must be 0 or more")
+    if args.cold_starts and (args.mix or args.endpoint not in ("chat", "completions")):
+        options.error("--cold-starts measures one model's chat or completions (not --mix, embeddings or rerank)")
     if args.endpoint in ("embeddings", "rerank"):
         return _inputs(options, args)
     try:
@@ -181,6 +203,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (OSError, ValueError) as error:
         options.error(str(error))
     result = asyncio.run(Bench(config).run())
+    if "cold_start" in result:
+        print(report.cold_start_table(result["cold_start"]))
+        print()
     print(report.table(result["summary"]))
     if config.mix:
         print()

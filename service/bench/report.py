@@ -25,6 +25,16 @@ _COLUMNS: tuple[tuple[str, tuple[str, ...], str], ...] = (
     ("E2E p99", ("e2e_ms", "p99"), "{:.1f}"),
 )
 CPU_PROCESSES = ("client", "server", "engine")  # the CPU-per-token columns, by process
+# The cold-start table's columns (service/bench/cold.py's figures): header, key, format.
+_COLD_COLUMNS: tuple[tuple[str, str, str], ...] = (
+    ("cold TTFT", "cold_ttft_ms", "{:.1f}"),
+    ("warm TTFT", "warm_ttft_ms", "{:.1f}"),
+    ("TTFT cold/warm", "ttft_cold_over_warm", "{:.1f}"),
+    ("cold E2E", "cold_e2e_ms", "{:.1f}"),
+    ("warm E2E", "warm_e2e_ms", "{:.1f}"),
+    ("E2E cold/warm", "e2e_cold_over_warm", "{:.2f}"),
+    ("LoadModel alone", "load_model_ms", "{:.1f}"),
+)
 
 
 def _cell(summary: dict[str, Any], path: tuple[str, ...], pattern: str) -> str:
@@ -73,6 +83,22 @@ def ratio_table(found: Sequence[dict[str, Any]]) -> str:
         verdict = {True: "met", False: "NOT met", None: "not measured"}[ratio["met"]]
         lines.append(f"{ratio['metric'].ljust(width)}  {value:>10}  {target:>10}  {verdict}")
     return "\n".join(lines)
+
+
+def cold_start_table(cold_start: dict[str, Any]) -> str:
+    """The cold-start figures (``ovserve bench --cold-starts``), one line per backend: medians over rounds, each
+    ratio the median of its rounds' own."""
+    headers = ["backend", *(header for header, _, _ in _COLD_COLUMNS)]
+    rows = [[name, *(pattern.format(figures[key]) for _, key, pattern in _COLD_COLUMNS)]
+            for name, figures in cold_start["by_backend"].items()]  # fmt: skip
+    widths = [max(len(row[i]) for row in [headers, *rows]) for i in range(len(headers))]
+    header, *lines = ["  ".join(cell.rjust(width) for cell, width in zip(row, widths, strict=True))
+                      for row in [headers, *rows]]  # fmt: skip
+    title = (
+        f"cold start of {cold_start['model']}: unloaded, its first request loads it; then a warm request "
+        f"({cold_start['rounds']} rounds; ms)"
+    )
+    return "\n".join([title, header, "-" * len(header), *lines])
 
 
 def write_json(path: Path, report: dict[str, Any]) -> None:

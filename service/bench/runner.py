@@ -54,6 +54,14 @@ class BenchConfig:
     seed: int = 0
     progress: bool | None = None  # None: when stderr is a terminal
     mix: tuple[str, ...] = ()  # served names the requests take in turn (a base model and its adapters); () none
+    cold_starts: int = 0  # rounds of cold starts of the model (service/bench/cold.py); 0: none
+    api_key: str | None = None  # sent to ovserve's faces with every request (None: the admin key, if any)
+    admin_key: str | None = None  # for the cold starts' unloads and loads (with keys on, only an admin key may)
+
+    @property
+    def request_key(self) -> str | None:
+        """The key requests carry: the API key, else the admin key (an admin key is a valid API key too)."""
+        return self.api_key or self.admin_key
 
     def schedules(self) -> list[Schedule]:
         """The loads, in the order they run."""
@@ -79,6 +87,8 @@ class Bench:
         config = self.config
         backends = await self._open_backends()
         try:
+            # First: a server that cannot be asked to unload stops the bench before any load.
+            cold_start = await self._cold_starts(backends) if config.cold_starts else None
             runs: list[dict[str, Any]] = []
             for round_number in range(config.rounds):
                 for schedule in config.schedules():
@@ -99,6 +109,10 @@ class Bench:
             "summary": summaries,
         }
         report["config"]["prompts"] = len(config.prompts) if config.prompts else None  # the count, not the text
+        for secret in ("api_key", "admin_key"):  # whether one was given, never the key
+            report["config"][secret] = "(given)" if report["config"][secret] else None
+        if cold_start is not None:
+            report["cold_start"] = cold_start
         if config.engine or config.peer:
             concurrencies = [] if config.rate is not None else config.concurrency
             real_size = _is_real_size(config.model_dir)
@@ -136,13 +150,14 @@ class Bench:
             self._prompts = PromptSource(tokenizer, config.seed)
         # Every server is asked for its models first: a wrong URL or target ends in one line naming it.
         service = ApiBase.parse(config.url)
-        listed = [await first_grpc_model(config.target) if name == "grpc" else await first_model(service)
+        key = config.request_key
+        listed = [await first_grpc_model(config.target, key) if name == "grpc" else await first_model(service, key)
                   for name in config.backends]  # fmt: skip
         model = self._model = config.model or listed[0]
         slots = max([*config.concurrency, config.max_concurrency or 0, 64 if config.rate else 0])
         makers: dict[str, Callable[[], Backend]] = {
-            "grpc": lambda: GrpcBackend(config.target, model, config.endpoint),
-            "http": lambda: HttpBackend(service, model, config.endpoint, slots),
+            "grpc": lambda: GrpcBackend(config.target, model, config.endpoint, key),
+            "http": lambda: HttpBackend(service, model, config.endpoint, slots, api_key=key),
         }
         backends = [makers[name]() for name in config.backends]
         if config.peer:
@@ -150,6 +165,24 @@ class Bench:
             peer_model = config.peer_model or await first_model(peer)
             backends.append(HttpBackend(peer, peer_model, config.endpoint, slots, name="peer"))
         return backends
+
+    async def _cold_starts(self, backends: Sequence[Backend]) -> dict[str, Any]:
+        """``--cold-starts``: the model unloaded and timed as its first request loads it, on each of ovserve's faces
+        (not the engine's, nor a peer's); the model is left loaded."""
+        from service.bench import cold
+
+        config = self.config
+        key = config.admin_key or config.api_key  # (the one key given may be an admin's)
+        admins: dict[str, Callable[[], cold.ModelAdmin]] = {
+            "grpc": lambda: cold.GrpcAdmin(config.target, key),
+            "http": lambda: cold.HttpAdmin(ApiBase.parse(config.url), key),
+        }
+        faces = [cold.Face(backend, admins[backend.name]()) for backend in backends if backend.name in admins]
+        try:
+            return await cold.measure(faces, self._model, config.cold_starts, self._requests)
+        finally:
+            for face in faces:
+                await face.admin.close()
 
     def _requests(self, count: int) -> list[BenchRequest]:
         """Fresh prompts (and images) for every run: a prompt seen before would hit the prefix cache and flatter

@@ -66,12 +66,17 @@ class ApiBase:
         return self.root + "/metrics"
 
 
-async def first_model(base: ApiBase) -> str:
+def bearer(api_key: str | None) -> dict[str, str]:
+    """The HTTP header carrying ``api_key`` (none without a key)."""
+    return {"Authorization": f"Bearer {api_key}"} if api_key else {}
+
+
+async def first_model(base: ApiBase, api_key: str | None = None) -> str:
     """The first model the server lists; UnreachableServer (one line) if nothing OpenAI-compatible answers."""
     url = base.route("/models")
     client = AsyncHTTPClient(force_instance=True)
     try:
-        reply = await client.fetch(url, request_timeout=30)
+        reply = await client.fetch(url, request_timeout=30, headers=bearer(api_key))
         models = json.loads(reply.body)["data"]
         return str(models[0]["id"])
     except HTTPClientError as error:
@@ -85,14 +90,14 @@ async def first_model(base: ApiBase) -> str:
         client.close()
 
 
-async def first_grpc_model(target: str) -> str:
+async def first_grpc_model(target: str, api_key: str | None = None) -> str:
     """The first model an ovserve gRPC service lists; UnreachableServer (one line) if none answers at ``target``."""
     import grpc
 
     from clients import AsyncOvserveClient
 
     try:
-        async with AsyncOvserveClient(target, retries=0, timeout=30) as client:
+        async with AsyncOvserveClient(target, api_key=api_key, retries=0, timeout=30) as client:
             models = await client.list_models()
     except grpc.aio.AioRpcError as error:
         raise UnreachableServer(

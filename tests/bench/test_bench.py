@@ -14,13 +14,15 @@ import pytest
 
 from rest_bridge.server import Bridge
 from service.bench.cli import main
+from service.bench.cold import ADMIN_KEY_ENV, FIGURES
 from service.bench.embeddings import EMBEDDINGS, InputLoad, rates_and_ratios
 from service.bench.metrics import LATENCIES, STATS, median_summary
 from service.bench.targets import Ratio, median_ratios
 from service.bench.urls import ApiBase
-from service.models import BUNDLED_MODELS_DIR
-from tests.conftest import ServerThread
-from tests.rest_bridge.conftest import RunningBridge
+from service.models import BUNDLED_MODELS_DIR, ModelSpec
+from service.residency import ResidencySettings
+from tests.conftest import TEST_SETTINGS, TINY_CHAT, ServerThread
+from tests.rest_bridge.conftest import RunningBridge, served_with_bridge
 from tests.rest_bridge.conftest import bridge as bridge  # the REST fixture, shared with tests/rest_bridge
 
 REQUESTS, OUTPUT_TOKENS = 4, 16
@@ -71,6 +73,66 @@ def test_bench_grpc_and_rest(
     _check_summaries(report, {"grpc", "http"})
     assert report["machine"]["cpus"] >= 1
     assert "ratios" not in report  # only with --engine
+
+
+COLD_ROUNDS = 2
+
+
+def test_cold_starts_time_the_first_request_of_an_unloaded_model_beside_a_warm_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--cold-starts on a server of its own (the bench unloads its model): on each face, every round's cold request
+    (it loads the model) and warm one, and LoadModel alone, all measured; within each round the cold request takes
+    longer than the warm one (it waits for an engine process to start and compile: seconds against milliseconds);
+    the model is left loaded; the table is printed before the load's."""
+    with served_with_bridge([ModelSpec("tiny-chat", TINY_CHAT, settings=TEST_SETTINGS)]) as served:
+        report = _bench(
+            tmp_path, "--backend", "grpc", "http", "--target", served.server.target,
+            "--url", f"http://127.0.0.1:{served.port}", "--cold-starts", str(COLD_ROUNDS), "--concurrency", "1",
+        )  # fmt: skip
+        assert served.server.server.registry.states.get("tiny-chat").state.value == "loaded"
+    printed = capsys.readouterr().out
+    print(printed)  # the figures, for whoever runs it with -s
+    cold = report["cold_start"]
+    assert (cold["model"], cold["rounds"], set(cold["by_backend"])) == ("tiny-chat", COLD_ROUNDS, {"grpc", "http"})
+    for figures in cold["by_backend"].values():
+        assert len(figures["per_round"]) == COLD_ROUNDS
+        for measured in [figures, *figures["per_round"]]:
+            assert set(FIGURES) <= set(measured) and all(measured[key] > 0 for key in FIGURES), measured
+        for measured in figures["per_round"]:
+            assert measured["cold_ttft_ms"] > measured["warm_ttft_ms"] and measured["ttft_cold_over_warm"] > 1
+            assert measured["cold_e2e_ms"] > measured["warm_e2e_ms"] and measured["e2e_cold_over_warm"] > 1
+    assert report["summary"][0]["summary"]["completed"] == REQUESTS  # the warm load ran after, as usual
+    assert printed.index("cold start of tiny-chat") < printed.index("TTFT p50")
+    assert "LoadModel alone" in printed
+    assert report["config"]["admin_key"] is None and report["config"]["cold_starts"] == COLD_ROUNDS
+
+
+def test_cold_starts_need_an_admin_key_and_a_server_that_loads_on_request(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With API keys on, a user's key cannot unload: the bench stops in one line saying an admin key is needed,
+    before any load, and the model stays loaded. An admin key (here from the environment) unloads it, but a server
+    started with --no-autoload does not load it on the first request: the bench says so, and loads it again."""
+    spec = ModelSpec("tiny-chat", TINY_CHAT, settings=TEST_SETTINGS)
+    keys = {"api_keys": ("user-key", "admin-key"), "admin_keys": ("admin-key",)}
+    with served_with_bridge([spec], residency=ResidencySettings(autoload=False), **keys) as served:
+        common = ["--target", served.server.target, "--url", f"http://127.0.0.1:{served.port}", "--requests", "1",
+                  "--cold-starts", "1", "--no-progress"]  # fmt: skip
+        states = served.server.server.registry.states
+        for backend in ("grpc", "http"):
+            with pytest.raises(SystemExit) as stopped:
+                main([*common, "--backend", backend, "--api-key", "user-key"])
+            message = str(stopped.value.code)
+            assert "cannot measure cold starts" in message and "\n" not in message, message
+            assert f"an admin key is needed (--admin-key or {ADMIN_KEY_ENV})" in message, message
+            assert states.get("tiny-chat").state.value == "loaded"
+        monkeypatch.setenv(ADMIN_KEY_ENV, "admin-key")
+        with pytest.raises(SystemExit) as stopped:
+            main([*common, "--backend", "grpc"])
+        message = str(stopped.value.code)
+        assert "--no-autoload" in message and "'tiny-chat' is not loaded" in message, message
+        assert states.get("tiny-chat").state.value == "loaded"  # loaded again before the bench stopped
 
 
 def test_bench_poisson_rate_without_tokenizer(server: ServerThread, tmp_path: Path) -> None:
