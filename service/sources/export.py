@@ -18,6 +18,7 @@ from typing import Any
 from service.model_files import config
 from service.pipelines import PipelineKind, kind_of
 from service.sources.errors import SourceError
+from service.sources.export_failures import diagnose
 
 log = logging.getLogger(__name__)
 
@@ -60,14 +61,18 @@ def export_checkpoint(checkpoint: Path, out: Path, task: str, weight_format: str
     command.append(str(out))
     log.info("converting %s: %s", checkpoint, " ".join(command[2:]))
     tail: collections.deque[str] = collections.deque(maxlen=TAIL_LINES)
+    # A known cause, found in any line: the traceback that ends the output may have pushed it out of the tail.
+    cause: str | None = None
     with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                           text=True, errors="replace") as process:  # fmt: skip
         assert process.stdout is not None
         for line in process.stdout:
             tail.append(line.rstrip())
+            cause = cause or diagnose(line)
             sys.stderr.write(line)
     if process.returncode != 0:
-        raise SourceError(f"converting {checkpoint} failed (optimum-cli exit {process.returncode}): {_reason(tail)}")
+        reason = cause or _reason(tail)
+        raise SourceError(f"converting {checkpoint} failed (optimum-cli exit {process.returncode}): {reason}")
     _copy_sentence_transformers(checkpoint, out)
 
 
