@@ -9,9 +9,9 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable, Sequence
-from importlib import metadata
 
 from clients.defaults import DEFAULT_TARGET
+from service import __version__
 
 
 def _serve(argv: Sequence[str]) -> int:
@@ -126,7 +126,7 @@ SUBCOMMANDS: dict[str, tuple[str, Callable[[Sequence[str]], int]]] = {
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``ovserve`` command line and return its exit status."""
     parser = argparse.ArgumentParser(prog="ovserve", description="gRPC-first LLM serving on OpenVINO GenAI.")
-    parser.add_argument("--version", action="version", version=f"ovserve {metadata.version('ovserve')}")
+    parser.add_argument("--version", action="version", version=f"ovserve {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name, (help_text, _) in SUBCOMMANDS.items():
         sub.add_parser(name, help=help_text, add_help=False)
