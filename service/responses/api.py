@@ -12,7 +12,7 @@ conversation, so ``previous_response_id`` rebuilds the history in one read.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 
 from clients.v1 import response_object_pb2 as objects_pb2
 from clients.v1 import response_pb2
@@ -60,6 +60,10 @@ class ResponsesApi:
             await self._store.update_response(stored.response)
             failed += 1
         return failed
+
+    def background_using(self, names: Iterable[str]) -> int:
+        """Background responses going (queued or generating) on one of the models ``names``."""
+        return self._background.using(names)
 
     async def close(self) -> None:
         """Cancel background runs (they are marked cancelled in the store)."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass, field
 
 from service.errors import ResourceExhausted
@@ -62,6 +62,7 @@ class BackgroundRun:
 
     events: ResponseEvents
     log: EventLog
+    model: str  # the model it runs on (an unload waits for it; an idle model with one queued is not idle)
     task: asyncio.Task[None] | None = None
 
 
@@ -77,6 +78,11 @@ class BackgroundRuns:
         """The run of ``response_id`` if it is still going."""
         return self._runs.get(response_id)
 
+    def using(self, names: Iterable[str]) -> int:
+        """Runs going (queued or generating) on one of the models ``names``."""
+        wanted = set(names)
+        return sum(run.model in wanted for run in self._runs.values())
+
     async def start(self, prep: Prepared) -> BackgroundRun:
         """Store the response as ``queued`` and run it in a task of its own (once a place of the bound is free)."""
         if self._limit.queue_full:
@@ -84,7 +90,7 @@ class BackgroundRuns:
                 f"{self._limit.waiting} background responses are already waiting for the server; retry later"
             )
         events = ResponseEvents(prep.response)
-        run = BackgroundRun(events, EventLog())
+        run = BackgroundRun(events, EventLog(), prep.model.name)
         await run.log.extend(events.queued())
         await self._store.put(stored_response(prep, events.response))
         await self._store.append_events(prep.response.id, run.log.events)

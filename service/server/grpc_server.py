@@ -6,6 +6,7 @@ import asyncio
 import functools
 import logging
 import time
+from collections.abc import Iterable
 from typing import Any
 
 import grpc
@@ -75,7 +76,7 @@ class Server:
             load=lambda spec: load_model(spec, metrics.GenerationMeter),  # (looked up at each load: tests hold it)
             started=self._serve_model,
             changed=self._states_changed,
-            calls_using=lambda names: self.policy.calls_using(names),
+            calls_using=self._calls_using,
             # Models not declared at start only with admin keys: otherwise any caller could make it read any path.
             declare=(lambda name, source, settings: runtime_model(name, source, settings, config))
             if config.admin_keys
@@ -84,9 +85,7 @@ class Server:
             prepare=lambda spec: prepared(spec, config.model_cache),
         )
         #: Loads on request, idle unloads and the budget of loaded models.
-        self.keeper = ModelKeeper(
-            self.admin, self.registry, lambda names: self.policy.calls_using(names), config.residency
-        )
+        self.keeper = ModelKeeper(self.admin, self.registry, self._calls_using, config.residency)
         self._idle_unloads: asyncio.Task[None] | None = None
         #: ReloadConfig and SIGHUP: the composition root gives it the command line the server started from.
         self.reloader = ConfigReload(self.admin, self.registry, config, ready=lambda: self.registry.ready)
@@ -105,6 +104,12 @@ class Server:
         self._static_keys = [key for key in config.api_keys if key not in file_keys]  # TOML and --api-key
         self.local_socket: str | None = None  # a unix socket for the bridge in this process (under TLS)
         self.metrics_endpoint: MetricsEndpoint | None = None  # --metrics-port's
+
+    def _calls_using(self, names: Iterable[str]) -> int:
+        """API calls under way naming one of the models ``names``, and background responses going on them: an
+        unload drains them, and a model they use is not idle."""
+        names = set(names)
+        return self.policy.calls_using(names) + self.responses.background_using(names)
 
     def _connection_age_options(self) -> list[tuple[str, int]]:
         """GOAWAY after --max-connection-age-seconds; no grace limit, because a generation may stream for minutes

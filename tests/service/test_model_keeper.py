@@ -19,7 +19,8 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from clients.keep_alive import KEEP_ALIVE_KEY
-from clients.v1 import chat_pb2, chat_pb2_grpc, model_pb2, model_pb2_grpc
+from clients.v1 import chat_pb2, chat_pb2_grpc, model_pb2, model_pb2_grpc, response_pb2, response_pb2_grpc
+from clients.v1 import response_object_pb2 as objects_pb2
 from service.config import offered_models
 from service.models import BUNDLED_MODELS_DIR, ModelSpec
 from service.pipelines import PipelineSettings
@@ -30,6 +31,7 @@ from tests.sources.checkpoints import gguf_file
 
 WAIT_S = 60  # the bound of every wait: an RPC's deadline, a state awaited
 IDLE_S = 1.0  # the idle time of the model that has one
+ACTIVE = (objects_pb2.RESPONSE_STATUS_QUEUED, objects_pb2.RESPONSE_STATUS_IN_PROGRESS)
 CAPITALS = BUNDLED_MODELS_DIR / "tiny-chat-capitals"  # the bundled LoRA adapter of tiny-chat
 
 
@@ -282,5 +284,30 @@ def test_a_request_for_a_lora_adapter_of_an_unloaded_model_loads_its_base_or_nam
             assert "LoRA adapter 'capitals' runs on model 'base', which is not loaded" in (
                 refused.value.details() or ""
             )
+    finally:
+        running.stop()
+
+
+def test_a_background_response_waiting_for_its_place_keeps_its_model_from_being_idle() -> None:
+    running = start_server([spec("idle", idle_unload_s=IDLE_S), spec("other")], max_concurrent_requests=1)
+    try:
+        with grpc.insecure_channel(running.target) as channel:
+            responses = response_pb2_grpc.ResponseServiceStub(channel)
+            with call_held_open(running, "other"):  # holds the server's one place
+                queued = responses.CreateResponse(parse(response_pb2.CreateResponseRequest, {
+                    "model": "idle", "input": "Hi", "background": True, "max_output_tokens": 4,
+                }), timeout=WAIT_S).response  # fmt: skip
+                assert queued.status == objects_pb2.RESPONSE_STATUS_QUEUED
+                time.sleep(3 * IDLE_S)  # past its idle time, no call naming it: a queued response uses it
+                assert states(channel)["idle"] == "loaded"
+
+            def status() -> int:
+                got = responses.GetResponse(response_pb2.GetResponseRequest(response_id=queued.id), timeout=WAIT_S)
+                return int(got.response.status)
+
+            await_true(lambda: status() not in ACTIVE, "the background response ended")
+            ran = (objects_pb2.RESPONSE_STATUS_COMPLETED, objects_pb2.RESPONSE_STATUS_INCOMPLETE)  # (max tokens)
+            assert status() in ran  # on its model, still loaded: not failed
+            await_state(channel, "idle", "available")  # and then the model is idle
     finally:
         running.stop()
