@@ -79,14 +79,19 @@ PARSERS: dict[str, tuple[str, str]] = {
     "minimax-m3": ("minimax_m3", "minimax_m3"),
     "minicpm5": ("minicpm5xml", "think"),
     "deepseek-v4": ("deepseek_v4", "think"),
+    "command-r-plus": ("command_r_plus", "none"),
 }
 # Families whose templates have no reasoning mode: their reasoning cells do not apply.
 NO_REASONING = {
     "qwen2.5", "qwen3-coder", "llama3.1", "llama3.2", "hermes3", "mistral-v0.3", "devstral", "phi-4-mini",
     "gemma-3", "kimi-k2", "functionary-v3.1", "phi-3.5", "llama4-pythonic", "functionary-v3.2",
     "internlm2", "granite-20b-fc", "falcon3", "hermes2-pro",
-    "minicpm5",
+    "minicpm5", "command-r-plus",
 }  # fmt: skip
+# Families whose templates read a past turn's reasoning under a name of their own (gpt-oss's and LFM2.5's
+# ``thinking``; the server finds it by rendering: service.engine.template_probe): test_past_reasoning checks that
+# a client's reasoning_content reaches their prompts.
+PAST_REASONING = ("gpt-oss", "lfm2.5")
 # Measured on SentencePiece vocabularies with byte fallback (a newline is <0x0A>, a space "▁"): openvino_genai
 # 2026.4's XGrammar finds no token for a grammar's literal "\n" or " " (test_family_models' SPACE_FAILS), so a
 # forced call whose markup has one stops there (InternLM2's "<|action_start|><|plugin|>\n{..."; finish "length").

@@ -90,6 +90,10 @@ _DEEPSEEK = {"bos": "<｜begin▁of▁sentence｜>", "eos": "<｜end▁of▁sent
              "end_of_turn": ("<｜end▁of▁sentence｜>",), "special": _DEEPSEEK_SPECIAL, "added": _DEEPSEEK_ADDED,
              "markup": ("<｜tool▁calls▁begin｜>", "<｜tool▁call▁begin｜>", "<｜tool▁sep｜>", "<think>")}  # fmt: skip
 
+# Command R's control tokens (llama.cpp's command-r GGUF has them unmarked: the families mark them special).
+_COHERE_SPECIAL = ("<PAD>", "<BOS_TOKEN>", "<EOS_TOKEN>", "<|START_OF_TURN_TOKEN|>", "<|END_OF_TURN_TOKEN|>",
+                   "<|USER_TOKEN|>", "<|CHATBOT_TOKEN|>", "<|SYSTEM_TOKEN|>")  # fmt: skip
+
 # Hy3's think and tool-call tags, each with the checkpoint's ":opensource" suffix, opening and closing.
 _HY3_TAGS = ("think", "tool_calls", "tool_call", "arg_key", "arg_value", "tool_responses", "tool_response")
 _HY3_ADDED = (*(f"<{close}{tag}:opensource>" for tag in _HY3_TAGS for close in ("", "/")), "<tool_sep:opensource>")
@@ -438,14 +442,7 @@ FAMILIES: dict[str, Family] = {
             pad="<PAD>",
             end_of_turn=("<|END_OF_TURN_TOKEN|>",),
             special=(
-                "<PAD>",
-                "<BOS_TOKEN>",
-                "<EOS_TOKEN>",
-                "<|START_OF_TURN_TOKEN|>",
-                "<|END_OF_TURN_TOKEN|>",
-                "<|USER_TOKEN|>",
-                "<|CHATBOT_TOKEN|>",
-                "<|SYSTEM_TOKEN|>",
+                *_COHERE_SPECIAL,
                 "<|START_THINKING|>",
                 "<|END_THINKING|>",
                 "<|START_ACTION|>",
@@ -751,6 +748,20 @@ FAMILIES: dict[str, Family] = {
             tokenizer="deepseek-llm",
             script=f"{THOUGHT}</think>{ANSWER}<｜end▁of▁sentence｜>",
             **_DEEPSEEK,
+        ),
+        # Command R+ under its tool_use template, on Command R's own 256k BPE (the same vocabulary). Its calls are
+        # plain text ("Action:" and a ```json list of tool_name/parameters objects); it has no reasoning mode.
+        Family(
+            "command-r-plus",
+            "CohereForAI-c4ai-command-r-plus-tool_use.jinja",
+            script=f"{ANSWER}<|END_OF_TURN_TOKEN|>",
+            tokenizer="command-r",
+            bos="<BOS_TOKEN>",
+            eos="<|END_OF_TURN_TOKEN|>",
+            pad="<PAD>",
+            end_of_turn=("<|END_OF_TURN_TOKEN|>",),
+            special=_COHERE_SPECIAL,
+            markup=("<|START_OF_TURN_TOKEN|>", "<|CHATBOT_TOKEN|>"),
         ),
     ]
 }

@@ -52,6 +52,8 @@ WRITTEN = {
     "lfm2": "<|tool_call_start|>[get_weather(city='Paris', days=3)]<|tool_call_end|>",
     "command_r7b": '<|START_ACTION|>[\n    {"tool_call_id": "0", "tool_name": "get_weather", '
     f'"parameters": {JSON}}}\n]<|END_ACTION|>',
+    "command_r_plus": f'Action:\n```json\n[\n    {{\n        "tool_name": "get_weather",\n        "parameters": {JSON}'
+    "\n    }\n]\n```",  # as its template writes a past call
     "functionary_v3_2": f"get_weather\n{JSON}",  # the prompt wrote ">>>"
     "nemotron_json": f'<TOOLCALL>[{{"name": "get_weather", "arguments": {JSON}}}]</TOOLCALL>',
     "minimax_m2": '<minimax:tool_call>\n<invoke name="get_weather">\n<parameter name="city">Paris</parameter>\n'

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import jsonschema
 import openai
 import pytest
@@ -184,3 +185,17 @@ def test_reasoning_stream(client: openai.OpenAI, family: str) -> None:
             thought += delta.get("reasoning_content") or ""
             content += delta.get("content") or ""
     assert (thought, content) == (THOUGHT, matrix.reply(family))
+
+
+@pytest.mark.parametrize("family", matrix.PAST_REASONING)
+def test_past_reasoning(families: RunningBridge, family: str) -> None:
+    """A past call's reasoning, sent back as reasoning_content (OpenAI clients' form of what the server returned),
+    is in the prompt the server renders: the template reads it under its own name (matrix.PAST_REASONING)."""
+    past = "Weighing the clouds over Paris"
+    call = {"id": "call1", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}}
+    history = [*ASK, {"role": "assistant", "content": None, "reasoning_content": past, "tool_calls": [call]},
+               {"role": "tool", "tool_call_id": "call1", "content": "Sunny."}]  # fmt: skip
+    with httpx.Client(base_url=families.url, timeout=120) as http:
+        tokens = http.post("/tokenize", json={"model": family, "messages": history}).raise_for_status().json()
+        text = http.post("/detokenize", json={"model": family, "tokens": tokens["tokens"]}).raise_for_status().json()
+    assert past in text["prompt"]
