@@ -88,10 +88,10 @@ NO_REASONING = {
     "internlm2", "granite-20b-fc", "falcon3", "hermes2-pro",
     "minicpm5", "command-r-plus",
 }  # fmt: skip
-# Families whose templates read a past turn's reasoning under a name of their own (gpt-oss's and LFM2.5's
-# ``thinking``; the server finds it by rendering: service.engine.template_probe): test_past_reasoning checks that
-# a client's reasoning_content reaches their prompts.
-PAST_REASONING = ("gpt-oss", "lfm2.5")
+# Families whose templates read a past turn's reasoning elsewhere than reasoning_content (gpt-oss's and LFM2.5's
+# ``thinking``, Ministral 3's thinking chunk of the content; the server finds where by rendering:
+# service.engine.template_probe): test_past_reasoning checks that a client's reasoning_content reaches their prompts.
+PAST_REASONING = ("gpt-oss", "lfm2.5", "ministral-3-reasoning")
 # Measured on SentencePiece vocabularies with byte fallback (a newline is <0x0A>, a space "▁"): openvino_genai
 # 2026.4's XGrammar finds no token for a grammar's literal "\n" or " " (test_family_models' SPACE_FAILS), so a
 # forced call whose markup has one stops there (InternLM2's "<|action_start|><|plugin|>\n{..."; finish "length").

@@ -190,7 +190,7 @@ def test_reasoning_stream(client: openai.OpenAI, family: str) -> None:
 @pytest.mark.parametrize("family", matrix.PAST_REASONING)
 def test_past_reasoning(families: RunningBridge, family: str) -> None:
     """A past call's reasoning, sent back as reasoning_content (OpenAI clients' form of what the server returned),
-    is in the prompt the server renders: the template reads it under its own name (matrix.PAST_REASONING)."""
+    is in the prompt the server renders, wherever the template reads it (matrix.PAST_REASONING)."""
     past = "Weighing the clouds over Paris"
     call = {"id": "call1", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}}
     history = [*ASK, {"role": "assistant", "content": None, "reasoning_content": past, "tool_calls": [call]},
