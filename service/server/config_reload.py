@@ -216,7 +216,7 @@ class ConfigReload:
         for name, outcome in outcomes.items():
             if outcome.change in (Change.ADDED, Change.CHANGED) and not outcome.error:
                 self._admin.declare_spec(specs[name])
-                if (outcome.change is Change.ADDED or name in reloading) and not _loads_on_request(specs[name]):
+                if (outcome.change is Change.ADDED or name in reloading) and not specs[name].load_on_request:
                     loads.append(name)
         for name in loads:
             await self._attempt(outcomes[name], self._admin.load(name))
@@ -238,9 +238,3 @@ class ConfigReload:
         status = self._registry.states.get(name)
         state = "" if status is None else status.state.value
         return model_pb2.ModelChange(model=name, change=outcome.change.value, state=state, error=outcome.error)
-
-
-def _loads_on_request(spec: ModelSpec) -> bool:
-    """Whether ``spec`` is loaded by the first request naming it rather than at once."""
-    # (ModelSpec.load_on_request is being added beside this: read through getattr until it has landed)
-    return bool(getattr(spec, "load_on_request", False))

@@ -103,14 +103,6 @@ class FakeAdmin:
         self._states.set(name, ModelState.LOADED)
 
 
-def lazily(spec: ModelSpec) -> ModelSpec:
-    """``spec`` loaded by its first request (ModelSpec.load_on_request, which lands beside the reload)."""
-    if "load_on_request" in {setting.name for setting in dataclasses.fields(ModelSpec)}:
-        return dataclasses.replace(spec, **{"load_on_request": True})
-    object.__setattr__(spec, "load_on_request", True)  # until the field has landed: what the reload reads
-    return spec
-
-
 def reloader(admin: FakeAdmin, states: ModelStates, running: ServeConfig, new: ServeConfig) -> ConfigReload:
     """A ConfigReload whose file reads as ``new`` (from_arguments is patched by the caller)."""
     registry: Any = SimpleNamespace(states=states, adapters=lambda: [SimpleNamespace(name="adapter")])
@@ -120,7 +112,7 @@ def reloader(admin: FakeAdmin, states: ModelStates, running: ServeConfig, new: S
 
 
 def test_a_reload_unloads_first_then_declares_then_loads_one_at_a_time(monkeypatch: pytest.MonkeyPatch) -> None:
-    lazy = lazily(ModelSpec("lazy", TINY_CHAT))
+    lazy = ModelSpec("lazy", TINY_CHAT, load_on_request=True)
     changed_b = dataclasses.replace(B, prompt_lookup=True)
     running = ServeConfig(models=[A, B, C])
     new = dataclasses.replace(running, models=[A, changed_b, ModelSpec("d", TINY_CHAT), lazy,
