@@ -2,7 +2,8 @@
 of two bundled tiny-chat copies; the file edited (a model changed, one added, then one removed) and reloaded over
 gRPC and over HTTP while the unchanged model streams (its engine held still meanwhile: the reload neither waits
 for it nor touches it, and the stream ends complete); the removed model NOT_FOUND / 404, the added one answers; a
-user key refused; OVMS's reply shape; a file that does not parse changes nothing; SIGHUP's reload and admin keys.
+user key refused; OVMS's reply shape; a file that does not parse changes nothing; SIGHUP's reload (a model loaded
+at run time kept) and admin keys.
 The tests run in order on one server. The plan and the apply order are tests/service/test_config_reload.py's."""
 
 from __future__ import annotations
@@ -187,15 +188,23 @@ async def hang_up(running: ServerThread) -> None:
 def test_sighup_reads_the_admin_keys_and_the_file_again(served: tuple[RunningBridge, Path]) -> None:
     bridge, config_file = served
     admin_file = config_file.parent / "admin-keys"
-    config_file.write_text(SCHEDULER + STEADY)  # every other model removed
+    added = http_request(
+        bridge.port, "POST", "/v3/models/runtime-chat/load", {"source": str(TINY_CHAT)}, headers=headers(ADMIN)
+    )  # loaded at run time: not the file's, so a reload keeps it
+    assert added.status == 200, added.body
+    config_file.write_text(SCHEDULER + STEADY)  # every other model of the file removed
     admin_file.write_text("rotated-admin-key\n")
     bridge.server.run(hang_up(bridge.server))
     deadline = time.monotonic() + WAIT_S  # the reload runs in the background: its outcome awaited
-    while listed(bridge) != {"tiny-chat": "loaded"}:
+    while listed(bridge) != {"tiny-chat": "loaded", "runtime-chat": "loaded"}:
         assert time.monotonic() < deadline, listed(bridge)
         time.sleep(POLL_S)
     rotated = http_request(bridge.port, "POST", "/v3/config/reload", headers=headers("rotated-admin-key"))
     assert rotated.status == 200, rotated.body
+    assert [(item["model"], item["change"]) for item in rotated.json()["models"]] == [
+        ("tiny-chat", "unchanged"),
+        ("runtime-chat", "kept"),
+    ]
     assert http_request(bridge.port, "POST", "/v3/config/reload", headers=headers(ADMIN)).status == 401
     admin_file.write_text("")  # emptied: the previous admin keys stay (logged), loads are not opened to all keys
     bridge.server.run(hang_up(bridge.server))
