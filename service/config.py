@@ -126,8 +126,8 @@ class ServeConfig:
                   "default_text": "none"},
     )  # fmt: skip
     api_key_file: Path | None = None  # --api-key-file: its keys are read again on SIGHUP
-    #: --admin-key-file's keys: only they may load and unload models (ModelService.LoadModel, UnloadModel) once
-    #: any key is configured; each is also an API key.
+    #: --admin-key-file's keys: only they may load, unload and reload models (LoadModel, UnloadModel,
+    #: ReloadConfig) once any key is configured; each is also an API key.
     admin_keys: tuple[str, ...] = ()
     #: What a model loaded at run time starts from ([scheduler] and the engine flags; the pipeline flags).
     engine_defaults: EngineSettings = field(default_factory=EngineSettings)
@@ -244,8 +244,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     access.add_argument("--api-key-file", type=Path, metavar="FILE",
                         help="API keys, one per line (keeps them out of the process list)")  # fmt: skip
     access.add_argument("--admin-key-file", type=Path, metavar="FILE",
-                        help="admin keys, one per line: with keys on, only they may load and unload models "
-                             "(POST /v3/models/{id}/load and /unload; a user key gets 403)")  # fmt: skip
+                        help="admin keys, one per line: with keys on, only they may load, unload and reload models "
+                             "(POST /v3/models/{id}/load and /unload, /v3/config/reload; a user key gets "
+                             "403)")  # fmt: skip
     add_flags(access, ServeConfig, only=("max_concurrent_requests", "grace_seconds"))
     add_flags(
         parser.add_argument_group("Responses API"), ServeConfig, only=("response_store", "response_max_age_seconds")
