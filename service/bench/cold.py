@@ -126,9 +126,12 @@ class HttpAdmin:
             self._session = http_session(1)
         url = f"{self._models}/{quote(model, safe='/')}/{action}"
         timeout = aiohttp.ClientTimeout(total=ADMIN_TIMEOUT_S)
-        async with self._session.post(url, headers=self._headers, timeout=timeout) as response:
-            if response.status >= 400:
-                raise AdminRefused(f"HTTP {response.status}", _error_message(await response.read()))
+        try:
+            async with self._session.post(url, headers=self._headers, timeout=timeout) as response:
+                if response.status >= 400:
+                    raise AdminRefused(f"HTTP {response.status}", _error_message(await response.read()))
+        except (aiohttp.ClientError, TimeoutError) as error:  # no answer: said in the same one line
+            raise AdminRefused(type(error).__name__, str(error)) from None
 
     async def close(self) -> None:
         """Close the session."""
