@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import bisect
+import contextlib
 import datetime
 import functools
 import os
@@ -244,6 +245,19 @@ async def _load(worker: Served) -> Load | None:
         return await asyncio.wait_for(worker.load(), STATS_TIMEOUT_S)
     except Exception:  # restarting, or slow: it reports nothing this time
         return None
+
+
+def forget_model(name: str) -> None:
+    """Drop the gauges' series of a model the server no longer knows (a configuration reload removed it): a scrape
+    would otherwise show its last state and figures for ever. Counters and histograms keep their totals."""
+    for state in ModelState:
+        with contextlib.suppress(KeyError):
+            MODEL_STATE.remove(name, state.value)
+    for gauge in (ENGINE_UP, ENGINE_RESTARTS, ENGINE_RUNNING, ENGINE_WAITING, KV_CACHE_USAGE, KV_CACHE_BYTES):
+        with contextlib.suppress(KeyError):
+            gauge.remove(name)
+    with contextlib.suppress(KeyError):
+        PROCESS_CPU.remove("engine", name)
 
 
 async def refresh(models: ModelRegistry, store: ResponseStore | None = None) -> None:

@@ -98,6 +98,7 @@ class Server:
         self._expiry: asyncio.Task[None] | None = None
         self._engines_down: set[str] = set()  # models whose engine is being replaced
         self._health_updates: set[asyncio.Task[None]] = set()
+        self._health_names: set[str] = set()  # the names health was last set for
         self._stopping = False
         self._loading: str | None = "the models load next"  # what load_models does, until every model is served
         file_keys = config_keys(config.api_key_file) if config.api_key_file else []
@@ -309,8 +310,12 @@ class Server:
         kinds = self.registry.kinds()
         not_loaded = [name for name in self.registry.states.names if name not in kinds]  # known, no process
         stopped = {*services_down(kinds, self._engines_down), *self._engines_down, *not_loaded}
-        for name in ("", *SERVED, *kinds, *not_loaded):
+        names = {"", *SERVED, *kinds, *not_loaded}
+        for name in names:
             await self.health.set(name, not_serving if name in stopped else status)
+        for name in self._health_names - names:  # a model a configuration reload removed: not known any more
+            await self.health.set(name, health_pb2.HealthCheckResponse.SERVICE_UNKNOWN)
+        self._health_names = names
 
     def _engine_changed(self, name: str, up: bool) -> None:
         """A model's process (an engine, a pipeline) went down or came back: that model's health follows it; the

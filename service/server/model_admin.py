@@ -189,6 +189,7 @@ class ModelAdmin:
                     if name not in self._registry.names:  # (a load that began before the forget is unloaded too)
                         self._specs.pop(name, None)
                         self._registry.states.forget(name)
+                        metrics.forget_model(name)
                         break
         finally:
             self._forgetting.discard(name)

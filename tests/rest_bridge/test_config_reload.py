@@ -17,6 +17,7 @@ from pathlib import Path
 import grpc
 import openai
 import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from clients.v1 import chat_pb2, chat_pb2_grpc, common_pb2, model_pb2, model_pb2_grpc
 from rest_bridge.server import Bridge
@@ -177,6 +178,12 @@ def test_models_changed_added_and_removed_while_the_unchanged_one_streams(served
             parse(chat_pb2.CreateChatCompletionRequest, request), metadata=as_(USER), timeout=WAIT_S
         )
     assert unknown.value.code() == grpc.StatusCode.NOT_FOUND
+    with grpc.insecure_channel(bridge.server.target) as channel:  # its health name and its state series are gone
+        health = health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(service="other-chat"))
+        assert health.status == health_pb2.HealthCheckResponse.SERVICE_UNKNOWN
+    exposition = bridge.server.run(bridge.server.server.metrics_exposition())[0].decode()
+    assert 'ovserve_model_state{model="other-chat"' not in exposition
+    assert 'ovserve_model_state{model="new-chat",state="loaded"} 1.0' in exposition
     assert chat(bridge, "tiny-chat").usage.completion_tokens > 0
 
 
