@@ -54,10 +54,10 @@ def parser() -> argparse.ArgumentParser:
     where.add_argument("--mix", nargs="+", metavar="NAME",
                        help="mixed traffic: the requests ask for these served names in turn (a base model and its "
                             "LoRA adapters, say), with each name's figures after the table")  # fmt: skip
-    where.add_argument("--api-key", default=os.environ.get(API_KEY_ENV),
+    where.add_argument("--api-key", default=os.environ.get(API_KEY_ENV), metavar="KEY",
                        help=f"sent with every request to ovserve (default: ${API_KEY_ENV}, else "
                             "--admin-key)")  # fmt: skip
-    where.add_argument("--admin-key", default=os.environ.get(ADMIN_KEY_ENV),
+    where.add_argument("--admin-key", default=os.environ.get(ADMIN_KEY_ENV), metavar="KEY",
                        help=f"for --cold-starts' unloads and loads on a server with API keys, where only an admin "
                             f"key may (default: ${ADMIN_KEY_ENV}, else --api-key)")  # fmt: skip
     where.add_argument("--metrics-url",
