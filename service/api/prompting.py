@@ -193,7 +193,8 @@ def template_messages(model: ServedModel, history: list[dict[str, Any]]) -> list
     - A tool result without a ``name`` (OpenAI's API has none) named for the function of the call it answers:
       templates that write results under the function's name read it (vLLM's Hermes refuses one without).
     - A past reply whose content still holds its reasoning block (clients that keep it there send it back so)
-      with the block moved to ``reasoning_content`` (``reasoning_apart``).
+      with the block moved to ``reasoning_content`` (``reasoning_apart``); for a template that handles blocks in
+      the content itself, the other way round (``reasoning_inline``).
     - A past turn's reasoning also under the name the template reads it by (``MessageForm.reasoning_key``:
       gpt-oss's ``thinking``, MiniCPM3's ``thought``), found at load by rendering.
     """
@@ -206,7 +207,7 @@ def template_messages(model: ServedModel, history: list[dict[str, Any]]) -> list
             function = call.get("function") if isinstance(call, dict) else None
             if isinstance(function, dict) and isinstance(function.get("name"), str):
                 called[str(call.get("id") or "")] = function["name"]
-        message = reasoning_apart(output.think_markup, message)
+        message = (reasoning_inline if form.reasoning_inline else reasoning_apart)(output.think_markup, message)
         if message.get("content") is None or {"tool_calls", "tool_call_id", REASONING} & message.keys():
             message = form.apply(output.with_calls_in_content(message))
             if "tool_call_id" in message:
@@ -241,6 +242,20 @@ def reasoning_apart(think: ThinkMarkup | None, message: dict[str, Any]) -> dict[
             block = block.split(begin, 1)[1]
             break
     return {**message, REASONING: block.strip("\n"), "content": reply.lstrip("\n")}
+
+
+def reasoning_inline(think: ThinkMarkup | None, message: dict[str, Any]) -> dict[str, Any]:
+    """``message`` with its ``reasoning_content`` written into its content as the model writes it (``think``'s
+    block, then the reply), for a template that reads reasoning from no field but cuts or keeps blocks in the
+    content itself (``MessageForm.reasoning_inline``: LFM2.5-Instruct keeps the last reply's); a content that
+    already holds a block's end is left as sent."""
+    content, reasoning = message.get("content"), message.get(REASONING)
+    if think is None or message.get("role") != "assistant" or not reasoning or not isinstance(content or "", str):
+        return message
+    if any(end in (content or "") for end in think.ends):
+        return message
+    rest = {key: value for key, value in message.items() if key != REASONING}
+    return {**rest, "content": f"{think.begin}{reasoning}{think.end}{content or ''}"}
 
 
 def _encode(model: ServedModel, prompt: str) -> list[int]:

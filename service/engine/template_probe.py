@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from service.engine.template_errors import error_message
 from service.parsing.detection import REASONING, REASONING_KEYS
+from service.parsing.markup import THINK
 
 if TYPE_CHECKING:  # chat_template.py probes with this module
     from service.engine.chat_template import ChatTemplate, Renderer
@@ -58,6 +59,10 @@ class MessageForm:
     reasoning_key: str = REASONING  # the name the template reads a past turn's reasoning under
     reasoning_beside_content: bool = True  # False: a call turn's reasoning and content joined under reasoning_key
     reasoning_chunk: bool = False  # True: the reasoning also as a thinking chunk of the content, before its text
+    # True: the template reads reasoning from no field but handles <think> blocks in the content itself (keeps the
+    # last reply's, cuts earlier ones: LFM2.5-Instruct, QwQ, Nemotron Nano v2), so it gets them there
+    # (prompting.reasoning_inline), not apart.
+    reasoning_inline: bool = False
 
     def apply(self, message: dict[str, Any]) -> dict[str, Any]:
         """A copy of ``message`` in this form; any other ``content: null`` becomes ``""``. Its reasoning (at
@@ -186,6 +191,15 @@ REASONED = (
         context={"enable_thinking": True},
     ),
 )
+# A reply with its <think> block in the content, as the last message and before later turns: a template that
+# keeps the block in the one and cuts it from the other handles inline blocks itself (MessageForm.reasoning_inline).
+_INLINE_ANSWER = "Take a hat."
+_INLINE = {"role": "assistant", "content": f"{THINK.begin}{_THOUGHT}{THINK.end}{_INLINE_ANSWER}"}
+_LATER = ({"role": "assistant", "content": "Rain."}, {"role": "user", "content": "Thanks."})
+INLINE = (
+    Probe("inline-last", (_USER, _INLINE), ()),
+    Probe("inline-earlier", (_USER, _INLINE, _FOLLOW_UP, *_LATER), ()),
+)
 PROBES = (
     Probe("plain", (_USER,), ("What is the forecast?",)),
     Probe("system", (_SYSTEM, _USER), ("Answer briefly.", "What is the forecast?")),
@@ -265,6 +279,9 @@ def reasoning_form(template: ChatTemplate, render: Renderer, form: MessageForm) 
             bare = _attempt(template, render, _alone(candidate, probe), candidate).bare
             if marker in bare and not any(quote + marker in bare for quote in "\"'"):
                 return candidate
+    last, earlier = (_attempt(template, render, probe, form) for probe in INLINE)
+    if marker in last.bare and marker not in earlier.bare and _bare(_INLINE_ANSWER) in earlier.bare:
+        return replace(form, reasoning_inline=True)
     return form
 
 

@@ -83,7 +83,8 @@ def test_a_template_that_writes_calls_only_for_null_content_keeps_them(tokenizer
 @pytest.mark.parametrize("name", ["Qwen-QwQ-32B.jinja", "unsloth-mistral-Devstral-Small-2507.jinja"])
 def test_a_template_that_fails_on_null_content_gets_an_empty_string(tokenizer: ov_genai.Tokenizer, name: str) -> None:
     renderer = renderer_of(tokenizer, name)
-    assert renderer.message_form == MessageForm()
+    form = renderer.message_form
+    assert (form.null_call_content, form.text_arguments) == (False, False)
     assert '"city": "Lyon"' in prompt(renderer, CALLED)
     with pytest.raises(TemplateError, match="null"):  # QwQ splits the content, Devstral indexes it
         prompt(renderer, CALLED, MessageForm(null_call_content=True))
@@ -321,3 +322,30 @@ def test_ministral_keeps_a_past_think_block_sent_inline(tokenizer: ov_genai.Toke
     as_sent = renderer.render(inline, None, {}, add_generation_prompt=False)
     assert f"[THINK]{THOUGHT}[/THINK]Take a coat." in as_sent
     assert renderer.render(template_messages(model, inline), None, {}, add_generation_prompt=False) == as_sent
+
+
+def test_lfm2_5_instruct_gets_past_reasoning_inline(tokenizer: ov_genai.Tokenizer) -> None:
+    """LFM2.5-Instruct's template reads reasoning from no field; it keeps the last reply's <think> block in the
+    content and cuts earlier ones. The probes find that (reasoning_inline): a block sent inline stays there (it was
+    moved apart, where the template never looks), and reasoning_content is written into the content as the model
+    writes it."""
+    renderer = renderer_of(tokenizer, "LFM2.5-Instruct.jinja")
+    assert renderer.message_form.reasoning_inline and renderer.message_form.reasoning_key == "reasoning_content"
+    model: Any = SimpleNamespace(engine=SimpleNamespace(message_form=renderer.message_form))
+    model.output_format = OutputFormat("lfm2", "think")
+    later = {"role": "user", "content": "And tomorrow?"}
+
+    def prompt_of(reply: dict[str, Any], *after: dict[str, Any]) -> str:
+        history = [CALLED[0], reply, later, *after]
+        return renderer.render(template_messages(model, history), None, {}, add_generation_prompt=False)
+
+    inline = {"role": "assistant", "content": f"<think>{THOUGHT}</think>Take a coat."}
+    apart = {"role": "assistant", "content": "Take a coat.", "reasoning_content": THOUGHT}
+    assert f"<think>{THOUGHT}</think>Take a coat." in prompt_of(inline)
+    assert prompt_of(apart) == prompt_of(inline)
+    # Before a later reply the template cuts the block itself, however it was sent.
+    earlier = prompt_of(apart, {"role": "assistant", "content": "Rain."})
+    assert THOUGHT not in earlier and "Take a coat." in earlier
+    # Under the form before (the block apart), the last reply's reasoning was lost.
+    model.engine.message_form = MessageForm()
+    assert THOUGHT not in prompt_of(inline)
