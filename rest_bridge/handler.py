@@ -325,6 +325,12 @@ class BridgeHandler(tornado.web.RequestHandler):
     def _start_events(self) -> None:
         for name, value in sse.HEADERS.items():
             self.set_header(name, value)
+        # Each event goes out as it is flushed: tornado leaves Nagle's algorithm on between responses, so on a kept
+        # alive connection a stream's small events waited for the client's delayed ACK (~40 ms; tornado sets
+        # no-delay only for a response's last write, and resets it when the response finishes).
+        stream = getattr(self.request.connection, "stream", None)
+        if stream is not None:
+            stream.set_nodelay(True)
 
 
 def _streamed_body(request: tornado.httputil.HTTPServerRequest) -> asyncio.Future[None] | None:

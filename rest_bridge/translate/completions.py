@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from clients.polymorphic import json_type
 from clients.v1 import chat_pb2, completion_pb2
 from rest_bridge import openai_parameters
 from rest_bridge.translate.body import bad_request
@@ -32,12 +33,29 @@ def normalise_chat(body: dict[str, Any]) -> dict[str, Any]:
     _normalise_guided_json(body)
     if isinstance(body.get("messages"), list):
         body["messages"] = [
-            normalise_forms(without_nulls(message), chat_pb2.ChatMessage.DESCRIPTOR, f"messages[{i}]")
+            _reasoning_named(
+                normalise_forms(without_nulls(message), chat_pb2.ChatMessage.DESCRIPTOR, f"messages[{i}]"),
+                f"messages[{i}]",
+            )
             if isinstance(message, dict)
             else message
             for i, message in enumerate(body["messages"])
         ]
     return body
+
+
+def _reasoning_named(message: dict[str, Any], where: str) -> dict[str, Any]:
+    """``message`` with a past turn's ``reasoning`` (the name vLLM's newer replies, OpenRouter and LiteLLM give it)
+    as ``reasoning_content`` (DeepSeek's and the contract's): clients send back what they were given. Both with
+    different text is a 400 naming ``reasoning``."""
+    if "reasoning" not in message:
+        return message
+    reasoning = message.pop("reasoning")
+    if not isinstance(reasoning, str):
+        raise bad_request(f"{where}.reasoning", f"{where}.reasoning: expected a string, got {json_type(reasoning)}")
+    if message.setdefault("reasoning_content", reasoning) != reasoning:
+        raise bad_request(f"{where}.reasoning", f"{where}.reasoning: differs from reasoning_content; send one")
+    return message
 
 
 def normalise_completion(body: dict[str, Any]) -> dict[str, Any]:

@@ -132,3 +132,18 @@ def test_finish_reasons_and_roles_are_openai_strings() -> None:
     assert FINISH_REASONS[common_pb2.FINISH_REASON_UNSPECIFIED] is None
     assert set(FINISH_REASONS) == set(common_pb2.FinishReason.values())
     assert set(ROLES) == set(common_pb2.Role.values())
+
+
+def test_a_past_turns_reasoning_is_taken_under_either_name() -> None:
+    past = {"role": "assistant", "content": "Sunny.", "reasoning": "The user wants the weather."}
+    request, _ = chat_request({"model": "m", "messages": [*HI, past, *HI]})
+    assert request.messages[1].reasoning_content == "The user wants the weather."  # vLLM's newer, OpenRouter's name
+    same = {**past, "reasoning_content": past["reasoning"]}
+    assert chat_request({"model": "m", "messages": [same]})[0].messages[0].reasoning_content == past["reasoning"]
+    differs = "messages[0].reasoning: differs from reasoning_content; send one"
+    not_text = "messages[0].reasoning: expected a string, got an array"
+    for message, problem in (({**past, "reasoning_content": "Something else."}, differs),
+                             ({**past, "reasoning": ["not", "text"]}, not_text)):  # fmt: skip
+        with pytest.raises(BridgeError) as refused:
+            chat_request({"model": "m", "messages": [message]})
+        assert (refused.value.param, refused.value.message) == ("messages[0].reasoning", problem)
