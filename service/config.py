@@ -47,7 +47,7 @@ from clients.flags import add_flags, given, value_type, with_default
 from service.engine import EngineSettings
 from service.engine.adapters import AdapterError, read_adapter
 from service.engine.cpu_features import crash_free_precision
-from service.engine.engine import INFERENCE_PRECISIONS, KV_CACHE_PRECISIONS
+from service.engine.settings import INFERENCE_PRECISIONS, KV_CACHE_PRECISIONS
 from service.media import MediaPolicy
 from service.model_files import LANGUAGE_IRS, has_language_model, vision
 from service.models import ModelSpec, bundled_model_specs

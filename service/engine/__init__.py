@@ -6,10 +6,11 @@ process builds openvino_genai's GenerationConfig from it); it knows nothing of p
 """
 
 from service.engine.chat_template import ChatTemplate, TemplateError
-from service.engine.engine import Engine, EngineSettings
+from service.engine.engine import Engine
 from service.engine.generation import Generation, Meter, MeterFactory
 from service.engine.sampling import OutputConstraint, SamplingParams
 from service.engine.scoring import MAX_ALTERNATIVES, Scoring
+from service.engine.settings import EngineSettings
 from service.engine.types import (
     Alternatives,
     EngineStats,

@@ -12,7 +12,7 @@ import pytest
 from service.config import DEFAULT_GRPC_PORT, DEFAULT_HOST, ConfigError, ServeConfig, add_arguments, from_arguments
 from service.engine import EngineSettings
 from service.engine.cpu_features import cpu_flags, int8_dot_product
-from service.engine.engine import AUTO_MAX_KV_BLOCKS, STEP_TOKENS, STEP_TOKENS_SLOW_PREFILL, kv_blocks
+from service.engine.settings import AUTO_MAX_KV_BLOCKS, STEP_TOKENS, STEP_TOKENS_SLOW_PREFILL, kv_blocks
 from service.models import (
     BUNDLED_DRAFT,
     BUNDLED_MODEL,
@@ -448,7 +448,7 @@ def test_tokens_per_step_default_to_what_was_measured_for_the_cpu(
 ) -> None:
     """Fewer tokens a step on a CPU known to lack an int8 dot-product instruction (its prompt tokens cost several
     times more); a value given wins, and another device keeps the larger step."""
-    monkeypatch.setattr("service.engine.engine.int8_dot_product", lambda: int8_dot)
+    monkeypatch.setattr("service.engine.settings.int8_dot_product", lambda: int8_dot)
     assert EngineSettings().scheduler(TINY_CHAT)["max_num_batched_tokens"] == tokens
     assert EngineSettings(max_num_batched_tokens=300).scheduler(TINY_CHAT)["max_num_batched_tokens"] == 300
     assert EngineSettings(device="GPU").step_tokens() == STEP_TOKENS

@@ -9,8 +9,8 @@ import pytest
 
 from service.engine import EngineSettings
 from service.engine.core import EngineCore, Submission
-from service.engine.engine import _max_model_len
 from service.engine.sampling import SamplingParams
+from service.engine.settings import max_model_len
 from service.engine.types import Update
 from service.workers.codec import TokenCodec
 from service.workers.errors import EngineError
@@ -47,4 +47,4 @@ def test_unsplit_steps_take_the_models_whole_context(tiny_chat_dir: Path) -> Non
     split = EngineSettings(max_num_batched_tokens=STEP_TOKENS).scheduler(tiny_chat_dir)
     unsplit = EngineSettings(max_num_batched_tokens=STEP_TOKENS, dynamic_split_fuse=False).scheduler(tiny_chat_dir)
     assert split["max_num_batched_tokens"] == STEP_TOKENS
-    assert unsplit["max_num_batched_tokens"] == _max_model_len(tiny_chat_dir) > STEP_TOKENS
+    assert unsplit["max_num_batched_tokens"] == max_model_len(tiny_chat_dir) > STEP_TOKENS
