@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar
 
-from service.engine import Engine, EngineSettings, MeterFactory, SamplingParams
+from service.engine import Engine, EngineSettings, GenerationEngine, MeterFactory, SamplingParams
 from service.engine.adapters import read_adapter
 from service.engine.chat_template import TemplateRenderer
 from service.errors import InvalidArgument, NotFound, Unavailable, quote
@@ -163,7 +163,7 @@ class ServedModel:
 
     kind: ClassVar[PipelineKind] = PipelineKind.GENERATE
     spec: ModelSpec
-    engine: Engine
+    engine: GenerationEngine
     limits: ModelLimits
     defaults: SamplingParams  # what its generation_config.json sets
     vocab_size: int

@@ -31,7 +31,7 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from service.engine import Generation, OutputConstraint, SamplingParams, Scoring, SequenceDelta, Update
+from service.engine import GenerationStream, OutputConstraint, SamplingParams, Scoring, SequenceDelta, Update
 from service.errors import FieldViolation
 from service.models import ServedModel
 from service.parsing.markup import ThinkMarkup
@@ -43,7 +43,7 @@ FIELD = "thinking_token_budget"  # vLLM's name for it
 # and the token and logprob lists stay aligned.
 FORCED_LOGPROB = 0.0
 
-Submit = Callable[[list[int], SamplingParams, Scoring | None], Generation]  # (prompt ids, params, scoring)
+Submit = Callable[[list[int], SamplingParams, Scoring | None], GenerationStream]  # (prompt ids, params, scoring)
 Decode = Callable[[list[int], bool], str]  # (token ids, skip_special_tokens) -> text
 
 

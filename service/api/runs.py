@@ -19,7 +19,7 @@ from service.engine import (
     EngineOverloaded,
     EngineRejected,
     EngineUnavailable,
-    Generation,
+    GenerationStream,
     PromptImages,
     SamplingParams,
     Scoring,
@@ -89,7 +89,7 @@ class RunStream:
 
     def __init__(self, model: ServedModel, runs: list[Run], *, skip_special_tokens: bool) -> None:
         self._runs = runs
-        self._generations: list[Generation | BudgetedGeneration] = []
+        self._generations: list[GenerationStream | BudgetedGeneration] = []
         try:
             for run in runs:
                 self._generations.append(_submit(model, run, skip_special_tokens))
@@ -121,7 +121,7 @@ class RunStream:
     async def _interleaved(self) -> AsyncIterator[tuple[Run, Update]]:
         queue: asyncio.Queue[tuple[Run, Update | BaseException | None]] = asyncio.Queue()
 
-        async def pump(run: Run, generation: Generation | BudgetedGeneration) -> None:
+        async def pump(run: Run, generation: GenerationStream | BudgetedGeneration) -> None:
             try:
                 async for update in generation:
                     queue.put_nowait((run, update))
@@ -147,10 +147,10 @@ class RunStream:
             await asyncio.gather(*tasks, return_exceptions=True)
 
 
-def _submit(model: ServedModel, run: Run, skip_special_tokens: bool) -> Generation | BudgetedGeneration:
+def _submit(model: ServedModel, run: Run, skip_special_tokens: bool) -> GenerationStream | BudgetedGeneration:
     """Send ``run`` to the engine: as it is, or in two phases under its reasoning budget."""
 
-    def submit(prompt_ids: list[int], params: SamplingParams, scoring: Scoring | None) -> Generation:
+    def submit(prompt_ids: list[int], params: SamplingParams, scoring: Scoring | None) -> GenerationStream:
         return model.engine.submit(
             prompt_ids, params, skip_special_tokens=skip_special_tokens, images=run.images, scoring=scoring,
             adapter=model.adapter,

@@ -10,6 +10,7 @@ from service.engine.engine import Engine
 from service.engine.generation import Generation, Meter, MeterFactory
 from service.engine.sampling import OutputConstraint, SamplingParams
 from service.engine.scoring import MAX_ALTERNATIVES, Scoring
+from service.engine.seam import GenerationEngine, GenerationStream
 from service.engine.settings import EngineSettings
 from service.engine.types import (
     Alternatives,
@@ -35,6 +36,8 @@ __all__ = [
     "EngineUnavailable",
     "FinishReason",
     "Generation",
+    "GenerationEngine",
+    "GenerationStream",
     "Meter",
     "MeterFactory",
     "OutputConstraint",
