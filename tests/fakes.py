@@ -1,13 +1,12 @@
 """A scripted engine at the engine seam, and ovserve's real gRPC server over it, for fast API-layer tests.
 
-``FakeEngine`` has what the API layer and the model registry use of
-``service.engine.Engine``: ``submit(prompt_ids, params, *, skip_special_tokens)``
-returns a Generation-like async iterator of ``Update``s with ``close()``; and
-``encode`` / ``decode`` (one token per character), ``render_chat`` (ChatML, as the
-bundled template writes it), ``chat_template`` (the bundled template's text, so
-the same Hermes tool-call and ``<think>`` parsers are chosen), ``check_constraint``,
-``defaults``, ``max_model_len``, ``vocab_size``, ``name``, ``in_flight``, ``stats``,
-``start`` and ``close``.
+``FakeEngine`` is a ``service.engine.GenerationEngine``, the Protocol the real engine implements: what the API
+layer and the server use of a served model's engine. mypy checks it (pyproject's ``[tool.mypy] modules``;
+``fake_model`` hands it to ``ServedModel``), so the fake cannot drift from the seam. ``submit(prompt_ids, params,
+*, skip_special_tokens)`` returns a ``GenerationStream`` of ``Update``s with ``close()``; ``encode`` / ``decode``
+are one token per character, ``render_chat`` ChatML as the bundled template writes it, ``chat_template`` the
+bundled template (so the same Hermes tool-call and ``<think>`` parsers are chosen). Beside the seam it has what
+``fake_model`` reads (``defaults``, ``max_model_len``, ``vocab_size``) and ``in_flight`` and ``stats``.
 
 Each submit plays the next queued ``Script``: its updates in order, an
 ``EngineError`` raised by ``submit`` itself or between two updates, or ``HOLD``:
@@ -23,10 +22,10 @@ import contextlib
 import copy
 import random
 from collections import deque
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import grpc
 
@@ -36,6 +35,7 @@ from service.engine import (
     EngineStats,
     EngineUnavailable,
     FinishReason,
+    GenerationEngine,
     OutputConstraint,
     PromptImages,
     SamplingParams,
@@ -43,11 +43,14 @@ from service.engine import (
     SequenceDelta,
     Update,
 )
+from service.engine.adapters import LoraAdapter
+from service.engine.chat_template import ChatTemplate
 from service.engine.infill import InfillTokens
 from service.engine.template_probe import MessageForm
 from service.models import BUNDLED_MODEL, BUNDLED_MODELS_DIR, ModelLimits, ModelSpec, ServedModel
 from service.parsing import OutputFormat
 from service.server.grpc_server import Server
+from service.workers.served import KvCacheLoad, Load
 
 BUNDLED_TEMPLATE = (BUNDLED_MODELS_DIR / BUNDLED_MODEL / "chat_template.jinja").read_text()
 LOGPROB = -0.5  # what the fake scores every token, when logprobs are asked for
@@ -123,6 +126,8 @@ class FakeGeneration:
         self.finished = False  # the script ran to its end (or failed)
         self.cancelled = False  # closed before that: the real engine would cancel it
         self.closed = asyncio.Event()
+        self._failure: EngineError | None = None  # set by fail: raised at the next read
+        self._woken = asyncio.Event()  # a HOLD waits for this: closed, or failed
 
     def __aiter__(self) -> FakeGeneration:
         return self
@@ -131,18 +136,21 @@ class FakeGeneration:
         await asyncio.sleep(0)  # output arrives from the event loop, as the real engine's does
         if self.finished or self.closed.is_set():
             raise StopAsyncIteration
+        if self._failure is not None:
+            self._fail_now()
         if not self._steps:  # a script without a last (finished) update ends here all the same
             self.finished = True
             self.close()
             raise StopAsyncIteration
         step = self._steps.popleft()
         if isinstance(step, Hold):
-            await self.closed.wait()  # the caller's task is cancelled meanwhile, or closes us from elsewhere
+            await self._woken.wait()  # the caller's task is cancelled meanwhile, or closes or fails us from elsewhere
+            if self._failure is not None and not self.closed.is_set():
+                self._fail_now()
             raise StopAsyncIteration
         if isinstance(step, EngineError):
-            self.finished = True
-            self.close()
-            raise step
+            self._failure = step
+            self._fail_now()
         if self.params.logprobs:
             for delta in step.sequences:
                 delta.logprobs = [LOGPROB] * len(delta.token_ids)
@@ -157,6 +165,19 @@ class FakeGeneration:
         if not self.closed.is_set():
             self.cancelled = not self.finished
             self.closed.set()
+            self._woken.set()
+
+    def fail(self, error: EngineError) -> None:
+        """End the request with ``error`` at its next read, as the engine's end_requests does (a HOLD too)."""
+        if not self.finished and not self.closed.is_set():
+            self._failure = error
+            self._woken.set()
+
+    def _fail_now(self) -> NoReturn:
+        assert self._failure is not None
+        self.finished = True
+        self.close()
+        raise self._failure
 
 
 class FakeEngine:
@@ -167,16 +188,21 @@ class FakeEngine:
         self.max_model_len = max_model_len
         self.vocab_size = 0x110000  # every code point is a token
         self.defaults = SamplingParams()
-        self.chat_template = BUNDLED_TEMPLATE
+        self.chat_template = ChatTemplate(BUNDLED_TEMPLATE, "chat_template.jinja")
+        self.template_engine = "scripted"  # neither minja nor jinja2: render_chat writes ChatML itself
+        self.template_engine_reason = "tests/fakes.py renders ChatML as the bundled template lays it out"
         self.message_form = MessageForm()  # the bundled template's: null content as "", arguments as objects
         self.has_draft_model = False
-        self.adapters: dict[str, object] = {}  # LoRA adapters: none on a scripted engine
+        self.adapters: dict[str, LoraAdapter] = {}  # LoRA adapters: none on a scripted engine
         self.grammar_refusal: str | None = None  # what check_constraint answers
         self.infill: InfillTokens | None = None  # fill-in-the-middle tokens: none unless a test sets them
         self.scripts: deque[Script] = deque()
         self.generations: list[FakeGeneration] = []
         self.started = self.stopped = False
         self.pid: int | None = None  # no process of its own
+        self.restarts = 0  # it never goes down
+        self.load_failure: str | None = None
+        self.listeners: list[Callable[[bool], None]] = []  # given to watch; never called (it never goes down)
 
     def script(self, *scripts: Script | list[Step]) -> None:
         """Queue what the next submits do, in order (a list of steps is a Script that plays them)."""
@@ -186,6 +212,11 @@ class FakeEngine:
     def in_flight(self) -> int:
         """Requests submitted and not let go of yet."""
         return sum(not generation.closed.is_set() for generation in self.generations)
+
+    @property
+    def up(self) -> bool:
+        """Taking requests: until closed."""
+        return not self.stopped
 
     def submit(
         self,
@@ -201,7 +232,7 @@ class FakeEngine:
         (``scoring`` is taken and ignored: scoring is the real engine's, tested end to end.)"""
         if self.stopped:
             raise EngineUnavailable(f"engine for {self.name!r} is not running")
-        script = self.scripts.popleft() if self.scripts else Script(text(""))
+        script = self.scripts.popleft() if self.scripts else Script([*text("")])
         if script.refuse is not None:
             raise script.refuse
         generation = FakeGeneration(list(prompt_ids), params, script.steps, skip_special_tokens=skip_special_tokens)
@@ -251,6 +282,23 @@ class FakeEngine:
         running = self.in_flight
         return EngineStats(running=running, engine_requests=running, unfinished=bool(running), cache_usage=0.0)
 
+    async def load(self) -> Load:
+        """Running requests, none waiting, an empty KV cache."""
+        return Load(self.in_flight, 0, KvCacheLoad(0.0, 0, 0))
+
+    def watch(self, listener: Callable[[bool], None]) -> None:
+        """Recorded; a scripted engine never goes down or comes back."""
+        self.listeners.append(listener)
+
+    def end_requests(self, reason: str) -> None:
+        """End every open request with EngineUnavailable(``reason``) at its next read, a held one too."""
+        for generation in self.generations:
+            generation.fail(EngineUnavailable(reason))
+
+    async def set_adapters(self, adapters: tuple[LoraAdapter, ...]) -> None:
+        """Serve these adapters from now on (a scripted engine runs every request the same way)."""
+        self.adapters = {adapter.name: adapter for adapter in adapters}
+
     def start(self) -> None:
         """Nothing to start; recorded."""
         self.started = True
@@ -260,6 +308,14 @@ class FakeEngine:
         self.stopped = True
         for generation in self.generations:
             generation.close()
+
+
+if TYPE_CHECKING:
+
+    def _conforms(engine: FakeEngine) -> GenerationEngine:
+        """Checked by mypy, never run: the fake is a GenerationEngine (a member missing or a signature that
+        differs fails CI's type check)."""
+        return engine
 
 
 def _calls(message: dict[str, Any]) -> str:
@@ -272,7 +328,7 @@ def fake_model(engine: FakeEngine, *, assisted: bool = False) -> ServedModel:
     engine.has_draft_model = assisted
     spec = ModelSpec(engine.name, Path("/nonexistent") / engine.name)
     limits = ModelLimits(engine.name, engine.max_model_len, has_draft_model=assisted)
-    output_format = OutputFormat.choose(None, None, engine.chat_template)
+    output_format = OutputFormat.choose(None, None, engine.chat_template.default)
     return ServedModel(spec, engine, limits, engine.defaults, engine.vocab_size, output_format=output_format)
 
 

@@ -1,8 +1,9 @@
 """The engine seam: what the API layer and the server use of a served model's engine, as Protocols.
 
 ``ServedModel.engine`` is a ``GenerationEngine``; ``Engine`` (engine.py) implements it and so does the scripted
-``FakeEngine`` of tests/fakes.py, both checked by mypy (``_conforms`` below and tests/fake_conformance.py), so
-a member the API layer starts using, or a signature that changes, fails the type check until the fake has it.
+``FakeEngine`` of tests/fakes.py, both checked by mypy (a ``_conforms`` function in each module; pyproject's
+``[tool.mypy] modules`` has tests.fakes checked): a member the API layer starts using, or a signature that
+changes, fails the type check until the engine and the fake have it.
 A ``GenerationEngine`` is also a ``service.workers.Served``: the server's health, metrics and shutdown see it so.
 """
 
