@@ -119,7 +119,8 @@ class ModelKeeper:
             await asyncio.sleep(IDLE_TICK_SECONDS)
             now = self._clock()
             for name in self._registry.names:
-                self._note_held(name)
+                if self.settings.models_memory_gb is not None:  # (/proc reads on the loop only where they count)
+                    self._note_held(name)
                 idle_for = now - self._last_used.setdefault(name, now)
                 if idle_for >= self.idle_unload_s(name) and await self._admin.unload_idle(name, "idle"):
                     log.info("model %r unloaded after %.0f s idle", name, idle_for)
