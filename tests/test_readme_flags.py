@@ -1,4 +1,5 @@
-"""README.md's flag tables are the ``ovserve serve`` and ``ovserve bridge`` parsers, filled from dataclass fields."""
+"""The docs' flag tables (docs/operations/configuration.md) are the ``ovserve serve`` and ``ovserve bridge`` parsers,
+filled from dataclass fields."""
 
 from __future__ import annotations
 
@@ -21,13 +22,13 @@ def tool() -> ModuleType:
     return module
 
 
-def test_readme_flag_tables_match_the_flags() -> None:
+def test_the_docs_flag_tables_match_the_flags() -> None:
     checked = subprocess.run([sys.executable, str(TOOL), "--check"], cwd=ROOT, capture_output=True, text=True)
     assert checked.returncode == 0, checked.stderr
 
 
 def test_a_drifted_default_or_a_missing_flag_is_caught() -> None:
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    readme = tool().CONFIGURATION.read_text(encoding="utf-8")
     rewrite = tool().rewrite
     assert rewrite(readme) == readme
     row = "| `--max-num-seqs SEQS` | sequences batched per step | 256 |\n"

@@ -1,9 +1,10 @@
-"""README.md's table of every tool and reasoning format, written from the registry (service.parsing.formats).
+"""The docs' table of every tool and reasoning format, written from the registry (ovserve.service.parsing.formats).
 
 A row per format: its name and the other names ovserve registers for it, the families it serves
 (``TOOL_FAMILIES`` / ``REASONING_FAMILIES``, one line beside each format), how it writes a call or a reasoning
 block, and the other servers' names (vLLM's, OVMS's: ``ALIASES``) that select it. ``python -m
-service.parsing.formats_table`` rewrites the table between README.md's markers; a test checks it is current.
+ovserve.service.parsing.formats_table`` rewrites the table between the markers of
+docs/operations/formats.md (the docs site's page of families and formats); a test checks it is current.
 """
 
 from __future__ import annotations
@@ -12,10 +13,10 @@ import re
 from collections.abc import Mapping
 from pathlib import Path
 
-from service.parsing import detection, formats
-from service.parsing.markup import ThinkMarkup
+from ovserve.service.parsing import detection, formats
+from ovserve.service.parsing.markup import ThinkMarkup
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+PAGE = Path(__file__).resolve().parents[2] / "docs" / "operations" / "formats.md"
 BEGIN, END = "<!-- formats-table:begin -->", "<!-- formats-table:end -->"
 
 
@@ -88,25 +89,25 @@ def _table(head: list[str], rows: list[tuple[str, str, str, str]]) -> list[str]:
     return ["| " + " | ".join(head) + " |", "|" + "---|" * len(head), *("| " + " | ".join(row) + " |" for row in rows)]
 
 
-def readme_table() -> str:
-    """README's two tables: the tool formats (a call to get_weather as each writes it) and the reasoning formats."""
+def page_table() -> str:
+    """The page's two tables: the tool formats (a call to get_weather as each writes it) and the reasoning formats."""
     tools = _table(["tool parser", "families", "a call, as written", "also selected by"], tool_rows())
     reasoning = _table(["reasoning parser", "families", "block", "also selected by"], reasoning_rows())
     return "\n".join([*tools, "", *reasoning])
 
 
-def readme_section() -> str:
-    """README.md's table of formats as it stands, between the markers."""
-    match = re.search(re.escape(BEGIN) + r"\n(.*?)" + re.escape(END), README.read_text(encoding="utf-8"), re.DOTALL)
+def page_section() -> str:
+    """The page's table of formats as it stands, between the markers."""
+    match = re.search(re.escape(BEGIN) + r"\n(.*?)" + re.escape(END), PAGE.read_text(encoding="utf-8"), re.DOTALL)
     return match.group(1).rstrip("\n") if match else ""
 
 
-def write_readme() -> None:
-    """Rewrite README.md's table of formats from the registry."""
-    text = README.read_text(encoding="utf-8")
+def write_page() -> None:
+    """Rewrite the page's table of formats from the registry."""
+    text = PAGE.read_text(encoding="utf-8")
     pattern = re.compile(re.escape(BEGIN) + r"\n.*?" + re.escape(END), re.DOTALL)
-    README.write_text(pattern.sub(lambda _: f"{BEGIN}\n{readme_table()}\n{END}", text), encoding="utf-8")
+    PAGE.write_text(pattern.sub(lambda _: f"{BEGIN}\n{page_table()}\n{END}", text), encoding="utf-8")
 
 
 if __name__ == "__main__":
-    write_readme()
+    write_page()

@@ -1,8 +1,8 @@
-"""What the family matrix checks, as data: the cells, which families each applies to, and the README table.
+"""What the family matrix checks, as data: the cells, which families each applies to, and the docs' table.
 
-tests/families/test_family_matrix.py runs every applicable cell end to end; ``readme_table`` writes the
-table README.md shows between its markers (``python -m tests.families.matrix`` rewrites it; a test checks
-it is current), so the table says exactly what the tests check.
+tests/families/test_family_matrix.py runs every applicable cell end to end; ``page_table`` writes the
+table docs/operations/formats.md shows between its markers (``python -m tests.families.matrix`` rewrites it;
+a test checks it is current), so the table says exactly what the tests check.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import pytest
 
 from tests.families.table import FAMILIES
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+PAGE = Path(__file__).resolve().parents[2] / "docs" / "operations" / "formats.md"
 BEGIN, END = "<!-- family-matrix:begin -->", "<!-- family-matrix:end -->"
 
 # Cell -> its column heading. Each is a test in test_family_matrix.py.
@@ -31,11 +31,11 @@ CELLS = {
     "reasoning_stream": "reasoning split, streamed",
 }
 REASONING_CELLS = ("reasoning", "reasoning_stream")
-# How each family is served: its tool and reasoning parsers as recognised from its template (service.parsing.
+# How each family is served: its tool and reasoning parsers as recognised from its template (ovserve.service.parsing.
 # detection renders a known call through it), unless named here. Gemma 3's template shows no tool format: the
 # generic one (tools described in the system turn, calls as JSON under a grammar) is recognised for it.
 SERVE_OPTIONS: dict[str, dict[str, str]] = {}
-# The tool and reasoning parsers the server must pick for each family's published template (README's table;
+# The tool and reasoning parsers the server must pick for each family's published template (the docs' table;
 # test_family_matrix checks GET /v3/models against it): a wrong detection fails there, naming the family.
 PARSERS: dict[str, tuple[str, str]] = {
     "qwen2.5": ("hermes", "none"),
@@ -90,14 +90,15 @@ NO_REASONING = {
 }  # fmt: skip
 # Families whose templates read a past turn's reasoning elsewhere than reasoning_content (gpt-oss's and LFM2.5's
 # ``thinking``, Ministral 3's thinking chunk of the content; the server finds where by rendering:
-# service.engine.template_probe): test_past_reasoning checks that a client's reasoning_content reaches their prompts.
+# ovserve.service.engine.template_probe): test_past_reasoning checks that a client's reasoning_content reaches
+# their prompts.
 PAST_REASONING = ("gpt-oss", "lfm2.5", "ministral-3-reasoning")
 # Measured on SentencePiece vocabularies with byte fallback (a newline is <0x0A>, a space "▁"): openvino_genai
 # 2026.4's XGrammar finds no token for a grammar's literal "\n" or " " (test_family_models' SPACE_FAILS), so a
 # forced call whose markup has one stops there (InternLM2's "<|action_start|><|plugin|>\n{..."; finish "length").
 # InternLM2's own vocabulary is such a SentencePiece, so the real model is likely to fail the same way.
 _SPM_NEWLINE = "XGrammar writes no literal newline on a byte-fallback SentencePiece vocabulary"
-# (family, cell) -> why that cell fails (a strict xfail; README's table marks it ✗). The history cell starts
+# (family, cell) -> why that cell fails (a strict xfail; the docs' table marks it ✗). The history cell starts
 # from a forced call.
 KNOWN_FAILS: dict[tuple[str, str], str] = {
     ("internlm2", cell): _SPM_NEWLINE for cell in ("forced", "forced_stream", "single", "history")
@@ -134,8 +135,8 @@ def params(cell: str) -> list[Any]:
     ]
 
 
-def readme_table(parsers: dict[str, tuple[str, str]]) -> str:
-    """The README table: a row per family (template, parsers), a column per cell (✓ checked, ✗ a known failure,
+def page_table(parsers: dict[str, tuple[str, str]]) -> str:
+    """The docs' table: a row per family (template, parsers), a column per cell (✓ checked, ✗ a known failure,
     — no such mode)."""
     head = ["family", "chat template", "tool parser", "reasoning parser", *CELLS.values()]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
@@ -146,20 +147,20 @@ def readme_table(parsers: dict[str, tuple[str, str]]) -> str:
     return "\n".join(lines)
 
 
-def readme_section() -> str:
-    """README.md's family table as it stands, between the markers."""
-    match = re.search(re.escape(BEGIN) + r"\n(.*?)" + re.escape(END), README.read_text(), re.DOTALL)
+def page_section() -> str:
+    """The docs' family table as it stands, between the markers."""
+    match = re.search(re.escape(BEGIN) + r"\n(.*?)" + re.escape(END), PAGE.read_text(encoding="utf-8"), re.DOTALL)
     return match.group(1).rstrip("\n") if match else ""
 
 
-def write_readme() -> None:
-    """Rewrite README.md's family table from the matrix."""
-    text = README.read_text()
-    table = readme_table(PARSERS)
+def write_page() -> None:
+    """Rewrite the docs' family table from the matrix."""
+    text = PAGE.read_text(encoding="utf-8")
+    table = page_table(PARSERS)
     pattern = re.compile(re.escape(BEGIN) + r"\n.*?" + re.escape(END), re.DOTALL)
-    README.write_text(pattern.sub(lambda _: f"{BEGIN}\n{table}\n{END}", text))
+    PAGE.write_text(pattern.sub(lambda _: f"{BEGIN}\n{table}\n{END}", text), encoding="utf-8")
 
 
 if __name__ == "__main__":
-    write_readme()
+    write_page()
     sys.exit(0)

@@ -20,8 +20,8 @@ import jsonschema
 import openai
 import pytest
 
-from service.engine import EngineSettings
-from service.models import ModelSpec
+from ovserve.service.engine import EngineSettings
+from ovserve.service.models import ModelSpec
 from tests.families import matrix
 from tests.families.table import THOUGHT
 from tests.families.tools import ASK, SCHEMAS, TOOLS
@@ -31,7 +31,7 @@ from tests.rest_bridge.conftest import RunningBridge, served_with_bridge
 # vocabulary takes seconds there, more than the 2 s a lone server allows).
 SETTINGS = EngineSettings(max_num_seqs=8, kv_cache_blocks=256, grammar_timeout_s=60)
 THINK = {"reasoning_effort": "high"}  # what turns reasoning on, under each template's own name for it
-# Room for "required"'s up to 8 calls (service.structured.output.MAX_PARALLEL_CALLS) with bounded arguments.
+# Room for "required"'s up to 8 calls (ovserve.service.structured.output.MAX_PARALLEL_CALLS) with bounded arguments.
 GREEDY: dict[str, Any] = {"temperature": 0, "max_tokens": 1000}
 
 
@@ -78,9 +78,10 @@ def check_calls(calls: list[tuple[str, str]]) -> None:
         jsonschema.validate(json.loads(arguments), SCHEMAS[name])
 
 
-def test_the_readme_table_is_the_matrix() -> None:
-    """README.md's family table is what these tests check (python -m tests.families.matrix rewrites it)."""
-    assert matrix.readme_section() == matrix.readme_table(matrix.PARSERS)
+def test_the_docs_table_is_the_matrix() -> None:
+    """The docs' family table (docs/operations/formats.md) is what these tests check (python -m tests.families.matrix
+    rewrites it)."""
+    assert matrix.page_section() == matrix.page_table(matrix.PARSERS)
 
 
 def test_each_family_is_served_with_its_parsers(client: openai.OpenAI, family_models: dict[str, Path]) -> None:

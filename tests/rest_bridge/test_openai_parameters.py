@@ -2,7 +2,7 @@
 
 The table (rest_bridge/openai_parameters.py) plus the contract's fields must
 cover every parameter of OpenAI's OpenAPI document; each table entry is sent to
-the real server; the README's table is the one the code writes.
+the real server; the docs' table (docs/api/parameters.md) is the one the code writes.
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ from typing import Any
 import openai
 import pytest
 
-from clients.v1 import chat_pb2, completion_pb2, response_pb2
-from rest_bridge import openai_parameters
-from rest_bridge.openai_parameters import ACCEPTED, MAPPED, REFUSED
+from ovserve.clients.v1 import chat_pb2, completion_pb2, response_pb2
+from ovserve.rest_bridge import openai_parameters
+from ovserve.rest_bridge.openai_parameters import ACCEPTED, MAPPED, REFUSED
 from tests.conformance import document, request_parameters
 from tests.rest_bridge.conftest import RunningBridge, http_request
 
@@ -124,9 +124,9 @@ def test_functions_with_tools_is_refused(bridge: RunningBridge) -> None:
     assert reply.status == 400 and reply.json()["error"]["param"] == "functions"
 
 
-def test_the_readme_table_is_the_one_the_code_writes() -> None:
+def test_the_docs_table_is_the_one_the_code_writes() -> None:
     sys.path.insert(0, str(ROOT / "tools"))
     import readme_flags
 
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    assert readme_flags.parameter_table() in readme
+    page = readme_flags.PARAMETERS_PAGE.read_text(encoding="utf-8")
+    assert readme_flags.parameter_table() in page

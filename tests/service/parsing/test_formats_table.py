@@ -1,15 +1,16 @@
-"""README.md's table of formats is the registry's: every format, described, under each name that selects it."""
+"""The docs' table of formats (docs/operations/formats.md) is the registry's: every format, described, under each name
+that selects it."""
 
 from __future__ import annotations
 
-from service.parsing import formats, formats_generic, formats_json, formats_python, formats_table, formats_xml
+from ovserve.service.parsing import formats, formats_generic, formats_json, formats_python, formats_table, formats_xml
 
 GROUPS = (formats_json, formats_xml, formats_python, formats_generic)
 
 
-def test_the_readme_table_is_the_registry() -> None:
-    """python -m service.parsing.formats_table rewrites it when a format, a name or a description changes."""
-    assert formats_table.readme_section() == formats_table.readme_table()
+def test_the_docs_table_is_the_registry() -> None:
+    """python -m ovserve.service.parsing.formats_table rewrites it when a format, a name or a description changes."""
+    assert formats_table.page_section() == formats_table.page_table()
 
 
 def test_each_format_is_described_once_under_one_of_its_names() -> None:
