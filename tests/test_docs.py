@@ -81,6 +81,14 @@ def test_the_readme_stays_short_and_its_links_resolve() -> None:
     assert [target for target in local if not (ROOT / target).exists()] == []
 
 
+def test_the_home_page_gives_the_readmes_commands() -> None:
+    """docs/index.md repeats README's first two shell blocks (the two commands, serving a model of your own)
+    as they are, so neither drifts when the other changes."""
+    readme = [body for language, body in FENCE.findall((ROOT / "README.md").read_text(encoding="utf-8"))]
+    home = (ROOT / "docs" / "index.md").read_text(encoding="utf-8")
+    assert all(f"```bash\n{body}```" in home for body in readme[:2])
+
+
 def fenced(language: str) -> Iterator[tuple[Path, str]]:
     """Every fenced block of ``language`` in README.md and docs/: (page, its text)."""
     for page in PAGES:
