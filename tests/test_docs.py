@@ -54,6 +54,9 @@ def test_the_site_builds_strictly(tmp_path: Path) -> None:
     built = mkdocs_build(ROOT / "mkdocs.yml", tmp_path / "site")
     assert built.returncode == 0, built.stderr
     assert (tmp_path / "site" / "api" / "chat" / "index.html").exists()
+    # A table's code spans show a pipe where the markdown escapes it for GitHub (tools/mkdocs_hooks.py).
+    formats = (tmp_path / "site" / "operations" / "formats" / "index.html").read_text(encoding="utf-8")
+    assert "<code>&lt;|tool_call|&gt;[" in formats and "\\|" not in formats
     # Every page is in the nav (a page left out is one no reader finds).
     nav = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
     unlisted = [page for page in PAGES[1:] if str(page.relative_to(ROOT / "docs")) not in nav]
@@ -65,6 +68,7 @@ def test_a_broken_link_or_anchor_fails_the_build(tmp_path: Path, broken: str) ->
     """The strict build is what catches them: the same site with one broken link does not build."""
     shutil.copytree(ROOT / "docs", tmp_path / "docs")
     shutil.copy(ROOT / "mkdocs.yml", tmp_path / "mkdocs.yml")
+    shutil.copytree(ROOT / "tools", tmp_path / "tools", ignore=shutil.ignore_patterns("__pycache__"))  # its hooks
     page = tmp_path / "docs" / "api" / "index.md"
     page.write_text(page.read_text(encoding="utf-8") + f"\n{broken}\n", encoding="utf-8")
     built = mkdocs_build(tmp_path / "mkdocs.yml", tmp_path / "site")
