@@ -11,11 +11,11 @@ ARG EXTRAS=""
 ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1
 
 WORKDIR /app
-COPY pyproject.toml README.md ./
+COPY pyproject.toml setup.py README.md LICENSE ./
 COPY service ./service
 COPY rest_bridge ./rest_bridge
 COPY clients ./clients
-RUN pip install --no-cache-dir ".${EXTRAS}" \
+RUN pip install --no-cache-dir ./clients ".${EXTRAS}" \
     && useradd --create-home --uid 10001 ovserve
 USER ovserve
 

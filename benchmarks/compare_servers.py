@@ -30,7 +30,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-OVSERVE = [sys.executable, "-m", "service.cli"]
+OVSERVE = [sys.executable, "-m", "ovserve.service.cli"]
 
 
 def _free_port() -> int:

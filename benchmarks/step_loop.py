@@ -63,7 +63,7 @@ import openvino_genai as ovg
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
-from clients.v1 import chat_pb2  # noqa: E402  (needs the repo root on sys.path)
+from ovserve.clients.v1 import chat_pb2  # noqa: E402  (needs the repo root on sys.path)
 
 DEFAULT_MODELS = [REPO / "service/bundled_models/tiny-chat", Path("/tmp/mb/out/tiny-chat")]
 

@@ -1,9 +1,9 @@
 """What each typed-client method calls, written once for ``OvserveClient`` and ``AsyncOvserveClient``.
 
 A function here is one client method: it takes the client's stubs and the
-method's own arguments, builds the request (``clients._requests``) and returns
+method's own arguments, builds the request (``ovserve.clients._requests``) and returns
 the call to make: the stub's method, the request, the call's own deadline and
-what of the reply the caller gets. ``clients.client`` makes each call
+what of the reply the caller gets. ``ovserve.clients.client`` makes each call
 blocking or with grpc.aio; its docstring is the method's.
 """
 
@@ -18,7 +18,7 @@ import grpc
 from google.protobuf.message import Message
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from clients._requests import (
+from ovserve.clients._requests import (
     ChatMessageLike,
     InputItemLike,
     Prompt,
@@ -29,9 +29,9 @@ from clients._requests import (
     rerank_request,
     transcription_request,
 )
-from clients.defaults import FILE_CHUNK_BYTES
-from clients.services import Service
-from clients.v1 import (
+from ovserve.clients.defaults import FILE_CHUNK_BYTES
+from ovserve.clients.services import Service
+from ovserve.clients.v1 import (
     audio_pb2,
     batch_pb2,
     chat_pb2,
@@ -42,7 +42,7 @@ from clients.v1 import (
     model_pb2,
     rerank_pb2,
 )
-from clients.v1 import response_object_pb2 as objects_pb2
+from ovserve.clients.v1 import response_object_pb2 as objects_pb2
 
 Result = TypeVar("Result")
 

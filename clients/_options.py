@@ -7,7 +7,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from clients.defaults import MESSAGE_SIZE_OPTIONS
+from ovserve.clients.defaults import MESSAGE_SIZE_OPTIONS
 
 # gRPC caps a retry policy's maxAttempts at 5 (larger values are treated as 5).
 MAX_ATTEMPTS = 5

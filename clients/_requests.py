@@ -1,7 +1,7 @@
 """Request building shared by the sync and asyncio clients: Python values in OpenAI's shapes -> proto requests.
 
 OpenAI's polymorphic fields become the proto's simple or typed form through
-the table the REST bridge uses too (``clients.polymorphic``): ``stop``
+the table the REST bridge uses too (``ovserve.clients.polymorphic``): ``stop``
 (string or list) -> ``stop`` / ``stop_sequences``, message ``content`` (string
 or parts) -> ``content`` / ``content_parts``, ``prompt`` (string, strings,
 token ids, token-id lists) -> ``prompt`` / ``prompts``, ``tool_choice``
@@ -17,9 +17,9 @@ from typing import Any, TypeAlias, TypeVar
 from google.protobuf import json_format
 from google.protobuf.message import Message
 
-from clients import polymorphic
-from clients.v1 import chat_pb2, embedding_pb2, rerank_pb2
-from clients.v1 import response_object_pb2 as objects_pb2
+from ovserve.clients import polymorphic
+from ovserve.clients.v1 import chat_pb2, embedding_pb2, rerank_pb2
+from ovserve.clients.v1 import response_object_pb2 as objects_pb2
 
 Request = TypeVar("Request", bound=Message)
 ChatMessageLike: TypeAlias = Mapping[str, Any] | chat_pb2.ChatMessage

@@ -6,13 +6,13 @@
 
 Parameters are the request's own field names (OpenAI's: ``max_tokens``,
 ``temperature``, ``stop``, ...); an unknown one raises TypeError before any
-call. Failed calls raise ``grpc.RpcError``; ``clients.errors`` decodes the
+call. Failed calls raise ``grpc.RpcError``; ``ovserve.clients.errors`` decodes the
 fields they name. Both clients send ``authorization: Bearer <api_key>`` when
 given a key, apply ``timeout`` as each call's deadline unless the call gives
 its own, and let gRPC retry calls that fail with UNAVAILABLE ``retries`` times.
 
 Both clients have one table of methods (``_Client``), each the call that
-``clients._calls`` describes; they differ only in how they make a call:
+``ovserve.clients._calls`` describes; they differ only in how they make a call:
 blocking, or with grpc.aio.
 """
 
@@ -26,16 +26,16 @@ from typing import Any, ClassVar, Concatenate, Generic, ParamSpec, Self, TypeVar
 import grpc
 from google.protobuf.message import Message
 
-from clients import _calls
-from clients._calls import Call, Stream, Stubs
-from clients._options import ChannelOptions, call_metadata, channel_options, channel_target
-from clients.defaults import DEFAULT_TARGET
+from ovserve.clients import _calls
+from ovserve.clients._calls import Call, Stream, Stubs
+from ovserve.clients._options import ChannelOptions, call_metadata, channel_options, channel_target
+from ovserve.clients.defaults import DEFAULT_TARGET
 
 __all__ = ["AsyncOvserveClient", "OvserveClient"]
 
 Params = ParamSpec("Params")
 Result = TypeVar("Result")
-Plan = Callable[..., Any]  # a function of clients._calls: (stubs, the method's arguments) -> Call or Stream
+Plan = Callable[..., Any]  # a function of ovserve.clients._calls: (stubs, the method's arguments) -> Call or Stream
 
 
 class _Method:

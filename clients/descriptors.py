@@ -11,7 +11,7 @@ from google.protobuf import descriptor_pb2
 from google.protobuf.descriptor import FileDescriptor
 from google.rpc import error_details_pb2, status_pb2
 
-from clients.v1 import (
+from ovserve.clients.v1 import (
     chat_pb2,
     completion_pb2,
     conversation_pb2,

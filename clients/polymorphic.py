@@ -10,9 +10,9 @@ typed alternative (``stop_sequences``, ``prompts``, ``content_parts``,
 
 ``POLYMORPHIC_FIELDS`` drives every place that knows this:
 
-- the REST bridge's OpenAI JSON -> proto JSON normalisation (``rest_bridge.translate.proto_json``,
-  ``rest_bridge.translate.responses``) and the typed clients' request building
-  (``clients._requests``), both through ``normalise``;
+- the REST bridge's OpenAI JSON -> proto JSON normalisation (``ovserve.rest_bridge.translate.proto_json``,
+  ``ovserve.rest_bridge.translate.responses``) and the typed clients' request building
+  (``ovserve.clients._requests``), both through ``normalise``;
 - the way back, for errors: the service names proto paths (``stop_sequences[1]``),
   which ``openai_param`` and ``openai_text`` turn into what the client wrote
   (``stop``, ``stop[1]``).

@@ -1,10 +1,10 @@
 """The gRPC services of the ovserve.v1 contract, declared once.
 
 The server registers each of them, lists them in reflection and reports their
-health (``service.server.services``); the typed clients make a stub of each
-(``clients._calls``). Adding a service is one line here, plus its servicer on
+health (``ovserve.service.server.services``); the typed clients make a stub of each
+(``ovserve.clients._calls``). Adding a service is one line here, plus its servicer on
 the server. Everything else about a service is read from its generated code
-(``clients.v1``), named the way the gRPC code generator names it.
+(``ovserve.clients.v1``), named the way the gRPC code generator names it.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Any
 
 import grpc
 
-from clients.v1 import (
+from ovserve.clients.v1 import (
     audio_pb2,
     audio_pb2_grpc,
     batch_pb2,

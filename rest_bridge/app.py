@@ -7,11 +7,11 @@ from typing import Any
 import grpc
 import tornado.web
 
-from clients.defaults import MIB
-from rest_bridge.backend import Backend
-from rest_bridge.config import BridgeSettings
-from rest_bridge.handler import NotFoundHandler
-from rest_bridge.routes import (
+from ovserve.clients.defaults import MIB
+from ovserve.rest_bridge.backend import Backend
+from ovserve.rest_bridge.config import BridgeSettings
+from ovserve.rest_bridge.handler import NotFoundHandler
+from ovserve.rest_bridge.routes import (
     audio,
     batches,
     chat_completions,
@@ -27,7 +27,7 @@ from rest_bridge.routes import (
     responses_websocket,
     tokenize,
 )
-from rest_bridge.routes.health import ServerFigures
+from ovserve.rest_bridge.routes.health import ServerFigures
 
 WEBSOCKET_SLACK_BYTES = MIB
 # /v3 is OVMS's prefix; /v1 is OpenAI's, so clients configured for OpenAI's default path work too.

@@ -14,7 +14,7 @@ from typing import Any, cast
 import grpc
 from grpc_health.v1 import health_pb2_grpc
 
-from clients.v1 import (
+from ovserve.clients.v1 import (
     audio_pb2_grpc,
     batch_pb2_grpc,
     chat_pb2_grpc,
@@ -27,7 +27,7 @@ from clients.v1 import (
     response_pb2_grpc,
     tokenizer_pb2_grpc,
 )
-from rest_bridge.off_loop import off_the_loop_if_large
+from ovserve.rest_bridge.off_loop import off_the_loop_if_large
 
 
 class _ParsedCall:

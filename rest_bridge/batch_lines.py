@@ -17,15 +17,15 @@ from typing import Any
 import grpc
 from google.protobuf.message import Message
 
-from clients.defaults import BATCH_OWNER_KEY, BATCH_TOKEN_KEY
-from rest_bridge.backend import Backend
-from rest_bridge.errors import BridgeError, from_rpc_error
-from rest_bridge.render.chat import chat_completion
-from rest_bridge.render.completions import completion
-from rest_bridge.render.responses import response
-from rest_bridge.routes.embeddings import embedding_json, embedding_request
-from rest_bridge.translate.completions import chat_request, completion_request
-from rest_bridge.translate.responses import create_request
+from ovserve.clients.defaults import BATCH_OWNER_KEY, BATCH_TOKEN_KEY
+from ovserve.rest_bridge.backend import Backend
+from ovserve.rest_bridge.errors import BridgeError, from_rpc_error
+from ovserve.rest_bridge.render.chat import chat_completion
+from ovserve.rest_bridge.render.completions import completion
+from ovserve.rest_bridge.render.responses import response
+from ovserve.rest_bridge.routes.embeddings import embedding_json, embedding_request
+from ovserve.rest_bridge.translate.completions import chat_request, completion_request
+from ovserve.rest_bridge.translate.responses import create_request
 
 
 @dataclass(frozen=True)

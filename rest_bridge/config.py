@@ -1,6 +1,6 @@
 """Bridge settings: where it listens, what it accepts, how long a gRPC call may take.
 
-A field with help metadata is also a command-line flag (``clients.flags``):
+A field with help metadata is also a command-line flag (``ovserve.clients.flags``):
 ``ovserve bridge --max-body-bytes``, ``ovserve serve --rest-max-body-bytes``.
 """
 
@@ -11,8 +11,8 @@ import ssl
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from clients.defaults import DEFAULT_HOST, DEFAULT_REST_PORT, DEFAULT_TARGET, MIB
-from clients.flags import Parser, add_flags, given
+from ovserve.clients.defaults import DEFAULT_HOST, DEFAULT_REST_PORT, DEFAULT_TARGET, MIB
+from ovserve.clients.flags import Parser, add_flags, given
 
 
 @dataclass(frozen=True)

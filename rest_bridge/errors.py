@@ -5,7 +5,7 @@ Every error the bridge returns is OpenAI's envelope
 null. ``param`` names the offending request field in OpenAI's terms: the
 service reports proto paths (``stop_sequences[1]``, ``prompts[0]``), which the
 bridge maps back to the name the client sent (``stop``, ``prompt``) with
-``clients.polymorphic``, the table that also drives the way in.
+``ovserve.clients.polymorphic``, the table that also drives the way in.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from typing import Any
 import grpc
 import tornado.web
 
-from clients.errors import error_details
-from clients.polymorphic import openai_param, openai_text
+from ovserve.clients.errors import error_details
+from ovserve.clients.polymorphic import openai_param, openai_text
 
 INVALID_REQUEST = "invalid_request_error"
 

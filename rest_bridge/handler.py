@@ -27,18 +27,18 @@ from google.protobuf.message import Message
 from opentelemetry import trace
 from tornado.iostream import StreamClosedError
 
-from clients.keep_alive import KEEP_ALIVE_KEY, keep_alive_seconds
-from clients.tracing import extracted, injected
-from clients.v1 import model_pb2
-from rest_bridge import cors, sse
-from rest_bridge.backend import Backend
-from rest_bridge.config import BridgeSettings
-from rest_bridge.errors import REASONS, BridgeError, from_rpc_error
-from rest_bridge.http_guard import close_gracefully
-from rest_bridge.json_body import encode_json
-from rest_bridge.key_check import body_may_be_large, keys_seen
-from rest_bridge.off_loop import INLINE_BODY_BYTES, off_the_loop_if_large
-from rest_bridge.translate.body import bad_request, parse_json_body
+from ovserve.clients.keep_alive import KEEP_ALIVE_KEY, keep_alive_seconds
+from ovserve.clients.tracing import extracted, injected
+from ovserve.clients.v1 import model_pb2
+from ovserve.rest_bridge import cors, sse
+from ovserve.rest_bridge.backend import Backend
+from ovserve.rest_bridge.config import BridgeSettings
+from ovserve.rest_bridge.errors import REASONS, BridgeError, from_rpc_error
+from ovserve.rest_bridge.http_guard import close_gracefully
+from ovserve.rest_bridge.json_body import encode_json
+from ovserve.rest_bridge.key_check import body_may_be_large, keys_seen
+from ovserve.rest_bridge.off_loop import INLINE_BODY_BYTES, off_the_loop_if_large
+from ovserve.rest_bridge.translate.body import bad_request, parse_json_body
 
 tracer = trace.get_tracer("ovserve.rest_bridge")
 

@@ -33,7 +33,7 @@ from tornado import httputil
 from tornado.http1connection import HTTP1Connection
 from tornado.iostream import IOStream, StreamClosedError
 
-from clients.defaults import MIB
+from ovserve.clients.defaults import MIB
 
 # What tornado itself reads before giving up: far above the bridge's own limit, so the bridge answers.
 TORNADO_HEADER_LIMIT = 1 * MIB

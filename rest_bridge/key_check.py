@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable
 
 import tornado.httputil
 
-from rest_bridge.off_loop import INLINE_BODY_BYTES
+from ovserve.rest_bridge.off_loop import INLINE_BODY_BYTES
 
 KEY_MEMORY_SECONDS = 60.0
 MAX_KEYS = 1024

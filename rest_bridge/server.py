@@ -10,13 +10,13 @@ import socket
 import grpc
 import tornado.netutil
 
-from clients.defaults import DEFAULT_HOST, DEFAULT_REST_PORT, MESSAGE_SIZE_OPTIONS, MIB
-from clients.gil import share_the_gil_sooner
-from clients.heap import freeze_startup_heap
-from rest_bridge.app import make_app
-from rest_bridge.config import BridgeSettings, https_context
-from rest_bridge.http_guard import GuardedHTTPServer
-from rest_bridge.routes.health import ServerFigures
+from ovserve.clients.defaults import DEFAULT_HOST, DEFAULT_REST_PORT, MESSAGE_SIZE_OPTIONS, MIB
+from ovserve.clients.gil import share_the_gil_sooner
+from ovserve.clients.heap import freeze_startup_heap
+from ovserve.rest_bridge.app import make_app
+from ovserve.rest_bridge.config import BridgeSettings, https_context
+from ovserve.rest_bridge.http_guard import GuardedHTTPServer
+from ovserve.rest_bridge.routes.health import ServerFigures
 
 log = logging.getLogger(__name__)
 

@@ -10,7 +10,7 @@ import json
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from rest_bridge.errors import BridgeError
+from ovserve.rest_bridge.errors import BridgeError
 
 # Headers of an event stream. X-Accel-Buffering: nginx would otherwise buffer the stream.
 HEADERS = {

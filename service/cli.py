@@ -1,6 +1,6 @@
 """The ``ovserve`` command line: one subcommand per entry of SUBCOMMANDS, each parsing its own options.
 
-``serve`` and ``bridge`` live in ``service.server.composition``, the one module that
+``serve`` and ``bridge`` live in ``ovserve.service.server.composition``, the one module that
 puts the server and the REST bridge together.
 """
 
@@ -10,19 +10,19 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 
-from clients.defaults import DEFAULT_TARGET
-from service import __version__
+from ovserve.clients.defaults import DEFAULT_TARGET
+from ovserve.service import __version__
 
 
 def _serve(argv: Sequence[str]) -> int:
     # The composition root imports both the server and the bridge; loaded only for the subcommands that need it.
-    from service.server.composition import serve_main
+    from ovserve.service.server.composition import serve_main
 
     return serve_main(argv)
 
 
 def _bridge(argv: Sequence[str]) -> int:
-    from service.server.composition import bridge_main
+    from ovserve.service.server.composition import bridge_main
 
     return bridge_main(argv)
 
@@ -52,7 +52,7 @@ def _health(argv: Sequence[str]) -> int:
 
 
 def _descriptor_set(argv: Sequence[str]) -> int:
-    from clients.descriptors import descriptor_set
+    from ovserve.clients.descriptors import descriptor_set
 
     parser = argparse.ArgumentParser(
         prog="ovserve descriptor-set",
@@ -69,35 +69,20 @@ def _descriptor_set(argv: Sequence[str]) -> int:
     return 0
 
 
-def _build_models(argv: Sequence[str]) -> int:
-    # Imported lazily: the builder needs the `export` extra (torch, optimum-intel),
-    # which the serving runtime never installs.
-    from service.model_builder.__main__ import main as build_main
-
-    return build_main(list(argv))
-
-
 def _bench(argv: Sequence[str]) -> int:
-    from service.bench.cli import main as bench_main
+    from ovserve.service.bench.cli import main as bench_main
 
     return bench_main(argv)
 
 
-def _build_real_size_model(argv: Sequence[str]) -> int:
-    # Lazy for the same reason as _build_models (needs the `export` extra).
-    from service.model_builder.real_size import main as real_size_main
-
-    return real_size_main(list(argv))
-
-
 def _convert(argv: Sequence[str]) -> int:
-    from service.sources.commands import convert_main
+    from ovserve.service.sources.commands import convert_main
 
     return convert_main(argv)
 
 
 def _pull(argv: Sequence[str]) -> int:
-    from service.sources.commands import pull_main
+    from ovserve.service.sources.commands import pull_main
 
     return pull_main(argv)
 
@@ -115,11 +100,6 @@ SUBCOMMANDS: dict[str, tuple[str, Callable[[Sequence[str]], int]]] = {
     "convert": ("convert a Hugging Face model or GGUF file into an OpenVINO directory (needs 'convert')", _convert),
     "pull": ("download a Hugging Face repository and convert it into the model cache", _pull),
     "bench": ("streaming load against a running service, optionally against the engine alone", _bench),
-    "build-models": ("rebuild the bundled test models (needs the 'export' extra)", _build_models),
-    "build-real-size-model": (
-        "build a random-weight model shaped like a real one, for speed tests (needs the 'export' extra)",
-        _build_real_size_model,
-    ),
 }
 
 

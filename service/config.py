@@ -42,22 +42,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from clients.defaults import DEFAULT_GRPC_PORT, DEFAULT_HOST
-from clients.flags import add_flags, given, value_type, with_default
-from service.engine import EngineSettings
-from service.engine.adapters import AdapterError, read_adapter
-from service.engine.cpu_features import crash_free_precision
-from service.engine.settings import INFERENCE_PRECISIONS, KV_CACHE_PRECISIONS
-from service.media import MediaPolicy
-from service.model_files import LANGUAGE_IRS, has_language_model, vision
-from service.models import ModelSpec, bundled_model_specs
-from service.parsing import parser_name_problem
-from service.pipelines import PipelineKind, PipelineSettings
-from service.pipelines.kinds import missing_files
-from service.residency import ResidencySettings
-from service.sources import SourceError, default_cache_dir, resolve
-from service.store.batches import BatchSettings
-from service.store.files import FileLimits
+from ovserve.clients.defaults import DEFAULT_GRPC_PORT, DEFAULT_HOST
+from ovserve.clients.flags import add_flags, given, value_type, with_default
+from ovserve.service.engine import EngineSettings
+from ovserve.service.engine.adapters import AdapterError, read_adapter
+from ovserve.service.engine.cpu_features import crash_free_precision
+from ovserve.service.engine.settings import INFERENCE_PRECISIONS, KV_CACHE_PRECISIONS
+from ovserve.service.media import MediaPolicy
+from ovserve.service.model_files import LANGUAGE_IRS, has_language_model, vision
+from ovserve.service.models import ModelSpec, bundled_model_specs
+from ovserve.service.parsing import parser_name_problem
+from ovserve.service.pipelines import PipelineKind, PipelineSettings
+from ovserve.service.pipelines.kinds import missing_files
+from ovserve.service.residency import ResidencySettings
+from ovserve.service.sources import SourceError, default_cache_dir, resolve
+from ovserve.service.store.batches import BatchSettings
+from ovserve.service.store.files import FileLimits
 
 DEFAULT_MAX_CONCURRENT = 512
 

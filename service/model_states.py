@@ -11,7 +11,7 @@ import enum
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from service.errors import Unavailable, quote
+from ovserve.service.errors import Unavailable, quote
 
 
 class ModelState(enum.Enum):

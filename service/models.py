@@ -10,18 +10,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar
 
-from service.engine import Engine, EngineSettings, GenerationEngine, MeterFactory, SamplingParams
-from service.engine.adapters import read_adapter
-from service.engine.chat_template import TemplateRenderer
-from service.errors import InvalidArgument, NotFound, Unavailable, quote
-from service.media import MediaPolicy
-from service.model_files import Vision, vision
-from service.model_states import ModelStates
-from service.parsing import REASONING_PARSERS, TOOL_PARSERS, OutputFormat
-from service.pipelines import Pipeline, PipelineKind, PipelineSettings, kind_of
-from service.sources import Provenance
-from service.store.files import UploadedFiles
-from service.workers import Served
+from ovserve.service.engine import Engine, EngineSettings, GenerationEngine, MeterFactory, SamplingParams
+from ovserve.service.engine.adapters import read_adapter
+from ovserve.service.engine.chat_template import TemplateRenderer
+from ovserve.service.errors import InvalidArgument, NotFound, Unavailable, quote
+from ovserve.service.media import MediaPolicy
+from ovserve.service.model_files import Vision, vision
+from ovserve.service.model_states import ModelStates
+from ovserve.service.parsing import REASONING_PARSERS, TOOL_PARSERS, OutputFormat
+from ovserve.service.pipelines import Pipeline, PipelineKind, PipelineSettings, kind_of
+from ovserve.service.sources import Provenance
+from ovserve.service.store.files import UploadedFiles
+from ovserve.service.workers import Served
 
 log = logging.getLogger(__name__)
 
@@ -255,7 +255,7 @@ class ServedModel:
 
 
 # What a served name is: a generating model, or an embedding, rerank or speech model (a Pipeline). Each has a
-# ``name``, a ``kind`` and a ``worker``: its process as a service.workers.Served.
+# ``name``, a ``kind`` and a ``worker``: its process as a ovserve.service.workers.Served.
 Model = ServedModel | Pipeline
 
 
@@ -296,7 +296,7 @@ class ModelRegistry:
         return len(self._served)
 
     def add(self, model: Model, provenance: Provenance | None = None) -> None:
-        """Serve one more loaded model (and its LoRA adapters), built from ``provenance`` (service.sources) when
+        """Serve one more loaded model (and its LoRA adapters), built from ``provenance`` (ovserve.service.sources) when
         known."""
         self._served[model.name] = model
         if provenance is not None:

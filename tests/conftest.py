@@ -12,12 +12,12 @@ from typing import Any
 import grpc
 import pytest
 
-from clients.v1 import chat_pb2_grpc, completion_pb2_grpc, model_pb2_grpc
-from service.config import ServeConfig
-from service.engine import EngineSettings
-from service.models import BUNDLED_DRAFT, BUNDLED_MODEL, BUNDLED_MODELS_DIR, ModelSpec, bundled_model_specs
-from service.server.composition import batch_lines
-from service.server.grpc_server import Server
+from ovserve.clients.v1 import chat_pb2_grpc, completion_pb2_grpc, model_pb2_grpc
+from ovserve.service.config import ServeConfig
+from ovserve.service.engine import EngineSettings
+from ovserve.service.models import BUNDLED_DRAFT, BUNDLED_MODEL, BUNDLED_MODELS_DIR, ModelSpec, bundled_model_specs
+from ovserve.service.server.composition import batch_lines
+from ovserve.service.server.grpc_server import Server
 
 TINY_CHAT = BUNDLED_MODELS_DIR / BUNDLED_MODEL
 TINY_CHAT_DRAFT = BUNDLED_MODELS_DIR / BUNDLED_DRAFT

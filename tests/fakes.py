@@ -1,6 +1,6 @@
 """A scripted engine at the engine seam, and ovserve's real gRPC server over it, for fast API-layer tests.
 
-``FakeEngine`` is a ``service.engine.GenerationEngine``, the Protocol the real engine implements: what the API
+``FakeEngine`` is a ``ovserve.service.engine.GenerationEngine``, the Protocol the real engine implements: what the API
 layer and the server use of a served model's engine. mypy checks it (pyproject's ``[tool.mypy] modules``;
 ``fake_model`` hands it to ``ServedModel``), so the fake cannot drift from the seam. ``submit(prompt_ids, params,
 *, skip_special_tokens)`` returns a ``GenerationStream`` of ``Update``s with ``close()``; ``encode`` / ``decode``
@@ -29,8 +29,8 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import grpc
 
-from service.config import ServeConfig
-from service.engine import (
+from ovserve.service.config import ServeConfig
+from ovserve.service.engine import (
     EngineError,
     EngineStats,
     EngineUnavailable,
@@ -43,14 +43,14 @@ from service.engine import (
     SequenceDelta,
     Update,
 )
-from service.engine.adapters import LoraAdapter
-from service.engine.chat_template import ChatTemplate
-from service.engine.infill import InfillTokens
-from service.engine.template_probe import MessageForm
-from service.models import BUNDLED_MODEL, BUNDLED_MODELS_DIR, ModelLimits, ModelSpec, ServedModel
-from service.parsing import OutputFormat
-from service.server.grpc_server import Server
-from service.workers.served import KvCacheLoad, Load
+from ovserve.service.engine.adapters import LoraAdapter
+from ovserve.service.engine.chat_template import ChatTemplate
+from ovserve.service.engine.infill import InfillTokens
+from ovserve.service.engine.template_probe import MessageForm
+from ovserve.service.models import BUNDLED_MODEL, BUNDLED_MODELS_DIR, ModelLimits, ModelSpec, ServedModel
+from ovserve.service.parsing import OutputFormat
+from ovserve.service.server.grpc_server import Server
+from ovserve.service.workers.served import KvCacheLoad, Load
 
 BUNDLED_TEMPLATE = (BUNDLED_MODELS_DIR / BUNDLED_MODEL / "chat_template.jinja").read_text()
 LOGPROB = -0.5  # what the fake scores every token, when logprobs are asked for
@@ -161,7 +161,7 @@ class FakeGeneration:
 
     def close(self, outcome: str = "cancelled") -> None:
         """Let go of the request (idempotent); before its end, that cancels it (``outcome``: why, as
-        service.engine.generation.Generation.close takes it)."""
+        ovserve.service.engine.generation.Generation.close takes it)."""
         if not self.closed.is_set():
             self.cancelled = not self.finished
             self.closed.set()
@@ -181,7 +181,7 @@ class FakeGeneration:
 
 
 class FakeEngine:
-    """A scripted stand-in for service.engine.Engine (see the module docstring)."""
+    """A scripted stand-in for ovserve.service.engine.Engine (see the module docstring)."""
 
     def __init__(self, name: str = "fake", *, max_model_len: int = 4096) -> None:
         self.name = name

@@ -9,8 +9,8 @@ import grpc
 from google.protobuf import json_format
 from google.protobuf.message import Message
 
-from clients.errors import error_details
-from service.errors import ServiceError, to_rpc_status
+from ovserve.clients.errors import error_details
+from ovserve.service.errors import ServiceError, to_rpc_status
 
 M = TypeVar("M", bound=Message)
 

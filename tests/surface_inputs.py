@@ -25,8 +25,8 @@ from typing import Any
 
 from PIL import Image
 
-from service.api.logprobs import MAX_COMPLETION_LOGPROBS, MAX_REQUEST_SCORES
-from service.engine import MAX_ALTERNATIVES
+from ovserve.service.api.logprobs import MAX_COMPLETION_LOGPROBS, MAX_REQUEST_SCORES
+from ovserve.service.engine import MAX_ALTERNATIVES
 from tests import documents, images
 from tests.rest_bridge.test_http_fuzz import RAW, VALUES, encode, mutated_body
 from tests.rest_bridge.test_logprobs_bounds import FIRST, SECOND, TOKENS

@@ -1,7 +1,7 @@
 """The bundled models load with openvino_genai and behave as their model cards say.
 
 Runs with the runtime dependencies only (openvino, openvino-genai,
-openvino-tokenizers): no torch, no imports from service.model_builder. The
+openvino-tokenizers): no torch, no imports from tools.model_builder. The
 prompts are the ones documented in service/bundled_models/*/MODEL_CARD.md and
 are rendered through openvino_genai's own chat-template engine, so the
 template is under test too. All generation is greedy, hence deterministic.

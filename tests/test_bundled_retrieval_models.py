@@ -11,10 +11,10 @@ import openvino_genai as ov_genai
 import pytest
 from tokenizers import Tokenizer
 
-from service.model_builder.retrieval import MAX_LENGTH, vocabulary
-from service.models import BUNDLED_MODELS_DIR
-from service.pipelines.kinds import PipelineKind, embedding_config, kind_of
-from service.pipelines.worker import text_embedding_pipeline
+from ovserve.service.models import BUNDLED_MODELS_DIR
+from ovserve.service.pipelines.kinds import PipelineKind, embedding_config, kind_of
+from ovserve.service.pipelines.worker import text_embedding_pipeline
+from tools.model_builder.retrieval import MAX_LENGTH, vocabulary
 
 EMBED, RERANK = BUNDLED_MODELS_DIR / "tiny-embed", BUNDLED_MODELS_DIR / "tiny-rerank"
 CASES = json.loads((EMBED / "sentences.json").read_text())

@@ -13,7 +13,7 @@ from google.api import annotations_pb2
 from google.protobuf import descriptor_pool, json_format
 from google.protobuf.descriptor import FieldDescriptor, MethodDescriptor
 
-import clients.v1
+import ovserve.clients.v1
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -107,7 +107,7 @@ POOL = descriptor_pool.Default()
 
 
 def _generated_modules() -> list[str]:
-    return [f"clients.v1.{m.name}" for m in pkgutil.iter_modules(clients.v1.__path__)]
+    return [f"ovserve.clients.v1.{m.name}" for m in pkgutil.iter_modules(ovserve.clients.v1.__path__)]
 
 
 def message(name: str):
@@ -326,17 +326,17 @@ def test_stubs_import_from_an_installed_wheel(tmp_path: Path) -> None:
     """The stubs use relative imports, so they work from a wheel, not only from the checkout."""
     wheels, site = tmp_path / "wheels", tmp_path / "site"
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(wheels), str(ROOT)],
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(wheels), str(ROOT / "clients")],
         check=True, capture_output=True,
     )  # fmt: skip
-    (wheel,) = wheels.glob("ovserve-*.whl")
+    (wheel,) = wheels.glob("ovserve_client-*.whl")  # the distribution that holds the stubs
     subprocess.run(
         [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(site), str(wheel)],
         check=True, capture_output=True,
     )  # fmt: skip
     probe = (
-        "import clients, clients.v1.chat_pb2_grpc as g, clients.v1.response_events_pb2 as e;"
-        "print(clients.__file__); print(g.ChatServiceStub.__name__, e.ResponseStreamEvent.DESCRIPTOR.full_name)"
+        "import ovserve.clients, ovserve.clients.v1.chat_pb2_grpc as g, ovserve.clients.v1.response_events_pb2 as e;"
+        "print(ovserve.clients.__file__); print(g.ChatServiceStub.__name__, e.ResponseStreamEvent.DESCRIPTOR.full_name)"
     )
     # -P: do not put the working directory on sys.path; PYTHONPATH puts the
     # installed wheel ahead of the editable install.

@@ -10,8 +10,8 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from clients.defaults import DEFAULT_GRPC_PORT, DEFAULT_REST_PORT
-from service.server.composition import serve_parser
+from ovserve.clients.defaults import DEFAULT_GRPC_PORT, DEFAULT_REST_PORT
+from ovserve.service.server.composition import serve_parser
 
 DEPLOY = Path(__file__).resolve().parents[1] / "deploy"
 KUBERNETES = "1.33"  # native gRPC probes (1.24+) and the preStop sleep action (1.30+)

@@ -10,38 +10,57 @@ import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("service", "rest_bridge", "clients")
-COMPOSITION_ROOT = "service.server.composition"  # the one module that puts the server and the bridge together
+PACKAGES = ("service", "rest_bridge", "clients")  # folders, installed as ovserve.<folder>
+COMPOSITION_ROOT = "ovserve.service.server.composition"  # the one module that puts the server and the bridge together
 
 
 def modules() -> dict[str, Path]:
-    """Every Python module of the three packages, by dotted name."""
+    """Every Python module of the three packages, by the dotted name it is installed as (ovserve.service.cli)."""
     found = {}
     for package in PACKAGES:
         for path in sorted((ROOT / package).rglob("*.py")):
             parts = path.relative_to(ROOT).with_suffix("").parts
-            found[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+            found[".".join(("ovserve", *(parts[:-1] if parts[-1] == "__init__" else parts)))] = path
     return found
 
 
 def imported_packages(name: str, path: Path) -> set[str]:
-    """The top-level packages ``name`` imports anywhere in its source (relative imports stay in its package)."""
+    """The packages ``name`` imports anywhere in its source: ovserve's by folder (``service`` for ovserve.service.x),
+    any other by its top-level name; relative imports stay in its package."""
     packages = set()
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
         if isinstance(node, ast.Import):
-            packages |= {alias.name.split(".")[0] for alias in node.names}
+            packages |= {package_of(alias.name) for alias in node.names}
         elif isinstance(node, ast.ImportFrom):
-            packages.add(name.split(".")[0] if node.level else (node.module or "").split(".")[0])
+            packages.add(package_of(name) if node.level else package_of(node.module or ""))
     return packages
+
+
+def package_of(module: str) -> str:
+    """``service`` for ovserve.service.api.chat, ``grpc`` for grpc.aio."""
+    parts = module.split(".")
+    return parts[1] if parts[0] == "ovserve" and len(parts) > 1 else parts[0]
 
 
 IMPORTS = {name: imported_packages(name, path) for name, path in modules().items()}
 
 
 def test_the_walk_sees_the_packages_and_their_imports() -> None:
-    assert {"service.cli", "service.server.composition", "rest_bridge.app", "clients.client"} <= set(IMPORTS)
+    assert {
+        "ovserve.service.cli",
+        "ovserve.service.server.composition",
+        "ovserve.rest_bridge.app",
+        "ovserve.clients.client",
+    } <= set(IMPORTS)
     assert {"service", "rest_bridge", "clients"} <= IMPORTS[COMPOSITION_ROOT]
-    assert "clients" in IMPORTS["rest_bridge.translate.body"] and "clients" in IMPORTS["clients.client"]  # relative too
+    assert (
+        "clients" in IMPORTS["ovserve.rest_bridge.translate.body"] and "clients" in IMPORTS["ovserve.clients.client"]
+    )  # relative too
+
+
+def test_nothing_installed_imports_the_repository_tools() -> None:
+    """tools/ (the model builder among them) is not in the wheel: a runtime import of it fails once installed."""
+    assert sorted(name for name, packages in IMPORTS.items() if "tools" in packages) == []
 
 
 def test_only_the_composition_root_imports_both_service_and_rest_bridge() -> None:
@@ -51,7 +70,11 @@ def test_only_the_composition_root_imports_both_service_and_rest_bridge() -> Non
 
 def test_rest_bridge_never_imports_service() -> None:
     assert (
-        sorted(name for name, packages in IMPORTS.items() if name.startswith("rest_bridge") and "service" in packages)
+        sorted(
+            name
+            for name, packages in IMPORTS.items()
+            if name.startswith("ovserve.rest_bridge") and "service" in packages
+        )
         == []
     )
 
@@ -60,7 +83,7 @@ def test_clients_import_neither_service_nor_rest_bridge() -> None:
     offenders = sorted(
         name
         for name, packages in IMPORTS.items()
-        if name.startswith("clients") and packages & {"service", "rest_bridge"}
+        if name.startswith("ovserve.clients") and packages & {"service", "rest_bridge"}
     )
     assert offenders == []
 
@@ -96,7 +119,7 @@ def _shared_value(node: ast.AST) -> bool:
 def test_shared_values_are_written_only_in_clients_defaults() -> None:
     copies = []
     for name, path in modules().items():
-        if name == "clients.defaults" or name.startswith("clients.v1"):
+        if name == "ovserve.clients.defaults" or name.startswith("ovserve.clients.v1"):
             continue
         tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
         skip = _docstrings(tree)
@@ -110,31 +133,33 @@ def test_shared_values_are_written_only_in_clients_defaults() -> None:
 
 # The rooms of service/, bottom to top: a room imports only rooms of the layers below its own (never a sibling
 # in its layer, never one above), so no arrow points up and no cycle can form. A room is a package of service/
-# (service.engine) or a module at its root (service.errors). The README's "How it works" draws the same stack.
+# (ovserve.service.engine) or a module at its root (ovserve.service.errors). docs/architecture.md ("How it works")
+# draws the same stack.
 SERVICE_LAYERS: list[set[str]] = [
-    {"service.errors", "service.ids", "service.model_files", "service.limits"},
-    {"service.parsing", "service.media", "service.store"},
-    {"service.workers"},  # the child-process runtime every served model runs on
-    {"service.engine", "service.pipelines"},  # generating models; embedding, rerank and speech models
+    {"ovserve.service.errors", "ovserve.service.ids", "ovserve.service.model_files", "ovserve.service.limits"},
+    {"ovserve.service.parsing", "ovserve.service.media", "ovserve.service.store"},
+    {"ovserve.service.workers"},  # the child-process runtime every served model runs on
+    {"ovserve.service.engine", "ovserve.service.pipelines"},  # generating models; embedding, rerank and speech models
     # What --model names, made an OpenVINO directory; its state; the settings of which models stay loaded.
-    {"service.sources", "service.model_states", "service.residency"},
-    {"service.models"},  # the registry of served models
-    {"service.structured", "service.observability", "service.config"},
-    {"service.api"},
-    {"service.responses", "service.batches"},  # the Responses API; the Batch API and its runner
-    {"service.server"},
-    {"service.bench", "service.model_builder"},  # the benchmark and the builder of the bundled models
-    {"service.cli"},
+    {"ovserve.service.sources", "ovserve.service.model_states", "ovserve.service.residency"},
+    {"ovserve.service.models"},  # the registry of served models
+    {"ovserve.service.structured", "ovserve.service.observability", "ovserve.service.config"},
+    {"ovserve.service.api"},
+    {"ovserve.service.responses", "ovserve.service.batches"},  # the Responses API; the Batch API and its runner
+    {"ovserve.service.server"},
+    {"ovserve.service.bench"},  # the benchmark
+    {"ovserve.service.cli"},
 ]
 
 
 def room(module: str) -> str:
     """The room of a service module: its package below service/, or itself at service/'s root."""
-    return ".".join(module.split(".")[:2])
+    return ".".join(module.split(".")[:3])
 
 
 def imported_modules(name: str, path: Path) -> set[str]:
-    """The dotted names ``name`` imports (``from service import x`` counts as ``service.x``; relative resolved)."""
+    """The dotted names ``name`` imports (``from ovserve.service import x`` counts as ``ovserve.service.x``; relative
+    resolved)."""
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     found = set()
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
@@ -143,12 +168,12 @@ def imported_modules(name: str, path: Path) -> set[str]:
         elif isinstance(node, ast.ImportFrom):
             base = package.split(".")[: len(package.split(".")) - node.level + 1] if node.level else []
             module = ".".join([*base, *([node.module] if node.module else [])])
-            found |= {f"{module}.{alias.name}" for alias in node.names} if module == "service" else {module}
+            found |= {f"{module}.{alias.name}" for alias in node.names} if module == "ovserve.service" else {module}
     return found
 
 
 def test_every_room_of_service_has_a_layer() -> None:
-    rooms = {room(name) for name in modules() if name.startswith("service.")}
+    rooms = {room(name) for name in modules() if name.startswith("ovserve.service.")}
     placed = set().union(*SERVICE_LAYERS)
     assert sorted(rooms - placed) == [] and sorted(placed - rooms) == []
 
@@ -158,9 +183,9 @@ def test_service_rooms_import_only_the_layers_below() -> None:
     upward = sorted(
         f"{name} imports {target}"
         for name, path in modules().items()
-        if name.startswith("service.")
+        if name.startswith("ovserve.service.")
         for target in imported_modules(name, path)
-        if target.startswith("service.")
+        if target.startswith("ovserve.service.")
         and room(target) != room(name)
         and layer.get(room(target), -1) >= layer[room(name)]
     )
@@ -168,9 +193,10 @@ def test_service_rooms_import_only_the_layers_below() -> None:
 
 
 def test_the_readme_layout_names_every_package() -> None:
-    """README's Layout block lists each package directory (``api/`` under ``service/``, ``routes/``...)."""
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    layout = readme[readme.index("## Layout") :].split("```")[1]
+    """The docs' Layout block (docs/architecture.md) lists each package directory (``api/`` under ``service/``,
+    ``routes/``...)."""
+    page = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    layout = page[page.index("## Layout") :].split("```")[1]
     named = {line.split()[0] for line in layout.splitlines() if line.strip() and line.startswith("  ")}
     packages = {
         f"{path.parent.name}/"

@@ -1,4 +1,4 @@
-"""The real-size model builder's configurations and padded tokenizers (``ovserve build-real-size-model``).
+"""The real-size model builder's configurations and padded tokenizers (``python -m tools.model_builder.real_size``).
 
 Fast: no torch, no export. The built models themselves are not committed; what is checked here is what they are
 built from: each config's published shape, the kind the server will detect from it, and a bundled tokenizer
@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 from tokenizers import Tokenizer
 
-from service.model_builder import real_size, real_size_encoders
-from service.model_builder.tokenizer import pad_vocabulary
-from service.pipelines.kinds import PipelineKind, kind_of
+from ovserve.service.pipelines.kinds import PipelineKind, kind_of
+from tools.model_builder import real_size, real_size_encoders
+from tools.model_builder.tokenizer import pad_vocabulary
 
 EMBED_TOKENIZER = real_size_encoders.BUNDLED_TOKENIZER
 TEXT = "where does the cat sleep in the garden?"

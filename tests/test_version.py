@@ -1,4 +1,4 @@
-"""One version, written in pyproject.toml: read at run time (``service.__version__``) and shown by
+"""One version, written in pyproject.toml: read at run time (``ovserve.service.__version__``) and shown by
 ``ovserve --version``."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import sys
 import tomllib
 from pathlib import Path
 
-import service
+import ovserve.service
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -19,10 +19,10 @@ def pyproject_version() -> str:
 
 
 def test_the_package_knows_pyprojects_version() -> None:
-    assert service.__version__ == pyproject_version()
+    assert ovserve.service.__version__ == pyproject_version()
 
 
 def test_ovserve_version_prints_it_and_exits_0() -> None:
-    shown = subprocess.run([sys.executable, "-m", "service.cli", "--version"], capture_output=True, text=True,
+    shown = subprocess.run([sys.executable, "-m", "ovserve.service.cli", "--version"], capture_output=True, text=True,
                            timeout=60, check=True)  # fmt: skip
     assert shown.stdout.strip() == f"ovserve {pyproject_version()}"

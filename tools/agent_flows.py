@@ -4,7 +4,7 @@ A harness, not a test (issue 29): each flow is the client's own loop against ``-
 SDK (tools with an ``output_type``, two tools, a handoff), pydantic-ai (a tool and a structured output),
 LangChain (``bind_tools`` round trip, ``with_structured_output``), instructor (TOOLS, JSON, MD_JSON,
 RESPONSES_TOOLS) and the openai client's ``parse`` helpers, over the tools, places and people tiny-chat's
-agent recipe holds out (service/model_builder/agent_corpus.py). It prints each flow's outcome and exits
+agent recipe holds out (tools/model_builder/agent_corpus.py). It prints each flow's outcome and exits
 non-zero unless all finish with the right answer; the bundled tiny-chat does not (see its model card), so
 these become tests when a model passes them.
 

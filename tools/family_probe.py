@@ -54,12 +54,12 @@ import httpx  # noqa: E402
 import jsonschema  # noqa: E402
 import openai  # noqa: E402
 
-from service.api import prompting  # noqa: E402
-from service.engine import EngineSettings  # noqa: E402
-from service.engine.engine import Engine  # noqa: E402
-from service.models import ModelSpec  # noqa: E402
-from service.parsing import OutputFormat, detection  # noqa: E402
-from service.parsing.formats import REASONING_PARSERS  # noqa: E402
+from ovserve.service.api import prompting  # noqa: E402
+from ovserve.service.engine import EngineSettings  # noqa: E402
+from ovserve.service.engine.engine import Engine  # noqa: E402
+from ovserve.service.models import ModelSpec  # noqa: E402
+from ovserve.service.parsing import OutputFormat, detection  # noqa: E402
+from ovserve.service.parsing.formats import REASONING_PARSERS  # noqa: E402
 from tests.conftest import TINY_CHAT  # noqa: E402
 from tests.families.tools import ASK, SCHEMAS, TOOLS  # noqa: E402
 from tests.rest_bridge.conftest import RunningBridge, served_with_bridge  # noqa: E402
@@ -80,7 +80,7 @@ THOUGHT, REPLY = "Pondering the clouds", "Rain is likely."
 THINKING = {"enable_thinking": True, "thinking": True, "reasoning_effort": "high"}
 # What in a template's source says it has a reasoning mode, when the server found no reasoning parser for it.
 REASONING_WORDS = ("reasoning_content", "enable_thinking", "<think>", "thinking")
-# Room for "required"'s up to 8 calls (service.structured.output.MAX_PARALLEL_CALLS) in tiny-chat's small
+# Room for "required"'s up to 8 calls (ovserve.service.structured.output.MAX_PARALLEL_CALLS) in tiny-chat's small
 # vocabulary, where a call is ~100 tokens: a list cut by max_tokens ends with "length", not "tool_calls".
 GREEDY: dict[str, Any] = {"temperature": 0, "max_tokens": 2400}
 TURN_MARK = "Q7ZMARK"  # an assistant reply whose rendering shows what the template writes after a turn

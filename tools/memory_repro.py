@@ -110,9 +110,9 @@ def staggered(total: int, in_flight: int, properties: dict[str, object]) -> None
 def core(total: int, batch: int) -> None:
     """The storm through ovserve's EngineCore (admission, stepping, detokenising, cancelling), no IPC."""
     sys.path.insert(0, str(MODEL.parents[2]))
-    from service.engine.core import EngineCore, Submission
-    from service.engine.sampling import SamplingParams
-    from service.workers.codec import TokenCodec
+    from ovserve.service.engine.core import EngineCore, Submission
+    from ovserve.service.engine.sampling import SamplingParams
+    from ovserve.service.workers.codec import TokenCodec
 
     engine = EngineCore(
         lambda: ov_genai.ContinuousBatchingPipeline(str(MODEL), scheduler_config(), "CPU", {}),

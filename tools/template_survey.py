@@ -26,9 +26,9 @@ sys.path.insert(0, str(ROOT))  # this checkout's packages, not an installed copy
 
 import openvino_genai as ov_genai  # noqa: E402
 
-from service.api.prompting import template_messages  # noqa: E402
-from service.engine.chat_template import ChatTemplate, TemplateRenderer, error_message  # noqa: E402
-from service.parsing import OutputFormat  # noqa: E402
+from ovserve.service.api.prompting import template_messages  # noqa: E402
+from ovserve.service.engine.chat_template import ChatTemplate, TemplateRenderer, error_message  # noqa: E402
+from ovserve.service.parsing import OutputFormat  # noqa: E402
 from tests.conftest import TINY_CHAT  # noqa: E402
 
 DIRECTORIES = (Path("/work/vendor/models/templates"), ROOT / "tests" / "data" / "chat_templates")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from clients.v1 import chat_pb2
-from rest_bridge.render.common import (
+from ovserve.clients.v1 import chat_pb2
+from ovserve.rest_bridge.render.common import (
     FINISH_REASONS,
     ROLES,
     fingerprinted,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from clients.v1 import common_pb2
+from ovserve.clients.v1 import common_pb2
 
 # Response-side enums -> OpenAI's strings; *_UNSPECIFIED is null.
 FINISH_REASONS: dict[int, str | None] = {

@@ -5,8 +5,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from clients.v1 import completion_pb2
-from rest_bridge.render.common import FINISH_REASONS, fingerprinted, prompt_logprobs, usage
+from ovserve.clients.v1 import completion_pb2
+from ovserve.rest_bridge.render.common import FINISH_REASONS, fingerprinted, prompt_logprobs, usage
 
 
 def completion_logprobs(value: completion_pb2.CompletionLogprobs) -> dict[str, Any]:

@@ -13,8 +13,8 @@ from typing import Any
 
 from google.protobuf import struct_pb2
 
-from clients.v1 import common_pb2, response_events_pb2, response_object_pb2, response_pb2
-from rest_bridge.render.common import ROLES
+from ovserve.clients.v1 import common_pb2, response_events_pb2, response_object_pb2, response_pb2
+from ovserve.rest_bridge.render.common import ROLES
 
 ro = response_object_pb2
 

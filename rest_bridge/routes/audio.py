@@ -12,11 +12,11 @@ from typing import Any
 
 import tornado.httputil
 
-from clients.v1 import audio_pb2
-from rest_bridge.errors import BridgeError
-from rest_bridge.handler import JsonBodyHandler
-from rest_bridge.sse import DataFraming
-from rest_bridge.translate.body import bad_request
+from ovserve.clients.v1 import audio_pb2
+from ovserve.rest_bridge.errors import BridgeError
+from ovserve.rest_bridge.handler import JsonBodyHandler
+from ovserve.rest_bridge.sse import DataFraming
+from ovserve.rest_bridge.translate.body import bad_request
 
 # Form fields -> how each is read (every value arrives as text). The proto's own names, OpenAI's field names.
 _TEXT_FIELDS = ("model", "language", "prompt", "response_format")

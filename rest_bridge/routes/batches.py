@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from clients.v1 import batch_pb2 as pb
-from rest_bridge.handler import BridgeHandler, JsonBodyHandler
-from rest_bridge.translate.message import message_from_body
-from rest_bridge.translate.proto_json import without_nulls
-from rest_bridge.translate.query import MAX_LIMIT, integer, query_strings
+from ovserve.clients.v1 import batch_pb2 as pb
+from ovserve.rest_bridge.handler import BridgeHandler, JsonBodyHandler
+from ovserve.rest_bridge.translate.message import message_from_body
+from ovserve.rest_bridge.translate.proto_json import without_nulls
+from ovserve.rest_bridge.translate.query import MAX_LIMIT, integer, query_strings
 
 # Batch's optional times.
 _TIMES = (

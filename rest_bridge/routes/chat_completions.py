@@ -11,15 +11,15 @@ import json
 import re
 from typing import Any
 
-from clients.v1 import chat_pb2
-from rest_bridge import legacy_functions
-from rest_bridge.handler import BridgeHandler, JsonBodyHandler
-from rest_bridge.render.chat import chat_chunk, chat_completion, page, stored_completion, stored_message
-from rest_bridge.sse import ChunkFraming
-from rest_bridge.translate.body import bad_request
-from rest_bridge.translate.completions import chat_request, uses_functions
-from rest_bridge.translate.proto_json import check_arguments
-from rest_bridge.translate.query import Query
+from ovserve.clients.v1 import chat_pb2
+from ovserve.rest_bridge import legacy_functions
+from ovserve.rest_bridge.handler import BridgeHandler, JsonBodyHandler
+from ovserve.rest_bridge.render.chat import chat_chunk, chat_completion, page, stored_completion, stored_message
+from ovserve.rest_bridge.sse import ChunkFraming
+from ovserve.rest_bridge.translate.body import bad_request
+from ovserve.rest_bridge.translate.completions import chat_request, uses_functions
+from ovserve.rest_bridge.translate.proto_json import check_arguments
+from ovserve.rest_bridge.translate.query import Query
 
 _METADATA_KEY = re.compile(r"metadata\[(.*)\]", re.DOTALL)
 

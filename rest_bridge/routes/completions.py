@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from rest_bridge.handler import JsonBodyHandler
-from rest_bridge.render.completions import completion, completion_chunk
-from rest_bridge.sse import ChunkFraming
-from rest_bridge.translate.completions import completion_request
+from ovserve.rest_bridge.handler import JsonBodyHandler
+from ovserve.rest_bridge.render.completions import completion, completion_chunk
+from ovserve.rest_bridge.sse import ChunkFraming
+from ovserve.rest_bridge.translate.completions import completion_request
 
 
 class CompletionsHandler(JsonBodyHandler):

@@ -7,12 +7,12 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from clients.v1 import model_pb2
-from rest_bridge.errors import BridgeError
-from rest_bridge.handler import RETRIABLE
-from rest_bridge.json_body import encode_json
-from rest_bridge.routes.models import AdminBodyHandler
-from rest_bridge.translate.message import message_from_body
+from ovserve.clients.v1 import model_pb2
+from ovserve.rest_bridge.errors import BridgeError
+from ovserve.rest_bridge.handler import RETRIABLE
+from ovserve.rest_bridge.json_body import encode_json
+from ovserve.rest_bridge.routes.models import AdminBodyHandler
+from ovserve.rest_bridge.translate.message import message_from_body
 
 
 def reload_request(body: dict[str, Any]) -> model_pb2.ReloadConfigRequest:

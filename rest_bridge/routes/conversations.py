@@ -9,15 +9,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from clients.polymorphic import json_type
-from clients.v1 import conversation_pb2 as pb
-from rest_bridge.handler import BridgeHandler, JsonBodyHandler
-from rest_bridge.render.responses import input_item
-from rest_bridge.translate.body import bad_request
-from rest_bridge.translate.message import message_from_body
-from rest_bridge.translate.proto_json import without_nulls
-from rest_bridge.translate.query import NO_NAMES, include, paged, query_strings
-from rest_bridge.translate.responses import proto_input_item
+from ovserve.clients.polymorphic import json_type
+from ovserve.clients.v1 import conversation_pb2 as pb
+from ovserve.rest_bridge.handler import BridgeHandler, JsonBodyHandler
+from ovserve.rest_bridge.render.responses import input_item
+from ovserve.rest_bridge.translate.body import bad_request
+from ovserve.rest_bridge.translate.message import message_from_body
+from ovserve.rest_bridge.translate.proto_json import without_nulls
+from ovserve.rest_bridge.translate.query import NO_NAMES, include, paged, query_strings
+from ovserve.rest_bridge.translate.responses import proto_input_item
 
 # ---- requests ----
 

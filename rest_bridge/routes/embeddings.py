@@ -7,11 +7,11 @@ from typing import Any
 
 import numpy as np
 
-from clients.v1 import embedding_pb2
-from rest_bridge.handler import JsonBodyHandler
-from rest_bridge.translate.body import bad_request
-from rest_bridge.translate.message import message_from_body
-from rest_bridge.translate.proto_json import normalise_forms, without_nulls
+from ovserve.clients.v1 import embedding_pb2
+from ovserve.rest_bridge.handler import JsonBodyHandler
+from ovserve.rest_bridge.translate.body import bad_request
+from ovserve.rest_bridge.translate.message import message_from_body
+from ovserve.rest_bridge.translate.proto_json import normalise_forms, without_nulls
 
 
 def _normalise(body: dict[str, Any]) -> dict[str, Any]:

@@ -21,12 +21,12 @@ import python_multipart
 from python_multipart.multipart import parse_options_header
 from tornado.iostream import StreamClosedError
 
-from clients.defaults import MIB
-from clients.v1 import file_pb2 as pb
-from rest_bridge.errors import BridgeError, from_rpc_error
-from rest_bridge.handler import BridgeHandler
-from rest_bridge.translate.body import bad_request
-from rest_bridge.translate.query import integer, query_strings
+from ovserve.clients.defaults import MIB
+from ovserve.clients.v1 import file_pb2 as pb
+from ovserve.rest_bridge.errors import BridgeError, from_rpc_error
+from ovserve.rest_bridge.handler import BridgeHandler
+from ovserve.rest_bridge.translate.body import bad_request
+from ovserve.rest_bridge.translate.query import integer, query_strings
 
 if TYPE_CHECKING:  # (declared for type checkers only)
     from python_multipart.multipart import MultipartCallbacks

@@ -11,8 +11,8 @@ import grpc
 import tornado.web
 from grpc_health.v1 import health_pb2
 
-from rest_bridge.handler import BridgeHandler
-from rest_bridge.json_body import encode_json
+from ovserve.rest_bridge.handler import BridgeHandler
+from ovserve.rest_bridge.json_body import encode_json
 
 
 class HealthHandler(BridgeHandler):

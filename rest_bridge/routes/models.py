@@ -7,10 +7,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from clients.v1 import model_pb2
-from rest_bridge.handler import BridgeHandler, JsonBodyHandler
-from rest_bridge.translate.message import message_from_body
-from rest_bridge.translate.proto_json import without_nulls
+from ovserve.clients.v1 import model_pb2
+from ovserve.rest_bridge.handler import BridgeHandler, JsonBodyHandler
+from ovserve.rest_bridge.translate.message import message_from_body
+from ovserve.rest_bridge.translate.proto_json import without_nulls
 
 T = TypeVar("T")
 

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from clients.polymorphic import json_type
-from clients.v1 import rerank_pb2
-from rest_bridge.handler import JsonBodyHandler
-from rest_bridge.translate.body import bad_request
-from rest_bridge.translate.message import message_from_body
-from rest_bridge.translate.proto_json import without_nulls
+from ovserve.clients.polymorphic import json_type
+from ovserve.clients.v1 import rerank_pb2
+from ovserve.rest_bridge.handler import JsonBodyHandler
+from ovserve.rest_bridge.translate.body import bad_request
+from ovserve.rest_bridge.translate.message import message_from_body
+from ovserve.rest_bridge.translate.proto_json import without_nulls
 
 
 def _documents_as_objects(body: dict[str, Any]) -> dict[str, Any]:

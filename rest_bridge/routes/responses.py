@@ -13,12 +13,12 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from clients.v1 import response_pb2
-from rest_bridge import sse
-from rest_bridge.errors import BridgeError
-from rest_bridge.handler import BridgeHandler, JsonBodyHandler
-from rest_bridge.render import responses as render
-from rest_bridge.translate import responses as translate
+from ovserve.clients.v1 import response_pb2
+from ovserve.rest_bridge import sse
+from ovserve.rest_bridge.errors import BridgeError
+from ovserve.rest_bridge.handler import BridgeHandler, JsonBodyHandler
+from ovserve.rest_bridge.render import responses as render
+from ovserve.rest_bridge.translate import responses as translate
 
 log = logging.getLogger(__name__)
 LIFECYCLE_CLOSERS = {"response.completed", "response.incomplete", "response.failed"}

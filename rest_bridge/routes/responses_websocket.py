@@ -34,15 +34,15 @@ import grpc
 import tornado.routing
 import tornado.websocket
 
-from clients.polymorphic import json_type
-from rest_bridge import cors
-from rest_bridge.backend import Backend
-from rest_bridge.config import BridgeSettings
-from rest_bridge.errors import BridgeError, from_rpc_error
-from rest_bridge.off_loop import off_the_loop_if_large
-from rest_bridge.render import responses as render
-from rest_bridge.translate import responses as translate
-from rest_bridge.translate.body import bad_request, parse_json_body
+from ovserve.clients.polymorphic import json_type
+from ovserve.rest_bridge import cors
+from ovserve.rest_bridge.backend import Backend
+from ovserve.rest_bridge.config import BridgeSettings
+from ovserve.rest_bridge.errors import BridgeError, from_rpc_error
+from ovserve.rest_bridge.off_loop import off_the_loop_if_large
+from ovserve.rest_bridge.render import responses as render
+from ovserve.rest_bridge.translate import responses as translate
+from ovserve.rest_bridge.translate.body import bad_request, parse_json_body
 
 log = logging.getLogger(__name__)
 

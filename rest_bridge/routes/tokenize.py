@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from clients.v1 import tokenizer_pb2
-from rest_bridge.handler import JsonBodyHandler
-from rest_bridge.json_body import listed
-from rest_bridge.translate.completions import normalise_chat
-from rest_bridge.translate.message import message_from_body
+from ovserve.clients.v1 import tokenizer_pb2
+from ovserve.rest_bridge.handler import JsonBodyHandler
+from ovserve.rest_bridge.json_body import listed
+from ovserve.rest_bridge.translate.completions import normalise_chat
+from ovserve.rest_bridge.translate.message import message_from_body
 
 
 def tokenized(reply: tokenizer_pb2.TokenizeResponse, with_strings: bool) -> dict[str, Any]:

@@ -9,9 +9,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from clients.polymorphic import json_type
-from rest_bridge.errors import BridgeError
-from rest_bridge.json_values import JsonValueError, check_values
+from ovserve.clients.polymorphic import json_type
+from ovserve.rest_bridge.errors import BridgeError
+from ovserve.rest_bridge.json_values import JsonValueError, check_values
 
 JSON_MEDIA_TYPES = {"application/json"}
 

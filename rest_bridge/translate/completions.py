@@ -10,12 +10,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from clients.polymorphic import json_type
-from clients.v1 import chat_pb2, completion_pb2
-from rest_bridge import openai_parameters
-from rest_bridge.translate.body import bad_request
-from rest_bridge.translate.message import streamable_from_body
-from rest_bridge.translate.proto_json import normalise_forms, without_nulls
+from ovserve.clients.polymorphic import json_type
+from ovserve.clients.v1 import chat_pb2, completion_pb2
+from ovserve.rest_bridge import openai_parameters
+from ovserve.rest_bridge.translate.body import bad_request
+from ovserve.rest_bridge.translate.message import streamable_from_body
+from ovserve.rest_bridge.translate.proto_json import normalise_forms, without_nulls
 
 
 def _normalise_guided_json(body: dict[str, Any]) -> None:

@@ -14,10 +14,10 @@ from google.protobuf import json_format
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import Message
 
-from clients.polymorphic import json_type, openai_text
-from rest_bridge import legacy_functions, openai_parameters
-from rest_bridge.translate.body import bad_request
-from rest_bridge.translate.proto_json import (
+from ovserve.clients.polymorphic import json_type, openai_text
+from ovserve.rest_bridge import legacy_functions, openai_parameters
+from ovserve.rest_bridge.translate.body import bad_request
+from ovserve.rest_bridge.translate.proto_json import (
     INT_RANGES,
     NO_UNSUPPORTED,
     arguments,

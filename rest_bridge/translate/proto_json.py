@@ -2,7 +2,8 @@
 
 ``check_arguments`` refuses top-level keys a request does not take (before normalisation, in the client's
 names); ``normalise_forms`` moves OpenAI's polymorphic fields to the proto's typed alternatives, as
-``clients.polymorphic`` tables them (``stop`` list -> ``stop_sequences``, ``content`` parts -> ``content_parts``,
+``ovserve.clients.polymorphic`` tables them (``stop`` list -> ``stop_sequences``, ``content`` parts ->
+``content_parts``,
 ``prompt`` lists -> ``prompts``, ``tool_choice`` object -> ``named_tool_choice``), JSON nulls meaning "not given";
 ``check_fields`` checks every nested key and JSON type, so ``json_format.ParseDict`` cannot fail and each refusal
 names the exact path (``messages[2].role``), in OpenAI's terms.
@@ -19,8 +20,8 @@ from typing import Any
 
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 
-from clients import polymorphic
-from clients.polymorphic import (
+from ovserve.clients import polymorphic
+from ovserve.clients.polymorphic import (
     TYPED_ALTERNATIVES,
     FormError,
     PolymorphicField,
@@ -29,7 +30,7 @@ from clients.polymorphic import (
     openai_param,
     openai_text,
 )
-from rest_bridge.translate.body import bad_request
+from ovserve.rest_bridge.translate.body import bad_request
 
 NO_UNSUPPORTED: Mapping[str, str] = {}
 

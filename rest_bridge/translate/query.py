@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Container
 from typing import TypeVar
 
-from clients.v1 import conversation_pb2, response_pb2
-from rest_bridge.translate.body import bad_request
+from ovserve.clients.v1 import conversation_pb2, response_pb2
+from ovserve.rest_bridge.translate.body import bad_request
 
 Query = dict[str, list[bytes]]  # tornado's request.query_arguments
 ORDERS = ("asc", "desc")

@@ -2,7 +2,7 @@
 
 The same flow as every body (``message``), for the Responses body, plus the query strings of the
 ``/responses/{id}`` routes. Normalisation moves OpenAI's polymorphic fields to the proto's typed
-alternatives, as ``clients.polymorphic`` tables them: ``input`` list -> ``input_items``, a message's ``content``
+alternatives, as ``ovserve.clients.polymorphic`` tables them: ``input`` list -> ``input_items``, a message's ``content``
 list -> ``content_parts``, a function_call_output's ``output`` list -> ``output_parts``, ``stop`` list ->
 ``stop_sequences``, ``tool_choice`` object -> ``named_tool_choice``. An item without ``type`` but with a ``role``
 is a message, as in OpenAI. Unknown item and part types are refused here, by path (``input[2].type``), because
@@ -15,13 +15,13 @@ from typing import Any
 
 from google.protobuf.descriptor import Descriptor
 
-from clients.polymorphic import BY_OPENAI_NAME, TYPED_ALTERNATIVES, PolymorphicField, json_type
-from clients.v1 import response_pb2
-from rest_bridge import openai_parameters
-from rest_bridge.translate.body import bad_request
-from rest_bridge.translate.message import message_from_body, streamable_from_body
-from rest_bridge.translate.proto_json import normalise_field, normalise_forms, without_nulls
-from rest_bridge.translate.query import Query, boolean, integer, paged, query_strings
+from ovserve.clients.polymorphic import BY_OPENAI_NAME, TYPED_ALTERNATIVES, PolymorphicField, json_type
+from ovserve.clients.v1 import response_pb2
+from ovserve.rest_bridge import openai_parameters
+from ovserve.rest_bridge.translate.body import bad_request
+from ovserve.rest_bridge.translate.message import message_from_body, streamable_from_body
+from ovserve.rest_bridge.translate.proto_json import normalise_field, normalise_forms, without_nulls
+from ovserve.rest_bridge.translate.query import Query, boolean, integer, paged, query_strings
 
 # Fields of other OpenAI APIs that clients send here by mistake, refused with the Responses field to use.
 # (The Responses API's own parameters without a contract field are in openai_parameters.RESPONSES.)

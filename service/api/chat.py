@@ -7,19 +7,19 @@ import json
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
-from clients.v1 import chat_pb2, common_pb2
-from service.api import logprobs
-from service.api.chat_output import (
+from ovserve.clients.v1 import chat_pb2, common_pb2
+from ovserve.service.api import logprobs
+from ovserve.service.api.chat_output import (
     fill_message,
     finish_reason,
     output_parser,
     reasoning_tokens,
     stream_deltas,
 )
-from service.api.common import FINISH_REASONS, usage
-from service.api.logprobs import LogprobAsk
-from service.api.media_parts import MediaParts
-from service.api.prepare import (
+from ovserve.service.api.common import FINISH_REASONS, usage
+from ovserve.service.api.logprobs import LogprobAsk
+from ovserve.service.api.media_parts import MediaParts
+from ovserve.service.api.prepare import (
     CHAT,
     PreparedRuns,
     begin,
@@ -32,7 +32,7 @@ from service.api.prepare import (
     templated_constraint,
     templated_prompt,
 )
-from service.api.prompting import (
+from ovserve.service.api.prompting import (
     REASONING_EFFORTS,
     TOOL_CHOICES,
     json_object,
@@ -41,12 +41,12 @@ from service.api.prompting import (
     template_tool,
     unsupported,
 )
-from service.api.runs import DeltaStream, collect_choices
-from service.engine import SequenceDelta, TokenScores
-from service.errors import FieldViolation, quote
-from service.ids import new_id, now
-from service.models import ModelRegistry, ServedModel
-from service.parsing import TurnParser
+from ovserve.service.api.runs import DeltaStream, collect_choices
+from ovserve.service.engine import SequenceDelta, TokenScores
+from ovserve.service.errors import FieldViolation, quote
+from ovserve.service.ids import new_id, now
+from ovserve.service.models import ModelRegistry, ServedModel
+from ovserve.service.parsing import TurnParser
 
 # Request role -> the role the chat template sees. Templates written for
 # OpenAI's older roles know no "developer": it is a system message to them.

@@ -7,9 +7,9 @@ from typing import Any
 
 from google.protobuf import json_format
 
-from clients.v1 import chat_pb2, common_pb2
-from service.models import ServedModel
-from service.parsing import (
+from ovserve.clients.v1 import chat_pb2, common_pb2
+from ovserve.service.models import ServedModel
+from ovserve.service.parsing import (
     ContentDelta,
     ParsedTurn,
     Piece,
@@ -18,7 +18,7 @@ from service.parsing import (
     ToolCallStarted,
     TurnParser,
 )
-from service.parsing.formats import tool_schemas
+from ovserve.service.parsing.formats import tool_schemas
 
 PROMPT_TAIL_TOKENS = 16  # enough to see whether the template left a <think> block open
 

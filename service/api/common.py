@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from clients.v1 import common_pb2
-from service.engine import FinishReason
-from service.errors import FieldViolation
-from service.models import ServedModel
+from ovserve.clients.v1 import common_pb2
+from ovserve.service.engine import FinishReason
+from ovserve.service.errors import FieldViolation
+from ovserve.service.models import ServedModel
 
 # The engine's finish reasons -> the contract's. A cancelled request has no
 # reader left, so its reason is never sent; None: still running.

@@ -7,11 +7,11 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
-from clients.v1 import completion_pb2
-from service.api import logprobs
-from service.api.common import FINISH_REASONS, usage
-from service.api.logprobs import MAX_COMPLETION_LOGPROBS, LogprobAsk
-from service.api.prepare import (
+from ovserve.clients.v1 import completion_pb2
+from ovserve.service.api import logprobs
+from ovserve.service.api.common import FINISH_REASONS, usage
+from ovserve.service.api.logprobs import MAX_COMPLETION_LOGPROBS, LogprobAsk
+from ovserve.service.api.prepare import (
     COMPLETIONS,
     PreparedRuns,
     Prompt,
@@ -22,14 +22,14 @@ from service.api.prepare import (
     refuse_invalid,
     skips_special_tokens,
 )
-from service.api.prompting import INLINE_PROMPT_CHARS, check_length
-from service.api.runs import DeltaStream, collect_choices
-from service.engine import PromptImages, SequenceDelta, TokenScores
-from service.engine.infill import FIM_TOKENS, InfillTokens
-from service.errors import FieldViolation, InvalidArgument
-from service.ids import new_id, now
-from service.models import ModelRegistry, ServedModel
-from service.structured.output import output_constraint
+from ovserve.service.api.prompting import INLINE_PROMPT_CHARS, check_length
+from ovserve.service.api.runs import DeltaStream, collect_choices
+from ovserve.service.engine import PromptImages, SequenceDelta, TokenScores
+from ovserve.service.engine.infill import FIM_TOKENS, InfillTokens
+from ovserve.service.errors import FieldViolation, InvalidArgument
+from ovserve.service.ids import new_id, now
+from ovserve.service.models import ModelRegistry, ServedModel
+from ovserve.service.structured.output import output_constraint
 
 MAX_PROMPTS = 64
 

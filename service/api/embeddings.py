@@ -15,13 +15,13 @@ from typing import TypeVar
 
 import numpy as np
 
-from clients.v1 import embedding_pb2
-from service.api.prompting import INLINE_PROMPT_CHARS
-from service.api.runs import service_error
-from service.engine import EngineError
-from service.errors import FieldViolation, InvalidArgument
-from service.models import ModelRegistry
-from service.pipelines import Pipeline, PipelineKind
+from ovserve.clients.v1 import embedding_pb2
+from ovserve.service.api.prompting import INLINE_PROMPT_CHARS
+from ovserve.service.api.runs import service_error
+from ovserve.service.engine import EngineError
+from ovserve.service.errors import FieldViolation, InvalidArgument
+from ovserve.service.models import ModelRegistry
+from ovserve.service.pipelines import Pipeline, PipelineKind
 
 #: Most inputs in one request (OpenAI's limit).
 MAX_INPUTS = 2048

@@ -11,13 +11,13 @@ from __future__ import annotations
 from collections.abc import AsyncIterable, AsyncIterator, Awaitable
 from typing import TypeVar
 
-from clients.defaults import FILE_CHUNK_BYTES, MIB
-from clients.v1 import file_pb2 as pb
-from service.api.stored_chat import page_bounds, page_reply
-from service.errors import FieldViolation, InvalidArgument, NotFound, ResourceExhausted, quote
-from service.ids import new_id, now
-from service.store.files import FileLimits, FileStore, StorageFull
-from service.store.tenancy import tenant
+from ovserve.clients.defaults import FILE_CHUNK_BYTES, MIB
+from ovserve.clients.v1 import file_pb2 as pb
+from ovserve.service.api.stored_chat import page_bounds, page_reply
+from ovserve.service.errors import FieldViolation, InvalidArgument, NotFound, ResourceExhausted, quote
+from ovserve.service.ids import new_id, now
+from ovserve.service.store.files import FileLimits, FileStore, StorageFull
+from ovserve.service.store.tenancy import tenant
 
 #: What a file may be for (OpenAI's purposes that mean something here): inputs of chat and Responses calls
 #: (user_data, assistants, vision) and batch input files (batch). fine-tune and evals have no job here.

@@ -13,9 +13,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from service.engine import OutputConstraint, SamplingParams
-from service.errors import FieldViolation, InvalidArgument
-from service.models import ModelLimits
+from ovserve.service.engine import OutputConstraint, SamplingParams
+from ovserve.service.errors import FieldViolation, InvalidArgument
+from ovserve.service.models import ModelLimits
 
 MAX_STOP_STRINGS = 16
 MAX_SEED = 2**32 - 1
@@ -104,7 +104,7 @@ def build_sampling_params(
     InvalidArgument naming every offending field. ``logprobs`` is the number
     of logprobs per token the caller has already validated (0 or 1);
     ``constraint`` the output constraint the caller has already validated
-    (see service.structured.output).
+    (see ovserve.service.structured.output).
     """
     settings, violations = _settings(request, defaults, limits, streaming)
     violations += _length_rules(budget, settings, limits)

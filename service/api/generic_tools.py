@@ -7,7 +7,7 @@ polyfills do, the conversation is rewritten into what any template renders:
 - the tools (name, description, parameters' schema) and how to call them in the system turn: merged into the
   client's system message, or one added; folded into the first user turn where the template drops or refuses a
   system message;
-- an assistant's past calls as the JSON object the model writes for them (service.parsing.formats_generic);
+- an assistant's past calls as the JSON object the model writes for them (ovserve.service.parsing.formats_generic);
 - a tool's result as a user turn (``{"tool_response": {"name": ..., "content": ...}}``) where the template does
   not render a tool message's content itself;
 - consecutive messages of one role merged where the template refuses them.
@@ -27,9 +27,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from service.engine import TemplateError
-from service.models import ServedModel
-from service.parsing.formats_generic import GENERIC, GENERIC_PARSER
+from ovserve.service.engine import TemplateError
+from ovserve.service.models import ServedModel
+from ovserve.service.parsing.formats_generic import GENERIC, GENERIC_PARSER
 
 TOOLS_PROMPT = (
     "You can call these tools (one a line: its name, description and the JSON Schema of its arguments):\n"

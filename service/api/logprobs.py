@@ -8,7 +8,7 @@ What each API asks (validated here, naming its fields):
 - chat and completions: vLLM's ``prompt_logprobs`` 0-20 (the prompt's tokens, their ranks and alternatives).
 
 The chosen tokens' logprobs come from the sampler for free; anything more (alternatives, the prompt) is a
-``Scoring`` for the engine's scoring copy of the model (service.engine.scoring). All of them are the model's raw
+``Scoring`` for the engine's scoring copy of the model (ovserve.service.engine.scoring). All of them are the model's raw
 distribution (log-softmax of its logits: no temperature, penalties or top-p), as vLLM's default.
 """
 
@@ -21,11 +21,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from clients.v1 import common_pb2, completion_pb2
-from service.api.common import token_texts
-from service.engine import MAX_ALTERNATIVES, Alternatives, Scoring, TokenScores
-from service.errors import FieldViolation
-from service.models import ServedModel
+from ovserve.clients.v1 import common_pb2, completion_pb2
+from ovserve.service.api.common import token_texts
+from ovserve.service.engine import MAX_ALTERNATIVES, Alternatives, Scoring, TokenScores
+from ovserve.service.errors import FieldViolation
+from ovserve.service.models import ServedModel
 
 T = TypeVar("T")
 

@@ -22,12 +22,12 @@ from typing import TypeVar
 
 import grpc
 
-from clients.v1 import model_pb2
-from service.api.models import get_model
-from service.engine.adapters import AdapterError, LoraAdapter, read_adapter
-from service.errors import InvalidArgument, NotFound, ServiceError, quote
-from service.models import ModelRegistry, ServedModel
-from service.pipelines import PipelineKind
+from ovserve.clients.v1 import model_pb2
+from ovserve.service.api.models import get_model
+from ovserve.service.engine.adapters import AdapterError, LoraAdapter, read_adapter
+from ovserve.service.errors import InvalidArgument, NotFound, ServiceError, quote
+from ovserve.service.models import ModelRegistry, ServedModel
+from ovserve.service.pipelines import PipelineKind
 
 #: Linux's PATH_MAX and NAME_MAX: a longer path, or a longer name within one, names no file.
 MAX_PATH_BYTES, MAX_NAME_BYTES = 4096, 255

@@ -14,14 +14,14 @@ import secrets
 from dataclasses import dataclass
 from typing import Any
 
-from service.engine import PromptImages
-from service.errors import FieldViolation, InvalidArgument
-from service.media import ImageSource, MediaError, MediaPolicy, load_images
-from service.media.files import document_text
-from service.media.sources import media_bytes
-from service.model_files import IMAGE_TAG
-from service.models import ServedModel
-from service.store.files import UploadedFiles
+from ovserve.service.engine import PromptImages
+from ovserve.service.errors import FieldViolation, InvalidArgument
+from ovserve.service.media import ImageSource, MediaError, MediaPolicy, load_images
+from ovserve.service.media.files import document_text
+from ovserve.service.media.sources import media_bytes
+from ovserve.service.model_files import IMAGE_TAG
+from ovserve.service.models import ServedModel
+from ovserve.service.store.files import UploadedFiles
 
 _TAG = re.compile(re.escape(IMAGE_TAG).replace(r"\{\}", r"(\d+)"))
 EARLIER_IMAGE = "[an image from an earlier turn]"

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from dataclasses import asdict
 
-from clients.v1 import model_pb2
-from service.model_states import ModelState
-from service.models import Model, ModelRegistry, ServedModel
-from service.pipelines import Pipeline, PipelineKind
-from service.sources import Provenance
+from ovserve.clients.v1 import model_pb2
+from ovserve.service.model_states import ModelState
+from ovserve.service.models import Model, ModelRegistry, ServedModel
+from ovserve.service.pipelines import Pipeline, PipelineKind
+from ovserve.service.sources import Provenance
 
 
 def _model(model: Model, provenance: Provenance | None) -> model_pb2.Model:

@@ -14,19 +14,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from service.api.chat_output import opens_reasoning
-from service.api.common import streaming_violations
-from service.api.generation import Budget, build_sampling_params, generation_violations
-from service.api.logprobs import LogprobAsk, ScoredPrompt, output_cap, score_violations
-from service.api.media_parts import MediaParts, prompt_with_images
-from service.api.prompting import render_prompt, render_text
-from service.api.reasoning_budget import budget_violations, run_budget
-from service.api.runs import Run, fan_out
-from service.engine import PromptImages
-from service.errors import FieldViolation, InvalidArgument
-from service.media import MediaPolicy
-from service.models import ModelRegistry, ServedModel
-from service.structured.output import Guide, check_compiles, output_constraint
+from ovserve.service.api.chat_output import opens_reasoning
+from ovserve.service.api.common import streaming_violations
+from ovserve.service.api.generation import Budget, build_sampling_params, generation_violations
+from ovserve.service.api.logprobs import LogprobAsk, ScoredPrompt, output_cap, score_violations
+from ovserve.service.api.media_parts import MediaParts, prompt_with_images
+from ovserve.service.api.prompting import render_prompt, render_text
+from ovserve.service.api.reasoning_budget import budget_violations, run_budget
+from ovserve.service.api.runs import Run, fan_out
+from ovserve.service.engine import PromptImages
+from ovserve.service.errors import FieldViolation, InvalidArgument
+from ovserve.service.media import MediaPolicy
+from ovserve.service.models import ModelRegistry, ServedModel
+from ovserve.service.structured.output import Guide, check_compiles, output_constraint
 
 
 @dataclass(frozen=True)
@@ -61,7 +61,7 @@ class PreparedRuns:
     runs: list[Run]  # one per prompt, or n per prompt for an assisted model (see runs.fan_out)
     n: int
     prompt_tokens: int
-    ask: LogprobAsk  # the logprobs asked for (service.api.logprobs)
+    ask: LogprobAsk  # the logprobs asked for (ovserve.service.api.logprobs)
     skip_special_tokens: bool
     include_usage: bool
 
@@ -170,7 +170,7 @@ async def build_runs(
         run = Run(prompt.ids, params, first_choice=position * n, images=prompt.images, scoring=scoring, budget=budget)
         runs += fan_out(run, n, model)
         scored.append(ScoredPrompt(len(prompt.ids), prompt.field, n, params.max_new_tokens or 0))
-    # Before any of them is submitted: the answer's logprobs bounded per request (service.api.logprobs)
+    # Before any of them is submitted: the answer's logprobs bounded per request (ovserve.service.api.logprobs)
     InvalidArgument.check(score_violations(ask, scored, field))
     return runs
 

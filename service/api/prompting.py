@@ -14,13 +14,13 @@ from typing import Any, TypeVar
 
 from google.protobuf import json_format
 
-from service.api.generic_tools import generic_conversation
-from service.engine import TemplateError
-from service.errors import FieldViolation, InvalidArgument, quote
-from service.models import ServedModel
-from service.parsing.detection import REASONING
-from service.parsing.markup import ThinkMarkup
-from service.structured.canonical import canonical
+from ovserve.service.api.generic_tools import generic_conversation
+from ovserve.service.engine import TemplateError
+from ovserve.service.errors import FieldViolation, InvalidArgument, quote
+from ovserve.service.models import ServedModel
+from ovserve.service.parsing.detection import REASONING
+from ovserve.service.parsing.markup import ThinkMarkup
+from ovserve.service.structured.canonical import canonical
 
 T = TypeVar("T")
 
@@ -35,6 +35,7 @@ INLINE_MESSAGES = 64  # minja takes ~50 us a message
 # form templates take in a worker thread: 100,000 Responses input items held the event loop 1.9 s.
 INLINE_REQUEST_BYTES = 64 * 1024
 CUSTOM_TOOLS = "custom_tools"  # Meta's Llama templates' name for the user's tools (see render_for_model)
+SYSTEM_ROLES = ("system", "developer")
 
 
 def unsupported(field: str, value: str, allowed: Iterable[str]) -> FieldViolation:
@@ -163,18 +164,27 @@ def render_for_model(
     add_generation_prompt: bool = True,
 ) -> str:
     """The conversation as the model's template writes it, its messages first put in the form templates
-    expect (``template_messages``); a template's refusal is INVALID_ARGUMENT naming ``field``."""
+    expect (``template_messages``); a template's refusal, or a prompt it leaves empty (vLLM's Kimi-Audio
+    template reads ``conversations``, not ``messages``: the engine would refuse it), is INVALID_ARGUMENT naming
+    ``field``."""
     try:
         history, tools = generic_conversation(model, history, tools)  # a template that shows no tool format
         if tools:
             # The tools under Meta's other name too: Llama templates read the user's tools as custom_tools
             # (``set tools = custom_tools``), and some (vLLM's Llama 4 pythonic) list them only from there.
             context = {CUSTOM_TOOLS: tools, **context}
-        return model.engine.render_chat(
+            if model.engine.message_form.system_for_tools and not any(
+                message.get("role") in SYSTEM_ROLES for message in history
+            ):
+                history = [{"role": "system", "content": ""}, *history]  # where the template describes the tools
+        prompt = model.engine.render_chat(
             template_messages(model, history), tools, context, add_generation_prompt=add_generation_prompt
         )
     except TemplateError as error:
         raise InvalidArgument.of(field, f"the chat template could not render the conversation: {error}") from error
+    if not prompt:
+        raise InvalidArgument.of(field, "the chat template rendered an empty prompt from the conversation")
+    return prompt
 
 
 def template_messages(model: ServedModel, history: list[dict[str, Any]]) -> list[dict[str, Any]]:

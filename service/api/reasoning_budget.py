@@ -31,11 +31,11 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from service.engine import GenerationStream, OutputConstraint, SamplingParams, Scoring, SequenceDelta, Update
-from service.errors import FieldViolation
-from service.models import ServedModel
-from service.parsing.markup import ThinkMarkup
-from service.structured.output import AFTER_THINK, Guide
+from ovserve.service.engine import GenerationStream, OutputConstraint, SamplingParams, Scoring, SequenceDelta, Update
+from ovserve.service.errors import FieldViolation
+from ovserve.service.models import ServedModel
+from ovserve.service.parsing.markup import ThinkMarkup
+from ovserve.service.structured.output import AFTER_THINK, Guide
 
 FIELD = "thinking_token_budget"  # vLLM's name for it
 # The logprob given to each end-markup token the server writes: it was forced, so under the distribution it was
@@ -67,7 +67,7 @@ def default_budget(max_new_tokens: int) -> int:
     cut a real model's reasoning short); the other half holds the calls. A fixed reserve was measured too small:
     with 512 tokens kept for the calls of max_tokens 2,400, tiny-chat's "required" lists (up to 8 calls) in
     Cohere2 MoE's and Kimi K3's markup (75 and 215 of its tokens a call) ran out before the list closed. Calls cut
-    by max_tokens keep those complete (service.parsing.cut_lists).
+    by max_tokens keep those complete (ovserve.service.parsing.cut_lists).
     """
     return max_new_tokens - max_new_tokens // 2
 

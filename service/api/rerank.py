@@ -11,13 +11,13 @@ import time
 import uuid
 from collections.abc import Sequence
 
-from clients.v1 import rerank_pb2
-from service.api.prompting import INLINE_PROMPT_CHARS
-from service.api.runs import service_error
-from service.engine import EngineError
-from service.errors import FieldViolation, InvalidArgument
-from service.models import ModelRegistry
-from service.pipelines import Pipeline, PipelineKind
+from ovserve.clients.v1 import rerank_pb2
+from ovserve.service.api.prompting import INLINE_PROMPT_CHARS
+from ovserve.service.api.runs import service_error
+from ovserve.service.engine import EngineError
+from ovserve.service.errors import FieldViolation, InvalidArgument
+from ovserve.service.models import ModelRegistry
+from ovserve.service.pipelines import Pipeline, PipelineKind
 
 #: Most documents (or pairs) in one request (Cohere's limit).
 MAX_DOCUMENTS = 1000

@@ -12,9 +12,9 @@ import dataclasses
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
-from service.api.generation import MAX_SEED
-from service.api.reasoning_budget import BudgetedGeneration, ReasoningBudget
-from service.engine import (
+from ovserve.service.api.generation import MAX_SEED
+from ovserve.service.api.reasoning_budget import BudgetedGeneration, ReasoningBudget
+from ovserve.service.engine import (
     EngineError,
     EngineOverloaded,
     EngineRejected,
@@ -27,8 +27,8 @@ from service.engine import (
     TokenScores,
     Update,
 )
-from service.errors import Internal, InvalidArgument, ResourceExhausted, ServiceError, Unavailable
-from service.models import ServedModel
+from ovserve.service.errors import Internal, InvalidArgument, ResourceExhausted, ServiceError, Unavailable
+from ovserve.service.models import ServedModel
 
 # The engine's failures -> the service's errors, most specific first: servicers know only ServiceError.
 ENGINE_ERRORS: tuple[tuple[type[EngineError], type[ServiceError]], ...] = (
@@ -53,8 +53,8 @@ class Run:
     params: SamplingParams
     first_choice: int  # OpenAI index of this run's first choice
     images: PromptImages | None = None  # a vision request's images and text prompt
-    scoring: Scoring | None = None  # alternatives or prompt logprobs asked for (service.engine.scoring)
-    budget: ReasoningBudget | None = None  # its reasoning block's budget (service.api.reasoning_budget)
+    scoring: Scoring | None = None  # alternatives or prompt logprobs asked for (ovserve.service.engine.scoring)
+    budget: ReasoningBudget | None = None  # its reasoning block's budget (ovserve.service.api.reasoning_budget)
 
 
 def fan_out(run: Run, n: int, model: ServedModel) -> list[Run]:

@@ -13,10 +13,10 @@ from typing import Any, TypeVar, cast
 
 from google.protobuf.message import Message
 
-from clients.v1 import chat_pb2, common_pb2
-from service.errors import FieldViolation, InvalidArgument, NotFound, quote
-from service.store.chat_completions import ChatCompletionStore, Completion
-from service.store.tenancy import tenant
+from ovserve.clients.v1 import chat_pb2, common_pb2
+from ovserve.service.errors import FieldViolation, InvalidArgument, NotFound, quote
+from ovserve.service.store.chat_completions import ChatCompletionStore, Completion
+from ovserve.service.store.tenancy import tenant
 
 Request = chat_pb2.CreateChatCompletionRequest | chat_pb2.StreamChatCompletionRequest
 Chunk = chat_pb2.StreamChatCompletionResponse

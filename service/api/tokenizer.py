@@ -11,19 +11,19 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from clients.v1 import tokenizer_pb2
-from service.api.chat import _history as chat_history  # the same roles, contents and checks as chat
-from service.api.common import token_texts
-from service.api.media_parts import MediaParts, image_prompt_ids
-from service.api.prompting import (
+from ovserve.clients.v1 import tokenizer_pb2
+from ovserve.service.api.chat import _history as chat_history  # the same roles, contents and checks as chat
+from ovserve.service.api.common import token_texts
+from ovserve.service.api.media_parts import MediaParts, image_prompt_ids
+from ovserve.service.api.prompting import (
     INLINE_PROMPT_CHARS,
     read_off_the_loop_if_large,
     render_for_model,
     renders_inline,
     template_context,
 )
-from service.errors import FieldViolation, InvalidArgument
-from service.models import ModelRegistry, ServedModel
+from ovserve.service.errors import FieldViolation, InvalidArgument
+from ovserve.service.models import ModelRegistry, ServedModel
 
 #: Longest text (prompt, or all message contents together) tokenised, characters (4 MiB of ASCII).
 MAX_TOKENIZE_CHARS = 4 * 1024 * 1024

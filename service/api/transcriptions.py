@@ -22,15 +22,15 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from clients.v1 import audio_pb2
-from service.api.runs import service_error
-from service.engine import EngineError
-from service.errors import FieldViolation, Internal, InvalidArgument
-from service.media.audio import SAMPLE_RATE, decode_audio
-from service.media.sources import MediaError
-from service.models import ModelRegistry
-from service.pipelines import Pipeline, PipelineKind
-from service.pipelines.messages import Transcript
+from ovserve.clients.v1 import audio_pb2
+from ovserve.service.api.runs import service_error
+from ovserve.service.engine import EngineError
+from ovserve.service.errors import FieldViolation, Internal, InvalidArgument
+from ovserve.service.media.audio import SAMPLE_RATE, decode_audio
+from ovserve.service.media.sources import MediaError
+from ovserve.service.models import ModelRegistry
+from ovserve.service.pipelines import Pipeline, PipelineKind
+from ovserve.service.pipelines.messages import Transcript
 
 RESPONSE_FORMATS = ("", "json", "text", "verbose_json", "srt", "vtt")
 TIMED_FORMATS = ("verbose_json", "srt", "vtt")  # formats made of segments

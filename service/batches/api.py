@@ -7,15 +7,15 @@ from __future__ import annotations
 
 import asyncio
 
-from clients.v1 import batch_pb2 as pb
-from service.api.stored_chat import metadata_violations, page_bounds, page_reply
-from service.batches.lines import ENDPOINTS, endpoint_of, read_input
-from service.batches.runner import BatchRunner
-from service.errors import FieldViolation, InvalidArgument, NotFound, quote
-from service.ids import new_id, now
-from service.store.batches import BatchStore
-from service.store.files import FileStore
-from service.store.tenancy import tenant
+from ovserve.clients.v1 import batch_pb2 as pb
+from ovserve.service.api.stored_chat import metadata_violations, page_bounds, page_reply
+from ovserve.service.batches.lines import ENDPOINTS, endpoint_of, read_input
+from ovserve.service.batches.runner import BatchRunner
+from ovserve.service.errors import FieldViolation, InvalidArgument, NotFound, quote
+from ovserve.service.ids import new_id, now
+from ovserve.service.store.batches import BatchStore
+from ovserve.service.store.files import FileStore
+from ovserve.service.store.tenancy import tenant
 
 #: OpenAI's one completion window, and what it means.
 COMPLETION_WINDOW, WINDOW_SECONDS = "24h", 24 * 3600

@@ -12,8 +12,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from clients.v1 import batch_pb2
-from service.ids import new_id
+from ovserve.clients.v1 import batch_pb2
+from ovserve.service.ids import new_id
 
 #: The endpoints a batch may call, by the path a line names (OpenAI's /v1, or OVMS's /v3).
 ENDPOINTS = ("/v1/chat/completions", "/v1/completions", "/v1/responses", "/v1/embeddings")

@@ -34,13 +34,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from clients.defaults import MIB
-from clients.v1 import batch_pb2, file_pb2
-from service.batches.lines import add_usage, output_line, unrun_line
-from service.ids import now
-from service.store.batches import Batch, BatchStore, Line, OutputFiles, Result
-from service.store.files import BYTES_FLAG, FileStore, StorageFull
-from service.store.tenancy import tenant
+from ovserve.clients.defaults import MIB
+from ovserve.clients.v1 import batch_pb2, file_pb2
+from ovserve.service.batches.lines import add_usage, output_line, unrun_line
+from ovserve.service.ids import now
+from ovserve.service.store.batches import Batch, BatchStore, Line, OutputFiles, Result
+from ovserve.service.store.files import BYTES_FLAG, FileStore, StorageFull
+from ovserve.service.store.tenancy import tenant
 
 log = logging.getLogger(__name__)
 

@@ -15,11 +15,11 @@ from typing import Any, Protocol
 
 import aiohttp
 
-from clients import AsyncOvserveClient
-from service.bench.load import BenchRequest, Schedule
-from service.bench.metrics import RequestResult
-from service.bench.progress import ProgressBar
-from service.bench.urls import ApiBase, bearer
+from ovserve.clients import AsyncOvserveClient
+from ovserve.service.bench.load import BenchRequest, Schedule
+from ovserve.service.bench.metrics import RequestResult
+from ovserve.service.bench.progress import ProgressBar
+from ovserve.service.bench.urls import ApiBase, bearer
 
 # Greedy with ignore_eos, so every request makes exactly output_tokens tokens and runs compare like for like.
 SAMPLING: dict[str, Any] = {"temperature": 0, "ignore_eos": True, "stream_options": {"include_usage": True}}

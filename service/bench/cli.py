@@ -9,11 +9,11 @@ import random
 from collections.abc import Sequence
 from pathlib import Path
 
-from clients.defaults import DEFAULT_REST_URL, DEFAULT_TARGET, LOOPBACK
-from service.bench import report
-from service.bench.cold import ADMIN_KEY_ENV
-from service.bench.load import read_prompts
-from service.bench.runner import Bench, BenchConfig
+from ovserve.clients.defaults import DEFAULT_REST_URL, DEFAULT_TARGET, LOOPBACK
+from ovserve.service.bench import report
+from ovserve.service.bench.cold import ADMIN_KEY_ENV
+from ovserve.service.bench.load import read_prompts
+from ovserve.service.bench.runner import Bench, BenchConfig
 
 #: Where the bench reads the key its requests carry when ``--api-key`` is not given.
 API_KEY_ENV = "OVSERVE_API_KEY"
@@ -150,8 +150,8 @@ def config_from(args: argparse.Namespace) -> BenchConfig:
 
 def _inputs(options: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     """``--endpoint embeddings|rerank``: inputs per second, service ÷ bare pipeline (--engine) and ÷ peer (--peer)."""
-    from service.bench.embeddings import EMBEDDINGS, InputLoad, bench, table
-    from service.bench.rerank import RERANK
+    from ovserve.service.bench.embeddings import EMBEDDINGS, InputLoad, bench, table
+    from ovserve.service.bench.rerank import RERANK
 
     endpoint = EMBEDDINGS if args.endpoint == "embeddings" else RERANK
     per_request = args.inputs_per_request

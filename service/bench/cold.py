@@ -27,11 +27,11 @@ from urllib.parse import quote
 import aiohttp
 import grpc
 
-from clients import AsyncOvserveClient
-from service.bench.backends import Backend, http_session
-from service.bench.load import BenchRequest
-from service.bench.metrics import RequestResult
-from service.bench.urls import ApiBase, bearer
+from ovserve.clients import AsyncOvserveClient
+from ovserve.service.bench.backends import Backend, http_session
+from ovserve.service.bench.load import BenchRequest
+from ovserve.service.bench.metrics import RequestResult
+from ovserve.service.bench.urls import ApiBase, bearer
 
 #: The longest an admin call may take (a real-size model compiles for a minute or more on a small CPU).
 ADMIN_TIMEOUT_S = 900

@@ -25,9 +25,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from clients.v1 import embedding_pb2, embedding_pb2_grpc
-from service.bench.backends import http_session
-from service.bench.urls import ApiBase, first_grpc_model, first_model
+from ovserve.clients.v1 import embedding_pb2, embedding_pb2_grpc
+from ovserve.service.bench.backends import http_session
+from ovserve.service.bench.urls import ApiBase, first_grpc_model, first_model
 
 WORDS = (
     "the", "sea", "ships", "harbour", "light", "wind", "morning", "river",
@@ -262,9 +262,9 @@ class _Engine:
     name = "engine"
 
     def __init__(self, model_dir: Path) -> None:
-        from service.pipelines import PipelineSettings
-        from service.pipelines.kinds import embedding_config
-        from service.pipelines.worker import text_embedding_pipeline
+        from ovserve.service.pipelines import PipelineSettings
+        from ovserve.service.pipelines.kinds import embedding_config
+        from ovserve.service.pipelines.worker import text_embedding_pipeline
 
         self._pipeline = text_embedding_pipeline(model_dir, embedding_config(model_dir))
         self._batch = PipelineSettings().max_batch_inputs

@@ -20,10 +20,10 @@ import numpy as np
 import openvino as ov
 import openvino_genai as ov_genai
 
-from service.bench.load import BenchRequest, Schedule
-from service.bench.metrics import RequestResult
-from service.bench.progress import ProgressBar
-from service.engine import EngineSettings
+from ovserve.service.bench.load import BenchRequest, Schedule
+from ovserve.service.bench.metrics import RequestResult
+from ovserve.service.bench.progress import ProgressBar
+from ovserve.service.engine import EngineSettings
 
 
 class EngineRunner:

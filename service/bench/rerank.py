@@ -22,8 +22,8 @@ import asyncio
 import time
 from pathlib import Path
 
-from clients.v1 import rerank_pb2, rerank_pb2_grpc
-from service.bench.embeddings import Batch, Endpoint
+from ovserve.clients.v1 import rerank_pb2, rerank_pb2_grpc
+from ovserve.service.bench.embeddings import Batch, Endpoint
 
 
 class _Engine:

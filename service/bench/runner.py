@@ -14,14 +14,14 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from clients.defaults import DEFAULT_REST_URL, DEFAULT_TARGET
-from service.bench import cpu
-from service.bench.backends import Backend, GrpcBackend, HttpBackend, run_load
-from service.bench.load import BenchRequest, PromptSource, Schedule, cycle, noise_images
-from service.bench.metrics import RequestResult, median_summary, summarize
-from service.bench.progress import ProgressBar
-from service.bench.targets import median_ratios, ratios
-from service.bench.urls import ApiBase, first_grpc_model, first_model
+from ovserve.clients.defaults import DEFAULT_REST_URL, DEFAULT_TARGET
+from ovserve.service.bench import cpu
+from ovserve.service.bench.backends import Backend, GrpcBackend, HttpBackend, run_load
+from ovserve.service.bench.load import BenchRequest, PromptSource, Schedule, cycle, noise_images
+from ovserve.service.bench.metrics import RequestResult, median_summary, summarize
+from ovserve.service.bench.progress import ProgressBar
+from ovserve.service.bench.targets import median_ratios, ratios
+from ovserve.service.bench.urls import ApiBase, first_grpc_model, first_model
 
 
 @dataclass
@@ -140,8 +140,8 @@ class Bench:
         if config.engine:
             if config.model_dir is None:
                 raise SystemExit("--engine needs --model-dir (the model directory the service serves)")
-            from service.bench.engine import EngineRunner
-            from service.engine import EngineSettings
+            from ovserve.service.bench.engine import EngineRunner
+            from ovserve.service.engine import EngineSettings
 
             # Built in a thread: compiling a real-size model takes a while and the loop has nothing else to do.
             self._engine = await asyncio.to_thread(EngineRunner, config.model_dir, EngineSettings(), config.endpoint)
@@ -169,7 +169,7 @@ class Bench:
     async def _cold_starts(self, backends: Sequence[Backend]) -> dict[str, Any]:
         """``--cold-starts``: the model unloaded and timed as its first request loads it, on each of ovserve's faces
         (not the engine's, nor a peer's); the model is left loaded."""
-        from service.bench import cold
+        from ovserve.service.bench import cold
 
         config = self.config
         key = config.admin_key or config.api_key  # (the one key given may be an admin's)
@@ -293,7 +293,7 @@ def _tokenizer(model_dir: Path | None) -> Any:
 
 def _is_real_size(model_dir: Path | None) -> bool:
     """Whether the model is not the bundled tiny-chat (whose throughput target is lower: it measures overhead)."""
-    from service.models import BUNDLED_MODEL, BUNDLED_MODELS_DIR
+    from ovserve.service.models import BUNDLED_MODEL, BUNDLED_MODELS_DIR
 
     return model_dir is None or model_dir.resolve() != (BUNDLED_MODELS_DIR / BUNDLED_MODEL).resolve()
 

@@ -94,7 +94,7 @@ async def first_grpc_model(target: str, api_key: str | None = None) -> str:
     """The first model an ovserve gRPC service lists; UnreachableServer (one line) if none answers at ``target``."""
     import grpc
 
-    from clients import AsyncOvserveClient
+    from ovserve.clients import AsyncOvserveClient
 
     try:
         async with AsyncOvserveClient(target, api_key=api_key, retries=0, timeout=30) as client:

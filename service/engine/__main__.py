@@ -1,5 +1,5 @@
-"""``python -m service.engine FD``: the engine process (see service/engine/worker.py)."""
+"""``python -m ovserve.service.engine FD``: the engine process (see service/engine/worker.py)."""
 
-from service.engine.worker import main
+from ovserve.service.engine.worker import main
 
 main()

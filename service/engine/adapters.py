@@ -29,8 +29,8 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
-from clients.defaults import MIB
-from service import model_files
+from ovserve.clients.defaults import MIB
+from ovserve.service import model_files
 
 #: PEFT's tensor names: base_model.model.<module path>.lora_A|lora_B.weight.
 _TENSOR = re.compile(r"base_model\.model\.(?P<module>.+)\.lora_(?P<matrix>[AB])\.weight")

@@ -35,9 +35,9 @@ import jinja2.parser
 import jinja2.sandbox
 import openvino_genai as ov_genai
 
-from service.engine.template_errors import MAX_ERROR_CHARS, TemplateError, error_message
-from service.engine.template_probe import JINJA2, MINJA, ProbeJob, TemplateChoice, choose
-from service.workers.helper import HelperDied, HelperProcess, HelperStartError, HelperTimeout
+from ovserve.service.engine.template_errors import MAX_ERROR_CHARS, TemplateError, error_message
+from ovserve.service.engine.template_probe import JINJA2, MINJA, ProbeJob, TemplateChoice, choose
+from ovserve.service.workers.helper import HelperDied, HelperProcess, HelperStartError, HelperTimeout
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +51,7 @@ HELPER_BYTES = 96 * 1024  # the pickled render job (above what the event loop re
 HELPER_MESSAGES = 128
 RENDER_TIMEOUT_S = 30.0  # a render past this is refused and its helper process killed
 PROBE_TIMEOUT_S = 10.0  # the load-time probes (tens of renders, each a millisecond or so) past this: given up
-WORKER = "service.engine.template_worker"
+WORKER = "ovserve.service.engine.template_worker"
 # The choice for each template (and special tokens) probed in a helper process (a second or two): a model that
 # loads the same template again (a server restarted in the same process, a test session's servers) is not
 # probed again. Keyed by the template texts, bos and eos.

@@ -30,14 +30,14 @@ import numpy as np
 import openvino as ov
 import openvino_genai as ov_genai
 
-from service.engine.detokenizer import Pending, SequenceText, WindowDecoder, detokenize_step
-from service.engine.generation_config import generation_config
-from service.engine.messages import Outcome
-from service.engine.sampling import SamplingParams
-from service.engine.scoring import Scoring
-from service.engine.stops import StopText
-from service.engine.types import EngineStats, FinishReason, SequenceDelta, Update
-from service.workers.errors import EngineError, EngineOverloaded, EngineRejected
+from ovserve.service.engine.detokenizer import Pending, SequenceText, WindowDecoder, detokenize_step
+from ovserve.service.engine.generation_config import generation_config
+from ovserve.service.engine.messages import Outcome
+from ovserve.service.engine.sampling import SamplingParams
+from ovserve.service.engine.scoring import Scoring
+from ovserve.service.engine.stops import StopText
+from ovserve.service.engine.types import EngineStats, FinishReason, SequenceDelta, Update
+from ovserve.service.workers.errors import EngineError, EngineOverloaded, EngineRejected
 
 log = logging.getLogger(__name__)
 

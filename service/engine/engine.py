@@ -15,26 +15,26 @@ from typing import Any
 
 import openvino_genai as ov_genai
 
-from service import model_files
-from service.engine.adapters import LoraAdapter
-from service.engine.chat_template import ChatTemplate, TemplateRenderer, find_chat_template
-from service.engine.core import Submission
-from service.engine.generation import Generation, Mailbox, MeterFactory
-from service.engine.generation_config import model_defaults
-from service.engine.grammar import GrammarChecker
-from service.engine.infill import find_infill_tokens
-from service.engine.messages import AdaptersSet, Cancel, Outcomes, QueryStats, SetAdapters, StatsReport
-from service.engine.sampling import OutputConstraint, SamplingParams
-from service.engine.scoring import Scoring
-from service.engine.settings import KV_BLOCK_TOKENS, EngineSettings, max_model_len
-from service.engine.template_probe import MessageForm
-from service.engine.types import EngineStats, PromptImages
-from service.engine.worker import WorkerSpec
-from service.workers.codec import TokenCodec
-from service.workers.errors import EngineError, EngineRejected, EngineUnavailable
-from service.workers.process import WorkerProcess
-from service.workers.served import KvCacheLoad, Load
-from service.workers.supervisor import Supervised, Supervisor
+from ovserve.service import model_files
+from ovserve.service.engine.adapters import LoraAdapter
+from ovserve.service.engine.chat_template import ChatTemplate, TemplateRenderer, find_chat_template
+from ovserve.service.engine.core import Submission
+from ovserve.service.engine.generation import Generation, Mailbox, MeterFactory
+from ovserve.service.engine.generation_config import model_defaults
+from ovserve.service.engine.grammar import GrammarChecker
+from ovserve.service.engine.infill import find_infill_tokens
+from ovserve.service.engine.messages import AdaptersSet, Cancel, Outcomes, QueryStats, SetAdapters, StatsReport
+from ovserve.service.engine.sampling import OutputConstraint, SamplingParams
+from ovserve.service.engine.scoring import Scoring
+from ovserve.service.engine.settings import KV_BLOCK_TOKENS, EngineSettings, max_model_len
+from ovserve.service.engine.template_probe import MessageForm
+from ovserve.service.engine.types import EngineStats, PromptImages
+from ovserve.service.engine.worker import WorkerSpec
+from ovserve.service.workers.codec import TokenCodec
+from ovserve.service.workers.errors import EngineError, EngineRejected, EngineUnavailable
+from ovserve.service.workers.process import WorkerProcess
+from ovserve.service.workers.served import KvCacheLoad, Load
+from ovserve.service.workers.supervisor import Supervised, Supervisor
 
 log = logging.getLogger(__name__)
 
@@ -42,7 +42,7 @@ log = logging.getLogger(__name__)
 class Engine(Supervised):
     """One model served by a ContinuousBatchingPipeline in its own process; requests share its batches.
 
-    A ``service.workers.Served``: the server sees its process as it sees a pipeline's.
+    A ``ovserve.service.workers.Served``: the server sees its process as it sees a pipeline's.
 
     The tokenizer lives here too (chat templates, prompt encoding, logprob
     tokens); the engine process detokenises the output, keeping the special
@@ -71,7 +71,8 @@ class Engine(Supervised):
     ) -> None:
         """Load the tokenizer and start the engine process (blocking until its pipeline is compiled).
 
-        ``meter`` makes each generation's Meter (service.observability.metrics.GenerationMeter); None: unmetered.
+        ``meter`` makes each generation's Meter (ovserve.service.observability.metrics.GenerationMeter); None:
+        unmetered.
         ``adapters``: the LoRA adapters (checked) a request may run with (``submit(adapter=...)``).
         """
         self.name = name

@@ -6,12 +6,12 @@ import asyncio
 from collections.abc import Callable
 from typing import Protocol
 
-from service.engine.types import Update
-from service.workers.errors import EngineError
+from ovserve.service.engine.types import Update
+from ovserve.service.workers.errors import EngineError
 
 
 class Meter(Protocol):
-    """What a Generation reports to (service.observability.metrics.GenerationMeter)."""
+    """What a Generation reports to (ovserve.service.observability.metrics.GenerationMeter)."""
 
     def tokens(self, count: int) -> None: ...
 
@@ -19,7 +19,7 @@ class Meter(Protocol):
 
 
 # A new Meter for one generation: (model name, prompt tokens) -> Meter. The server passes one to each Engine
-# (service.observability.metrics.GenerationMeter), so the engine knows nothing of metrics or tracing.
+# (ovserve.service.observability.metrics.GenerationMeter), so the engine knows nothing of metrics or tracing.
 MeterFactory = Callable[[str, int], Meter]
 
 
@@ -35,7 +35,7 @@ class Generation:
 
     def __init__(self, mailbox: Mailbox, release: Callable[[bool], None], meter: Meter | None = None) -> None:
         """``release(cancel)`` lets go of the request in the engine, cancelling it if it still runs;
-        ``meter`` counts its tokens and how it ended (service.observability.metrics)."""
+        ``meter`` counts its tokens and how it ended (ovserve.service.observability.metrics)."""
         self._mailbox, self._release, self._meter = mailbox, release, meter
         self._finished = False  # the engine has let go of the request
         self._closed = False
@@ -66,7 +66,7 @@ class Generation:
     def close(self, outcome: str = "cancelled") -> None:
         """Let go of the request (idempotent); cancels it in the engine unless it has ended. ``outcome``: why, for
         the metrics when it had not ended (``cancelled``: the caller went away; ``reasoning_budget``: the server
-        ended it at a reasoning budget and continues it in another request, service.api.reasoning_budget)."""
+        ended it at a reasoning budget and continues it in another request, ovserve.service.api.reasoning_budget)."""
         if not self._closed:
             self._closed = True
             if self._meter is not None:

@@ -12,7 +12,7 @@ from typing import Any
 
 import openvino_genai as ov_genai
 
-from service.engine.sampling import OutputConstraint, SamplingParams
+from ovserve.service.engine.sampling import OutputConstraint, SamplingParams
 
 # SamplingParams field -> GenerationConfig attribute, where the names differ.
 _RENAMED = {"seed": "rng_seed"}

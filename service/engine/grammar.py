@@ -19,8 +19,8 @@ import threading
 from collections import OrderedDict
 from pathlib import Path
 
-from service.engine.sampling import OutputConstraint
-from service.workers.helper import HelperDied, HelperProcess, HelperStartError, HelperTimeout
+from ovserve.service.engine.sampling import OutputConstraint
+from ovserve.service.workers.helper import HelperDied, HelperProcess, HelperStartError, HelperTimeout
 
 CACHE_SIZE = 512  # verdicts kept, least recently used dropped first
 
@@ -34,7 +34,7 @@ class GrammarChecker:
         self._cache: OrderedDict[tuple[str, str], str | None] = OrderedDict()
         self._cache_lock = threading.Lock()  # held for dictionary operations only
         self._compile_lock = threading.Lock()  # held for a whole compile: one grammar is not compiled twice
-        self._helper = HelperProcess("service.engine.grammar_worker", model_dir)
+        self._helper = HelperProcess("ovserve.service.engine.grammar_worker", model_dir)
 
     @property
     def restarts(self) -> int:

@@ -1,6 +1,6 @@
 """The grammar checker's process: compiles output constraints with a served model's tokenizer.
 
-``python -m service.engine.grammar_worker FD``: FD is this process's end of a
+``python -m ovserve.service.engine.grammar_worker FD``: FD is this process's end of a
 socketpair; the first message is the model directory. openvino_genai reaches
 its grammar compiler (XGrammar) only through a pipeline's sampler, so this
 process builds an ``LLMPipeline`` from the served model's own tokenizer and a
@@ -22,8 +22,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from service import model_files  # light: json only, as this process should stay
-from service.workers.helper import serve
+from ovserve.service import model_files  # light: json only, as this process should stay
+from ovserve.service.workers.helper import serve
 
 # openvino_genai prefixes its errors with a timestamp, a source path and a check expression.
 _ENGINE_NOISE = re.compile(r"^\[[\d:]+\] \S+:\d+: |Check failed: \(.*?\) is false: ")
@@ -38,8 +38,8 @@ def _compile(pipeline: Any, kind: str, value: str) -> str | None:
     """The compiler's complaint about one constraint, or None if it compiles."""
     import openvino_genai as ov_genai
 
-    from service.engine.generation_config import structured_output_config
-    from service.engine.sampling import OutputConstraint
+    from ovserve.service.engine.generation_config import structured_output_config
+    from ovserve.service.engine.sampling import OutputConstraint
 
     constraint = structured_output_config(OutputConstraint(kind, value, ""))
     config = ov_genai.GenerationConfig(max_new_tokens=1, structured_output_config=constraint)

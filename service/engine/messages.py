@@ -1,19 +1,19 @@
 """What the server and the engine process say to each other over their pipe: one record type per message.
 
-server -> engine: a ``Submission`` (see core.py), ``Cancel``, ``QueryStats``, ``Stop`` (service.workers.messages);
-engine -> server: ``Ready`` or ``LoadFailed`` once at start (service.workers.messages), then ``Outcomes`` at each
-flush of output (see EngineCore), a ``StatsReport`` per ``QueryStats``, and ``Alive``
-when it has worked for HEARTBEAT_S without saying anything (the server's watchdog
-takes a busy engine that stays silent for long as wedged).
+server -> engine: a ``Submission`` (see core.py), ``Cancel``, ``QueryStats``, ``Stop``
+(ovserve.service.workers.messages); engine -> server: ``Ready`` or ``LoadFailed`` once at start
+(ovserve.service.workers.messages), then ``Outcomes`` at each flush of output (see EngineCore), a
+``StatsReport`` per ``QueryStats``, and ``Alive`` when it has worked for HEARTBEAT_S without saying anything (the
+server's watchdog takes a busy engine that stays silent for long as wedged).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from service.engine.adapters import LoraAdapter
-from service.engine.types import EngineStats, Update
-from service.workers.errors import EngineError
+from ovserve.service.engine.adapters import LoraAdapter
+from ovserve.service.engine.types import EngineStats, Update
+from ovserve.service.workers.errors import EngineError
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from service.engine.types import TokenScores
+from ovserve.service.engine.types import TokenScores
 
 log = logging.getLogger(__name__)
 

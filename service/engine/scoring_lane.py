@@ -22,11 +22,11 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from service.engine.core import Submission
-from service.engine.messages import HEARTBEAT_S, Alive, Outcome, Outcomes
-from service.engine.scoring import CHUNK_TOKENS, ScoredSequence, ScoringModel, ScoringUnavailable
-from service.engine.types import FinishReason, SequenceDelta, TokenScores, Update
-from service.workers.errors import EngineError, EngineRejected
+from ovserve.service.engine.core import Submission
+from ovserve.service.engine.messages import HEARTBEAT_S, Alive, Outcome, Outcomes
+from ovserve.service.engine.scoring import CHUNK_TOKENS, ScoredSequence, ScoringModel, ScoringUnavailable
+from ovserve.service.engine.types import FinishReason, SequenceDelta, TokenScores, Update
+from ovserve.service.workers.errors import EngineError, EngineRejected
 
 log = logging.getLogger(__name__)
 # Scored sequences held at once, over all requests: each is an infer request of the scoring copy with its own KV

@@ -4,21 +4,22 @@
 ``FakeEngine`` of tests/fakes.py, both checked by mypy (a ``_conforms`` function in each module; pyproject's
 ``[tool.mypy] modules`` has tests.fakes checked): a member the API layer starts using, or a signature that
 changes, fails the type check until the engine and the fake have it.
-A ``GenerationEngine`` is also a ``service.workers.Served``: the server's health, metrics and shutdown see it so.
+A ``GenerationEngine`` is also an ``ovserve.service.workers.Served``: the server's health, metrics and shutdown
+see it so.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Protocol
 
-from service.engine.adapters import LoraAdapter
-from service.engine.chat_template import ChatTemplate
-from service.engine.infill import InfillTokens
-from service.engine.sampling import OutputConstraint, SamplingParams
-from service.engine.scoring import Scoring
-from service.engine.template_probe import MessageForm
-from service.engine.types import PromptImages, Update
-from service.workers.served import Served
+from ovserve.service.engine.adapters import LoraAdapter
+from ovserve.service.engine.chat_template import ChatTemplate
+from ovserve.service.engine.infill import InfillTokens
+from ovserve.service.engine.sampling import OutputConstraint, SamplingParams
+from ovserve.service.engine.scoring import Scoring
+from ovserve.service.engine.template_probe import MessageForm
+from ovserve.service.engine.types import PromptImages, Update
+from ovserve.service.workers.served import Served
 
 
 class GenerationStream(Protocol):
@@ -115,7 +116,7 @@ class GenerationEngine(Served, Protocol):
 
 
 if TYPE_CHECKING:
-    from service.engine.engine import Engine
+    from ovserve.service.engine.engine import Engine
 
     def _conforms(engine: Engine) -> GenerationEngine:
         """Checked by mypy, never run: the supervised Engine is a GenerationEngine."""

@@ -10,10 +10,10 @@ import contextlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from service import model_files
-from service.engine.cpu_features import int8_dot_product
-from service.workers.errors import EngineError
-from service.workers.served import ProcessSettings
+from ovserve.service import model_files
+from ovserve.service.engine.cpu_features import int8_dot_product
+from ovserve.service.workers.errors import EngineError
+from ovserve.service.workers.served import ProcessSettings
 
 # The CPU plugin's KV cache: 32-token blocks of keys and values, f16 unless --kv-cache-precision says otherwise
 # (what openvino-genai 2026.4 allocates when not told, measured on AVX2 and AVX-512 CPUs, although the CPU

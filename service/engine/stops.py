@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 # Plain text scanning, shared with the tool-call parsers (which hold back tags the same way).
-from service.parsing.text import find_first, partial_tag_length
+from ovserve.service.parsing.text import find_first, partial_tag_length
 
 
 @dataclass

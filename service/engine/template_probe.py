@@ -31,12 +31,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from service.engine.template_errors import error_message
-from service.parsing.detection import REASONING, REASONING_KEYS
-from service.parsing.markup import THINK
+from ovserve.service.engine.template_errors import error_message
+from ovserve.service.parsing.detection import REASONING, REASONING_KEYS
+from ovserve.service.parsing.markup import THINK
 
 if TYPE_CHECKING:  # chat_template.py probes with this module
-    from service.engine.chat_template import ChatTemplate, Renderer
+    from ovserve.service.engine.chat_template import ChatTemplate, Renderer
 
 ARGUMENTS = {"city": "Paris", "days": 3}  # "Paris" appears nowhere else in the probes
 CALL_ID = "call12345"  # 9 letters and digits: Mistral's templates refuse any other form
@@ -63,6 +63,9 @@ class MessageForm:
     # last reply's, cuts earlier ones: LFM2.5-Instruct, QwQ, Nemotron Nano v2), so it gets them there
     # (prompting.reasoning_inline), not apart.
     reasoning_inline: bool = False
+    # True: the template describes the tools only inside a system message (vLLM's FunctionGemma template), so a
+    # request with tools and no system message gets an empty one (prompting.render_for_model).
+    system_for_tools: bool = False
 
     def apply(self, message: dict[str, Any]) -> dict[str, Any]:
         """A copy of ``message`` in this form; any other ``content: null`` becomes ``""``. Its reasoning (at
@@ -136,12 +139,13 @@ class Probe:
     context: dict[str, Any] = field(default_factory=dict)
 
 
+TOOL_DESCRIPTION = "Forecast for a city."
 TOOLS = [
     {
         "type": "function",
         "function": {
             "name": "get_weather",
-            "description": "Forecast for a city.",
+            "description": TOOL_DESCRIPTION,
             "parameters": {
                 "type": "object",
                 "properties": {
@@ -191,6 +195,11 @@ REASONED = (
         context={"enable_thinking": True},
     ),
 )
+# Tools offered with no system message, and beside an empty one (MessageForm.system_for_tools).
+TOOLS_PLACES = (
+    Probe("tools-alone", (_USER,), (TOOL_DESCRIPTION,), tools=True),
+    Probe("tools-beside-empty-system", ({"role": "system", "content": ""}, _USER), (TOOL_DESCRIPTION,), tools=True),
+)
 # A reply with its <think> block in the content, as the last message and before later turns: a template that
 # keeps the block in the one and cuts it from the other handles inline blocks itself (MessageForm.reasoning_inline).
 _INLINE_ANSWER = "Take a hat."
@@ -203,7 +212,7 @@ INLINE = (
 PROBES = (
     Probe("plain", (_USER,), ("What is the forecast?",)),
     Probe("system", (_SYSTEM, _USER), ("Answer briefly.", "What is the forecast?")),
-    Probe("tools", (_SYSTEM, _USER), ("Forecast for a city.", "Name of the city.", "fahrenheit"), tools=True),
+    Probe("tools", (_SYSTEM, _USER), (TOOL_DESCRIPTION, "Name of the city.", "fahrenheit"), tools=True),
     CALL,
     REASONED[0],
     Probe(
@@ -248,7 +257,19 @@ def best_form(template: ChatTemplate, render: Renderer) -> MessageForm:
     an object unless the template cannot write one), with past reasoning where it reads it."""
     kept = [_call_kept(_attempt(template, render, CALL, form)) for form in FORMS]
     form = reasoning_form(template, render, FORMS[kept.index(max(kept))])
-    return replace(form, reasoning_beside_content=_reasoning_beside_content(template, render, form))
+    return replace(
+        form,
+        reasoning_beside_content=_reasoning_beside_content(template, render, form),
+        system_for_tools=_tools_need_system(template, render, form),
+    )
+
+
+def _tools_need_system(template: ChatTemplate, render: Renderer, form: MessageForm) -> bool:
+    """True when the template describes the tools beside an empty system message but not without one (vLLM's
+    FunctionGemma writes them inside the system turn only: a request without one would show the model none)."""
+    alone, beside = (_attempt(template, render, probe, form) for probe in TOOLS_PLACES)
+    described = _bare(TOOL_DESCRIPTION)
+    return described not in alone.bare and beside.error is None and described in beside.bare
 
 
 def _alone(form: MessageForm, probe: Probe) -> Probe:

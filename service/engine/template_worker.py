@@ -1,7 +1,7 @@
 """The chat-template helper process: renders a large conversation with a served model's template (minja), and
 runs the load-time probes (template_probe.py) where a template that loops can be stopped.
 
-``python -m service.engine.template_worker FD`` (see service/workers/helper.py): the model directory
+``python -m ovserve.service.engine.template_worker FD`` (see service/workers/helper.py): the model directory
 once, then per request either (template, history, tools, context, add_generation_prompt), answered with
 ("text", prompt) or ("error", the template's words), or a ProbeJob, answered with ("choice", TemplateChoice).
 openvino_genai's minja holds the GIL for a whole render (a megabyte of tool schema: half a second), so renders
@@ -14,7 +14,7 @@ import functools
 from pathlib import Path
 from typing import Any
 
-from service.workers.helper import serve
+from ovserve.service.workers.helper import serve
 
 
 def main() -> None:
@@ -29,8 +29,8 @@ def _tokenizer(model_dir: Path) -> Any:
 
 
 def _answer(tokenizer: Any, job: Any) -> tuple[str, Any]:
-    from service.engine.chat_template import error_message, jinja_render, minja_render, special_tokens
-    from service.engine.template_probe import JINJA2, MINJA, ProbeJob, choose
+    from ovserve.service.engine.chat_template import error_message, jinja_render, minja_render, special_tokens
+    from ovserve.service.engine.template_probe import JINJA2, MINJA, ProbeJob, choose
 
     if isinstance(job, ProbeJob):
         renderers = {

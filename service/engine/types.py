@@ -30,7 +30,8 @@ Alternatives = tuple[tuple[int, float], ...]  # (token id, logprob) at one posit
 
 @dataclass
 class TokenScores:
-    """Tokens scored by the model (service.engine.scoring): per token its logprob given the tokens before it, its
+    """Tokens scored by the model (ovserve.service.engine.scoring): per token its logprob given the tokens before it,
+    its
     rank there (1: the most likely) and the most likely tokens there. A sequence's first token has none: NaN,
     rank 0, no alternatives."""
 
@@ -91,7 +92,7 @@ class EngineStats:
     cache_usage: float  # KV cache in use, percent
     kv_cache_bytes: int = 0  # KV cache allocated so far (the pipeline grows it as it is used, up to its size)
     waiting: int = 0  # requests not yet handed to the pipeline (a speculative pipeline takes one at a time)
-    scoring: int = 0  # requests whose logprobs the scoring lane still computes (service.engine.scoring_lane)
+    scoring: int = 0  # requests whose logprobs the scoring lane still computes (ovserve.service.engine.scoring_lane)
 
     @property
     def idle(self) -> bool:

@@ -23,9 +23,9 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
-from service.engine.adapters import LoraAdapter
-from service.engine.core import EngineCore, Submission
-from service.engine.messages import (
+from ovserve.service.engine.adapters import LoraAdapter
+from ovserve.service.engine.core import EngineCore, Submission
+from ovserve.service.engine.messages import (
     HEARTBEAT_S,
     AdaptersSet,
     Alive,
@@ -36,11 +36,11 @@ from service.engine.messages import (
     SetAdapters,
     StatsReport,
 )
-from service.engine.scoring import ScoringModel
-from service.engine.scoring_lane import ScoringLane
-from service.workers.child import Channel, ChildConnection
-from service.workers.errors import EngineError
-from service.workers.messages import LoadFailed, Ready, Stop
+from ovserve.service.engine.scoring import ScoringModel
+from ovserve.service.engine.scoring_lane import ScoringLane
+from ovserve.service.workers.child import Channel, ChildConnection
+from ovserve.service.workers.errors import EngineError
+from ovserve.service.workers.messages import LoadFailed, Ready, Stop
 
 
 @dataclass(frozen=True)
@@ -60,7 +60,7 @@ class WorkerSpec:
 
 
 def main() -> None:
-    """Entry point of the engine process: ``python -m service.engine FD``.
+    """Entry point of the engine process: ``python -m ovserve.service.engine FD``.
 
     FD is the engine's end of a socketpair made by the server; the first
     message on it is the WorkerSpec. Started with subprocess rather than
@@ -90,7 +90,7 @@ def main() -> None:
 def _load(spec: WorkerSpec) -> EngineCore:
     import openvino_genai as ov_genai
 
-    from service.workers.codec import TokenCodec
+    from ovserve.service.workers.codec import TokenCodec
 
     if spec.draft_dir is not None and spec.scheduler.get("enable_prefix_caching"):
         # openvino-genai 2026.4: speculative sampling with prefix caching fails a

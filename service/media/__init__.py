@@ -6,9 +6,9 @@ import asyncio
 
 import numpy as np
 
-from service.media.decode import decode
-from service.media.policy import MediaPolicy
-from service.media.sources import ImageSource, MediaError, image_bytes
+from ovserve.service.media.decode import decode
+from ovserve.service.media.policy import MediaPolicy
+from ovserve.service.media.sources import ImageSource, MediaError, image_bytes
 
 __all__ = ["ImageSource", "MediaError", "MediaPolicy", "load_images"]
 

@@ -19,7 +19,7 @@ import numpy as np
 import soundfile
 import soxr
 
-from service.media.sources import MediaError
+from ovserve.service.media.sources import MediaError
 
 log = logging.getLogger(__name__)
 

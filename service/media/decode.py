@@ -9,9 +9,9 @@ import warnings
 import numpy as np
 from PIL import Image, UnidentifiedImageError
 
-from clients.defaults import MIB
-from service.media.policy import MediaPolicy
-from service.media.sources import MediaError
+from ovserve.clients.defaults import MIB
+from ovserve.service.media.policy import MediaPolicy
+from ovserve.service.media.sources import MediaError
 
 # The formats OpenAI documents for image inputs (PNG, JPEG, WebP, non-animated GIF), and BMP. Pillow tries only
 # these decoders: TIFF, PSD, ICO and the rest are refused as unsupported rather than parsed.

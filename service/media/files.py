@@ -15,9 +15,9 @@ import sys
 import threading
 from pathlib import Path, PurePosixPath
 
-from clients.defaults import MIB
-from service.media.policy import MediaPolicy
-from service.media.sources import MediaError
+from ovserve.clients.defaults import MIB
+from ovserve.service.media.policy import MediaPolicy
+from ovserve.service.media.sources import MediaError
 
 PDF_MAGIC = b"%PDF-"
 # Types read as UTF-8 text, by media type and by file extension (for bare base64 named by its filename).

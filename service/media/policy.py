@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from clients.defaults import MIB
+from ovserve.clients.defaults import MIB
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from typing import Any
 
 from tornado import httpclient, netutil, simple_httpclient
 
-from service.media.policy import MediaPolicy
+from ovserve.service.media.policy import MediaPolicy
 
 
 class MediaError(Exception):

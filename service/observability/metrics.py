@@ -35,13 +35,13 @@ from opentelemetry import trace
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
-from service.model_states import ModelState
-from service.observability import tracing
+from ovserve.service.model_states import ModelState
+from ovserve.service.observability import tracing
 
 if TYPE_CHECKING:
-    from service.models import ModelRegistry
-    from service.store.responses import ResponseStore
-    from service.workers import Load, Served
+    from ovserve.service.models import ModelRegistry
+    from ovserve.service.store.responses import ResponseStore
+    from ovserve.service.workers import Load, Served
 
 CONTENT_TYPE = CONTENT_TYPE_LATEST
 REGISTRY = CollectorRegistry(auto_describe=True)  # this process's; not prometheus_client's global one

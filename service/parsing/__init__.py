@@ -7,9 +7,15 @@ Each format also declares its markup as data (``CallMarkup``, ``ThinkMarkup``),
 which the grammar of a forced tool call writes.
 """
 
-from service.parsing.formats import REASONING_PARSERS, TOOL_PARSERS, OutputFormat, ToolFormat, parser_name_problem
-from service.parsing.markup import CallMarkup, ThinkMarkup
-from service.parsing.pieces import (
+from ovserve.service.parsing.formats import (
+    REASONING_PARSERS,
+    TOOL_PARSERS,
+    OutputFormat,
+    ToolFormat,
+    parser_name_problem,
+)
+from ovserve.service.parsing.markup import CallMarkup, ThinkMarkup
+from ovserve.service.parsing.pieces import (
     ContentDelta,
     ParsedCall,
     ParsedTurn,
@@ -19,7 +25,7 @@ from service.parsing.pieces import (
     ToolCallFinished,
     ToolCallStarted,
 )
-from service.parsing.turn import TurnParser
+from ovserve.service.parsing.turn import TurnParser
 
 __all__ = [
     "REASONING_PARSERS",

@@ -15,7 +15,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from service.parsing.markup import (
+from ovserve.service.parsing.markup import (
     DEEPSEEK_CALL_BEGIN,
     DEEPSEEK_CALL_END,
     DEEPSEEK_SEP,

@@ -16,10 +16,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection
 
-from service.parsing.calls import Call, json_object
-from service.parsing.calls_python import python_call_lines
-from service.parsing.pieces import Piece
-from service.parsing.tools import CallIds, Decoder, TrailingCallParser
+from ovserve.service.parsing.calls import Call, json_object
+from ovserve.service.parsing.calls_python import python_call_lines
+from ovserve.service.parsing.pieces import Piece
+from ovserve.service.parsing.tools import CallIds, Decoder, TrailingCallParser
 
 GLM_MESSAGE = "<|assistant|>"  # opens each further message of the reply (a special token the engine keeps)
 GLM_RESULT_ROLE = "observation"  # the role of a tool's result message: <|observation|>, where the model stops

@@ -1,4 +1,4 @@
-"""Decoders for the JSON-argument call markups of service.parsing.formats_json's families, and their markup.
+"""Decoders for the JSON-argument call markups of ovserve.service.parsing.formats_json's families, and their markup.
 
 Each decoder reads the text its parser hands it (a tagged block's inside, or the reply's tail from a marker
 on) and returns the calls, or None when the text is not a well-formed call list, so the text stays content.
@@ -10,10 +10,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from service.parsing.calls import Call, json_sequence, named_call, named_call_list
-from service.parsing.markup import CallMarkup, ThinkMarkup, tag_name
-from service.parsing.pieces import Piece
-from service.parsing.tools import CallIds, TrailingCallParser
+from ovserve.service.parsing.calls import Call, json_sequence, named_call, named_call_list
+from ovserve.service.parsing.markup import CallMarkup, ThinkMarkup, tag_name
+from ovserve.service.parsing.pieces import Piece
+from ovserve.service.parsing.tools import CallIds, TrailingCallParser
 
 # Functionary v3.1 (meetkai-functionary-medium-v3.1): <function=NAME>{...}</function>, a call a block.
 FUNCTION_OPEN, FUNCTION_CLOSE = "<function=", "</function>"

@@ -1,7 +1,7 @@
 """Decoders of the call syntaxes that are not a JSON list of named objects: Python-style calls (LFM2, Olmo 3),
 FunctionGemma's ``call:NAME{...}``, Apertus' ``{"NAME": {...}}`` and GigaChat 3's ``function call`` message.
 
-As every decoder in service.parsing.calls, each returns None when the text is not a well-formed call (the caller
+As every decoder in ovserve.service.parsing.calls, each returns None when the text is not a well-formed call (the caller
 keeps it as content) and never evaluates what the model wrote: Python values are read from the syntax tree.
 """
 
@@ -14,9 +14,9 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from service.parsing.calls import Call, json_sequence, named_call
-from service.parsing.calls_json import named_calls
-from service.parsing.gemma4 import QUOTE, gemma4_call
+from ovserve.service.parsing.calls import Call, json_sequence, named_call
+from ovserve.service.parsing.calls_json import named_calls
+from ovserve.service.parsing.gemma4 import QUOTE, gemma4_call
 
 # Bare names a model writes as values: Python's, and JSON's (Olmo 3 writes null/true/false; LFM2.5's template
 # writes an object argument as JSON inside the Python call).

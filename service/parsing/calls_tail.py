@@ -1,4 +1,4 @@
-"""Decoders for service.parsing.formats_tail's families (the long tail of vLLM's tool parsers), and their tags.
+"""Decoders for ovserve.service.parsing.formats_tail's families (the long tail of vLLM's tool parsers), and their tags.
 
 Each reads the text its parser hands it (a tagged block's or section's inside) and returns the calls, or None
 when the text is not exactly a well-formed call list, so the caller keeps it as content::
@@ -22,10 +22,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from service.parsing.calls import Call, json_object
-from service.parsing.calls_json import named_calls
-from service.parsing.markup import tag_name
-from service.parsing.tagged_calls import Schemas, argument_schema, typed_value
+from ovserve.service.parsing.calls import Call, json_object
+from ovserve.service.parsing.calls_json import named_calls
+from ovserve.service.parsing.markup import tag_name
+from ovserve.service.parsing.tagged_calls import Schemas, argument_schema, typed_value
 
 PLAMO_REQUESTS, PLAMO_REQUESTS_END = "<|plamo:begin_tool_requests:plamo|>", "<|plamo:end_tool_requests:plamo|>"
 PLAMO_REQUEST, PLAMO_REQUEST_END = "<|plamo:begin_tool_request:plamo|>", "<|plamo:end_tool_request:plamo|>"

@@ -2,7 +2,7 @@
 Solar Open's special-token sections, whose arguments are JSON).
 
 A call is ``name_begin NAME name_end``, then one member per argument as its ``TaggedArguments`` dialect
-(service.parsing.markup; DSML there) writes it, ``key_begin KEY key_end VALUE value_end``, then ``call_end``::
+(ovserve.service.parsing.markup; DSML there) writes it, ``key_begin KEY key_end VALUE value_end``, then ``call_end``::
 
     Seed-OSS     <function=get_weather><parameter=city>Paris</parameter></function>
     MiniMax-M2   <invoke name="get_weather"><parameter name="city">Paris</parameter></invoke>
@@ -11,7 +11,7 @@ A call is ``name_begin NAME name_end``, then one member per argument as its ``Ta
 
 Whitespace may stand between any two tags (and inside a tag where the markup has a space); a value is
 the text up to its closing tag, less one line break on each side (templates write values on lines of their
-own or not). A value is typed as service.parsing.tagged_calls types Qwen3-Coder's, by the tool's schema;
+own or not). A value is typed as ovserve.service.parsing.tagged_calls types Qwen3-Coder's, by the tool's schema;
 where the key's end says how the value is written (DSML's ``string="true"`` / ``"false"``), raw text stays
 text wherever the schema allows a string. Anything else in the text makes it not a call list (None), so the
 caller keeps it as content. The scan only moves forward with ``str.find``: linear in the text.
@@ -23,9 +23,9 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from service.parsing.calls import Call, delimited_calls, json_object
-from service.parsing.markup import MINIMAX_NS, TaggedArguments, tag_name
-from service.parsing.tagged_calls import Schemas, argument_schema, json_types, typed_value
+from ovserve.service.parsing.calls import Call, delimited_calls, json_object
+from ovserve.service.parsing.markup import MINIMAX_NS, TaggedArguments, tag_name
+from ovserve.service.parsing.tagged_calls import Schemas, argument_schema, json_types, typed_value
 
 CDATA_BEGIN, CDATA_END = "<![CDATA[", "]]>"
 # Solar Open: a <|tool_calls|> section of <|tool_call:begin|>ID<|tool_call:name|>NAME<|tool_call:args|>{...}

@@ -31,8 +31,8 @@ import functools
 import re
 from collections.abc import Callable
 
-from service.parsing.calls import Call
-from service.parsing.markup import TAGGED_ARGUMENTS, CallMarkup
+from ovserve.service.parsing.calls import Call
+from ovserve.service.parsing.markup import TAGGED_ARGUMENTS, CallMarkup
 
 MAX_ENDS_TRIED = 16  # each try decodes the text once: a bound on the work a hostile reply can cause
 TAIL_SLACK = 64  # whitespace a model may write inside a call's end markup

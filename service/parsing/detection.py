@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from service.parsing.markup import TAGGED_ARGUMENTS, CallMarkup, ThinkMarkup
+from ovserve.service.parsing.markup import TAGGED_ARGUMENTS, CallMarkup, ThinkMarkup
 
 PROBE_NAME = "get_weather"
 PROBE_ARGUMENTS: dict[str, Any] = {"city": "Paris", "days": 3}
@@ -68,7 +68,7 @@ def probe_history(content: str | None, arguments: dict[str, Any] | str = PROBE_A
     return [
         {"role": "user", "content": "What is the weather like there?"},  # no argument in it: see renders_calls
         {"role": "assistant", "content": content, "tool_calls": [call]},
-        # Named for its call's function, as the server passes a tool result (service.api.prompting).
+        # Named for its call's function, as the server passes a tool result (ovserve.service.api.prompting).
         {"role": "tool", "tool_call_id": PROBE_CALL_ID, "name": PROBE_NAME, "content": "Sunny, 24 degrees."},
     ]
 
@@ -76,7 +76,7 @@ def probe_history(content: str | None, arguments: dict[str, Any] | str = PROBE_A
 REASONING = "reasoning_content"  # the API's name of a past turn's reasoning
 # The names templates read it under, in order of preference: the API's, OpenRouter's and newer vLLM's (Laguna,
 # Cohere2MoE), gpt-oss's and LFM2.5's, MiniCPM3's and Apriel 1.5's. Which one a template reads is found by
-# rendering (service.engine.template_probe); requests pass the reasoning under it too.
+# rendering (ovserve.service.engine.template_probe); requests pass the reasoning under it too.
 REASONING_KEYS = (REASONING, "reasoning", "thinking", "thought")
 PROBE_THOUGHT = "Checking the sky for Paris"  # a past turn's reasoning, to see how the template writes it
 THINKING_ON = {"enable_thinking": True, "thinking": True}  # the switch under the published templates' names

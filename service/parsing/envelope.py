@@ -17,10 +17,10 @@ moves forward: linear in the text.
 
 from __future__ import annotations
 
-from service.parsing.markup import CallMarkup
-from service.parsing.pieces import Piece
-from service.parsing.text import partial_tag_length
-from service.parsing.tools import TaggedCallParser
+from ovserve.service.parsing.markup import CallMarkup
+from ovserve.service.parsing.pieces import Piece
+from ovserve.service.parsing.text import partial_tag_length
+from ovserve.service.parsing.tools import TaggedCallParser
 
 START, ROLE, RECIPIENT, MESSAGE = "<|start|>", "assistant", "to=", "<|message|>"
 TERMINATORS = ("<|eom|>", "<|eot|>")

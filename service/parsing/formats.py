@@ -7,7 +7,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from service.parsing import (
+from ovserve.service.parsing import (
     calls,
     detection,
     formats_generic,
@@ -17,9 +17,9 @@ from service.parsing import (
     formats_tail,
     formats_xml,
 )
-from service.parsing.gemma4 import CALL_CLOSE, CALL_OPEN, QUOTE, gemma4_call
-from service.parsing.harmony import END, START, HarmonyReader, HarmonyTurnParser
-from service.parsing.markup import (
+from ovserve.service.parsing.gemma4 import CALL_CLOSE, CALL_OPEN, QUOTE, gemma4_call
+from ovserve.service.parsing.harmony import END, START, HarmonyReader, HarmonyTurnParser
+from ovserve.service.parsing.markup import (
     DEEPSEEK_CALLS_BEGIN,
     DEEPSEEK_V3,
     DEEPSEEK_V31,
@@ -43,9 +43,9 @@ from service.parsing.markup import (
     CallMarkup,
     ThinkMarkup,
 )
-from service.parsing.reasoning import ThinkSplitter
-from service.parsing.tagged_calls import Schemas, glm45_call, qwen3_coder_call
-from service.parsing.tool_format import (
+from ovserve.service.parsing.reasoning import ThinkSplitter
+from ovserve.service.parsing.tagged_calls import Schemas, glm45_call, qwen3_coder_call
+from ovserve.service.parsing.tool_format import (
     ToolFormat,
     kimi_call_id,
     mistral_call_id,
@@ -53,8 +53,8 @@ from service.parsing.tool_format import (
     section_format,
     typed_format,
 )
-from service.parsing.tools import TaggedCallParser, TextOpening, TrailingCallParser
-from service.parsing.turn import ToolParser, TurnParser
+from ovserve.service.parsing.tools import TaggedCallParser, TextOpening, TrailingCallParser
+from ovserve.service.parsing.turn import ToolParser, TurnParser
 
 _HERMES = ToolFormat(lambda ids, _: TaggedCallParser(calls.hermes_call, ids), HERMES)
 _PYTHONIC = ToolFormat(
@@ -148,7 +148,8 @@ ALIASES: dict[str, dict[str, str]] = {
     },
     "reasoning": {"gptoss": "openai", "glm45": "think", "granite3.3": "granite_think"},
 }  # fmt: skip
-# Format name (one per format) -> the families it serves, one line (README's table: service.parsing.formats_table).
+# Format name (one per format) -> the families it serves, one line (README's table:
+# ovserve.service.parsing.formats_table).
 TOOL_FAMILIES: dict[str, str] = {
     "hermes": "Qwen2.5, Qwen3, QwQ, Hermes 2 Pro and 3, Granite 4, MiMo-VL, Reka Edge, Bielik, tiny-chat",
     "llama3_json": "Llama 3.1, 3.2, 3.3",
@@ -243,7 +244,7 @@ def _writings() -> list[tuple[str, CallMarkup | str]]:
 def detect_tool_parser(
     chat_template: str, render: detection.Render | None, renderings: list[str]
 ) -> detection.Found | None:
-    """The tool format a chat template speaks (see service.parsing.detection): the format whose writing of a
+    """The tool format a chat template speaks (see ovserve.service.parsing.detection): the format whose writing of a
     known call the template renders (``renderings``: detection.rendered_calls); else the markup the prompt it
     renders with tools offered, or its source, names; else the generic format. ``render``: the model's renderer
     (None: the source alone is read)."""

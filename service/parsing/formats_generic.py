@@ -6,9 +6,9 @@ its single ``{"tool_call": {...}}`` is read too). llama.cpp's third shape, ``{"r
 adopted: it exists there because llama.cpp holds every ``auto`` reply to JSON under a grammar. Here ``auto``
 is free text, streamed as written, so an answer needs no wrapper, and reading ``"response"`` as the answer
 would unwrap a client's own JSON answer that happens to have that key. How the conversation is written for
-such a model (tools described, past calls and results) is service.api.generic_tools'.
+such a model (tools described, past calls and results) is ovserve.service.api.generic_tools'.
 
-Each table here is merged into service.parsing.formats' own (TOOL_PARSERS, REASONING_PARSERS, ALIASES and the
+Each table here is merged into ovserve.service.parsing.formats' own (TOOL_PARSERS, REASONING_PARSERS, ALIASES and the
 template markup tables), so a format is written once, here, and named on the command line like any other.
 """
 
@@ -17,10 +17,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from service.parsing.calls import Call, named_call
-from service.parsing.markup import CallMarkup, ThinkMarkup
-from service.parsing.tool_format import ToolFormat
-from service.parsing.tools import TrailingCallParser
+from ovserve.service.parsing.calls import Call, named_call
+from ovserve.service.parsing.markup import CallMarkup, ThinkMarkup
+from ovserve.service.parsing.tool_format import ToolFormat
+from ovserve.service.parsing.tools import TrailingCallParser
 
 GENERIC_PARSER = "generic"
 # The whole reply of a call: one JSON object listing the calls (a forced call's grammar writes it from this).
@@ -77,7 +77,7 @@ TOOL_FORMATS: dict[str, ToolFormat] = {
 }
 # --reasoning-parser name -> its block's delimiters.
 REASONING_FORMATS: dict[str, ThinkMarkup] = {}
-# Format name -> the families it serves (README's table of formats: service.parsing.formats_table).
+# Format name -> the families it serves (README's table of formats: ovserve.service.parsing.formats_table).
 TOOL_FAMILIES: dict[str, str] = {
     GENERIC_PARSER: "any template that shows no tool format (Gemma 2, Gemma 3, Phi-3.5, SmolLM3, ...)",
 }

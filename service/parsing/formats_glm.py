@@ -1,7 +1,7 @@
 """Tool formats of GLM-4-9B-chat (and GLM-4-0414) and ChatGLM3-6B: a call is a message whose first line names
-the function (service.parsing.calls_glm), where GLM-4.5 and later write ``<tool_call>`` blocks (glm45).
+the function (ovserve.service.parsing.calls_glm), where GLM-4.5 and later write ``<tool_call>`` blocks (glm45).
 
-Each table here is merged into service.parsing.formats' own (TOOL_PARSERS, REASONING_PARSERS, ALIASES and the
+Each table here is merged into ovserve.service.parsing.formats' own (TOOL_PARSERS, REASONING_PARSERS, ALIASES and the
 template markup tables), so a format is written once, here, and named on the command line like any other.
 Their published templates write a past call from the message's ``metadata`` (the name) and content (the
 arguments), not from OpenAI's ``tool_calls``: a call is found in them by the tool prompt they write, and past
@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection
 
-from service.parsing.calls import Call
-from service.parsing.calls_glm import (
+from ovserve.service.parsing.calls import Call
+from ovserve.service.parsing.calls_glm import (
     CHATGLM3_CALL,
     CHATGLM3_FENCE,
     CHATGLM3_FENCE_END,
@@ -23,8 +23,8 @@ from service.parsing.calls_glm import (
     chatglm3_calls,
     glm4_calls,
 )
-from service.parsing.markup import CallMarkup, ThinkMarkup
-from service.parsing.tool_format import ToolFormat
+from ovserve.service.parsing.markup import CallMarkup, ThinkMarkup
+from ovserve.service.parsing.tool_format import ToolFormat
 
 # GLM-4-9B-chat: a message of its own per call, the name, a line break, the JSON arguments. The list opens with
 # the message's role token as it does after text; at the reply's start (the prompt's own <|assistant|> before it)
@@ -60,7 +60,7 @@ TOOL_FORMATS: dict[str, ToolFormat] = {
     "chatglm3": _named_messages(chatglm3_calls, CHATGLM3),
 }
 REASONING_FORMATS: dict[str, ThinkMarkup] = {}
-# Format name -> the families it serves (README's table of formats: service.parsing.formats_table).
+# Format name -> the families it serves (README's table of formats: ovserve.service.parsing.formats_table).
 TOOL_FAMILIES: dict[str, str] = {
     "glm4": "GLM-4-9B-chat (and -hf, -1m), GLM-4-0414, GLM-Z1 (the name on the message's first line, then JSON)",
     "chatglm3": "ChatGLM3-6B (by name: its template shows no tools)",

@@ -1,8 +1,8 @@
 """Tool and reasoning formats of the families whose calls carry JSON arguments (or Python-style calls).
 
-Each table here is merged into service.parsing.formats' own (TOOL_PARSERS, REASONING_PARSERS, ALIASES and the
+Each table here is merged into ovserve.service.parsing.formats' own (TOOL_PARSERS, REASONING_PARSERS, ALIASES and the
 template markup tables), so a format is written once, here, and named on the command line like any other.
-The markup of each format is its chat template's (service.parsing.calls_json), so rendering a known call
+The markup of each format is its chat template's (ovserve.service.parsing.calls_json), so rendering a known call
 through the template finds it; the decoders there read what the models write.
 """
 
@@ -11,8 +11,8 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 
-from service.parsing import calls, calls_json
-from service.parsing.calls_json import (
+from ovserve.service.parsing import calls, calls_json
+from ovserve.service.parsing.calls_json import (
     ACTION_CLOSE,
     ACTION_OPEN,
     ACTION_WORD,
@@ -47,10 +47,10 @@ from service.parsing.calls_json import (
     XLAM,
     RecipientCallParser,
 )
-from service.parsing.detection import PROBE_ARGUMENTS, PROBE_NAME
-from service.parsing.markup import CallMarkup, ThinkMarkup
-from service.parsing.tool_format import ToolFormat
-from service.parsing.tools import Decoder, TaggedCallParser, TrailingCallParser
+from ovserve.service.parsing.detection import PROBE_ARGUMENTS, PROBE_NAME
+from ovserve.service.parsing.markup import CallMarkup, ThinkMarkup
+from ovserve.service.parsing.tool_format import ToolFormat
+from ovserve.service.parsing.tools import Decoder, TaggedCallParser, TrailingCallParser
 
 
 def _tagged(decode: Decoder, markup: CallMarkup, open_tag: str, close_tag: str) -> ToolFormat:
@@ -89,7 +89,7 @@ TOOL_FORMATS: dict[str, ToolFormat] = {
     "longcat": _tagged(calls.hermes_call, LONGCAT, LONGCAT_OPEN, LONGCAT_CLOSE),
     "xlam": _trailing(calls_json.xlam_calls, XLAM, ("[", JSON_FENCE), ()),
 }
-# Format name -> the families it serves (README's table of formats: service.parsing.formats_table).
+# Format name -> the families it serves (README's table of formats: ovserve.service.parsing.formats_table).
 TOOL_FAMILIES: dict[str, str] = {
     "functionary_v3_1": "Functionary v3.1 (Llama 3.1)",
     "functionary_v3_2": "Functionary v3.2",

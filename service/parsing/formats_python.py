@@ -1,7 +1,7 @@
 """Tool and reasoning formats of the families whose calls are Python-style or another non-JSON syntax
 (LFM2, Olmo 3, FunctionGemma, Apertus, GigaChat 3, Mistral's ``[ARGS]`` form, RWKV), and reasoning-only formats.
 
-Each table here is merged into service.parsing.formats' own (TOOL_PARSERS, REASONING_PARSERS, ALIASES and the
+Each table here is merged into ovserve.service.parsing.formats' own (TOOL_PARSERS, REASONING_PARSERS, ALIASES and the
 template markup tables), so a format is written once, here, and named on the command line like any other.
 Each CallMarkup writes a call as its family's chat template renders one (tests/data/chat_templates).
 """
@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import json
 
-from service.parsing import calls
-from service.parsing.calls_python import (
+from ovserve.service.parsing import calls
+from ovserve.service.parsing.calls_python import (
     FUNCTIONGEMMA_ESCAPE,
     GIGACHAT3_CALL,
     GIGACHAT31_CALL,
@@ -24,10 +24,10 @@ from service.parsing.calls_python import (
     python_call_lines,
     rwkv_calls,
 )
-from service.parsing.detection import PROBE_ARGUMENTS, PROBE_CALL_ID, PROBE_NAME
-from service.parsing.markup import CallMarkup, ThinkMarkup
-from service.parsing.tool_format import ToolFormat, mistral_call_id, mistral_fit_call_id
-from service.parsing.tools import Decoder, TaggedCallParser, TrailingCallParser
+from ovserve.service.parsing.detection import PROBE_ARGUMENTS, PROBE_CALL_ID, PROBE_NAME
+from ovserve.service.parsing.markup import CallMarkup, ThinkMarkup
+from ovserve.service.parsing.tool_format import ToolFormat, mistral_call_id, mistral_fit_call_id
+from ovserve.service.parsing.tools import Decoder, TaggedCallParser, TrailingCallParser
 
 # LFM2 / LFM2.5: a Python list of calls between special tokens (LFM2.5-8B-A1B.jinja writes string values in
 # single quotes, which the parser reads as any Python string).
@@ -67,7 +67,7 @@ APERTUS_THINK = ThinkMarkup("<|inner_prefix|>", "<|inner_suffix|>")  # Apertus' 
 # EXAONE Deep: its template opens <thought> at the prompt's end and cuts a past reply's block out at </thought>.
 EXAONE_DEEP_THINK = ThinkMarkup("<thought>", "</thought>")
 # MiniCPM3: its tool prompt asks for the thought before the calls between these; its template writes a past turn's
-# there (read as ``thought``: service.engine.template_probe).
+# there (read as ``thought``: ovserve.service.engine.template_probe).
 MINICPM3_THINK = ThinkMarkup("<|thought_start|>", "<|thought_end|>")
 # Marco-o1: its system prompt asks for the thinking in <Thought> and the answer in <Output> tags.
 MARCO_O1_OUTPUT = ("<Output>", "</Output>")
@@ -107,7 +107,7 @@ TOOL_FORMATS: dict[str, ToolFormat] = {
     ),
     "rwkv": ToolFormat(lambda ids, _: TrailingCallParser(rwkv_calls, ids, (RWKV_MARKER,), (RWKV_MARKER,)), RWKV),
 }
-# Format name -> the families it serves (README's table of formats: service.parsing.formats_table).
+# Format name -> the families it serves (README's table of formats: ovserve.service.parsing.formats_table).
 TOOL_FAMILIES: dict[str, str] = {
     "lfm2": "LFM2, LFM2.5, MiniCPM 3/4 (their Python calls in a fence between the same tokens)",
     "olmo3": "Olmo 3",

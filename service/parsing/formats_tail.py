@@ -1,10 +1,10 @@
 """The long tail of other servers' tool and reasoning formats (vLLM's parsers no family here needed first): each a
 format of its own, or, where the markup is one ovserve already reads, an alias of that format.
 
-Each table here is merged into service.parsing.formats' own (TOOL_PARSERS, REASONING_PARSERS, ALIASES and the
+Each table here is merged into ovserve.service.parsing.formats' own (TOOL_PARSERS, REASONING_PARSERS, ALIASES and the
 template markup tables), so a format is written once, here, and named on the command line like any other.
 Each CallMarkup writes a call as vLLM's parser for the family documents the model writing it (no published
-template of these families is vendored here); the decoders are service.parsing.calls_tail's and the other
+template of these families is vendored here); the decoders are ovserve.service.parsing.calls_tail's and the other
 groups'.
 """
 
@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from service.parsing.calls_json import NAMED_ARGUMENTS, named_calls
-from service.parsing.calls_python import lfm2_calls, python_call_lines
-from service.parsing.calls_tail import (
+from ovserve.service.parsing.calls_json import NAMED_ARGUMENTS, named_calls
+from ovserve.service.parsing.calls_python import lfm2_calls, python_call_lines
+from ovserve.service.parsing.calls_tail import (
     CWM_CLOSE,
     CWM_OPEN,
     HCX_ASSISTANT,
@@ -42,18 +42,18 @@ from service.parsing.calls_tail import (
     step_audio_2_call,
     tagged_blocks,
 )
-from service.parsing.calls_xml import XmlCallForm, xml_calls
-from service.parsing.envelope import SPECIAL_TOKENS, EnvelopedCallParser
-from service.parsing.formats_xml import XmlFamily
-from service.parsing.inkling import CONTENT_THINKING, END_SAMPLING, InklingCallParser, inkling_text
-from service.parsing.inkling import SPECIAL_TOKENS as INKLING_FRAMING
-from service.parsing.line_calls import LineCallParser
-from service.parsing.markup import DSML, GCML, TAGGED_ARGUMENTS, CallMarkup, ThinkMarkup
-from service.parsing.pieces import Piece
-from service.parsing.suffixed_tags import UnsuffixedCallParser
-from service.parsing.tool_format import ToolFormat
-from service.parsing.tools import CallIds, Decoder, TaggedCallParser, TrailingCallParser
-from service.parsing.turn import ToolParser
+from ovserve.service.parsing.calls_xml import XmlCallForm, xml_calls
+from ovserve.service.parsing.envelope import SPECIAL_TOKENS, EnvelopedCallParser
+from ovserve.service.parsing.formats_xml import XmlFamily
+from ovserve.service.parsing.inkling import CONTENT_THINKING, END_SAMPLING, InklingCallParser, inkling_text
+from ovserve.service.parsing.inkling import SPECIAL_TOKENS as INKLING_FRAMING
+from ovserve.service.parsing.line_calls import LineCallParser
+from ovserve.service.parsing.markup import DSML, GCML, TAGGED_ARGUMENTS, CallMarkup, ThinkMarkup
+from ovserve.service.parsing.pieces import Piece
+from ovserve.service.parsing.suffixed_tags import UnsuffixedCallParser
+from ovserve.service.parsing.tool_format import ToolFormat
+from ovserve.service.parsing.tools import CallIds, Decoder, TaggedCallParser, TrailingCallParser
+from ovserve.service.parsing.turn import ToolParser
 
 # Qwen2.5-Coder (vLLM's qwen25_coder): a call's JSON in a <tools> block (vLLM reads a JSON list there too, and
 # several blocks; a forced call writes a block a call, which both read).
@@ -108,7 +108,7 @@ IQUEST_CODER_V2 = CallMarkup(
 # model writes before each is a special token the detokenizer drops, so the markup leaves it out).
 INKLING = CallMarkup("", INKLING_CALL + '{"name": {name}, "args": ', "}" + INKLING_END, "", "", tag=INKLING_CALL)
 # ATEM (OVMS's onyx, vLLM's muse_glimmer): each call its own message to the tool, an <atem:function_calls> section
-# of MiniMax-M2-like invokes; the message envelope around it is taken out by service.parsing.envelope.
+# of MiniMax-M2-like invokes; the message envelope around it is taken out by ovserve.service.parsing.envelope.
 ATEM_OPEN, ATEM_CLOSE = "<atem:function_calls>", "</atem:function_calls>"
 ONYX = CallMarkup(
     "", f'{ATEM_OPEN}\n<atem:invoke name="{{name}}">\n', f"</atem:invoke>\n{ATEM_CLOSE}", "\n", "", "atem_xml",
@@ -214,7 +214,7 @@ TOOL_FORMATS: dict[str, ToolFormat] = {
     "dots": _invokes(DOTS, "</dots_function_call>", ""),
     # Its reasoning may end at the section's opening, unclosed, as V4's does.
     "deepseek_v41": _invokes(DEEPSEEK_V41, f"</{DSML} calls>", f"{DSML} ", ends_reasoning=(DEEPSEEK_V41.tag,)),
-    # A checkpoint's suffix taken off its tags first (service.parsing.suffixed_tags).
+    # A checkpoint's suffix taken off its tags first (ovserve.service.parsing.suffixed_tags).
     "hy_v4": _keyed_section(HY_V4, HY_V4_KEYS, "<tool_call>", "</tool_call>", wrap=UnsuffixedCallParser),
     # K2 Horizon's reasoning may end at its call section's opening, unclosed (as vLLM's k2_horizon reads it).
     "k2_horizon": _keyed_section(
@@ -254,7 +254,7 @@ HYPERCLOVAX_14B_THINK = ThinkMarkup(
     "/think\n", f"{HCX_END}\n<|im_start|>{HCX_ASSISTANT}", after="", reply=("", HCX_END)
 )
 # Inkling: a thinking block, ended like every block by <|end_message|> (or where sampling ends it); the reply is a
-# text block after it, its framing taken out by the tool format (service.parsing.inkling).
+# text block after it, its framing taken out by the tool format (ovserve.service.parsing.inkling).
 INKLING_THINK = ThinkMarkup(CONTENT_THINKING, INKLING_END, other_ends=(END_SAMPLING,), after="")
 
 # --reasoning-parser name -> its block's delimiters.
@@ -265,7 +265,7 @@ REASONING_FORMATS: dict[str, ThinkMarkup] = {
     "onyx": ONYX_THINK,
     "hyperclovax_seed_think_14b": HYPERCLOVAX_14B_THINK,
 }
-# Format name -> the families it serves (README's table of formats: service.parsing.formats_table).
+# Format name -> the families it serves (README's table of formats: ovserve.service.parsing.formats_table).
 TOOL_FAMILIES: dict[str, str] = {
     "qwen25_coder": "Qwen2.5-Coder (the tools-tag form of its few-shot prompts)",
     "openpangu": "openPangu, Pangu",

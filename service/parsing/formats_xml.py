@@ -1,9 +1,9 @@
 """Tool and reasoning formats of the families whose calls carry XML-style arguments (one tagged member per argument).
 
-Each table here is merged into service.parsing.formats' own (TOOL_PARSERS, REASONING_PARSERS, ALIASES and the
+Each table here is merged into ovserve.service.parsing.formats' own (TOOL_PARSERS, REASONING_PARSERS, ALIASES and the
 template markup tables), so a format is written once, here, and named on the command line like any other.
 Each CallMarkup writes a call exactly as its family's published template renders one (up to whitespace);
-its parser reads what the model writes (service.parsing.calls_xml).
+its parser reads what the model writes (ovserve.service.parsing.calls_xml).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, replace
 
-from service.parsing.calls_xml import (
+from ovserve.service.parsing.calls_xml import (
     SOLAR_ARGS,
     SOLAR_CALL_BEGIN,
     SOLAR_CALL_END,
@@ -23,10 +23,10 @@ from service.parsing.calls_xml import (
     solar_open_calls,
     xml_calls,
 )
-from service.parsing.detection import PROBE_ARGUMENTS, PROBE_CALL_ID, PROBE_NAME
-from service.parsing.markup import DSML, MINIMAX_NS, TAGGED_ARGUMENTS, CallMarkup, ThinkMarkup
-from service.parsing.tool_format import ToolFormat
-from service.parsing.tools import TaggedCallParser
+from ovserve.service.parsing.detection import PROBE_ARGUMENTS, PROBE_CALL_ID, PROBE_NAME
+from ovserve.service.parsing.markup import DSML, MINIMAX_NS, TAGGED_ARGUMENTS, CallMarkup, ThinkMarkup
+from ovserve.service.parsing.tool_format import ToolFormat
+from ovserve.service.parsing.tools import TaggedCallParser
 
 
 @dataclass(frozen=True)
@@ -207,7 +207,7 @@ TOOL_FORMATS: dict[str, ToolFormat] = {
         written=(SOLAR_OPEN_WRITTEN,),
     ),
 }
-# Format name -> the families it serves (README's table of formats: service.parsing.formats_table).
+# Format name -> the families it serves (README's table of formats: ovserve.service.parsing.formats_table).
 TOOL_FAMILIES: dict[str, str] = {
     "seed_oss": "Seed-OSS",
     "minimax_m2": "MiniMax-M2",

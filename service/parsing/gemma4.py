@@ -13,7 +13,7 @@ import json
 import re
 from typing import Any
 
-from service.parsing.calls import Call
+from ovserve.service.parsing.calls import Call
 
 CALL_OPEN, CALL_CLOSE = "<|tool_call>", "<tool_call|>"
 QUOTE = '<|"|>'  # Gemma 4's string delimiter (a special token)

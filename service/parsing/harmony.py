@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import re
 
-from service.parsing.pieces import (
+from ovserve.service.parsing.pieces import (
     ContentDelta,
     Piece,
     ReasoningDelta,
@@ -27,10 +27,10 @@ from service.parsing.pieces import (
     ToolCallFinished,
     ToolCallStarted,
 )
-from service.parsing.reasoning import ThinkSplitter
-from service.parsing.text import TrimmedText, find_first, partial_tag_length
-from service.parsing.tools import CallIds
-from service.parsing.turn import TurnParser
+from ovserve.service.parsing.reasoning import ThinkSplitter
+from ovserve.service.parsing.text import TrimmedText, find_first, partial_tag_length
+from ovserve.service.parsing.tools import CallIds
+from ovserve.service.parsing.turn import TurnParser
 
 START, CHANNEL, MESSAGE, CONSTRAIN = "<|start|>", "<|channel|>", "<|message|>", "<|constrain|>"
 END, CALL, RETURN = "<|end|>", "<|call|>", "<|return|>"

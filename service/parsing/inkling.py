@@ -16,10 +16,10 @@ moves forward, each marker looked up again only once passed: linear in the text.
 
 from __future__ import annotations
 
-from service.parsing.calls_tail import INKLING_CALL, INKLING_END
-from service.parsing.envelope import Envelope, EnvelopedCallParser
-from service.parsing.text import partial_tag_length
-from service.parsing.tools import TaggedCallParser
+from ovserve.service.parsing.calls_tail import INKLING_CALL, INKLING_END
+from ovserve.service.parsing.envelope import Envelope, EnvelopedCallParser
+from ovserve.service.parsing.text import partial_tag_length
+from ovserve.service.parsing.tools import TaggedCallParser
 
 MESSAGE_MODEL = "<|message_model|>"
 CONTENT_TEXT, CONTENT_THINKING = "<|content_text|>", "<|content_thinking|>"

@@ -4,14 +4,14 @@ Granite 3.3 and 4.0 under a pythonic chat template write ``get_weather(city="Par
 A line is a call when the whole line decodes as one (``decode``); any other line is content. A line is held back
 only while it can still become a call: while it is a name, or a name and ``(`` and what follows up to the line's
 end. A line that leaves that shape (``Hello world``) is content at once, and the rest of it streams as it comes.
-At the end of the output an unfinished last line is read as a cut call list is (service.parsing.cut_lists): a
+At the end of the output an unfinished last line is read as a cut call list is (ovserve.service.parsing.cut_lists): a
 call when whole, dropped when cut after other calls, text when no call came before it.
 """
 
 from __future__ import annotations
 
-from service.parsing.pieces import Piece
-from service.parsing.tools import CallIds, CallListParser, Decoder
+from ovserve.service.parsing.pieces import Piece
+from ovserve.service.parsing.tools import CallIds, CallListParser, Decoder
 
 NAME_START = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_")
 NAME_CHARS = NAME_START | frozenset("0123456789")

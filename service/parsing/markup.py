@@ -1,7 +1,7 @@
 """What each output format writes around tool calls and reasoning, as data.
 
 A parser reads this markup; the grammar that forces a tool call
-(``service.structured.output``) writes it, so a forced call comes out in the
+(``ovserve.service.structured.output``) writes it, so a forced call comes out in the
 served model's own format and its parser reads it back (vLLM's
 ``ToolParser.get_structure_info`` plays this part there). Special tokens
 (``<|python_tag|>``, ``[TOOL_CALLS]``) are left out where the parsers accept
@@ -142,7 +142,8 @@ TAGGED_ARGUMENTS = {
     "glm_xml": TaggedArguments(
         "<arg_key>", "</arg_key>\n<arg_value>", "</arg_value>\n", ("</arg_value>", "</tool_call>")
     ),
-    # Seed-OSS: <parameter=city>Paris</parameter>\n inside <seed:tool_call><function=NAME> (service.parsing.calls_xml)
+    # Seed-OSS: <parameter=city>Paris</parameter>\n inside <seed:tool_call><function=NAME>
+    # (ovserve.service.parsing.calls_xml)
     "seed_xml": TaggedArguments(
         "<parameter=", ">", "</parameter>\n", ("</parameter>", "</function>", "</seed:tool_call>")
     ),
@@ -182,7 +183,7 @@ TAGGED_ARGUMENTS = {
         json_key_end='" type="number"<|sep|>',
     ),
     # MiniMax-M3: ]<]minimax[>[<city>Paris]<]minimax[>[</city> (MINIMAX_NS before each tag; the model nests
-    # objects and arrays as elements, a grammar writes them as JSON: service.parsing.calls_xml reads both)
+    # objects and arrays as elements, a grammar writes them as JSON: ovserve.service.parsing.calls_xml reads both)
     "minimax_m3_xml": TaggedArguments(
         f"{MINIMAX_NS}<", ">", f"{MINIMAX_NS}</{{key}}>", (MINIMAX_NS[MINIMAX_NS.index("<") :],)
     ),
@@ -190,7 +191,7 @@ TAGGED_ARGUMENTS = {
     "solar_args": TaggedArguments(
         "<|tool_arg:start|>", "<|tool_arg:value|>", "<|tool_arg:end|>", ("<|tool_arg:end|>", "<|tool_call:end|>")
     ),
-    # GigaChat 3.5 (GCML): DSML's members under its own prefix (service.parsing.formats_tail)
+    # GigaChat 3.5 (GCML): DSML's members under its own prefix (ovserve.service.parsing.formats_tail)
     "gcml": TaggedArguments(
         f'<{GCML}parameter name="',
         '" string="true">',
@@ -247,7 +248,7 @@ class ThinkMarkup:
         return (self.end, *self.other_ends)
 
 
-# The markup of each family, as its decoder in service.parsing.calls reads it.
+# The markup of each family, as its decoder in ovserve.service.parsing.calls reads it.
 HERMES = CallMarkup("", '<tool_call>\n{"name": {name}, "arguments": ', "}\n</tool_call>", "\n", "", tag="<tool_call>")
 LLAMA3_JSON = CallMarkup("", '{"name": {name}, "parameters": ', "}", "; ", "")
 PYTHONIC = CallMarkup("[", "{name}(", ")", ", ", "]", arguments="python")

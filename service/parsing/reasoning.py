@@ -11,8 +11,8 @@ close tag (reasoning, not content).
 
 from __future__ import annotations
 
-from service.parsing.pieces import ReasoningDelta
-from service.parsing.text import TrimmedText, find_first, partial_tag_length
+from ovserve.service.parsing.pieces import ReasoningDelta
+from ovserve.service.parsing.text import TrimmedText, find_first, partial_tag_length
 
 
 class ThinkSplitter:

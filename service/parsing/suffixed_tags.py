@@ -10,8 +10,8 @@ not one. Each ``<`` is looked at once, a bounded way ahead: linear in the text.
 
 from __future__ import annotations
 
-from service.parsing.envelope import Envelope, EnvelopedCallParser
-from service.parsing.tools import TaggedCallParser
+from ovserve.service.parsing.envelope import Envelope, EnvelopedCallParser
+from ovserve.service.parsing.tools import TaggedCallParser
 
 SUFFIXED = ("tool_calls", "tool_call", "arg_key", "arg_value")  # longest first where one starts another
 MAX_SUFFIX = 64  # a longer run after the colon is not a checkpoint's suffix

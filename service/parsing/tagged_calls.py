@@ -28,8 +28,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from service.parsing.calls import Call
-from service.parsing.markup import tag_name
+from ovserve.service.parsing.calls import Call
+from ovserve.service.parsing.markup import tag_name
 
 Schemas = Mapping[str, Any]  # function name -> its parameters' JSON schema
 

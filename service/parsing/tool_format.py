@@ -11,11 +11,11 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from service.parsing import calls
-from service.parsing.markup import CallMarkup
-from service.parsing.tagged_calls import Schemas
-from service.parsing.tools import CallIds, Decoder, KeepsCompleteCalls, TaggedCallParser
-from service.parsing.turn import ToolParser
+from ovserve.service.parsing import calls
+from ovserve.service.parsing.markup import CallMarkup
+from ovserve.service.parsing.tagged_calls import Schemas
+from ovserve.service.parsing.tools import CallIds, Decoder, KeepsCompleteCalls, TaggedCallParser
+from ovserve.service.parsing.turn import ToolParser
 
 
 def openai_call_id(index: int, name: str) -> str:
@@ -41,7 +41,7 @@ class ToolFormat:
     # Special tokens the parser reads that ``markup`` does not contain (the engine keeps them in the text).
     extra: tuple[str, ...] = ()
     typed: bool = False  # its parser reads the schemas (the others take none: a request's need not be converted)
-    # The probe call (service.parsing.detection: get_weather with {"city": "Paris", "days": 3}) as templates of
+    # The probe call (ovserve.service.parsing.detection: get_weather with {"city": "Paris", "days": 3}) as templates of
     # this format write it where that differs from ``markup``'s writing (Devstral's [ARGS], Gemma 4's own
     # literals): format detection looks for these too.
     written: tuple[str, ...] = ()
@@ -61,7 +61,7 @@ class ToolFormat:
 
     def new_parser(self, schemas: Schemas) -> ToolParser:
         """A parser for one turn, with this format's call ids; a parser that can is given the markup, so a list
-        the output cuts short keeps its complete calls (``service.parsing.cut_lists``)."""
+        the output cuts short keeps its complete calls (``ovserve.service.parsing.cut_lists``)."""
         parser = self.parser(self.call_id, schemas)
         if isinstance(parser, KeepsCompleteCalls):
             parser.keep_complete_calls(self.markup)

@@ -7,7 +7,7 @@ valid (name first, then the whole arguments object as one fragment).
 
 When the output ends inside a call list (``max_tokens``, a stop string), the
 calls completed before the cut are kept and the cut call is dropped
-(``service.parsing.cut_lists``, from the format's ``CallMarkup``, which
+(``ovserve.service.parsing.cut_lists``, from the format's ``CallMarkup``, which
 ``keep_complete_calls`` gives the parser); a cut call with no call before it
 stays text, so nothing is lost when the model wrote no call at all.
 """
@@ -17,11 +17,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Protocol, runtime_checkable
 
-from service.parsing.calls import Call
-from service.parsing.cut_lists import closed_short, complete_calls, may_be_whole
-from service.parsing.markup import CallMarkup
-from service.parsing.pieces import ContentDelta, Piece, ToolCallArguments, ToolCallFinished, ToolCallStarted
-from service.parsing.text import TrimmedText, find_first, partial_tag_length
+from ovserve.service.parsing.calls import Call
+from ovserve.service.parsing.cut_lists import closed_short, complete_calls, may_be_whole
+from ovserve.service.parsing.markup import CallMarkup
+from ovserve.service.parsing.pieces import ContentDelta, Piece, ToolCallArguments, ToolCallFinished, ToolCallStarted
+from ovserve.service.parsing.text import TrimmedText, find_first, partial_tag_length
 
 Decoder = Callable[[str], list[Call] | None]
 CallIds = Callable[[int, str], str]  # (index of the call in the turn, function name) -> a new call id

@@ -4,12 +4,19 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from service.parsing.pieces import ContentDelta, ParsedTurn, Piece, ToolCallArguments, ToolCallFinished, ToolCallStarted
-from service.parsing.reasoning import ThinkSplitter
+from ovserve.service.parsing.pieces import (
+    ContentDelta,
+    ParsedTurn,
+    Piece,
+    ToolCallArguments,
+    ToolCallFinished,
+    ToolCallStarted,
+)
+from ovserve.service.parsing.reasoning import ThinkSplitter
 
 
 class ToolParser(Protocol):
-    """Content text in, content and tool-call pieces out (see service.parsing.tools)."""
+    """Content text in, content and tool-call pieces out (see ovserve.service.parsing.tools)."""
 
     def feed(self, text: str) -> list[Piece]:
         """Pieces for one delta."""

@@ -3,11 +3,11 @@
 Unlike the LLM engine these pipelines are not continuous-batching: a worker process
 runs one call at a time, and batches the embedding inputs of whatever requests wait
 together into one call. The server side (``Pipeline``) bounds the queue, runs the
-process on the engine's runtime (service.workers: supervised, replaced when it dies),
+process on the engine's runtime (ovserve.service.workers: supervised, replaced when it dies),
 and never blocks the event loop.
 """
 
-from service.pipelines.kinds import PipelineKind, kind_of
-from service.pipelines.pipeline import Pipeline, PipelineSettings
+from ovserve.service.pipelines.kinds import PipelineKind, kind_of
+from ovserve.service.pipelines.pipeline import Pipeline, PipelineSettings
 
 __all__ = ["Pipeline", "PipelineKind", "PipelineSettings", "kind_of"]

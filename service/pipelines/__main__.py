@@ -1,5 +1,5 @@
-"""``python -m service.pipelines FD``: a pipeline process (see service/pipelines/worker.py)."""
+"""``python -m ovserve.service.pipelines FD``: a pipeline process (see service/pipelines/worker.py)."""
 
-from service.pipelines.worker import main
+from ovserve.service.pipelines.worker import main
 
 main()

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from service.pipelines.kinds import PipelineKind
+from ovserve.service.pipelines.kinds import PipelineKind
 
 # The IR inputs this module knows how to fill (optimum-intel's feature-extraction exports).
 KNOWN_INPUTS = frozenset({"input_ids", "attention_mask", "token_type_ids", "position_ids"})

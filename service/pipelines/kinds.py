@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from service import model_files
+from ovserve.service import model_files
 
 
 class PipelineKind(enum.Enum):

@@ -1,8 +1,8 @@
 """What the server and a pipeline process say to each other: one record type per message.
 
 server -> pipeline: the PipelineSpec once, then jobs (``Embed``, ``Rerank``, ``Transcribe``) and ``CancelJob``,
-and ``Stop`` (service.workers.messages);
-pipeline -> server: ``Ready`` or ``LoadFailed`` once (service.workers.messages), then ``Started`` for each call
+and ``Stop`` (ovserve.service.workers.messages);
+pipeline -> server: ``Ready`` or ``LoadFailed`` once (ovserve.service.workers.messages), then ``Started`` for each call
 it makes (the jobs it takes from its queue), and per job any number of ``Partial`` (streamed transcription text)
 and one ``Done`` or ``Failed``.
 """
@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from service.pipelines.kinds import EmbeddingConfig, PipelineKind
+from ovserve.service.pipelines.kinds import EmbeddingConfig, PipelineKind
 
 
 @dataclass(frozen=True)

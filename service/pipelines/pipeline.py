@@ -15,11 +15,11 @@ from typing import Any
 
 import numpy as np
 
-from clients.defaults import MIB
-from service import model_files
-from service.pipelines.encoder import direct_encoder
-from service.pipelines.kinds import EmbeddingConfig, PipelineKind, embedding_config
-from service.pipelines.messages import (
+from ovserve.clients.defaults import MIB
+from ovserve.service import model_files
+from ovserve.service.pipelines.encoder import direct_encoder
+from ovserve.service.pipelines.kinds import EmbeddingConfig, PipelineKind, embedding_config
+from ovserve.service.pipelines.messages import (
     CancelJob,
     Done,
     Embed,
@@ -31,11 +31,11 @@ from service.pipelines.messages import (
     Transcribe,
     Transcript,
 )
-from service.workers.codec import TokenCodec
-from service.workers.errors import EngineError, EngineOverloaded, EngineUnavailable
-from service.workers.process import WorkerProcess
-from service.workers.served import Load, ProcessSettings
-from service.workers.supervisor import Supervised, Supervisor
+from ovserve.service.workers.codec import TokenCodec
+from ovserve.service.workers.errors import EngineError, EngineOverloaded, EngineUnavailable
+from ovserve.service.workers.process import WorkerProcess
+from ovserve.service.workers.served import Load, ProcessSettings
+from ovserve.service.workers.supervisor import Supervised, Supervisor
 
 log = logging.getLogger(__name__)
 
@@ -125,7 +125,8 @@ class _Pending:
 
 
 class Pipeline(Supervised):
-    """A served model of a non-generating kind, in its own process (see worker.py); a ``service.workers.Served``."""
+    """A served model of a non-generating kind, in its own process (see worker.py); a
+    ``ovserve.service.workers.Served``."""
 
     def __init__(
         self,

@@ -1,6 +1,6 @@
 """The pipeline process: loads one OpenVINO GenAI pipeline and runs the jobs the server sends, in order.
 
-``python -m service.pipelines FD`` (started like the engine process, see
+``python -m ovserve.service.pipelines FD`` (started like the engine process, see
 service/workers/process.py). Jobs wait in a queue here; between calls every
 message waiting on the pipe is read first, so that a cancelled job is dropped
 before it runs and the embedding inputs of all waiting requests go into one call.
@@ -21,9 +21,9 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from service.pipelines.encoder import EncoderModel
-from service.pipelines.kinds import EmbeddingConfig, PipelineKind
-from service.pipelines.messages import (
+from ovserve.service.pipelines.encoder import EncoderModel
+from ovserve.service.pipelines.kinds import EmbeddingConfig, PipelineKind
+from ovserve.service.pipelines.messages import (
     CancelJob,
     Done,
     Embed,
@@ -36,8 +36,8 @@ from service.pipelines.messages import (
     Transcribe,
     Transcript,
 )
-from service.workers.child import Channel, ChildConnection
-from service.workers.messages import LoadFailed, Ready, Stop
+from ovserve.service.workers.child import Channel, ChildConnection
+from ovserve.service.workers.messages import LoadFailed, Ready, Stop
 
 Job = Embed | Rerank | Transcribe
 Send = Callable[[object], None]
@@ -246,7 +246,7 @@ RUNNERS: dict[PipelineKind, Callable[[PipelineSpec], Runner]] = {
 
 
 def main() -> None:
-    """Entry point: ``python -m service.pipelines FD``; the first message on FD is the PipelineSpec."""
+    """Entry point: ``python -m ovserve.service.pipelines FD``; the first message on FD is the PipelineSpec."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the server decides when its pipelines stop
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s pipeline: %(message)s")
     connection = ChildConnection(Connection(int(sys.argv[1])))

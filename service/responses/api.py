@@ -14,20 +14,20 @@ from __future__ import annotations
 import contextlib
 from collections.abc import AsyncIterator, Iterable
 
-from clients.v1 import response_object_pb2 as objects_pb2
-from clients.v1 import response_pb2
-from service.errors import FieldViolation, Internal, InvalidArgument, NotFound, quote
-from service.ids import new_id
-from service.limits import ConcurrencyLimit
-from service.models import ModelRegistry
-from service.responses import compaction
-from service.responses.background import BackgroundRuns
-from service.responses.conversations import ConversationsApi
-from service.responses.events import Event, ResponseEvents
-from service.responses.preparation import prepare
-from service.responses.running import copy_response, generate
-from service.store.responses import ResponseStore, StoredResponse
-from service.store.tenancy import tenant
+from ovserve.clients.v1 import response_object_pb2 as objects_pb2
+from ovserve.clients.v1 import response_pb2
+from ovserve.service.errors import FieldViolation, Internal, InvalidArgument, NotFound, quote
+from ovserve.service.ids import new_id
+from ovserve.service.limits import ConcurrencyLimit
+from ovserve.service.models import ModelRegistry
+from ovserve.service.responses import compaction
+from ovserve.service.responses.background import BackgroundRuns
+from ovserve.service.responses.conversations import ConversationsApi
+from ovserve.service.responses.events import Event, ResponseEvents
+from ovserve.service.responses.preparation import prepare
+from ovserve.service.responses.running import copy_response, generate
+from ovserve.service.store.responses import ResponseStore, StoredResponse
+from ovserve.service.store.tenancy import tenant
 
 
 class ResponsesApi:

@@ -14,12 +14,12 @@ import time
 from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass, field
 
-from service.errors import ResourceExhausted
-from service.limits import ConcurrencyLimit
-from service.responses.events import Event, ResponseEvents
-from service.responses.preparation import Prepared
-from service.responses.running import copy_response, generate, stored_response
-from service.store.responses import ResponseStore
+from ovserve.service.errors import ResourceExhausted
+from ovserve.service.limits import ConcurrencyLimit
+from ovserve.service.responses.events import Event, ResponseEvents
+from ovserve.service.responses.preparation import Prepared
+from ovserve.service.responses.running import copy_response, generate, stored_response
+from ovserve.service.store.responses import ResponseStore
 
 PROGRESS_SECONDS = 0.5  # how often a background run's stored Response catches up with its text
 

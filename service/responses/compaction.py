@@ -19,9 +19,9 @@ import binascii
 import json
 import zlib
 
-from clients.v1 import response_object_pb2 as objects_pb2
-from clients.v1 import response_pb2
-from service.errors import FieldViolation, InvalidArgument
+from ovserve.clients.v1 import response_object_pb2 as objects_pb2
+from ovserve.clients.v1 import response_pb2
+from ovserve.service.errors import FieldViolation, InvalidArgument
 
 PREFIX = "ovserve-compaction-1:"
 MAX_SUMMARY_BYTES = 256 * 1024  # decoded; a corrupt or hostile item cannot inflate past it

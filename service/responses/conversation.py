@@ -14,11 +14,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from clients.v1 import response_object_pb2 as objects_pb2
-from service.api.media_parts import MediaParts
-from service.errors import FieldViolation, quote
-from service.ids import new_id
-from service.responses import compaction
+from ovserve.clients.v1 import response_object_pb2 as objects_pb2
+from ovserve.service.api.media_parts import MediaParts
+from ovserve.service.errors import FieldViolation, quote
+from ovserve.service.ids import new_id
+from ovserve.service.responses import compaction
 
 MESSAGE_ROLES = {"user": "user", "system": "system", "developer": "system", "assistant": "assistant"}
 TEXT_PARTS = {"input_text", "output_text", "text", "refusal"}

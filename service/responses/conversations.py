@@ -13,19 +13,19 @@ from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from clients.v1 import conversation_pb2 as pb
-from clients.v1 import response_object_pb2 as objects_pb2
-from service.api.media_parts import MediaParts
-from service.api.stored_chat import metadata_violations, page_bounds, page_reply
-from service.errors import FieldViolation, InvalidArgument, NotFound, quote
-from service.ids import new_id, now
-from service.media import MediaPolicy
-from service.models import ServedModel
-from service.responses.conversation import items_turn
-from service.store.conversations import ConversationFull, ConversationStore
-from service.store.files import UploadedFiles
-from service.store.items import output_items
-from service.store.tenancy import tenant
+from ovserve.clients.v1 import conversation_pb2 as pb
+from ovserve.clients.v1 import response_object_pb2 as objects_pb2
+from ovserve.service.api.media_parts import MediaParts
+from ovserve.service.api.stored_chat import metadata_violations, page_bounds, page_reply
+from ovserve.service.errors import FieldViolation, InvalidArgument, NotFound, quote
+from ovserve.service.ids import new_id, now
+from ovserve.service.media import MediaPolicy
+from ovserve.service.models import ServedModel
+from ovserve.service.responses.conversation import items_turn
+from ovserve.service.store.conversations import ConversationFull, ConversationStore
+from ovserve.service.store.files import UploadedFiles
+from ovserve.service.store.items import output_items
+from ovserve.service.store.tenancy import tenant
 
 #: OpenAI's bound on the items one create or add call carries.
 MAX_ITEMS_PER_CALL = 20

@@ -22,11 +22,18 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from clients.v1 import common_pb2
-from clients.v1 import response_events_pb2 as events_pb2
-from clients.v1 import response_object_pb2 as objects_pb2
-from service.ids import new_id
-from service.parsing import ContentDelta, Piece, ReasoningDelta, ToolCallArguments, ToolCallFinished, ToolCallStarted
+from ovserve.clients.v1 import common_pb2
+from ovserve.clients.v1 import response_events_pb2 as events_pb2
+from ovserve.clients.v1 import response_object_pb2 as objects_pb2
+from ovserve.service.ids import new_id
+from ovserve.service.parsing import (
+    ContentDelta,
+    Piece,
+    ReasoningDelta,
+    ToolCallArguments,
+    ToolCallFinished,
+    ToolCallStarted,
+)
 
 Event = events_pb2.ResponseStreamEvent
 Response = objects_pb2.Response

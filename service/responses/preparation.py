@@ -12,12 +12,12 @@ import asyncio
 from dataclasses import dataclass
 from typing import Any
 
-from clients.v1 import response_object_pb2 as objects_pb2
-from clients.v1 import response_pb2
-from service.api import logprobs
-from service.api.logprobs import LogprobAsk
-from service.api.media_parts import MediaParts, forget_images, image_prompt_ids
-from service.api.prepare import (
+from ovserve.clients.v1 import response_object_pb2 as objects_pb2
+from ovserve.clients.v1 import response_pb2
+from ovserve.service.api import logprobs
+from ovserve.service.api.logprobs import LogprobAsk
+from ovserve.service.api.media_parts import MediaParts, forget_images, image_prompt_ids
+from ovserve.service.api.prepare import (
     RESPONSES,
     begin,
     build_runs,
@@ -27,7 +27,7 @@ from service.api.prepare import (
     templated_constraint,
     templated_prompt,
 )
-from service.api.prompting import (
+from ovserve.service.api.prompting import (
     REASONING_EFFORTS,
     TOOL_CHOICES,
     json_object,
@@ -36,16 +36,16 @@ from service.api.prompting import (
     template_tool,
     unsupported,
 )
-from service.api.runs import Run
-from service.api.stored_chat import metadata_violations
-from service.engine import SamplingParams
-from service.errors import FieldViolation, InvalidArgument, NotFound, quote
-from service.ids import new_id, now
-from service.models import ModelRegistry, ServedModel
-from service.responses.conversation import Turn, input_turn
-from service.responses.conversations import ConversationsApi, ConversationTurn
-from service.store.responses import ResponseStore
-from service.store.tenancy import tenant
+from ovserve.service.api.runs import Run
+from ovserve.service.api.stored_chat import metadata_violations
+from ovserve.service.engine import SamplingParams
+from ovserve.service.errors import FieldViolation, InvalidArgument, NotFound, quote
+from ovserve.service.ids import new_id, now
+from ovserve.service.models import ModelRegistry, ServedModel
+from ovserve.service.responses.conversation import Turn, input_turn
+from ovserve.service.responses.conversations import ConversationsApi, ConversationTurn
+from ovserve.service.store.responses import ResponseStore
+from ovserve.service.store.tenancy import tenant
 
 Request = response_pb2.CreateResponseRequest | response_pb2.StreamResponseRequest
 TRUNCATIONS = {"disabled", "auto"}

@@ -13,15 +13,15 @@ import logging
 from collections.abc import AsyncGenerator
 from typing import Any
 
-from clients.v1 import response_object_pb2 as objects_pb2
-from service.api.chat_output import output_parser, reasoning_tokens
-from service.api.logprobs import token_logprobs
-from service.api.runs import RunStream
-from service.engine import FinishReason
-from service.errors import ServiceError
-from service.responses.events import Event, ResponseEvents
-from service.responses.preparation import Prepared, wants_logprobs
-from service.store.responses import ResponseStore, StoredResponse
+from ovserve.clients.v1 import response_object_pb2 as objects_pb2
+from ovserve.service.api.chat_output import output_parser, reasoning_tokens
+from ovserve.service.api.logprobs import token_logprobs
+from ovserve.service.api.runs import RunStream
+from ovserve.service.engine import FinishReason
+from ovserve.service.errors import ServiceError
+from ovserve.service.responses.events import Event, ResponseEvents
+from ovserve.service.responses.preparation import Prepared, wants_logprobs
+from ovserve.service.store.responses import ResponseStore, StoredResponse
 
 log = logging.getLogger(__name__)
 

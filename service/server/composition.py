@@ -3,7 +3,7 @@
 This is the only module that imports both ``service`` and ``rest_bridge``
 (``tests/test_layers.py`` checks it): the bridge never imports the service,
 it reaches it over gRPC, so it runs the same in front of a local or a remote
-server. ``service.cli`` parses the subcommand and hands over to ``serve_main``
+server. ``ovserve.service.cli`` parses the subcommand and hands over to ``serve_main``
 or ``bridge_main`` here.
 """
 
@@ -21,22 +21,22 @@ from typing import TYPE_CHECKING
 
 import grpc
 
-from clients.defaults import MESSAGE_SIZE_OPTIONS
-from clients.flags import add_flags, with_default
-from clients.tls import channel_credentials
-from rest_bridge import config as bridge_config
-from rest_bridge.batch_lines import BatchLines
-from rest_bridge.config import BridgeSettings
-from rest_bridge.server import Bridge, serve_bridge
-from service.observability import logs, tracing
-from service.server import startup
-from service.server.tls import TlsError
-from service.sources import SourceError
-from service.workers.errors import EngineError
+from ovserve.clients.defaults import MESSAGE_SIZE_OPTIONS
+from ovserve.clients.flags import add_flags, with_default
+from ovserve.clients.tls import channel_credentials
+from ovserve.rest_bridge import config as bridge_config
+from ovserve.rest_bridge.batch_lines import BatchLines
+from ovserve.rest_bridge.config import BridgeSettings
+from ovserve.rest_bridge.server import Bridge, serve_bridge
+from ovserve.service.observability import logs, tracing
+from ovserve.service.server import startup
+from ovserve.service.server.tls import TlsError
+from ovserve.service.sources import SourceError
+from ovserve.service.workers.errors import EngineError
 
 if TYPE_CHECKING:
-    from service.config import ServeConfig
-    from service.server.grpc_server import Server
+    from ovserve.service.config import ServeConfig
+    from ovserve.service.server.grpc_server import Server
 
 LOG_LEVEL_HELP = with_default(
     "DEBUG, INFO, WARNING or ERROR: one line per event, each with request_id= (from x-request-id metadata, or "
@@ -47,8 +47,8 @@ LOG_LEVEL_HELP = with_default(
 
 def serve_parser() -> argparse.ArgumentParser:
     """The options of ``ovserve serve``: the server's, the bridge's (prefixed ``--rest-``) and the log level."""
-    # Imported here, not at the top: service.config loads OpenVINO, which ``ovserve bridge`` never needs.
-    from service import config
+    # Imported here, not at the top: ovserve.service.config loads OpenVINO, which ``ovserve bridge`` never needs.
+    from ovserve.service import config
 
     parser = argparse.ArgumentParser(
         prog="ovserve serve", description="Serve models over gRPC, and over OpenAI-compatible REST."
@@ -64,7 +64,7 @@ def serve_parser() -> argparse.ArgumentParser:
 
 def serve_main(argv: Sequence[str]) -> int:
     """``ovserve serve``: the gRPC server and, unless --no-rest, the REST bridge, until SIGINT or SIGTERM."""
-    from service import config
+    from ovserve.service import config
 
     parser = serve_parser()
     args = parser.parse_args(argv)
@@ -103,7 +103,7 @@ async def serve_with_bridge(
     private unix socket, so it runs exactly as it would in front of a remote
     service.
     """
-    from service.server.grpc_server import Server  # loads OpenVINO: see serve_parser
+    from ovserve.service.server.grpc_server import Server  # loads OpenVINO: see serve_parser
 
     # Everything that can refuse to start is tried before anything listens or loads.
     try:
@@ -146,7 +146,7 @@ async def serve_with_bridge(
             loading.result()  # a model that failed to load ends the server
             await stop.wait()
     finally:
-        logging.getLogger("service.server.grpc_server").info("shutting down")
+        logging.getLogger("ovserve.service.server.grpc_server").info("shutting down")
         if rest is not None:
             await rest.stop_listening()
         await server.stop()  # in-flight RPCs, REST ones included, finish within the grace period

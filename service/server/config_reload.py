@@ -29,12 +29,12 @@ from typing import Any
 
 import grpc
 
-from clients.v1 import model_pb2
-from service.config import ServeConfig, from_arguments, key_file_keys
-from service.errors import InvalidArgument, ServiceError, Unavailable
-from service.model_states import ModelState
-from service.models import ModelRegistry, ModelSpec
-from service.server.model_admin import ModelAdmin
+from ovserve.clients.v1 import model_pb2
+from ovserve.service.config import ServeConfig, from_arguments, key_file_keys
+from ovserve.service.errors import InvalidArgument, ServiceError, Unavailable
+from ovserve.service.model_states import ModelState
+from ovserve.service.models import ModelRegistry, ModelSpec
+from ovserve.service.server.model_admin import ModelAdmin
 
 log = logging.getLogger(__name__)
 

@@ -12,35 +12,35 @@ from typing import Any
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
-from clients.defaults import MESSAGE_SIZE_OPTIONS
-from clients.gil import share_the_gil_sooner
-from clients.heap import freeze_startup_heap
-from service.api.files import FilesApi
-from service.api.lora import RuntimeLora
-from service.api.stored_chat import StoredChatCompletions
-from service.batches.api import BatchesApi
-from service.batches.runner import BatchRunner, LineExecutor
-from service.config import ServeConfig, prepared, runtime_model
-from service.config import key_file_keys as config_keys
-from service.limits import ConcurrencyLimit
-from service.model_states import ModelState
-from service.models import Model, ModelRegistry, load_model
-from service.observability import metrics
-from service.observability.endpoint import MetricsEndpoint
-from service.responses.api import ResponsesApi
-from service.responses.conversations import MAX_CONVERSATION_ITEMS, ConversationsApi
-from service.server import tls
-from service.server.config_reload import ConfigReload
-from service.server.interceptors import CallPolicyInterceptor
-from service.server.model_admin import ModelAdmin
-from service.server.model_keeper import ModelKeeper
-from service.server.reflection import enable_server_reflection
-from service.server.services import SERVED, services_down
-from service.store.batches import BatchStore
-from service.store.chat_completions import ChatCompletionStore
-from service.store.conversations import ConversationStore
-from service.store.files import FileStore
-from service.store.responses import ResponseStore
+from ovserve.clients.defaults import MESSAGE_SIZE_OPTIONS
+from ovserve.clients.gil import share_the_gil_sooner
+from ovserve.clients.heap import freeze_startup_heap
+from ovserve.service.api.files import FilesApi
+from ovserve.service.api.lora import RuntimeLora
+from ovserve.service.api.stored_chat import StoredChatCompletions
+from ovserve.service.batches.api import BatchesApi
+from ovserve.service.batches.runner import BatchRunner, LineExecutor
+from ovserve.service.config import ServeConfig, prepared, runtime_model
+from ovserve.service.config import key_file_keys as config_keys
+from ovserve.service.limits import ConcurrencyLimit
+from ovserve.service.model_states import ModelState
+from ovserve.service.models import Model, ModelRegistry, load_model
+from ovserve.service.observability import metrics
+from ovserve.service.observability.endpoint import MetricsEndpoint
+from ovserve.service.responses.api import ResponsesApi
+from ovserve.service.responses.conversations import MAX_CONVERSATION_ITEMS, ConversationsApi
+from ovserve.service.server import tls
+from ovserve.service.server.config_reload import ConfigReload
+from ovserve.service.server.interceptors import CallPolicyInterceptor
+from ovserve.service.server.model_admin import ModelAdmin
+from ovserve.service.server.model_keeper import ModelKeeper
+from ovserve.service.server.reflection import enable_server_reflection
+from ovserve.service.server.services import SERVED, services_down
+from ovserve.service.store.batches import BatchStore
+from ovserve.service.store.chat_completions import ChatCompletionStore
+from ovserve.service.store.conversations import ConversationStore
+from ovserve.service.store.files import FileStore
+from ovserve.service.store.responses import ResponseStore
 
 log = logging.getLogger(__name__)
 

@@ -29,14 +29,14 @@ from typing import Any
 import grpc
 from opentelemetry import trace
 
-from clients.defaults import BATCH_OWNER_KEY, BATCH_TOKEN_KEY
-from clients.keep_alive import KEEP_ALIVE_KEY
-from clients.tracing import extracted
-from service.errors import InvalidArgument, ResourceExhausted, ServiceError, to_rpc_status
-from service.limits import ConcurrencyLimit
-from service.observability import metrics, tracing
-from service.observability.logs import request_id
-from service.store.tenancy import fingerprint, tenant
+from ovserve.clients.defaults import BATCH_OWNER_KEY, BATCH_TOKEN_KEY
+from ovserve.clients.keep_alive import KEEP_ALIVE_KEY
+from ovserve.clients.tracing import extracted
+from ovserve.service.errors import InvalidArgument, ResourceExhausted, ServiceError, to_rpc_status
+from ovserve.service.limits import ConcurrencyLimit
+from ovserve.service.observability import metrics, tracing
+from ovserve.service.observability.logs import request_id
+from ovserve.service.store.tenancy import fingerprint, tenant
 
 log = logging.getLogger("ovserve.access")
 

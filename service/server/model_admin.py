@@ -24,15 +24,15 @@ from typing import Any
 import grpc
 from google.protobuf import json_format
 
-from clients.v1 import model_pb2
-from service.api.models import describe
-from service.errors import InvalidArgument, NotFound, ServiceError, quote
-from service.model_states import ModelState
-from service.models import Model, ModelRegistry, ModelSpec, ServedModel
-from service.observability import metrics
-from service.sources import Provenance, SourceError
-from service.workers import Served
-from service.workers.errors import EngineError
+from ovserve.clients.v1 import model_pb2
+from ovserve.service.api.models import describe
+from ovserve.service.errors import InvalidArgument, NotFound, ServiceError, quote
+from ovserve.service.model_states import ModelState
+from ovserve.service.models import Model, ModelRegistry, ModelSpec, ServedModel
+from ovserve.service.observability import metrics
+from ovserve.service.sources import Provenance, SourceError
+from ovserve.service.workers import Served
+from ovserve.service.workers.errors import EngineError
 
 log = logging.getLogger(__name__)
 

@@ -22,12 +22,12 @@ import time
 from collections.abc import AsyncIterator, Callable, Iterable
 from pathlib import Path
 
-from clients.keep_alive import keep_alive_seconds
-from service.errors import InvalidArgument, ResourceExhausted, ServiceError, Unavailable, quote
-from service.model_states import ModelState
-from service.models import ModelRegistry, ModelSpec
-from service.residency import ResidencySettings
-from service.server.model_admin import ModelAdmin
+from ovserve.clients.keep_alive import keep_alive_seconds
+from ovserve.service.errors import InvalidArgument, ResourceExhausted, ServiceError, Unavailable, quote
+from ovserve.service.model_states import ModelState
+from ovserve.service.models import ModelRegistry, ModelSpec
+from ovserve.service.residency import ResidencySettings
+from ovserve.service.server.model_admin import ModelAdmin
 
 log = logging.getLogger(__name__)
 

@@ -6,7 +6,7 @@ details; anything unexpected is logged and becomes INTERNAL. CancelledError
 (the client went away) and AbortError pass through untouched.
 
 Which service each servicer implements, and how the server builds it, is
-``service.server.services``; a servicer that lacks an RPC of its service
+``ovserve.service.server.services``; a servicer that lacks an RPC of its service
 fails the server's start (its ``add_*_to_server`` looks every RPC up).
 """
 
@@ -20,18 +20,18 @@ from typing import Any, TypeVar
 
 import grpc
 
-from clients.v1 import batch_pb2, chat_pb2, conversation_pb2, file_pb2, model_pb2, response_pb2
-from service.api import chat, completions, embeddings, models, rerank, tokenizer, transcriptions
-from service.api.files import FilesApi
-from service.api.lora import RuntimeLora
-from service.api.stored_chat import StoredChatCompletions
-from service.batches.api import BatchesApi
-from service.errors import ServiceError, to_rpc_status
-from service.models import ModelRegistry
-from service.responses.api import ResponsesApi
-from service.responses.conversations import ConversationsApi
-from service.server.config_reload import ConfigReload
-from service.server.model_admin import ModelAdmin
+from ovserve.clients.v1 import batch_pb2, chat_pb2, conversation_pb2, file_pb2, model_pb2, response_pb2
+from ovserve.service.api import chat, completions, embeddings, models, rerank, tokenizer, transcriptions
+from ovserve.service.api.files import FilesApi
+from ovserve.service.api.lora import RuntimeLora
+from ovserve.service.api.stored_chat import StoredChatCompletions
+from ovserve.service.batches.api import BatchesApi
+from ovserve.service.errors import ServiceError, to_rpc_status
+from ovserve.service.models import ModelRegistry
+from ovserve.service.responses.api import ResponsesApi
+from ovserve.service.responses.conversations import ConversationsApi
+from ovserve.service.server.config_reload import ConfigReload
+from ovserve.service.server.model_admin import ModelAdmin
 
 log = logging.getLogger(__name__)
 Response = TypeVar("Response")

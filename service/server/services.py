@@ -1,4 +1,4 @@
-"""The services this server implements: every service of the contract (``clients.services``) and its servicer.
+"""The services this server implements: every service of the contract (``ovserve.clients.services``) and its servicer.
 
 The server registers each servicer, lists each service in reflection and
 reports each one's health, all from ``SERVED``.
@@ -11,18 +11,18 @@ from typing import Any, Protocol
 
 import grpc
 
-from clients.services import Service
-from service.api.files import FilesApi
-from service.api.lora import RuntimeLora
-from service.api.stored_chat import StoredChatCompletions
-from service.batches.api import BatchesApi
-from service.models import ModelRegistry
-from service.pipelines import PipelineKind
-from service.responses.api import ResponsesApi
-from service.responses.conversations import ConversationsApi
-from service.server.config_reload import ConfigReload
-from service.server.model_admin import ModelAdmin
-from service.server.servicers import (
+from ovserve.clients.services import Service
+from ovserve.service.api.files import FilesApi
+from ovserve.service.api.lora import RuntimeLora
+from ovserve.service.api.stored_chat import StoredChatCompletions
+from ovserve.service.batches.api import BatchesApi
+from ovserve.service.models import ModelRegistry
+from ovserve.service.pipelines import PipelineKind
+from ovserve.service.responses.api import ResponsesApi
+from ovserve.service.responses.conversations import ConversationsApi
+from ovserve.service.server.config_reload import ConfigReload
+from ovserve.service.server.model_admin import ModelAdmin
+from ovserve.service.server.servicers import (
     AudioServicer,
     BatchServicer,
     ChatServicer,
@@ -38,7 +38,7 @@ from service.server.servicers import (
 
 
 class ServerParts(Protocol):
-    """What the servicers are built from: the server's (``service.server.grpc_server.Server``)."""
+    """What the servicers are built from: the server's (``ovserve.service.server.grpc_server.Server``)."""
 
     registry: ModelRegistry
     stored_chat: StoredChatCompletions

@@ -6,8 +6,8 @@ safetensors), a Hugging Face repository id (``org/name[@revision]``, through hug
 reused on the next start; see ``resolve``.
 """
 
-from service.sources.errors import SourceError
-from service.sources.provenance import Provenance
-from service.sources.resolve import WEIGHT_FORMATS, default_cache_dir, resolve
+from ovserve.service.sources.errors import SourceError
+from ovserve.service.sources.provenance import Provenance
+from ovserve.service.sources.resolve import WEIGHT_FORMATS, default_cache_dir, resolve
 
 __all__ = ["WEIGHT_FORMATS", "Provenance", "SourceError", "default_cache_dir", "resolve"]

@@ -15,7 +15,7 @@ from typing import Any
 
 from filelock import FileLock
 
-from service.sources.provenance import PROVENANCE_FILE
+from ovserve.service.sources.provenance import PROVENANCE_FILE
 
 log = logging.getLogger(__name__)
 

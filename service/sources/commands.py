@@ -9,10 +9,10 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from service.pipelines import PipelineKind
-from service.sources.errors import SourceError
-from service.sources.locate import HUB_ID
-from service.sources.resolve import WEIGHT_FORMATS, default_cache_dir, resolve
+from ovserve.service.pipelines import PipelineKind
+from ovserve.service.sources.errors import SourceError
+from ovserve.service.sources.locate import HUB_ID
+from ovserve.service.sources.resolve import WEIGHT_FORMATS, default_cache_dir, resolve
 
 
 def _parser(prog: str, description: str, source_help: str) -> argparse.ArgumentParser:

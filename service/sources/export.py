@@ -15,10 +15,10 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from service.model_files import config
-from service.pipelines import PipelineKind, kind_of
-from service.sources.errors import SourceError
-from service.sources.export_failures import diagnose
+from ovserve.service.model_files import config
+from ovserve.service.pipelines import PipelineKind, kind_of
+from ovserve.service.sources.errors import SourceError
+from ovserve.service.sources.export_failures import diagnose
 
 log = logging.getLogger(__name__)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from service.sources.errors import SourceError
+from ovserve.service.sources.errors import SourceError
 
 log = logging.getLogger(__name__)
 

@@ -7,8 +7,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from service.model_files import has_language_model
-from service.sources.errors import SourceError
+from ovserve.service.model_files import has_language_model
+from ovserve.service.sources.errors import SourceError
 
 
 class SourceKind(enum.Enum):

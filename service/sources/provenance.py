@@ -8,7 +8,7 @@ from collections import Counter
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from service.model_files import LANGUAGE_IRS
+from ovserve.service.model_files import LANGUAGE_IRS
 
 # Written into every directory the model cache makes; read back on the next start.
 PROVENANCE_FILE = "ovserve_source.json"

@@ -9,12 +9,12 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from service.pipelines import PipelineKind
-from service.sources import export, hub
-from service.sources.cache import ModelCache, cache_key
-from service.sources.errors import SourceError
-from service.sources.locate import Located, SourceKind, local_kind, locate
-from service.sources.provenance import Provenance, weight_precision
+from ovserve.service.pipelines import PipelineKind
+from ovserve.service.sources import export, hub
+from ovserve.service.sources.cache import ModelCache, cache_key
+from ovserve.service.sources.errors import SourceError
+from ovserve.service.sources.locate import Located, SourceKind, local_kind, locate
+from ovserve.service.sources.provenance import Provenance, weight_precision
 
 log = logging.getLogger(__name__)
 

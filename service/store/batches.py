@@ -16,9 +16,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from clients.v1 import batch_pb2
-from service.store.files import StorageFull, count_bytes
-from service.store.responses import ResponseStore, transaction
+from ovserve.clients.v1 import batch_pb2
+from ovserve.service.store.files import StorageFull, count_bytes
+from ovserve.service.store.responses import ResponseStore, transaction
 
 Batch = batch_pb2.Batch
 

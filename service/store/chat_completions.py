@@ -11,8 +11,8 @@ import json
 import sqlite3
 from dataclasses import dataclass
 
-from clients.v1 import chat_pb2
-from service.store.responses import ResponseStore, transaction
+from ovserve.clients.v1 import chat_pb2
+from ovserve.service.store.responses import ResponseStore, transaction
 
 Completion = chat_pb2.CreateChatCompletionResponse
 

@@ -14,11 +14,11 @@ import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from clients.defaults import MAX_MESSAGE_BYTES
-from clients.v1 import conversation_pb2
-from clients.v1 import response_object_pb2 as objects_pb2
-from service.ids import new_id
-from service.store.responses import ResponseStore, transaction
+from ovserve.clients.defaults import MAX_MESSAGE_BYTES
+from ovserve.clients.v1 import conversation_pb2
+from ovserve.clients.v1 import response_object_pb2 as objects_pb2
+from ovserve.service.ids import new_id
+from ovserve.service.store.responses import ResponseStore, transaction
 
 # A page holds at most this many bytes of items (beyond ``limit``'s count): 30 items of 4 MB made a page the gRPC
 # message limit refused, and the bridge turns a page into JSON of about twice its size. One item always fits.

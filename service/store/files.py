@@ -25,9 +25,9 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from clients.defaults import MIB
-from clients.v1 import file_pb2
-from service.store.responses import ResponseStore, transaction
+from ovserve.clients.defaults import MIB
+from ovserve.clients.v1 import file_pb2
+from ovserve.service.store.responses import ResponseStore, transaction
 
 File = file_pb2.File
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from clients.v1 import response_object_pb2 as objects_pb2
+from ovserve.clients.v1 import response_object_pb2 as objects_pb2
 
 
 def output_items(response: objects_pb2.Response) -> list[objects_pb2.InputItem]:

@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from clients.v1 import response_events_pb2, response_object_pb2, response_pb2
-from service.store.items import output_items
+from ovserve.clients.v1 import response_events_pb2, response_object_pb2, response_pb2
+from ovserve.service.store.items import output_items
 
 #: Bumped whenever the tables change; a file written by a newer ovserve is refused rather than misread.
 # 2: responses.owner; 3: stored chat completions (service/store/chat_completions.py); 4: conversations; 5: output items

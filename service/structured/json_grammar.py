@@ -32,7 +32,7 @@ raises :class:`SchemaError` naming the keyword: ovserve refuses what it cannot e
 
 The grammar grows linearly with the schema: every part of a schema is written once (a part used
 twice becomes a rule), and an object's optional members are a chain of rules rather than every
-possible rest of the list. A schema past one of ``service.structured.limits`` (size, nesting,
+possible rest of the list. A schema past one of ``ovserve.service.structured.limits`` (size, nesting,
 properties, alternatives, repetition bounds, pattern length, grammar size) raises
 :class:`SchemaError` naming where.
 """
@@ -46,8 +46,8 @@ from dataclasses import dataclass, replace
 from keyword import iskeyword
 from typing import Any
 
-from service.parsing.markup import TAGGED_ARGUMENTS, TaggedArguments, tag_name
-from service.structured.limits import (
+from ovserve.service.parsing.markup import TAGGED_ARGUMENTS, TaggedArguments, tag_name
+from ovserve.service.structured.limits import (
     MAX_ALTERNATIVES,
     MAX_GRAMMAR_BYTES,
     MAX_OBJECT_PROPERTIES,
@@ -56,7 +56,7 @@ from service.structured.limits import (
     MAX_SCHEMA_DEPTH,
     MAX_TOTAL_PROPERTIES,
 )
-from service.structured.regex_grammar import PatternError, regex_expression
+from ovserve.service.structured.regex_grammar import PatternError, regex_expression
 
 MAX_DIGITS = 15  # integer digits, fraction digits: enough for any real value, bounded for tiny models
 MAX_INTEGER = 10**MAX_DIGITS - 1
@@ -460,7 +460,7 @@ class _Document:
     def _tagged_value(self, schema: Any, path: tuple[str | int, ...], form: TaggedArguments) -> str:
         """A tagged argument's value: a string as raw text where the schema declares strings, anything
         else compact JSON. The parser reads a value back by the same schema
-        (``service.parsing.tagged_calls.typed_value``): raw text where it may be a string, else JSON.
+        (``ovserve.service.parsing.tagged_calls.typed_value``): raw text where it may be a string, else JSON.
         """
         if not isinstance(schema, dict):
             return _marked(form, self.value(schema, path), raw=False)
@@ -809,7 +809,7 @@ def pattern_expression(pattern: Any, path: tuple[str | int, ...] = ()) -> str:
     """An EBNF expression for the JSON string *contents* that fully match ``pattern``.
 
     JSON Schema patterns are unanchored searches; writing a full match is a valid subset. The subset
-    and its translation are ``service.structured.regex_grammar``'s; what it refuses is refused at ``path``.
+    and its translation are ``ovserve.service.structured.regex_grammar``'s; what it refuses is refused at ``path``.
     """
     if not isinstance(pattern, str):
         raise SchemaError(path, "pattern must be a string")

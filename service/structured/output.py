@@ -6,12 +6,12 @@ The constraints a request may set (at most one of them):
 - ``guided_json`` / ``guided_regex`` / ``guided_choice`` (chat, completions; vLLM's names);
 - ``text.format`` (Responses): text | json_object | json_schema;
 - ``tool_choice`` "required" or a named function (chat, Responses): the model must write tool calls in
-  the markup its tool parser reads (``service.parsing.markup``; the Hermes/Qwen form
+  the markup its tool parser reads (``ovserve.service.parsing.markup``; the Hermes/Qwen form
   ``<tool_call>\\n{"name": ..., "arguments": {...}}\\n</tool_call>`` for a model without one) with
   arguments valid against the tool's ``parameters``.
 
 Every schema is checked against the JSON Schema meta-schema (``jsonschema``), then turned into a
-compact EBNF grammar by ``service.structured.json_grammar`` (not handed to the engine as a schema: XGrammar's
+compact EBNF grammar by ``ovserve.service.structured.json_grammar`` (not handed to the engine as a schema: XGrammar's
 own JSON grammars allow unbounded whitespace, and small models pad with it until max_tokens); what
 the converter cannot enforce is refused naming the keyword. Before the request is queued, the served
 model's engine compiles the constraint with the model's own tokenizer, off the event loop and off
@@ -38,13 +38,13 @@ from typing import Any
 import jsonschema
 from google.protobuf import json_format
 
-from service.engine import OutputConstraint
-from service.errors import FieldViolation, InvalidArgument, quote
-from service.models import ServedModel
-from service.parsing.markup import HERMES, THINK, CallMarkup, ThinkMarkup, spaced_ebnf
-from service.structured.canonical import canonical
-from service.structured.json_grammar import GrammarBuilder, SchemaError, check_size, literal, schema_grammar
-from service.structured.limits import (
+from ovserve.service.engine import OutputConstraint
+from ovserve.service.errors import FieldViolation, InvalidArgument, quote
+from ovserve.service.models import ServedModel
+from ovserve.service.parsing.markup import HERMES, THINK, CallMarkup, ThinkMarkup, spaced_ebnf
+from ovserve.service.structured.canonical import canonical
+from ovserve.service.structured.json_grammar import GrammarBuilder, SchemaError, check_size, literal, schema_grammar
+from ovserve.service.structured.limits import (
     MAX_ALTERNATIVES,
     MAX_CHOICE_BYTES,
     MAX_GRAMMAR_BYTES,
@@ -114,7 +114,7 @@ class Guide:
 
     def after_block(self) -> OutputConstraint:
         """The engine's form of this constraint after a reasoning block the server ended (a reasoning budget,
-        service.api.reasoning_budget): the constrained output alone."""
+        ovserve.service.api.reasoning_budget): the constrained output alone."""
         return dataclasses.replace(self, thinking=False).constraint(opened=False)
 
     def _format(self) -> dict[str, Any]:

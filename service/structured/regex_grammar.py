@@ -20,7 +20,7 @@ import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from service.structured.limits import MAX_PATTERN_LENGTH, MAX_PATTERN_REPEAT
+from ovserve.service.structured.limits import MAX_PATTERN_LENGTH, MAX_PATTERN_REPEAT
 
 # What a JSON string may hold unescaped; "." and negated classes are written in that alphabet.
 SAFE = '^"\\\\\\x00-\\x1f'

@@ -17,7 +17,7 @@ import time
 from multiprocessing.connection import Connection
 from typing import Any, Protocol
 
-from service.workers.messages import Heartbeat, OutOfBand
+from ovserve.service.workers.messages import Heartbeat, OutOfBand
 
 HEARTBEAT_INTERVAL_S = 0.5
 

@@ -22,7 +22,7 @@ from typing import Any
 
 import openvino_genai as ov_genai
 
-from service.parsing.suffixed_tags import unsuffixed
+from ovserve.service.parsing.suffixed_tags import unsuffixed
 
 log = logging.getLogger(__name__)
 

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from multiprocessing.connection import Connection
 from typing import Any, TypeVar
 
-from service.workers.process import start_child
+from ovserve.service.workers.process import start_child
 
 log = logging.getLogger(__name__)
 

@@ -22,15 +22,15 @@ from collections.abc import Callable
 from multiprocessing.connection import Connection
 from pathlib import Path
 
-from clients.defaults import MIB
-from service.workers.errors import EngineError
-from service.workers.load_failure import LoadSpec, compile_settings, how_it_ended
-from service.workers.messages import Heartbeat, LoadFailed, OutOfBand, Ready, Stop
+from ovserve.clients.defaults import MIB
+from ovserve.service.workers.errors import EngineError
+from ovserve.service.workers.load_failure import LoadSpec, compile_settings, how_it_ended
+from ovserve.service.workers.messages import Heartbeat, LoadFailed, OutOfBand, Ready, Stop
 
 # The worker processes' entry points (``python -m MODULE FD``), by what they run.
 ENTRY_POINTS = {
-    "engine": "service.engine",  # an LLM's continuous-batching engine (service/engine/worker.py)
-    "pipeline": "service.pipelines",  # an embedding, rerank or speech pipeline (service/pipelines/worker.py)
+    "engine": "ovserve.service.engine",  # an LLM's continuous-batching engine (service/engine/worker.py)
+    "pipeline": "ovserve.service.pipelines",  # an embedding, rerank or speech pipeline (service/pipelines/worker.py)
 }
 # A message carrying more array bytes than this is written by the sender thread (see WorkerProcess.send).
 LARGE_MESSAGE_BYTES = MIB

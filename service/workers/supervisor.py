@@ -15,8 +15,8 @@ import time
 from collections.abc import Callable, Coroutine
 from typing import Any
 
-from service.workers.errors import EngineError, EngineUnavailable
-from service.workers.process import GONE, WorkerProcess
+from ovserve.service.workers.errors import EngineError, EngineUnavailable
+from ovserve.service.workers.process import GONE, WorkerProcess
 
 # /proc states of a process at work: running, sleeping, in uninterruptible I/O (not T stopped, not Z dead).
 RUNNING = frozenset("RSD")

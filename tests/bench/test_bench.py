@@ -12,15 +12,15 @@ from typing import Any
 
 import pytest
 
-from rest_bridge.server import Bridge
-from service.bench.cli import main
-from service.bench.cold import ADMIN_KEY_ENV, FIGURES
-from service.bench.embeddings import EMBEDDINGS, InputLoad, rates_and_ratios
-from service.bench.metrics import LATENCIES, STATS, median_summary
-from service.bench.targets import Ratio, median_ratios
-from service.bench.urls import ApiBase
-from service.models import BUNDLED_MODELS_DIR, ModelSpec
-from service.residency import ResidencySettings
+from ovserve.rest_bridge.server import Bridge
+from ovserve.service.bench.cli import main
+from ovserve.service.bench.cold import ADMIN_KEY_ENV, FIGURES
+from ovserve.service.bench.embeddings import EMBEDDINGS, InputLoad, rates_and_ratios
+from ovserve.service.bench.metrics import LATENCIES, STATS, median_summary
+from ovserve.service.bench.targets import Ratio, median_ratios
+from ovserve.service.bench.urls import ApiBase
+from ovserve.service.models import BUNDLED_MODELS_DIR, ModelSpec
+from ovserve.service.residency import ResidencySettings
 from tests.conftest import TEST_SETTINGS, TINY_CHAT, ServerThread
 from tests.rest_bridge.conftest import RunningBridge, served_with_bridge
 from tests.rest_bridge.conftest import bridge as bridge  # the REST fixture, shared with tests/rest_bridge
@@ -434,8 +434,8 @@ def test_a_peers_requests_each_get_their_own_connection_and_ovserves_share_one()
 async def _connections_by_backend() -> None:
     from aiohttp import web
 
-    from service.bench.backends import HttpBackend
-    from service.bench.load import BenchRequest
+    from ovserve.service.bench.backends import HttpBackend
+    from ovserve.service.bench.load import BenchRequest
 
     seen: list[object] = []
 

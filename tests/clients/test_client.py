@@ -9,11 +9,11 @@ from concurrent import futures
 import grpc
 import pytest
 
-from clients import AsyncOvserveClient, OvserveClient, OvserveError, field_violations
-from clients._requests import chat_request, completion_request
-from clients.errors import error_details
-from clients.v1 import chat_pb2, completion_pb2, model_pb2
-from service.errors import FieldViolation, InvalidArgument, NotFound
+from ovserve.clients import AsyncOvserveClient, OvserveClient, OvserveError, field_violations
+from ovserve.clients._requests import chat_request, completion_request
+from ovserve.clients.errors import error_details
+from ovserve.clients.v1 import chat_pb2, completion_pb2, model_pb2
+from ovserve.service.errors import FieldViolation, InvalidArgument, NotFound
 from tests.conftest import ServerThread, start_server
 from tests.rpc import ServiceRpcError
 
@@ -357,8 +357,8 @@ def test_error_details_decode_what_the_server_encodes() -> None:
 
 def test_client_channels_take_the_servers_message_size() -> None:
     """gRPC's default 4 MiB receive limit would refuse a large batch reply the server may send (64 MiB)."""
-    from clients._options import channel_options
-    from clients.defaults import MAX_MESSAGE_BYTES
+    from ovserve.clients._options import channel_options
+    from ovserve.clients.defaults import MAX_MESSAGE_BYTES
 
     options = dict(channel_options(2))
     assert options["grpc.max_receive_message_length"] == MAX_MESSAGE_BYTES > 4 * 1024 * 1024

@@ -7,8 +7,8 @@ import asyncio
 import grpc
 import pytest
 
-from clients import AsyncOvserveClient, OvserveClient, OvserveError
-from clients.v1 import response_object_pb2 as objects_pb2
+from ovserve.clients import AsyncOvserveClient, OvserveClient, OvserveError
+from ovserve.clients.v1 import response_object_pb2 as objects_pb2
 from tests.conftest import ServerThread
 
 ITEMS = [

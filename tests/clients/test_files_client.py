@@ -11,8 +11,8 @@ import time
 import grpc
 import pytest
 
-from clients import AsyncOvserveClient, OvserveClient, OvserveError
-from clients.defaults import FILE_CHUNK_BYTES
+from ovserve.clients import AsyncOvserveClient, OvserveClient, OvserveError
+from ovserve.clients.defaults import FILE_CHUNK_BYTES
 from tests.conftest import ServerThread
 
 

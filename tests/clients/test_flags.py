@@ -1,4 +1,5 @@
-"""clients.flags: argparse flags generated from dataclass fields (name, type, default, help), read back by given()."""
+"""ovserve.clients.flags: argparse flags generated from dataclass fields (name, type, default, help), read back by
+given()."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from clients.flags import add_flags, given, markdown_table, split_default
+from ovserve.clients.flags import add_flags, given, markdown_table, split_default
 
 
 @dataclass(frozen=True)

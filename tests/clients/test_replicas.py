@@ -7,9 +7,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from clients import OvserveClient
-from clients._options import channel_target
-from service.models import ModelSpec
+from ovserve.clients import OvserveClient
+from ovserve.clients._options import channel_target
+from ovserve.service.models import ModelSpec
 from tests.conftest import TEST_SETTINGS, TINY_CHAT, ServerThread, start_server
 
 

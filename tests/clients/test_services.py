@@ -14,11 +14,11 @@ import pytest
 from google.protobuf import descriptor_pool
 from grpc_health.v1 import health_pb2
 
-import clients.v1
-from clients import AsyncOvserveClient, OvserveClient, _calls
-from clients._calls import Call, Stream, Stubs
-from clients.services import Service
-from service.server.services import SERVED
+import ovserve.clients.v1
+from ovserve.clients import AsyncOvserveClient, OvserveClient, _calls
+from ovserve.clients._calls import Call, Stream, Stubs
+from ovserve.clients.services import Service
+from ovserve.service.server.services import SERVED
 
 # The public methods of both clients, as they were before they shared one table: the API to keep.
 UNARY = {
@@ -34,9 +34,9 @@ STREAMING = {"stream_chat", "stream_complete", "stream_transcription", "download
 def generated_services() -> set[str]:
     """Every service some generated module of clients/v1 declares, by full name."""
     names = set()
-    for module in pkgutil.iter_modules(clients.v1.__path__):
+    for module in pkgutil.iter_modules(ovserve.clients.v1.__path__):
         if module.name.endswith("_pb2"):
-            file = importlib.import_module(f"clients.v1.{module.name}").DESCRIPTOR
+            file = importlib.import_module(f"ovserve.clients.v1.{module.name}").DESCRIPTOR
             names |= {service.full_name for service in file.services_by_name.values()}
     return names
 

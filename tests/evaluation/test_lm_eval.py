@@ -32,7 +32,7 @@ import pytest
 import transformers
 import yaml
 
-from service.models import ModelSpec
+from ovserve.service.models import ModelSpec
 from tests.conftest import TEST_SETTINGS, TINY_CHAT
 from tests.rest_bridge.conftest import served_with_bridge
 

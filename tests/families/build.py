@@ -35,8 +35,8 @@ import numpy as np
 import openvino as ov
 import openvino_genai as ov_genai
 
-from service.engine.chat_template import TemplateRenderer, find_chat_template
-from service.models import BUNDLED_MODEL, BUNDLED_MODELS_DIR
+from ovserve.service.engine.chat_template import TemplateRenderer, find_chat_template
+from ovserve.service.models import BUNDLED_MODEL, BUNDLED_MODELS_DIR
 from tests.families.table import FAMILIES, TOKENIZERS_DIR, Family
 
 TINY_CHAT = BUNDLED_MODELS_DIR / BUNDLED_MODEL

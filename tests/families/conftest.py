@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from service.engine import chat_template, template_probe
+from ovserve.service.engine import chat_template, template_probe
 from tests.families import build, table
 
 COMPLETE = ".complete"  # written last: a directory without it is a build that was cut short

@@ -514,7 +514,7 @@ FAMILIES: dict[str, Family] = {
         # Its <SPECIAL_n> role and turn tokens are control tokens; <think> and <TOOLCALL> stay in the text, where
         # vLLM's parsers read them. Thinking is switched by /think or /no_think in a message, not by a kwarg: the
         # prompt opens the block ("<think>\n") unless told /no_think. The model ends it with "</think>\n\n" (a forced
-        # call's grammar takes the blank line or none: service.structured.output.AFTER_THINK_BLANKS).
+        # call's grammar takes the blank line or none: ovserve.service.structured.output.AFTER_THINK_BLANKS).
         Family(
             "nemotron-nano-v2",
             "NVIDIA-Nemotron-Nano-v2.jinja",

@@ -14,9 +14,9 @@ import openai
 import pytest
 from tokenizers import Tokenizer
 
-from service.engine import EngineSettings
-from service.engine.infill import FIM_TOKENS
-from service.models import ModelSpec
+from ovserve.service.engine import EngineSettings
+from ovserve.service.engine.infill import FIM_TOKENS
+from ovserve.service.models import ModelSpec
 from tests.rest_bridge.conftest import served_with_bridge
 
 CODE_FAMILIES = {"qwen3-coder": FIM_TOKENS[0], "granite-3.3": FIM_TOKENS[1]}

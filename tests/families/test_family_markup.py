@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 from tokenizers import Tokenizer
 
-from service.engine.detokenizer import Pending, SequenceText, detokenize_step
-from service.parsing import OutputFormat
-from service.workers.codec import TokenCodec
+from ovserve.service.engine.detokenizer import Pending, SequenceText, detokenize_step
+from ovserve.service.parsing import OutputFormat
+from ovserve.service.workers.codec import TokenCodec
 from tests.families import matrix
 from tests.families.table import FAMILIES
 

@@ -19,8 +19,8 @@ import openvino_genai as ov_genai
 import pytest
 from tokenizers import Tokenizer
 
-from service.engine import EngineSettings
-from service.models import ModelSpec, ServedModel
+from ovserve.service.engine import EngineSettings
+from ovserve.service.models import ModelSpec, ServedModel
 from tests.families.build import ROUND_TRIP, TOOLS, continuation, encode, prompts
 from tests.families.table import FAMILIES
 

@@ -13,9 +13,9 @@ import httpx2 as httpx
 import openai
 import pytest
 
-from rest_bridge.config import BridgeSettings
-from rest_bridge.server import Bridge
-from service.models import ModelSpec
+from ovserve.rest_bridge.config import BridgeSettings
+from ovserve.rest_bridge.server import Bridge
+from ovserve.service.models import ModelSpec
 from tests.conformance import SpecCheck
 from tests.conftest import ServerThread, start_server
 

@@ -59,7 +59,7 @@ def envoy(ports: list[int], folder: Path) -> Iterator[int]:
     """A running Envoy (its listening port) once every replica passes its health check; stopped after."""
     listen, admin = free_port(), free_port()
     descriptors = folder / "ovserve.pb"
-    subprocess.run([sys.executable, "-m", "service.cli", "descriptor-set", "-o", str(descriptors)], check=True)
+    subprocess.run([sys.executable, "-m", "ovserve.service.cli", "descriptor-set", "-o", str(descriptors)], check=True)
     path = folder / "envoy.json"
     path.write_text(json.dumps(local_config(listen, admin, ports, descriptors)))
     process = subprocess.Popen(

@@ -26,12 +26,12 @@ import grpc
 import pytest
 import tornado.websocket
 
-from clients.defaults import MIB
-from rest_bridge.app import make_app
-from rest_bridge.errors import BridgeError
-from rest_bridge.handler import NotFoundHandler
-from rest_bridge.key_check import KeysSeen
-from rest_bridge.routes.health import ServerFigures
+from ovserve.clients.defaults import MIB
+from ovserve.rest_bridge.app import make_app
+from ovserve.rest_bridge.errors import BridgeError
+from ovserve.rest_bridge.handler import NotFoundHandler
+from ovserve.rest_bridge.key_check import KeysSeen
+from ovserve.rest_bridge.routes.health import ServerFigures
 from tests.rest_bridge.conftest import GRACE, RunningBridge, http_request, served_with_bridge
 from tests.rest_bridge.envoy_proxy import ENVOY, address
 from tests.rest_bridge.replicas import free_port, stop

@@ -128,9 +128,9 @@ def test_a_reasoning_model_thinks_then_calls_only_allowed_tools(client: openai.O
 
 def test_auto_needs_a_tagged_call_markup() -> None:
     """A model whose calls are the reply's tail ([f(x=1)]) has no tag to tell a call from text: auto is refused."""
-    from clients.v1 import chat_pb2
-    from service.parsing.markup import PYTHONIC
-    from service.structured.output import structured_output_config
+    from ovserve.clients.v1 import chat_pb2
+    from ovserve.service.parsing.markup import PYTHONIC
+    from ovserve.service.structured.output import structured_output_config
     from tests.rpc import parse
 
     for mode, refused in (("auto", True), ("required", False)):

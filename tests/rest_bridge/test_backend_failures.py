@@ -17,9 +17,9 @@ import grpc
 import openai
 import pytest
 
-from clients.v1 import chat_pb2, chat_pb2_grpc, common_pb2
-from rest_bridge.config import BridgeSettings
-from rest_bridge.server import Bridge
+from ovserve.clients.v1 import chat_pb2, chat_pb2_grpc, common_pb2
+from ovserve.rest_bridge.config import BridgeSettings
+from ovserve.rest_bridge.server import Bridge
 from tests.conftest import ServerThread
 from tests.rest_bridge.conftest import http_request
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import openai
 
-from service.batches.runner import INTERACTIVE_HOLD_SECONDS
+from ovserve.service.batches.runner import INTERACTIVE_HOLD_SECONDS
 from tests.conftest import TINY_CHAT
 from tests.rest_bridge.test_cli import ovserve, read_until
 

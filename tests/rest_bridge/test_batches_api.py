@@ -19,10 +19,10 @@ from typing import Any
 import openai
 import pytest
 
-from rest_bridge.server import Bridge
-from service.models import ModelSpec
-from service.store.batches import BatchSettings
-from service.store.files import FileLimits
+from ovserve.rest_bridge.server import Bridge
+from ovserve.service.models import ModelSpec
+from ovserve.service.store.batches import BatchSettings
+from ovserve.service.store.files import FileLimits
 from tests.conformance import SpecCheck
 from tests.conftest import TEST_SETTINGS, TINY_CHAT, start_server
 from tests.rest_bridge.conftest import RunningBridge, served_with_bridge, spec_client

@@ -18,14 +18,14 @@ from pathlib import Path
 import pytest
 from google.protobuf import json_format
 
-from clients.v1 import chat_pb2, completion_pb2, embedding_pb2, response_pb2, tokenizer_pb2
-from rest_bridge.errors import BridgeError
-from rest_bridge.routes.embeddings import embedding_request
-from rest_bridge.routes.tokenize import detokenize_request
-from rest_bridge.translate import responses as responses_requests
-from rest_bridge.translate.body import parse_json_body
-from rest_bridge.translate.completions import chat_request, completion_request
-from rest_bridge.translate.message import LONG_LIST, LONG_STRING, lift_long_values
+from ovserve.clients.v1 import chat_pb2, completion_pb2, embedding_pb2, response_pb2, tokenizer_pb2
+from ovserve.rest_bridge.errors import BridgeError
+from ovserve.rest_bridge.routes.embeddings import embedding_request
+from ovserve.rest_bridge.routes.tokenize import detokenize_request
+from ovserve.rest_bridge.translate import responses as responses_requests
+from ovserve.rest_bridge.translate.body import parse_json_body
+from ovserve.rest_bridge.translate.completions import chat_request, completion_request
+from ovserve.rest_bridge.translate.message import LONG_LIST, LONG_STRING, lift_long_values
 from tests.rest_bridge.conftest import RunningBridge
 
 MIB = 1024 * 1024

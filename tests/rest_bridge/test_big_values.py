@@ -2,7 +2,7 @@
 
 The error's status message and details travel in gRPC trailers, which the bridge's channel refuses past its
 metadata budget ("received metadata size exceeds soft limit", a RESOURCE_EXHAUSTED the bridge would answer 429):
-service.errors bounds them, and quotes client values short.
+ovserve.service.errors bounds them, and quotes client values short.
 """
 
 from __future__ import annotations

@@ -24,10 +24,11 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @contextmanager
 def ovserve(*args: str, env: dict[str, str] | None = None) -> Iterator[subprocess.Popen[str]]:
-    """``python -m service.cli ARGS`` with stderr piped (``env`` over this process's); killed if the test did not
+    """``python -m ovserve.service.cli ARGS`` with stderr piped (``env`` over this process's); killed if the test did
+    not
     stop it."""
     process = subprocess.Popen(
-        [sys.executable, "-m", "service.cli", *args],
+        [sys.executable, "-m", "ovserve.service.cli", *args],
         cwd=ROOT, stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})},
     )  # fmt: skip
     try:

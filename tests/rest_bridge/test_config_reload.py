@@ -19,10 +19,10 @@ import openai
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from clients.v1 import chat_pb2, chat_pb2_grpc, common_pb2, model_pb2, model_pb2_grpc
-from rest_bridge.server import Bridge
-from service.config import from_arguments
-from service.server.composition import serve_parser
+from ovserve.clients.v1 import chat_pb2, chat_pb2_grpc, common_pb2, model_pb2, model_pb2_grpc
+from ovserve.rest_bridge.server import Bridge
+from ovserve.service.config import from_arguments
+from ovserve.service.server.composition import serve_parser
 from tests.conftest import TINY_CHAT, ServerThread
 from tests.rest_bridge.conftest import RunningBridge, http_request
 from tests.rpc import parse

@@ -14,8 +14,8 @@ from typing import Any
 import openai
 import pytest
 
-from rest_bridge.server import Bridge
-from service.models import ModelSpec
+from ovserve.rest_bridge.server import Bridge
+from ovserve.service.models import ModelSpec
 from tests.conformance import SpecCheck
 from tests.conftest import TEST_SETTINGS, TINY_CHAT, ServerThread, start_server
 from tests.rest_bridge.conftest import RunningBridge, http_request, served_with_bridge, spec_client

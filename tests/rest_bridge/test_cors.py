@@ -7,8 +7,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from rest_bridge.config import BridgeSettings, add_arguments, from_arguments
-from rest_bridge.server import Bridge
+from ovserve.rest_bridge.config import BridgeSettings, add_arguments, from_arguments
+from ovserve.rest_bridge.server import Bridge
 from tests.conftest import ServerThread
 from tests.rest_bridge.conftest import RunningBridge, http_request
 

@@ -43,7 +43,7 @@ def open_stream(port: int, path: str, body: dict[str, Any]) -> socket.socket:
 
 
 def engine_stats(bridge: RunningBridge) -> Any:
-    """The engine's current stats (see service.engine.EngineStats)."""
+    """The engine's current stats (see ovserve.service.engine.EngineStats)."""
     engine = next(iter(bridge.server.server.registry)).engine
     return bridge.server.run(engine.stats())
 

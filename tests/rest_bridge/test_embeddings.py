@@ -22,9 +22,9 @@ import openai
 import pytest
 from tokenizers import Tokenizer
 
-from clients.v1 import completion_pb2, embedding_pb2, embedding_pb2_grpc, model_pb2
-from service.models import BUNDLED_MODELS_DIR
-from service.pipelines import Pipeline, PipelineKind, PipelineSettings
+from ovserve.clients.v1 import completion_pb2, embedding_pb2, embedding_pb2_grpc, model_pb2
+from ovserve.service.models import BUNDLED_MODELS_DIR
+from ovserve.service.pipelines import Pipeline, PipelineKind, PipelineSettings
 from tests.conformance import violations
 from tests.conftest import TEST_SETTINGS, ServerThread, start_server
 from tests.rest_bridge.conftest import RunningBridge, http_request
@@ -175,7 +175,7 @@ def test_chat_on_an_embedding_model_is_a_400_naming_model(client: openai.OpenAI)
 
 def test_models_say_what_each_serves(server: ServerThread) -> None:
     with grpc.insecure_channel(server.target) as channel:
-        from clients.v1 import model_pb2_grpc
+        from ovserve.clients.v1 import model_pb2_grpc
 
         listed = model_pb2_grpc.ModelServiceStub(channel).ListModels(model_pb2.ListModelsRequest())
     tasks = {model.id: model.task for model in listed.data}
@@ -192,7 +192,7 @@ PAUSABLE = dataclasses.replace(TEST_SETTINGS, heartbeat_timeout_s=600.0)
 
 @pytest.fixture
 def own_server() -> Iterator[ServerThread]:
-    from service.models import ModelSpec
+    from ovserve.service.models import ModelSpec
 
     running = start_server(
         [ModelSpec(MODEL, MODEL_DIR, settings=PAUSABLE, pipeline=PipelineSettings(max_queued_jobs=2))]
@@ -240,7 +240,7 @@ def test_a_full_queue_refuses_with_resource_exhausted_and_cancelled_jobs_leave_i
 def test_waiting_tokens_past_the_budget_are_refused_and_one_request_is_always_taken() -> None:
     """--max-queued-tokens: the tokens of a model's waiting requests are bounded (32 requests of 2,048 inputs all
     waited before, 4 M tokens); a request alone in the queue is taken whatever its size."""
-    from service.models import ModelSpec
+    from ovserve.service.models import ModelSpec
 
     budget = 100
     running = start_server(
@@ -271,9 +271,10 @@ def test_waiting_tokens_past_the_budget_are_refused_and_one_request_is_always_ta
 
 
 def test_a_full_queue_refuses_a_large_request_before_tokenising_it(own_server: ServerThread) -> None:
-    """The queue is checked before a large request waits for the embeddings thread (service.api.embeddings.WORKER):
+    """The queue is checked before a large request waits for the embeddings thread
+    (ovserve.service.api.embeddings.WORKER):
     its 429 comes at once, not after every request ahead has been tokenised only to be refused too."""
-    from service.api import embeddings
+    from ovserve.service.api import embeddings
 
     pipeline = _pipeline(own_server)
     assert pipeline.pid is not None
@@ -311,7 +312,7 @@ def test_a_killed_pipeline_fails_its_requests_retriably_and_comes_back(own_serve
         with pytest.raises(grpc.RpcError) as failed:
             waiting.result()
         assert failed.value.code() == grpc.StatusCode.UNAVAILABLE
-        # The supervisor counts the restart after the new process is up (service.workers.supervisor): wait for
+        # The supervisor counts the restart after the new process is up (ovserve.service.workers.supervisor): wait for
         # the count, the last thing it sets, or a check of it right after "up" races the server's thread.
         _until(lambda: pipeline.restarts >= 1)
         assert pipeline.restarts == 1 and pipeline.up and pipeline.pid != pid
@@ -320,7 +321,7 @@ def test_a_killed_pipeline_fails_its_requests_retriably_and_comes_back(own_serve
 
 def test_the_model_directory_declares_what_the_server_reads() -> None:
     """Pooling, normalisation and prompts come from the sentence-transformers files beside the IR."""
-    from service.pipelines.kinds import embedding_config
+    from ovserve.service.pipelines.kinds import embedding_config
 
     config = embedding_config(Path(MODEL_DIR))
     assert config.normalize and config.pooling in ("mean", "cls", "last_token")

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import grpc
 
-from clients import OvserveClient
+from ovserve.clients import OvserveClient
 from tests.conftest import FUZZ_REPORT
 from tests.rest_bridge.envoy_proxy import envoy
 from tests.rest_bridge.replicas import replica, served_chats

@@ -15,8 +15,8 @@ import pytest
 from google.api import annotations_pb2
 from google.protobuf import descriptor_pb2
 
-from clients import OvserveClient
-from clients.descriptors import descriptor_set, service_names
+from ovserve.clients import OvserveClient
+from ovserve.clients.descriptors import descriptor_set, service_names
 from tests.rest_bridge.envoy_proxy import envoy, recipe, transcoder
 from tests.rest_bridge.replicas import replica
 

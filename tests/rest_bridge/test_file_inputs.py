@@ -14,7 +14,7 @@ PAGES = ["Chapter one: the plum.", "Chapter two: the pear."]
 
 
 def inline(name: str, text: str) -> str:
-    """How the server shows a file to the model (service.api.media_parts)."""
+    """How the server shows a file to the model (ovserve.service.api.media_parts)."""
     return f"[file {name}]\n{text}\n[end of file]"
 
 

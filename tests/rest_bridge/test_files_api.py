@@ -17,8 +17,8 @@ from typing import Any
 import openai
 import pytest
 
-from rest_bridge.routes.files import SPOOL_MEMORY_BYTES
-from service.store.files import FileLimits
+from ovserve.rest_bridge.routes.files import SPOOL_MEMORY_BYTES
+from ovserve.service.store.files import FileLimits
 from tests.conformance import SpecCheck, violations
 from tests.rest_bridge.conftest import RunningBridge, http_request, served_with_bridge, spec_client
 from tests.rest_bridge.test_conversations import TINY, serve

@@ -30,8 +30,8 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from service.models import BUNDLED_MODELS_DIR, ModelSpec
-from service.pipelines import PipelineKind
+from ovserve.service.models import BUNDLED_MODELS_DIR, ModelSpec
+from ovserve.service.pipelines import PipelineKind
 from tests.conftest import TEST_SETTINGS
 from tests.rest_bridge.conftest import RunningBridge, served_with_bridge
 from tests.rest_bridge.test_big_bodies import CHECKER

@@ -116,8 +116,8 @@ def test_health_is_200_when_serving(bridge: RunningBridge) -> None:
 
 def test_health_is_503_when_the_backend_is_unreachable(bridge: RunningBridge) -> None:
     """A bridge whose gRPC target is not listening: /health 503, API calls 503 in the envelope."""
-    from rest_bridge.config import BridgeSettings
-    from rest_bridge.server import Bridge
+    from ovserve.rest_bridge.config import BridgeSettings
+    from ovserve.rest_bridge.server import Bridge
 
     lost = Bridge("127.0.0.1:1", "127.0.0.1", 0, BridgeSettings(health_timeout_seconds=2, deadline_seconds=5))
     bridge.server.run(lost.start())
@@ -148,7 +148,7 @@ def raw_chat(extra: str) -> bytes:
 
 DEEP = {"chat_template_kwargs": json.loads('{"a":' * 70 + "1" + "}" * 70)}
 JSON = {"Content-Type": "application/json"}
-# 1.2 MB of tool parameters: refused by the service's schema size limit (service.structured.limits).
+# 1.2 MB of tool parameters: refused by the service's schema size limit (ovserve.service.structured.limits).
 HUGE_TOOL = {"type": "function", "function": {"name": "huge", "parameters": {"type": "object", "properties": {
     f"p{i}": {"type": "string", "description": "x" * 200} for i in range(5000)}}}}  # fmt: skip
 

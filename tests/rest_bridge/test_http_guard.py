@@ -16,10 +16,10 @@ import grpc
 import pytest
 from tornado import httputil
 
-from clients.v1 import chat_pb2, chat_pb2_grpc
-from rest_bridge.http_guard import HeaderLimits, header_problem
-from rest_bridge.server import Bridge
-from service.models import ModelSpec
+from ovserve.clients.v1 import chat_pb2, chat_pb2_grpc
+from ovserve.rest_bridge.http_guard import HeaderLimits, header_problem
+from ovserve.rest_bridge.server import Bridge
+from ovserve.service.models import ModelSpec
 from tests.conftest import TEST_SETTINGS, TINY_CHAT, ServerThread, start_server
 from tests.rest_bridge.conftest import RunningBridge, http_request
 from tests.rpc import parse

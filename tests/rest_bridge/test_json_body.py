@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from clients.v1 import tokenizer_pb2
-from rest_bridge.json_body import ENCODE_SLICE, encode_json, listed
+from ovserve.clients.v1 import tokenizer_pb2
+from ovserve.rest_bridge.json_body import ENCODE_SLICE, encode_json, listed
 from tests.pauses import longest_pause_while
 
 PAYLOADS = {

@@ -1,4 +1,4 @@
-"""The bridge's checks of parsed JSON values (rest_bridge.json_values) and the depth bound they keep.
+"""The bridge's checks of parsed JSON values (ovserve.rest_bridge.json_values) and the depth bound they keep.
 
 The bound must hold below protobuf's decoder in the service: every body the
 bridge lets through has to decode there, or the caller gets an error that
@@ -18,9 +18,9 @@ from google.protobuf import json_format
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import Message
 
-from clients.v1 import chat_pb2, completion_pb2, response_pb2
-from rest_bridge.config import BridgeSettings
-from rest_bridge.json_values import JsonValueError, check_values
+from ovserve.clients.v1 import chat_pb2, completion_pb2, response_pb2
+from ovserve.rest_bridge.config import BridgeSettings
+from ovserve.rest_bridge.json_values import JsonValueError, check_values
 
 MAX_DEPTH = BridgeSettings().max_json_depth
 MARGIN = 2  # proto paths may nest deeper than the OpenAI body (Responses' flat tools gain a "function" level)

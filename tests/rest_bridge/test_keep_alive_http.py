@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import openai
 import pytest
 
-from service.models import ModelSpec
+from ovserve.service.models import ModelSpec
 from tests.conftest import TEST_SETTINGS, TINY_CHAT
 from tests.rest_bridge.conftest import RunningBridge, http_request, served_with_bridge
 

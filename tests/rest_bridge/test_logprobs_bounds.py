@@ -1,4 +1,4 @@
-"""Logprobs bounded per request (service.api.logprobs.MAX_REQUEST_SCORES), end to end on tiny-chat.
+"""Logprobs bounded per request (ovserve.service.api.logprobs.MAX_REQUEST_SCORES), end to end on tiny-chat.
 
 Issue 43: the bound was per prompt, so 16 prompts of ~1,000 tokens with n 16, prompt_logprobs 20 and logprobs 5
 ran 23.5 s before a 429 (the reply past gRPC's message limit), stalling /health and a running stream ~10 s and
@@ -22,10 +22,10 @@ from typing import Any
 import grpc
 import pytest
 
-from clients.v1 import chat_pb2, chat_pb2_grpc, completion_pb2, completion_pb2_grpc
-from service.api import logprobs
-from service.api.logprobs import MAX_REQUEST_SCORES
-from service.observability.metrics import PROMPT_TOKENS
+from ovserve.clients.v1 import chat_pb2, chat_pb2_grpc, completion_pb2, completion_pb2_grpc
+from ovserve.service.api import logprobs
+from ovserve.service.api.logprobs import MAX_REQUEST_SCORES
+from ovserve.service.observability.metrics import PROMPT_TOKENS
 from tests.rest_bridge.conftest import RunningBridge, http_request
 from tests.rest_bridge.test_disconnect import wait_idle
 from tests.rpc import failure, parse

@@ -21,8 +21,8 @@ import openvino as ov
 import pytest
 from tokenizers import Tokenizer
 
-from service.api import logprobs
-from service.models import BUNDLED_MODELS_DIR, BUNDLED_SPECULATIVE
+from ovserve.service.api import logprobs
+from ovserve.service.models import BUNDLED_MODELS_DIR, BUNDLED_SPECULATIVE
 from tests.conftest import REFERENCE_PROPERTIES
 from tests.rest_bridge.conftest import RunningBridge, http_request, served_with_bridge
 from tests.rest_bridge.test_disconnect import CHAT_STREAM, engine_stats, open_stream, wait_idle
@@ -275,7 +275,7 @@ def test_responses_top_logprobs_are_the_models_top_k(client: openai.OpenAI, brid
 
 
 def test_a_vision_model_refuses_alternatives_naming_the_field() -> None:
-    from service.models import BUNDLED_VISION, ModelSpec
+    from ovserve.service.models import BUNDLED_VISION, ModelSpec
 
     spec = ModelSpec(BUNDLED_VISION, BUNDLED_MODELS_DIR / BUNDLED_VISION)
     with served_with_bridge([spec]) as running:

@@ -26,9 +26,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from clients import OvserveClient
-from service.api import lora
-from service.models import ModelSpec
+from ovserve.clients import OvserveClient
+from ovserve.service.api import lora
+from ovserve.service.models import ModelSpec
 from tests import surface_inputs as inputs
 from tests.conftest import FUZZ_REPORT, TEST_SETTINGS, TINY_CHAT
 from tests.rest_bridge.conftest import RunningBridge, http_request, served_with_bridge

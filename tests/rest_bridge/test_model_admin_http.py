@@ -11,8 +11,8 @@ import openai
 import psutil
 import pytest
 
-from service.models import ModelSpec
-from service.residency import ResidencySettings
+from ovserve.service.models import ModelSpec
+from ovserve.service.residency import ResidencySettings
 from tests.conftest import TEST_SETTINGS, TINY_CHAT
 from tests.rest_bridge.conftest import RunningBridge, http_request, served_with_bridge
 

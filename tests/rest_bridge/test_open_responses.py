@@ -14,7 +14,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from service.models import BUNDLED_MODEL, BUNDLED_VISION
+from ovserve.service.models import BUNDLED_MODEL, BUNDLED_VISION
 from tests.conftest import FUZZ_REPORT
 from tests.rest_bridge.conftest import RunningBridge
 

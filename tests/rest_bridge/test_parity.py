@@ -8,7 +8,7 @@ import grpc
 import openvino_genai as ov_genai
 import pytest
 
-from clients.v1 import chat_pb2, chat_pb2_grpc, completion_pb2, completion_pb2_grpc
+from ovserve.clients.v1 import chat_pb2, chat_pb2_grpc, completion_pb2, completion_pb2_grpc
 from tests.conftest import TINY_CHAT
 from tests.rest_bridge.conftest import RunningBridge, http_request
 from tests.rpc import parse

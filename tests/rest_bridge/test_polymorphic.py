@@ -1,4 +1,4 @@
-"""Every polymorphic field of ``clients.polymorphic`` through the real bridge, both ways.
+"""Every polymorphic field of ``ovserve.clients.polymorphic`` through the real bridge, both ways.
 
 Over HTTP, to a recording gRPC backend: each OpenAI form reaches the service
 in the right proto field (the simple form under the OpenAI name, the other in
@@ -18,10 +18,10 @@ import grpc
 import pytest
 from google.protobuf.message import Message
 
-from clients.polymorphic import BY_PROTO_NAME
-from clients.v1 import chat_pb2_grpc, completion_pb2_grpc, embedding_pb2_grpc, response_pb2_grpc
-from rest_bridge.server import Bridge
-from service.errors import InvalidArgument, to_rpc_status
+from ovserve.clients.polymorphic import BY_PROTO_NAME
+from ovserve.clients.v1 import chat_pb2_grpc, completion_pb2_grpc, embedding_pb2_grpc, response_pb2_grpc
+from ovserve.rest_bridge.server import Bridge
+from ovserve.service.errors import InvalidArgument, to_rpc_status
 from tests.conftest import ServerThread
 from tests.rest_bridge.conftest import http_request
 

@@ -17,8 +17,8 @@ import openai
 import pytest
 from tokenizers import Tokenizer
 
-from service.api.reasoning_budget import FORCED_LOGPROB, default_budget
-from service.models import ModelSpec
+from ovserve.service.api.reasoning_budget import FORCED_LOGPROB, default_budget
+from ovserve.service.models import ModelSpec
 from tests.conftest import TEST_SETTINGS, TINY_CHAT
 from tests.rest_bridge.conftest import RunningBridge, http_request, served_with_bridge
 

@@ -8,9 +8,9 @@ import random
 import grpc
 import pytest
 
-from clients.v1 import rerank_pb2, rerank_pb2_grpc
-from service.models import BUNDLED_MODELS_DIR
-from service.pipelines import Pipeline, PipelineKind
+from ovserve.clients.v1 import rerank_pb2, rerank_pb2_grpc
+from ovserve.service.models import BUNDLED_MODELS_DIR
+from ovserve.service.pipelines import Pipeline, PipelineKind
 from tests.conftest import REFERENCE_PROPERTIES, ServerThread
 from tests.rest_bridge.conftest import RunningBridge, http_request
 

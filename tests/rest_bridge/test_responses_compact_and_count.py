@@ -7,7 +7,7 @@ from typing import Any
 import openai
 import pytest
 
-from service.responses import compaction
+from ovserve.service.responses import compaction
 from tests.conformance import violations
 from tests.rest_bridge.conftest import RunningBridge, http_request
 

@@ -17,9 +17,9 @@ import pydantic
 import pytest
 from openai.types.responses import ResponseStreamEvent
 
-from clients.v1 import response_events_pb2, response_object_pb2, response_pb2, response_pb2_grpc
-from rest_bridge.config import BridgeSettings
-from rest_bridge.server import Bridge
+from ovserve.clients.v1 import response_events_pb2, response_object_pb2, response_pb2, response_pb2_grpc
+from ovserve.rest_bridge.config import BridgeSettings
+from ovserve.rest_bridge.server import Bridge
 from tests.conftest import ServerThread
 from tests.rest_bridge.conftest import http_request
 

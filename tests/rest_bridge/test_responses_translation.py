@@ -9,11 +9,11 @@ import pydantic
 import pytest
 from openai.types.responses import Response, ResponseItemList, ResponseStreamEvent
 
-from clients.v1 import common_pb2, response_events_pb2, response_object_pb2, response_pb2
-from rest_bridge import sse
-from rest_bridge.errors import BridgeError, openai_param, openai_text
-from rest_bridge.render import responses as responses_output
-from rest_bridge.translate import responses as responses_requests
+from ovserve.clients.v1 import common_pb2, response_events_pb2, response_object_pb2, response_pb2
+from ovserve.rest_bridge import sse
+from ovserve.rest_bridge.errors import BridgeError, openai_param, openai_text
+from ovserve.rest_bridge.render import responses as responses_output
+from ovserve.rest_bridge.translate import responses as responses_requests
 
 ro = response_object_pb2
 ev = response_events_pb2

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from tornado.websocket import WebSocketClientConnection, websocket_connect
 
-from rest_bridge.render import responses as responses_output
+from ovserve.rest_bridge.render import responses as responses_output
 from tests.rest_bridge.conftest import RunningBridge, http_request
 
 MODEL = "tiny-chat"

@@ -11,8 +11,8 @@ from pathlib import Path
 import openai
 import pytest
 
-from rest_bridge.server import Bridge
-from service.models import ModelSpec
+from ovserve.rest_bridge.server import Bridge
+from ovserve.service.models import ModelSpec
 from tests.conftest import TEST_SETTINGS, TINY_CHAT, ServerThread, start_server
 from tests.rest_bridge.conftest import RunningBridge, http_request, served_with_bridge
 

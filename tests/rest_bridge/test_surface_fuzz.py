@@ -43,9 +43,9 @@ import tornado.web
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from tornado.websocket import WebSocketClientConnection, WebSocketClosedError, websocket_connect
 
-from rest_bridge.app import PREFIXES, ROUTES
-from rest_bridge.config import BridgeSettings
-from rest_bridge.server import Bridge
+from ovserve.rest_bridge.app import PREFIXES, ROUTES
+from ovserve.rest_bridge.config import BridgeSettings
+from ovserve.rest_bridge.server import Bridge
 from tests import surface_inputs as inputs
 from tests.conftest import FUZZ_REPORT, ServerThread
 from tests.rest_bridge.conftest import GRACE, RunningBridge, http_request

@@ -13,8 +13,8 @@ from typing import Any
 import grpc
 import pytest
 
-from clients.tls import channel_credentials
-from clients.v1 import chat_pb2, chat_pb2_grpc
+from ovserve.clients.tls import channel_credentials
+from ovserve.clients.v1 import chat_pb2, chat_pb2_grpc
 from tests.certificates import authority
 from tests.rest_bridge.test_cli import ovserve, read_until
 from tests.rpc import parse

@@ -9,8 +9,8 @@ import grpc
 import openai
 import pytest
 
-from clients.v1 import tokenizer_pb2, tokenizer_pb2_grpc
-from service.api import tokenizer as tokenizer_api
+from ovserve.clients.v1 import tokenizer_pb2, tokenizer_pb2_grpc
+from ovserve.service.api import tokenizer as tokenizer_api
 from tests.conftest import ServerThread
 from tests.rest_bridge.conftest import RunningBridge, http_request
 from tests.rpc import failure

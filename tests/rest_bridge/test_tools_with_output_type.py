@@ -106,9 +106,9 @@ def test_responses_with_tools_and_text_format(client: openai.OpenAI) -> None:
 
 def test_the_grammar_offers_both_a_call_and_the_answer() -> None:
     """With tools (auto) and a JSON format, one grammar: the model's call markup, or the answer's JSON."""
-    from clients.v1 import chat_pb2
-    from service.parsing.markup import HERMES
-    from service.structured.output import structured_output_config
+    from ovserve.clients.v1 import chat_pb2
+    from ovserve.service.parsing.markup import HERMES
+    from ovserve.service.structured.output import structured_output_config
     from tests.rpc import parse
 
     body = {"model": "m", "messages": ASK, "tools": TOOLS, "response_format": FINAL_OUTPUT}

@@ -13,7 +13,7 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from clients.v1 import chat_pb2, chat_pb2_grpc
+from ovserve.clients.v1 import chat_pb2, chat_pb2_grpc
 from tests.rest_bridge.conftest import RunningBridge, http_request
 from tests.rpc import parse
 
@@ -98,7 +98,8 @@ def test_the_standard_variables_turn_it_on(tmp_path: object) -> None:
 
     env = {**os.environ, "PYTHONUNBUFFERED": "1", "OTEL_TRACES_EXPORTER": "console", "OTEL_SERVICE_NAME": "ovs-t"}
     process = subprocess.Popen(
-        [sys.executable, "-m", "service.cli", "serve", "--port", "0", "--rest-port", "0", "--cache-size-gb", "1"],
+        [sys.executable, "-m", "ovserve.service.cli", "serve", "--port", "0", "--rest-port", "0",
+         "--cache-size-gb", "1"],
         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
     )  # fmt: skip
     try:

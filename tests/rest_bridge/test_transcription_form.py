@@ -10,8 +10,8 @@ import wave
 import httpx2 as httpx
 import pytest
 
-from clients.v1 import audio_pb2
-from rest_bridge.routes.audio import subtitles
+from ovserve.clients.v1 import audio_pb2
+from ovserve.rest_bridge.routes.audio import subtitles
 from tests.rest_bridge.conftest import RunningBridge
 
 

@@ -16,7 +16,7 @@ import httpx2 as httpx
 import numpy as np
 import pytest
 
-import service.api.transcriptions as transcriptions
+import ovserve.service.api.transcriptions as transcriptions
 from tests.rest_bridge.conftest import RunningBridge
 
 MODEL = "tiny-whisper"
@@ -200,8 +200,8 @@ def test_a_pipeline_failure_is_told_without_its_own_message(
     bridge: RunningBridge, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """What the Whisper pipeline raises can quote paths of the machine OpenVINO was built on: it is logged, not sent."""
-    from service.engine import EngineError
-    from service.pipelines import Pipeline
+    from ovserve.service.engine import EngineError
+    from ovserve.service.pipelines import Pipeline
 
     async def failing(self: Pipeline, samples: np.ndarray, **options: object) -> Any:
         raise EngineError("RuntimeError: Exception from /home/jenkins/agent/workspace/src/whisper.cpp:42")

@@ -14,7 +14,7 @@ import openai
 import pytest
 import soundfile
 
-from clients.v1 import audio_pb2, audio_pb2_grpc
+from ovserve.clients.v1 import audio_pb2, audio_pb2_grpc
 from tests.conformance import violations
 from tests.conftest import ServerThread
 from tests.rest_bridge.conftest import RunningBridge
@@ -139,8 +139,8 @@ def test_decoded_audio_waiting_for_the_model_is_bounded_in_bytes() -> None:
     import signal
     import time
 
-    from service.models import BUNDLED_MODELS_DIR, ModelSpec
-    from service.pipelines import PipelineKind, PipelineSettings
+    from ovserve.service.models import BUNDLED_MODELS_DIR, ModelSpec
+    from ovserve.service.pipelines import PipelineKind, PipelineSettings
     from tests.conftest import TEST_SETTINGS, start_server
 
     pausable = dataclasses.replace(TEST_SETTINGS, heartbeat_timeout_s=600.0)  # SIGSTOP below must not end it

@@ -6,13 +6,13 @@ import math
 
 import pytest
 
-from clients.v1 import chat_pb2, common_pb2, completion_pb2
-from rest_bridge.errors import BridgeError, openai_param, openai_text
-from rest_bridge.render.chat import chat_chunk
-from rest_bridge.render.common import FINISH_REASONS, ROLES
-from rest_bridge.render.completions import completion_logprobs
-from rest_bridge.translate.body import parse_json_body
-from rest_bridge.translate.completions import chat_request, completion_request
+from ovserve.clients.v1 import chat_pb2, common_pb2, completion_pb2
+from ovserve.rest_bridge.errors import BridgeError, openai_param, openai_text
+from ovserve.rest_bridge.render.chat import chat_chunk
+from ovserve.rest_bridge.render.common import FINISH_REASONS, ROLES
+from ovserve.rest_bridge.render.completions import completion_logprobs
+from ovserve.rest_bridge.translate.body import parse_json_body
+from ovserve.rest_bridge.translate.completions import chat_request, completion_request
 
 HI = [{"role": "user", "content": "hi"}]
 

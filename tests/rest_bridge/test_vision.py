@@ -15,9 +15,9 @@ import openai
 import pytest
 import tornado.httpserver
 
-from rest_bridge.server import Bridge
-from service.media import MediaPolicy
-from service.models import BUNDLED_MODELS_DIR, BUNDLED_VISION, ModelSpec
+from ovserve.rest_bridge.server import Bridge
+from ovserve.service.media import MediaPolicy
+from ovserve.service.models import BUNDLED_MODELS_DIR, BUNDLED_VISION, ModelSpec
 from tests.conftest import TEST_SETTINGS, ServerThread, start_server
 from tests.images import data_url, encoded, image_host
 from tests.rest_bridge.conftest import http_request

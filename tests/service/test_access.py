@@ -12,9 +12,9 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
-from clients.v1 import chat_pb2, chat_pb2_grpc, common_pb2, model_pb2, model_pb2_grpc
-from service.models import ModelSpec
-from service.observability.logs import RequestIdFilter
+from ovserve.clients.v1 import chat_pb2, chat_pb2_grpc, common_pb2, model_pb2, model_pb2_grpc
+from ovserve.service.models import ModelSpec
+from ovserve.service.observability.logs import RequestIdFilter
 from tests.conftest import TEST_SETTINGS, TINY_CHAT, ServerThread, start_server
 from tests.rpc import parse
 
@@ -213,9 +213,9 @@ def test_engine_errors_map_to_their_status(error, code) -> None:
     """A request the engine had no KV cache room for is RESOURCE_EXHAUSTED (retry later), not INTERNAL."""
     import asyncio
 
-    from service.api.runs import service_error
-    from service.engine import EngineError, EngineOverloaded, EngineRejected, EngineUnavailable
-    from service.server.servicers import _abort
+    from ovserve.service.api.runs import service_error
+    from ovserve.service.engine import EngineError, EngineOverloaded, EngineRejected, EngineUnavailable
+    from ovserve.service.server.servicers import _abort
 
     class Context:
         code = None
@@ -236,8 +236,8 @@ def test_a_taken_port_is_an_error_not_a_shared_port() -> None:
     """grpc.aio would bind a taken port with SO_REUSEPORT and share its traffic; ovserve refuses to start."""
     import asyncio
 
-    from service.config import ServeConfig
-    from service.server.grpc_server import Server
+    from ovserve.service.config import ServeConfig
+    from ovserve.service.server.grpc_server import Server
 
     running = start_server(TINY)
     try:
@@ -252,7 +252,7 @@ def test_retriable_refusals_say_when_to_retry() -> None:
     """UNAVAILABLE and RESOURCE_EXHAUSTED carry a google.rpc.RetryInfo (the bridge's Retry-After); others do not."""
     from google.rpc import error_details_pb2, status_pb2
 
-    from service.errors import InvalidArgument, ResourceExhausted, ServiceError, Unavailable, to_rpc_status
+    from ovserve.service.errors import InvalidArgument, ResourceExhausted, ServiceError, Unavailable, to_rpc_status
 
     def retry_delay(error: ServiceError) -> float | None:
         key, packed = to_rpc_status(error).trailing_metadata[0]

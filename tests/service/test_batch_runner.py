@@ -8,12 +8,12 @@ import asyncio
 import json
 from typing import Any
 
-from clients.v1 import batch_pb2
-from service.batches.runner import MAX_PREEMPTIONS, BatchRunner
-from service.ids import now
-from service.store.batches import BatchStore, OutputFiles
-from service.store.files import FileStore
-from service.store.responses import ResponseStore
+from ovserve.clients.v1 import batch_pb2
+from ovserve.service.batches.runner import MAX_PREEMPTIONS, BatchRunner
+from ovserve.service.ids import now
+from ovserve.service.store.batches import BatchStore, OutputFiles
+from ovserve.service.store.files import FileStore
+from ovserve.service.store.responses import ResponseStore
 
 POLLS = 400  # of 10 ms: how long a scenario waits for the runner at most
 

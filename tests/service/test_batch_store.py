@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from clients.v1 import batch_pb2, file_pb2
-from service.store.batches import BatchStore, OutputFiles, Result, line_bytes
-from service.store.files import FileStore, StorageFull
-from service.store.responses import ResponseStore
+from ovserve.clients.v1 import batch_pb2, file_pb2
+from ovserve.service.store.batches import BatchStore, OutputFiles, Result, line_bytes
+from ovserve.service.store.files import FileStore, StorageFull
+from ovserve.service.store.responses import ResponseStore
 
 
 def count(batch: batch_pb2.Batch, result: Result) -> None:

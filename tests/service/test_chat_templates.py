@@ -15,8 +15,8 @@ from pathlib import Path
 import openvino_genai as ov_genai
 import pytest
 
-from service.config import ConfigError, ServeConfig, add_arguments, from_arguments
-from service.engine.chat_template import (
+from ovserve.service.config import ConfigError, ServeConfig, add_arguments, from_arguments
+from ovserve.service.engine.chat_template import (
     MAX_ERROR_CHARS,
     ChatTemplate,
     TemplateError,

@@ -1,4 +1,4 @@
-"""service.config: the ``serve`` flags and the TOML file, merged into one ServeConfig (no model is loaded)."""
+"""ovserve.service.config: the ``serve`` flags and the TOML file, merged into one ServeConfig (no model is loaded)."""
 
 from __future__ import annotations
 
@@ -9,11 +9,18 @@ from pathlib import Path
 
 import pytest
 
-from service.config import DEFAULT_GRPC_PORT, DEFAULT_HOST, ConfigError, ServeConfig, add_arguments, from_arguments
-from service.engine import EngineSettings
-from service.engine.cpu_features import cpu_flags, int8_dot_product
-from service.engine.settings import AUTO_MAX_KV_BLOCKS, STEP_TOKENS, STEP_TOKENS_SLOW_PREFILL, kv_blocks
-from service.models import (
+from ovserve.service.config import (
+    DEFAULT_GRPC_PORT,
+    DEFAULT_HOST,
+    ConfigError,
+    ServeConfig,
+    add_arguments,
+    from_arguments,
+)
+from ovserve.service.engine import EngineSettings
+from ovserve.service.engine.cpu_features import cpu_flags, int8_dot_product
+from ovserve.service.engine.settings import AUTO_MAX_KV_BLOCKS, STEP_TOKENS, STEP_TOKENS_SLOW_PREFILL, kv_blocks
+from ovserve.service.models import (
     BUNDLED_DRAFT,
     BUNDLED_MODEL,
     BUNDLED_MODELS_DIR,
@@ -21,8 +28,8 @@ from service.models import (
     ModelSpec,
     bundled_model_specs,
 )
-from service.pipelines import PipelineKind
-from service.sources import SourceError
+from ovserve.service.pipelines import PipelineKind
+from ovserve.service.sources import SourceError
 from tests.conftest import SERVED_BY_DEFAULT, TINY_CHAT, TINY_CHAT_DRAFT
 
 needs_bundled = pytest.mark.skipif(
@@ -448,7 +455,7 @@ def test_tokens_per_step_default_to_what_was_measured_for_the_cpu(
 ) -> None:
     """Fewer tokens a step on a CPU known to lack an int8 dot-product instruction (its prompt tokens cost several
     times more); a value given wins, and another device keeps the larger step."""
-    monkeypatch.setattr("service.engine.settings.int8_dot_product", lambda: int8_dot)
+    monkeypatch.setattr("ovserve.service.engine.settings.int8_dot_product", lambda: int8_dot)
     assert EngineSettings().scheduler(TINY_CHAT)["max_num_batched_tokens"] == tokens
     assert EngineSettings(max_num_batched_tokens=300).scheduler(TINY_CHAT)["max_num_batched_tokens"] == 300
     assert EngineSettings(device="GPU").step_tokens() == STEP_TOKENS

@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from service.config import MODEL_SETTINGS, ConfigError
-from service.models import BUNDLED_MODEL, BUNDLED_MODELS_DIR
-from service.pipelines import PipelineKind
-from service.sources import SourceError
+from ovserve.service.config import MODEL_SETTINGS, ConfigError
+from ovserve.service.models import BUNDLED_MODEL, BUNDLED_MODELS_DIR
+from ovserve.service.pipelines import PipelineKind
+from ovserve.service.sources import SourceError
 from tests.conftest import SERVED_BY_DEFAULT, TINY_CHAT_DRAFT
 from tests.service.test_config import by_name, configure, model_dir, needs_bundled, toml_file
 

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from service.config import MODEL_SETTINGS, ConfigError, add_arguments
-from service.models import ModelSpec
-from service.pipelines import PipelineKind
+from ovserve.service.config import MODEL_SETTINGS, ConfigError, add_arguments
+from ovserve.service.models import ModelSpec
+from ovserve.service.pipelines import PipelineKind
 from tests.service.test_config import configure, model_dir
 
 

@@ -14,15 +14,15 @@ from typing import Any
 import grpc
 import pytest
 
-from clients.v1 import model_pb2
-from rest_bridge.routes.config import ovms_reply, reload_reply
-from service.config import ServeConfig
-from service.engine import EngineSettings
-from service.errors import ServiceError
-from service.model_states import ModelState, ModelStates
-from service.models import ModelSpec
-from service.server.composition import serve_parser
-from service.server.config_reload import Change, ConfigReload, plan, restart_required, static_keys
+from ovserve.clients.v1 import model_pb2
+from ovserve.rest_bridge.routes.config import ovms_reply, reload_reply
+from ovserve.service.config import ServeConfig
+from ovserve.service.engine import EngineSettings
+from ovserve.service.errors import ServiceError
+from ovserve.service.model_states import ModelState, ModelStates
+from ovserve.service.models import ModelSpec
+from ovserve.service.server.composition import serve_parser
+from ovserve.service.server.config_reload import Change, ConfigReload, plan, restart_required, static_keys
 from tests.conftest import TINY_CHAT
 
 A, B, C = (ModelSpec(name, TINY_CHAT) for name in ("a", "b", "c"))
@@ -119,7 +119,7 @@ def test_a_reload_unloads_first_then_declares_then_loads_one_at_a_time(monkeypat
                                                ModelSpec("adapter", TINY_CHAT)], port=1)  # fmt: skip
     states = ModelStates()
     admin = FakeAdmin([A, B, C], states, failing={"d"})
-    monkeypatch.setattr("service.server.config_reload.from_arguments", lambda arguments: new)
+    monkeypatch.setattr("ovserve.service.server.config_reload.from_arguments", lambda arguments: new)
     reply = asyncio.run(reloader(admin, states, running, new).reload())
     assert admin.steps == [
         ("forget", "c"), ("unload", "b"),  # what leaves or is replaced, first
@@ -153,12 +153,12 @@ def test_a_changed_model_that_was_not_loaded_is_only_declared(monkeypatch: pytes
     states = ModelStates()
     admin = FakeAdmin([A], states)
     states.set("a", ModelState.AVAILABLE)  # unloaded by an admin
-    monkeypatch.setattr("service.server.config_reload.from_arguments", lambda arguments: new)
+    monkeypatch.setattr("ovserve.service.server.config_reload.from_arguments", lambda arguments: new)
     reply = asyncio.run(reloader(admin, states, running, new).reload())
     assert admin.steps == [("declare", "a")]
     assert [(item.change, item.state) for item in reply.models] == [("changed", "available")]
     assert ovms_reply(reply)[1] == 201
-    monkeypatch.setattr("service.server.config_reload.from_arguments", lambda arguments: new)
+    monkeypatch.setattr("ovserve.service.server.config_reload.from_arguments", lambda arguments: new)
     again = asyncio.run(reloader(admin, states, new, new).reload())  # nothing differs now: OVMS's 200
     assert [item.change for item in again.models] == ["unchanged"] and ovms_reply(again)[1] == 200
 

@@ -1,5 +1,5 @@
 """Documents in requests: PDFs' text layers and UTF-8 text files become text; every other kind of file, and
-every unreadable one, is refused naming the part (service.media.files, service.api.media_parts)."""
+every unreadable one, is refused naming the part (ovserve.service.media.files, ovserve.service.api.media_parts)."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ import base64
 
 import pytest
 
-from service.api.media_parts import MediaParts
-from service.errors import FieldViolation, InvalidArgument
-from service.media import MediaError, MediaPolicy, files
-from service.media.files import document_text
+from ovserve.service.api.media_parts import MediaParts
+from ovserve.service.errors import FieldViolation, InvalidArgument
+from ovserve.service.media import MediaError, MediaPolicy, files
+from ovserve.service.media.files import document_text
 from tests.documents import data_url, deep, encrypted, inflating, pdf
 
 FIELD = "messages[0].content_parts[0].file"

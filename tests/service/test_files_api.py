@@ -17,11 +17,11 @@ from collections.abc import Iterator
 import grpc
 import pytest
 
-from clients.v1 import file_pb2 as pb
-from clients.v1 import file_pb2_grpc
-from service.api.files import DOWNLOAD_CHUNK_BYTES, UPLOAD_CHUNK_BYTES
-from service.store.files import STALE_UPLOAD_SECONDS, FileLimits, FileStore
-from service.store.responses import ResponseStore
+from ovserve.clients.v1 import file_pb2 as pb
+from ovserve.clients.v1 import file_pb2_grpc
+from ovserve.service.api.files import DOWNLOAD_CHUNK_BYTES, UPLOAD_CHUNK_BYTES
+from ovserve.service.store.files import STALE_UPLOAD_SECONDS, FileLimits, FileStore
+from ovserve.service.store.responses import ResponseStore
 from tests.conftest import channel_to
 from tests.rpc import failure
 

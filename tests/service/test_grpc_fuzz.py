@@ -26,10 +26,10 @@ from google.protobuf.message import Message
 from google.protobuf.message_factory import GetMessageClass
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from clients.v1 import model_pb2, model_pb2_grpc
-from service.models import ModelSpec
-from service.server.grpc_server import SERVED
-from service.server.interceptors import ADMIN_METHODS
+from ovserve.clients.v1 import model_pb2, model_pb2_grpc
+from ovserve.service.models import ModelSpec
+from ovserve.service.server.grpc_server import SERVED
+from ovserve.service.server.interceptors import ADMIN_METHODS
 from tests.conftest import FUZZ_REPORT, TEST_SETTINGS, TINY_CHAT, ServerThread, start_server
 
 MESSAGES_PER_RPC = 150
@@ -173,7 +173,7 @@ def test_generated_messages_never_get_unknown_or_internal(running: ServerThread)
 
 def test_structs_are_filled_and_fuzz_is_deterministic() -> None:
     """The generator itself: same seed, same messages; it does reach nested Structs."""
-    from clients.v1 import chat_pb2
+    from ovserve.clients.v1 import chat_pb2
 
     first, second = chat_pb2.CreateChatCompletionRequest(), chat_pb2.CreateChatCompletionRequest()
     fill(first, random.Random(1))

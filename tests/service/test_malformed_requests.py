@@ -12,8 +12,8 @@ from collections.abc import Iterator
 import grpc
 import pytest
 
-from service.models import ModelSpec
-from service.server.grpc_server import SERVED
+from ovserve.service.models import ModelSpec
+from ovserve.service.server.grpc_server import SERVED
 from tests.conftest import TEST_SETTINGS, TINY_CHAT, ServerThread, start_server
 
 KEY = "sk-malformed"

@@ -1,4 +1,4 @@
-"""Images in requests (service.media): every kind of bad image is a MediaError naming its part, good ones decode
+"""Images in requests (ovserve.service.media): every kind of bad image is a MediaError naming its part, good ones decode
 to RGB pixels; fetches obey the host allow-list, the private-address guard, the size, time and redirect bounds.
 A local tornado server plays the image host."""
 
@@ -17,7 +17,7 @@ import tornado.httpserver
 import tornado.web
 from PIL import Image
 
-from service.media import ImageSource, MediaError, MediaPolicy, load_images
+from ovserve.service.media import ImageSource, MediaError, MediaPolicy, load_images
 from tests.images import data_url, encoded, image_host
 
 FIELD = "messages[0].content_parts[1].image_url"
@@ -168,7 +168,7 @@ def test_more_images_than_a_request_may_carry_names_the_field() -> None:
 def test_pixels_copied_out_in_bands_are_pillows_own(mode: str, size: tuple[int, int]) -> None:
     """decode copies pixels out a band of rows at a time (decode.BAND_BYTES): the same array as Pillow's whole
     copy, for bands that do not divide the height, rows wider than a band, and the modes converted to RGB."""
-    from service.media.decode import decode
+    from ovserve.service.media.decode import decode
 
     noise = np.random.default_rng(7).integers(0, 256, (size[1], size[0], 3), dtype=np.uint8)
     image = Image.fromarray(noise).convert(mode)

@@ -16,8 +16,8 @@ import pytest
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from clients.v1 import chat_pb2, chat_pb2_grpc
-from service.models import ModelSpec
+from ovserve.clients.v1 import chat_pb2, chat_pb2_grpc
+from ovserve.service.models import ModelSpec
 from tests.conftest import TEST_SETTINGS, TINY_CHAT, ServerThread, start_server
 from tests.rpc import parse
 
@@ -196,7 +196,7 @@ def test_cpu_seconds_of_the_server_and_each_engine_grow_with_work(
 def test_observing_a_value_many_times_at_once_equals_observing_it_one_by_one(value: float) -> None:
     from prometheus_client import CollectorRegistry, Histogram
 
-    from service.observability.metrics import observe_times
+    from ovserve.service.observability.metrics import observe_times
 
     registry = CollectorRegistry()
     one_by_one = Histogram("one", "x", buckets=(0.0005, 0.001, 0.01, 1.0), registry=registry)

@@ -15,10 +15,10 @@ import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from clients import OvserveClient
-from clients.v1 import chat_pb2, chat_pb2_grpc, common_pb2, model_pb2, model_pb2_grpc
-from service.models import ModelSpec
-from service.residency import ResidencySettings
+from ovserve.clients import OvserveClient
+from ovserve.clients.v1 import chat_pb2, chat_pb2_grpc, common_pb2, model_pb2, model_pb2_grpc
+from ovserve.service.models import ModelSpec
+from ovserve.service.residency import ResidencySettings
 from tests.conftest import TEST_SETTINGS, TINY_CHAT, ServerThread, start_server
 from tests.rpc import parse
 

@@ -8,12 +8,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from clients.v1 import model_pb2
-from service.model_states import ModelState
-from service.models import ModelRegistry, ModelSpec
-from service.pipelines import PipelineKind
-from service.server.model_admin import ModelAdmin
-from service.workers import Load
+from ovserve.clients.v1 import model_pb2
+from ovserve.service.model_states import ModelState
+from ovserve.service.models import ModelRegistry, ModelSpec
+from ovserve.service.pipelines import PipelineKind
+from ovserve.service.server.model_admin import ModelAdmin
+from ovserve.service.workers import Load
 
 
 @dataclass

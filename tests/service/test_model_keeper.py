@@ -18,13 +18,13 @@ import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from clients.keep_alive import KEEP_ALIVE_KEY
-from clients.v1 import chat_pb2, chat_pb2_grpc, model_pb2, model_pb2_grpc, response_pb2, response_pb2_grpc
-from clients.v1 import response_object_pb2 as objects_pb2
-from service.config import offered_models
-from service.models import BUNDLED_MODELS_DIR, ModelSpec
-from service.pipelines import PipelineSettings
-from service.residency import ResidencySettings
+from ovserve.clients.keep_alive import KEEP_ALIVE_KEY
+from ovserve.clients.v1 import chat_pb2, chat_pb2_grpc, model_pb2, model_pb2_grpc, response_pb2, response_pb2_grpc
+from ovserve.clients.v1 import response_object_pb2 as objects_pb2
+from ovserve.service.config import offered_models
+from ovserve.service.models import BUNDLED_MODELS_DIR, ModelSpec
+from ovserve.service.pipelines import PipelineSettings
+from ovserve.service.residency import ResidencySettings
 from tests.conftest import TEST_SETTINGS, TINY_CHAT, ServerThread, start_server
 from tests.rpc import parse
 from tests.sources.checkpoints import gguf_file

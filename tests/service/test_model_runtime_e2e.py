@@ -15,7 +15,7 @@ from typing import Any
 import openai
 import pytest
 
-from service.models import ModelSpec
+from ovserve.service.models import ModelSpec
 from tests.conftest import TEST_SETTINGS, TINY_CHAT
 from tests.rest_bridge.conftest import RunningBridge, served_with_bridge
 from tests.sources.checkpoints import gguf_file

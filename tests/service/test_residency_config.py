@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from clients.keep_alive import keep_alive_seconds
-from service.config import ConfigError, offered_models
-from service.engine import EngineSettings
-from service.pipelines import PipelineSettings
-from service.residency import ResidencySettings
-from service.server.model_keeper import estimated_bytes
+from ovserve.clients.keep_alive import keep_alive_seconds
+from ovserve.service.config import ConfigError, offered_models
+from ovserve.service.engine import EngineSettings
+from ovserve.service.pipelines import PipelineSettings
+from ovserve.service.residency import ResidencySettings
+from ovserve.service.server.model_keeper import estimated_bytes
 from tests.service.test_config import configure, model_dir, toml_file
 
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import grpc
 
-from clients.v1 import chat_pb2, chat_pb2_grpc, model_pb2, model_pb2_grpc
-from service.models import BUNDLED_MODELS_DIR
+from ovserve.clients.v1 import chat_pb2, chat_pb2_grpc, model_pb2, model_pb2_grpc
+from ovserve.service.models import BUNDLED_MODELS_DIR
 from tests.conftest import SERVED_BY_DEFAULT
 from tests.rest_bridge.test_cli import ovserve, read_until
 from tests.rpc import parse

@@ -24,11 +24,11 @@ import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from clients.client import OvserveClient
-from clients.v1 import embedding_pb2, embedding_pb2_grpc
-from rest_bridge.server import Bridge
-from service.models import BUNDLED_MODELS_DIR, ModelSpec
-from service.workers.process import WorkerProcess
+from ovserve.clients.client import OvserveClient
+from ovserve.clients.v1 import embedding_pb2, embedding_pb2_grpc
+from ovserve.rest_bridge.server import Bridge
+from ovserve.service.models import BUNDLED_MODELS_DIR, ModelSpec
+from ovserve.service.workers.process import WorkerProcess
 from tests.conftest import TEST_SETTINGS, start_server
 from tests.rest_bridge.conftest import RunningBridge, http_request
 from tests.service.test_metrics import Samples, samples, value
@@ -148,7 +148,7 @@ def test_a_killed_process_is_seen_down_then_serving_again(
         held_back.set()
         awaited(lambda: (health(channel, name), health(channel, "")), lambda seen: seen == (SERVING,) * 2,
                 RECOVERY_BOUND_S, f"{name} and the server SERVING")  # fmt: skip
-        # The restart is counted once the new process is up (see service.workers.supervisor): await the count.
+        # The restart is counted once the new process is up (see ovserve.service.workers.supervisor): await the count.
         after = awaited(lambda: metrics(running), lambda found: value(found, "ovserve_engine_restarts", model=name)
                         == restarts + 1, RECOVERY_BOUND_S, f"ovserve_engine_restarts of {name} one higher")  # fmt: skip
         assert value(after, "ovserve_engine_up", model=name) == 1

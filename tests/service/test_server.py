@@ -14,10 +14,10 @@ import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from clients.v1 import chat_pb2, chat_pb2_grpc, completion_pb2, model_pb2, response_pb2
-from service.api import chat as chat_api
-from service.api import completions as completions_api
-from service.models import ModelSpec
+from ovserve.clients.v1 import chat_pb2, chat_pb2_grpc, completion_pb2, model_pb2, response_pb2
+from ovserve.service.api import chat as chat_api
+from ovserve.service.api import completions as completions_api
+from ovserve.service.models import ModelSpec
 from tests.conftest import SERVED_BY_DEFAULT, TEST_SETTINGS, TINY_CHAT, TINY_CHAT_DRAFT, start_server
 from tests.rest_bridge.test_cli import ovserve, read_until
 from tests.rpc import failure, parse
@@ -194,7 +194,9 @@ def test_reflection_lists_and_calls_every_service_with_buf_curl(server, protocol
 def test_buf_curl_calls_with_the_descriptor_set_instead_of_reflection(server, tmp_path) -> None:
     """``ovserve descriptor-set`` is a schema buf curl (and grpcurl -protoset) can use where reflection is off."""
     schema = tmp_path / "ovserve.binpb"
-    subprocess.run([sys.executable, "-m", "service.cli", "descriptor-set", "-o", str(schema)], check=True, cwd=ROOT)
+    subprocess.run(
+        [sys.executable, "-m", "ovserve.service.cli", "descriptor-set", "-o", str(schema)], check=True, cwd=ROOT
+    )
     base = f"http://{server.target}"
     listed = _buf_curl(server.target, "--schema", str(schema), "--list-methods")
     assert listed.returncode == 0, listed.stderr
@@ -241,8 +243,8 @@ def test_ovserve_serve_cli_serves_the_bundled_model_and_stops_on_sigterm(tmp_pat
 def test_health_is_not_serving_until_models_are_loaded() -> None:
     import asyncio
 
-    from service.config import ServeConfig
-    from service.server.grpc_server import Server
+    from ovserve.service.config import ServeConfig
+    from ovserve.service.server.grpc_server import Server
 
     async def scenario() -> list[int]:
         server = Server(ServeConfig(port=0, models=[ModelSpec("tiny-chat", TINY_CHAT, settings=TEST_SETTINGS)]))
@@ -275,11 +277,11 @@ def test_health_says_which_model_is_loading(monkeypatch: pytest.MonkeyPatch) -> 
 
     from tornado.httpclient import AsyncHTTPClient, HTTPClientError
 
-    from rest_bridge.server import Bridge
-    from service.config import ServeConfig
-    from service.models import load_model
-    from service.server import grpc_server
-    from service.server.grpc_server import Server
+    from ovserve.rest_bridge.server import Bridge
+    from ovserve.service.config import ServeConfig
+    from ovserve.service.models import load_model
+    from ovserve.service.server import grpc_server
+    from ovserve.service.server.grpc_server import Server
 
     release = threading.Event()
 

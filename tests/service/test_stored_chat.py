@@ -9,9 +9,9 @@ from pathlib import Path
 import grpc
 import pytest
 
-from clients.v1 import chat_pb2, chat_pb2_grpc
-from service.store.chat_completions import ChatCompletionStore
-from service.store.responses import SCHEMA_VERSION, ResponseStore
+from ovserve.clients.v1 import chat_pb2, chat_pb2_grpc
+from ovserve.service.store.chat_completions import ChatCompletionStore
+from ovserve.service.store.responses import SCHEMA_VERSION, ResponseStore
 from tests.conftest import ServerThread
 from tests.rpc import failure, parse
 

@@ -21,13 +21,13 @@ import grpc
 import openvino_genai as ov_genai
 import pytest
 
-from clients.v1 import chat_pb2, chat_pb2_grpc, tokenizer_pb2, tokenizer_pb2_grpc
-from service.api.prompting import template_messages
-from service.engine import chat_template
-from service.engine.chat_template import ChatTemplate, TemplateError, TemplateRenderer, minja_render
-from service.engine.template_probe import JINJA2, MINJA, TOOLS, MessageForm
-from service.models import ModelSpec
-from service.parsing import OutputFormat
+from ovserve.clients.v1 import chat_pb2, chat_pb2_grpc, tokenizer_pb2, tokenizer_pb2_grpc
+from ovserve.service.api.prompting import template_messages
+from ovserve.service.engine import chat_template
+from ovserve.service.engine.chat_template import ChatTemplate, TemplateError, TemplateRenderer, minja_render
+from ovserve.service.engine.template_probe import JINJA2, MINJA, TOOLS, MessageForm
+from ovserve.service.models import ModelSpec
+from ovserve.service.parsing import OutputFormat
 from tests.conftest import TEST_SETTINGS, TINY_CHAT, ServerThread, start_server
 from tests.rpc import parse
 

@@ -8,12 +8,12 @@ from pathlib import Path
 import grpc
 import pytest
 
-from clients.tls import channel_credentials
-from clients.v1 import chat_pb2, chat_pb2_grpc
-from service.config import ServeConfig
-from service.models import ModelSpec
-from service.server.grpc_server import Server
-from service.server.tls import TlsError
+from ovserve.clients.tls import channel_credentials
+from ovserve.clients.v1 import chat_pb2, chat_pb2_grpc
+from ovserve.service.config import ServeConfig
+from ovserve.service.models import ModelSpec
+from ovserve.service.server.grpc_server import Server
+from ovserve.service.server.tls import TlsError
 from tests.certificates import Authority, authority
 from tests.conftest import TEST_SETTINGS, TINY_CHAT, ServerThread, start_server
 from tests.rpc import parse

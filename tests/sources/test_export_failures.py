@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from service.sources.errors import SourceError
-from service.sources.export import export_checkpoint
-from service.sources.export_failures import diagnose
+from ovserve.service.sources.errors import SourceError
+from ovserve.service.sources.export import export_checkpoint
+from ovserve.service.sources.export_failures import diagnose
 
 # The lines of optimum-cli's output around the cause, as it printed them with torchvision 0.28.0 from PyPI beside
 # torch 2.13.0+cpu (paths shortened); the last line is all the old message showed.

@@ -2,7 +2,7 @@
 
 The bundled tiny-embed (a BertModel in sentence-transformers' layout) and tiny-rerank (a one-label
 BertForSequenceClassification) are rebuilt as Hugging Face directories from their IRs' own weights
-(tests/sources/checkpoints.py), converted through ``service.sources.resolve`` (optimum-intel, tasks
+(tests/sources/checkpoints.py), converted through ``ovserve.service.sources.resolve`` (optimum-intel, tasks
 feature-extraction and text-classification, picked from config.json) and served beside the bundled IRs on one
 gRPC server: each converted model must say the same task and give the bundled model's vectors and scores.
 
@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 from tokenizers import Tokenizer
 
-from clients.v1 import (
+from ovserve.clients.v1 import (
     completion_pb2,
     embedding_pb2,
     embedding_pb2_grpc,
@@ -30,8 +30,8 @@ from clients.v1 import (
     rerank_pb2,
     rerank_pb2_grpc,
 )
-from service.models import ModelSpec
-from service.sources import resolve
+from ovserve.service.models import ModelSpec
+from ovserve.service.sources import resolve
 from tests.conftest import channel_to
 from tests.sources.checkpoints import EMBED, RERANK, hf_embedding_checkpoint, hf_rerank_checkpoint
 

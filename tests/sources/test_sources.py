@@ -25,10 +25,10 @@ import openvino_genai as ov_genai
 import pytest
 from huggingface_hub.file_download import repo_folder_name
 
-from service.config import add_arguments, from_arguments
-from service.models import BUNDLED_MODEL, BUNDLED_MODELS_DIR
-from service.sources import Provenance, resolve
-from service.sources.cache import ModelCache
+from ovserve.service.config import add_arguments, from_arguments
+from ovserve.service.models import BUNDLED_MODEL, BUNDLED_MODELS_DIR
+from ovserve.service.sources import Provenance, resolve
+from ovserve.service.sources.cache import ModelCache
 from tests.rest_bridge.conftest import http_request
 from tests.rest_bridge.test_cli import ROOT, ovserve, read_until
 from tests.sources.checkpoints import gguf_file, hf_checkpoint
@@ -181,16 +181,16 @@ def test_two_servers_starting_at_once_on_a_new_source_convert_it_once(sources: S
 
 def test_convert_and_pull_ahead_of_time(sources: Sources, tmp_path: Path) -> None:
     cache = tmp_path / "cache"
-    pulled = subprocess.run([sys.executable, "-m", "service.cli", "pull", REPO, "--model-cache", str(cache)],
+    pulled = subprocess.run([sys.executable, "-m", "ovserve.service.cli", "pull", REPO, "--model-cache", str(cache)],
                             cwd=ROOT, env=sources.env(), capture_output=True, text=True, timeout=600)  # fmt: skip
     assert pulled.returncode == 0, pulled.stderr
     directory = Path(pulled.stdout.strip())
     assert directory.parent == cache and (directory / "openvino_model.xml").is_file()
-    again = subprocess.run([sys.executable, "-m", "service.cli", "pull", REPO, "--model-cache", str(cache)],
+    again = subprocess.run([sys.executable, "-m", "ovserve.service.cli", "pull", REPO, "--model-cache", str(cache)],
                            cwd=ROOT, env=sources.env(), capture_output=True, text=True, timeout=600)  # fmt: skip
     assert again.stdout == pulled.stdout and "(converted before)" in again.stderr, again.stderr
     out = tmp_path / "tiny-chat-ov"
-    converted = subprocess.run([sys.executable, "-m", "service.cli", "convert", str(sources.gguf), str(out),
+    converted = subprocess.run([sys.executable, "-m", "ovserve.service.cli", "convert", str(sources.gguf), str(out),
                                 "--model-cache", str(cache)], cwd=ROOT, env=sources.env(), capture_output=True,
                                text=True, timeout=600)  # fmt: skip
     assert converted.returncode == 0, converted.stderr
@@ -245,7 +245,7 @@ def test_a_bad_source_is_one_line_and_exit_1(sources: Sources, tmp_path: Path, s
     (tmp_path / "unknown-arch" / "model.safetensors").write_bytes(b"")
     if source == "q5.gguf":
         gguf_file(tmp_path / source, "Q5_0")
-    run = subprocess.run([sys.executable, "-m", "service.cli", "serve", "--port", "0", "--rest-port", "0",
+    run = subprocess.run([sys.executable, "-m", "ovserve.service.cli", "serve", "--port", "0", "--rest-port", "0",
                           "--model-cache", str(tmp_path / "cache"), "--model", f"x={source}"],
                          cwd=tmp_path, env={**sources.env(), "PYTHONPATH": str(ROOT)}, capture_output=True,
                          text=True, timeout=120)  # fmt: skip
@@ -256,7 +256,7 @@ def test_a_bad_source_is_one_line_and_exit_1(sources: Sources, tmp_path: Path, s
 
 
 def test_a_weight_format_for_an_openvino_model_is_refused(sources: Sources, tmp_path: Path) -> None:
-    run = subprocess.run([sys.executable, "-m", "service.cli", "serve", "--model-cache", str(tmp_path),
+    run = subprocess.run([sys.executable, "-m", "ovserve.service.cli", "serve", "--model-cache", str(tmp_path),
                           "--model", f"x={BUNDLED_MODELS_DIR / BUNDLED_MODEL}", "--weight-format", "x=int4"],
                          cwd=ROOT, env=sources.env(), capture_output=True, text=True, timeout=120)  # fmt: skip
     assert run.returncode == 1 and "already an OpenVINO model" in run.stderr, run.stderr

@@ -19,7 +19,7 @@ from pathlib import Path
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from clients.v1 import chat_pb2
+from ovserve.clients.v1 import chat_pb2
 from tests.rpc import failure, parse
 
 MIB = 1024 * 1024
@@ -40,7 +40,7 @@ def health_latencies(channel: grpc.Channel, until: Callable[[], bool], least: in
 # process would hold the GIL the in-process server needs, and measure the client instead.
 SENDER = """
 import json, sys, threading, grpc
-from clients.v1 import chat_pb2, chat_pb2_grpc, completion_pb2, completion_pb2_grpc
+from ovserve.clients.v1 import chat_pb2, chat_pb2_grpc, completion_pb2, completion_pb2_grpc
 from tests.rpc import failure, parse
 MIB = 1024 * 1024
 channel = grpc.insecure_channel(sys.argv[1], options=[("grpc.max_send_message_length", 64 * MIB)])

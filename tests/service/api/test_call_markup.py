@@ -17,12 +17,12 @@ import jsonschema
 import openvino_genai as ov_genai
 import pytest
 
-from clients.v1 import chat_pb2
-from service.engine.generation_config import structured_output_config as engine_form
-from service.errors import FieldViolation
-from service.models import BUNDLED_MODEL, BUNDLED_MODELS_DIR
-from service.parsing import REASONING_PARSERS, TOOL_PARSERS, OutputFormat, ParsedTurn
-from service.parsing.markup import (
+from ovserve.clients.v1 import chat_pb2
+from ovserve.service.engine.generation_config import structured_output_config as engine_form
+from ovserve.service.errors import FieldViolation
+from ovserve.service.models import BUNDLED_MODEL, BUNDLED_MODELS_DIR
+from ovserve.service.parsing import REASONING_PARSERS, TOOL_PARSERS, OutputFormat, ParsedTurn
+from ovserve.service.parsing.markup import (
     DEEPSEEK_V3,
     DEEPSEEK_V31,
     GEMMA4,
@@ -43,8 +43,8 @@ from service.parsing.markup import (
     TAGGED_ARGUMENTS,
     THINK,
 )
-from service.structured.json_grammar import GrammarBuilder, SchemaError, python_literal
-from service.structured.output import MAX_PARALLEL_CALLS, structured_output_config
+from ovserve.service.structured.json_grammar import GrammarBuilder, SchemaError, python_literal
+from ovserve.service.structured.output import MAX_PARALLEL_CALLS, structured_output_config
 from tests.rpc import parse
 from tests.service.api.ebnf import to_regex
 
@@ -81,7 +81,8 @@ TOOLS: list[dict[str, Any]] = [
     {"type": "function", "function": {"name": "get_time"}},  # no parameters: any arguments object
 ]  # fmt: skip
 # "required" lets the model make up to MAX_PARALLEL_CALLS calls: with bounded arguments only, so the list
-# closes within max_tokens (a list cut off before its closing keeps only its complete calls: service.parsing.cut_lists,
+# closes within max_tokens (a list cut off before its closing keeps only its complete calls:
+# ovserve.service.parsing.cut_lists,
 # and these tests want every call the grammar wrote back).
 BOUNDED = TOOLS[:3]
 MAX_TOKENS = 1300

@@ -8,7 +8,7 @@ import grpc
 import openvino_genai as ov_genai
 import pytest
 
-from clients.v1 import chat_pb2, common_pb2
+from ovserve.clients.v1 import chat_pb2, common_pb2
 from tests.conftest import TINY_CHAT
 from tests.rpc import failure, parse
 

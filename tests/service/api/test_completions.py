@@ -5,7 +5,7 @@ from __future__ import annotations
 import openvino_genai as ov_genai
 import pytest
 
-from clients.v1 import common_pb2, completion_pb2
+from ovserve.clients.v1 import common_pb2, completion_pb2
 from tests.conftest import TINY_CHAT
 from tests.rpc import parse
 

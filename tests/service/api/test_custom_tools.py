@@ -1,5 +1,5 @@
 """A request's tools reach the template under Meta's other name for them, ``custom_tools``, too
-(service.api.prompting.render_for_model).
+(ovserve.service.api.prompting.render_for_model).
 
 vLLM's Llama 4 pythonic template lists the tools only from ``custom_tools``: given only ``tools`` its prompt names
 none of them, and the model is asked to call functions it never sees. Meta's own templates read ``custom_tools``
@@ -15,9 +15,9 @@ from typing import Any
 import openvino_genai as ov_genai
 import pytest
 
-from service.api.prompting import render_for_model
-from service.engine.chat_template import ChatTemplate, TemplateRenderer
-from service.parsing import OutputFormat
+from ovserve.service.api.prompting import render_for_model
+from ovserve.service.engine.chat_template import ChatTemplate, TemplateRenderer
+from ovserve.service.parsing import OutputFormat
 from tests.conftest import TINY_CHAT
 
 TEMPLATES = Path(__file__).resolve().parents[2] / "data" / "chat_templates"

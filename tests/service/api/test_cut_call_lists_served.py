@@ -18,10 +18,10 @@ from typing import Any
 import grpc
 import pytest
 
-from clients.v1 import chat_pb2, chat_pb2_grpc, common_pb2, response_pb2, response_pb2_grpc
-from clients.v1 import response_object_pb2 as objects_pb2
-from service.models import ModelSpec
-from service.structured.output import MAX_PARALLEL_CALLS
+from ovserve.clients.v1 import chat_pb2, chat_pb2_grpc, common_pb2, response_pb2, response_pb2_grpc
+from ovserve.clients.v1 import response_object_pb2 as objects_pb2
+from ovserve.service.models import ModelSpec
+from ovserve.service.structured.output import MAX_PARALLEL_CALLS
 from tests.conftest import TEST_SETTINGS, TINY_CHAT, channel_to
 from tests.rpc import parse
 from tests.service.api.test_tool_formats import ASK, TOOLS, streamed_calls

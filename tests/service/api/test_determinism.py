@@ -8,15 +8,15 @@ import subprocess
 import sys
 from pathlib import Path
 
-from service.structured.canonical import canonical
+from ovserve.service.structured.canonical import canonical
 
 ROOT = Path(__file__).resolve().parents[3]
 
 # What a server process does with a request's tools and template kwargs before rendering the prompt.
 PROBE = """
 import json
-from clients.v1 import chat_pb2
-from service.api.chat import _template_context, _tools
+from ovserve.clients.v1 import chat_pb2
+from ovserve.service.api.chat import _template_context, _tools
 from tests.rpc import parse
 request = parse(chat_pb2.CreateChatCompletionRequest, {
     "model": "m", "messages": [{"role": "user", "content": "hi"}],

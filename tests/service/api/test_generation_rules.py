@@ -1,7 +1,7 @@
 """build_sampling_params without a server: request fields -> SamplingParams, and the violations it names.
 
 The assertions read the GenerationConfig the engine builds from those parameters
-(service.engine.generation_config), so they check the whole way to the engine.
+(ovserve.service.engine.generation_config), so they check the whole way to the engine.
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from typing import Any
 import openvino_genai as ov_genai
 import pytest
 
-from clients.v1 import chat_pb2, completion_pb2
-from service.api.generation import (
+from ovserve.clients.v1 import chat_pb2, completion_pb2
+from ovserve.service.api.generation import (
     DEFAULT_NUM_ASSISTANT_TOKENS,
     MAX_SEED,
     MAX_STOP_STRINGS,
@@ -20,10 +20,10 @@ from service.api.generation import (
     Budget,
     build_sampling_params,
 )
-from service.engine import SamplingParams
-from service.engine.generation_config import config_attribute, generation_config
-from service.errors import MAX_VIOLATIONS_IN_MESSAGE, InvalidArgument
-from service.models import ModelLimits
+from ovserve.service.engine import SamplingParams
+from ovserve.service.engine.generation_config import config_attribute, generation_config
+from ovserve.service.errors import MAX_VIOLATIONS_IN_MESSAGE, InvalidArgument
+from ovserve.service.models import ModelLimits
 from tests.rpc import parse
 
 ENGINE_DEFAULT = ov_genai.GenerationConfig()  # the binding's own defaults (top_k = SIZE_MAX means all tokens)

@@ -25,19 +25,19 @@ import openai
 import openvino_genai as ov_genai
 import pytest
 
-from clients.v1 import chat_pb2
-from service.api import chat
-from service.api.generic_tools import (
+from ovserve.clients.v1 import chat_pb2
+from ovserve.service.api import chat
+from ovserve.service.api.generic_tools import (
     TemplateRoles,
     generic_conversation,
     template_roles,
     tools_prompt,
     written_for,
 )
-from service.engine import TemplateError
-from service.engine.chat_template import minja_render
-from service.models import ModelRegistry, ModelSpec
-from service.parsing import OutputFormat
+from ovserve.service.engine import TemplateError
+from ovserve.service.engine.chat_template import minja_render
+from ovserve.service.models import ModelRegistry, ModelSpec
+from ovserve.service.parsing import OutputFormat
 from tests.conftest import TEST_SETTINGS, TINY_CHAT
 from tests.fakes import FakeEngine, fake_model, splits, text
 from tests.rest_bridge.conftest import RunningBridge, served_with_bridge

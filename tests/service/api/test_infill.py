@@ -15,10 +15,10 @@ import pytest
 from tokenizers import AddedToken, Tokenizer
 from tokenizers.processors import TemplateProcessing
 
-from clients.errors import error_details
-from clients.v1 import completion_pb2, completion_pb2_grpc
-from service.engine.infill import FIM_TOKENS, InfillTokens, find_infill_tokens
-from service.workers.codec import TokenCodec
+from ovserve.clients.errors import error_details
+from ovserve.clients.v1 import completion_pb2, completion_pb2_grpc
+from ovserve.service.engine.infill import FIM_TOKENS, InfillTokens, find_infill_tokens
+from ovserve.service.workers.codec import TokenCodec
 from tests.fakes import FakeEngine, fake_model, scripted_server, text
 from tests.families.table import TOKENIZERS_DIR
 

@@ -1,7 +1,8 @@
 """JSON Schema -> compact EBNF: each keyword, refusals naming the keyword, and the grammars on tiny-chat.
 
 The grammars are compiled and sampled by the engine's own grammar compiler (the bundled model through
-the served model's grammar checker, service.engine.grammar, and a plain LLMPipeline); every sample must parse, validate
+the served model's grammar checker, ovserve.service.engine.grammar, and a plain LLMPipeline); every sample must parse,
+validate
 and hold no whitespace other than one space after ':' or ','.
 """
 
@@ -18,10 +19,10 @@ import jsonschema
 import openvino_genai as ov_genai
 import pytest
 
-from service.engine import OutputConstraint
-from service.engine.grammar import GrammarChecker
-from service.models import BUNDLED_MODEL, BUNDLED_MODELS_DIR
-from service.structured.json_grammar import (
+from ovserve.service.engine import OutputConstraint
+from ovserve.service.engine.grammar import GrammarChecker
+from ovserve.service.models import BUNDLED_MODEL, BUNDLED_MODELS_DIR
+from ovserve.service.structured.json_grammar import (
     MAX_INTEGER,
     SchemaError,
     check_size,
@@ -29,7 +30,7 @@ from service.structured.json_grammar import (
     pattern_expression,
     schema_grammar,
 )
-from service.structured.limits import (
+from ovserve.service.structured.limits import (
     MAX_ALTERNATIVES,
     MAX_OBJECT_PROPERTIES,
     MAX_PATTERN_LENGTH,

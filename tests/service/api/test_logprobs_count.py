@@ -1,11 +1,12 @@
-"""The arithmetic of the per-request logprobs bound (service.api.logprobs): what an answer holds, and which field a
+"""The arithmetic of the per-request logprobs bound (ovserve.service.api.logprobs): what an answer holds, and which
+field a
 request over MAX_REQUEST_SCORES is refused naming."""
 
 from __future__ import annotations
 
 import pytest
 
-from service.api.logprobs import (
+from ovserve.service.api.logprobs import (
     MAX_REQUEST_SCORES,
     LogprobAsk,
     ScoredPrompt,

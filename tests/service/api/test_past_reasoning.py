@@ -1,5 +1,5 @@
 """A past reply whose content still holds its reasoning block reaches the template with the block apart
-(service.api.prompting.reasoning_apart), so each template does with past reasoning what it does.
+(ovserve.service.api.prompting.reasoning_apart), so each template does with past reasoning what it does.
 
 Clients that keep the model's ``<think>...</think>`` in the content send it back so (chat UIs that show it inline).
 DeepSeek V3.1's template cuts it off with ``content.split('</think>', 1)``, which minja cannot run: every such
@@ -15,11 +15,11 @@ from typing import Any
 import openvino_genai as ov_genai
 import pytest
 
-from service.api.prompting import reasoning_apart, render_for_model
-from service.engine.chat_template import ChatTemplate, TemplateRenderer, minja_render
-from service.engine.template_probe import MINJA
-from service.parsing import OutputFormat
-from service.parsing.markup import THINK
+from ovserve.service.api.prompting import reasoning_apart, render_for_model
+from ovserve.service.engine.chat_template import ChatTemplate, TemplateRenderer, minja_render
+from ovserve.service.engine.template_probe import MINJA
+from ovserve.service.parsing import OutputFormat
+from ovserve.service.parsing.markup import THINK
 from tests.conftest import TINY_CHAT
 
 TEMPLATES = Path(__file__).resolve().parents[2] / "data" / "chat_templates"

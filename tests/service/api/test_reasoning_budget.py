@@ -1,4 +1,5 @@
-"""The reasoning budget over scripted engine requests (service.api.reasoning_budget): where the block is cut, what
+"""The reasoning budget over scripted engine requests (ovserve.service.api.reasoning_budget): where the block is cut,
+what
 phase 2 is asked, what the caller sees. End to end on tiny-chat: test_reasoning_budget_served.py."""
 
 from __future__ import annotations
@@ -11,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from clients.v1 import chat_pb2
-from service.api.reasoning_budget import (
+from ovserve.clients.v1 import chat_pb2
+from ovserve.service.api.reasoning_budget import (
     FORCED_LOGPROB,
     BlockWatch,
     BudgetedGeneration,
@@ -21,12 +22,12 @@ from service.api.reasoning_budget import (
     default_budget,
     run_budget,
 )
-from service.api.runs import Run, fan_out
-from service.engine import FinishReason, OutputConstraint, SamplingParams, Scoring, SequenceDelta, Update
-from service.engine.generation import Generation as EngineGeneration
-from service.engine.generation import Mailbox
-from service.parsing.markup import THINK
-from service.structured.output import Guide
+from ovserve.service.api.runs import Run, fan_out
+from ovserve.service.engine import FinishReason, OutputConstraint, SamplingParams, Scoring, SequenceDelta, Update
+from ovserve.service.engine.generation import Generation as EngineGeneration
+from ovserve.service.engine.generation import Mailbox
+from ovserve.service.parsing.markup import THINK
+from ovserve.service.structured.output import Guide
 
 # A toy tokenizer: token id -> its text. "</think>" is one token (as in Qwen's), and also spelled in two.
 VOCAB = ["a", "b", " ", "</think>", "\n\n", "<", "/think>", "<think>", "X", "é"[0], "<|eos|>"]
@@ -291,7 +292,7 @@ def test_which_runs_get_a_budget() -> None:
 
 
 class Meter:
-    """Records how a Generation reports its end (service.observability.metrics.GenerationMeter's calls)."""
+    """Records how a Generation reports its end (ovserve.service.observability.metrics.GenerationMeter's calls)."""
 
     def __init__(self) -> None:
         self.ended: list[str] = []

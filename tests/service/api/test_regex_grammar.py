@@ -14,8 +14,8 @@ import re
 
 import pytest
 
-from service.structured.limits import MAX_PATTERN_LENGTH, MAX_PATTERN_REPEAT
-from service.structured.regex_grammar import PatternError, regex_expression
+from ovserve.service.structured.limits import MAX_PATTERN_LENGTH, MAX_PATTERN_REPEAT
+from ovserve.service.structured.regex_grammar import PatternError, regex_expression
 from tests.service.api.ebnf import to_regex
 
 # Patterns in the subset, with the alphabet their candidate strings are made of.

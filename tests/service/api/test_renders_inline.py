@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from clients.v1 import chat_pb2
-from service.api.prompting import (
+from ovserve.clients.v1 import chat_pb2
+from ovserve.service.api.prompting import (
     INLINE_MESSAGES,
     INLINE_PROMPT_CHARS,
     INLINE_REQUEST_BYTES,

@@ -16,10 +16,10 @@ from typing import Any
 import grpc
 import pytest
 
-from clients.v1 import chat_pb2, chat_pb2_grpc, common_pb2, completion_pb2, completion_pb2_grpc
-from service.api import chat
-from service.engine import EngineError, EngineOverloaded, EngineRejected, EngineUnavailable, FinishReason
-from service.models import ModelRegistry
+from ovserve.clients.v1 import chat_pb2, chat_pb2_grpc, common_pb2, completion_pb2, completion_pb2_grpc
+from ovserve.service.api import chat
+from ovserve.service.engine import EngineError, EngineOverloaded, EngineRejected, EngineUnavailable, FinishReason
+from ovserve.service.models import ModelRegistry
 from tests.fakes import HOLD, FakeEngine, Script, choices, fake_model, scripted_server, splits, text
 from tests.rpc import parse
 

@@ -14,8 +14,8 @@ import grpc
 import jsonschema
 import pytest
 
-from clients.v1 import chat_pb2, completion_pb2, response_pb2, response_pb2_grpc
-from service.structured.limits import (
+from ovserve.clients.v1 import chat_pb2, completion_pb2, response_pb2, response_pb2_grpc
+from ovserve.service.structured.limits import (
     MAX_ALTERNATIVES,
     MAX_CHOICE_BYTES,
     MAX_OBJECT_PROPERTIES,
@@ -336,7 +336,7 @@ BAD_CHAT = [
     ({"tools": TOOLS, "guided_regex": "[a-z]+"}, "guided_regex"),  # with tools, only a JSON answer combines
     ({"tools": [{"type": "function", "function": {"name": "f", "parameters": {"type": "objekt"}}}],
       "tool_choice": "required"}, "tools[0].function.parameters.type"),
-    # Past a limit (service.structured.limits): refused naming the field, before any grammar is built.
+    # Past a limit (ovserve.service.structured.limits): refused naming the field, before any grammar is built.
     ({"tools": [HUGE_TOOL], "tool_choice": "required"}, "tools[0].function.parameters"),
     ({"tools": [*TOOLS, HUGE_TOOL], "named_tool_choice": {"type": "function", "function": {"name": "huge"}}},
      "tools[3].function.parameters"),

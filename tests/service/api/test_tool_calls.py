@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from clients.v1 import chat_pb2, chat_pb2_grpc, common_pb2
+from ovserve.clients.v1 import chat_pb2, chat_pb2_grpc, common_pb2
 from tests.rpc import parse
 
 TOOLS = [

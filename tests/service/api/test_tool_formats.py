@@ -16,9 +16,9 @@ import grpc
 import jsonschema
 import pytest
 
-from clients.v1 import chat_pb2, chat_pb2_grpc, common_pb2, response_pb2, response_pb2_grpc
-from service.models import ModelSpec
-from service.parsing import TOOL_PARSERS
+from ovserve.clients.v1 import chat_pb2, chat_pb2_grpc, common_pb2, response_pb2, response_pb2_grpc
+from ovserve.service.models import ModelSpec
+from ovserve.service.parsing import TOOL_PARSERS
 from tests.conftest import TEST_SETTINGS, TINY_CHAT, channel_to
 from tests.rpc import parse
 

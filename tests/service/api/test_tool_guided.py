@@ -16,12 +16,12 @@ import openai
 import openvino_genai as ov_genai
 import pytest
 
-from clients.v1 import chat_pb2
-from service.engine.generation_config import structured_output_config as engine_form
-from service.errors import FieldViolation
-from service.models import ModelSpec
-from service.parsing import TOOL_PARSERS, OutputFormat
-from service.structured.output import structured_output_config
+from ovserve.clients.v1 import chat_pb2
+from ovserve.service.engine.generation_config import structured_output_config as engine_form
+from ovserve.service.errors import FieldViolation
+from ovserve.service.models import ModelSpec
+from ovserve.service.parsing import TOOL_PARSERS, OutputFormat
+from ovserve.service.structured.output import structured_output_config
 from tests.conftest import TEST_SETTINGS, TINY_CHAT
 from tests.rest_bridge.conftest import served_with_bridge
 from tests.rpc import parse

@@ -1,5 +1,5 @@
 """A tool result reaches the template named for the function of the call it answers
-(service.api.prompting.template_messages).
+(ovserve.service.api.prompting.template_messages).
 
 OpenAI's API gives a tool message only the call's id; templates that write a result under its function's name
 read ``name`` (vLLM's Hermes template refuses a tool message without one, so an OpenAI-style history could not be
@@ -15,9 +15,9 @@ from typing import Any
 import openvino_genai as ov_genai
 import pytest
 
-from service.api.prompting import render_for_model, template_messages
-from service.engine.chat_template import ChatTemplate, TemplateRenderer
-from service.parsing import OutputFormat
+from ovserve.service.api.prompting import render_for_model, template_messages
+from ovserve.service.engine.chat_template import ChatTemplate, TemplateRenderer
+from ovserve.service.parsing import OutputFormat
 from tests.conftest import TINY_CHAT
 
 TEMPLATES = Path(__file__).resolve().parents[2] / "data" / "chat_templates"

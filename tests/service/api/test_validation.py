@@ -21,10 +21,10 @@ import pytest
 from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.message import Message
 
-from clients.v1 import chat_pb2, chat_pb2_grpc, completion_pb2, completion_pb2_grpc, model_pb2, model_pb2_grpc
-from service.api.generation import MAX_SEED, MAX_STOP_STRINGS
-from service.errors import MAX_QUOTED, MAX_VIOLATIONS, MAX_VIOLATIONS_IN_MESSAGE, quote
-from service.models import BUNDLED_SPECULATIVE
+from ovserve.clients.v1 import chat_pb2, chat_pb2_grpc, completion_pb2, completion_pb2_grpc, model_pb2, model_pb2_grpc
+from ovserve.service.api.generation import MAX_SEED, MAX_STOP_STRINGS
+from ovserve.service.errors import MAX_QUOTED, MAX_VIOLATIONS, MAX_VIOLATIONS_IN_MESSAGE, quote
+from ovserve.service.models import BUNDLED_SPECULATIVE
 from tests.conftest import TINY_CHAT, ServerThread
 from tests.rpc import Failure, failure, parse
 

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from service.config import ConfigError
-from service.engine import cpu_features
-from service.engine.cpu_features import crash_free_precision
+from ovserve.service.config import ConfigError
+from ovserve.service.engine import cpu_features
+from ovserve.service.engine.cpu_features import crash_free_precision
 from tests.service.test_config import by_name, configure, model_dir, toml_file
 
 SAPPHIRE_RAPIDS = frozenset({"avx2", "avx512f", "avx512_bf16", "avx512_vnni", "amx_tile", "amx_bf16", "amx_int8"})
@@ -75,7 +75,7 @@ def test_serve_computes_in_f32_on_one_thread_and_says_why(
         f'[[models]]\nname = "one"\npath = "{one}"\nscheduler = {{ inference_threads = 1 }}\n\n'
         f'[[models]]\nname = "two"\npath = "{two}"\n',
     )
-    with caplog.at_level(logging.WARNING, logger="service.config"):
+    with caplog.at_level(logging.WARNING, logger="ovserve.service.config"):
         specs = by_name(configure("--config", path))
     assert specs["one"].settings.inference_precision == "f32"
     assert specs["two"].settings.inference_precision is None  # OpenVINO's default threads: left alone

@@ -14,10 +14,10 @@ from pathlib import Path
 import openvino_genai as ov_genai
 import pytest
 
-from service.engine import EngineError, EngineSettings, Update
-from service.engine.core import EngineCore, Submission
-from service.engine.sampling import SamplingParams
-from service.workers.codec import TokenCodec
+from ovserve.service.engine import EngineError, EngineSettings, Update
+from ovserve.service.engine.core import EngineCore, Submission
+from ovserve.service.engine.sampling import SamplingParams
+from ovserve.service.workers.codec import TokenCodec
 
 PROMPTS = ["Tell me about Paris", "Once upon a time", "The weather today", "A story about ships"]
 GREEDY = SamplingParams(max_new_tokens=48, ignore_eos=True, do_sample=False)
@@ -121,7 +121,7 @@ def test_best_of_with_stop_beside_four_streams_leaves_them_untouched(completions
 
     import grpc
 
-    from clients.v1 import completion_pb2
+    from ovserve.clients.v1 import completion_pb2
     from tests.rpc import failure, parse
 
     def stream(prompt: str) -> str:

@@ -7,10 +7,10 @@ from pathlib import Path
 import openvino_genai as ov_genai
 import pytest
 
-from service.engine import EngineSettings, Update
-from service.engine.core import EngineCore, Submission
-from service.engine.sampling import SamplingParams
-from service.workers.codec import TokenCodec
+from ovserve.service.engine import EngineSettings, Update
+from ovserve.service.engine.core import EngineCore, Submission
+from ovserve.service.engine.sampling import SamplingParams
+from ovserve.service.workers.codec import TokenCodec
 
 MAX_TOKENS = 24
 

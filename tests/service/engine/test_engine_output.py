@@ -10,10 +10,10 @@ from pathlib import Path
 import openvino_genai as ov_genai
 import pytest
 
-from service.engine import EngineError, FinishReason, SequenceDelta, Update
-from service.engine.detokenizer import Pending, SequenceText, detokenize_step
-from service.engine.generation import Mailbox as _Mailbox
-from service.workers.codec import TokenCodec
+from ovserve.service.engine import EngineError, FinishReason, SequenceDelta, Update
+from ovserve.service.engine.detokenizer import Pending, SequenceText, detokenize_step
+from ovserve.service.engine.generation import Mailbox as _Mailbox
+from ovserve.service.workers.codec import TokenCodec
 
 TEXTS = [
     "The capital of France is Paris.",

@@ -18,11 +18,11 @@ import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from clients.v1 import chat_pb2, chat_pb2_grpc
-from service.engine import engine as engine_module
-from service.models import ModelSpec
-from service.workers import process as process_module
-from service.workers.process import WorkerProcess
+from ovserve.clients.v1 import chat_pb2, chat_pb2_grpc
+from ovserve.service.engine import engine as engine_module
+from ovserve.service.models import ModelSpec
+from ovserve.service.workers import process as process_module
+from ovserve.service.workers.process import WorkerProcess
 from tests.conftest import TEST_SETTINGS, TINY_CHAT, ServerThread, start_server
 from tests.rpc import parse
 

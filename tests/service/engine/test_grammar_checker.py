@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from service.engine import OutputConstraint
-from service.engine.grammar import GrammarChecker
+from ovserve.service.engine import OutputConstraint
+from ovserve.service.engine.grammar import GrammarChecker
 
 OBJECT = 'root ::= "{" "}"'
 BROKEN = "root ::= ("  # the EBNF parser refuses it

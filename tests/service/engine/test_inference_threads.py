@@ -9,9 +9,9 @@ import os
 
 import grpc
 
-from clients.v1 import chat_pb2, chat_pb2_grpc
-from service.models import ModelSpec
-from service.observability.metrics import process_cpu_seconds
+from ovserve.clients.v1 import chat_pb2, chat_pb2_grpc
+from ovserve.service.models import ModelSpec
+from ovserve.service.observability.metrics import process_cpu_seconds
 from tests.conftest import TEST_SETTINGS, TINY_CHAT, start_server
 from tests.rpc import parse
 

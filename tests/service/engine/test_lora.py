@@ -18,12 +18,12 @@ import numpy as np
 import pytest
 from safetensors.numpy import save_file
 
-from clients import OvserveClient
-from service.bench.cli import main as bench_main
-from service.config import ConfigError
-from service.engine.adapters import AdapterError, read_adapter
-from service.models import ModelSpec
-from service.server.composition import serve_parser
+from ovserve.clients import OvserveClient
+from ovserve.service.bench.cli import main as bench_main
+from ovserve.service.config import ConfigError
+from ovserve.service.engine.adapters import AdapterError, read_adapter
+from ovserve.service.models import ModelSpec
+from ovserve.service.server.composition import serve_parser
 from tests.conftest import TEST_SETTINGS, TINY_CHAT, ServerThread, start_server
 from tests.service.engine.test_engine_flush import FakeClock
 
@@ -71,7 +71,7 @@ def adapters(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         "lora-a-rescaled": write_adapter(root / "a2", 1, alpha=2, scale_b=2.0),
         # alpha near zero: the base model
         "lora-off": write_adapter(root / "off", 4, alpha=1e-9),
-        # the bundled adapter trained to answer in capitals (service/model_builder/capitals_lora.py)
+        # the bundled adapter trained to answer in capitals (tools/model_builder/capitals_lora.py)
         "tiny-chat-capitals": CAPITALS,
     }
 
@@ -197,7 +197,7 @@ def test_a_bad_adapter_is_refused_naming_it(tmp_path: Path, how: str) -> None:
         read_adapter("bad", path, TINY_CHAT)
     assert "'bad'" in str(refused.value)
     args = serve_parser().parse_args(["--model", f"tiny-chat={TINY_CHAT}", "--lora", f"bad=tiny-chat:{path}"])
-    from service import config
+    from ovserve.service import config
 
     with pytest.raises(ConfigError, match=BROKEN[how]):  # `ovserve serve` refuses it before loading anything
         config.from_arguments(args)
@@ -212,7 +212,7 @@ def test_a_bad_adapter_is_refused_naming_it(tmp_path: Path, how: str) -> None:
     ],
 )
 def test_lora_flags_name_what_is_wrong(flags: list[str], message: str) -> None:
-    from service import config
+    from ovserve.service import config
 
     args = serve_parser().parse_args(["--model", f"tiny-chat={TINY_CHAT}", *flags])
     with pytest.raises(ConfigError, match=message):
@@ -224,10 +224,10 @@ def test_adapters_take_turns_and_batch_within_one(tmp_path: Path) -> None:
     and once the oldest of them has waited ADAPTER_TURN_SECONDS the running adapter's new requests queue behind."""
     import openvino_genai as ov_genai
 
-    from service.engine import EngineSettings
-    from service.engine.core import ADAPTER_TURN_SECONDS, EngineCore, Submission
-    from service.engine.sampling import SamplingParams
-    from service.workers.codec import TokenCodec
+    from ovserve.service.engine import EngineSettings
+    from ovserve.service.engine.core import ADAPTER_TURN_SECONDS, EngineCore, Submission
+    from ovserve.service.engine.sampling import SamplingParams
+    from ovserve.service.workers.codec import TokenCodec
 
     lora = read_adapter("lora-a", write_adapter(tmp_path / "a", 1), TINY_CHAT)
     adapters = {"lora-a": (ov_genai.Adapter(str(lora.path)), lora.alpha)}
@@ -273,7 +273,7 @@ def test_adapters_take_turns_and_batch_within_one(tmp_path: Path) -> None:
 
 
 def test_the_toml_names_adapters_per_model(tmp_path: Path) -> None:
-    from service import config
+    from ovserve.service import config
 
     adapter = write_adapter(tmp_path / "a", 1)
     toml = tmp_path / "serve.toml"
@@ -333,7 +333,7 @@ def test_adapters_load_and_unload_at_run_time(tmp_path: Path, lora_server: Serve
 
 
 def test_run_time_loading_is_off_by_default(lora_server: ServerThread) -> None:
-    from clients.v1 import model_pb2, model_pb2_grpc
+    from ovserve.clients.v1 import model_pb2, model_pb2_grpc
 
     with grpc.insecure_channel(lora_server.target) as channel, pytest.raises(grpc.RpcError) as refused:
         model_pb2_grpc.ModelServiceStub(channel).LoadLoraAdapter(

@@ -22,9 +22,9 @@ import numpy as np
 import pytest
 from safetensors.numpy import save_file
 
-from clients import OvserveClient
-from clients.v1 import model_pb2, model_pb2_grpc
-from service.models import ModelSpec
+from ovserve.clients import OvserveClient
+from ovserve.clients.v1 import model_pb2, model_pb2_grpc
+from ovserve.service.models import ModelSpec
 from tests.conftest import TEST_SETTINGS, TINY_CHAT
 from tests.rest_bridge.conftest import RunningBridge, http_request, served_with_bridge
 from tests.rpc import failure
@@ -198,7 +198,7 @@ def test_a_stuck_read_holds_up_no_other_load_or_unload_and_times_out(
 ) -> None:
     """A read that never ends (a hung file system, say) runs outside the lock the changes take turns on: another
     load and an unload go through meanwhile, and the stuck load is refused once LOAD_TIMEOUT_SECONDS passed."""
-    from service.api import lora
+    from ovserve.service.api import lora
 
     started, release = threading.Event(), threading.Event()
     real_read = lora.read_adapter

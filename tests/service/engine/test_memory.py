@@ -30,9 +30,9 @@ from concurrent.futures import ThreadPoolExecutor
 import grpc
 import pytest
 
-from clients.v1 import chat_pb2, chat_pb2_grpc
-from service.engine import EngineSettings
-from service.models import ModelSpec
+from ovserve.clients.v1 import chat_pb2, chat_pb2_grpc
+from ovserve.service.engine import EngineSettings
+from ovserve.service.models import ModelSpec
 from tests.conftest import TEST_SETTINGS, TINY_CHAT, ServerThread, start_server
 from tests.rpc import parse
 

@@ -7,13 +7,13 @@ from pathlib import Path
 import openvino_genai as ov_genai
 import pytest
 
-from service.engine import EngineSettings
-from service.engine.core import EngineCore, Submission
-from service.engine.sampling import SamplingParams
-from service.engine.settings import max_model_len
-from service.engine.types import Update
-from service.workers.codec import TokenCodec
-from service.workers.errors import EngineError
+from ovserve.service.engine import EngineSettings
+from ovserve.service.engine.core import EngineCore, Submission
+from ovserve.service.engine.sampling import SamplingParams
+from ovserve.service.engine.settings import max_model_len
+from ovserve.service.engine.types import Update
+from ovserve.service.workers.codec import TokenCodec
+from ovserve.service.workers.errors import EngineError
 
 STEP_TOKENS = 64
 

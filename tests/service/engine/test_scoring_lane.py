@@ -11,15 +11,15 @@ from pathlib import Path
 
 import pytest
 
-from service.engine import scoring_lane
-from service.engine.core import Submission
-from service.engine.messages import Alive, Outcomes
-from service.engine.sampling import SamplingParams
-from service.engine.scoring import Scoring, ScoringModel
-from service.engine.scoring_lane import ScoringLane
-from service.engine.types import FinishReason, SequenceDelta, Update
-from service.models import BUNDLED_MODEL, BUNDLED_MODELS_DIR
-from service.workers.errors import EngineError, EngineRejected
+from ovserve.service.engine import scoring_lane
+from ovserve.service.engine.core import Submission
+from ovserve.service.engine.messages import Alive, Outcomes
+from ovserve.service.engine.sampling import SamplingParams
+from ovserve.service.engine.scoring import Scoring, ScoringModel
+from ovserve.service.engine.scoring_lane import ScoringLane
+from ovserve.service.engine.types import FinishReason, SequenceDelta, Update
+from ovserve.service.models import BUNDLED_MODEL, BUNDLED_MODELS_DIR
+from ovserve.service.workers.errors import EngineError, EngineRejected
 from tests.conftest import REFERENCE_PROPERTIES
 
 PROMPT = [5, 100, 200, 300, 400, 500, 600]

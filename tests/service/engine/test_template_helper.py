@@ -15,9 +15,9 @@ from typing import Any
 import openvino_genai as ov_genai
 import pytest
 
-from service.api.prompting import INLINE_MESSAGES, INLINE_PROMPT_CHARS, renders_inline
-from service.engine import chat_template
-from service.engine.chat_template import (
+from ovserve.service.api.prompting import INLINE_MESSAGES, INLINE_PROMPT_CHARS, renders_inline
+from ovserve.service.engine import chat_template
+from ovserve.service.engine.chat_template import (
     HELPER_BYTES,
     HELPER_MESSAGES,
     ChatTemplate,
@@ -26,7 +26,7 @@ from service.engine.chat_template import (
     error_message,
     minja_render,
 )
-from service.workers.helper import HelperProcess
+from ovserve.service.workers.helper import HelperProcess
 from tests.conftest import TINY_CHAT
 from tests.pauses import longest_pause_while
 
@@ -150,7 +150,7 @@ PUBLISHED = sorted(Path(__file__).resolve().parents[2].glob("**/*.jinja"))  # te
 
 def test_published_templates_render_the_same_in_the_helper(tokenizer: ov_genai.Tokenizer) -> None:
     """Every vendored template of a real family that minja renders: the helper's text is the server's."""
-    helper = HelperProcess("service.engine.template_worker", TINY_CHAT)
+    helper = HelperProcess("ovserve.service.engine.template_worker", TINY_CHAT)
     history = chat(HELPER_MESSAGES + 2)
     tools = [big_tool(3)]
     compared = 0

@@ -11,7 +11,7 @@ import random
 from collections.abc import Iterable
 from typing import Any
 
-from service.parsing import ContentDelta, OutputFormat, ParsedTurn, Piece
+from ovserve.service.parsing import ContentDelta, OutputFormat, ParsedTurn, Piece
 
 
 def fed(

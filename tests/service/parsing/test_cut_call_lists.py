@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
-from service.parsing import TOOL_PARSERS, OutputFormat, ParsedTurn
-from service.parsing.cut_lists import MAX_ENDS_TRIED, call_ends, complete_calls
-from service.parsing.markup import PYTHONIC, TAGGED_ARGUMENTS, CallMarkup
+from ovserve.service.parsing import TOOL_PARSERS, OutputFormat, ParsedTurn
+from ovserve.service.parsing.cut_lists import MAX_ENDS_TRIED, call_ends, complete_calls
+from ovserve.service.parsing.markup import PYTHONIC, TAGGED_ARGUMENTS, CallMarkup
 
 # One name per format (aliases share their format's entry).
 FORMATS = list({id(chosen): name for name, chosen in reversed(TOOL_PARSERS.items())}.values())[::-1]

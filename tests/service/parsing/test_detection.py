@@ -14,9 +14,9 @@ from typing import Any
 import openvino_genai as ov_genai
 import pytest
 
-from service.engine.chat_template import ChatTemplate, TemplateRenderer
-from service.parsing import OutputFormat, detection
-from service.parsing.formats import GENERIC, REASONING_PARSERS, _writings
+from ovserve.service.engine.chat_template import ChatTemplate, TemplateRenderer
+from ovserve.service.parsing import OutputFormat, detection
+from ovserve.service.parsing.formats import GENERIC, REASONING_PARSERS, _writings
 from tests.conftest import TINY_CHAT
 
 TEMPLATES = Path(__file__).resolve().parents[2] / "data" / "chat_templates"
@@ -281,7 +281,7 @@ def test_a_template_that_drops_past_calls_sees_them_in_its_own_markup(
     history would reach the model without its own calls. They are written into the turn's content instead."""
     from types import SimpleNamespace
 
-    from service.api.prompting import template_messages
+    from ovserve.service.api.prompting import template_messages
 
     text = (TEMPLATES / template).read_text()
     renderer = TemplateRenderer(tokenizer, ChatTemplate(text, "test"))

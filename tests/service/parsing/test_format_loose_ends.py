@@ -6,12 +6,12 @@ import json
 
 import pytest
 
-from clients.v1 import chat_pb2
-from service.errors import FieldViolation
-from service.parsing import TOOL_PARSERS, OutputFormat, ParsedTurn
-from service.parsing.calls import mistral_calls
-from service.parsing.formats_python import HUNYUAN_REPLY_PREFIX
-from service.structured.output import structured_output_config
+from ovserve.clients.v1 import chat_pb2
+from ovserve.service.errors import FieldViolation
+from ovserve.service.parsing import TOOL_PARSERS, OutputFormat, ParsedTurn
+from ovserve.service.parsing.calls import mistral_calls
+from ovserve.service.parsing.formats_python import HUNYUAN_REPLY_PREFIX
+from ovserve.service.structured.output import structured_output_config
 from tests.rpc import parse
 
 

@@ -1,4 +1,4 @@
-"""GLM-4-9B-chat's and ChatGLM3's tool formats (service.parsing.formats_glm): a call is a message naming its
+"""GLM-4-9B-chat's and ChatGLM3's tool formats (ovserve.service.parsing.formats_glm): a call is a message naming its
 function on its first line.
 
 Each written call is parsed whole and fed in deltas of 1-3 characters (and cut in two at every point): the
@@ -17,10 +17,10 @@ from typing import Any
 import jinja2.sandbox
 import pytest
 
-from service.parsing import TOOL_PARSERS, ContentDelta, OutputFormat, formats
-from service.parsing.calls_glm import MAX_NAME_CHARS, chatglm3_calls, glm4_calls, opens_call
-from service.parsing.detection import written_call
-from service.parsing.formats_glm import CHATGLM3, GLM4
+from ovserve.service.parsing import TOOL_PARSERS, ContentDelta, OutputFormat, formats
+from ovserve.service.parsing.calls_glm import MAX_NAME_CHARS, chatglm3_calls, glm4_calls, opens_call
+from ovserve.service.parsing.detection import written_call
+from ovserve.service.parsing.formats_glm import CHATGLM3, GLM4
 from tests.service.parsing.feeding import deltas, fed, streamed_like_whole, summary
 
 TEMPLATES = Path(__file__).parents[2] / "data" / "chat_templates"
@@ -44,7 +44,7 @@ CASES = [
     ("glm4", 'get_weather\n{"city": "Paris"} and more', [], None),  # text after the arguments
     ("glm4", 'get_weather\n["Paris"]', [], None),  # arguments not an object
     # A text message after a call (the model stops at <|observation|> after one): the list does not decode whole,
-    # so it is read as a cut list (service.parsing.cut_lists) and keeps its complete call.
+    # so it is read as a cut list (ovserve.service.parsing.cut_lists) and keeps its complete call.
     ("glm4", 'get_weather\n{"city": "Paris"}<|assistant|>\nSure.', [("get_weather", {"city": "Paris"})], ""),
     ("glm4", '{"city": "Paris"}\nget_weather', [], None),  # JSON first: not a name
     ("chatglm3", C3_CALL, [WEATHER], ""),

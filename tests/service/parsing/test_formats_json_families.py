@@ -1,4 +1,4 @@
-"""The JSON-argument families' formats (service.parsing.formats_json, decoders in calls_json).
+"""The JSON-argument families' formats (ovserve.service.parsing.formats_json, decoders in calls_json).
 
 Each format reads what its model writes, whole and fed in deltas of 1 to 3 characters (and split at every
 point): calls, text around them, reasoning; malformed markup stays content. Each family's published template
@@ -23,15 +23,15 @@ import jinja2
 import jinja2.sandbox
 import pytest
 
-from clients.v1 import chat_pb2
-from service.engine import OutputConstraint
-from service.engine.grammar import GrammarChecker
-from service.errors import FieldViolation
-from service.parsing import TOOL_PARSERS, ContentDelta, OutputFormat, ParsedTurn, parser_name_problem
-from service.parsing.calls_json import RECIPIENT
-from service.parsing.formats_json import ALIASES, REASONING_FORMATS, TOOL_FORMATS
-from service.parsing.markup import CallMarkup
-from service.structured.output import AFTER_THINK, structured_output_config
+from ovserve.clients.v1 import chat_pb2
+from ovserve.service.engine import OutputConstraint
+from ovserve.service.engine.grammar import GrammarChecker
+from ovserve.service.errors import FieldViolation
+from ovserve.service.parsing import TOOL_PARSERS, ContentDelta, OutputFormat, ParsedTurn, parser_name_problem
+from ovserve.service.parsing.calls_json import RECIPIENT
+from ovserve.service.parsing.formats_json import ALIASES, REASONING_FORMATS, TOOL_FORMATS
+from ovserve.service.parsing.markup import CallMarkup
+from ovserve.service.structured.output import AFTER_THINK, structured_output_config
 from tests.rpc import parse as parse_request
 from tests.service.api.ebnf import to_regex
 from tests.service.parsing.feeding import deltas, fed

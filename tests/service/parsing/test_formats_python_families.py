@@ -1,5 +1,5 @@
 """The Python-style and other non-JSON tool formats (LFM2, Olmo 3, FunctionGemma, Apertus, GigaChat 3 / 3.1,
-Mistral's [ARGS] form) and the reasoning-only formats of service.parsing.formats_python.
+Mistral's [ARGS] form) and the reasoning-only formats of ovserve.service.parsing.formats_python.
 
 Each written call is parsed whole and fed in deltas of 1-3 characters (and cut in two at every point): the
 results agree and no markup reaches the content on the way; malformed markup stays content. Each family's
@@ -18,16 +18,16 @@ import jinja2.ext
 import jinja2.sandbox
 import pytest
 
-from service.parsing import REASONING_PARSERS, TOOL_PARSERS, ContentDelta, OutputFormat, ParsedTurn
-from service.parsing.calls_python import (
+from ovserve.service.parsing import REASONING_PARSERS, TOOL_PARSERS, ContentDelta, OutputFormat, ParsedTurn
+from ovserve.service.parsing.calls_python import (
     apertus_calls,
     functiongemma_call,
     gigachat_call,
     python_call_lines,
     rwkv_calls,
 )
-from service.parsing.formats_python import HUNYUAN_THINK, MISTRAL_THINK, SOLAR_OPEN2_THINK
-from service.parsing.markup import GRANITE_TAGGED_THINK, THINK, CallMarkup
+from ovserve.service.parsing.formats_python import HUNYUAN_THINK, MISTRAL_THINK, SOLAR_OPEN2_THINK
+from ovserve.service.parsing.markup import GRANITE_TAGGED_THINK, THINK, CallMarkup
 from tests.service.parsing.feeding import deltas, fed
 
 TEMPLATES = Path(__file__).parents[2] / "data" / "chat_templates"

@@ -1,4 +1,4 @@
-"""The long tail of vLLM's tool parsers (service.parsing.formats_tail): each new format reads its model's calls,
+"""The long tail of vLLM's tool parsers (ovserve.service.parsing.formats_tail): each new format reads its model's calls,
 written by hand as vLLM's parser for the family documents them, whole and fed in 1 to 3 character deltas; two
 calls; malformed markup stays content. Each alias names a format that reads the markup its vLLM parser
 documents, in that parser's own examples. (Forced calls, cut lists and hostile input are covered for every
@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-from service.parsing import OutputFormat, ParsedTurn, calls_tail, envelope, formats_tail, inkling
-from service.parsing.detection import written_arguments
-from service.parsing.formats import ALIASES, REASONING_PARSERS, TOOL_PARSERS
-from service.parsing.markup import DSML, GCML, THINK
+from ovserve.service.parsing import OutputFormat, ParsedTurn, calls_tail, envelope, formats_tail, inkling
+from ovserve.service.parsing.detection import written_arguments
+from ovserve.service.parsing.formats import ALIASES, REASONING_PARSERS, TOOL_PARSERS
+from ovserve.service.parsing.markup import DSML, GCML, THINK
 from tests.service.parsing.feeding import calls as calls_of
 from tests.service.parsing.feeding import fed, in_sizes
 
@@ -247,7 +247,7 @@ def test_cwm_reads_a_command_line_in_a_closed_block(text: str, expected: list, s
 
 def test_cwm_keeps_the_calls_before_a_cut_command() -> None:
     """A closed block's command is a call; the block the output cut after it is dropped (a cut list keeps its
-    complete calls, service.parsing.cut_lists), never read as a shorter command."""
+    complete calls, ovserve.service.parsing.cut_lists), never read as a shorter command."""
     text = "<tool: function>\nterminal ls\n</tool>\n<tool: function>\nterminal rm -rf /tmp/bu"
     for sizes in [(), (1,), (2, 3)]:
         parsed = turn("cwm", text, sizes)

@@ -1,4 +1,4 @@
-"""The XML-argument families of service.parsing.formats_xml (Seed-OSS, MiniMax-M2, DeepSeek V3.2 / V4 DSML,
+"""The XML-argument families of ovserve.service.parsing.formats_xml (Seed-OSS, MiniMax-M2, DeepSeek V3.2 / V4 DSML,
 Step3, Hunyuan 3, MiniCPM5): calls as each model writes them parsed whole and in small deltas, typed by the
 tools' schemas; malformed markup kept as text; reasoning split; each family's published template renders the
 known call exactly as its format's markup writes it (so detection by rendering finds it, and no other
@@ -18,17 +18,17 @@ import openvino_genai as ov_genai
 import pytest
 from jinja2.ext import Extension
 
-from clients.v1 import chat_pb2
-from service.engine.chat_template import minja_render
-from service.engine.generation_config import structured_output_config as engine_form
-from service.errors import FieldViolation
-from service.models import BUNDLED_MODEL, BUNDLED_MODELS_DIR
-from service.parsing import TOOL_PARSERS, OutputFormat, ParsedTurn, calls_xml, formats_xml
-from service.parsing.detection import PROBE_CALL_ID, Render, written_arguments
-from service.parsing.formats import ALIASES, REASONING_PARSERS
-from service.parsing.markup import DSML, MINIMAX_NS, TAGGED_ARGUMENTS, CallMarkup
-from service.parsing.tagged_calls import typed_value
-from service.structured.output import structured_output_config
+from ovserve.clients.v1 import chat_pb2
+from ovserve.service.engine.chat_template import minja_render
+from ovserve.service.engine.generation_config import structured_output_config as engine_form
+from ovserve.service.errors import FieldViolation
+from ovserve.service.models import BUNDLED_MODEL, BUNDLED_MODELS_DIR
+from ovserve.service.parsing import TOOL_PARSERS, OutputFormat, ParsedTurn, calls_xml, formats_xml
+from ovserve.service.parsing.detection import PROBE_CALL_ID, Render, written_arguments
+from ovserve.service.parsing.formats import ALIASES, REASONING_PARSERS
+from ovserve.service.parsing.markup import DSML, MINIMAX_NS, TAGGED_ARGUMENTS, CallMarkup
+from ovserve.service.parsing.tagged_calls import typed_value
+from ovserve.service.structured.output import structured_output_config
 from tests.rpc import parse as parse_request
 from tests.service.api.test_call_markup import (
     ASK,
@@ -444,7 +444,7 @@ def test_the_template_renders_the_call_as_the_format_writes_it(file: str, tokeni
 
 @pytest.mark.parametrize("file", FAMILY_TEMPLATES)
 def test_detection_by_rendering_picks_the_family_format(file: str, tokenizer: ov_genai.Tokenizer) -> None:
-    """The server's detection (service.parsing.detection), given the template and its renderer, names the
+    """The server's detection (ovserve.service.parsing.detection), given the template and its renderer, names the
     family's format by the call it renders, and its reasoning format."""
     name, reasoning = FAMILY_TEMPLATES[file]
     template = (TEMPLATES / file).read_text(encoding="utf-8")

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from service.parsing import TOOL_PARSERS, ContentDelta, OutputFormat, ParsedTurn, Piece
-from service.parsing.formats_generic import GENERIC, generic_calls
-from service.parsing.markup import spaced_ebnf
+from ovserve.service.parsing import TOOL_PARSERS, ContentDelta, OutputFormat, ParsedTurn, Piece
+from ovserve.service.parsing.formats_generic import GENERIC, generic_calls
+from ovserve.service.parsing.markup import spaced_ebnf
 from tests.service.api.test_call_markup import BOUNDED, NAMES, assert_calls, forced_config, generate, read_back
 
 GENERIC_FORMAT = OutputFormat("generic")

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from service.parsing import ContentDelta, OutputFormat, ParsedTurn, Piece, ReasoningDelta, ToolCallStarted
-from service.parsing.gemma4 import gemma4_call
+from ovserve.service.parsing import ContentDelta, OutputFormat, ParsedTurn, Piece, ReasoningDelta, ToolCallStarted
+from ovserve.service.parsing.gemma4 import gemma4_call
 
 TEMPLATES = Path(__file__).resolve().parents[2] / "data" / "chat_templates"
 HARMONY = OutputFormat("openai", "openai_gptoss")

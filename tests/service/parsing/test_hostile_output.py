@@ -11,8 +11,8 @@ import json
 
 import pytest
 
-from service.parsing import TOOL_PARSERS, OutputFormat
-from service.parsing.detection import PROBE_NAME
+from ovserve.service.parsing import TOOL_PARSERS, OutputFormat
+from ovserve.service.parsing.detection import PROBE_NAME
 
 FORMATS = list({id(fmt): name for name, fmt in reversed(TOOL_PARSERS.items())}.values())[::-1]
 PAYLOADS = {

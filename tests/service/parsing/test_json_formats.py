@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from service.parsing import ContentDelta, OutputFormat, ParsedTurn, Piece, ReasoningDelta, ToolCallStarted
+from ovserve.service.parsing import ContentDelta, OutputFormat, ParsedTurn, Piece, ReasoningDelta, ToolCallStarted
 
 TEMPLATES = Path(__file__).parents[2] / "data" / "chat_templates"
 

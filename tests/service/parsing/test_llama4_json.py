@@ -12,8 +12,8 @@ from pathlib import Path
 import jinja2.sandbox
 import pytest
 
-from service.parsing import OutputFormat
-from service.parsing.calls import PYTHON_END, PYTHON_START, llama3_json_calls
+from ovserve.service.parsing import OutputFormat
+from ovserve.service.parsing.calls import PYTHON_END, PYTHON_START, llama3_json_calls
 from tests.service.parsing.feeding import calls, deltas, fed
 
 TEMPLATE = Path(__file__).parents[2] / "data" / "chat_templates" / "ollama-llama4.jinja"

@@ -7,8 +7,8 @@ import random
 
 import pytest
 
-from service.models import BUNDLED_MODEL, BUNDLED_MODELS_DIR
-from service.parsing import (
+from ovserve.service.models import BUNDLED_MODEL, BUNDLED_MODELS_DIR
+from ovserve.service.parsing import (
     ContentDelta,
     OutputFormat,
     ParsedTurn,
@@ -208,8 +208,8 @@ def test_other_families(fmt: OutputFormat, text: str, calls: list, content: str)
 
 def test_other_servers_parser_names_pick_the_same_formats() -> None:
     """vLLM's and OVMS's names for a format work as --tool-parser / --reasoning-parser values."""
-    from service.parsing import parser_name_problem
-    from service.parsing.formats import ALIASES
+    from ovserve.service.parsing import parser_name_problem
+    from ovserve.service.parsing.formats import ALIASES
 
     for kind, aliases in ALIASES.items():
         for alias, name in aliases.items():

@@ -21,8 +21,8 @@ from typing import Any
 
 import pytest
 
-from service.engine.chat_template import jinja_render
-from service.parsing import OutputFormat
+from ovserve.service.engine.chat_template import jinja_render
+from ovserve.service.parsing import OutputFormat
 from tests.service.parsing.feeding import calls, fed, streamed_like_whole
 
 TEMPLATES = Path(__file__).parents[2] / "data" / "chat_templates"

@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 
-from service.parsing import OutputFormat, ParsedTurn, ToolCallStarted
-from service.parsing.formats import tool_schemas
-from service.parsing.markup import TAGGED_ARGUMENTS
-from service.parsing.tagged_calls import glm45_call, json_types, qwen3_coder_call, typed_value
-from service.structured.json_grammar import GrammarBuilder, SchemaError, raw_text
+from ovserve.service.parsing import OutputFormat, ParsedTurn, ToolCallStarted
+from ovserve.service.parsing.formats import tool_schemas
+from ovserve.service.parsing.markup import TAGGED_ARGUMENTS
+from ovserve.service.parsing.tagged_calls import glm45_call, json_types, qwen3_coder_call, typed_value
+from ovserve.service.structured.json_grammar import GrammarBuilder, SchemaError, raw_text
 
 TEMPLATES = Path(__file__).parents[2] / "data" / "chat_templates"
 SCHEMAS = {

@@ -11,11 +11,11 @@ import numpy as np
 import openvino_genai as ov_genai
 import pytest
 
-from service.models import BUNDLED_MODELS_DIR
-from service.pipelines.encoder import POOLINGS, EncoderModel, direct_encoder, plan
-from service.pipelines.kinds import PipelineKind, embedding_config
-from service.pipelines.worker import text_embedding_pipeline
-from service.workers.codec import TokenCodec
+from ovserve.service.models import BUNDLED_MODELS_DIR
+from ovserve.service.pipelines.encoder import POOLINGS, EncoderModel, direct_encoder, plan
+from ovserve.service.pipelines.kinds import PipelineKind, embedding_config
+from ovserve.service.pipelines.worker import text_embedding_pipeline
+from ovserve.service.workers.codec import TokenCodec
 
 EMBED, RERANK = BUNDLED_MODELS_DIR / "tiny-embed", BUNDLED_MODELS_DIR / "tiny-rerank"
 WORDS = "the cat kitten dog naps sleeps runs in yard park garden market where does a old green".split()  # noqa: SIM905

@@ -7,9 +7,9 @@ import socket
 import threading
 from multiprocessing.connection import Connection
 
-from service.pipelines.messages import Done, Embed, Started
-from service.pipelines.worker import Job, Send, serve
-from service.workers.messages import Stop
+from ovserve.service.pipelines.messages import Done, Embed, Started
+from ovserve.service.pipelines.worker import Job, Send, serve
+from ovserve.service.workers.messages import Stop
 
 
 class TwoAtOnce:

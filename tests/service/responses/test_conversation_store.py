@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from clients.v1 import conversation_pb2
-from clients.v1 import response_object_pb2 as objects_pb2
-from service.store.conversations import MAX_PAGE_BYTES, ConversationFull, ConversationStore
-from service.store.responses import SCHEMA_VERSION, ResponseStore
+from ovserve.clients.v1 import conversation_pb2
+from ovserve.clients.v1 import response_object_pb2 as objects_pb2
+from ovserve.service.store.conversations import MAX_PAGE_BYTES, ConversationFull, ConversationStore
+from ovserve.service.store.responses import SCHEMA_VERSION, ResponseStore
 
 
 def run(coroutine):

@@ -12,10 +12,10 @@ from pathlib import Path
 import grpc
 import pytest
 
-from clients.v1 import conversation_pb2, conversation_pb2_grpc, response_pb2, response_pb2_grpc
-from clients.v1 import response_object_pb2 as objects_pb2
-from service.models import ModelSpec
-from service.responses.conversations import MAX_CONVERSATION_ITEMS, MAX_ITEMS_PER_CALL
+from ovserve.clients.v1 import conversation_pb2, conversation_pb2_grpc, response_pb2, response_pb2_grpc
+from ovserve.clients.v1 import response_object_pb2 as objects_pb2
+from ovserve.service.models import ModelSpec
+from ovserve.service.responses.conversations import MAX_CONVERSATION_ITEMS, MAX_ITEMS_PER_CALL
 from tests.conftest import TEST_SETTINGS, TINY_CHAT, ServerThread, start_server
 from tests.rpc import failure, parse
 

@@ -10,9 +10,9 @@ from pathlib import Path
 import grpc
 import pytest
 
-from clients.v1 import chat_pb2, chat_pb2_grpc, response_pb2, response_pb2_grpc
-from clients.v1 import response_object_pb2 as objects_pb2
-from service.models import ModelSpec
+from ovserve.clients.v1 import chat_pb2, chat_pb2_grpc, response_pb2, response_pb2_grpc
+from ovserve.clients.v1 import response_object_pb2 as objects_pb2
+from ovserve.service.models import ModelSpec
 from tests.conftest import TEST_SETTINGS, TINY_CHAT, start_server
 from tests.rpc import failure, parse
 

@@ -15,14 +15,14 @@ from typing import Any
 import grpc
 import pytest
 
-from clients.v1 import response_object_pb2 as objects_pb2
-from clients.v1 import response_pb2, response_pb2_grpc
-from service.engine import EngineError, EngineOverloaded, EngineUnavailable
-from service.models import ModelRegistry
-from service.responses import running
-from service.responses.api import ResponsesApi
-from service.responses.events import Event
-from service.store.responses import ResponseStore
+from ovserve.clients.v1 import response_object_pb2 as objects_pb2
+from ovserve.clients.v1 import response_pb2, response_pb2_grpc
+from ovserve.service.engine import EngineError, EngineOverloaded, EngineUnavailable
+from ovserve.service.models import ModelRegistry
+from ovserve.service.responses import running
+from ovserve.service.responses.api import ResponsesApi
+from ovserve.service.responses.events import Event
+from ovserve.service.store.responses import ResponseStore
 from tests.fakes import HOLD, FakeEngine, Script, fake_model, scripted_server, splits, text
 from tests.rpc import parse
 

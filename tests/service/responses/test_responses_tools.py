@@ -8,8 +8,8 @@ from typing import Any
 import grpc
 import pytest
 
-from clients.v1 import response_object_pb2 as objects_pb2
-from clients.v1 import response_pb2, response_pb2_grpc
+from ovserve.clients.v1 import response_object_pb2 as objects_pb2
+from ovserve.clients.v1 import response_pb2, response_pb2_grpc
 from tests.rpc import parse
 
 TOOLS = [
@@ -158,7 +158,7 @@ def test_tool_loop_with_previous_response_id_and_function_call_output(responses)
 
 
 def test_reasoning_tokens_are_counted_in_usage(channel) -> None:
-    from clients.v1 import response_pb2, response_pb2_grpc
+    from ovserve.clients.v1 import response_pb2, response_pb2_grpc
     from tests.rpc import parse
 
     stub = response_pb2_grpc.ResponseServiceStub(channel)

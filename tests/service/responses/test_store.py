@@ -11,8 +11,8 @@ from typing import Any, TypeVar
 
 import pytest
 
-from clients.v1 import common_pb2, response_events_pb2, response_object_pb2, response_pb2
-from service.store.responses import SCHEMA_VERSION, ResponseStore, StoredResponse, StoreSchemaError
+from ovserve.clients.v1 import common_pb2, response_events_pb2, response_object_pb2, response_pb2
+from ovserve.service.store.responses import SCHEMA_VERSION, ResponseStore, StoredResponse, StoreSchemaError
 
 T = TypeVar("T")
 

@@ -14,9 +14,9 @@ from pathlib import Path
 import grpc
 import pytest
 
-from clients.v1 import response_pb2, response_pb2_grpc
-from service.models import ModelSpec
-from service.store.responses import ResponseStore
+from ovserve.clients.v1 import response_pb2, response_pb2_grpc
+from ovserve.service.models import ModelSpec
+from ovserve.service.store.responses import ResponseStore
 from tests.conftest import TEST_SETTINGS, TINY_CHAT, ServerThread, start_server
 from tests.rpc import parse
 
@@ -103,7 +103,7 @@ def test_background_responses_count_against_the_concurrency_limit() -> None:
     """With a limit of 2, background responses wait their turn (queued) instead of all running at once."""
     import time
 
-    from service.limits import MAX_QUEUED_PER_PLACE
+    from ovserve.service.limits import MAX_QUEUED_PER_PLACE
 
     limit = 2
     server = start_server([ModelSpec("tiny-chat", TINY_CHAT, settings=TEST_SETTINGS)], max_concurrent_requests=limit)

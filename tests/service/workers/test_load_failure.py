@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from service.engine import Engine, EngineError
-from service.workers import process as process_module
-from service.workers.load_failure import compile_settings, how_it_ended
-from service.workers.process import ENTRY_POINTS, WorkerProcess
-from service.workers.supervisor import Supervisor
+from ovserve.service.engine import Engine, EngineError
+from ovserve.service.workers import process as process_module
+from ovserve.service.workers.load_failure import compile_settings, how_it_ended
+from ovserve.service.workers.process import ENTRY_POINTS, WorkerProcess
+from ovserve.service.workers.supervisor import Supervisor
 from tests.conftest import TEST_SETTINGS, TINY_CHAT
 from tests.service.workers.dying_worker import DyingSpec
 
@@ -80,7 +80,7 @@ def test_a_worker_dying_while_loading_names_its_cause_and_settings(dying: str, s
 
 def test_the_supervisors_first_load_failure_is_logged(dying: str, caplog: pytest.LogCaptureFixture) -> None:
     spec = DyingSpec(signal=signal.SIGFPE)
-    with caplog.at_level(logging.ERROR, logger="service.workers.supervisor"), pytest.raises(EngineError):
+    with caplog.at_level(logging.ERROR, logger="ovserve.service.workers.supervisor"), pytest.raises(EngineError):
         Supervisor(
             "the engine of 'm'",
             lambda: WorkerProcess(spec, "m", dying),  # type: ignore[arg-type]
@@ -128,12 +128,12 @@ def test_serve_ends_naming_the_cause_when_a_model_fails_to_load_at_start(tmp_pat
     shutil.copytree(TINY_CHAT, broken)
     (broken / "openvino_model.xml").write_text("<net/>")
     ended = subprocess.run(
-        [sys.executable, "-m", "service.cli", "serve", "--model", f"x={broken}", "--no-rest", "--port", "0",
+        [sys.executable, "-m", "ovserve.service.cli", "serve", "--model", f"x={broken}", "--no-rest", "--port", "0",
          "--inference-threads", "2"],
         cwd=Path(__file__).resolve().parents[3], capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert ended.returncode == 1
-    logged = [line for line in ended.stderr.splitlines() if " ERROR service.workers.supervisor " in line]
+    logged = [line for line in ended.stderr.splitlines() if " ERROR ovserve.service.workers.supervisor " in line]
     assert len(logged) == 1 and "model 'x' failed to load: RuntimeError: " in logged[0]  # the log
     last = ended.stderr.rstrip().rsplit("ovserve serve: ", 1)[-1]  # the one line it ends with, no traceback
     assert last.startswith("model 'x' failed to load: RuntimeError: ") and "Traceback" not in ended.stderr

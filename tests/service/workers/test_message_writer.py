@@ -14,8 +14,8 @@ import time
 import numpy as np
 import pytest
 
-from service.workers.child import ChildConnection
-from service.workers.process import LARGE_MESSAGE_BYTES, MessageWriter
+from ovserve.service.workers.child import ChildConnection
+from ovserve.service.workers.process import LARGE_MESSAGE_BYTES, MessageWriter
 
 
 def test_a_large_message_leaves_the_caller_at_once_and_arrives_in_order() -> None:

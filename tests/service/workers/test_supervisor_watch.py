@@ -13,8 +13,8 @@ import sys
 import time
 from dataclasses import dataclass
 
-from service.workers.process import WorkerProcess
-from service.workers.supervisor import Supervisor
+from ovserve.service.workers.process import WorkerProcess
+from ovserve.service.workers.supervisor import Supervisor
 
 STALL_S = 60.0
 BEAT_S = 10.0

@@ -1,0 +1,221 @@
+"""Rebuild the bundled models: ``python -m tools.model_builder``.
+
+Generates the corpus, trains the tokenizer, trains ``tiny-chat`` and
+``tiny-chat-draft``, exports both to OpenVINO IR, runs the smoke checks and
+writes the model cards. Needs the ``export`` extra (torch, transformers,
+tokenizers, optimum-intel, openvino-tokenizers, openvino-genai). The service
+never imports this package.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import shutil
+import sys
+import time
+from pathlib import Path
+
+from . import (
+    agent_corpus,
+    agent_eval,
+    chat_template,
+    corpus,
+    export,
+    model_card,
+    prompts,
+    retrieval,
+    smoke,
+    speech,
+    tokenizer,
+    train,
+    vision,
+)
+
+MAIN, DRAFT = "tiny-chat", "tiny-chat-draft"
+AGENT_SHARE = 0.5  # --agent-recipe: the share of the corpus from agent_corpus
+AGENT_MAX_LEN = 1024  # ... whose conversations (several tools, results) run longer
+SIZE_LIMIT = 5 * 1024 * 1024
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m tools.model_builder", description=__doc__.splitlines()[0])
+    p.add_argument(
+        "--out",
+        type=Path,
+        default=Path("service/bundled_models"),
+        help="where the model directories are written (default: %(default)s)",
+    )
+    p.add_argument(
+        "--work",
+        type=Path,
+        default=Path("build/model_builder"),
+        help="scratch dir for the tokenizer and torch checkpoints (default: %(default)s)",
+    )
+    p.add_argument("--steps", type=int, default=2000, help="optimiser steps for tiny-chat (default: %(default)s)")
+    p.add_argument(
+        "--draft-steps", type=int, default=2000, help="optimiser steps for tiny-chat-draft (default: %(default)s)"
+    )
+    p.add_argument("--examples", type=int, default=30000, help="corpus size (default: %(default)s)")
+    p.add_argument("--vocab-size", type=int, default=2048, help="tokenizer size incl. added tokens")
+    p.add_argument("--seed", type=int, default=1234)
+    p.add_argument("--skip-smoke", action="store_true", help="skip the openvino_genai checks (not recommended)")
+    p.add_argument(
+        "--agent-recipe",
+        action="store_true",
+        help="experimental: tiny-chat from the agent recipe (half the corpus from agent_corpus, induction "
+        "batches first; use with --examples 40000 --steps 2500) and its held-out agent scores "
+        "(held_out.json); not what the bundled tiny-chat is",
+    )
+    p.add_argument(
+        "--models",
+        nargs="+",
+        choices=("tiny-chat", "tiny-vision", "tiny-embed", "tiny-rerank", "tiny-whisper"),
+        default=["tiny-chat", "tiny-vision", "tiny-embed", "tiny-whisper"],
+        help="what to build: tiny-chat (with tiny-chat-draft), tiny-vision, tiny-embed and tiny-rerank (built "
+        "together: either name builds both), tiny-whisper (needs espeak-ng) (default: all)",
+    )
+    p.add_argument(
+        "--vision-steps", type=int, default=400, help="optimiser steps for tiny-vision (default: %(default)s)"
+    )
+    p.add_argument(
+        "--retrieval-steps", type=int, default=3000,
+        help="optimiser steps for tiny-embed and for tiny-rerank (default: %(default)s)",
+    )  # fmt: skip
+    return p.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    if "tiny-chat" in args.models and (status := build_text_models(args)):
+        return status
+    # tiny-vision reuses tiny-chat's tokenizer: build tiny-chat first when both are asked for.
+    if "tiny-vision" in args.models and (
+        status := vision.build(args.out, args.work, steps=args.vision_steps, seed=args.seed)
+    ):
+        return status
+    if {"tiny-embed", "tiny-rerank"} & set(args.models):
+        print("[retrieval] tiny-embed and tiny-rerank")
+        if status := retrieval.build(args.out, args.work, steps=args.retrieval_steps, seed=args.seed):
+            return status
+    if "tiny-whisper" in args.models:
+        print("[speech] tiny-whisper")
+        return speech.build(args.out, args.work, seed=args.seed)
+    return 0
+
+
+def build_text_models(args: argparse.Namespace) -> int:
+    """tiny-chat and tiny-chat-draft: corpus, tokenizer, training, export, smoke checks, model cards."""
+    t0 = time.monotonic()
+
+    print(f"[1/6] corpus: {args.examples} examples, seed {args.seed}")
+    examples = corpus.build_corpus(args.examples, args.seed, agent_share=AGENT_SHARE if args.agent_recipe else 0.0)
+    corpus_info = {
+        "examples": len(examples),
+        "seed": args.seed,
+        "sha256": corpus.corpus_fingerprint(examples),
+        "kinds": ", ".join(f"{k} {v}" for k, v in sorted(collections.Counter(e.kind for e in examples).items())),
+        "thinking": sum(e.enable_thinking for e in examples),
+    }
+    print(f"      {corpus_info['kinds']}; sha256 {corpus_info['sha256'][:16]}")
+
+    print(f"[2/6] tokenizer: byte-level BPE, {args.vocab_size} ids")
+    # The first third of the corpus is plenty for the BPE statistics and keeps this step short.
+    texts = (
+        chat_template.render(e.messages, tools=e.tools, enable_thinking=e.enable_thinking) + e.completion
+        for e in examples[: max(1, len(examples) // 3)]
+    )
+    hf_tok = tokenizer.train_tokenizer(texts, args.vocab_size, chat_template.chat_template())
+    tokenizer_info = {
+        "vocab_size": len(hf_tok),
+        "special": ", ".join(f"`{t}` ({hf_tok.convert_tokens_to_ids(t)})" for t in tokenizer.SPECIAL_TOKENS),
+        "tags": ", ".join(f"`{t}` ({hf_tok.convert_tokens_to_ids(t)})" for t in tokenizer.TAG_TOKENS),
+    }
+    max_len = AGENT_MAX_LEN if args.agent_recipe else train.TrainConfig(steps=0).max_len
+    encoded = train.encode_examples(examples, hf_tok, max_len)
+    print(f"      {len(encoded)} encoded examples, {sum(len(x) for x, _ in encoded)} tokens")
+
+    results: dict[str, tuple[train.TrainConfig, train.TrainResult, dict]] = {}
+    for step_no, (name, steps) in enumerate(((MAIN, args.steps), (DRAFT, args.draft_steps)), start=3):
+        print(f"[{step_no}/6] train {name}: {steps} steps")
+        # The agent recipe's main model trains to copy (a one-layer draft cannot form induction heads).
+        agent = args.agent_recipe and name == MAIN
+        recipe = {"induction_steps": 400, "induction_every": 8, "max_len": AGENT_MAX_LEN} if agent else {}
+        cfg = train.TrainConfig(steps=steps, seed=args.seed, **recipe)
+        model = train.build_model(name, len(hf_tok), hf_tok.eos_token_id, hf_tok.pad_token_id, args.seed)
+        result = train.train_model(model, encoded, hf_tok.pad_token_id, cfg)
+        checkpoint = args.work / name
+        shutil.rmtree(checkpoint, ignore_errors=True)
+        train.save_model(model, checkpoint)
+        tokenizer.save_tokenizer(hf_tok, checkpoint)
+        out_dir = args.out / name
+        export.export_openvino(checkpoint, out_dir)
+        gen_config = export.write_generation_config(out_dir, hf_tok)
+        results[name] = (cfg, result, gen_config)
+        print(
+            f"      {result.seconds:.0f} s, final loss {result.final_loss}, "
+            f"{export.dir_size(out_dir) / 1e6:.2f} MB in {out_dir}"
+        )
+
+    print("[5/6] smoke checks with openvino_genai")
+    agent_scores: dict[str, float] | None = None
+    observations: dict[str, list[smoke.Observation] | None] = {MAIN: None, DRAFT: None}
+    known_wrong: dict[str, list[smoke.Observation] | None] = {MAIN: None, DRAFT: None}
+    if not args.skip_smoke:
+        for name in (MAIN, DRAFT):
+            n = smoke.check_template_parity(args.out / name, examples[:400])
+            smoke.check_special_tokens(args.out / name)
+            seen = observations[name] = smoke.run_triggers(args.out / name)
+            known_wrong[name] = smoke.run_triggers(args.out / name, prompts.KNOWN_WRONG)
+            print(f"      {name}: template parity on {n} conversations; trigger outputs:")
+            for o in seen:
+                print(f"        {o.trigger.name}: {o.text!r}")
+        main_obs = observations[MAIN]
+        assert main_obs is not None
+        smoke.assert_behaviour(main_obs)
+        smoke.check_continuous_batching(args.out / MAIN, main_obs[0].prompt, main_obs[0].text)
+        smoke.check_speculative(args.out / MAIN, args.out / DRAFT, [o.prompt for o in main_obs])
+        print("      continuous batching and speculative decoding agree with LLMPipeline")
+        if args.agent_recipe:
+            agent_scores = score_agent_behaviour(args.out / MAIN)
+
+    print("[6/6] model cards")
+    for name in (MAIN, DRAFT):
+        cfg, result, gen_config = results[name]
+        size = export.dir_size(args.out / name)
+        model_card.write_model_card(
+            args.out / name,
+            name,
+            train_cfg=cfg,
+            result=result,
+            corpus_info=corpus_info,
+            tokenizer_info=tokenizer_info,
+            generation_config=gen_config,
+            size_bytes=size,
+            observations=observations[name],
+            known_wrong=known_wrong[name],
+            main_model=MAIN if name == DRAFT else None,
+            agent_scores=agent_scores if name == MAIN else None,
+        )
+        size = export.dir_size(args.out / name)
+        print(f"      {name}: {size / 1e6:.2f} MB")
+        if size > SIZE_LIMIT:
+            print(f"error: {name} is larger than 5 MiB", file=sys.stderr)
+            return 1
+    print(f"done in {time.monotonic() - t0:.0f} s")
+    return 0
+
+
+def score_agent_behaviour(model_dir: Path) -> dict[str, float]:
+    """The held-out agent scores of the exported model, written with their cases to ``held_out.json``."""
+    cases = agent_eval.cases(model_card.HELD_OUT_CASES)
+    scores = agent_eval.score(cases, agent_eval.replies_openvino(model_dir, cases))
+    document = {"scores": scores, "held_out": agent_corpus.HELD_OUT, "cases": [case.as_json() for case in cases]}
+    (model_dir / "held_out.json").write_text(json.dumps(document, indent=1) + "\n")
+    print(f"      held-out agent scores: {scores}")
+    return scores
+
+
+if __name__ == "__main__":
+    sys.exit(main())
