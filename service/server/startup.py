@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
-from ovserve.service.store.responses import StoreSchemaError
+from ovserve.service.store.database import StoreSchemaError
 
 T = TypeVar("T")
 

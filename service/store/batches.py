@@ -1,6 +1,6 @@
 """Batches (the Batch API) and their request lines, in the response store's SQLite file.
 
-The tables are declared with the others in service/store/responses.py; this module reads and writes them on the
+The tables are declared with the others in service/store/database.py; this module reads and writes them on the
 response store's thread. A batch's lines are copied from its input file when it is created (deleting the file
 later changes nothing), and each line's result is written once, with the batch's counts, in one transaction: a
 line with a result is never run again, and a line without one is run after a restart. That transaction also
@@ -17,8 +17,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ovserve.clients.v1 import batch_pb2
+from ovserve.service.store.database import transaction
 from ovserve.service.store.files import StorageFull, count_bytes
-from ovserve.service.store.responses import ResponseStore, transaction
+from ovserve.service.store.responses import ResponseStore
 
 Batch = batch_pb2.Batch
 

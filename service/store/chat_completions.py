@@ -1,6 +1,6 @@
 """Stored chat completions (chat ``store: true``), in the response store's SQLite file.
 
-The tables are declared with the others in service/store/responses.py (one schema version for the file);
+The tables are declared with the others in service/store/database.py (one schema version for the file);
 this module only reads and writes them, on the response store's thread. Every read and write is scoped to an
 owner (service/store/tenancy.py): another tenant's completion does not exist here.
 """
@@ -12,7 +12,8 @@ import sqlite3
 from dataclasses import dataclass
 
 from ovserve.clients.v1 import chat_pb2
-from ovserve.service.store.responses import ResponseStore, transaction
+from ovserve.service.store.database import transaction
+from ovserve.service.store.responses import ResponseStore
 
 Completion = chat_pb2.CreateChatCompletionResponse
 

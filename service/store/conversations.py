@@ -1,6 +1,6 @@
 """Stored conversations and their items, in the response store's SQLite file.
 
-The tables are declared with the others in service/store/responses.py (one schema version for the file);
+The tables are declared with the others in service/store/database.py (one schema version for the file);
 this module only reads and writes them, on the response store's thread. Every read and write is scoped to an
 owner (service/store/tenancy.py): another tenant's conversation does not exist here.
 
@@ -18,7 +18,8 @@ from ovserve.clients.defaults import MAX_MESSAGE_BYTES
 from ovserve.clients.v1 import conversation_pb2
 from ovserve.clients.v1 import response_object_pb2 as objects_pb2
 from ovserve.service.ids import new_id
-from ovserve.service.store.responses import ResponseStore, transaction
+from ovserve.service.store.database import transaction
+from ovserve.service.store.responses import ResponseStore
 
 # A page holds at most this many bytes of items (beyond ``limit``'s count): 30 items of 4 MB made a page the gRPC
 # message limit refused, and the bridge turns a page into JSON of about twice its size. One item always fits.

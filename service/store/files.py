@@ -1,6 +1,6 @@
 """Uploaded files (the Files API): their records and bytes, in the response store's SQLite file.
 
-The tables are declared with the others in service/store/responses.py (one schema version for the file); this
+The tables are declared with the others in service/store/database.py (one schema version for the file); this
 module only reads and writes them, on the response store's thread. Every read and write is scoped to an owner
 (service/store/tenancy.py): another tenant's file does not exist here.
 
@@ -27,7 +27,8 @@ from typing import Any, Protocol
 
 from ovserve.clients.defaults import MIB
 from ovserve.clients.v1 import file_pb2
-from ovserve.service.store.responses import ResponseStore, transaction
+from ovserve.service.store.database import transaction
+from ovserve.service.store.responses import ResponseStore
 
 File = file_pb2.File
 

@@ -11,7 +11,8 @@ import pytest
 
 from ovserve.clients.v1 import chat_pb2, chat_pb2_grpc
 from ovserve.service.store.chat_completions import ChatCompletionStore
-from ovserve.service.store.responses import SCHEMA_VERSION, ResponseStore
+from ovserve.service.store.database import SCHEMA_VERSION
+from ovserve.service.store.responses import ResponseStore
 from tests.conftest import ServerThread
 from tests.rpc import failure, parse
 

@@ -11,7 +11,8 @@ import pytest
 from ovserve.clients.v1 import conversation_pb2
 from ovserve.clients.v1 import response_object_pb2 as objects_pb2
 from ovserve.service.store.conversations import MAX_PAGE_BYTES, ConversationFull, ConversationStore
-from ovserve.service.store.responses import SCHEMA_VERSION, ResponseStore
+from ovserve.service.store.database import SCHEMA_VERSION
+from ovserve.service.store.responses import ResponseStore
 
 
 def run(coroutine):

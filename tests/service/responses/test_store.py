@@ -12,7 +12,8 @@ from typing import Any, TypeVar
 import pytest
 
 from ovserve.clients.v1 import common_pb2, response_events_pb2, response_object_pb2, response_pb2
-from ovserve.service.store.responses import SCHEMA_VERSION, ResponseStore, StoredResponse, StoreSchemaError
+from ovserve.service.store.database import SCHEMA_VERSION, StoreSchemaError
+from ovserve.service.store.responses import ResponseStore, StoredResponse
 
 T = TypeVar("T")
 
