@@ -17,7 +17,7 @@ from typing import Any
 from ovserve.service.engine import PromptImages
 from ovserve.service.errors import FieldViolation, InvalidArgument
 from ovserve.service.media import ImageSource, MediaError, MediaPolicy, load_images
-from ovserve.service.media.files import document_text
+from ovserve.service.media.documents import document_text
 from ovserve.service.media.sources import media_bytes
 from ovserve.service.model_files import IMAGE_TAG
 from ovserve.service.models import ServedModel

@@ -2,7 +2,7 @@
 
 pypdf runs here, not in the server: a small PDF can inflate into gigabytes of content streams, nest its page
 tree thousands of levels deep, or make text extraction run for minutes, and all of that holds a GIL and heap
-the server cannot get back from a thread. The parent (service/media/files.py) starts one of these per
+the server cannot get back from a thread. The parent (service/media/documents.py) starts one of these per
 document, with a time limit it enforces by killing it; this process caps its own address space, pypdf's
 decompression output, the pages read and the characters kept. Run as a script (``python -I pdf_reader.py``)
 so it imports pypdf and the standard library only.

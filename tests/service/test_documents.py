@@ -1,5 +1,5 @@
 """Documents in requests: PDFs' text layers and UTF-8 text files become text; every other kind of file, and
-every unreadable one, is refused naming the part (ovserve.service.media.files, ovserve.service.api.media_parts)."""
+every unreadable one, is refused naming the part (ovserve.service.media.documents, ovserve.service.api.media_parts)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import pytest
 
 from ovserve.service.api.media_parts import MediaParts
 from ovserve.service.errors import FieldViolation, InvalidArgument
-from ovserve.service.media import MediaError, MediaPolicy, files
-from ovserve.service.media.files import document_text
+from ovserve.service.media import MediaError, MediaPolicy, documents
+from ovserve.service.media.documents import document_text
 from tests.documents import data_url, deep, encrypted, inflating, pdf
 
 FIELD = "messages[0].content_parts[0].file"
@@ -55,7 +55,7 @@ def test_a_pdf_is_read_within_its_characters_time_and_memory(monkeypatch: pytest
         document_text(FIELD, two_kb, "", "a.pdf", MediaPolicy(max_file_chars=1_999))
     with pytest.raises(MediaError, match=r"took longer than 0.001 s to read \(--file-read-seconds\)"):
         document_text(FIELD, two_kb, "", "a.pdf", MediaPolicy(file_read_seconds=0.001))  # killed before it starts
-    monkeypatch.setattr(files, "PDF_READER_MEMORY_BYTES", 64 * 1024 * 1024)  # 20 MB of text needs more than this
+    monkeypatch.setattr(documents, "PDF_READER_MEMORY_BYTES", 64 * 1024 * 1024)  # 20 MB of text needs more than this
     with pytest.raises(MediaError, match="needs more memory to read than a document may take"):
         document_text(FIELD, inflating(20_000_000), "", "a.pdf", MediaPolicy(max_file_chars=10**9))
 
