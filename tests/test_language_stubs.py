@@ -82,6 +82,16 @@ def test_a_missing_plugin_fails_and_says_how_to_install_it(tmp_path: Path) -> No
     assert "protoc-gen-go-grpc: apt-get install protoc-gen-go-grpc" in result.stderr
 
 
+def test_the_typescript_package_asks_for_the_runtime_it_was_generated_for() -> None:
+    """clients/typescript/package.json's ranges start at the versions the root package.json pins and tests with
+    (protoc-gen-es writes code for its own @bufbuild/protobuf release)."""
+    pinned = json.loads((ROOT / "package.json").read_text())["devDependencies"]
+    stubs = json.loads((ROOT / "clients" / "typescript" / "package.json").read_text())
+    assert pinned["@bufbuild/protoc-gen-es"] == pinned["@bufbuild/protobuf"]
+    assert stubs["dependencies"] == {"@bufbuild/protobuf": "^" + pinned["@bufbuild/protobuf"]}
+    assert stubs["peerDependencies"] == {"@connectrpc/connect": "^" + pinned["@connectrpc/connect"]}
+
+
 def test_typescript_stubs_type_check() -> None:
     """clients/typescript compiles under strict TypeScript with Node's module resolution, as a consumer builds it."""
     tsc = _require(TSC, "tsc", "npm install (package.json pins typescript)")
