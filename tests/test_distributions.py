@@ -83,18 +83,21 @@ def test_both_install_beside_packages_named_service_and_clients(wheels: dict[str
     site = tmp_path / "site"
     pip("install", "--no-deps", "--target", str(site), str(wheels["server"]), str(wheels["client"]),
         *map(str, (tmp_path / "wheels").glob("*.whl")))  # fmt: skip
-    probe = (
+    probe = (  # the stubs too: their imports of each other are relative, so they resolve inside the namespace
         "import json, service, clients, ovserve.service.cli, ovserve.rest_bridge.app, ovserve.clients;"
-        "print(json.dumps([service.OWNER, clients.OWNER, ovserve.service.cli.__file__, ovserve.clients.__file__]))"
+        "import ovserve.clients.v1.chat_pb2_grpc as g, ovserve.clients.v1.response_events_pb2 as e;"
+        "print(json.dumps([service.OWNER, clients.OWNER, ovserve.service.cli.__file__, ovserve.clients.__file__,"
+        " g.__file__, g.ChatServiceStub.__name__, e.ResponseStreamEvent.DESCRIPTOR.full_name]))"
     )
     # -P: not the working directory; PYTHONPATH: that site-packages ahead of this checkout's editable install (this
     # interpreter's environment lends the dependencies).
     shown = subprocess.run([sys.executable, "-P", "-c", probe], cwd=tmp_path, env={"PYTHONPATH": str(site)},
                            capture_output=True, text=True, timeout=120)  # fmt: skip
     assert shown.returncode == 0, shown.stderr
-    service_owner, clients_owner, cli, client = json.loads(shown.stdout)
+    service_owner, clients_owner, cli, client, stubs, stub, event = json.loads(shown.stdout)
     assert (service_owner, clients_owner) == ("user service", "user clients")
-    assert cli.startswith(str(site)) and client.startswith(str(site))
+    assert all(path.startswith(str(site)) for path in (cli, client, stubs))
+    assert (stub, event) == ("ChatServiceStub", "ovserve.v1.ResponseStreamEvent")
 
 
 def installed_bytes(environment: Path, distribution: str) -> int:

@@ -11,6 +11,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("service", "rest_bridge", "clients")  # folders, installed as ovserve.<folder>
+# What a build of clients/ (its own distribution, whose package directory is the folder itself) leaves there.
+BUILT = {"build", "dist"}
 COMPOSITION_ROOT = "ovserve.service.server.composition"  # the one module that puts the server and the bridge together
 
 
@@ -19,6 +21,8 @@ def modules() -> dict[str, Path]:
     found = {}
     for package in PACKAGES:
         for path in sorted((ROOT / package).rglob("*.py")):
+            if path.relative_to(ROOT / package).parts[0] in BUILT:
+                continue
             parts = path.relative_to(ROOT).with_suffix("").parts
             found[".".join(("ovserve", *(parts[:-1] if parts[-1] == "__init__" else parts)))] = path
     return found
@@ -202,6 +206,8 @@ def test_the_readme_layout_names_every_package() -> None:
         f"{path.parent.name}/"
         for package in PACKAGES
         for path in (ROOT / package).rglob("__init__.py")
-        if path.parent != ROOT / package and "v1" not in path.parts
+        if path.parent != ROOT / package
+        and "v1" not in path.parts
+        and path.relative_to(ROOT / package).parts[0] not in BUILT
     }
     assert sorted(packages - named) == []

@@ -86,8 +86,8 @@ def ci_linters() -> list[list[str]]:
     """The lint and type commands .ci/run runs (buf as its npm binary), each as its words less a trailing '.'."""
     commands = []
     for line in text(".ci/run").splitlines():
-        if re.match(r'(\.venv/bin/(ruff|mypy)\b|"\$buf" lint\b)', line):
-            words = shlex.split(line.replace('"$buf"', "node_modules/.bin/buf"))
+        if re.match(r'(\.venv/bin/ruff\b|\.venv/bin/python tools/typecheck\.py\b|"\$buf" lint\b)', line):
+            words = shlex.split(line.replace('"$buf"', "node_modules/.bin/buf"), comments=True)
             commands.append(words[:-1] if words[-1] == "." else words)
     return commands
 
@@ -97,6 +97,6 @@ def test_pre_commit_hooks_run_what_ci_lints_with_local_tools() -> None:
     assert [repo["repo"] for repo in config["repos"]] == ["local"]  # nothing fetched at hook time
     hooks = [shlex.split(hook["entry"]) + hook.get("args", []) for hook in config["repos"][0]["hooks"]]
     linters = ci_linters()
-    assert len(linters) == 4  # ruff check, ruff format --check, mypy, buf lint
+    assert len(linters) == 4  # ruff check, ruff format --check, mypy (tools/typecheck.py), buf lint
     for command in linters:
         assert any(set(command) <= set(hook) and hook[0] == command[0] for hook in hooks), command
