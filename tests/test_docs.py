@@ -3,12 +3,14 @@
 ``mkdocs build --strict`` (mkdocs.yml's ``validation`` makes a link to a missing page or anchor a warning, and
 ``--strict`` makes a warning fatal); README.md's relative links name files that exist; every ``ovserve ...``
 command in README.md and docs/ names a real subcommand and real flags (the parsers ``ovserve.service.cli`` runs);
+every ``python -m MODULE`` names a module there is, and every repository path written as code exists;
 every ```python block compiles and every ```json and ```toml block parses.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import re
@@ -191,6 +193,28 @@ def test_every_ovserve_command_names_a_real_subcommand_and_flags() -> None:
         if unknown:
             wrong.append(f"{where}: no such flag {unknown}")
     assert not wrong, "\n".join(wrong)
+
+
+# The repository's top folders: a code span starting with one of them is a path the pages promise exists.
+TOP_FOLDERS = ("service/", "rest_bridge/", "clients/", "tests/", "tools/", "benchmarks/", "deploy/", "docs/", "proto/")
+
+
+def test_every_module_and_path_the_pages_name_exists() -> None:
+    """``python -m MODULE`` commands run a module there is; `service/engine/scoring.py` and the like exist
+    (files are renamed and moved: the pages follow)."""
+    text = {page: page.read_text(encoding="utf-8") for page in PAGES}
+    modules = {module for body in text.values() for module in re.findall(r"python3? -m ([\w.]+)", body)}
+    assert "ovserve.service.parsing.formats_table" in modules
+    assert sorted(module for module in modules if importlib.util.find_spec(module) is None) == []
+    paths = {
+        (page, span.rstrip(".,:;)"))
+        for page, body in text.items()
+        for span in re.findall(r"`([^`\s*<]+)`", body)
+        if span.startswith(TOP_FOLDERS)
+    }
+    assert len(paths) >= 40
+    missing = sorted(f"{page.relative_to(ROOT)}: {path}" for page, path in paths if not (ROOT / path).exists())
+    assert not missing, "\n".join(missing)
 
 
 def test_the_snippet_check_catches_a_wrong_flag_or_subcommand() -> None:
