@@ -24,7 +24,7 @@ import json
 import logging
 import pickle
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +44,11 @@ log = logging.getLogger(__name__)
 TEMPLATE_FILE = "chat_template.jinja"
 TOKENIZER_CONFIG = "tokenizer_config.json"
 TOOL_USE = "tool_use"  # transformers' name of the template for requests with tools
+# The special tokens transformers gives templates besides bos_token and eos_token (its special_tokens_map), read
+# from tokenizer_config.json (template_variables); bos and eos come from the tokenizer (special_tokens).
+SPECIAL_TOKEN_VARIABLES = (
+    "unk_token", "sep_token", "pad_token", "cls_token", "mask_token", "additional_special_tokens"
+)  # fmt: skip
 # Renders past either size go to the helper process: minja takes ~50 us a message and ~50 ms a megabyte of
 # content, and far more for tool schemas (which it writes as JSON: 28 ms for 250 kB, 560 ms for 1.1 MB),
 # all of it holding the GIL; below these a render holds it a few milliseconds at most.
@@ -54,7 +59,7 @@ PROBE_TIMEOUT_S = 10.0  # the load-time probes (tens of renders, each a millisec
 WORKER = "ovserve.service.engine.template_worker"
 # The choice for each template (and special tokens) probed in a helper process (a second or two): a model that
 # loads the same template again (a server restarted in the same process, a test session's servers) is not
-# probed again. Keyed by the template texts, bos and eos.
+# probed again. Keyed by the template texts, bos, eos and the template's other variables.
 _CHOSEN: dict[tuple[str | None, ...], TemplateChoice] = {}
 __all__ = ["MAX_ERROR_CHARS", "ChatTemplate", "TemplateError", "TemplateRenderer", "error_message"]
 
@@ -66,6 +71,9 @@ class ChatTemplate:
     default: str
     source: str
     tool_use: str | None = None  # a named "tool_use" template (Hermes 3), for requests that carry tools
+    # Template variables besides the messages, tools and bos/eos: the model's other special tokens
+    # (``template_variables``), passed to every render, probes included.
+    variables: dict[str, Any] = field(default_factory=dict, compare=False)
 
     def text(self, *, tools: bool) -> str:
         """The template for a request with or without tools."""
@@ -73,7 +81,37 @@ class ChatTemplate:
 
 
 def find_chat_template(model_dir: Path, tokenizer: ov_genai.Tokenizer, override: Path | None = None) -> ChatTemplate:
-    """The model's chat template, from the first place that has one (see the module's docstring)."""
+    """The model's chat template, from the first place that has one (see the module's docstring), with the
+    model's ``template_variables``."""
+    return replace(_find_template(model_dir, tokenizer, override), variables=template_variables(model_dir))
+
+
+def template_variables(model_dir: Path) -> dict[str, Any]:
+    """The special tokens tokenizer_config.json names besides bos and eos (SPECIAL_TOKEN_VARIABLES), as transformers
+    passes them to templates: GigaChat-20B's writes its turns with ``additional_special_tokens[0]`` and would refuse
+    every conversation without it. A token written as an AddedToken object is given by its content; a file that
+    is not JSON gives none (the template may come from elsewhere)."""
+    try:
+        config = json.loads((model_dir / TOKENIZER_CONFIG).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(config, dict):
+        return {}
+
+    def content(token: Any) -> Any:
+        return token.get("content") if isinstance(token, dict) else token
+
+    variables: dict[str, Any] = {}
+    for name in SPECIAL_TOKEN_VARIABLES:
+        value = config.get(name)
+        if isinstance(value, list) and all(isinstance(content(token), str) for token in value):
+            variables[name] = [content(token) for token in value]
+        elif isinstance(content(value), str):
+            variables[name] = content(value)
+    return variables
+
+
+def _find_template(model_dir: Path, tokenizer: ov_genai.Tokenizer, override: Path | None) -> ChatTemplate:
     if override is not None:
         return ChatTemplate(override.read_text(encoding="utf-8"), f"--chat-template {override}")
     if (model_dir / TEMPLATE_FILE).is_file():
@@ -132,7 +170,8 @@ class TemplateRenderer:
         """The probes' choice: in a helper process, bounded in time, when there is a model directory."""
         if model_dir is None:
             return choose(self.template, {MINJA: self._minja, JINJA2: self._jinja})
-        key = (self.template.default, self.template.tool_use, *self._special.values())
+        key = (self.template.default, self.template.tool_use, *self._special.values(),
+               json.dumps(self.template.variables, sort_keys=True))  # fmt: skip
         if key in _CHOSEN:
             return _CHOSEN[key]
         prober = HelperProcess(WORKER, model_dir)  # not self._helper: it starts on the first large render only
@@ -165,7 +204,8 @@ class TemplateRenderer:
         Blocking, and not for the event loop unless the conversation is small: a large one is rendered by
         the helper process (minja holds the GIL throughout a render; see template_worker.py).
         """
-        job = (self.template.text(tools=bool(tools)), history, tools or None, context, add_generation_prompt)
+        text, variables = self.template.text(tools=bool(tools)), {**self.template.variables, **context}
+        job = (text, history, tools or None, variables, add_generation_prompt)
         try:
             if self.engine == MINJA and self._helper is not None:
                 pickled = pickle.dumps(job, pickle.HIGHEST_PROTOCOL)

@@ -236,7 +236,8 @@ class Outcome:
 def _attempt(template: ChatTemplate, render: Renderer, probe: Probe, form: MessageForm) -> Outcome:
     messages = [form.apply(message) for message in probe.messages]
     try:
-        text = render(template.text(tools=probe.tools), messages, TOOLS if probe.tools else None, probe.context, True)
+        context = {**template.variables, **probe.context}
+        text = render(template.text(tools=probe.tools), messages, TOOLS if probe.tools else None, context, True)
     except Exception as error:  # the template's refusal or the engine's failure: either is an outcome
         return Outcome(error=error_message(error))
     return Outcome(_bare(text))

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import openvino_genai as ov_genai
@@ -23,6 +24,9 @@ from ovserve.service.engine.chat_template import (
     TemplateRenderer,
     error_message,
     find_chat_template,
+    jinja_render,
+    minja_render,
+    special_tokens,
 )
 from tests.conftest import TINY_CHAT
 
@@ -140,3 +144,36 @@ def test_a_tool_use_template_minja_cannot_parse_is_rendered_with_jinja2(
     assert renderer.engine == "jinja2"
     tool = [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}]
     assert renderer.render([{"role": "user", "content": "Hi"}], tool, {}).endswith("<|assistant|>")
+
+
+GIGACHAT_20B = "llama-cpp-tests-GigaChat-20B-A3B-instruct.jinja"  # writes turns with additional_special_tokens[i]
+# As tokenizer_config.json writes them: AddedToken objects or plain strings.
+SEPARATORS = [{"content": "<|role_sep|>", "special": True}, "<|message_sep|>", "[", "]"]
+
+
+def test_the_models_other_special_tokens_reach_the_template(model_dir: Path, tokenizer: ov_genai.Tokenizer) -> None:
+    """transformers passes a template the tokenizer's special tokens map: GigaChat-20B's template refused every
+    conversation here ('additional_special_tokens' is not defined); with tokenizer_config.json's tokens passed, both
+    engines render it as the model's own tokens say."""
+    config = json.loads((model_dir / "tokenizer_config.json").read_text())
+    (model_dir / "tokenizer_config.json").write_text(json.dumps({**config, "additional_special_tokens": SEPARATORS,
+                                                                 "unk_token": {"content": "<unk>"}}))  # fmt: skip
+    shutil.copy(TEMPLATES / GIGACHAT_20B, model_dir / "chat_template.jinja")
+    template = find_chat_template(model_dir, tokenizer)
+    separators = ["<|role_sep|>", "<|message_sep|>", "[", "]"]
+    assert template.variables == {"unk_token": "<unk>", "pad_token": config["pad_token"],
+                                  "additional_special_tokens": separators}  # fmt: skip
+    expected = "user<|role_sep|>Hi<|message_sep|>available functions<|role_sep|>[]<|message_sep|>assistant<|role_sep|>"
+    hello = [{"role": "user", "content": "Hi"}]
+    assert TemplateRenderer(tokenizer, template).render(hello, None, {}).endswith(expected)
+    job = (template.default, hello, None, template.variables, True)
+    assert minja_render(tokenizer, *job).endswith(expected)
+    assert jinja_render(special_tokens(tokenizer), *job).endswith(expected)
+    with pytest.raises(TemplateError, match="additional_special_tokens"):
+        TemplateRenderer(tokenizer, replace(template, variables={})).render(hello, None, {})
+
+
+def test_a_tokenizer_config_that_is_not_json_gives_no_variables(model_dir: Path, tokenizer: ov_genai.Tokenizer) -> None:
+    (model_dir / "tokenizer_config.json").write_text("{not json")
+    shutil.copy(TEMPLATES / GIGACHAT_20B, model_dir / "chat_template.jinja")
+    assert find_chat_template(model_dir, tokenizer).variables == {}

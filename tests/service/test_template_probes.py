@@ -47,6 +47,10 @@ CALLED = [
     },
     {"role": "tool", "tool_call_id": "abc123XYZ", "content": "Rain."},
 ]
+FUNCTIONGEMMA = "vllm-functiongemma.jinja"  # describes the tools only inside a system message
+KIMI_AUDIO = "vllm-kimi-audio.jinja"  # reads `conversations`, not `messages`: renders nothing for a chat
+GIGACHAT_20B = "llama-cpp-tests-GigaChat-20B-A3B-instruct.jinja"  # writes turns with additional_special_tokens
+GIGACHAT_SEPARATORS = ["<|role_sep|>", "<|message_sep|>", "[", "]"]
 R1_CALL = '<｜tool▁sep｜>get_weather\n```json\n{"city": "Lyon", "days": 2}\n```<｜tool▁call▁end｜>'
 
 
@@ -253,15 +257,21 @@ def test_a_template_that_loops_is_bounded(tokenizer: ov_genai.Tokenizer, monkeyp
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerThread]:
-    """tiny-chat copies whose chat_template.jinja is DeepSeek-R1-Distill's, MiniCPM5's, gpt-oss's and MiniCPM3's,
-    on a real server."""
+    """tiny-chat copies whose chat_template.jinja is DeepSeek-R1-Distill's, MiniCPM5's, gpt-oss's, MiniCPM3's,
+    vLLM's FunctionGemma's and Kimi-Audio's, and GigaChat-20B's (with its separators as special tokens), on a real
+    server."""
     specs = []
     copies = (("r1-distill", R1_DISTILL), ("minicpm5", ENSURE_ASCII[0]), ("gpt-oss", GPT_OSS),
-              ("minicpm3", "genai-openbmb-MiniCPM3-4B.jinja"))  # fmt: skip
+              ("minicpm3", "genai-openbmb-MiniCPM3-4B.jinja"), ("functiongemma", FUNCTIONGEMMA),
+              ("kimi-audio", KIMI_AUDIO), ("gigachat-20b", GIGACHAT_20B))  # fmt: skip
     for name, template in copies:
         copy = tmp_path_factory.mktemp(name) / "model"
         shutil.copytree(TINY_CHAT, copy)
         shutil.copy(TEMPLATES / template, copy / "chat_template.jinja")
+        if template == GIGACHAT_20B:  # its separators, where transformers (and now ovserve) reads them
+            config = json.loads((copy / "tokenizer_config.json").read_text())
+            config["additional_special_tokens"] = GIGACHAT_SEPARATORS
+            (copy / "tokenizer_config.json").write_text(json.dumps(config))
         specs.append(ModelSpec(name, copy, settings=TEST_SETTINGS))
     running = start_server(specs)
     yield running
@@ -349,3 +359,50 @@ def test_lfm2_5_instruct_gets_past_reasoning_inline(tokenizer: ov_genai.Tokenize
     # Under the form before (the block apart), the last reply's reasoning was lost.
     model.engine.message_form = MessageForm()
     assert THOUGHT not in prompt_of(inline)
+
+
+def test_a_template_that_describes_tools_only_beside_a_system_message_is_found(tokenizer: ov_genai.Tokenizer) -> None:
+    """vLLM's FunctionGemma template lists the tools inside the system turn only; Qwen3's lists them either way."""
+    assert renderer_of(tokenizer, FUNCTIONGEMMA).message_form.system_for_tools is True
+    assert renderer_of(tokenizer, "Qwen-Qwen3-0.6B.jinja").message_form.system_for_tools is False
+
+
+def chat(target: str, body: dict[str, Any]) -> Any:
+    with grpc.insecure_channel(target) as channel:
+        stub = chat_pb2_grpc.ChatServiceStub(channel)
+        return stub.CreateChatCompletion(parse(chat_pb2.CreateChatCompletionRequest, body))
+
+
+def test_served_functiongemma_shows_the_tools_without_a_system_message(served: ServerThread) -> None:
+    """A request with tools and no system message gets an empty one, where the template writes the tools: its
+    prompt is the one an explicit empty system message gives (before, the tools were not in the prompt at all)."""
+    question = [{"role": "user", "content": "Weather in Lyon?"}]
+    body = {"model": "functiongemma", "tools": [TOOLS[0]], "max_tokens": 1}
+    without_tools = chat(served.target, {**body, "messages": question, "tools": []}).usage.prompt_tokens
+    with_tools = chat(served.target, {**body, "messages": question}).usage.prompt_tokens
+    system = [{"role": "system", "content": ""}, *question]
+    assert with_tools == chat(served.target, {**body, "messages": system}).usage.prompt_tokens
+    assert with_tools > without_tools + 20  # the description and the parameters' schema
+
+
+def test_served_template_that_renders_an_empty_prompt_is_a_bad_request(served: ServerThread) -> None:
+    """vLLM's Kimi-Audio template renders nothing for a chat's messages: INVALID_ARGUMENT naming messages, not the
+    engine's refusal of an empty prompt (an INTERNAL error before)."""
+    with pytest.raises(grpc.RpcError) as raised:
+        chat(served.target, {"model": "kimi-audio", "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 1})
+    assert raised.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "messages" in str(raised.value.details()) and "empty prompt" in str(raised.value.details())
+
+
+def test_served_gigachat_20b_renders_with_its_special_tokens(served: ServerThread) -> None:
+    """GigaChat-20B's template reads tokenizer_config.json's additional_special_tokens (as transformers passes them):
+    every request was a 400 ("'additional_special_tokens' is not defined"); the prompt now holds its separators."""
+    question = [{"role": "user", "content": "Weather in Lyon?"}]
+    reply = chat(served.target, {"model": "gigachat-20b", "messages": question, "max_tokens": 1})
+    assert reply.choices[0].finish_reason and reply.usage.prompt_tokens > 0
+    with grpc.insecure_channel(served.target) as channel:
+        tokenizer = tokenizer_pb2_grpc.TokenizerServiceStub(channel)
+        ids = tokenizer.Tokenize(parse(tokenizer_pb2.TokenizeRequest, {"model": "gigachat-20b", "messages": question}))
+        text = tokenizer.Detokenize(tokenizer_pb2.DetokenizeRequest(model="gigachat-20b", tokens=ids.tokens)).prompt
+    assert text.endswith("user<|role_sep|>Weather in Lyon?<|message_sep|>available functions<|role_sep|>[]"
+                         "<|message_sep|>assistant<|role_sep|>")  # fmt: skip
