@@ -1,13 +1,13 @@
 """OpenAI request parameters that have no field in the ovserve contract: what the bridge does with each.
 
 Every parameter of OpenAI's chat, completions and Responses requests is either a field of
-the contract (honoured by the service: see the README's table), or listed here:
+the contract (honoured by the service: see the table of docs/api/parameters.md), or listed here:
 accepted with no effect (a hint or label that changes nothing a local model
 does; the bridge drops it), mapped (the deprecated ``functions`` /
 ``function_call``, translated to tools), or refused with a 400 that says why
 this server cannot do it. ``tests/rest_bridge/test_openai_parameters.py`` checks
 that this table and the contract cover every parameter of OpenAI's OpenAPI
-document, exercises each entry, and keeps the README's table in step
+document, exercises each entry, and keeps docs/api/parameters.md's table in step
 (``tools/readme_flags.py`` writes it).
 """
 
@@ -156,7 +156,7 @@ TABLES = {"chat": CHAT, "completions": COMPLETIONS, "responses": RESPONSES}
 
 
 def markdown_table(spec_parameters: dict[str, list[str]], contract: dict[str, set[str]]) -> str:
-    """README's table: every OpenAI parameter of each API (``spec_parameters``), and what this server does.
+    """docs/api/parameters.md's table: every OpenAI parameter of each API (``spec_parameters``), and what this server does.
 
     ``contract``: per API, the request fields of the contract (honoured by the service).
     """

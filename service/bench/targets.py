@@ -1,5 +1,5 @@
-"""Target ratios (service against engine, REST against gRPC, service against a peer server; the README's
-table), from one bench run's summaries.
+"""Target ratios (service against engine, REST against gRPC, service against a peer server; the table of
+docs/benchmarks/index.md), from one bench run's summaries.
 
 Each ratio is printed beside its target with met / not met; nothing here
 asserts: a shared machine's figures are for people to read.
@@ -76,7 +76,7 @@ def ratios(
     prefix_ttft: Mapping[str, Mapping[str, float]],
     real_size: bool,
 ) -> list[Ratio]:
-    """Every target ratio (the README's benchmark table) that this run's data allows.
+    """Every target ratio (docs/benchmarks/index.md's results table) that this run's data allows.
 
     ``high`` is 8 when it was run (the concurrency the targets are set at), else the largest
     concurrency; ``prefix_ttft`` maps a backend to its cold and warm TTFT (ms).

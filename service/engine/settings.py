@@ -59,7 +59,7 @@ class EngineSettings:
     )  # sequences batched in one step
     # Tokens (prompt chunks + decodes) in one step: a step holds every running stream for as long as its prompt
     # chunk takes, so this trades inter-token tail latency against throughput, and the trade depends on how fast
-    # the CPU prefills (README, "Scheduler defaults"; Qwen2.5-0.5B-shaped int8 model, 2 cores, paired rounds).
+    # the CPU prefills (docs/benchmarks/index.md, "Scheduler defaults"; Qwen2.5-0.5B-shaped int8 model, 2 cores, paired rounds).
     # With VNNI/AMX (an AVX-512 machine): 512 against 2,048 gave first tokens 0.67x as late at 8 and 32 streams
     # for 0.98-1.01x the throughput; 256 cost 0.90x. Without (AVX2 EPYC, ~10 ms a prompt token): 128 against 512
     # cut inter-token p99 / p50 from 23 to 7.4-8.0 at 8 streams and from 10 to 3.1 at 32, for 0.95-0.99x / 1.04x
@@ -163,7 +163,7 @@ class EngineSettings:
         },
     )
 
-    # Measured on a Qwen2.5-0.5B-shaped int8 model, 2-core AVX2 EPYC without VNNI (README, "Engine settings"):
+    # Measured on a Qwen2.5-0.5B-shaped int8 model, 2-core AVX2 EPYC without VNNI (docs/benchmarks/engine-settings.md):
     # u8 holds the same tokens in 0.6x the bytes of the default f16 and was as fast (1.00-1.04x at 1 stream,
     # 0.98-1.09x at 8, two paired runs), but moves the sampler's logprobs by more than 2e-3 on tiny-chat against
     # the model's own: not a default.
@@ -181,7 +181,7 @@ class EngineSettings:
         metadata={
             "help": f"precision the model computes in (INFERENCE_PRECISION_HINT): {', '.join(INFERENCE_PRECISIONS)}; "
             "f32 gives the same numbers on every CPU up to rounding and, on an AMX CPU, decoded int8 models "
-            "faster, bf16 prefilled faster (README, Engine settings)",
+            "faster, bf16 prefilled faster (docs: Measurements, Engine settings)",
             "default_text": "OpenVINO's: bf16 on CPUs with AMX or AVX-512 BF16, else f32",
             "metavar": "PRECISION",
         },

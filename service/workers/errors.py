@@ -1,6 +1,6 @@
 """How a served model fails a request: one error type per cause, which the API layer maps to a status once.
 
-The names are the engine's, as the API layer and the README know them; the embedding, rerank and speech
+The names are the engine's, as the API layer and the docs know them; the embedding, rerank and speech
 pipelines fail their requests with the same ones (their supervisor is the engine's).
 """
 

@@ -53,7 +53,7 @@ def test_chat_chunks_are_openai_exact(bridge: RunningBridge) -> None:
     # No system_fingerprint: OpenAI's schema has it a string when present, and there is none to give.
     assert set(first) == {"id", "object", "created", "model", "choices", "usage", "service_tier"}
     assert first["object"] == "chat.completion.chunk"
-    assert all(chunk["service_tier"] == "default" for chunk in chunks)  # README: the reply says "default"
+    assert all(chunk["service_tier"] == "default" for chunk in chunks)  # docs/api/parameters.md: the reply says "default"
     assert first["choices"] == [
         {"index": 0, "delta": {"role": "assistant", "content": ""}, "logprobs": None, "finish_reason": None}
     ]
@@ -67,7 +67,7 @@ def test_unary_chat_body_is_openai_exact(bridge: RunningBridge) -> None:
     body = reply.json()
     assert set(body) == {"id", "object", "created", "model", "choices", "usage", "service_tier"}
     assert body["object"] == "chat.completion" and isinstance(body["created"], int)
-    assert body["service_tier"] == "default"  # README: one tier here, the reply says "default"
+    assert body["service_tier"] == "default"  # docs/api/parameters.md: one tier here, the reply says "default"
     (choice,) = body["choices"]
     assert set(choice) == {"index", "message", "logprobs", "finish_reason"} and choice["logprobs"] is None
     assert choice["message"]["role"] == "assistant" and isinstance(choice["message"]["content"], str)
