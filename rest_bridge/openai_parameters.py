@@ -156,7 +156,8 @@ TABLES = {"chat": CHAT, "completions": COMPLETIONS, "responses": RESPONSES}
 
 
 def markdown_table(spec_parameters: dict[str, list[str]], contract: dict[str, set[str]]) -> str:
-    """docs/api/parameters.md's table: every OpenAI parameter of each API (``spec_parameters``), and what this server does.
+    """docs/api/parameters.md's table: every OpenAI parameter of each API (``spec_parameters``), and what this server
+    does.
 
     ``contract``: per API, the request fields of the contract (honoured by the service).
     """

@@ -40,7 +40,8 @@ class ModelSpec:
 
     A field with "help" metadata is a per-model setting, declared once here: service/config.py makes it a
     ``--FLAG NAME=VALUE`` flag (in field order; the path's flag, ``--model``, adds the model) and a key of the
-    TOML file's ``[[models]]`` entries, and the docs' flag table (docs/operations/configuration.md) is that parser's. Metadata: "help"; "metavar"
+    TOML file's ``[[models]]`` entries, and the docs' flag table (docs/operations/configuration.md) is that parser's.
+    Metadata: "help"; "metavar"
     (what the flag takes); "flag" and "toml" when they are not the field's name; "default_text" (what help
     shows as the default; none when absent).
     """

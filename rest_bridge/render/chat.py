@@ -16,7 +16,8 @@ from ovserve.rest_bridge.render.common import (
 )
 
 # The tier that served a chat completion, as OpenAI's replies say it: there is one here, whatever was asked
-# (docs/api/parameters.md: service_tier "accepted, no effect"; the Responses API's service sets the same on its objects).
+# (docs/api/parameters.md: service_tier "accepted, no effect"; the Responses API's service sets the same on its
+# objects).
 SERVICE_TIER = "default"
 
 

@@ -46,7 +46,8 @@ def crash_free_precision(
 
     Then f32 where the precision was left to OpenVINO: one thread is what was asked for (to leave cores to the
     server and the other models), and on an AMX CPU f32 decodes int8 models faster anyway (bf16 prefills faster:
-    docs/benchmarks/engine-settings.md, "Precision on a CPU with AMX"). Where bf16 was asked for, ValueError saying why: both settings were
+    docs/benchmarks/engine-settings.md, "Precision on a CPU with AMX"). Where bf16 was asked for, ValueError saying
+    why: both settings were
     chosen, and neither is ours to change. ``flags``: the CPU's (None: this machine's; unknown flags change
     nothing).
     """

@@ -59,7 +59,8 @@ class EngineSettings:
     )  # sequences batched in one step
     # Tokens (prompt chunks + decodes) in one step: a step holds every running stream for as long as its prompt
     # chunk takes, so this trades inter-token tail latency against throughput, and the trade depends on how fast
-    # the CPU prefills (docs/benchmarks/index.md, "Scheduler defaults"; Qwen2.5-0.5B-shaped int8 model, 2 cores, paired rounds).
+    # the CPU prefills (docs/benchmarks/index.md, "Scheduler defaults"; Qwen2.5-0.5B-shaped int8 model, 2 cores,
+    # paired rounds).
     # With VNNI/AMX (an AVX-512 machine): 512 against 2,048 gave first tokens 0.67x as late at 8 and 32 streams
     # for 0.98-1.01x the throughput; 256 cost 0.90x. Without (AVX2 EPYC, ~10 ms a prompt token): 128 against 512
     # cut inter-token p99 / p50 from 23 to 7.4-8.0 at 8 streams and from 10 to 3.1 at 32, for 0.95-0.99x / 1.04x

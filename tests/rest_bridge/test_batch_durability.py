@@ -24,7 +24,8 @@ from tests.rest_bridge.test_cli import ovserve, read_until
 
 LINES = 1000
 INTERACTIVE = 12  # streamed requests timed alone, then beside the batch
-# What the batch may cost an interactive request's first token (docs/api/files-batches.md, "Behind interactive calls"): the lines
+# What the batch may cost an interactive request's first token (docs/api/files-batches.md, "Behind interactive
+# calls"): the lines
 # under way give way when it begins and none starts while it arrives, but their step in the engine and their
 # cancelling still share 2 busy cores with it.
 MAX_FIRST_TOKEN_RATIO = 2.0

@@ -53,7 +53,8 @@ def test_chat_chunks_are_openai_exact(bridge: RunningBridge) -> None:
     # No system_fingerprint: OpenAI's schema has it a string when present, and there is none to give.
     assert set(first) == {"id", "object", "created", "model", "choices", "usage", "service_tier"}
     assert first["object"] == "chat.completion.chunk"
-    assert all(chunk["service_tier"] == "default" for chunk in chunks)  # docs/api/parameters.md: the reply says "default"
+    # docs/api/parameters.md: the reply says "default"
+    assert all(chunk["service_tier"] == "default" for chunk in chunks)
     assert first["choices"] == [
         {"index": 0, "delta": {"role": "assistant", "content": ""}, "logprobs": None, "finish_reason": None}
     ]

@@ -1,7 +1,8 @@
 """Adapters loaded at run time from hostile files and paths (issue 43): every refusal a 400 / INVALID_ARGUMENT
 naming the field (``lora_path`` for a path or a file, else the adapter_config.json field), never a 500; no read
 that blocks (a FIFO), no file outside the allowed directory (a symlink), no load holding up another; and the base
-model's long greedy answers unchanged by the adapters loaded, as docs/operations/lora.md says (the test servers compute in f32).
+model's long greedy answers unchanged by the adapters loaded, as docs/operations/lora.md says (the test servers
+compute in f32).
 """
 
 from __future__ import annotations
@@ -231,7 +232,8 @@ PROMPTS = ["Tell me a story.", "Once upon a time", "Write a poem about the sea."
 
 
 def test_base_answers_are_unchanged_by_loaded_adapters_in_f32(running: RunningBridge, allowed: Path) -> None:
-    """The docs' promise (docs/operations/lora.md), where the tests run (f32): the base model's long greedy answers (up to 256 tokens)
+    """The docs' promise (docs/operations/lora.md), where the tests run (f32): the base model's long greedy answers
+    (up to 256 tokens)
     the same before any adapter, with the bundled one and a random one loaded (each changing its own answers),
     and after they are unloaded."""
     assert TEST_SETTINGS.inference_precision == "f32"
