@@ -6,7 +6,8 @@ A dev tool (issue 44), not run by CI. Usage, from the repository root::
 
 Default: the vendored llama.cpp set (/work/vendor/models/templates) and tests/data/chat_templates, each
 directory its own table. Every ``*.jinja`` becomes the ``chat_template.jinja`` of a copy of the bundled tiny-chat
-(its other files linked, not copied); one ovserve (gRPC server and REST bridge, in this process) serves a batch
+(its other files linked, not copied; a ``NAME.tokenizer_config.json`` beside ``NAME.jinja`` is merged into the
+copy's tokenizer_config.json); one ovserve (gRPC server and REST bridge, in this process) serves a batch
 of them at a time, each with a small KV cache, so memory stays bounded whatever the number of templates. Per
 template, the cells are:
 
@@ -65,6 +66,9 @@ from tests.families.tools import ASK, SCHEMAS, TOOLS  # noqa: E402
 from tests.rest_bridge.conftest import RunningBridge, served_with_bridge  # noqa: E402
 
 DIRECTORIES = (Path("/work/vendor/models/templates"), ROOT / "tests" / "data" / "chat_templates")
+# Beside a template, what its model's tokenizer_config.json adds to tiny-chat's (the special tokens a template reads:
+# GigaChat-20B's additional_special_tokens).
+TOKENIZER_CONFIG_SUFFIX = ".tokenizer_config.json"
 CELLS = ("plain", "tools", "history", "forced", "forced_stream", "native", "reasoning")
 # A small KV cache and few sequences each: a batch of engines shares the machine.
 SETTINGS = EngineSettings(max_num_seqs=4, kv_cache_blocks=512, grammar_timeout_s=60)
@@ -162,6 +166,11 @@ def stage(templates: list[Path], scratch: Path) -> dict[str, Path]:
         (directory / "config.json").unlink()
         (directory / "config.json").write_text(json.dumps(config), encoding="utf-8")
         (directory / "chat_template.jinja").write_text(template.read_text(encoding="utf-8"), encoding="utf-8")
+        if (extra := template.with_suffix(TOKENIZER_CONFIG_SUFFIX)).is_file():
+            tokenizer_config = json.loads((TINY_CHAT / "tokenizer_config.json").read_text(encoding="utf-8"))
+            tokenizer_config.update(json.loads(extra.read_text(encoding="utf-8")))
+            (directory / "tokenizer_config.json").unlink()
+            (directory / "tokenizer_config.json").write_text(json.dumps(tokenizer_config), encoding="utf-8")
         staged[template.stem] = directory
     return staged
 

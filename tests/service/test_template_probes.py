@@ -49,8 +49,8 @@ CALLED = [
 ]
 FUNCTIONGEMMA = "vllm-functiongemma.jinja"  # describes the tools only inside a system message
 KIMI_AUDIO = "vllm-kimi-audio.jinja"  # reads `conversations`, not `messages`: renders nothing for a chat
-GIGACHAT_20B = "llama-cpp-tests-GigaChat-20B-A3B-instruct.jinja"  # writes turns with additional_special_tokens
-GIGACHAT_SEPARATORS = ["<|role_sep|>", "<|message_sep|>", "[", "]"]
+# Writes turns with additional_special_tokens: its .tokenizer_config.json beside it has stand-ins for them.
+GIGACHAT_20B = "llama-cpp-tests-GigaChat-20B-A3B-instruct.jinja"
 R1_CALL = '<｜tool▁sep｜>get_weather\n```json\n{"city": "Lyon", "days": 2}\n```<｜tool▁call▁end｜>'
 
 
@@ -258,8 +258,8 @@ def test_a_template_that_loops_is_bounded(tokenizer: ov_genai.Tokenizer, monkeyp
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerThread]:
     """tiny-chat copies whose chat_template.jinja is DeepSeek-R1-Distill's, MiniCPM5's, gpt-oss's, MiniCPM3's,
-    vLLM's FunctionGemma's and Kimi-Audio's, and GigaChat-20B's (with its separators as special tokens), on a real
-    server."""
+    vLLM's FunctionGemma's and Kimi-Audio's, and GigaChat-20B's (with its tokenizer_config.json's special tokens), on
+    a real server."""
     specs = []
     copies = (("r1-distill", R1_DISTILL), ("minicpm5", ENSURE_ASCII[0]), ("gpt-oss", GPT_OSS),
               ("minicpm3", "genai-openbmb-MiniCPM3-4B.jinja"), ("functiongemma", FUNCTIONGEMMA),
@@ -268,10 +268,9 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerThread]:
         copy = tmp_path_factory.mktemp(name) / "model"
         shutil.copytree(TINY_CHAT, copy)
         shutil.copy(TEMPLATES / template, copy / "chat_template.jinja")
-        if template == GIGACHAT_20B:  # its separators, where transformers (and now ovserve) reads them
+        if (extra := (TEMPLATES / template).with_suffix(".tokenizer_config.json")).is_file():  # GigaChat-20B's tokens
             config = json.loads((copy / "tokenizer_config.json").read_text())
-            config["additional_special_tokens"] = GIGACHAT_SEPARATORS
-            (copy / "tokenizer_config.json").write_text(json.dumps(config))
+            (copy / "tokenizer_config.json").write_text(json.dumps({**config, **json.loads(extra.read_text())}))
         specs.append(ModelSpec(name, copy, settings=TEST_SETTINGS))
     running = start_server(specs)
     yield running
@@ -404,5 +403,5 @@ def test_served_gigachat_20b_renders_with_its_special_tokens(served: ServerThrea
         tokenizer = tokenizer_pb2_grpc.TokenizerServiceStub(channel)
         ids = tokenizer.Tokenize(parse(tokenizer_pb2.TokenizeRequest, {"model": "gigachat-20b", "messages": question}))
         text = tokenizer.Detokenize(tokenizer_pb2.DetokenizeRequest(model="gigachat-20b", tokens=ids.tokens)).prompt
-    assert text.endswith("user<|role_sep|>Weather in Lyon?<|message_sep|>available functions<|role_sep|>[]"
-                         "<|message_sep|>assistant<|role_sep|>")  # fmt: skip
+    assert text.endswith("user<|role_sep|>\nWeather in Lyon?<|message_sep|>\n\navailable functions<|role_sep|>\n[]"
+                         "<|message_sep|>\n\nassistant<|role_sep|>\n")  # fmt: skip
