@@ -192,9 +192,12 @@ def output_plan(
         combined = _calls_or_answer(request, violations, choice, calling, guides[0], parameters_field)
         guides = [combined] if combined is not None else []
     elif (
-        choice is not None and choice.mode == "auto" and not guides and (choice.restricted or (guided and calling.tag))
+        choice is not None
+        and choice.mode == "auto"
+        and not guides
+        and (choice.restricted or (guided and bool(calling.tag or _lead(calling, choice.callable))))
     ):
-        allowed = _allowed_calls(violations, choice, calling, parameters_field)
+        allowed = _allowed_calls(request, violations, choice, calling, parameters_field)
         guides = [allowed] if allowed is not None else []
     if len(guides) > 1:
         first, second = guides[0], guides[1]
@@ -447,25 +450,49 @@ def _forced_calls(
 
 
 def _allowed_calls(
+    request: Any,
     violations: list[FieldViolation],
     choice: ToolChoice,
     markup: CallMarkup,
     parameters_field: str,
 ) -> Guide | None:
-    """allowed_tools with mode auto: free text, and any call the model opens is one of the allowed tools.
+    """Tool choice auto, guided (allowed_tools, or the served model's tool-guided generation): free text, and any
+    call the model opens is one of the allowed tools, with arguments valid for it.
 
-    An XGrammar triggered tag per allowed tool, on the markup's opening tag: only a markup whose calls
-    open with a tag of their own (Hermes ``<tool_call>``) can be told apart from free text this way.
+    A markup whose calls open with a tag of their own (Hermes ``<tool_call>``) amid free text: an XGrammar
+    triggered tag per tool on it. A markup whose calls are the whole reply (pythonic ``[f(x=1)]``, Llama 3's bare
+    JSON, Mistral's ``[{...}]``, the generic ``{"tool_calls": [...]}``): the reply is the list of calls, or text that
+    does not begin the way every list of these calls begins (``_lead``), so an answer that starts otherwise is the
+    model's own, unchanged.
     """
-    if not markup.tag:
+    if markup.tag:
+        return _tagged_calls(request, violations, choice, markup, parameters_field)
+    lead = _lead(markup, choice.callable)
+    if not lead:
         violations.append(
             FieldViolation(
                 f"{choice.field}.mode",
-                '"auto" needs a model whose tool calls open with a tag (such as <tool_call>); '
-                'this model writes them without one: use "required"',
+                '"auto" needs a model whose tool calls open with fixed text (such as <tool_call> or "["); '
+                'this model writes them without any: use "required"',
             )
         )
         return None
+    grammar = GrammarBuilder(markup.arguments)
+    listed = _calls(request, violations, grammar, choice.callable, markup, parameters_field, one=False)
+    if listed is None:
+        return None
+    free = grammar.rule("free", _not_beginning(lead))
+    return _guide(choice.field, {"type": "grammar", "grammar": grammar.ebnf(f"({listed}) | {free}")})
+
+
+def _tagged_calls(
+    request: Any,
+    violations: list[FieldViolation],
+    choice: ToolChoice,
+    markup: CallMarkup,
+    parameters_field: str,
+) -> Guide | None:
+    """Free text with a triggered tag per allowed tool on the markup's opening tag (``_allowed_calls``)."""
     tags = []
     spent = (0, 0)  # rule text and properties so far: the tags share one grammar's limits, as "required"'s calls do
     for index, tool in choice.callable:
@@ -483,7 +510,49 @@ def _allowed_calls(
             tags.append(_tag(markup.opening + head, grammar.ebnf(content), markup.call_end + markup.closing))
     if len(tags) < len(choice.callable):
         return None
-    return _guide(choice.field, {"type": "triggered_tags", "triggers": [markup.tag], "tags": tags})
+    body: dict[str, Any] = {"type": "triggered_tags", "triggers": [markup.tag], "tags": tags}
+    if not _parallel(request, markup):
+        body["stop_after_first"] = True  # parallel_tool_calls false, or a turn that ends at its call: one call
+    return _guide(choice.field, body)
+
+
+def _lead(markup: CallMarkup, callable_tools: Sequence[tuple[int, dict[str, Any]]]) -> str:
+    """The fixed text every list of calls begins with, up to the first call's function name ("" when a call
+    begins with its name): a reply that begins so is a call, whichever name follows, so an unoffered tool's call
+    cannot pass for text."""
+    if not callable_tools:
+        return ""
+    head = markup.begin_parts(_NAME_MARK)[0]
+    return markup.opening + head[: head.index(_NAME_MARK)] if _NAME_MARK in head else ""
+
+
+# A function name that every markup writes as it is (an identifier, no characters to escape): where it shows in a
+# call's opening text, the name begins.
+_NAME_MARK = "ovserveNameMark"
+
+
+def _not_beginning(text: str) -> str:
+    """EBNF of any text, the empty one too, that does not begin with ``text`` (a proper prefix of it, then any
+    other character, then anything)."""
+    anything = "[^]*"
+    body = f'"" | {_other_than(text[-1])} {anything}'
+    for char in reversed(text[:-1]):
+        body = f'"" | {_other_than(char)} {anything} | {literal(char)} ({body})'
+    return body
+
+
+def _other_than(char: str) -> str:
+    """An EBNF character class of every character but ``char``."""
+    return f"[^{_CLASS_ESCAPES.get(char, char)}]"
+
+
+# Characters a character class must escape (XGrammar's EBNF reads these escapes inside [...]).
+_CLASS_ESCAPES = {"\\": "\\\\", "]": "\\]", "[": "\\[", "^": "\\^", "-": "\\-", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def _parallel(request: Any, markup: CallMarkup) -> bool:
+    """Whether a reply may hold several calls: the markup's turns allow it and the request does not say otherwise."""
+    return markup.parallel and (not _present(request, "parallel_tool_calls") or request.parallel_tool_calls)
 
 
 def _calls(
@@ -509,7 +578,7 @@ def _calls(
         return None
     call = grammar.rule("call", " | ".join(calls))
     # One call when the request says so, or when the model's turn ends at its call (gpt-oss).
-    parallel = markup.parallel and (not _present(request, "parallel_tool_calls") or request.parallel_tool_calls)
+    parallel = _parallel(request, markup)
     separator = spaced_ebnf(markup.separator) if markup.separator else ""  # DeepSeek V3.1, Kimi K2: back to back
     more = f"({separator} {call}){{0,{MAX_PARALLEL_CALLS - 1}}}"
     listed = call if one or not parallel else f"{call} {more}"

@@ -26,6 +26,8 @@ def to_regex(grammar: str) -> str:
                 out.append(re.escape(json.loads(token)))
             elif token[0].isalpha() or token[0] == "_":
                 out.append(f"(?:{expand(rules[token], depth + 1)})")
+            elif token == "[^]":  # XGrammar's class of every character; an empty negated class to Python
+                out.append(r"[\s\S]")
             elif not token.isspace():
                 out.append(token)
         return "".join(out)

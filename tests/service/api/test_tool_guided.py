@@ -85,29 +85,107 @@ def test_guidance_only_when_the_model_may_call_or_answer_freely(fields: dict[str
 
 
 @pytest.mark.parametrize("parser", sorted(TOOL_PARSERS))
-def test_every_tagged_family_format_guides_each_tool(parser: str) -> None:
-    """Every --tool-parser format: one triggered tag per tool on the format's opening tag, or no guide at all
-    when its calls open without one; never an error (the setting is the server's, not the request's)."""
+def test_every_family_format_guides_each_tool(parser: str) -> None:
+    """Every --tool-parser format: one triggered tag per tool on the format's opening tag; where calls open with no
+    tag, a grammar of the call list or text that does not begin as a list does; no guide only where a call begins
+    with its function's name. Never an error (the setting is the server's, not the request's)."""
     markup = OutputFormat(parser).call_markup
     assert markup is not None
     config, violations = plan({}, guided=True, parser=parser)
     assert not violations, violations
-    if not markup.tag:
+    if markup.tag:
+        assert config is not None
+        document = json.loads(config.value)["format"]
+        assert document["triggers"] == [markup.tag] and len(document["tags"]) == len(TOOLS)
+        for tag, tool in zip(document["tags"], TOOLS, strict=True):
+            name = tool["function"]["name"]
+            assert tag["begin"].startswith(markup.tag) and name in tag["begin"] + tag["content"]["grammar"]
+    elif not markup.opening and markup.begin("f").startswith("f"):  # functionary v3.2, Granite pythonic: the name first
         assert config is None
-        return
-    assert config is not None
-    document = json.loads(config.value)["format"]
-    assert document["triggers"] == [markup.tag] and len(document["tags"]) == len(TOOLS)
-    for tag, tool in zip(document["tags"], TOOLS, strict=True):
-        assert (
-            tag["begin"].startswith(markup.tag) and tool["function"]["name"] in tag["begin"] + tag["content"]["grammar"]
-        )
+    else:
+        assert config is not None and config.kind == "grammar"
+        assert "get_weather" in config.value and "get_time" in config.value
 
 
-def test_a_markup_without_an_opening_tag_is_left_unguided() -> None:
-    """llama3_json's calls are bare JSON: nothing tells a call from text, so guidance cannot trigger (no error)."""
+# A Llama 3 JSON call of each kind, as the model writes a call list (one call), and text.
+LLAMA3_WEATHER = '{"name": "get_weather", "parameters": {"location": "Paris"}}'
+LLAMA3_TIME = '{"name": "get_time", "parameters": {}}'
+
+
+@pytest.mark.parametrize(
+    ("reply", "accepted"),
+    [
+        ("The weather in Paris is sunny.", True),  # an answer: the model's own
+        ("", True),
+        ('{"temperature": 21}', True),  # JSON, but not a call list's beginning
+        ('{"name"', True),  # a proper prefix of the lead: the model may stop there (max_tokens)
+        (LLAMA3_WEATHER, True),
+        (LLAMA3_TIME, True),
+        ('{"name": "get_news", "parameters": {}}', False),  # a tool not offered
+        ('{"name": "get_weather", "parameters": {"city": "Paris"}}', False),  # arguments off the schema
+        ('{"name": "get_weather", "parameters": {"location": "Paris"}} and more', False),
+    ],
+)
+def test_a_format_without_a_tag_guides_a_reply_that_begins_as_a_call(reply: str, accepted: bool) -> None:
+    """llama3_json: bare JSON calls are the whole reply; a reply that begins as one (``{"name": "``) is a call of an
+    offered tool with valid arguments, any other reply is left as the model writes it."""
     config, violations = plan({}, guided=True, parser="llama3_json")
+    assert config is not None and not violations, violations
+    assert bool(re.fullmatch(to_regex(config.value), reply, re.S)) is accepted
+
+
+def test_pythonic_lists_are_guided_from_their_bracket() -> None:
+    config, _ = plan({}, guided=True, parser="pythonic")
+    assert config is not None
+    language = to_regex(config.value)
+    assert re.fullmatch(language, '[get_weather(location="Paris"), get_time()]', re.S)
+    assert re.fullmatch(language, "Paris is sunny [citation needed]", re.S)  # a bracket later: text
+    assert not re.fullmatch(language, "[1, 2, 3] are numbers", re.S)  # a reply that begins a list is a call list
+    assert not re.fullmatch(language, '[get_news(topic="x")]', re.S)
+
+
+def test_parallel_tool_calls_false_allows_one_call() -> None:
+    tagged, _ = plan({"parallel_tool_calls": False}, guided=True)
+    assert tagged is not None and json.loads(tagged.value)["format"]["stop_after_first"] is True
+    default, _ = plan({}, guided=True)
+    assert default is not None and "stop_after_first" not in json.loads(default.value)["format"]
+    one, _ = plan({"parallel_tool_calls": False}, guided=True, parser="llama3_json")
+    assert one is not None and not re.fullmatch(to_regex(one.value), f"{LLAMA3_WEATHER}; {LLAMA3_TIME}", re.S)
+    two, _ = plan({}, guided=True, parser="llama3_json")
+    assert two is not None and re.fullmatch(to_regex(two.value), f"{LLAMA3_WEATHER}; {LLAMA3_TIME}", re.S)
+
+
+def test_a_format_whose_calls_begin_with_the_name_is_left_unguided() -> None:
+    """functionary v3.2 writes ``get_weather\n{...}``: no text tells a call from an answer before the name, so
+    guidance cannot begin (no error); allowed_tools' "auto" says why it cannot be kept."""
+    config, violations = plan({}, guided=True, parser="functionary_v3_2")
     assert config is None and not violations
+    allowed = {"mode": "auto", "tools": [{"type": "function", "function": {"name": "get_time"}}]}
+    restricted = {"named_tool_choice": {"type": "allowed_tools", "allowed_tools": allowed}}
+    config, violations = plan(restricted, guided=False, parser="functionary_v3_2")
+    assert config is None and [v.field for v in violations] == ["named_tool_choice.allowed_tools.mode"]
+
+
+@pytest.mark.parametrize("parser", sorted(TOOL_PARSERS))
+def test_every_formats_guide_compiles_and_leaves_an_answer_unchanged(parser: str) -> None:
+    """On the real engine (tiny-chat's tokenizer): each format's guide compiles, and an answer that opens no call
+    is the same, token for token, as without it (greedy)."""
+    config, _ = plan({}, guided=True, parser=parser)
+    if config is None:
+        return
+    assert greedy_story(engine_form(config)) == greedy_story(None)
+
+
+def greedy_story(config: ov_genai.StructuredOutputConfig | None) -> str:
+    """tiny-chat's greedy answer to a request for a story (it opens no call), under ``config``."""
+    tokenizer = pipeline().get_tokenizer()
+    prompt = tokenizer.apply_chat_template(
+        ov_genai.ChatHistory([{"role": "user", "content": "Tell me a story about a cat."}]), add_generation_prompt=True
+    )
+    settings = ov_genai.GenerationConfig(max_new_tokens=40, do_sample=False, apply_chat_template=False)
+    if config is not None:
+        settings.structured_output_config = config
+    return str(pipeline().generate(prompt, settings))
 
 
 def test_tiny_chat_under_guidance_calls_only_offered_tools_with_valid_arguments() -> None:
