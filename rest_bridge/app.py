@@ -1,4 +1,5 @@
-"""The tornado application: OpenAI's routes on /v3, with /v1 aliases, over one gRPC channel."""
+"""The tornado application: OpenAI's routes (and Anthropic's /messages) on /v3, with /v1 aliases, over one gRPC
+channel."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from ovserve.rest_bridge.routes import (
     embeddings,
     files,
     health,
+    messages,
     models,
     rerank,
     responses,
@@ -44,6 +46,7 @@ ROUTES: list[tuple[str, type[tornado.web.RequestHandler]]] = [
     *audio.ROUTES,
     *files.ROUTES,
     *batches.ROUTES,
+    *messages.ROUTES,  # Anthropic's Messages API
 ]
 
 
