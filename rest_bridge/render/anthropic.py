@@ -45,15 +45,17 @@ ANTHROPIC_FIELDS = {
     "named_tool_choice": "tool_choice",
     "response_format": "output_config.format",
     "user": "metadata.user_id",
+    "stop": "stop_sequences",  # (the service's stop_sequences, as OpenAI's name for it)
 }
 
 
 def error_body(error: BridgeError) -> dict[str, Any]:
     """Anthropic's error envelope for a refusal; the field it names leads the message when the message does not
     already name it (Anthropic's envelope has no ``param``)."""
-    message = error.message
-    param = ANTHROPIC_FIELDS.get(error.param or "", error.param)
-    if param and param not in message:
+    message, param = error.message, ANTHROPIC_FIELDS.get(error.param or "", error.param)
+    if param and param != error.param and message.startswith(f"{error.param}:"):  # the service's name for it
+        message = param + message.removeprefix(str(error.param))
+    elif param and param not in message:
         message = f"{param}: {message}"
     status = error.status_code
     error_type = ERROR_TYPES.get(status, "api_error" if status >= 500 else "invalid_request_error")
