@@ -48,6 +48,7 @@ from ovserve.service.engine import EngineSettings
 from ovserve.service.engine.adapters import AdapterError, read_adapter
 from ovserve.service.engine.cpu_features import crash_free_precision
 from ovserve.service.engine.settings import INFERENCE_PRECISIONS, KV_CACHE_PRECISIONS
+from ovserve.service.mcp.policy import McpPolicy
 from ovserve.service.media import MediaPolicy
 from ovserve.service.model_files import LANGUAGE_IRS, has_language_model, vision
 from ovserve.service.models import ModelSpec, bundled_model_specs
@@ -133,6 +134,7 @@ class ServeConfig:
     engine_defaults: EngineSettings = field(default_factory=EngineSettings)
     pipelines: PipelineSettings = field(default_factory=PipelineSettings)
     media: MediaPolicy = field(default_factory=MediaPolicy)  # the "images" flags
+    mcp: McpPolicy = field(default_factory=McpPolicy)  # the "MCP tools" flags
     allow_runtime_lora: Path | None = field(
         default=None,
         metadata={
@@ -256,6 +258,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_flags(parser.add_argument_group("TLS (gRPC)"), ServeConfig, only=("tls_cert", "tls_key", "tls_client_ca"))
     add_flags(parser.add_argument_group("images (vision models) and files"), MediaPolicy)
     add_flags(parser.add_argument_group("Files API (uploads, in the response store)"), FileLimits)
+    add_flags(parser.add_argument_group("MCP tools (Responses API)"), McpPolicy)
     add_flags(parser.add_argument_group("Batch API"), BatchSettings)
     add_flags(parser.add_argument_group("models at run time (loads on request, idle unloads, a budget)"),
               ResidencySettings)  # fmt: skip
@@ -313,6 +316,9 @@ def from_arguments(args: argparse.Namespace) -> ServeConfig:
     if problems := values["files"].problems() + values["batches"].problems():
         raise ConfigError("; ".join(problems))
     if problems := values["media"].problems():
+        raise ConfigError("; ".join(problems))
+    values["mcp"] = McpPolicy(**given(args, McpPolicy))
+    if problems := values["mcp"].problems():
         raise ConfigError("; ".join(problems))
     values["residency"] = residency = ResidencySettings(**given(args, ResidencySettings))
     if problems := residency.problems():

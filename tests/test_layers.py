@@ -141,7 +141,7 @@ def test_shared_values_are_written_only_in_clients_defaults() -> None:
 # draws the same stack.
 SERVICE_LAYERS: list[set[str]] = [
     {"ovserve.service.errors", "ovserve.service.ids", "ovserve.service.model_files", "ovserve.service.limits"},
-    {"ovserve.service.parsing", "ovserve.service.media", "ovserve.service.store"},
+    {"ovserve.service.parsing", "ovserve.service.media", "ovserve.service.mcp", "ovserve.service.store"},
     {"ovserve.service.workers"},  # the child-process runtime every served model runs on
     {"ovserve.service.engine", "ovserve.service.pipelines"},  # generating models; embedding, rerank and speech models
     # What --model names, made an OpenVINO directory; its state; the settings of which models stay loaded.

@@ -26,7 +26,7 @@ from . import common_pb2 as ovserve_dot_v1_dot_common__pb2
 from . import response_object_pb2 as ovserve_dot_v1_dot_response__object__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n ovserve/v1/response_events.proto\x12\novserve.v1\x1a\x17ovserve/v1/common.proto\x1a ovserve/v1/response_object.proto\"\x97\r\n\x13ResponseStreamEvent\x12\x17\n\x0fsequence_number\x18\x01 \x01(\x05\x12\x33\n\x07\x63reated\x18\x02 \x01(\x0b\x32 .ovserve.v1.ResponseCreatedEventH\x00\x12\x31\n\x06queued\x18\x03 \x01(\x0b\x32\x1f.ovserve.v1.ResponseQueuedEventH\x00\x12:\n\x0bin_progress\x18\x04 \x01(\x0b\x32#.ovserve.v1.ResponseInProgressEventH\x00\x12\x45\n\x11output_item_added\x18\x05 \x01(\x0b\x32(.ovserve.v1.ResponseOutputItemAddedEventH\x00\x12\x43\n\x10output_item_done\x18\x06 \x01(\x0b\x32\'.ovserve.v1.ResponseOutputItemDoneEventH\x00\x12G\n\x12\x63ontent_part_added\x18\x07 \x01(\x0b\x32).ovserve.v1.ResponseContentPartAddedEventH\x00\x12\x45\n\x11\x63ontent_part_done\x18\x08 \x01(\x0b\x32(.ovserve.v1.ResponseContentPartDoneEventH\x00\x12\x45\n\x11output_text_delta\x18\t \x01(\x0b\x32(.ovserve.v1.ResponseOutputTextDeltaEventH\x00\x12\x43\n\x10output_text_done\x18\n \x01(\x0b\x32\'.ovserve.v1.ResponseOutputTextDoneEventH\x00\x12>\n\rrefusal_delta\x18\x0b \x01(\x0b\x32%.ovserve.v1.ResponseRefusalDeltaEventH\x00\x12<\n\x0crefusal_done\x18\x0c \x01(\x0b\x32$.ovserve.v1.ResponseRefusalDoneEventH\x00\x12Z\n\x1creasoning_summary_part_added\x18\r \x01(\x0b\x32\x32.ovserve.v1.ResponseReasoningSummaryPartAddedEventH\x00\x12X\n\x1breasoning_summary_part_done\x18\x0e \x01(\x0b\x32\x31.ovserve.v1.ResponseReasoningSummaryPartDoneEventH\x00\x12Z\n\x1creasoning_summary_text_delta\x18\x0f \x01(\x0b\x32\x32.ovserve.v1.ResponseReasoningSummaryTextDeltaEventH\x00\x12X\n\x1breasoning_summary_text_done\x18\x10 \x01(\x0b\x32\x31.ovserve.v1.ResponseReasoningSummaryTextDoneEventH\x00\x12K\n\x14reasoning_text_delta\x18\x11 \x01(\x0b\x32+.ovserve.v1.ResponseReasoningTextDeltaEventH\x00\x12I\n\x13reasoning_text_done\x18\x12 \x01(\x0b\x32*.ovserve.v1.ResponseReasoningTextDoneEventH\x00\x12\\\n\x1d\x66unction_call_arguments_delta\x18\x13 \x01(\x0b\x32\x33.ovserve.v1.ResponseFunctionCallArgumentsDeltaEventH\x00\x12Z\n\x1c\x66unction_call_arguments_done\x18\x14 \x01(\x0b\x32\x32.ovserve.v1.ResponseFunctionCallArgumentsDoneEventH\x00\x12\x37\n\tcompleted\x18\x15 \x01(\x0b\x32\".ovserve.v1.ResponseCompletedEventH\x00\x12\x39\n\nincomplete\x18\x16 \x01(\x0b\x32#.ovserve.v1.ResponseIncompleteEventH\x00\x12\x31\n\x06\x66\x61iled\x18\x17 \x01(\x0b\x32\x1f.ovserve.v1.ResponseFailedEventH\x00\x12/\n\x05\x65rror\x18\x18 \x01(\x0b\x32\x1e.ovserve.v1.ResponseErrorEventH\x00\x42\x07\n\x05\x65vent\">\n\x14ResponseCreatedEvent\x12&\n\x08response\x18\x01 \x01(\x0b\x32\x14.ovserve.v1.Response\"=\n\x13ResponseQueuedEvent\x12&\n\x08response\x18\x01 \x01(\x0b\x32\x14.ovserve.v1.Response\"A\n\x17ResponseInProgressEvent\x12&\n\x08response\x18\x01 \x01(\x0b\x32\x14.ovserve.v1.Response\"Z\n\x1cResponseOutputItemAddedEvent\x12\x14\n\x0coutput_index\x18\x01 \x01(\x05\x12$\n\x04item\x18\x02 \x01(\x0b\x32\x16.ovserve.v1.OutputItem\"Y\n\x1bResponseOutputItemDoneEvent\x12\x14\n\x0coutput_index\x18\x01 \x01(\x05\x12$\n\x04item\x18\x02 \x01(\x0b\x32\x16.ovserve.v1.OutputItem\"\x8a\x01\n\x1dResponseContentPartAddedEvent\x12\x0f\n\x07item_id\x18\x01 \x01(\t\x12\x14\n\x0coutput_index\x18\x02 \x01(\x05\x12\x15\n\rcontent_index\x18\x03 \x01(\x05\x12+\n\x04part\x18\x04 \x01(\x0b\x32\x1d.ovserve.v1.OutputContentPart\"\x89\x01\n\x1cResponseContentPartDoneEvent\x12\x0f\n\x07item_id\x18\x01 \x01(\t\x12\x14\n\x0coutput_index\x18\x02 \x01(\x05\x12\x15\n\rcontent_index\x18\x03 \x01(\x05\x12+\n\x04part\x18\x04 \x01(\x0b\x32\x1d.ovserve.v1.OutputContentPart\"\x97\x01\n\x1cResponseOutputTextDeltaEvent\x12\x0f\n\x07item_id\x18\x01 \x01(\t\x12\x14\n\x0coutput_index\x18\x02 \x01(\x05\x12\x15\n\rcontent_index\x18\x03 \x01(\x05\x12\r\n\x05\x64\x65lta\x18\x04 \x01(\t\x12*\n\x08logprobs\x18\x05 \x03(\x0b\x32\x18.ovserve.v1.TokenLogprob\"\x95\x01\n\x1bResponseOutputTextDoneEvent\x12\x0f\n\x07item_id\x18\x01 \x01(\t\x12\x14\n\x0coutput_index\x18\x02 \x01(\x05\x12\x15\n\rcontent_index\x18\x03 \x01(\x05\x12\x0c\n\x04text\x18\x04 \x01(\t\x12*\n\x08logprobs\x18\x05 \x03(\x0b\x32\x18.ovserve.v1.TokenLogprob\"h\n\x19ResponseRefusalDeltaEvent\x12\x0f\n\x07item_id\x18\x01 \x01(\t\x12\x14\n\x0coutput_index\x18\x02 \x01(\x05\x12\x15\n\rcontent_index\x18\x03 \x01(\x05\x12\r\n\x05\x64\x65lta\x18\x04 \x01(\t\"i\n\x18ResponseRefusalDoneEvent\x12\x0f\n\x07item_id\x18\x01 \x01(\t\x12\x14\n\x0coutput_index\x18\x02 \x01(\x05\x12\x15\n\rcontent_index\x18\x03 \x01(\x05\x12\x0f\n\x07refusal\x18\x04 \x01(\t\"\x8d\x01\n&ResponseReasoningSummaryPartAddedEvent\x12\x0f\n\x07item_id\x18\x01 \x01(\t\x12\x14\n\x0coutput_index\x18\x02 \x01(\x05\x12\x15\n\rsummary_index\x18\x03 \x01(\x05\x12%\n\x04part\x18\x04 \x01(\x0b\x32\x17.ovserve.v1.SummaryText\"\x8c\x01\n%ResponseReasoningSummaryPartDoneEvent\x12\x0f\n\x07item_id\x18\x01 \x01(\t\x12\x14\n\x0coutput_index\x18\x02 \x01(\x05\x12\x15\n\rsummary_index\x18\x03 \x01(\x05\x12%\n\x04part\x18\x04 \x01(\x0b\x32\x17.ovserve.v1.SummaryText\"u\n&ResponseReasoningSummaryTextDeltaEvent\x12\x0f\n\x07item_id\x18\x01 \x01(\t\x12\x14\n\x0coutput_index\x18\x02 \x01(\x05\x12\x15\n\rsummary_index\x18\x03 \x01(\x05\x12\r\n\x05\x64\x65lta\x18\x04 \x01(\t\"s\n%ResponseReasoningSummaryTextDoneEvent\x12\x0f\n\x07item_id\x18\x01 \x01(\t\x12\x14\n\x0coutput_index\x18\x02 \x01(\x05\x12\x15\n\rsummary_index\x18\x03 \x01(\x05\x12\x0c\n\x04text\x18\x04 \x01(\t\"n\n\x1fResponseReasoningTextDeltaEvent\x12\x0f\n\x07item_id\x18\x01 \x01(\t\x12\x14\n\x0coutput_index\x18\x02 \x01(\x05\x12\x15\n\rcontent_index\x18\x03 \x01(\x05\x12\r\n\x05\x64\x65lta\x18\x04 \x01(\t\"l\n\x1eResponseReasoningTextDoneEvent\x12\x0f\n\x07item_id\x18\x01 \x01(\t\x12\x14\n\x0coutput_index\x18\x02 \x01(\x05\x12\x15\n\rcontent_index\x18\x03 \x01(\x05\x12\x0c\n\x04text\x18\x04 \x01(\t\"_\n\'ResponseFunctionCallArgumentsDeltaEvent\x12\x0f\n\x07item_id\x18\x01 \x01(\t\x12\x14\n\x0coutput_index\x18\x02 \x01(\x05\x12\r\n\x05\x64\x65lta\x18\x03 \x01(\t\"p\n&ResponseFunctionCallArgumentsDoneEvent\x12\x0f\n\x07item_id\x18\x01 \x01(\t\x12\x14\n\x0coutput_index\x18\x02 \x01(\x05\x12\x11\n\targuments\x18\x03 \x01(\t\x12\x0c\n\x04name\x18\x04 \x01(\t\"@\n\x16ResponseCompletedEvent\x12&\n\x08response\x18\x01 \x01(\x0b\x32\x14.ovserve.v1.Response\"A\n\x17ResponseIncompleteEvent\x12&\n\x08response\x18\x01 \x01(\x0b\x32\x14.ovserve.v1.Response\"=\n\x13ResponseFailedEvent\x12&\n\x08response\x18\x01 \x01(\x0b\x32\x14.ovserve.v1.Response\"_\n\x12ResponseErrorEvent\x12\x11\n\x04\x63ode\x18\x01 \x01(\tH\x00\x88\x01\x01\x12\x0f\n\x07message\x18\x02 \x01(\t\x12\x12\n\x05param\x18\x03 \x01(\tH\x01\x88\x01\x01\x42\x07\n\x05_codeB\x08\n\x06_paramb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n ovserve/v1/response_events.proto\x12\novserve.v1\x1a\x17ovserve/v1/common.proto\x1a ovserve/v1/response_object.proto\"\xcd\x11\n\x13ResponseStreamEvent\x12\x17\n\x0fsequence_number\x18\x01 \x01(\x05\x12\x33\n\x07\x63reated\x18\x02 \x01(\x0b\x32 .ovserve.v1.ResponseCreatedEventH\x00\x12\x31\n\x06queued\x18\x03 \x01(\x0b\x32\x1f.ovserve.v1.ResponseQueuedEventH\x00\x12:\n\x0bin_progress\x18\x04 \x01(\x0b\x32#.ovserve.v1.ResponseInProgressEventH\x00\x12\x45\n\x11output_item_added\x18\x05 \x01(\x0b\x32(.ovserve.v1.ResponseOutputItemAddedEventH\x00\x12\x43\n\x10output_item_done\x18\x06 \x01(\x0b\x32\'.ovserve.v1.ResponseOutputItemDoneEventH\x00\x12G\n\x12\x63ontent_part_added\x18\x07 \x01(\x0b\x32).ovserve.v1.ResponseContentPartAddedEventH\x00\x12\x45\n\x11\x63ontent_part_done\x18\x08 \x01(\x0b\x32(.ovserve.v1.ResponseContentPartDoneEventH\x00\x12\x45\n\x11output_text_delta\x18\t \x01(\x0b\x32(.ovserve.v1.ResponseOutputTextDeltaEventH\x00\x12\x43\n\x10output_text_done\x18\n \x01(\x0b\x32\'.ovserve.v1.ResponseOutputTextDoneEventH\x00\x12>\n\rrefusal_delta\x18\x0b \x01(\x0b\x32%.ovserve.v1.ResponseRefusalDeltaEventH\x00\x12<\n\x0crefusal_done\x18\x0c \x01(\x0b\x32$.ovserve.v1.ResponseRefusalDoneEventH\x00\x12Z\n\x1creasoning_summary_part_added\x18\r \x01(\x0b\x32\x32.ovserve.v1.ResponseReasoningSummaryPartAddedEventH\x00\x12X\n\x1breasoning_summary_part_done\x18\x0e \x01(\x0b\x32\x31.ovserve.v1.ResponseReasoningSummaryPartDoneEventH\x00\x12Z\n\x1creasoning_summary_text_delta\x18\x0f \x01(\x0b\x32\x32.ovserve.v1.ResponseReasoningSummaryTextDeltaEventH\x00\x12X\n\x1breasoning_summary_text_done\x18\x10 \x01(\x0b\x32\x31.ovserve.v1.ResponseReasoningSummaryTextDoneEventH\x00\x12K\n\x14reasoning_text_delta\x18\x11 \x01(\x0b\x32+.ovserve.v1.ResponseReasoningTextDeltaEventH\x00\x12I\n\x13reasoning_text_done\x18\x12 \x01(\x0b\x32*.ovserve.v1.ResponseReasoningTextDoneEventH\x00\x12\\\n\x1d\x66unction_call_arguments_delta\x18\x13 \x01(\x0b\x32\x33.ovserve.v1.ResponseFunctionCallArgumentsDeltaEventH\x00\x12Z\n\x1c\x66unction_call_arguments_done\x18\x14 \x01(\x0b\x32\x32.ovserve.v1.ResponseFunctionCallArgumentsDoneEventH\x00\x12\x37\n\tcompleted\x18\x15 \x01(\x0b\x32\".ovserve.v1.ResponseCompletedEventH\x00\x12\x39\n\nincomplete\x18\x16 \x01(\x0b\x32#.ovserve.v1.ResponseIncompleteEventH\x00\x12\x31\n\x06\x66\x61iled\x18\x17 \x01(\x0b\x32\x1f.ovserve.v1.ResponseFailedEventH\x00\x12/\n\x05\x65rror\x18\x18 \x01(\x0b\x32\x1e.ovserve.v1.ResponseErrorEventH\x00\x12\x46\n\x1amcp_list_tools_in_progress\x18\x19 \x01(\x0b\x32 .ovserve.v1.ResponseMcpItemEventH\x00\x12\x44\n\x18mcp_list_tools_completed\x18\x1a \x01(\x0b\x32 .ovserve.v1.ResponseMcpItemEventH\x00\x12\x41\n\x15mcp_list_tools_failed\x18\x1b \x01(\x0b\x32 .ovserve.v1.ResponseMcpItemEventH\x00\x12@\n\x14mcp_call_in_progress\x18\x1c \x01(\x0b\x32 .ovserve.v1.ResponseMcpItemEventH\x00\x12>\n\x12mcp_call_completed\x18\x1d \x01(\x0b\x32 .ovserve.v1.ResponseMcpItemEventH\x00\x12;\n\x0fmcp_call_failed\x18\x1e \x01(\x0b\x32 .ovserve.v1.ResponseMcpItemEventH\x00\x12R\n\x18mcp_call_arguments_delta\x18\x1f \x01(\x0b\x32..ovserve.v1.ResponseMcpCallArgumentsDeltaEventH\x00\x12P\n\x17mcp_call_arguments_done\x18  \x01(\x0b\x32-.ovserve.v1.ResponseMcpCallArgumentsDoneEventH\x00\x42\x07\n\x05\x65vent\"=\n\x14ResponseMcpItemEvent\x12\x0f\n\x07item_id\x18\x01 \x01(\t\x12\x14\n\x0coutput_index\x18\x02 \x01(\x05\"Z\n\"ResponseMcpCallArgumentsDeltaEvent\x12\x0f\n\x07item_id\x18\x01 \x01(\t\x12\x14\n\x0coutput_index\x18\x02 \x01(\x05\x12\r\n\x05\x64\x65lta\x18\x03 \x01(\t\"]\n!ResponseMcpCallArgumentsDoneEvent\x12\x0f\n\x07item_id\x18\x01 \x01(\t\x12\x14\n\x0coutput_index\x18\x02 \x01(\x05\x12\x11\n\targuments\x18\x03 \x01(\t\">\n\x14ResponseCreatedEvent\x12&\n\x08response\x18\x01 \x01(\x0b\x32\x14.ovserve.v1.Response\"=\n\x13ResponseQueuedEvent\x12&\n\x08response\x18\x01 \x01(\x0b\x32\x14.ovserve.v1.Response\"A\n\x17ResponseInProgressEvent\x12&\n\x08response\x18\x01 \x01(\x0b\x32\x14.ovserve.v1.Response\"Z\n\x1cResponseOutputItemAddedEvent\x12\x14\n\x0coutput_index\x18\x01 \x01(\x05\x12$\n\x04item\x18\x02 \x01(\x0b\x32\x16.ovserve.v1.OutputItem\"Y\n\x1bResponseOutputItemDoneEvent\x12\x14\n\x0coutput_index\x18\x01 \x01(\x05\x12$\n\x04item\x18\x02 \x01(\x0b\x32\x16.ovserve.v1.OutputItem\"\x8a\x01\n\x1dResponseContentPartAddedEvent\x12\x0f\n\x07item_id\x18\x01 \x01(\t\x12\x14\n\x0coutput_index\x18\x02 \x01(\x05\x12\x15\n\rcontent_index\x18\x03 \x01(\x05\x12+\n\x04part\x18\x04 \x01(\x0b\x32\x1d.ovserve.v1.OutputContentPart\"\x89\x01\n\x1cResponseContentPartDoneEvent\x12\x0f\n\x07item_id\x18\x01 \x01(\t\x12\x14\n\x0coutput_index\x18\x02 \x01(\x05\x12\x15\n\rcontent_index\x18\x03 \x01(\x05\x12+\n\x04part\x18\x04 \x01(\x0b\x32\x1d.ovserve.v1.OutputContentPart\"\x97\x01\n\x1cResponseOutputTextDeltaEvent\x12\x0f\n\x07item_id\x18\x01 \x01(\t\x12\x14\n\x0coutput_index\x18\x02 \x01(\x05\x12\x15\n\rcontent_index\x18\x03 \x01(\x05\x12\r\n\x05\x64\x65lta\x18\x04 \x01(\t\x12*\n\x08logprobs\x18\x05 \x03(\x0b\x32\x18.ovserve.v1.TokenLogprob\"\x95\x01\n\x1bResponseOutputTextDoneEvent\x12\x0f\n\x07item_id\x18\x01 \x01(\t\x12\x14\n\x0coutput_index\x18\x02 \x01(\x05\x12\x15\n\rcontent_index\x18\x03 \x01(\x05\x12\x0c\n\x04text\x18\x04 \x01(\t\x12*\n\x08logprobs\x18\x05 \x03(\x0b\x32\x18.ovserve.v1.TokenLogprob\"h\n\x19ResponseRefusalDeltaEvent\x12\x0f\n\x07item_id\x18\x01 \x01(\t\x12\x14\n\x0coutput_index\x18\x02 \x01(\x05\x12\x15\n\rcontent_index\x18\x03 \x01(\x05\x12\r\n\x05\x64\x65lta\x18\x04 \x01(\t\"i\n\x18ResponseRefusalDoneEvent\x12\x0f\n\x07item_id\x18\x01 \x01(\t\x12\x14\n\x0coutput_index\x18\x02 \x01(\x05\x12\x15\n\rcontent_index\x18\x03 \x01(\x05\x12\x0f\n\x07refusal\x18\x04 \x01(\t\"\x8d\x01\n&ResponseReasoningSummaryPartAddedEvent\x12\x0f\n\x07item_id\x18\x01 \x01(\t\x12\x14\n\x0coutput_index\x18\x02 \x01(\x05\x12\x15\n\rsummary_index\x18\x03 \x01(\x05\x12%\n\x04part\x18\x04 \x01(\x0b\x32\x17.ovserve.v1.SummaryText\"\x8c\x01\n%ResponseReasoningSummaryPartDoneEvent\x12\x0f\n\x07item_id\x18\x01 \x01(\t\x12\x14\n\x0coutput_index\x18\x02 \x01(\x05\x12\x15\n\rsummary_index\x18\x03 \x01(\x05\x12%\n\x04part\x18\x04 \x01(\x0b\x32\x17.ovserve.v1.SummaryText\"u\n&ResponseReasoningSummaryTextDeltaEvent\x12\x0f\n\x07item_id\x18\x01 \x01(\t\x12\x14\n\x0coutput_index\x18\x02 \x01(\x05\x12\x15\n\rsummary_index\x18\x03 \x01(\x05\x12\r\n\x05\x64\x65lta\x18\x04 \x01(\t\"s\n%ResponseReasoningSummaryTextDoneEvent\x12\x0f\n\x07item_id\x18\x01 \x01(\t\x12\x14\n\x0coutput_index\x18\x02 \x01(\x05\x12\x15\n\rsummary_index\x18\x03 \x01(\x05\x12\x0c\n\x04text\x18\x04 \x01(\t\"n\n\x1fResponseReasoningTextDeltaEvent\x12\x0f\n\x07item_id\x18\x01 \x01(\t\x12\x14\n\x0coutput_index\x18\x02 \x01(\x05\x12\x15\n\rcontent_index\x18\x03 \x01(\x05\x12\r\n\x05\x64\x65lta\x18\x04 \x01(\t\"l\n\x1eResponseReasoningTextDoneEvent\x12\x0f\n\x07item_id\x18\x01 \x01(\t\x12\x14\n\x0coutput_index\x18\x02 \x01(\x05\x12\x15\n\rcontent_index\x18\x03 \x01(\x05\x12\x0c\n\x04text\x18\x04 \x01(\t\"_\n\'ResponseFunctionCallArgumentsDeltaEvent\x12\x0f\n\x07item_id\x18\x01 \x01(\t\x12\x14\n\x0coutput_index\x18\x02 \x01(\x05\x12\r\n\x05\x64\x65lta\x18\x03 \x01(\t\"p\n&ResponseFunctionCallArgumentsDoneEvent\x12\x0f\n\x07item_id\x18\x01 \x01(\t\x12\x14\n\x0coutput_index\x18\x02 \x01(\x05\x12\x11\n\targuments\x18\x03 \x01(\t\x12\x0c\n\x04name\x18\x04 \x01(\t\"@\n\x16ResponseCompletedEvent\x12&\n\x08response\x18\x01 \x01(\x0b\x32\x14.ovserve.v1.Response\"A\n\x17ResponseIncompleteEvent\x12&\n\x08response\x18\x01 \x01(\x0b\x32\x14.ovserve.v1.Response\"=\n\x13ResponseFailedEvent\x12&\n\x08response\x18\x01 \x01(\x0b\x32\x14.ovserve.v1.Response\"_\n\x12ResponseErrorEvent\x12\x11\n\x04\x63ode\x18\x01 \x01(\tH\x00\x88\x01\x01\x12\x0f\n\x07message\x18\x02 \x01(\t\x12\x12\n\x05param\x18\x03 \x01(\tH\x01\x88\x01\x01\x42\x07\n\x05_codeB\x08\n\x06_paramb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -34,51 +34,57 @@ _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'ovserve.v1.response_events_
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
   _globals['_RESPONSESTREAMEVENT']._serialized_start=108
-  _globals['_RESPONSESTREAMEVENT']._serialized_end=1795
-  _globals['_RESPONSECREATEDEVENT']._serialized_start=1797
-  _globals['_RESPONSECREATEDEVENT']._serialized_end=1859
-  _globals['_RESPONSEQUEUEDEVENT']._serialized_start=1861
-  _globals['_RESPONSEQUEUEDEVENT']._serialized_end=1922
-  _globals['_RESPONSEINPROGRESSEVENT']._serialized_start=1924
-  _globals['_RESPONSEINPROGRESSEVENT']._serialized_end=1989
-  _globals['_RESPONSEOUTPUTITEMADDEDEVENT']._serialized_start=1991
-  _globals['_RESPONSEOUTPUTITEMADDEDEVENT']._serialized_end=2081
-  _globals['_RESPONSEOUTPUTITEMDONEEVENT']._serialized_start=2083
-  _globals['_RESPONSEOUTPUTITEMDONEEVENT']._serialized_end=2172
-  _globals['_RESPONSECONTENTPARTADDEDEVENT']._serialized_start=2175
-  _globals['_RESPONSECONTENTPARTADDEDEVENT']._serialized_end=2313
-  _globals['_RESPONSECONTENTPARTDONEEVENT']._serialized_start=2316
-  _globals['_RESPONSECONTENTPARTDONEEVENT']._serialized_end=2453
-  _globals['_RESPONSEOUTPUTTEXTDELTAEVENT']._serialized_start=2456
-  _globals['_RESPONSEOUTPUTTEXTDELTAEVENT']._serialized_end=2607
-  _globals['_RESPONSEOUTPUTTEXTDONEEVENT']._serialized_start=2610
-  _globals['_RESPONSEOUTPUTTEXTDONEEVENT']._serialized_end=2759
-  _globals['_RESPONSEREFUSALDELTAEVENT']._serialized_start=2761
-  _globals['_RESPONSEREFUSALDELTAEVENT']._serialized_end=2865
-  _globals['_RESPONSEREFUSALDONEEVENT']._serialized_start=2867
-  _globals['_RESPONSEREFUSALDONEEVENT']._serialized_end=2972
-  _globals['_RESPONSEREASONINGSUMMARYPARTADDEDEVENT']._serialized_start=2975
-  _globals['_RESPONSEREASONINGSUMMARYPARTADDEDEVENT']._serialized_end=3116
-  _globals['_RESPONSEREASONINGSUMMARYPARTDONEEVENT']._serialized_start=3119
-  _globals['_RESPONSEREASONINGSUMMARYPARTDONEEVENT']._serialized_end=3259
-  _globals['_RESPONSEREASONINGSUMMARYTEXTDELTAEVENT']._serialized_start=3261
-  _globals['_RESPONSEREASONINGSUMMARYTEXTDELTAEVENT']._serialized_end=3378
-  _globals['_RESPONSEREASONINGSUMMARYTEXTDONEEVENT']._serialized_start=3380
-  _globals['_RESPONSEREASONINGSUMMARYTEXTDONEEVENT']._serialized_end=3495
-  _globals['_RESPONSEREASONINGTEXTDELTAEVENT']._serialized_start=3497
-  _globals['_RESPONSEREASONINGTEXTDELTAEVENT']._serialized_end=3607
-  _globals['_RESPONSEREASONINGTEXTDONEEVENT']._serialized_start=3609
-  _globals['_RESPONSEREASONINGTEXTDONEEVENT']._serialized_end=3717
-  _globals['_RESPONSEFUNCTIONCALLARGUMENTSDELTAEVENT']._serialized_start=3719
-  _globals['_RESPONSEFUNCTIONCALLARGUMENTSDELTAEVENT']._serialized_end=3814
-  _globals['_RESPONSEFUNCTIONCALLARGUMENTSDONEEVENT']._serialized_start=3816
-  _globals['_RESPONSEFUNCTIONCALLARGUMENTSDONEEVENT']._serialized_end=3928
-  _globals['_RESPONSECOMPLETEDEVENT']._serialized_start=3930
-  _globals['_RESPONSECOMPLETEDEVENT']._serialized_end=3994
-  _globals['_RESPONSEINCOMPLETEEVENT']._serialized_start=3996
-  _globals['_RESPONSEINCOMPLETEEVENT']._serialized_end=4061
-  _globals['_RESPONSEFAILEDEVENT']._serialized_start=4063
-  _globals['_RESPONSEFAILEDEVENT']._serialized_end=4124
-  _globals['_RESPONSEERROREVENT']._serialized_start=4126
-  _globals['_RESPONSEERROREVENT']._serialized_end=4221
+  _globals['_RESPONSESTREAMEVENT']._serialized_end=2361
+  _globals['_RESPONSEMCPITEMEVENT']._serialized_start=2363
+  _globals['_RESPONSEMCPITEMEVENT']._serialized_end=2424
+  _globals['_RESPONSEMCPCALLARGUMENTSDELTAEVENT']._serialized_start=2426
+  _globals['_RESPONSEMCPCALLARGUMENTSDELTAEVENT']._serialized_end=2516
+  _globals['_RESPONSEMCPCALLARGUMENTSDONEEVENT']._serialized_start=2518
+  _globals['_RESPONSEMCPCALLARGUMENTSDONEEVENT']._serialized_end=2611
+  _globals['_RESPONSECREATEDEVENT']._serialized_start=2613
+  _globals['_RESPONSECREATEDEVENT']._serialized_end=2675
+  _globals['_RESPONSEQUEUEDEVENT']._serialized_start=2677
+  _globals['_RESPONSEQUEUEDEVENT']._serialized_end=2738
+  _globals['_RESPONSEINPROGRESSEVENT']._serialized_start=2740
+  _globals['_RESPONSEINPROGRESSEVENT']._serialized_end=2805
+  _globals['_RESPONSEOUTPUTITEMADDEDEVENT']._serialized_start=2807
+  _globals['_RESPONSEOUTPUTITEMADDEDEVENT']._serialized_end=2897
+  _globals['_RESPONSEOUTPUTITEMDONEEVENT']._serialized_start=2899
+  _globals['_RESPONSEOUTPUTITEMDONEEVENT']._serialized_end=2988
+  _globals['_RESPONSECONTENTPARTADDEDEVENT']._serialized_start=2991
+  _globals['_RESPONSECONTENTPARTADDEDEVENT']._serialized_end=3129
+  _globals['_RESPONSECONTENTPARTDONEEVENT']._serialized_start=3132
+  _globals['_RESPONSECONTENTPARTDONEEVENT']._serialized_end=3269
+  _globals['_RESPONSEOUTPUTTEXTDELTAEVENT']._serialized_start=3272
+  _globals['_RESPONSEOUTPUTTEXTDELTAEVENT']._serialized_end=3423
+  _globals['_RESPONSEOUTPUTTEXTDONEEVENT']._serialized_start=3426
+  _globals['_RESPONSEOUTPUTTEXTDONEEVENT']._serialized_end=3575
+  _globals['_RESPONSEREFUSALDELTAEVENT']._serialized_start=3577
+  _globals['_RESPONSEREFUSALDELTAEVENT']._serialized_end=3681
+  _globals['_RESPONSEREFUSALDONEEVENT']._serialized_start=3683
+  _globals['_RESPONSEREFUSALDONEEVENT']._serialized_end=3788
+  _globals['_RESPONSEREASONINGSUMMARYPARTADDEDEVENT']._serialized_start=3791
+  _globals['_RESPONSEREASONINGSUMMARYPARTADDEDEVENT']._serialized_end=3932
+  _globals['_RESPONSEREASONINGSUMMARYPARTDONEEVENT']._serialized_start=3935
+  _globals['_RESPONSEREASONINGSUMMARYPARTDONEEVENT']._serialized_end=4075
+  _globals['_RESPONSEREASONINGSUMMARYTEXTDELTAEVENT']._serialized_start=4077
+  _globals['_RESPONSEREASONINGSUMMARYTEXTDELTAEVENT']._serialized_end=4194
+  _globals['_RESPONSEREASONINGSUMMARYTEXTDONEEVENT']._serialized_start=4196
+  _globals['_RESPONSEREASONINGSUMMARYTEXTDONEEVENT']._serialized_end=4311
+  _globals['_RESPONSEREASONINGTEXTDELTAEVENT']._serialized_start=4313
+  _globals['_RESPONSEREASONINGTEXTDELTAEVENT']._serialized_end=4423
+  _globals['_RESPONSEREASONINGTEXTDONEEVENT']._serialized_start=4425
+  _globals['_RESPONSEREASONINGTEXTDONEEVENT']._serialized_end=4533
+  _globals['_RESPONSEFUNCTIONCALLARGUMENTSDELTAEVENT']._serialized_start=4535
+  _globals['_RESPONSEFUNCTIONCALLARGUMENTSDELTAEVENT']._serialized_end=4630
+  _globals['_RESPONSEFUNCTIONCALLARGUMENTSDONEEVENT']._serialized_start=4632
+  _globals['_RESPONSEFUNCTIONCALLARGUMENTSDONEEVENT']._serialized_end=4744
+  _globals['_RESPONSECOMPLETEDEVENT']._serialized_start=4746
+  _globals['_RESPONSECOMPLETEDEVENT']._serialized_end=4810
+  _globals['_RESPONSEINCOMPLETEEVENT']._serialized_start=4812
+  _globals['_RESPONSEINCOMPLETEEVENT']._serialized_end=4877
+  _globals['_RESPONSEFAILEDEVENT']._serialized_start=4879
+  _globals['_RESPONSEFAILEDEVENT']._serialized_end=4940
+  _globals['_RESPONSEERROREVENT']._serialized_start=4942
+  _globals['_RESPONSEERROREVENT']._serialized_end=5037
 # @@protoc_insertion_point(module_scope)

@@ -9,7 +9,7 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class ResponseStreamEvent(_message.Message):
-    __slots__ = ("sequence_number", "created", "queued", "in_progress", "output_item_added", "output_item_done", "content_part_added", "content_part_done", "output_text_delta", "output_text_done", "refusal_delta", "refusal_done", "reasoning_summary_part_added", "reasoning_summary_part_done", "reasoning_summary_text_delta", "reasoning_summary_text_done", "reasoning_text_delta", "reasoning_text_done", "function_call_arguments_delta", "function_call_arguments_done", "completed", "incomplete", "failed", "error")
+    __slots__ = ("sequence_number", "created", "queued", "in_progress", "output_item_added", "output_item_done", "content_part_added", "content_part_done", "output_text_delta", "output_text_done", "refusal_delta", "refusal_done", "reasoning_summary_part_added", "reasoning_summary_part_done", "reasoning_summary_text_delta", "reasoning_summary_text_done", "reasoning_text_delta", "reasoning_text_done", "function_call_arguments_delta", "function_call_arguments_done", "completed", "incomplete", "failed", "error", "mcp_list_tools_in_progress", "mcp_list_tools_completed", "mcp_list_tools_failed", "mcp_call_in_progress", "mcp_call_completed", "mcp_call_failed", "mcp_call_arguments_delta", "mcp_call_arguments_done")
     SEQUENCE_NUMBER_FIELD_NUMBER: _ClassVar[int]
     CREATED_FIELD_NUMBER: _ClassVar[int]
     QUEUED_FIELD_NUMBER: _ClassVar[int]
@@ -34,6 +34,14 @@ class ResponseStreamEvent(_message.Message):
     INCOMPLETE_FIELD_NUMBER: _ClassVar[int]
     FAILED_FIELD_NUMBER: _ClassVar[int]
     ERROR_FIELD_NUMBER: _ClassVar[int]
+    MCP_LIST_TOOLS_IN_PROGRESS_FIELD_NUMBER: _ClassVar[int]
+    MCP_LIST_TOOLS_COMPLETED_FIELD_NUMBER: _ClassVar[int]
+    MCP_LIST_TOOLS_FAILED_FIELD_NUMBER: _ClassVar[int]
+    MCP_CALL_IN_PROGRESS_FIELD_NUMBER: _ClassVar[int]
+    MCP_CALL_COMPLETED_FIELD_NUMBER: _ClassVar[int]
+    MCP_CALL_FAILED_FIELD_NUMBER: _ClassVar[int]
+    MCP_CALL_ARGUMENTS_DELTA_FIELD_NUMBER: _ClassVar[int]
+    MCP_CALL_ARGUMENTS_DONE_FIELD_NUMBER: _ClassVar[int]
     sequence_number: int
     created: ResponseCreatedEvent
     queued: ResponseQueuedEvent
@@ -58,7 +66,43 @@ class ResponseStreamEvent(_message.Message):
     incomplete: ResponseIncompleteEvent
     failed: ResponseFailedEvent
     error: ResponseErrorEvent
-    def __init__(self, sequence_number: _Optional[int] = ..., created: _Optional[_Union[ResponseCreatedEvent, _Mapping]] = ..., queued: _Optional[_Union[ResponseQueuedEvent, _Mapping]] = ..., in_progress: _Optional[_Union[ResponseInProgressEvent, _Mapping]] = ..., output_item_added: _Optional[_Union[ResponseOutputItemAddedEvent, _Mapping]] = ..., output_item_done: _Optional[_Union[ResponseOutputItemDoneEvent, _Mapping]] = ..., content_part_added: _Optional[_Union[ResponseContentPartAddedEvent, _Mapping]] = ..., content_part_done: _Optional[_Union[ResponseContentPartDoneEvent, _Mapping]] = ..., output_text_delta: _Optional[_Union[ResponseOutputTextDeltaEvent, _Mapping]] = ..., output_text_done: _Optional[_Union[ResponseOutputTextDoneEvent, _Mapping]] = ..., refusal_delta: _Optional[_Union[ResponseRefusalDeltaEvent, _Mapping]] = ..., refusal_done: _Optional[_Union[ResponseRefusalDoneEvent, _Mapping]] = ..., reasoning_summary_part_added: _Optional[_Union[ResponseReasoningSummaryPartAddedEvent, _Mapping]] = ..., reasoning_summary_part_done: _Optional[_Union[ResponseReasoningSummaryPartDoneEvent, _Mapping]] = ..., reasoning_summary_text_delta: _Optional[_Union[ResponseReasoningSummaryTextDeltaEvent, _Mapping]] = ..., reasoning_summary_text_done: _Optional[_Union[ResponseReasoningSummaryTextDoneEvent, _Mapping]] = ..., reasoning_text_delta: _Optional[_Union[ResponseReasoningTextDeltaEvent, _Mapping]] = ..., reasoning_text_done: _Optional[_Union[ResponseReasoningTextDoneEvent, _Mapping]] = ..., function_call_arguments_delta: _Optional[_Union[ResponseFunctionCallArgumentsDeltaEvent, _Mapping]] = ..., function_call_arguments_done: _Optional[_Union[ResponseFunctionCallArgumentsDoneEvent, _Mapping]] = ..., completed: _Optional[_Union[ResponseCompletedEvent, _Mapping]] = ..., incomplete: _Optional[_Union[ResponseIncompleteEvent, _Mapping]] = ..., failed: _Optional[_Union[ResponseFailedEvent, _Mapping]] = ..., error: _Optional[_Union[ResponseErrorEvent, _Mapping]] = ...) -> None: ...
+    mcp_list_tools_in_progress: ResponseMcpItemEvent
+    mcp_list_tools_completed: ResponseMcpItemEvent
+    mcp_list_tools_failed: ResponseMcpItemEvent
+    mcp_call_in_progress: ResponseMcpItemEvent
+    mcp_call_completed: ResponseMcpItemEvent
+    mcp_call_failed: ResponseMcpItemEvent
+    mcp_call_arguments_delta: ResponseMcpCallArgumentsDeltaEvent
+    mcp_call_arguments_done: ResponseMcpCallArgumentsDoneEvent
+    def __init__(self, sequence_number: _Optional[int] = ..., created: _Optional[_Union[ResponseCreatedEvent, _Mapping]] = ..., queued: _Optional[_Union[ResponseQueuedEvent, _Mapping]] = ..., in_progress: _Optional[_Union[ResponseInProgressEvent, _Mapping]] = ..., output_item_added: _Optional[_Union[ResponseOutputItemAddedEvent, _Mapping]] = ..., output_item_done: _Optional[_Union[ResponseOutputItemDoneEvent, _Mapping]] = ..., content_part_added: _Optional[_Union[ResponseContentPartAddedEvent, _Mapping]] = ..., content_part_done: _Optional[_Union[ResponseContentPartDoneEvent, _Mapping]] = ..., output_text_delta: _Optional[_Union[ResponseOutputTextDeltaEvent, _Mapping]] = ..., output_text_done: _Optional[_Union[ResponseOutputTextDoneEvent, _Mapping]] = ..., refusal_delta: _Optional[_Union[ResponseRefusalDeltaEvent, _Mapping]] = ..., refusal_done: _Optional[_Union[ResponseRefusalDoneEvent, _Mapping]] = ..., reasoning_summary_part_added: _Optional[_Union[ResponseReasoningSummaryPartAddedEvent, _Mapping]] = ..., reasoning_summary_part_done: _Optional[_Union[ResponseReasoningSummaryPartDoneEvent, _Mapping]] = ..., reasoning_summary_text_delta: _Optional[_Union[ResponseReasoningSummaryTextDeltaEvent, _Mapping]] = ..., reasoning_summary_text_done: _Optional[_Union[ResponseReasoningSummaryTextDoneEvent, _Mapping]] = ..., reasoning_text_delta: _Optional[_Union[ResponseReasoningTextDeltaEvent, _Mapping]] = ..., reasoning_text_done: _Optional[_Union[ResponseReasoningTextDoneEvent, _Mapping]] = ..., function_call_arguments_delta: _Optional[_Union[ResponseFunctionCallArgumentsDeltaEvent, _Mapping]] = ..., function_call_arguments_done: _Optional[_Union[ResponseFunctionCallArgumentsDoneEvent, _Mapping]] = ..., completed: _Optional[_Union[ResponseCompletedEvent, _Mapping]] = ..., incomplete: _Optional[_Union[ResponseIncompleteEvent, _Mapping]] = ..., failed: _Optional[_Union[ResponseFailedEvent, _Mapping]] = ..., error: _Optional[_Union[ResponseErrorEvent, _Mapping]] = ..., mcp_list_tools_in_progress: _Optional[_Union[ResponseMcpItemEvent, _Mapping]] = ..., mcp_list_tools_completed: _Optional[_Union[ResponseMcpItemEvent, _Mapping]] = ..., mcp_list_tools_failed: _Optional[_Union[ResponseMcpItemEvent, _Mapping]] = ..., mcp_call_in_progress: _Optional[_Union[ResponseMcpItemEvent, _Mapping]] = ..., mcp_call_completed: _Optional[_Union[ResponseMcpItemEvent, _Mapping]] = ..., mcp_call_failed: _Optional[_Union[ResponseMcpItemEvent, _Mapping]] = ..., mcp_call_arguments_delta: _Optional[_Union[ResponseMcpCallArgumentsDeltaEvent, _Mapping]] = ..., mcp_call_arguments_done: _Optional[_Union[ResponseMcpCallArgumentsDoneEvent, _Mapping]] = ...) -> None: ...
+
+class ResponseMcpItemEvent(_message.Message):
+    __slots__ = ("item_id", "output_index")
+    ITEM_ID_FIELD_NUMBER: _ClassVar[int]
+    OUTPUT_INDEX_FIELD_NUMBER: _ClassVar[int]
+    item_id: str
+    output_index: int
+    def __init__(self, item_id: _Optional[str] = ..., output_index: _Optional[int] = ...) -> None: ...
+
+class ResponseMcpCallArgumentsDeltaEvent(_message.Message):
+    __slots__ = ("item_id", "output_index", "delta")
+    ITEM_ID_FIELD_NUMBER: _ClassVar[int]
+    OUTPUT_INDEX_FIELD_NUMBER: _ClassVar[int]
+    DELTA_FIELD_NUMBER: _ClassVar[int]
+    item_id: str
+    output_index: int
+    delta: str
+    def __init__(self, item_id: _Optional[str] = ..., output_index: _Optional[int] = ..., delta: _Optional[str] = ...) -> None: ...
+
+class ResponseMcpCallArgumentsDoneEvent(_message.Message):
+    __slots__ = ("item_id", "output_index", "arguments")
+    ITEM_ID_FIELD_NUMBER: _ClassVar[int]
+    OUTPUT_INDEX_FIELD_NUMBER: _ClassVar[int]
+    ARGUMENTS_FIELD_NUMBER: _ClassVar[int]
+    item_id: str
+    output_index: int
+    arguments: str
+    def __init__(self, item_id: _Optional[str] = ..., output_index: _Optional[int] = ..., arguments: _Optional[str] = ...) -> None: ...
 
 class ResponseCreatedEvent(_message.Message):
     __slots__ = ("response",)

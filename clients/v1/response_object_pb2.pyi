@@ -25,6 +25,8 @@ class ItemStatus(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     ITEM_STATUS_IN_PROGRESS: _ClassVar[ItemStatus]
     ITEM_STATUS_COMPLETED: _ClassVar[ItemStatus]
     ITEM_STATUS_INCOMPLETE: _ClassVar[ItemStatus]
+    ITEM_STATUS_CALLING: _ClassVar[ItemStatus]
+    ITEM_STATUS_FAILED: _ClassVar[ItemStatus]
 
 class IncompleteReason(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
@@ -42,6 +44,8 @@ ITEM_STATUS_UNSPECIFIED: ItemStatus
 ITEM_STATUS_IN_PROGRESS: ItemStatus
 ITEM_STATUS_COMPLETED: ItemStatus
 ITEM_STATUS_INCOMPLETE: ItemStatus
+ITEM_STATUS_CALLING: ItemStatus
+ITEM_STATUS_FAILED: ItemStatus
 INCOMPLETE_REASON_UNSPECIFIED: IncompleteReason
 INCOMPLETE_REASON_MAX_OUTPUT_TOKENS: IncompleteReason
 INCOMPLETE_REASON_CONTENT_FILTER: IncompleteReason
@@ -212,14 +216,76 @@ class IncompleteDetails(_message.Message):
     def __init__(self, reason: _Optional[_Union[IncompleteReason, str]] = ...) -> None: ...
 
 class OutputItem(_message.Message):
-    __slots__ = ("message", "function_call", "reasoning")
+    __slots__ = ("message", "function_call", "reasoning", "mcp_list_tools", "mcp_call", "mcp_approval_request")
     MESSAGE_FIELD_NUMBER: _ClassVar[int]
     FUNCTION_CALL_FIELD_NUMBER: _ClassVar[int]
     REASONING_FIELD_NUMBER: _ClassVar[int]
+    MCP_LIST_TOOLS_FIELD_NUMBER: _ClassVar[int]
+    MCP_CALL_FIELD_NUMBER: _ClassVar[int]
+    MCP_APPROVAL_REQUEST_FIELD_NUMBER: _ClassVar[int]
     message: OutputMessage
     function_call: OutputFunctionCall
     reasoning: OutputReasoning
-    def __init__(self, message: _Optional[_Union[OutputMessage, _Mapping]] = ..., function_call: _Optional[_Union[OutputFunctionCall, _Mapping]] = ..., reasoning: _Optional[_Union[OutputReasoning, _Mapping]] = ...) -> None: ...
+    mcp_list_tools: OutputMcpListTools
+    mcp_call: OutputMcpCall
+    mcp_approval_request: OutputMcpApprovalRequest
+    def __init__(self, message: _Optional[_Union[OutputMessage, _Mapping]] = ..., function_call: _Optional[_Union[OutputFunctionCall, _Mapping]] = ..., reasoning: _Optional[_Union[OutputReasoning, _Mapping]] = ..., mcp_list_tools: _Optional[_Union[OutputMcpListTools, _Mapping]] = ..., mcp_call: _Optional[_Union[OutputMcpCall, _Mapping]] = ..., mcp_approval_request: _Optional[_Union[OutputMcpApprovalRequest, _Mapping]] = ...) -> None: ...
+
+class OutputMcpListTools(_message.Message):
+    __slots__ = ("id", "server_label", "tools", "error")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    SERVER_LABEL_FIELD_NUMBER: _ClassVar[int]
+    TOOLS_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    id: str
+    server_label: str
+    tools: _containers.RepeatedCompositeFieldContainer[McpToolInfo]
+    error: str
+    def __init__(self, id: _Optional[str] = ..., server_label: _Optional[str] = ..., tools: _Optional[_Iterable[_Union[McpToolInfo, _Mapping]]] = ..., error: _Optional[str] = ...) -> None: ...
+
+class McpToolInfo(_message.Message):
+    __slots__ = ("name", "description", "input_schema", "annotations")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
+    INPUT_SCHEMA_FIELD_NUMBER: _ClassVar[int]
+    ANNOTATIONS_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    description: str
+    input_schema: _struct_pb2.Struct
+    annotations: _struct_pb2.Struct
+    def __init__(self, name: _Optional[str] = ..., description: _Optional[str] = ..., input_schema: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., annotations: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ...) -> None: ...
+
+class OutputMcpCall(_message.Message):
+    __slots__ = ("id", "server_label", "name", "arguments", "output", "error", "status", "approval_request_id")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    SERVER_LABEL_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    ARGUMENTS_FIELD_NUMBER: _ClassVar[int]
+    OUTPUT_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    APPROVAL_REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    id: str
+    server_label: str
+    name: str
+    arguments: str
+    output: str
+    error: str
+    status: ItemStatus
+    approval_request_id: str
+    def __init__(self, id: _Optional[str] = ..., server_label: _Optional[str] = ..., name: _Optional[str] = ..., arguments: _Optional[str] = ..., output: _Optional[str] = ..., error: _Optional[str] = ..., status: _Optional[_Union[ItemStatus, str]] = ..., approval_request_id: _Optional[str] = ...) -> None: ...
+
+class OutputMcpApprovalRequest(_message.Message):
+    __slots__ = ("id", "server_label", "name", "arguments")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    SERVER_LABEL_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    ARGUMENTS_FIELD_NUMBER: _ClassVar[int]
+    id: str
+    server_label: str
+    name: str
+    arguments: str
+    def __init__(self, id: _Optional[str] = ..., server_label: _Optional[str] = ..., name: _Optional[str] = ..., arguments: _Optional[str] = ...) -> None: ...
 
 class OutputMessage(_message.Message):
     __slots__ = ("id", "role", "status", "content")
@@ -298,7 +364,7 @@ class ReasoningText(_message.Message):
     def __init__(self, text: _Optional[str] = ...) -> None: ...
 
 class InputItem(_message.Message):
-    __slots__ = ("type", "id", "role", "content", "content_parts", "status", "call_id", "name", "arguments", "output", "output_parts", "summary", "phase", "encrypted_content")
+    __slots__ = ("type", "id", "role", "content", "content_parts", "status", "call_id", "name", "arguments", "output", "output_parts", "summary", "phase", "encrypted_content", "server_label", "approval_request_id", "approve", "reason", "tools", "error")
     TYPE_FIELD_NUMBER: _ClassVar[int]
     ID_FIELD_NUMBER: _ClassVar[int]
     ROLE_FIELD_NUMBER: _ClassVar[int]
@@ -313,6 +379,12 @@ class InputItem(_message.Message):
     SUMMARY_FIELD_NUMBER: _ClassVar[int]
     PHASE_FIELD_NUMBER: _ClassVar[int]
     ENCRYPTED_CONTENT_FIELD_NUMBER: _ClassVar[int]
+    SERVER_LABEL_FIELD_NUMBER: _ClassVar[int]
+    APPROVAL_REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    APPROVE_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    TOOLS_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
     type: str
     id: str
     role: str
@@ -327,7 +399,13 @@ class InputItem(_message.Message):
     summary: _containers.RepeatedCompositeFieldContainer[InputContentPart]
     phase: str
     encrypted_content: str
-    def __init__(self, type: _Optional[str] = ..., id: _Optional[str] = ..., role: _Optional[str] = ..., content: _Optional[str] = ..., content_parts: _Optional[_Iterable[_Union[InputContentPart, _Mapping]]] = ..., status: _Optional[str] = ..., call_id: _Optional[str] = ..., name: _Optional[str] = ..., arguments: _Optional[str] = ..., output: _Optional[str] = ..., output_parts: _Optional[_Iterable[_Union[InputContentPart, _Mapping]]] = ..., summary: _Optional[_Iterable[_Union[InputContentPart, _Mapping]]] = ..., phase: _Optional[str] = ..., encrypted_content: _Optional[str] = ...) -> None: ...
+    server_label: str
+    approval_request_id: str
+    approve: bool
+    reason: str
+    tools: _containers.RepeatedCompositeFieldContainer[McpToolInfo]
+    error: str
+    def __init__(self, type: _Optional[str] = ..., id: _Optional[str] = ..., role: _Optional[str] = ..., content: _Optional[str] = ..., content_parts: _Optional[_Iterable[_Union[InputContentPart, _Mapping]]] = ..., status: _Optional[str] = ..., call_id: _Optional[str] = ..., name: _Optional[str] = ..., arguments: _Optional[str] = ..., output: _Optional[str] = ..., output_parts: _Optional[_Iterable[_Union[InputContentPart, _Mapping]]] = ..., summary: _Optional[_Iterable[_Union[InputContentPart, _Mapping]]] = ..., phase: _Optional[str] = ..., encrypted_content: _Optional[str] = ..., server_label: _Optional[str] = ..., approval_request_id: _Optional[str] = ..., approve: _Optional[bool] = ..., reason: _Optional[str] = ..., tools: _Optional[_Iterable[_Union[McpToolInfo, _Mapping]]] = ..., error: _Optional[str] = ...) -> None: ...
 
 class InputContentPart(_message.Message):
     __slots__ = ("type", "text", "image_url", "detail", "refusal", "annotations", "logprobs", "image_data", "file_data", "filename", "file_url", "file_id")
@@ -358,34 +436,75 @@ class InputContentPart(_message.Message):
     def __init__(self, type: _Optional[str] = ..., text: _Optional[str] = ..., image_url: _Optional[str] = ..., detail: _Optional[str] = ..., refusal: _Optional[str] = ..., annotations: _Optional[_Iterable[_Union[_struct_pb2.Struct, _Mapping]]] = ..., logprobs: _Optional[_Iterable[_Union[_common_pb2.TokenLogprob, _Mapping]]] = ..., image_data: _Optional[bytes] = ..., file_data: _Optional[str] = ..., filename: _Optional[str] = ..., file_url: _Optional[str] = ..., file_id: _Optional[str] = ...) -> None: ...
 
 class ResponseTool(_message.Message):
-    __slots__ = ("type", "name", "description", "parameters", "strict", "function")
+    __slots__ = ("type", "name", "description", "parameters", "strict", "function", "server_label", "server_url", "server_description", "headers", "allowed_tools", "allowed_tools_filter", "require_approval", "require_approval_filter")
+    class HeadersEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
     TYPE_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
     PARAMETERS_FIELD_NUMBER: _ClassVar[int]
     STRICT_FIELD_NUMBER: _ClassVar[int]
     FUNCTION_FIELD_NUMBER: _ClassVar[int]
+    SERVER_LABEL_FIELD_NUMBER: _ClassVar[int]
+    SERVER_URL_FIELD_NUMBER: _ClassVar[int]
+    SERVER_DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
+    HEADERS_FIELD_NUMBER: _ClassVar[int]
+    ALLOWED_TOOLS_FIELD_NUMBER: _ClassVar[int]
+    ALLOWED_TOOLS_FILTER_FIELD_NUMBER: _ClassVar[int]
+    REQUIRE_APPROVAL_FIELD_NUMBER: _ClassVar[int]
+    REQUIRE_APPROVAL_FILTER_FIELD_NUMBER: _ClassVar[int]
     type: str
     name: str
     description: str
     parameters: _struct_pb2.Struct
     strict: bool
     function: _common_pb2.FunctionDefinition
-    def __init__(self, type: _Optional[str] = ..., name: _Optional[str] = ..., description: _Optional[str] = ..., parameters: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., strict: _Optional[bool] = ..., function: _Optional[_Union[_common_pb2.FunctionDefinition, _Mapping]] = ...) -> None: ...
+    server_label: str
+    server_url: str
+    server_description: str
+    headers: _containers.ScalarMap[str, str]
+    allowed_tools: _containers.RepeatedScalarFieldContainer[str]
+    allowed_tools_filter: McpToolFilter
+    require_approval: str
+    require_approval_filter: McpApprovalFilter
+    def __init__(self, type: _Optional[str] = ..., name: _Optional[str] = ..., description: _Optional[str] = ..., parameters: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., strict: _Optional[bool] = ..., function: _Optional[_Union[_common_pb2.FunctionDefinition, _Mapping]] = ..., server_label: _Optional[str] = ..., server_url: _Optional[str] = ..., server_description: _Optional[str] = ..., headers: _Optional[_Mapping[str, str]] = ..., allowed_tools: _Optional[_Iterable[str]] = ..., allowed_tools_filter: _Optional[_Union[McpToolFilter, _Mapping]] = ..., require_approval: _Optional[str] = ..., require_approval_filter: _Optional[_Union[McpApprovalFilter, _Mapping]] = ...) -> None: ...
+
+class McpToolFilter(_message.Message):
+    __slots__ = ("tool_names", "read_only")
+    TOOL_NAMES_FIELD_NUMBER: _ClassVar[int]
+    READ_ONLY_FIELD_NUMBER: _ClassVar[int]
+    tool_names: _containers.RepeatedScalarFieldContainer[str]
+    read_only: bool
+    def __init__(self, tool_names: _Optional[_Iterable[str]] = ..., read_only: _Optional[bool] = ...) -> None: ...
+
+class McpApprovalFilter(_message.Message):
+    __slots__ = ("always", "never")
+    ALWAYS_FIELD_NUMBER: _ClassVar[int]
+    NEVER_FIELD_NUMBER: _ClassVar[int]
+    always: McpToolFilter
+    never: McpToolFilter
+    def __init__(self, always: _Optional[_Union[McpToolFilter, _Mapping]] = ..., never: _Optional[_Union[McpToolFilter, _Mapping]] = ...) -> None: ...
 
 class ResponseNamedToolChoice(_message.Message):
-    __slots__ = ("type", "name", "function", "mode", "tools")
+    __slots__ = ("type", "name", "function", "mode", "tools", "server_label")
     TYPE_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     FUNCTION_FIELD_NUMBER: _ClassVar[int]
     MODE_FIELD_NUMBER: _ClassVar[int]
     TOOLS_FIELD_NUMBER: _ClassVar[int]
+    SERVER_LABEL_FIELD_NUMBER: _ClassVar[int]
     type: str
     name: str
     function: _common_pb2.FunctionName
     mode: str
     tools: _containers.RepeatedCompositeFieldContainer[ResponseNamedToolChoice]
-    def __init__(self, type: _Optional[str] = ..., name: _Optional[str] = ..., function: _Optional[_Union[_common_pb2.FunctionName, _Mapping]] = ..., mode: _Optional[str] = ..., tools: _Optional[_Iterable[_Union[ResponseNamedToolChoice, _Mapping]]] = ...) -> None: ...
+    server_label: str
+    def __init__(self, type: _Optional[str] = ..., name: _Optional[str] = ..., function: _Optional[_Union[_common_pb2.FunctionName, _Mapping]] = ..., mode: _Optional[str] = ..., tools: _Optional[_Iterable[_Union[ResponseNamedToolChoice, _Mapping]]] = ..., server_label: _Optional[str] = ...) -> None: ...
 
 class ResponseTextConfig(_message.Message):
     __slots__ = ("format", "verbosity")

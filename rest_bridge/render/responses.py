@@ -32,6 +32,8 @@ ITEM_STATUSES: dict[int, str | None] = {
     ro.ITEM_STATUS_IN_PROGRESS: "in_progress",
     ro.ITEM_STATUS_COMPLETED: "completed",
     ro.ITEM_STATUS_INCOMPLETE: "incomplete",
+    ro.ITEM_STATUS_CALLING: "calling",
+    ro.ITEM_STATUS_FAILED: "failed",
 }
 INCOMPLETE_REASONS: dict[int, str | None] = {
     ro.INCOMPLETE_REASON_UNSPECIFIED: None,
@@ -140,14 +142,45 @@ def output_item(item: ro.OutputItem) -> dict[str, Any]:
             out["content"] = [{"type": "reasoning_text", "text": part.text} for part in reasoning.content]
         out["status"] = ITEM_STATUSES[reasoning.status]
         return out
+    if kind == "mcp_list_tools":
+        listed = item.mcp_list_tools
+        return {
+            "id": listed.id, "type": kind, "server_label": listed.server_label,
+            "tools": [mcp_tool_info(entry) for entry in listed.tools], "error": _optional(listed, "error"),
+        }  # fmt: skip
+    if kind == "mcp_call":
+        call = item.mcp_call
+        return {
+            "id": call.id, "type": kind, "server_label": call.server_label, "name": call.name,
+            "arguments": call.arguments, "output": _optional(call, "output"), "error": _optional(call, "error"),
+            "status": ITEM_STATUSES[call.status], "approval_request_id": _optional(call, "approval_request_id"),
+        }  # fmt: skip
+    if kind == "mcp_approval_request":
+        asked = item.mcp_approval_request
+        return {
+            "id": asked.id, "type": kind, "server_label": asked.server_label, "name": asked.name,
+            "arguments": asked.arguments,
+        }  # fmt: skip
     return {"type": None}
+
+
+def mcp_tool_info(entry: ro.McpToolInfo) -> dict[str, Any]:
+    """One tool of an mcp_list_tools item (OpenAI's MCPListToolsTool)."""
+    return {
+        "name": entry.name,
+        "description": _optional(entry, "description"),
+        "input_schema": struct(entry.input_schema),
+        "annotations": struct(entry.annotations) if entry.HasField("annotations") else None,
+    }
 
 
 # ---- the Response object ----
 
 
 def tool(entry: ro.ResponseTool) -> dict[str, Any]:
-    """A function tool in the Responses API's flat form (the nested chat form is flattened)."""
+    """A function tool in the Responses API's flat form (the nested chat form is flattened), or an mcp tool."""
+    if entry.type == "mcp":
+        return mcp_tool(entry)
     source: Any = entry.function if entry.HasField("function") else entry
     return {
         "type": entry.type or "function",
@@ -158,6 +191,29 @@ def tool(entry: ro.ResponseTool) -> dict[str, Any]:
     }
 
 
+def mcp_tool(entry: ro.ResponseTool) -> dict[str, Any]:
+    """An mcp tool as OpenAI echoes it (its headers left out: they may hold credentials)."""
+    allowed: Any = list(entry.allowed_tools) or None
+    if entry.HasField("allowed_tools_filter"):
+        allowed = _tool_filter(entry.allowed_tools_filter)
+    approval: Any = _optional(entry, "require_approval") or "always"
+    if entry.HasField("require_approval_filter"):
+        given = entry.require_approval_filter
+        approval = {name: _tool_filter(getattr(given, name)) for name in ("always", "never") if given.HasField(name)}
+    return {
+        "type": "mcp", "server_label": entry.server_label, "server_url": entry.server_url or None,
+        "server_description": _optional(entry, "server_description"), "headers": None,
+        "allowed_tools": allowed, "require_approval": approval,
+    }  # fmt: skip
+
+
+def _tool_filter(entry: ro.McpToolFilter) -> dict[str, Any]:
+    out: dict[str, Any] = {"tool_names": list(entry.tool_names)}
+    if entry.HasField("read_only"):
+        out["read_only"] = entry.read_only
+    return out
+
+
 def tool_choice(response: ro.Response) -> Any:
     """``tool_choice``: the string form, {"type":"function","name":...} or {"type":"allowed_tools",...}."""
     if response.HasField("named_tool_choice"):
@@ -165,6 +221,8 @@ def tool_choice(response: ro.Response) -> Any:
         if named.type == "allowed_tools":
             tools = [{"type": tool.type or "function", "name": tool.name or tool.function.name} for tool in named.tools]
             return {"type": "allowed_tools", "mode": named.mode, "tools": tools}
+        if named.type == "mcp":
+            return {"type": "mcp", "server_label": named.server_label, "name": named.name or None}
         return {"type": named.type or "function", "name": named.name or named.function.name}
     return response.tool_choice if response.HasField("tool_choice") else "auto"
 
@@ -351,6 +409,19 @@ def input_item(item: ro.InputItem) -> dict[str, Any]:
         return out
     if kind == "compaction":
         return {"id": item.id, "type": kind, "encrypted_content": item.encrypted_content}
+    if kind == "mcp_approval_response":
+        reason = _optional(item, "reason")
+        return {"id": item.id, "type": kind, "approval_request_id": item.approval_request_id,
+                "approve": item.approve, "reason": reason}  # fmt: skip
+    if kind == "mcp_list_tools":
+        return {"id": item.id, "type": kind, "server_label": item.server_label,
+                "tools": [mcp_tool_info(entry) for entry in item.tools], "error": _optional(item, "error")}  # fmt: skip
+    if kind in ("mcp_call", "mcp_approval_request"):
+        out = {"id": item.id, "type": kind, "server_label": item.server_label, "name": item.name,
+               "arguments": item.arguments}  # fmt: skip
+        if kind == "mcp_call":
+            out.update(output=item.output or None, error=_optional(item, "error"))
+        return out
     return {"id": item.id, "type": kind}  # item_reference
 
 
@@ -465,6 +536,10 @@ def _arguments_field(name: str) -> Callable[[Any], dict[str, Any]]:
     return convert
 
 
+def _mcp_item(event: ev.ResponseMcpItemEvent) -> dict[str, Any]:
+    return {"item_id": event.item_id, "output_index": event.output_index}
+
+
 def _error(event: ev.ResponseErrorEvent) -> dict[str, Any]:
     return {"code": _optional(event, "code"), "message": event.message, "param": _optional(event, "param")}
 
@@ -497,6 +572,14 @@ EVENTS: dict[str, tuple[str, Callable[[Any], dict[str, Any]]]] = {
     "incomplete": ("response.incomplete", _lifecycle),
     "failed": ("response.failed", _lifecycle),
     "error": ("error", _error),
+    "mcp_list_tools_in_progress": ("response.mcp_list_tools.in_progress", _mcp_item),
+    "mcp_list_tools_completed": ("response.mcp_list_tools.completed", _mcp_item),
+    "mcp_list_tools_failed": ("response.mcp_list_tools.failed", _mcp_item),
+    "mcp_call_in_progress": ("response.mcp_call.in_progress", _mcp_item),
+    "mcp_call_completed": ("response.mcp_call.completed", _mcp_item),
+    "mcp_call_failed": ("response.mcp_call.failed", _mcp_item),
+    "mcp_call_arguments_delta": ("response.mcp_call_arguments.delta", _arguments_field("delta")),
+    "mcp_call_arguments_done": ("response.mcp_call_arguments.done", _arguments_field("arguments")),
 }
 TERMINAL = {"response.completed", "response.incomplete", "response.failed", "error"}
 

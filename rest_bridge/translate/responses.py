@@ -33,7 +33,13 @@ UNSUPPORTED = {
     },
 }
 
-ITEM_TYPES = ("message", "function_call", "function_call_output", "reasoning", "compaction", "item_reference")
+ITEM_TYPES = (
+    "message", "function_call", "function_call_output", "reasoning", "compaction", "item_reference",
+    "mcp_approval_response", "mcp_list_tools", "mcp_call", "mcp_approval_request",
+)  # fmt: skip
+# An mcp tool's fields that are a list or a string in OpenAI's JSON and an object otherwise -> the proto field of
+# the object form.
+MCP_OBJECT_FORMS = {"allowed_tools": "allowed_tools_filter", "require_approval": "require_approval_filter"}
 # Content part types each item field accepts (OpenAI's; the service checks the rest of the values).
 MESSAGE_PARTS = ("input_text", "input_image", "input_file", "output_text", "refusal")
 OUTPUT_PARTS = ("input_text", "input_image", "input_file")
@@ -53,7 +59,22 @@ def normalise(
         body["conversation"] = _conversation_id(body["conversation"])
     if "input_items" in body:
         body["input_items"] = [proto_input_item(item, f"input[{i}]") for i, item in enumerate(body["input_items"])]
+    if isinstance(body.get("tools"), list):
+        body["tools"] = [_mcp_forms(tool) for tool in body["tools"]]
     return body
+
+
+def _mcp_forms(tool: Any) -> Any:
+    """An mcp tool with the object forms of allowed_tools and require_approval moved to their proto fields."""
+    if not isinstance(tool, dict) or tool.get("type") != "mcp":
+        return tool
+    tool = without_nulls(tool)
+    for name, proto in MCP_OBJECT_FORMS.items():
+        if isinstance(tool.get(name), dict):
+            tool[proto] = tool.pop(name)
+    if isinstance(tool.get("allowed_tools_filter"), dict):  # proto JSON has no nulls inside a message
+        tool["allowed_tools_filter"] = without_nulls(tool["allowed_tools_filter"])
+    return tool
 
 
 def _conversation_id(conversation: dict[str, Any]) -> Any:
@@ -85,6 +106,8 @@ def proto_input_item(item: Any, where: str) -> dict[str, Any]:
         _parts_or_text(item, BY_OPENAI_NAME["content"], MESSAGE_PARTS, where)
     elif kind == "function_call_output":
         _parts_or_text(item, BY_OPENAI_NAME["output"], OUTPUT_PARTS, where)
+    elif kind == "mcp_list_tools" and isinstance(item.get("tools"), list):  # OpenAI writes null annotations
+        item["tools"] = [without_nulls(tool) if isinstance(tool, dict) else tool for tool in item["tools"]]
     elif kind == "reasoning":  # a reasoning item's content is always a list of parts
         content = BY_OPENAI_NAME["content"]
         if "content" in item:

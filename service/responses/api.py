@@ -19,6 +19,7 @@ from ovserve.clients.v1 import response_pb2
 from ovserve.service.errors import FieldViolation, Internal, InvalidArgument, NotFound, quote
 from ovserve.service.ids import new_id
 from ovserve.service.limits import ConcurrencyLimit
+from ovserve.service.mcp.policy import McpPolicy
 from ovserve.service.models import ModelRegistry
 from ovserve.service.responses import compaction
 from ovserve.service.responses.background import BackgroundRuns
@@ -39,9 +40,12 @@ class ResponsesApi:
         store: ResponseStore,
         limit: ConcurrencyLimit | None = None,
         conversations: ConversationsApi | None = None,
+        mcp: McpPolicy | None = None,
     ) -> None:
         """``limit``: the server's concurrency bound, which background responses count against;
-        ``conversations``: where a request's ``conversation`` is read and extended (None: refused)."""
+        ``conversations``: where a request's ``conversation`` is read and extended (None: refused);
+        ``mcp``: which MCP servers requests' mcp tools may reach, and the bounds of their calls."""
+        self._mcp = mcp or McpPolicy()
         self._models = models
         self._store = store
         self._conversations = conversations
@@ -73,7 +77,9 @@ class ResponsesApi:
 
     async def create(self, request: response_pb2.CreateResponseRequest) -> objects_pb2.Response:
         """ResponseService.CreateResponse: run to the end, or return ``queued`` for a background response."""
-        prep = await prepare(self._models, self._store, request, streaming=False, conversations=self._conversations)
+        prep = await prepare(
+            self._models, self._store, request, streaming=False, conversations=self._conversations, mcp_policy=self._mcp
+        )
         if prep.background:
             run = await self._background.start(prep)
             return copy_response(run.events.response)
@@ -84,7 +90,9 @@ class ResponsesApi:
 
     async def stream(self, request: response_pb2.StreamResponseRequest) -> AsyncIterator[Event]:
         """ResponseService.StreamResponse: every event as it happens; a background run goes on if the caller leaves."""
-        prep = await prepare(self._models, self._store, request, streaming=True, conversations=self._conversations)
+        prep = await prepare(
+            self._models, self._store, request, streaming=True, conversations=self._conversations, mcp_policy=self._mcp
+        )
         if prep.background:
             run = await self._background.start(prep)
             async for event in run.log.follow():
@@ -102,7 +110,12 @@ class ResponsesApi:
     ) -> response_pb2.CountResponseInputTokensResponse:
         """ResponseService.CountResponseInputTokens: the request prepared as CreateResponse would, not run."""
         prep = await prepare(
-            self._models, self._store, request.request, streaming=False, conversations=self._conversations
+            self._models,
+            self._store,
+            request.request,
+            streaming=False,
+            conversations=self._conversations,
+            mcp_policy=self._mcp,
         )
         tokens = len(prep.run.prompt_ids)
         return response_pb2.CountResponseInputTokensResponse(object="response.input_tokens", input_tokens=tokens)

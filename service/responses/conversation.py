@@ -25,7 +25,11 @@ TEXT_PARTS = {"input_text", "output_text", "text", "refusal"}
 PHASES = ("commentary", "final_answer")  # Open Responses' labels of assistant messages
 ID_PREFIXES = {
     "message": "msg_", "function_call": "fc_", "function_call_output": "fco_", "reasoning": "rs_", "compaction": "cmp_",
+    "mcp_approval_response": "mcpa_", "mcp_list_tools": "mcpl_", "mcp_call": "mcp_", "mcp_approval_request": "mcpr_",
 }  # fmt: skip
+# Items the chat never shows: the tools listed (the tools themselves are in the prompt) and the answers to approval
+# requests (preparation.py makes the approved calls; their results or the refusals are the tool messages).
+UNSHOWN = {"mcp_list_tools", "mcp_approval_response"}
 
 
 @dataclass
@@ -87,6 +91,10 @@ def items_turn(
         elif kind == "compaction":
             summary = compaction.as_message(item, where, violations)
             turn.messages += [summary] if summary is not None else []
+        elif kind in ("mcp_call", "mcp_approval_request"):  # replayed: a call (and the result the server got)
+            _mcp_call(item, where, turn, reasoning, violations)
+        elif kind in UNSHOWN:
+            continue
         else:
             reasoning += [part.text for part in item.summary if part.text]
     return turn
@@ -162,6 +170,18 @@ def _function_call(
         message["reasoning_content"] = "\n".join(reasoning)
         reasoning.clear()
     turn.messages.append(message)
+
+
+def _mcp_call(
+    item: objects_pb2.InputItem, where: str, turn: Turn, reasoning: list[str], violations: list[FieldViolation]
+) -> None:
+    """A replayed mcp_call (a call and its result) or mcp_approval_request (a call the caller answers next),
+    under the item's own id as the call's id."""
+    call = objects_pb2.InputItem(type="function_call", call_id=item.id, name=item.name, arguments=item.arguments)
+    _function_call(call, where, turn, reasoning, violations)
+    if item.type == "mcp_call":
+        result = item.output if not item.HasField("error") else f"Error: {item.error}"
+        turn.messages.append({"role": "tool", "tool_call_id": item.id, "content": result})
 
 
 def _function_call_output(

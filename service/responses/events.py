@@ -9,6 +9,13 @@
      output_item.done] per call
     completed | incomplete | failed
 
+With mcp tools: the servers listed for this response come first, each
+output_item.added (mcp_list_tools), mcp_list_tools.in_progress, .completed, output_item.done.
+A call of an MCP tool is an mcp_call item: output_item.added, mcp_call.in_progress,
+mcp_call_arguments.delta ..., mcp_call_arguments.done, and once the server called the tool
+(after the model's turn, mcp_calls.py) mcp_call.completed or .failed, output_item.done; the model's
+next round follows. A call that needs approval is one mcp_approval_request item (added, done).
+
 One item is open at a time; each has its own output_index. The message item
 is there only when the model wrote content (or wrote nothing at all).
 
@@ -34,6 +41,7 @@ from ovserve.service.parsing import (
     ToolCallFinished,
     ToolCallStarted,
 )
+from ovserve.service.responses.mcp_tools import McpServer, McpTools
 
 Event = events_pb2.ResponseStreamEvent
 Response = objects_pb2.Response
@@ -51,7 +59,12 @@ class ResponseEvents:
         self._text: objects_pb2.OutputText | None = None
         self._reasoning: objects_pb2.OutputReasoning | None = None
         self._call: objects_pb2.OutputFunctionCall | None = None
-        self._open: str | None = None  # the open item's kind: "message", "reasoning", "function_call"
+        self._mcp_call: objects_pb2.OutputMcpCall | None = None
+        self._asked: objects_pb2.OutputMcpApprovalRequest | None = None  # written, announced when complete
+        # the open item's kind: "message", "reasoning", "function_call", "mcp_call", "mcp_approval_request"
+        self._open: str | None = None
+        self.mcp = McpTools()  # the request's MCP servers: calls of their tools are mcp items
+        self.mcp_calls: list[int] = []  # output indexes of the mcp_call items written and not yet called
         self._output_index = 0
         # Token logprobs not yet attached: they go with the next output text (the parser may hold text
         # back, or the tokens were markup), and any left when the message closes go to its part.
@@ -145,6 +158,9 @@ class ResponseEvents:
     def _open_call(self, call_id: str, name: str) -> list[Event]:
         events = self._close_item(objects_pb2.ITEM_STATUS_COMPLETED)
         self._output_index = len(self.response.output)
+        server = self.mcp.server_of(name)
+        if server is not None:
+            return events + self._open_mcp(server, name)
         item = objects_pb2.OutputFunctionCall(
             id=new_id("fc_"), call_id=call_id, name=name, status=objects_pb2.ITEM_STATUS_IN_PROGRESS
         )
@@ -159,7 +175,102 @@ class ResponseEvents:
         self._call, self._open = self.response.output[self._output_index].function_call, "function_call"
         return events
 
+    def _open_mcp(self, server: McpServer, name: str) -> list[Event]:
+        if server.needs_approval(name):  # one item, announced once its arguments are complete
+            self._asked = objects_pb2.OutputMcpApprovalRequest(id=new_id("mcpr_"), server_label=server.label, name=name)
+            self._open = "mcp_approval_request"
+            return []
+        item = objects_pb2.OutputMcpCall(
+            id=new_id("mcp_"), server_label=server.label, name=name, status=objects_pb2.ITEM_STATUS_IN_PROGRESS
+        )
+        added = events_pb2.ResponseOutputItemAddedEvent(
+            output_index=self._output_index, item=objects_pb2.OutputItem(mcp_call=item)
+        )
+        self.response.output.add(mcp_call=item)
+        self._mcp_call, self._open = self.response.output[self._output_index].mcp_call, "mcp_call"
+        progress = events_pb2.ResponseMcpItemEvent(item_id=item.id, output_index=self._output_index)
+        return [self._event(output_item_added=added), self._event(mcp_call_in_progress=progress)]
+
+    def mcp_call_made(self, server: McpServer, name: str, arguments: str, approval_request_id: str) -> list[Event]:
+        """An approved call (not written by the model in this response): its mcp_call item, about to be called."""
+        events = self._close_item(objects_pb2.ITEM_STATUS_COMPLETED)
+        self._output_index = len(self.response.output)
+        item = objects_pb2.OutputMcpCall(
+            id=new_id("mcp_"), server_label=server.label, name=name, arguments=arguments,
+            status=objects_pb2.ITEM_STATUS_IN_PROGRESS, approval_request_id=approval_request_id,
+        )  # fmt: skip
+        added = events_pb2.ResponseOutputItemAddedEvent(
+            output_index=self._output_index, item=objects_pb2.OutputItem(mcp_call=item)
+        )
+        self.response.output.add(mcp_call=item)
+        where: dict[str, Any] = {"item_id": item.id, "output_index": self._output_index}
+        self.response.output[self._output_index].mcp_call.status = objects_pb2.ITEM_STATUS_CALLING
+        self.mcp_calls.append(self._output_index)
+        return [
+            *events,
+            self._event(output_item_added=added),
+            self._event(mcp_call_in_progress=events_pb2.ResponseMcpItemEvent(**where)),
+            self._event(mcp_call_arguments_done=events_pb2.ResponseMcpCallArgumentsDoneEvent(arguments=arguments,
+                                                                                              **where)),
+        ]  # fmt: skip
+
+    def mcp_call_ended(self, output_index: int, *, output: str | None, error: str | None) -> list[Event]:
+        """The end of the mcp_call item at ``output_index``: the tool's output, or why there is none."""
+        call = self.response.output[output_index].mcp_call
+        where: dict[str, Any] = {"item_id": call.id, "output_index": output_index}
+        if error is None:
+            call.output, call.status = output or "", objects_pb2.ITEM_STATUS_COMPLETED
+            ended = self._event(mcp_call_completed=events_pb2.ResponseMcpItemEvent(**where))
+        else:
+            call.error, call.status = error, objects_pb2.ITEM_STATUS_FAILED
+            ended = self._event(mcp_call_failed=events_pb2.ResponseMcpItemEvent(**where))
+        done = events_pb2.ResponseOutputItemDoneEvent(
+            output_index=output_index, item=self.response.output[output_index]
+        )
+        return [ended, self._event(output_item_done=done)]
+
+    def mcp_listed(self, server: McpServer) -> list[Event]:
+        """The mcp_list_tools item of a server listed for this response."""
+        events = self._close_item(objects_pb2.ITEM_STATUS_COMPLETED)
+        index = len(self.response.output)
+        item = objects_pb2.OutputMcpListTools(id=new_id("mcpl_"), server_label=server.label)
+        added = events_pb2.ResponseOutputItemAddedEvent(
+            output_index=index, item=objects_pb2.OutputItem(mcp_list_tools=item)
+        )
+        where: dict[str, Any] = {"item_id": item.id, "output_index": index}
+        item.tools.extend(server.tools)
+        self.response.output.add(mcp_list_tools=item)
+        done = events_pb2.ResponseOutputItemDoneEvent(output_index=index, item=self.response.output[index])
+        return [
+            *events,
+            self._event(output_item_added=added),
+            self._event(mcp_list_tools_in_progress=events_pb2.ResponseMcpItemEvent(**where)),
+            self._event(mcp_list_tools_completed=events_pb2.ResponseMcpItemEvent(**where)),
+            self._event(output_item_done=done),
+        ]
+
+    def close_mcp_item(self) -> list[Event]:
+        """Close an mcp_call or approval request the model's turn ended in (its other items close as usual)."""
+        if self._open in ("mcp_call", "mcp_approval_request"):
+            return self._close_item(objects_pb2.ITEM_STATUS_COMPLETED)
+        return []
+
+    def end_round(self) -> list[Event]:
+        """Close the open item: the model's turn ended (the server calls its MCP tools next)."""
+        return self._close_item(objects_pb2.ITEM_STATUS_COMPLETED)
+
     def _call_arguments(self, fragment: str) -> list[Event]:
+        if self._open == "mcp_approval_request":
+            assert self._asked is not None
+            self._asked.arguments += fragment
+            return []
+        if self._open == "mcp_call":
+            assert self._mcp_call is not None
+            self._mcp_call.arguments += fragment
+            delta = events_pb2.ResponseMcpCallArgumentsDeltaEvent(
+                item_id=self._mcp_call.id, output_index=self._output_index, delta=fragment
+            )
+            return [self._event(mcp_call_arguments_delta=delta)]
         assert self._call is not None and self._open == "function_call"
         self._call.arguments += fragment
         delta = events_pb2.ResponseFunctionCallArgumentsDeltaEvent(
@@ -210,6 +321,22 @@ class ResponseEvents:
             )
             events.append(self._event(function_call_arguments_done=done))
             item = objects_pb2.OutputItem(function_call=self._call)
+        elif kind == "mcp_call":  # its item is done once the server called the tool (mcp_call_ended)
+            assert self._mcp_call is not None
+            self._mcp_call.arguments = self._mcp_call.arguments or "{}"
+            self._mcp_call.status = objects_pb2.ITEM_STATUS_CALLING
+            self.mcp_calls.append(self._output_index)
+            done_arguments = events_pb2.ResponseMcpCallArgumentsDoneEvent(
+                item_id=self._mcp_call.id, output_index=self._output_index, arguments=self._mcp_call.arguments
+            )
+            return [self._event(mcp_call_arguments_done=done_arguments)]
+        elif kind == "mcp_approval_request":
+            assert self._asked is not None
+            self._asked.arguments = self._asked.arguments or "{}"
+            self.response.output.add(mcp_approval_request=self._asked)
+            item = self.response.output[self._output_index]
+            added = events_pb2.ResponseOutputItemAddedEvent(output_index=self._output_index, item=item)
+            events.append(self._event(output_item_added=added))
         else:
             return []
         done_item = events_pb2.ResponseOutputItemDoneEvent(output_index=self._output_index, item=item)
@@ -293,6 +420,6 @@ class ResponseEvents:
         self.response.status = objects_pb2.RESPONSE_STATUS_CANCELLED
 
     def _close_open_item(self, status: int) -> None:
-        for item in (self._message, self._reasoning, self._call):
+        for item in (self._message, self._reasoning, self._call, self._mcp_call):
             if item is not None and item.status == objects_pb2.ITEM_STATUS_IN_PROGRESS:
                 item.status = status  # type: ignore[assignment]

@@ -9,7 +9,8 @@ prompt leaves room for the output.
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 from ovserve.clients.v1 import response_object_pb2 as objects_pb2
@@ -41,9 +42,11 @@ from ovserve.service.api.stored_chat import metadata_violations
 from ovserve.service.engine import SamplingParams
 from ovserve.service.errors import FieldViolation, InvalidArgument, NotFound, quote
 from ovserve.service.ids import new_id, now
+from ovserve.service.mcp.policy import McpPolicy
 from ovserve.service.models import ModelRegistry, ServedModel
 from ovserve.service.responses.conversation import Turn, input_turn
 from ovserve.service.responses.conversations import ConversationsApi, ConversationTurn
+from ovserve.service.responses.mcp_tools import McpTools, approvals, clashes, read_servers, resolve
 from ovserve.service.store.responses import ResponseStore
 from ovserve.service.store.tenancy import tenant
 
@@ -56,6 +59,7 @@ INCLUDABLE = {LOGPROBS, "reasoning.encrypted_content", "message.input_image.imag
 SERVICE_TIERS = {"auto", "default", "flex", "scale", "priority"}
 CACHE_RETENTIONS = {"in-memory", "24h"}
 VERBOSITIES = {"low", "medium", "high"}
+MAX_CHAIN = 64  # earlier responses searched for the MCP tools they listed and the approvals they asked
 # Response fields that echo the request field of the same name (the contract keeps them alike).
 ECHOED = [
     f.name
@@ -80,6 +84,10 @@ class Prepared:
     background: bool
     owner: str = ""  # the tenant it is stored for (service/store/tenancy.py)
     conversation: ConversationTurn | None = None  # where its items are appended when it ends
+    mcp: McpTools = field(default_factory=McpTools)  # its MCP servers and the approvals it answers
+    mcp_policy: McpPolicy = field(default_factory=McpPolicy)
+    # The run of the model's next turn, the turns the server answered (MCP calls and results) added to the history.
+    next_run: Callable[[list[dict[str, Any]]], Awaitable[Run]] | None = None
 
 
 def wants_logprobs(request: Request | response_pb2.CreateResponseRequest) -> bool:
@@ -95,10 +103,13 @@ async def prepare(
     *,
     streaming: bool,
     conversations: ConversationsApi | None = None,
+    mcp_policy: McpPolicy | None = None,
 ) -> Prepared:
     """Validate ``request`` (INVALID_ARGUMENT / NOT_FOUND naming the field), resolve its history, build its run.
 
-    ``conversations``: where ``conversation`` ids are looked up (None: the field is refused)."""
+    ``conversations``: where ``conversation`` ids are looked up (None: the field is refused); ``mcp_policy``: which
+    MCP servers its mcp tools may reach (their tools are listed here, before the prompt is rendered)."""
+    policy = mcp_policy or McpPolicy()
     model, violations = begin(models, request, RESPONSES, streaming=streaming)
     request = await _with_references_resolved(store, request)
     images = MediaParts(model)
@@ -107,14 +118,25 @@ async def prepare(
         turn = input_turn(request, images=images, violations=violations)
         violations.extend(_option_violations(request))
         violations.extend(metadata_violations(request.metadata))  # OpenAI's bounds, as chat and conversations
-        return turn, [_tool(tool, f"tools[{i}]", violations) for i, tool in enumerate(request.tools)]
+        functions = [
+            _tool(tool, f"tools[{i}]", violations) for i, tool in enumerate(request.tools) if tool.type != "mcp"
+        ]
+        return turn, functions
 
     turn, tools = await read_off_the_loop_if_large(request, len(request.input_items), read)
+    mcp = McpTools(read_servers(request.tools, policy, violations))
+    if mcp.servers and not violations:  # listed only for a request otherwise valid
+        earlier = await _earlier_outputs(store, request)
+        await resolve(mcp.servers, policy, earlier)
+        violations += clashes(mcp.servers, {tool["function"].get("name") for tool in tools})
+        mcp.approvals = approvals(request.input_items, earlier, mcp.servers, violations)
+        tools = tools + mcp.template_tools()
     effort = request.reasoning.effort if request.reasoning.HasField("effort") else None
     context = template_context(request, violations, effort=effort)
     plan = await templated_constraint(
-        model, request, violations, tools, context, named_field="tool_choice", parameters_field="tools[{}].parameters"
-    )
+        model, _mcp_choice_as_function(request, mcp, violations), violations, tools, context,
+        named_field="tool_choice", parameters_field="tools[{}].parameters",
+    )  # fmt: skip
     ask = LogprobAsk(
         chosen=wants_logprobs(request), top=logprobs.top_logprobs(request, violations, needs_logprobs=False)
     )
@@ -155,6 +177,16 @@ async def prepare(
     (run,) = await build_runs(model, request, [prompt], plan, RESPONSES, streaming=streaming, ask=ask)
     canonical = response_pb2.CreateResponseRequest()
     canonical.ParseFromString(request.SerializeToString())  # the twins are wire-identical
+    # A forced tool choice forces the first turn only: after the tools' results the model answers as it will.
+    forced = request.HasField("named_tool_choice") or request.tool_choice == "required"
+    later_plan = None if forced else plan
+
+    async def next_run(rounds: list[dict[str, Any]]) -> Run:
+        rendered = await render(model, instructions + history + rounds, tools, context, RESPONSES.prompt_field)
+        prompt = await templated_prompt(model, rendered, images, models.media, RESPONSES.prompt_field)
+        (run,) = await build_runs(model, request, [prompt], later_plan, RESPONSES, streaming=streaming, ask=ask)
+        return run
+
     return Prepared(
         model=model,
         run=run,
@@ -167,7 +199,63 @@ async def prepare(
         background=background,
         owner=tenant.get(),
         conversation=turn_in,
+        mcp=mcp,
+        mcp_policy=policy,
+        next_run=next_run,
     )
+
+
+async def _earlier_outputs(store: ResponseStore, request: Request) -> list[objects_pb2.OutputItem]:
+    """The output items of the responses the request continues (oldest first, at most MAX_CHAIN of them), then
+    the mcp items its input replays: where listed tools are reused from and approval requests are found."""
+    chain: list[list[objects_pb2.OutputItem]] = []
+    previous = request.previous_response_id if request.HasField("previous_response_id") else ""
+    while previous and len(chain) < MAX_CHAIN:
+        stored = await store.get(previous, owner=tenant.get())
+        if stored is None:
+            break
+        chain.insert(0, list(stored.response.output))
+        previous = stored.request.previous_response_id if stored.request.HasField("previous_response_id") else ""
+    earlier = [item for outputs in chain for item in outputs]
+    for item in request.input_items:
+        if item.type == "mcp_list_tools":
+            listed = objects_pb2.OutputMcpListTools(id=item.id, server_label=item.server_label, tools=item.tools)
+            earlier.append(objects_pb2.OutputItem(mcp_list_tools=listed))
+        elif item.type == "mcp_approval_request":
+            asked = objects_pb2.OutputMcpApprovalRequest(
+                id=item.id, server_label=item.server_label, name=item.name, arguments=item.arguments
+            )
+            earlier.append(objects_pb2.OutputItem(mcp_approval_request=asked))
+    return earlier
+
+
+def _mcp_choice_as_function(request: Request, mcp: McpTools, violations: list[FieldViolation]) -> Request:
+    """``request`` with tool_choice {"type": "mcp", "server_label", "name"} as the function choice it means (a
+    server without a name: any of its tools, required)."""
+    choice = request.named_tool_choice
+    if not request.HasField("named_tool_choice") or choice.type != "mcp":
+        return request
+    server = next((server for server in mcp.servers if server.label == choice.server_label), None)
+    if server is None:
+        described = f"no mcp tool with server_label {quote(choice.server_label)} in tools"
+        violations.append(FieldViolation("tool_choice.server_label", described))
+        return request
+    if choice.name and not any(tool.name == choice.name for tool in server.tools):
+        described = f"MCP server {quote(server.label)} has no tool {quote(choice.name)} (allowed_tools included)"
+        violations.append(FieldViolation("tool_choice.name", described))
+        return request
+    rewritten = type(request)()
+    rewritten.CopyFrom(request)
+    named = rewritten.named_tool_choice
+    if choice.name:
+        named.Clear()
+        named.type, named.name = "function", choice.name
+    else:
+        named.Clear()
+        named.type, named.mode = "allowed_tools", "required"
+        for tool in server.tools:
+            named.tools.add(type="function", name=tool.name)
+    return rewritten
 
 
 def _option_violations(request: Request) -> list[FieldViolation]:
@@ -237,7 +325,8 @@ def unanswered_outputs(request: Request, previous: list[dict[str, Any]]) -> list
 def _tool(tool: objects_pb2.ResponseTool, where: str, violations: list[FieldViolation]) -> dict[str, Any]:
     """A flat Responses function tool as the chat template wants it."""
     if tool.type != "function":
-        violations.append(FieldViolation(f"{where}.type", f"unknown tool type {quote(tool.type)}; expected function"))
+        described = f"unknown tool type {quote(tool.type)}; expected function or mcp"
+        violations.append(FieldViolation(f"{where}.type", described))
     name = tool.name or tool.function.name
     if not name:
         violations.append(FieldViolation(f"{where}.name", "required"))
@@ -322,4 +411,6 @@ def _new_response(
         response.top_logprobs = 0
     response.service_tier = "default"  # the one tier here, whatever was asked for
     response.parallel_tool_calls = not request.HasField("parallel_tool_calls") or request.parallel_tool_calls
+    for tool in response.tools:  # an mcp tool's headers may carry credentials: not echoed
+        tool.headers.clear()
     return response

@@ -92,7 +92,7 @@ class Server:
         #: How batch lines run (the composition root's: the REST bridge's translation over gRPC to this server);
         #: set after start(), the runner starts once the models are loaded. None: batches wait.
         self.batch_lines: LineExecutor | None = None
-        self.responses = ResponsesApi(self.registry, self.store, self.limit, self.conversations)
+        self.responses = ResponsesApi(self.registry, self.store, self.limit, self.conversations, config.mcp)
         self.stored_chat = StoredChatCompletions(ChatCompletionStore(self.store))
         self.port = 0
         self._expiry: asyncio.Task[None] | None = None

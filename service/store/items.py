@@ -18,6 +18,29 @@ def as_input(output: objects_pb2.OutputItem) -> objects_pb2.InputItem:
         return objects_pb2.InputItem(
             type="function_call", id=call.id, call_id=call.call_id, name=call.name, arguments=call.arguments
         )
+    if output.HasField("mcp_list_tools"):
+        listed = output.mcp_list_tools
+        replayed = objects_pb2.InputItem(
+            type="mcp_list_tools", id=listed.id, server_label=listed.server_label, tools=listed.tools
+        )
+        if listed.HasField("error"):
+            replayed.error = listed.error
+        return replayed
+    if output.HasField("mcp_call"):
+        mcp = output.mcp_call
+        replayed = objects_pb2.InputItem(
+            type="mcp_call", id=mcp.id, server_label=mcp.server_label, name=mcp.name, arguments=mcp.arguments,
+            output=mcp.output, approval_request_id=mcp.approval_request_id,
+        )  # fmt: skip
+        if mcp.HasField("error"):
+            replayed.error = mcp.error
+        return replayed
+    if output.HasField("mcp_approval_request"):
+        asked = output.mcp_approval_request
+        return objects_pb2.InputItem(
+            type="mcp_approval_request", id=asked.id, server_label=asked.server_label, name=asked.name,
+            arguments=asked.arguments,
+        )  # fmt: skip
     if output.HasField("reasoning"):
         reasoning = output.reasoning
         summary = [Part(type="summary_text", text=part.text) for part in reasoning.summary]

@@ -361,6 +361,20 @@ def every_event() -> list[ev.ResponseStreamEvent]:
     add(incomplete=ev.ResponseIncompleteEvent(response=snapshot))
     add(failed=ev.ResponseFailedEvent(response=snapshot))
     add(error=ev.ResponseErrorEvent(code="server_error", message="boom"))
+    # MCP tools (after the rest, so the sequence numbers above stay): each item kind as the openai client reads it.
+    listed = ro.OutputMcpListTools(id="mcpl_1", server_label="tools")
+    listed.tools.add(name="add", description="Add.").input_schema.update({"type": "object"})
+    add(output_item_added=ev.ResponseOutputItemAddedEvent(output_index=3, item=ro.OutputItem(mcp_list_tools=listed)))
+    for name in ("mcp_list_tools_in_progress", "mcp_list_tools_completed", "mcp_list_tools_failed"):
+        add(**{name: ev.ResponseMcpItemEvent(item_id="mcpl_1", output_index=3)})
+    made = ro.OutputMcpCall(id="mcp_1", server_label="tools", name="add", arguments="{}", output="5", status=2)
+    add(output_item_done=ev.ResponseOutputItemDoneEvent(output_index=4, item=ro.OutputItem(mcp_call=made)))
+    add(mcp_call_arguments_delta=ev.ResponseMcpCallArgumentsDeltaEvent(item_id="mcp_1", output_index=4, delta="{}"))
+    add(mcp_call_arguments_done=ev.ResponseMcpCallArgumentsDoneEvent(item_id="mcp_1", output_index=4, arguments="{}"))
+    for name in ("mcp_call_in_progress", "mcp_call_completed", "mcp_call_failed"):
+        add(**{name: ev.ResponseMcpItemEvent(item_id="mcp_1", output_index=4)})
+    asked = ro.OutputMcpApprovalRequest(id="mcpr_1", server_label="tools", name="add", arguments="{}")
+    add(output_item_done=ev.ResponseOutputItemDoneEvent(output_index=5, item=ro.OutputItem(mcp_approval_request=asked)))
     return events
 
 

@@ -26,7 +26,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file ovserve/v1/response_object.proto.
  */
 export const file_ovserve_v1_response_object: GenFile = /*@__PURE__*/
-  fileDesc("CiBvdnNlcnZlL3YxL3Jlc3BvbnNlX29iamVjdC5wcm90bxIKb3ZzZXJ2ZS52MSL4EgoIUmVzcG9uc2USCgoCaWQYASABKAkSDgoGb2JqZWN0GAIgASgJEhIKCmNyZWF0ZWRfYXQYAyABKAMSGQoMY29tcGxldGVkX2F0GAQgASgDSACIAQESKgoGc3RhdHVzGAUgASgOMhoub3ZzZXJ2ZS52MS5SZXNwb25zZVN0YXR1cxINCgVtb2RlbBgGIAEoCRImCgZvdXRwdXQYByADKAsyFi5vdnNlcnZlLnYxLk91dHB1dEl0ZW0SKAoFdXNhZ2UYCCABKAsyGS5vdnNlcnZlLnYxLlJlc3BvbnNlVXNhZ2USKAoFZXJyb3IYCSABKAsyGS5vdnNlcnZlLnYxLlJlc3BvbnNlRXJyb3ISOQoSaW5jb21wbGV0ZV9kZXRhaWxzGAogASgLMh0ub3ZzZXJ2ZS52MS5JbmNvbXBsZXRlRGV0YWlscxIZCgxpbnN0cnVjdGlvbnMYCyABKAlIAYgBARIhChRwcmV2aW91c19yZXNwb25zZV9pZBgMIAEoCUgCiAEBEhIKBXN0b3JlGA0gASgISAOIAQESFwoKYmFja2dyb3VuZBgOIAEoCEgEiAEBEh4KEW1heF9vdXRwdXRfdG9rZW5zGA8gASgFSAWIAQESEQoEc3RvcBgQIAEoCUgGiAEBEhYKDnN0b3Bfc2VxdWVuY2VzGBEgAygJEhcKCmlnbm9yZV9lb3MYEiABKAhIB4gBARInChppbmNsdWRlX3N0b3Bfc3RyX2luX291dHB1dBgTIAEoCEgIiAEBEiAKE3NraXBfc3BlY2lhbF90b2tlbnMYFCABKAhICYgBARIXCgp0cnVuY2F0aW9uGBUgASgJSAqIAQESGAoLdGVtcGVyYXR1cmUYFiABKAFIC4gBARISCgV0b3BfcBgXIAEoAUgMiAEBEhIKBXRvcF9rGBggASgFSA2IAQESEgoFbWluX3AYGSABKAFIDogBARIfChJyZXBldGl0aW9uX3BlbmFsdHkYGiABKAFID4gBARIeChFmcmVxdWVuY3lfcGVuYWx0eRgbIAEoAUgQiAEBEh0KEHByZXNlbmNlX3BlbmFsdHkYHCABKAFIEYgBARIRCgRzZWVkGB0gASgDSBKIAQESDgoBbhgeIAEoBUgTiAEBEhQKB2Jlc3Rfb2YYHyABKAVIFIgBARIbCg5sZW5ndGhfcGVuYWx0eRggIAEoAUgViAEBEh4KEWRpdmVyc2l0eV9wZW5hbHR5GCEgASgBSBaIAQESIQoUbnVtX2Fzc2lzdGFudF90b2tlbnMYIiABKAVIF4gBARIrCh5hc3Npc3RhbnRfY29uZmlkZW5jZV90aHJlc2hvbGQYIyABKAFIGIgBARIbCg5tYXhfbmdyYW1fc2l6ZRgkIAEoBUgZiAEBEhUKCGxvZ3Byb2JzGCUgASgISBqIAQESGQoMdG9wX2xvZ3Byb2JzGCYgASgFSBuIAQESJwoFdG9vbHMYJyADKAsyGC5vdnNlcnZlLnYxLlJlc3BvbnNlVG9vbBIYCgt0b29sX2Nob2ljZRgoIAEoCUgciAEBEj4KEW5hbWVkX3Rvb2xfY2hvaWNlGCkgASgLMiMub3ZzZXJ2ZS52MS5SZXNwb25zZU5hbWVkVG9vbENob2ljZRIgChNwYXJhbGxlbF90b29sX2NhbGxzGCogASgISB2IAQESLAoEdGV4dBgrIAEoCzIeLm92c2VydmUudjEuUmVzcG9uc2VUZXh0Q29uZmlnEjMKD3Jlc3BvbnNlX2Zvcm1hdBgsIAEoCzIaLm92c2VydmUudjEuUmVzcG9uc2VGb3JtYXQSLgoJcmVhc29uaW5nGC0gASgLMhsub3ZzZXJ2ZS52MS5SZWFzb25pbmdDb25maWcSNQoUY2hhdF90ZW1wbGF0ZV9rd2FyZ3MYLiABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EgwKBHVzZXIYLyABKAkSNAoIbWV0YWRhdGEYMCADKAsyIi5vdnNlcnZlLnYxLlJlc3BvbnNlLk1ldGFkYXRhRW50cnkSGwoObWF4X3Rvb2xfY2FsbHMYMSABKAVIHogBARIdChBwcm9tcHRfY2FjaGVfa2V5GDIgASgJSB+IAQESIwoWcHJvbXB0X2NhY2hlX3JldGVudGlvbhgzIAEoCUggiAEBEh4KEXNhZmV0eV9pZGVudGlmaWVyGDQgASgJSCGIAQESGQoMc2VydmljZV90aWVyGDUgASgJSCKIAQESNgoMY29udmVyc2F0aW9uGDYgASgLMiAub3ZzZXJ2ZS52MS5SZXNwb25zZUNvbnZlcnNhdGlvbhovCg1NZXRhZGF0YUVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAFCDwoNX2NvbXBsZXRlZF9hdEIPCg1faW5zdHJ1Y3Rpb25zQhcKFV9wcmV2aW91c19yZXNwb25zZV9pZEIICgZfc3RvcmVCDQoLX2JhY2tncm91bmRCFAoSX21heF9vdXRwdXRfdG9rZW5zQgcKBV9zdG9wQg0KC19pZ25vcmVfZW9zQh0KG19pbmNsdWRlX3N0b3Bfc3RyX2luX291dHB1dEIWChRfc2tpcF9zcGVjaWFsX3Rva2Vuc0INCgtfdHJ1bmNhdGlvbkIOCgxfdGVtcGVyYXR1cmVCCAoGX3RvcF9wQggKBl90b3Bfa0IICgZfbWluX3BCFQoTX3JlcGV0aXRpb25fcGVuYWx0eUIUChJfZnJlcXVlbmN5X3BlbmFsdHlCEwoRX3ByZXNlbmNlX3BlbmFsdHlCBwoFX3NlZWRCBAoCX25CCgoIX2Jlc3Rfb2ZCEQoPX2xlbmd0aF9wZW5hbHR5QhQKEl9kaXZlcnNpdHlfcGVuYWx0eUIXChVfbnVtX2Fzc2lzdGFudF90b2tlbnNCIQofX2Fzc2lzdGFudF9jb25maWRlbmNlX3RocmVzaG9sZEIRCg9fbWF4X25ncmFtX3NpemVCCwoJX2xvZ3Byb2JzQg8KDV90b3BfbG9ncHJvYnNCDgoMX3Rvb2xfY2hvaWNlQhYKFF9wYXJhbGxlbF90b29sX2NhbGxzQhEKD19tYXhfdG9vbF9jYWxsc0ITChFfcHJvbXB0X2NhY2hlX2tleUIZChdfcHJvbXB0X2NhY2hlX3JldGVudGlvbkIUChJfc2FmZXR5X2lkZW50aWZpZXJCDwoNX3NlcnZpY2VfdGllciIiChRSZXNwb25zZUNvbnZlcnNhdGlvbhIKCgJpZBgBIAEoCSLQAQoNUmVzcG9uc2VVc2FnZRIUCgxpbnB1dF90b2tlbnMYASABKAUSPAoUaW5wdXRfdG9rZW5zX2RldGFpbHMYAiABKAsyHi5vdnNlcnZlLnYxLklucHV0VG9rZW5zRGV0YWlscxIVCg1vdXRwdXRfdG9rZW5zGAMgASgFEj4KFW91dHB1dF90b2tlbnNfZGV0YWlscxgEIAEoCzIfLm92c2VydmUudjEuT3V0cHV0VG9rZW5zRGV0YWlscxIUCgx0b3RhbF90b2tlbnMYBSABKAUiKwoSSW5wdXRUb2tlbnNEZXRhaWxzEhUKDWNhY2hlZF90b2tlbnMYASABKAUiLwoTT3V0cHV0VG9rZW5zRGV0YWlscxIYChByZWFzb25pbmdfdG9rZW5zGAEgASgFIi4KDVJlc3BvbnNlRXJyb3ISDAoEY29kZRgBIAEoCRIPCgdtZXNzYWdlGAIgASgJIkEKEUluY29tcGxldGVEZXRhaWxzEiwKBnJlYXNvbhgBIAEoDjIcLm92c2VydmUudjEuSW5jb21wbGV0ZVJlYXNvbiKtAQoKT3V0cHV0SXRlbRIsCgdtZXNzYWdlGAEgASgLMhkub3ZzZXJ2ZS52MS5PdXRwdXRNZXNzYWdlSAASNwoNZnVuY3Rpb25fY2FsbBgCIAEoCzIeLm92c2VydmUudjEuT3V0cHV0RnVuY3Rpb25DYWxsSAASMAoJcmVhc29uaW5nGAMgASgLMhsub3ZzZXJ2ZS52MS5PdXRwdXRSZWFzb25pbmdIAEIGCgRpdGVtIpMBCg1PdXRwdXRNZXNzYWdlEgoKAmlkGAEgASgJEh4KBHJvbGUYAiABKA4yEC5vdnNlcnZlLnYxLlJvbGUSJgoGc3RhdHVzGAMgASgOMhYub3ZzZXJ2ZS52MS5JdGVtU3RhdHVzEi4KB2NvbnRlbnQYBCADKAsyHS5vdnNlcnZlLnYxLk91dHB1dENvbnRlbnRQYXJ0Iq0BChFPdXRwdXRDb250ZW50UGFydBItCgtvdXRwdXRfdGV4dBgBIAEoCzIWLm92c2VydmUudjEuT3V0cHV0VGV4dEgAEiwKB3JlZnVzYWwYAiABKAsyGS5vdnNlcnZlLnYxLk91dHB1dFJlZnVzYWxIABIzCg5yZWFzb25pbmdfdGV4dBgDIAEoCzIZLm92c2VydmUudjEuUmVhc29uaW5nVGV4dEgAQgYKBHBhcnQidAoKT3V0cHV0VGV4dBIMCgR0ZXh0GAEgASgJEiwKC2Fubm90YXRpb25zGAIgAygLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIqCghsb2dwcm9icxgDIAMoCzIYLm92c2VydmUudjEuVG9rZW5Mb2dwcm9iIiAKDU91dHB1dFJlZnVzYWwSDwoHcmVmdXNhbBgBIAEoCSJ6ChJPdXRwdXRGdW5jdGlvbkNhbGwSCgoCaWQYASABKAkSDwoHY2FsbF9pZBgCIAEoCRIMCgRuYW1lGAMgASgJEhEKCWFyZ3VtZW50cxgEIAEoCRImCgZzdGF0dXMYBSABKA4yFi5vdnNlcnZlLnYxLkl0ZW1TdGF0dXMimwEKD091dHB1dFJlYXNvbmluZxIKCgJpZBgBIAEoCRIoCgdzdW1tYXJ5GAIgAygLMhcub3ZzZXJ2ZS52MS5TdW1tYXJ5VGV4dBIqCgdjb250ZW50GAMgAygLMhkub3ZzZXJ2ZS52MS5SZWFzb25pbmdUZXh0EiYKBnN0YXR1cxgEIAEoDjIWLm92c2VydmUudjEuSXRlbVN0YXR1cyIbCgtTdW1tYXJ5VGV4dBIMCgR0ZXh0GAEgASgJIh0KDVJlYXNvbmluZ1RleHQSDAoEdGV4dBgBIAEoCSLpAgoJSW5wdXRJdGVtEgwKBHR5cGUYASABKAkSCgoCaWQYAiABKAkSDAoEcm9sZRgDIAEoCRIUCgdjb250ZW50GAQgASgJSACIAQESMwoNY29udGVudF9wYXJ0cxgFIAMoCzIcLm92c2VydmUudjEuSW5wdXRDb250ZW50UGFydBIOCgZzdGF0dXMYBiABKAkSDwoHY2FsbF9pZBgHIAEoCRIMCgRuYW1lGAggASgJEhEKCWFyZ3VtZW50cxgJIAEoCRIOCgZvdXRwdXQYCiABKAkSMgoMb3V0cHV0X3BhcnRzGAsgAygLMhwub3ZzZXJ2ZS52MS5JbnB1dENvbnRlbnRQYXJ0Ei0KB3N1bW1hcnkYDCADKAsyHC5vdnNlcnZlLnYxLklucHV0Q29udGVudFBhcnQSDQoFcGhhc2UYDSABKAkSGQoRZW5jcnlwdGVkX2NvbnRlbnQYDiABKAlCCgoIX2NvbnRlbnQiqAIKEElucHV0Q29udGVudFBhcnQSDAoEdHlwZRgBIAEoCRIMCgR0ZXh0GAIgASgJEhEKCWltYWdlX3VybBgDIAEoCRITCgZkZXRhaWwYBCABKAlIAIgBARIPCgdyZWZ1c2FsGAUgASgJEiwKC2Fubm90YXRpb25zGAYgAygLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIqCghsb2dwcm9icxgHIAMoCzIYLm92c2VydmUudjEuVG9rZW5Mb2dwcm9iEhIKCmltYWdlX2RhdGEYCCABKAwSEQoJZmlsZV9kYXRhGAkgASgJEhAKCGZpbGVuYW1lGAogASgJEhAKCGZpbGVfdXJsGAsgASgJEg8KB2ZpbGVfaWQYDCABKAlCCQoHX2RldGFpbCLTAQoMUmVzcG9uc2VUb29sEgwKBHR5cGUYASABKAkSDAoEbmFtZRgCIAEoCRIYCgtkZXNjcmlwdGlvbhgDIAEoCUgAiAEBEisKCnBhcmFtZXRlcnMYBCABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhMKBnN0cmljdBgFIAEoCEgBiAEBEjAKCGZ1bmN0aW9uGAYgASgLMh4ub3ZzZXJ2ZS52MS5GdW5jdGlvbkRlZmluaXRpb25CDgoMX2Rlc2NyaXB0aW9uQgkKB19zdHJpY3QiowEKF1Jlc3BvbnNlTmFtZWRUb29sQ2hvaWNlEgwKBHR5cGUYASABKAkSDAoEbmFtZRgCIAEoCRIqCghmdW5jdGlvbhgDIAEoCzIYLm92c2VydmUudjEuRnVuY3Rpb25OYW1lEgwKBG1vZGUYBCABKAkSMgoFdG9vbHMYBSADKAsyIy5vdnNlcnZlLnYxLlJlc3BvbnNlTmFtZWRUb29sQ2hvaWNlImIKElJlc3BvbnNlVGV4dENvbmZpZxImCgZmb3JtYXQYASABKAsyFi5vdnNlcnZlLnYxLlRleHRGb3JtYXQSFgoJdmVyYm9zaXR5GAIgASgJSACIAQFCDAoKX3ZlcmJvc2l0eSKbAQoKVGV4dEZvcm1hdBIMCgR0eXBlGAEgASgJEgwKBG5hbWUYAiABKAkSGAoLZGVzY3JpcHRpb24YAyABKAlIAIgBARInCgZzY2hlbWEYBCABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhMKBnN0cmljdBgFIAEoCEgBiAEBQg4KDF9kZXNjcmlwdGlvbkIJCgdfc3RyaWN0IlMKD1JlYXNvbmluZ0NvbmZpZxITCgZlZmZvcnQYASABKAlIAIgBARIUCgdzdW1tYXJ5GAIgASgJSAGIAQFCCQoHX2VmZm9ydEIKCghfc3VtbWFyeSroAQoOUmVzcG9uc2VTdGF0dXMSHwobUkVTUE9OU0VfU1RBVFVTX1VOU1BFQ0lGSUVEEAASGgoWUkVTUE9OU0VfU1RBVFVTX1FVRVVFRBABEh8KG1JFU1BPTlNFX1NUQVRVU19JTl9QUk9HUkVTUxACEh0KGVJFU1BPTlNFX1NUQVRVU19DT01QTEVURUQQAxIeChpSRVNQT05TRV9TVEFUVVNfSU5DT01QTEVURRAEEhoKFlJFU1BPTlNFX1NUQVRVU19GQUlMRUQQBRIdChlSRVNQT05TRV9TVEFUVVNfQ0FOQ0VMTEVEEAYqfQoKSXRlbVN0YXR1cxIbChdJVEVNX1NUQVRVU19VTlNQRUNJRklFRBAAEhsKF0lURU1fU1RBVFVTX0lOX1BST0dSRVNTEAESGQoVSVRFTV9TVEFUVVNfQ09NUExFVEVEEAISGgoWSVRFTV9TVEFUVVNfSU5DT01QTEVURRADKoQBChBJbmNvbXBsZXRlUmVhc29uEiEKHUlOQ09NUExFVEVfUkVBU09OX1VOU1BFQ0lGSUVEEAASJwojSU5DT01QTEVURV9SRUFTT05fTUFYX09VVFBVVF9UT0tFTlMQARIkCiBJTkNPTVBMRVRFX1JFQVNPTl9DT05URU5UX0ZJTFRFUhACYgZwcm90bzM", [file_google_protobuf_struct, file_ovserve_v1_common]);
+  fileDesc("CiBvdnNlcnZlL3YxL3Jlc3BvbnNlX29iamVjdC5wcm90bxIKb3ZzZXJ2ZS52MSL4EgoIUmVzcG9uc2USCgoCaWQYASABKAkSDgoGb2JqZWN0GAIgASgJEhIKCmNyZWF0ZWRfYXQYAyABKAMSGQoMY29tcGxldGVkX2F0GAQgASgDSACIAQESKgoGc3RhdHVzGAUgASgOMhoub3ZzZXJ2ZS52MS5SZXNwb25zZVN0YXR1cxINCgVtb2RlbBgGIAEoCRImCgZvdXRwdXQYByADKAsyFi5vdnNlcnZlLnYxLk91dHB1dEl0ZW0SKAoFdXNhZ2UYCCABKAsyGS5vdnNlcnZlLnYxLlJlc3BvbnNlVXNhZ2USKAoFZXJyb3IYCSABKAsyGS5vdnNlcnZlLnYxLlJlc3BvbnNlRXJyb3ISOQoSaW5jb21wbGV0ZV9kZXRhaWxzGAogASgLMh0ub3ZzZXJ2ZS52MS5JbmNvbXBsZXRlRGV0YWlscxIZCgxpbnN0cnVjdGlvbnMYCyABKAlIAYgBARIhChRwcmV2aW91c19yZXNwb25zZV9pZBgMIAEoCUgCiAEBEhIKBXN0b3JlGA0gASgISAOIAQESFwoKYmFja2dyb3VuZBgOIAEoCEgEiAEBEh4KEW1heF9vdXRwdXRfdG9rZW5zGA8gASgFSAWIAQESEQoEc3RvcBgQIAEoCUgGiAEBEhYKDnN0b3Bfc2VxdWVuY2VzGBEgAygJEhcKCmlnbm9yZV9lb3MYEiABKAhIB4gBARInChppbmNsdWRlX3N0b3Bfc3RyX2luX291dHB1dBgTIAEoCEgIiAEBEiAKE3NraXBfc3BlY2lhbF90b2tlbnMYFCABKAhICYgBARIXCgp0cnVuY2F0aW9uGBUgASgJSAqIAQESGAoLdGVtcGVyYXR1cmUYFiABKAFIC4gBARISCgV0b3BfcBgXIAEoAUgMiAEBEhIKBXRvcF9rGBggASgFSA2IAQESEgoFbWluX3AYGSABKAFIDogBARIfChJyZXBldGl0aW9uX3BlbmFsdHkYGiABKAFID4gBARIeChFmcmVxdWVuY3lfcGVuYWx0eRgbIAEoAUgQiAEBEh0KEHByZXNlbmNlX3BlbmFsdHkYHCABKAFIEYgBARIRCgRzZWVkGB0gASgDSBKIAQESDgoBbhgeIAEoBUgTiAEBEhQKB2Jlc3Rfb2YYHyABKAVIFIgBARIbCg5sZW5ndGhfcGVuYWx0eRggIAEoAUgViAEBEh4KEWRpdmVyc2l0eV9wZW5hbHR5GCEgASgBSBaIAQESIQoUbnVtX2Fzc2lzdGFudF90b2tlbnMYIiABKAVIF4gBARIrCh5hc3Npc3RhbnRfY29uZmlkZW5jZV90aHJlc2hvbGQYIyABKAFIGIgBARIbCg5tYXhfbmdyYW1fc2l6ZRgkIAEoBUgZiAEBEhUKCGxvZ3Byb2JzGCUgASgISBqIAQESGQoMdG9wX2xvZ3Byb2JzGCYgASgFSBuIAQESJwoFdG9vbHMYJyADKAsyGC5vdnNlcnZlLnYxLlJlc3BvbnNlVG9vbBIYCgt0b29sX2Nob2ljZRgoIAEoCUgciAEBEj4KEW5hbWVkX3Rvb2xfY2hvaWNlGCkgASgLMiMub3ZzZXJ2ZS52MS5SZXNwb25zZU5hbWVkVG9vbENob2ljZRIgChNwYXJhbGxlbF90b29sX2NhbGxzGCogASgISB2IAQESLAoEdGV4dBgrIAEoCzIeLm92c2VydmUudjEuUmVzcG9uc2VUZXh0Q29uZmlnEjMKD3Jlc3BvbnNlX2Zvcm1hdBgsIAEoCzIaLm92c2VydmUudjEuUmVzcG9uc2VGb3JtYXQSLgoJcmVhc29uaW5nGC0gASgLMhsub3ZzZXJ2ZS52MS5SZWFzb25pbmdDb25maWcSNQoUY2hhdF90ZW1wbGF0ZV9rd2FyZ3MYLiABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EgwKBHVzZXIYLyABKAkSNAoIbWV0YWRhdGEYMCADKAsyIi5vdnNlcnZlLnYxLlJlc3BvbnNlLk1ldGFkYXRhRW50cnkSGwoObWF4X3Rvb2xfY2FsbHMYMSABKAVIHogBARIdChBwcm9tcHRfY2FjaGVfa2V5GDIgASgJSB+IAQESIwoWcHJvbXB0X2NhY2hlX3JldGVudGlvbhgzIAEoCUggiAEBEh4KEXNhZmV0eV9pZGVudGlmaWVyGDQgASgJSCGIAQESGQoMc2VydmljZV90aWVyGDUgASgJSCKIAQESNgoMY29udmVyc2F0aW9uGDYgASgLMiAub3ZzZXJ2ZS52MS5SZXNwb25zZUNvbnZlcnNhdGlvbhovCg1NZXRhZGF0YUVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAFCDwoNX2NvbXBsZXRlZF9hdEIPCg1faW5zdHJ1Y3Rpb25zQhcKFV9wcmV2aW91c19yZXNwb25zZV9pZEIICgZfc3RvcmVCDQoLX2JhY2tncm91bmRCFAoSX21heF9vdXRwdXRfdG9rZW5zQgcKBV9zdG9wQg0KC19pZ25vcmVfZW9zQh0KG19pbmNsdWRlX3N0b3Bfc3RyX2luX291dHB1dEIWChRfc2tpcF9zcGVjaWFsX3Rva2Vuc0INCgtfdHJ1bmNhdGlvbkIOCgxfdGVtcGVyYXR1cmVCCAoGX3RvcF9wQggKBl90b3Bfa0IICgZfbWluX3BCFQoTX3JlcGV0aXRpb25fcGVuYWx0eUIUChJfZnJlcXVlbmN5X3BlbmFsdHlCEwoRX3ByZXNlbmNlX3BlbmFsdHlCBwoFX3NlZWRCBAoCX25CCgoIX2Jlc3Rfb2ZCEQoPX2xlbmd0aF9wZW5hbHR5QhQKEl9kaXZlcnNpdHlfcGVuYWx0eUIXChVfbnVtX2Fzc2lzdGFudF90b2tlbnNCIQofX2Fzc2lzdGFudF9jb25maWRlbmNlX3RocmVzaG9sZEIRCg9fbWF4X25ncmFtX3NpemVCCwoJX2xvZ3Byb2JzQg8KDV90b3BfbG9ncHJvYnNCDgoMX3Rvb2xfY2hvaWNlQhYKFF9wYXJhbGxlbF90b29sX2NhbGxzQhEKD19tYXhfdG9vbF9jYWxsc0ITChFfcHJvbXB0X2NhY2hlX2tleUIZChdfcHJvbXB0X2NhY2hlX3JldGVudGlvbkIUChJfc2FmZXR5X2lkZW50aWZpZXJCDwoNX3NlcnZpY2VfdGllciIiChRSZXNwb25zZUNvbnZlcnNhdGlvbhIKCgJpZBgBIAEoCSLQAQoNUmVzcG9uc2VVc2FnZRIUCgxpbnB1dF90b2tlbnMYASABKAUSPAoUaW5wdXRfdG9rZW5zX2RldGFpbHMYAiABKAsyHi5vdnNlcnZlLnYxLklucHV0VG9rZW5zRGV0YWlscxIVCg1vdXRwdXRfdG9rZW5zGAMgASgFEj4KFW91dHB1dF90b2tlbnNfZGV0YWlscxgEIAEoCzIfLm92c2VydmUudjEuT3V0cHV0VG9rZW5zRGV0YWlscxIUCgx0b3RhbF90b2tlbnMYBSABKAUiKwoSSW5wdXRUb2tlbnNEZXRhaWxzEhUKDWNhY2hlZF90b2tlbnMYASABKAUiLwoTT3V0cHV0VG9rZW5zRGV0YWlscxIYChByZWFzb25pbmdfdG9rZW5zGAEgASgFIi4KDVJlc3BvbnNlRXJyb3ISDAoEY29kZRgBIAEoCRIPCgdtZXNzYWdlGAIgASgJIkEKEUluY29tcGxldGVEZXRhaWxzEiwKBnJlYXNvbhgBIAEoDjIcLm92c2VydmUudjEuSW5jb21wbGV0ZVJlYXNvbiLcAgoKT3V0cHV0SXRlbRIsCgdtZXNzYWdlGAEgASgLMhkub3ZzZXJ2ZS52MS5PdXRwdXRNZXNzYWdlSAASNwoNZnVuY3Rpb25fY2FsbBgCIAEoCzIeLm92c2VydmUudjEuT3V0cHV0RnVuY3Rpb25DYWxsSAASMAoJcmVhc29uaW5nGAMgASgLMhsub3ZzZXJ2ZS52MS5PdXRwdXRSZWFzb25pbmdIABI4Cg5tY3BfbGlzdF90b29scxgEIAEoCzIeLm92c2VydmUudjEuT3V0cHV0TWNwTGlzdFRvb2xzSAASLQoIbWNwX2NhbGwYBSABKAsyGS5vdnNlcnZlLnYxLk91dHB1dE1jcENhbGxIABJEChRtY3BfYXBwcm92YWxfcmVxdWVzdBgGIAEoCzIkLm92c2VydmUudjEuT3V0cHV0TWNwQXBwcm92YWxSZXF1ZXN0SABCBgoEaXRlbSJ8ChJPdXRwdXRNY3BMaXN0VG9vbHMSCgoCaWQYASABKAkSFAoMc2VydmVyX2xhYmVsGAIgASgJEiYKBXRvb2xzGAMgAygLMhcub3ZzZXJ2ZS52MS5NY3BUb29sSW5mbxISCgVlcnJvchgEIAEoCUgAiAEBQggKBl9lcnJvciKiAQoLTWNwVG9vbEluZm8SDAoEbmFtZRgBIAEoCRIYCgtkZXNjcmlwdGlvbhgCIAEoCUgAiAEBEi0KDGlucHV0X3NjaGVtYRgDIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSLAoLYW5ub3RhdGlvbnMYBCABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Qg4KDF9kZXNjcmlwdGlvbiLyAQoNT3V0cHV0TWNwQ2FsbBIKCgJpZBgBIAEoCRIUCgxzZXJ2ZXJfbGFiZWwYAiABKAkSDAoEbmFtZRgDIAEoCRIRCglhcmd1bWVudHMYBCABKAkSEwoGb3V0cHV0GAUgASgJSACIAQESEgoFZXJyb3IYBiABKAlIAYgBARImCgZzdGF0dXMYByABKA4yFi5vdnNlcnZlLnYxLkl0ZW1TdGF0dXMSIAoTYXBwcm92YWxfcmVxdWVzdF9pZBgIIAEoCUgCiAEBQgkKB19vdXRwdXRCCAoGX2Vycm9yQhYKFF9hcHByb3ZhbF9yZXF1ZXN0X2lkIl0KGE91dHB1dE1jcEFwcHJvdmFsUmVxdWVzdBIKCgJpZBgBIAEoCRIUCgxzZXJ2ZXJfbGFiZWwYAiABKAkSDAoEbmFtZRgDIAEoCRIRCglhcmd1bWVudHMYBCABKAkikwEKDU91dHB1dE1lc3NhZ2USCgoCaWQYASABKAkSHgoEcm9sZRgCIAEoDjIQLm92c2VydmUudjEuUm9sZRImCgZzdGF0dXMYAyABKA4yFi5vdnNlcnZlLnYxLkl0ZW1TdGF0dXMSLgoHY29udGVudBgEIAMoCzIdLm92c2VydmUudjEuT3V0cHV0Q29udGVudFBhcnQirQEKEU91dHB1dENvbnRlbnRQYXJ0Ei0KC291dHB1dF90ZXh0GAEgASgLMhYub3ZzZXJ2ZS52MS5PdXRwdXRUZXh0SAASLAoHcmVmdXNhbBgCIAEoCzIZLm92c2VydmUudjEuT3V0cHV0UmVmdXNhbEgAEjMKDnJlYXNvbmluZ190ZXh0GAMgASgLMhkub3ZzZXJ2ZS52MS5SZWFzb25pbmdUZXh0SABCBgoEcGFydCJ0CgpPdXRwdXRUZXh0EgwKBHRleHQYASABKAkSLAoLYW5ub3RhdGlvbnMYAiADKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EioKCGxvZ3Byb2JzGAMgAygLMhgub3ZzZXJ2ZS52MS5Ub2tlbkxvZ3Byb2IiIAoNT3V0cHV0UmVmdXNhbBIPCgdyZWZ1c2FsGAEgASgJInoKEk91dHB1dEZ1bmN0aW9uQ2FsbBIKCgJpZBgBIAEoCRIPCgdjYWxsX2lkGAIgASgJEgwKBG5hbWUYAyABKAkSEQoJYXJndW1lbnRzGAQgASgJEiYKBnN0YXR1cxgFIAEoDjIWLm92c2VydmUudjEuSXRlbVN0YXR1cyKbAQoPT3V0cHV0UmVhc29uaW5nEgoKAmlkGAEgASgJEigKB3N1bW1hcnkYAiADKAsyFy5vdnNlcnZlLnYxLlN1bW1hcnlUZXh0EioKB2NvbnRlbnQYAyADKAsyGS5vdnNlcnZlLnYxLlJlYXNvbmluZ1RleHQSJgoGc3RhdHVzGAQgASgOMhYub3ZzZXJ2ZS52MS5JdGVtU3RhdHVzIhsKC1N1bW1hcnlUZXh0EgwKBHRleHQYASABKAkiHQoNUmVhc29uaW5nVGV4dBIMCgR0ZXh0GAEgASgJIqQECglJbnB1dEl0ZW0SDAoEdHlwZRgBIAEoCRIKCgJpZBgCIAEoCRIMCgRyb2xlGAMgASgJEhQKB2NvbnRlbnQYBCABKAlIAIgBARIzCg1jb250ZW50X3BhcnRzGAUgAygLMhwub3ZzZXJ2ZS52MS5JbnB1dENvbnRlbnRQYXJ0Eg4KBnN0YXR1cxgGIAEoCRIPCgdjYWxsX2lkGAcgASgJEgwKBG5hbWUYCCABKAkSEQoJYXJndW1lbnRzGAkgASgJEg4KBm91dHB1dBgKIAEoCRIyCgxvdXRwdXRfcGFydHMYCyADKAsyHC5vdnNlcnZlLnYxLklucHV0Q29udGVudFBhcnQSLQoHc3VtbWFyeRgMIAMoCzIcLm92c2VydmUudjEuSW5wdXRDb250ZW50UGFydBINCgVwaGFzZRgNIAEoCRIZChFlbmNyeXB0ZWRfY29udGVudBgOIAEoCRIUCgxzZXJ2ZXJfbGFiZWwYDyABKAkSGwoTYXBwcm92YWxfcmVxdWVzdF9pZBgQIAEoCRIUCgdhcHByb3ZlGBEgASgISAGIAQESEwoGcmVhc29uGBIgASgJSAKIAQESJgoFdG9vbHMYEyADKAsyFy5vdnNlcnZlLnYxLk1jcFRvb2xJbmZvEhIKBWVycm9yGBQgASgJSAOIAQFCCgoIX2NvbnRlbnRCCgoIX2FwcHJvdmVCCQoHX3JlYXNvbkIICgZfZXJyb3IiqAIKEElucHV0Q29udGVudFBhcnQSDAoEdHlwZRgBIAEoCRIMCgR0ZXh0GAIgASgJEhEKCWltYWdlX3VybBgDIAEoCRITCgZkZXRhaWwYBCABKAlIAIgBARIPCgdyZWZ1c2FsGAUgASgJEiwKC2Fubm90YXRpb25zGAYgAygLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIqCghsb2dwcm9icxgHIAMoCzIYLm92c2VydmUudjEuVG9rZW5Mb2dwcm9iEhIKCmltYWdlX2RhdGEYCCABKAwSEQoJZmlsZV9kYXRhGAkgASgJEhAKCGZpbGVuYW1lGAogASgJEhAKCGZpbGVfdXJsGAsgASgJEg8KB2ZpbGVfaWQYDCABKAlCCQoHX2RldGFpbCLhBAoMUmVzcG9uc2VUb29sEgwKBHR5cGUYASABKAkSDAoEbmFtZRgCIAEoCRIYCgtkZXNjcmlwdGlvbhgDIAEoCUgAiAEBEisKCnBhcmFtZXRlcnMYBCABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhMKBnN0cmljdBgFIAEoCEgBiAEBEjAKCGZ1bmN0aW9uGAYgASgLMh4ub3ZzZXJ2ZS52MS5GdW5jdGlvbkRlZmluaXRpb24SFAoMc2VydmVyX2xhYmVsGAcgASgJEhIKCnNlcnZlcl91cmwYCCABKAkSHwoSc2VydmVyX2Rlc2NyaXB0aW9uGAkgASgJSAKIAQESNgoHaGVhZGVycxgKIAMoCzIlLm92c2VydmUudjEuUmVzcG9uc2VUb29sLkhlYWRlcnNFbnRyeRIVCg1hbGxvd2VkX3Rvb2xzGAsgAygJEjcKFGFsbG93ZWRfdG9vbHNfZmlsdGVyGAwgASgLMhkub3ZzZXJ2ZS52MS5NY3BUb29sRmlsdGVyEh0KEHJlcXVpcmVfYXBwcm92YWwYDSABKAlIA4gBARI+ChdyZXF1aXJlX2FwcHJvdmFsX2ZpbHRlchgOIAEoCzIdLm92c2VydmUudjEuTWNwQXBwcm92YWxGaWx0ZXIaLgoMSGVhZGVyc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAFCDgoMX2Rlc2NyaXB0aW9uQgkKB19zdHJpY3RCFQoTX3NlcnZlcl9kZXNjcmlwdGlvbkITChFfcmVxdWlyZV9hcHByb3ZhbCJJCg1NY3BUb29sRmlsdGVyEhIKCnRvb2xfbmFtZXMYASADKAkSFgoJcmVhZF9vbmx5GAIgASgISACIAQFCDAoKX3JlYWRfb25seSJoChFNY3BBcHByb3ZhbEZpbHRlchIpCgZhbHdheXMYASABKAsyGS5vdnNlcnZlLnYxLk1jcFRvb2xGaWx0ZXISKAoFbmV2ZXIYAiABKAsyGS5vdnNlcnZlLnYxLk1jcFRvb2xGaWx0ZXIiuQEKF1Jlc3BvbnNlTmFtZWRUb29sQ2hvaWNlEgwKBHR5cGUYASABKAkSDAoEbmFtZRgCIAEoCRIqCghmdW5jdGlvbhgDIAEoCzIYLm92c2VydmUudjEuRnVuY3Rpb25OYW1lEgwKBG1vZGUYBCABKAkSMgoFdG9vbHMYBSADKAsyIy5vdnNlcnZlLnYxLlJlc3BvbnNlTmFtZWRUb29sQ2hvaWNlEhQKDHNlcnZlcl9sYWJlbBgGIAEoCSJiChJSZXNwb25zZVRleHRDb25maWcSJgoGZm9ybWF0GAEgASgLMhYub3ZzZXJ2ZS52MS5UZXh0Rm9ybWF0EhYKCXZlcmJvc2l0eRgCIAEoCUgAiAEBQgwKCl92ZXJib3NpdHkimwEKClRleHRGb3JtYXQSDAoEdHlwZRgBIAEoCRIMCgRuYW1lGAIgASgJEhgKC2Rlc2NyaXB0aW9uGAMgASgJSACIAQESJwoGc2NoZW1hGAQgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBITCgZzdHJpY3QYBSABKAhIAYgBAUIOCgxfZGVzY3JpcHRpb25CCQoHX3N0cmljdCJTCg9SZWFzb25pbmdDb25maWcSEwoGZWZmb3J0GAEgASgJSACIAQESFAoHc3VtbWFyeRgCIAEoCUgBiAEBQgkKB19lZmZvcnRCCgoIX3N1bW1hcnkq6AEKDlJlc3BvbnNlU3RhdHVzEh8KG1JFU1BPTlNFX1NUQVRVU19VTlNQRUNJRklFRBAAEhoKFlJFU1BPTlNFX1NUQVRVU19RVUVVRUQQARIfChtSRVNQT05TRV9TVEFUVVNfSU5fUFJPR1JFU1MQAhIdChlSRVNQT05TRV9TVEFUVVNfQ09NUExFVEVEEAMSHgoaUkVTUE9OU0VfU1RBVFVTX0lOQ09NUExFVEUQBBIaChZSRVNQT05TRV9TVEFUVVNfRkFJTEVEEAUSHQoZUkVTUE9OU0VfU1RBVFVTX0NBTkNFTExFRBAGKq4BCgpJdGVtU3RhdHVzEhsKF0lURU1fU1RBVFVTX1VOU1BFQ0lGSUVEEAASGwoXSVRFTV9TVEFUVVNfSU5fUFJPR1JFU1MQARIZChVJVEVNX1NUQVRVU19DT01QTEVURUQQAhIaChZJVEVNX1NUQVRVU19JTkNPTVBMRVRFEAMSFwoTSVRFTV9TVEFUVVNfQ0FMTElORxAEEhYKEklURU1fU1RBVFVTX0ZBSUxFRBAFKoQBChBJbmNvbXBsZXRlUmVhc29uEiEKHUlOQ09NUExFVEVfUkVBU09OX1VOU1BFQ0lGSUVEEAASJwojSU5DT01QTEVURV9SRUFTT05fTUFYX09VVFBVVF9UT0tFTlMQARIkCiBJTkNPTVBMRVRFX1JFQVNPTl9DT05URU5UX0ZJTFRFUhACYgZwcm90bzM", [file_google_protobuf_struct, file_ovserve_v1_common]);
 
 /**
  * OpenAI's Response object ("object": "response"): the state and result of
@@ -657,6 +657,31 @@ export type OutputItem = Message<"ovserve.v1.OutputItem"> & {
      */
     value: OutputReasoning;
     case: "reasoning";
+  } | {
+    /**
+     * The tools an MCP server offers ("type": "mcp_list_tools").
+     *
+     * @generated from field: ovserve.v1.OutputMcpListTools mcp_list_tools = 4;
+     */
+    value: OutputMcpListTools;
+    case: "mcpListTools";
+  } | {
+    /**
+     * A call of an MCP server's tool, made by the server ("type": "mcp_call").
+     *
+     * @generated from field: ovserve.v1.OutputMcpCall mcp_call = 5;
+     */
+    value: OutputMcpCall;
+    case: "mcpCall";
+  } | {
+    /**
+     * A call of an MCP tool waiting for the caller's approval ("type":
+     * "mcp_approval_request"); the response ends with it.
+     *
+     * @generated from field: ovserve.v1.OutputMcpApprovalRequest mcp_approval_request = 6;
+     */
+    value: OutputMcpApprovalRequest;
+    case: "mcpApprovalRequest";
   } | { case: undefined; value?: undefined };
 };
 
@@ -666,6 +691,208 @@ export type OutputItem = Message<"ovserve.v1.OutputItem"> & {
  */
 export const OutputItemSchema: GenMessage<OutputItem> = /*@__PURE__*/
   messageDesc(file_ovserve_v1_response_object, 7);
+
+/**
+ * The tools of one MCP server, listed by the server for a response that
+ * offers them (reused, not listed again, when a previous response of the
+ * chain listed the same server_label).
+ *
+ * @generated from message ovserve.v1.OutputMcpListTools
+ */
+export type OutputMcpListTools = Message<"ovserve.v1.OutputMcpListTools"> & {
+  /**
+   * Item id, "mcpl_...".
+   *
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * The server's label, as the request's mcp tool names it.
+   *
+   * @generated from field: string server_label = 2;
+   */
+  serverLabel: string;
+
+  /**
+   * The server's tools (those allowed_tools lets through).
+   *
+   * @generated from field: repeated ovserve.v1.McpToolInfo tools = 3;
+   */
+  tools: McpToolInfo[];
+
+  /**
+   * Why the listing failed, when it did.
+   *
+   * @generated from field: optional string error = 4;
+   */
+  error?: string | undefined;
+};
+
+/**
+ * Describes the message ovserve.v1.OutputMcpListTools.
+ * Use `create(OutputMcpListToolsSchema)` to create a new message.
+ */
+export const OutputMcpListToolsSchema: GenMessage<OutputMcpListTools> = /*@__PURE__*/
+  messageDesc(file_ovserve_v1_response_object, 8);
+
+/**
+ * One tool of an MCP server, as its tools/list answered.
+ *
+ * @generated from message ovserve.v1.McpToolInfo
+ */
+export type McpToolInfo = Message<"ovserve.v1.McpToolInfo"> & {
+  /**
+   * The tool's name; the model calls it by this name.
+   *
+   * @generated from field: string name = 1;
+   */
+  name: string;
+
+  /**
+   * What the tool does.
+   *
+   * @generated from field: optional string description = 2;
+   */
+  description?: string | undefined;
+
+  /**
+   * JSON Schema of the tool's arguments.
+   *
+   * @generated from field: google.protobuf.Struct input_schema = 3;
+   */
+  inputSchema?: JsonObject | undefined;
+
+  /**
+   * The server's annotations of the tool (readOnlyHint, ...).
+   *
+   * @generated from field: google.protobuf.Struct annotations = 4;
+   */
+  annotations?: JsonObject | undefined;
+};
+
+/**
+ * Describes the message ovserve.v1.McpToolInfo.
+ * Use `create(McpToolInfoSchema)` to create a new message.
+ */
+export const McpToolInfoSchema: GenMessage<McpToolInfo> = /*@__PURE__*/
+  messageDesc(file_ovserve_v1_response_object, 9);
+
+/**
+ * A call of an MCP tool that the server made while generating the response.
+ *
+ * @generated from message ovserve.v1.OutputMcpCall
+ */
+export type OutputMcpCall = Message<"ovserve.v1.OutputMcpCall"> & {
+  /**
+   * Item id, "mcp_...".
+   *
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * The label of the server called.
+   *
+   * @generated from field: string server_label = 2;
+   */
+  serverLabel: string;
+
+  /**
+   * The tool called.
+   *
+   * @generated from field: string name = 3;
+   */
+  name: string;
+
+  /**
+   * The arguments, a JSON object as a string (written by the model).
+   *
+   * @generated from field: string arguments = 4;
+   */
+  arguments: string;
+
+  /**
+   * The tool's result as text (its text content joined), when it answered.
+   *
+   * @generated from field: optional string output = 5;
+   */
+  output?: string | undefined;
+
+  /**
+   * Why the call failed: the tool's own error, a refused or unreachable
+   * server, or a bound of the server (timeout, output size, rounds) named.
+   *
+   * @generated from field: optional string error = 6;
+   */
+  error?: string | undefined;
+
+  /**
+   * in_progress while written, calling while the tool runs, then completed
+   * or failed.
+   *
+   * @generated from field: ovserve.v1.ItemStatus status = 7;
+   */
+  status: ItemStatus;
+
+  /**
+   * The approval request this call answers, when it needed approval.
+   *
+   * @generated from field: optional string approval_request_id = 8;
+   */
+  approvalRequestId?: string | undefined;
+};
+
+/**
+ * Describes the message ovserve.v1.OutputMcpCall.
+ * Use `create(OutputMcpCallSchema)` to create a new message.
+ */
+export const OutputMcpCallSchema: GenMessage<OutputMcpCall> = /*@__PURE__*/
+  messageDesc(file_ovserve_v1_response_object, 10);
+
+/**
+ * A call of an MCP tool that needs the caller's approval (the request's
+ * require_approval): answer it with an mcp_approval_response input item in a
+ * later request (previous_response_id set to this response).
+ *
+ * @generated from message ovserve.v1.OutputMcpApprovalRequest
+ */
+export type OutputMcpApprovalRequest = Message<"ovserve.v1.OutputMcpApprovalRequest"> & {
+  /**
+   * Item id, "mcpr_..."; the approval response names it.
+   *
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * The label of the server the call is for.
+   *
+   * @generated from field: string server_label = 2;
+   */
+  serverLabel: string;
+
+  /**
+   * The tool the model wants to call.
+   *
+   * @generated from field: string name = 3;
+   */
+  name: string;
+
+  /**
+   * The arguments the model wrote, a JSON object as a string.
+   *
+   * @generated from field: string arguments = 4;
+   */
+  arguments: string;
+};
+
+/**
+ * Describes the message ovserve.v1.OutputMcpApprovalRequest.
+ * Use `create(OutputMcpApprovalRequestSchema)` to create a new message.
+ */
+export const OutputMcpApprovalRequestSchema: GenMessage<OutputMcpApprovalRequest> = /*@__PURE__*/
+  messageDesc(file_ovserve_v1_response_object, 11);
 
 /**
  * An assistant message output item.
@@ -707,7 +934,7 @@ export type OutputMessage = Message<"ovserve.v1.OutputMessage"> & {
  * Use `create(OutputMessageSchema)` to create a new message.
  */
 export const OutputMessageSchema: GenMessage<OutputMessage> = /*@__PURE__*/
-  messageDesc(file_ovserve_v1_response_object, 8);
+  messageDesc(file_ovserve_v1_response_object, 12);
 
 /**
  * One content part of an output message, or the `part` of a content_part
@@ -755,7 +982,7 @@ export type OutputContentPart = Message<"ovserve.v1.OutputContentPart"> & {
  * Use `create(OutputContentPartSchema)` to create a new message.
  */
 export const OutputContentPartSchema: GenMessage<OutputContentPart> = /*@__PURE__*/
-  messageDesc(file_ovserve_v1_response_object, 9);
+  messageDesc(file_ovserve_v1_response_object, 13);
 
 /**
  * Generated text of an output message.
@@ -792,7 +1019,7 @@ export type OutputText = Message<"ovserve.v1.OutputText"> & {
  * Use `create(OutputTextSchema)` to create a new message.
  */
 export const OutputTextSchema: GenMessage<OutputText> = /*@__PURE__*/
-  messageDesc(file_ovserve_v1_response_object, 10);
+  messageDesc(file_ovserve_v1_response_object, 14);
 
 /**
  * A refusal part of an output message.
@@ -813,7 +1040,7 @@ export type OutputRefusal = Message<"ovserve.v1.OutputRefusal"> & {
  * Use `create(OutputRefusalSchema)` to create a new message.
  */
 export const OutputRefusalSchema: GenMessage<OutputRefusal> = /*@__PURE__*/
-  messageDesc(file_ovserve_v1_response_object, 11);
+  messageDesc(file_ovserve_v1_response_object, 15);
 
 /**
  * A function-call output item: the model asks the caller to run a function
@@ -864,7 +1091,7 @@ export type OutputFunctionCall = Message<"ovserve.v1.OutputFunctionCall"> & {
  * Use `create(OutputFunctionCallSchema)` to create a new message.
  */
 export const OutputFunctionCallSchema: GenMessage<OutputFunctionCall> = /*@__PURE__*/
-  messageDesc(file_ovserve_v1_response_object, 12);
+  messageDesc(file_ovserve_v1_response_object, 16);
 
 /**
  * A reasoning output item: the model's thinking before its answer (e.g. the
@@ -909,7 +1136,7 @@ export type OutputReasoning = Message<"ovserve.v1.OutputReasoning"> & {
  * Use `create(OutputReasoningSchema)` to create a new message.
  */
 export const OutputReasoningSchema: GenMessage<OutputReasoning> = /*@__PURE__*/
-  messageDesc(file_ovserve_v1_response_object, 13);
+  messageDesc(file_ovserve_v1_response_object, 17);
 
 /**
  * A reasoning summary part ("type": "summary_text").
@@ -930,7 +1157,7 @@ export type SummaryText = Message<"ovserve.v1.SummaryText"> & {
  * Use `create(SummaryTextSchema)` to create a new message.
  */
 export const SummaryTextSchema: GenMessage<SummaryText> = /*@__PURE__*/
-  messageDesc(file_ovserve_v1_response_object, 14);
+  messageDesc(file_ovserve_v1_response_object, 18);
 
 /**
  * A reasoning text part ("type": "reasoning_text").
@@ -951,7 +1178,7 @@ export type ReasoningText = Message<"ovserve.v1.ReasoningText"> & {
  * Use `create(ReasoningTextSchema)` to create a new message.
  */
 export const ReasoningTextSchema: GenMessage<ReasoningText> = /*@__PURE__*/
-  messageDesc(file_ovserve_v1_response_object, 15);
+  messageDesc(file_ovserve_v1_response_object, 19);
 
 /**
  * One input item, in OpenAI's flat JSON form: {"role":"user","content":"hi"},
@@ -964,7 +1191,9 @@ export const ReasoningTextSchema: GenMessage<ReasoningText> = /*@__PURE__*/
 export type InputItem = Message<"ovserve.v1.InputItem"> & {
   /**
    * Item type: "message" (the default when role is set), "function_call",
-   * "function_call_output", "reasoning", "compaction" or "item_reference".
+   * "function_call_output", "reasoning", "compaction", "item_reference",
+   * "mcp_approval_response", or an earlier response's "mcp_list_tools",
+   * "mcp_call" or "mcp_approval_request" replayed.
    *
    * @generated from field: string type = 1;
    */
@@ -1078,6 +1307,50 @@ export type InputItem = Message<"ovserve.v1.InputItem"> & {
    * @generated from field: string encrypted_content = 14;
    */
   encryptedContent: string;
+
+  /**
+   * "mcp_list_tools", "mcp_call", "mcp_approval_request": the MCP server's
+   * label (items of an earlier response, replayed).
+   *
+   * @generated from field: string server_label = 15;
+   */
+  serverLabel: string;
+
+  /**
+   * "mcp_approval_response" (and a replayed "mcp_call"): the id of the
+   * mcp_approval_request item answered. Required on approval responses.
+   *
+   * @generated from field: string approval_request_id = 16;
+   */
+  approvalRequestId: string;
+
+  /**
+   * "mcp_approval_response": whether the call may be made. Required.
+   *
+   * @generated from field: optional bool approve = 17;
+   */
+  approve?: boolean | undefined;
+
+  /**
+   * "mcp_approval_response": why, when denied; the model reads it.
+   *
+   * @generated from field: optional string reason = 18;
+   */
+  reason?: string | undefined;
+
+  /**
+   * "mcp_list_tools": the tools listed.
+   *
+   * @generated from field: repeated ovserve.v1.McpToolInfo tools = 19;
+   */
+  tools: McpToolInfo[];
+
+  /**
+   * "mcp_call", "mcp_list_tools": the error of a replayed item.
+   *
+   * @generated from field: optional string error = 20;
+   */
+  error?: string | undefined;
 };
 
 /**
@@ -1085,7 +1358,7 @@ export type InputItem = Message<"ovserve.v1.InputItem"> & {
  * Use `create(InputItemSchema)` to create a new message.
  */
 export const InputItemSchema: GenMessage<InputItem> = /*@__PURE__*/
-  messageDesc(file_ovserve_v1_response_object, 16);
+  messageDesc(file_ovserve_v1_response_object, 20);
 
 /**
  * One content part of an input item, in OpenAI's flat JSON form:
@@ -1198,18 +1471,20 @@ export type InputContentPart = Message<"ovserve.v1.InputContentPart"> & {
  * Use `create(InputContentPartSchema)` to create a new message.
  */
 export const InputContentPartSchema: GenMessage<InputContentPart> = /*@__PURE__*/
-  messageDesc(file_ovserve_v1_response_object, 17);
+  messageDesc(file_ovserve_v1_response_object, 21);
 
 /**
  * A tool the model may call, in the Responses API's flat form:
  * {"type":"function","name":...,"parameters":{...}}. OVMS's nested chat form
- * {"type":"function","function":{...}} is also accepted.
+ * {"type":"function","function":{...}} is also accepted. Or the tools of an
+ * MCP server: {"type":"mcp","server_label":...,"server_url":...}.
  *
  * @generated from message ovserve.v1.ResponseTool
  */
 export type ResponseTool = Message<"ovserve.v1.ResponseTool"> & {
   /**
-   * "function" (the only tool type ovserve serves). Required.
+   * "function" or "mcp" (hosted tools such as web_search are refused).
+   * Required.
    *
    * @generated from field: string type = 1;
    */
@@ -1254,6 +1529,71 @@ export type ResponseTool = Message<"ovserve.v1.ResponseTool"> & {
    * @generated from field: ovserve.v1.FunctionDefinition function = 6;
    */
   function?: FunctionDefinition | undefined;
+
+  /**
+   * type "mcp": the server's label, unique among the request's mcp tools;
+   * names a server configured at start (--mcp-server NAME=URL) when
+   * server_url is not set. Required.
+   *
+   * @generated from field: string server_label = 7;
+   */
+  serverLabel: string;
+
+  /**
+   * type "mcp": the server's streamable HTTP URL; its host must be allowed
+   * (--allowed-mcp-host). Not needed for a server configured at start.
+   *
+   * @generated from field: string server_url = 8;
+   */
+  serverUrl: string;
+
+  /**
+   * type "mcp": what the server is for, shown to the model with its tools.
+   *
+   * @generated from field: optional string server_description = 9;
+   */
+  serverDescription?: string | undefined;
+
+  /**
+   * type "mcp": HTTP headers sent with every call (e.g. Authorization).
+   * Not echoed in the Response.
+   *
+   * @generated from field: map<string, string> headers = 10;
+   */
+  headers: { [key: string]: string };
+
+  /**
+   * type "mcp": only these of the server's tools are offered (OpenAI's list
+   * form of allowed_tools). Unset (and no allowed_tools_filter): all.
+   *
+   * @generated from field: repeated string allowed_tools = 11;
+   */
+  allowedTools: string[];
+
+  /**
+   * type "mcp": OpenAI's object form of allowed_tools, {"tool_names": [...],
+   * "read_only": true}; the bridge moves the object form here.
+   *
+   * @generated from field: ovserve.v1.McpToolFilter allowed_tools_filter = 12;
+   */
+  allowedToolsFilter?: McpToolFilter | undefined;
+
+  /**
+   * type "mcp": "always" (default, as OpenAI) or "never": which calls need
+   * the caller's approval (an mcp_approval_request ends the response).
+   *
+   * @generated from field: optional string require_approval = 13;
+   */
+  requireApproval?: string | undefined;
+
+  /**
+   * type "mcp": OpenAI's object form of require_approval, {"always":
+   * {"tool_names": [...]}, "never": {"tool_names": [...]}}: per tool (a
+   * tool named in neither needs approval); the bridge moves it here.
+   *
+   * @generated from field: ovserve.v1.McpApprovalFilter require_approval_filter = 14;
+   */
+  requireApprovalFilter?: McpApprovalFilter | undefined;
 };
 
 /**
@@ -1261,7 +1601,65 @@ export type ResponseTool = Message<"ovserve.v1.ResponseTool"> & {
  * Use `create(ResponseToolSchema)` to create a new message.
  */
 export const ResponseToolSchema: GenMessage<ResponseTool> = /*@__PURE__*/
-  messageDesc(file_ovserve_v1_response_object, 18);
+  messageDesc(file_ovserve_v1_response_object, 22);
+
+/**
+ * Which of an MCP server's tools a filter names.
+ *
+ * @generated from message ovserve.v1.McpToolFilter
+ */
+export type McpToolFilter = Message<"ovserve.v1.McpToolFilter"> & {
+  /**
+   * The tools named.
+   *
+   * @generated from field: repeated string tool_names = 1;
+   */
+  toolNames: string[];
+
+  /**
+   * Also (or, without tool_names, only) the tools the server annotates
+   * readOnlyHint true.
+   *
+   * @generated from field: optional bool read_only = 2;
+   */
+  readOnly?: boolean | undefined;
+};
+
+/**
+ * Describes the message ovserve.v1.McpToolFilter.
+ * Use `create(McpToolFilterSchema)` to create a new message.
+ */
+export const McpToolFilterSchema: GenMessage<McpToolFilter> = /*@__PURE__*/
+  messageDesc(file_ovserve_v1_response_object, 23);
+
+/**
+ * require_approval's object form: the tools that always or never need
+ * approval.
+ *
+ * @generated from message ovserve.v1.McpApprovalFilter
+ */
+export type McpApprovalFilter = Message<"ovserve.v1.McpApprovalFilter"> & {
+  /**
+   * Tools whose calls need approval.
+   *
+   * @generated from field: ovserve.v1.McpToolFilter always = 1;
+   */
+  always?: McpToolFilter | undefined;
+
+  /**
+   * Tools whose calls are made without approval.
+   *
+   * @generated from field: ovserve.v1.McpToolFilter never = 2;
+   */
+  never?: McpToolFilter | undefined;
+};
+
+/**
+ * Describes the message ovserve.v1.McpApprovalFilter.
+ * Use `create(McpApprovalFilterSchema)` to create a new message.
+ */
+export const McpApprovalFilterSchema: GenMessage<McpApprovalFilter> = /*@__PURE__*/
+  messageDesc(file_ovserve_v1_response_object, 24);
 
 /**
  * The Responses API's object form of `tool_choice`: force a call to one
@@ -1311,6 +1709,14 @@ export type ResponseNamedToolChoice = Message<"ovserve.v1.ResponseNamedToolChoic
    * @generated from field: repeated ovserve.v1.ResponseNamedToolChoice tools = 5;
    */
   tools: ResponseNamedToolChoice[];
+
+  /**
+   * type "mcp": the label of the MCP server whose tool `name` is forced,
+   * {"type":"mcp","server_label":...,"name":...}.
+   *
+   * @generated from field: string server_label = 6;
+   */
+  serverLabel: string;
 };
 
 /**
@@ -1318,7 +1724,7 @@ export type ResponseNamedToolChoice = Message<"ovserve.v1.ResponseNamedToolChoic
  * Use `create(ResponseNamedToolChoiceSchema)` to create a new message.
  */
 export const ResponseNamedToolChoiceSchema: GenMessage<ResponseNamedToolChoice> = /*@__PURE__*/
-  messageDesc(file_ovserve_v1_response_object, 19);
+  messageDesc(file_ovserve_v1_response_object, 25);
 
 /**
  * Text output options (the Responses API's `text`).
@@ -1348,7 +1754,7 @@ export type ResponseTextConfig = Message<"ovserve.v1.ResponseTextConfig"> & {
  * Use `create(ResponseTextConfigSchema)` to create a new message.
  */
 export const ResponseTextConfigSchema: GenMessage<ResponseTextConfig> = /*@__PURE__*/
-  messageDesc(file_ovserve_v1_response_object, 20);
+  messageDesc(file_ovserve_v1_response_object, 26);
 
 /**
  * Output format of a response (`text.format`), in OpenAI's flat JSON form:
@@ -1402,7 +1808,7 @@ export type TextFormat = Message<"ovserve.v1.TextFormat"> & {
  * Use `create(TextFormatSchema)` to create a new message.
  */
 export const TextFormatSchema: GenMessage<TextFormat> = /*@__PURE__*/
-  messageDesc(file_ovserve_v1_response_object, 21);
+  messageDesc(file_ovserve_v1_response_object, 27);
 
 /**
  * Reasoning options (the Responses API's `reasoning`).
@@ -1434,7 +1840,7 @@ export type ReasoningConfig = Message<"ovserve.v1.ReasoningConfig"> & {
  * Use `create(ReasoningConfigSchema)` to create a new message.
  */
 export const ReasoningConfigSchema: GenMessage<ReasoningConfig> = /*@__PURE__*/
-  messageDesc(file_ovserve_v1_response_object, 22);
+  messageDesc(file_ovserve_v1_response_object, 28);
 
 /**
  * Lifecycle status of a Response.
@@ -1532,6 +1938,20 @@ export enum ItemStatus {
    * @generated from enum value: ITEM_STATUS_INCOMPLETE = 3;
    */
   INCOMPLETE = 3,
+
+  /**
+   * "calling": an mcp_call item whose tool the server is calling.
+   *
+   * @generated from enum value: ITEM_STATUS_CALLING = 4;
+   */
+  CALLING = 4,
+
+  /**
+   * "failed": an mcp_call item whose call failed (its `error` says why).
+   *
+   * @generated from enum value: ITEM_STATUS_FAILED = 5;
+   */
+  FAILED = 5,
 }
 
 /**
