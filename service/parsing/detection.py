@@ -119,6 +119,22 @@ def by_rendered_reasoning(blocks: Iterable[tuple[str, ThinkMarkup]], renderings:
     return Found(name, f"the template writes past reasoning as {name} does: {_clipped(text)}")
 
 
+def by_thinking_switch(name: str, render: Render) -> Found | None:
+    """``name`` (the commonest block, ``<think>...</think>``) for a template that shows no reasoning markup but
+    writes another prompt with thinking switched on (Cogito's "Enable deep thinking subroutine." system line):
+    its model writes a block the template never shows (vLLM serves Cogito with deepseek_r1, that block). None
+    when the prompt is the same either way, or the template refuses the question."""
+    question = [{"role": "user", "content": "What is the weather like?"}]
+    try:
+        on, off = (render(question, None, context) for context in (THINKING_ON, dict.fromkeys(THINKING_ON, False)))
+    except Exception:  # a template that refuses the probe shows nothing
+        return None
+    if on == off:
+        return None
+    return Found(name, "the template shows no reasoning markup but switches thinking on (its prompt changes with "
+                       f"enable_thinking): the commonest block, {name}'s")  # fmt: skip
+
+
 PROBE_ANSWER = "Sunny."  # the past reply's answer, which a template that strips the reasoning block keeps
 LATER_TURNS = (
     {"role": "user", "content": "And tomorrow?"},

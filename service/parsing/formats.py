@@ -122,8 +122,9 @@ TOOL_PARSERS: dict[str, ToolFormat] = {
     **formats_generic.TOOL_FORMATS,
 }
 # --reasoning-parser names -> their block's delimiters: <think>...</think> but for Granite's words.
+THINK_PARSER = "think"  # the commonest block's name: what a template that shows no markup of its own gets
 REASONING_PARSERS: dict[str, ThinkMarkup] = {
-    "think": THINK,
+    THINK_PARSER: THINK,
     "qwen3": THINK,
     "deepseek_r1": THINK,
     "granite": GRANITE_THINK,
@@ -216,7 +217,7 @@ TEMPLATE_REASONING_MARKUP: list[tuple[str | tuple[str, ...], str]] = [
     *formats_python.TEMPLATE_REASONING_MARKUP,
     *formats_tail.TEMPLATE_REASONING_MARKUP,
     *formats_glm.TEMPLATE_REASONING_MARKUP,
-    (THINK.begin, "think"),
+    (THINK.begin, THINK_PARSER),
 ]
 
 
@@ -261,13 +262,17 @@ def detect_tool_parser(
 
 def detect_reasoning_parser(chat_template: str, render: detection.Render | None) -> detection.Found | None:
     """The reasoning format a chat template speaks: the one whose block it writes around a past turn's
-    reasoning; else the first whose markup its source names (``TEMPLATE_REASONING_MARKUP``); else none."""
+    reasoning; else the first whose markup its source names (``TEMPLATE_REASONING_MARKUP``); else, for a
+    template whose prompt changes with thinking switched on, ``think``; else none."""
     found = None
     if render is not None:
         found = detection.by_rendered_reasoning(
             REASONING_PARSERS.items(), detection.rendered_reasoning(render)
         ) or detection.by_stripped_reasoning(REASONING_PARSERS.items(), render)
-    return found or detection.by_markup(TEMPLATE_REASONING_MARKUP, [("the template", chat_template)])
+    found = found or detection.by_markup(TEMPLATE_REASONING_MARKUP, [("the template", chat_template)])
+    if found is None and render is not None:
+        found = detection.by_thinking_switch(THINK_PARSER, render)
+    return found
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ import grpc
 import openvino_genai as ov_genai
 import pytest
 
-from ovserve.clients.v1 import chat_pb2, chat_pb2_grpc, tokenizer_pb2, tokenizer_pb2_grpc
+from ovserve.clients.v1 import chat_pb2, chat_pb2_grpc, model_pb2, model_pb2_grpc, tokenizer_pb2, tokenizer_pb2_grpc
 from ovserve.service.api.prompting import template_messages
 from ovserve.service.engine import chat_template
 from ovserve.service.engine.chat_template import ChatTemplate, TemplateError, TemplateRenderer, minja_render
@@ -258,12 +258,13 @@ def test_a_template_that_loops_is_bounded(tokenizer: ov_genai.Tokenizer, monkeyp
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerThread]:
     """tiny-chat copies whose chat_template.jinja is DeepSeek-R1-Distill's, MiniCPM5's, gpt-oss's, MiniCPM3's,
-    vLLM's FunctionGemma's and Kimi-Audio's, and GigaChat-20B's (with its tokenizer_config.json's special tokens), on
-    a real server."""
+    vLLM's FunctionGemma's and Kimi-Audio's, GigaChat-20B's (with its tokenizer_config.json's special tokens) and
+    Cogito's, on a real server."""
     specs = []
     copies = (("r1-distill", R1_DISTILL), ("minicpm5", ENSURE_ASCII[0]), ("gpt-oss", GPT_OSS),
               ("minicpm3", "genai-openbmb-MiniCPM3-4B.jinja"), ("functiongemma", FUNCTIONGEMMA),
-              ("kimi-audio", KIMI_AUDIO), ("gigachat-20b", GIGACHAT_20B))  # fmt: skip
+              ("kimi-audio", KIMI_AUDIO), ("gigachat-20b", GIGACHAT_20B),
+              ("cogito", "ollama-cogito-14b.jinja"))  # fmt: skip
     for name, template in copies:
         copy = tmp_path_factory.mktemp(name) / "model"
         shutil.copytree(TINY_CHAT, copy)
@@ -405,3 +406,12 @@ def test_served_gigachat_20b_renders_with_its_special_tokens(served: ServerThrea
         text = tokenizer.Detokenize(tokenizer_pb2.DetokenizeRequest(model="gigachat-20b", tokens=ids.tokens)).prompt
     assert text.endswith("user<|role_sep|>\nWeather in Lyon?<|message_sep|>\n\navailable functions<|role_sep|>\n[]"
                          "<|message_sep|>\n\nassistant<|role_sep|>\n")  # fmt: skip
+
+
+def test_served_cogito_is_listed_with_the_think_format(served: ServerThread) -> None:
+    """Cogito's template switches thinking on with a system line and shows no markup: the model is served with the
+    think parser (it had none: a thinking reply's <think> block stayed in the content), and the listing says why."""
+    with grpc.insecure_channel(served.target) as channel:
+        model = model_pb2_grpc.ModelServiceStub(channel).GetModel(model_pb2.GetModelRequest(model="cogito")).model
+    assert (model.tool_parser, model.reasoning_parser) == ("hermes", "think")
+    assert "switches thinking on" in model.reasoning_parser_evidence

@@ -124,6 +124,7 @@ EXPECTED = {
     "vllm-kimi-audio.jinja": ("generic", "none", None),  # it reads `conversations`: every prompt is empty
     # It needs the model's additional_special_tokens, which tiny-chat's tokenizer_config.json lacks: nothing renders.
     "llama-cpp-tests-GigaChat-20B-A3B-instruct.jinja": ("generic", "none", None),
+    "ollama-cogito-14b.jinja": ("hermes", "render", "think"),  # thinking switched on by a system line, no markup
 }
 
 
@@ -330,3 +331,12 @@ def test_a_familys_own_writing_of_a_past_call_reads_back(
     assert [(call.name, json.loads(call.arguments)) for call in parser.result.calls] == [
         (detection.PROBE_NAME, detection.PROBE_ARGUMENTS)
     ]
+
+
+def test_a_template_that_only_switches_thinking_on_gets_the_commonest_block(tokenizer: ov_genai.Tokenizer) -> None:
+    """Cogito's template shows no reasoning markup (its model writes <think> blocks by training) but writes another
+    system line with enable_thinking: think, said so; one with no switch (Qwen2.5's) still gets none."""
+    found = chosen(tokenizer, (TEMPLATES / "ollama-cogito-14b.jinja").read_text())
+    assert found.reasoning_parser == "think"
+    assert found.reasoning_evidence.startswith("the template shows no reasoning markup but switches thinking on")
+    assert chosen(tokenizer, (TEMPLATES / "Qwen-Qwen2.5-7B-Instruct.jinja").read_text()).reasoning_parser is None
