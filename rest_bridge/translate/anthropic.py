@@ -31,12 +31,14 @@ IGNORED = {
     "cache_control": "prefix caching is automatic; cache_read_input_tokens reports its hits",
     "inference_geo": "the model runs where the server runs",
     "speed": "one speed here",
+    # Claude Code sends it (clearing old thinking or tool results past a threshold): the conversation sent is
+    # rendered whole, which is what a client that keeps its own context expects.
+    "context_management": "the server does not edit the context: the conversation sent is rendered whole",
 }
 # Refused with a 400 naming the field: Anthropic-hosted features with no counterpart here.
 REFUSED = {
     "container": "code-execution containers are Anthropic's",
     "mcp_servers": "the server does not call MCP servers; run the tools client-side",
-    "context_management": "the server does not edit the context; the client keeps the conversation",
     "diagnostics": "no prompt-cache diagnostics are kept",
 }
 # Fields of each content block type that are read, or accepted without effect (cache_control, citations).
@@ -52,8 +54,18 @@ _BLOCK_KEYS = {
 _ROLE_BLOCKS = {
     "user": {"text", "image", "document", "tool_result"},
     "assistant": {"text", "thinking", "redacted_thinking", "tool_use"},
+    "system": {"text"},  # a system message within the conversation (the current API's; Claude Code sends them)
 }
-_TOOL_KEYS = {"name", "description", "input_schema", "type", "cache_control", "strict", "eager_input_streaming"}
+_TOOL_KEYS = {
+    "name",
+    "description",
+    "input_schema",
+    "type",
+    "cache_control",
+    "strict",
+    "eager_input_streaming",
+    "defer_loading",
+}
 # Anthropic's tool_choice type -> the chat request's tool_choice string ("tool" names one: named_tool_choice).
 _TOOL_CHOICES = {"auto": "auto", "any": "required", "none": "none"}
 # thinking.type -> reasoning_effort: any level but "none" turns the chat template's thinking on; the budget
@@ -178,7 +190,10 @@ def _sampling(name: str) -> Callable[[Any, dict[str, Any]], None]:
 def _tools(value: Any, out: dict[str, Any]) -> None:
     if not isinstance(value, list):
         raise bad_request("tools", f"tools: expected a list, got {json_type(value)}")
-    out["tools"] = [_tool(tool, f"tools[{i}]") for i, tool in enumerate(value)]
+    tools = [(_tool(tool, f"tools[{i}]"), tool.get("defer_loading")) for i, tool in enumerate(value)]
+    # A deferred tool is loaded into the context only once Anthropic's tool search finds it; there is no such
+    # search here, so it is never loaded: left out of the prompt, as Anthropic leaves it until then.
+    out["tools"] = [tool for tool, deferred in tools if deferred is not True]
 
 
 def _tool(value: Any, where: str) -> dict[str, Any]:
@@ -192,6 +207,8 @@ def _tool(value: Any, where: str) -> dict[str, Any]:
     if tool.get("description") is not None:
         function["description"] = _string(tool["description"], f"{where}.description")
     function["parameters"] = _object(tool.get("input_schema"), f"{where}.input_schema")
+    if tool.get("defer_loading") is not None:
+        _boolean(tool["defer_loading"], f"{where}.defer_loading")
     if tool.get("strict") is not None:
         function["strict"] = _boolean(tool["strict"], f"{where}.strict")
     return {"type": "function", "function": function}
@@ -280,7 +297,7 @@ def _chat_messages(value: Any, where: str) -> list[dict[str, Any]]:
     _only(message, {"role", "content"}, where)
     role = message.get("role")
     if role not in _ROLE_BLOCKS:
-        raise bad_request(f"{where}.role", f"{where}.role: expected user or assistant, got {_shown(role)}")
+        raise bad_request(f"{where}.role", f"{where}.role: expected user, assistant or system, got {_shown(role)}")
     content = message.get("content")
     if isinstance(content, str):
         return [{"role": role, "content": content}]
@@ -290,6 +307,8 @@ def _chat_messages(value: Any, where: str) -> list[dict[str, Any]]:
     places = [f"{where}.content[{i}]" for i in range(len(blocks))]
     if role == "assistant":
         return [_assistant(blocks, places)]
+    if role == "system":
+        return [{"role": "system", "content": "\n".join(_text_of(b, at) for b, at in zip(blocks, places, strict=True))}]
     results = [_tool_result(b, at) for b, at in zip(blocks, places, strict=True) if b["type"] == "tool_result"]
     parts = [_user_part(b, at) for b, at in zip(blocks, places, strict=True) if b["type"] != "tool_result"]
     return results + ([{"role": "user", "content_parts": parts}] if parts or not results else [])

@@ -148,7 +148,8 @@ BAD: list[tuple[dict[str, Any], str]] = [
     ({"model": 5}, "model"),
     ({"messages": []}, "messages"),
     ({"messages": "hi"}, "messages"),
-    ({"messages": [{"role": "system", "content": "hi"}]}, "messages[0].role"),
+    ({"messages": [{"role": "robot", "content": "hi"}]}, "messages[0].role"),
+    ({"messages": [{"role": "system", "content": [IMAGE]}]}, "messages[0].content[0].type"),
     ({"messages": [{"role": "user", "content": 5}]}, "messages[0].content"),
     ({"messages": [{"role": "user", "content": "hi", "name": "x"}]}, "messages[0].name"),
     ({"messages": [{"role": "user", "content": [{"type": "bogus"}]}]}, "messages[0].content[0].type"),
@@ -178,7 +179,8 @@ BAD: list[tuple[dict[str, Any], str]] = [
     ({"tools": {}}, "tools"),
     ({"tools": [{"type": "web_search_20250305", "name": "web_search"}]}, "tools[0].type"),
     ({"tools": [{"name": "f"}]}, "tools[0].input_schema"),
-    ({"tools": [{**WEATHER, "defer_loading": True}]}, "tools[0].defer_loading"),
+    ({"tools": [{**WEATHER, "defer_loading": 1}]}, "tools[0].defer_loading"),
+    ({"tools": [{**WEATHER, "allowed_callers": ["direct"]}]}, "tools[0].allowed_callers"),
     ({"tool_choice": {"type": "required"}}, "tool_choice.type"),
     ({"tool_choice": {"type": "tool"}}, "tool_choice.name"),
     ({"tools": [WEATHER], "tool_choice": {"type": "tool", "name": "nope"}}, "tool_choice"),
@@ -192,6 +194,7 @@ BAD: list[tuple[dict[str, Any], str]] = [
     ({"output_config": {"task_budget": 5}}, "output_config.task_budget"),
     ({"container": "c"}, "container"),
     ({"mcp_servers": []}, "mcp_servers"),
+    ({"context_management": {"edits": []}, "diagnostics": {}}, "diagnostics"),
     ({"frobnicate": 1}, "frobnicate"),
     ({"temperature": float("inf")}, "temperature"),
 ]  # fmt: skip
@@ -263,3 +266,37 @@ def test_a_failure_after_the_start_is_an_error_event_and_the_end() -> None:
     sent = events(Reply(200, None, data))  # type: ignore[arg-type]
     assert [name for name, _ in sent][-1] == "error" and "message_stop" not in [name for name, _ in sent]
     assert sent[-1][1] == {"type": "error", "error": {"type": "overloaded_error", "message": "engine gone"}}
+
+
+# What Claude Code 2.1.332 sends (captured from `claude -p`, its texts shortened): system blocks with cache_control,
+# a system message within the conversation, context_management, adaptive thinking shown or omitted, an effort,
+# metadata.user_id as a JSON string, and a deferred placeholder tool beside its client tools.
+CLAUDE_CODE = {
+    "model": MODEL,
+    "max_tokens": 64,
+    "stream": True,
+    "system": [{"type": "text", "text": "x-anthropic-billing-header: cc_version=2.1.332.34c;"},
+               {"type": "text", "text": "You are a Claude agent.", "cache_control": {"type": "ephemeral"}}],
+    "messages": [
+        {"role": "user", "content": [{"type": "text", "text": "<system-reminder>hi</system-reminder>",
+                                      "cache_control": {"type": "ephemeral"}}]},
+        {"role": "system", "content": [{"type": "text", "text": "# Environment\nPlatform: linux"}]},
+        {"role": "user", "content": "What's the weather like in Paris?"},
+    ],
+    "tools": [WEATHER, {"name": "DeferredToolPlaceholder", "description": "Never call this tool.",
+                        "input_schema": {"type": "object", "properties": {}}, "defer_loading": True}],
+    "metadata": {"user_id": json.dumps({"device_id": "d", "session_id": "s"})},
+    "thinking": {"type": "adaptive", "display": "omitted"},
+    "context_management": {"edits": [{"type": "clear_thinking_20251015", "keep": "all"}]},
+    "output_config": {"effort": "high"},
+}  # fmt: skip
+
+
+def test_claude_codes_request_is_served(bridge: RunningBridge) -> None:
+    reply = post(bridge, CLAUDE_CODE, **{"anthropic-beta": "claude-code-20250219,context-management-2025-06-27"})
+    assert reply.status == 200, reply.body
+    check_sequence(events(reply))
+    counted = {name: value for name, value in CLAUDE_CODE.items() if name not in ("max_tokens", "stream", "metadata")}
+    deferred = post(bridge, counted, "/v1/messages/count_tokens").json()["input_tokens"]
+    without = post(bridge, {**counted, "tools": [WEATHER]}, "/v1/messages/count_tokens").json()["input_tokens"]
+    assert deferred == without  # the deferred tool is not in the prompt
