@@ -84,9 +84,17 @@ class McpTools:
             about = server.entry.server_description if server.entry.HasField("server_description") else ""
             for tool in server.tools:
                 description = " ".join(filter(None, [tool.description, f"({server.label}: {about})" if about else ""]))
-                function = {"name": tool.name, "parameters": json_format.MessageToDict(tool.input_schema)}
+                function = {"name": tool.name, "parameters": _closed(json_format.MessageToDict(tool.input_schema))}
                 tools.append({"type": "function", "function": {**function, "description": description}})
         return tools
+
+
+def _closed(schema: dict[str, Any]) -> dict[str, Any]:
+    """A tool's input schema with no properties beyond its own unless it says otherwise: guided arguments (a forced
+    call, tool-guided generation) otherwise invent extra keys, which no tool takes."""
+    if schema.get("type") == "object" and "additionalProperties" not in schema:
+        return {**schema, "additionalProperties": False}
+    return schema
 
 
 def read_servers(
