@@ -1,6 +1,6 @@
 """Generated bad inputs for the newer surfaces: audio uploads, documents, images, rerank and score, embeddings,
-tokenize, conversations, files, batches, logprobs and the Responses WebSocket (the standing fuzz of
-tests/rest_bridge/test_surface_fuzz.py).
+tokenize, conversations, files, batches, logprobs, Anthropic's Messages API and the Responses WebSocket (the
+standing fuzz of tests/rest_bridge/test_surface_fuzz.py).
 
 Each surface has a valid seed request and a maker that breaks it one way or several with a seeded
 ``random.Random``: the hostile inputs the surface is known to meet (multipart bodies cut short, WAV headers
@@ -56,7 +56,10 @@ class Expected:
         if not self.params:
             return None
         try:
-            param = json.loads(body)["error"]["param"]
+            error = json.loads(body)["error"]
+            if "param" not in error and json.loads(body)["type"] == "error":  # Anthropic's: the message names it
+                return None if any(f in error["message"] for f in self.params) else f"no {sorted(self.params)} named"
+            param = error["param"]
         except (ValueError, KeyError, TypeError):
             return "no error envelope"
         named = isinstance(param, str) and any(param == f or param.startswith((f"{f}[", f"{f}.")) for f in self.params)
@@ -856,6 +859,68 @@ def batch_case(rng: random.Random, context: Context) -> HttpCase:
     return HttpCase("batches", "cancel", "POST", f"/v3/batches/{ident}/cancel", b"", {}, False)
 
 
+# ---- Anthropic's Messages API ----
+
+MESSAGES_PATHS = ["/v3/messages", "/v1/messages", "/v3/messages/count_tokens"]
+MESSAGES_SEED = {"model": CHAT_MODEL, "max_tokens": 2, "messages": HI, "temperature": 0}
+COUNT_TOKENS_SEED = {"model": CHAT_MODEL, "messages": HI}
+# field -> values refused whatever else the request holds (each alone in the seed once: a 400 naming the field)
+MESSAGES_REFUSED: dict[str, list[Any]] = {
+    "max_tokens": [0, -1, 2**31, "2", 1.5, True, None],
+    "messages": [[], "hi", [{"role": "robot", "content": "hi"}], [{"role": "user", "content": [{"type": "x"}]}]],
+    "tools": [[{"type": "web_search_20250305", "name": "w"}], [{"name": "f"}], {}],
+    "tool_choice": [{"type": "required"}, {"type": "tool"}, "auto"],
+    "thinking": [{"type": "enabled", "budget_tokens": -1}, {"type": "enabled"}, {"type": "on"}],
+    "stop_sequences": [[""], "x", [f"s{i}" for i in range(17)]],
+    "metadata": [{"user": "x"}, "x"],
+    "temperature": [5, -1, "0"],
+    "container": ["c"],
+    "mcp_servers": [[]],
+}
+# Blocks of a user message, valid and broken: the kinds Anthropic's clients send, with the values they get wrong.
+BLOCKS: list[Callable[[random.Random], Any]] = [
+    lambda rng: {"type": "text", "text": rng.choice(["hi", "", "\u202e" * 50, "a" * MIB])},
+    lambda rng: {"type": "text", "text": rng.choice(VALUES), "cache_control": rng.choice([{"type": "ephemeral"}, 5])},
+    lambda rng: {"type": "tool_result", "tool_use_id": rng.choice(["toolu_1", "", 5, None]),
+                 "content": rng.choice(["ok", [{"type": "text", "text": "ok"}], [{"type": "image"}], VALUES[-1], 7]),
+                 "is_error": rng.choice([True, False, "yes"])},
+    lambda rng: {"type": "document", "source": rng.choice([
+        {"type": "text", "media_type": "text/plain", "data": "the plum"},
+        {"type": "base64", "media_type": "application/pdf", "data": rng.choice(["JVBERi0", "@@", ""])},
+        {"type": "url", "url": "file:///etc/passwd"}, {"type": "content", "content": []}, {"type": "file"}])},
+    lambda rng: {"type": rng.choice(["tool_use", "thinking", "search_result", "server_tool_use", "", None, 5])},
+    lambda rng: rng.choice(VALUES),
+]  # fmt: skip
+
+
+def _anthropic_image(url: str) -> dict[str, Any]:
+    """An image block for an image URL: a data URL as a base64 source (its media type kept), another a url one."""
+    if url.startswith("data:") and ";base64," in url:
+        media_type, data = url.removeprefix("data:").split(";base64,", 1)
+        return {"type": "image", "source": {"type": "base64", "media_type": media_type, "data": data}}
+    return {"type": "image", "source": {"type": "url", "url": url}}
+
+
+def messages_case(rng: random.Random, context: Context) -> HttpCase:
+    """A /messages or count_tokens body: the HTTP fuzz's generic mutation, an image block holding one of the
+    images' bad images (or URLs back at this machine), or user blocks drawn valid and broken, in any order."""
+    path = rng.choice(MESSAGES_PATHS)
+    seed = COUNT_TOKENS_SEED if path.endswith("count_tokens") else MESSAGES_SEED
+    roll = rng.random()
+    if roll < 0.4:
+        return mutated("messages", path, seed, rng)
+    if roll < 0.7:
+        label, url = _image_url(rng, context)
+        content = [_anthropic_image(url), {"type": "text", "text": "What colour?"}]
+        body = {**seed, "model": VISION_MODEL, "messages": [{"role": "user", "content": content}]}
+        return json_case("messages", f"image {label}", path, body)
+    blocks = [rng.choice(BLOCKS)(rng) for _ in range(rng.randint(1, 4))]
+    history = [{"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "f", "input": {}}]}]
+    messages = [*HI, *history, {"role": "user", "content": blocks}] if rng.random() < 0.5 else [
+        {"role": "user", "content": blocks}]  # fmt: skip
+    return json_case("messages", "blocks", path, {**seed, "messages": messages})
+
+
 # ---- the surfaces' table ----
 
 # surface -> (requests per storm, maker). Counts are sized so the storm takes about a minute (the file 80 s) on two
@@ -871,6 +936,7 @@ SURFACES: dict[str, tuple[int, Callable[[random.Random, Context], HttpCase]]] = 
     "files": (240, file_case),
     "batches": (160, batch_case),
     "logprobs": (200, logprob_case),
+    "messages": (200, messages_case),
 }
 
 
@@ -891,6 +957,8 @@ def seed_cases() -> list[HttpCase]:
         ("tokenizer", "/v3/tokenize", TOKENIZE_SEED),
         ("tokenizer", "/v3/tokenize", CHAT_TOKENIZE_SEED),
         ("tokenizer", "/v3/detokenize", DETOKENIZE_SEED),
+        ("messages", "/v3/messages", MESSAGES_SEED),
+        ("messages", "/v1/messages/count_tokens", COUNT_TOKENS_SEED),
     ]  # fmt: skip
     audio = form(part("model", AUDIO_MODEL.encode()), part("file", SHORT_WAV, "a.wav"))
     upload = form(part("purpose", b"user_data"), part("file", b"hello", "a.txt"))
@@ -902,7 +970,8 @@ def seed_cases() -> list[HttpCase]:
 
 def known_cases() -> Iterator[HttpCase]:
     """Each value known to be refused, alone in a valid request, once (whatever the seed draws): a 400 naming
-    it. Embeddings' dimensions and encodings, the audio files refused, logprobs' fields past their ranges."""
+    it. Embeddings' dimensions and encodings, the audio files refused, logprobs' fields past their ranges, the
+    Messages API's fields (named in the message of Anthropic's envelope, which has no param)."""
     for name, value in EMBED_REFUSED:
         body = {**EMBED_SEED, name: value}
         yield json_case("embeddings", f"only {name} {encode(value)[:20]}", "/v3/embeddings", body, refused(name))
@@ -911,6 +980,11 @@ def known_cases() -> Iterator[HttpCase]:
             body = form(part("model", AUDIO_MODEL.encode()), part("file", make(), "a.wav"))
             path = "/v3/audio/transcriptions"
             yield HttpCase("audio", f"file: {label}", "POST", path, body, FORM_TYPE, True, refused("file"))
+    for name, values in MESSAGES_REFUSED.items():
+        for value in values:
+            body = {**MESSAGES_SEED, name: value} if value is not None else {**MESSAGES_SEED, "max_tokens": None}
+            body = {key: item for key, item in body.items() if item is not None}
+            yield json_case("messages", f"only {name} {encode(value)[:20]}", "/v3/messages", body, refused(name))
     for path, fields in REFUSED_LOGPROB_VALUES.items():
         for name, values in fields.items():
             for value in values:

@@ -1,10 +1,10 @@
 """A standing fuzz suite for the newer surfaces: audio uploads, documents, images, rerank and score, embeddings,
-tokenize, conversations, files, batches, logprobs and the Responses WebSocket, under generated bad inputs
-(tests/surface_inputs.py).
+tokenize, conversations, files, batches, logprobs, Anthropic's Messages API and the Responses WebSocket, under
+generated bad inputs (tests/surface_inputs.py).
 
 One storm, bounded in count: four HTTP clients send the generated requests while three WebSocket connections
 send theirs and a probe times GET /health. Whatever is sent, every HTTP answer is below 500 and in OpenAI's error
-envelope, a 400 about a body the bridge could read names the field (``param``), and every failure on the
+envelope (Anthropic's on the Messages API's routes, its message naming the field), a 400 about a body the bridge could read names the field (``param``), and every failure on the
 WebSocket is an ``error`` event on a connection that stays open. Where the generator knows the answer (a request
 whose only fault is a value known to be refused, logprobs within or past the request's bound) it is exactly
 that: a 200, or a 400 naming the field. After it: no model's worker was restarted (``ovserve_engine_restarts``
@@ -146,8 +146,9 @@ def send(port: int, case: inputs.HttpCase, tally: Tally) -> None:
         return
     seconds = time.monotonic() - started
     tally.answered(case.surface, reply.status, seconds)
+    check = check_anthropic_reply if case.surface == "messages" else check_reply
     try:
-        check_reply(reply.status, reply.body, reply.headers.get("Content-Type", ""), case.names_param, case.describe())
+        check(reply.status, reply.body, reply.headers.get("Content-Type", ""), case.names_param, case.describe())
     except AssertionError as error:
         tally.fault(f"{reply.status} {reply.body[:500]!r} to {case.describe()} ({error})")
     if case.expect is None:
@@ -158,6 +159,18 @@ def send(port: int, case: inputs.HttpCase, tally: Tally) -> None:
         tally.expected[f"{case.surface} {case.expect.status}"] += 1
         if case.label.startswith(inputs.PAST_THE_BOUND):
             tally.past_the_bound.append(case)
+
+
+def check_anthropic_reply(status: int, body: bytes, content_type: str, parsed_object: bool, what: str) -> None:
+    """As ``check_reply``, for the Messages API's routes: an error is Anthropic's envelope, which has no param (a
+    400's message names the field; the known cases check which)."""
+    assert status < 500, (what, status, body[:500])
+    if status < 400:
+        return
+    assert content_type == "application/json", what
+    reply = json.loads(body)
+    assert reply["type"] == "error" and set(reply["error"]) == {"type", "message"}, (what, reply)
+    assert isinstance(reply["error"]["message"], str) and reply["error"]["message"], (what, reply)
 
 
 def http_storm(port: int, cases: Iterator[inputs.HttpCase], tally: Tally) -> None:
@@ -481,11 +494,16 @@ def test_slow_bodies_on_every_route_get_408(paced: RunningBridge) -> None:
     late = [
         (path, answer[:100], pieces)
         for path, answer, pieces in answers
-        if not answer.startswith(b"HTTP/1.1 408") or b'"request_timeout"' not in answer or pieces > 4 * GRACE + 4
+        if not answer.startswith(b"HTTP/1.1 408") or _timeout_code(path) not in answer or pieces > 4 * GRACE + 4
     ]
     assert not late, late
     after, handlers = settled(paced, before)
     assert handlers == 0 and after[0] <= before[0] and after[1] <= before[1], (before, after, handlers)
+
+
+def _timeout_code(path: str) -> bytes:
+    """What a 408's body holds: OpenAI's code, or on the Messages API's routes Anthropic's error type."""
+    return b'"timeout_error"' if "/messages" in path else b'"request_timeout"'
 
 
 # ---- faults the storm found, one regression case each: a recording shorter than Whisper's analysis window (a 500
