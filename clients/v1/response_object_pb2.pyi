@@ -436,7 +436,7 @@ class InputContentPart(_message.Message):
     def __init__(self, type: _Optional[str] = ..., text: _Optional[str] = ..., image_url: _Optional[str] = ..., detail: _Optional[str] = ..., refusal: _Optional[str] = ..., annotations: _Optional[_Iterable[_Union[_struct_pb2.Struct, _Mapping]]] = ..., logprobs: _Optional[_Iterable[_Union[_common_pb2.TokenLogprob, _Mapping]]] = ..., image_data: _Optional[bytes] = ..., file_data: _Optional[str] = ..., filename: _Optional[str] = ..., file_url: _Optional[str] = ..., file_id: _Optional[str] = ...) -> None: ...
 
 class ResponseTool(_message.Message):
-    __slots__ = ("type", "name", "description", "parameters", "strict", "function", "server_label", "server_url", "server_description", "headers", "allowed_tools", "allowed_tools_filter", "require_approval", "require_approval_filter")
+    __slots__ = ("type", "name", "description", "parameters", "strict", "function", "server_label", "server_url", "server_description", "headers", "allowed_tools", "allowed_tools_filter", "require_approval", "require_approval_filter", "authorization")
     class HeadersEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -458,6 +458,7 @@ class ResponseTool(_message.Message):
     ALLOWED_TOOLS_FILTER_FIELD_NUMBER: _ClassVar[int]
     REQUIRE_APPROVAL_FIELD_NUMBER: _ClassVar[int]
     REQUIRE_APPROVAL_FILTER_FIELD_NUMBER: _ClassVar[int]
+    AUTHORIZATION_FIELD_NUMBER: _ClassVar[int]
     type: str
     name: str
     description: str
@@ -472,7 +473,8 @@ class ResponseTool(_message.Message):
     allowed_tools_filter: McpToolFilter
     require_approval: str
     require_approval_filter: McpApprovalFilter
-    def __init__(self, type: _Optional[str] = ..., name: _Optional[str] = ..., description: _Optional[str] = ..., parameters: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., strict: _Optional[bool] = ..., function: _Optional[_Union[_common_pb2.FunctionDefinition, _Mapping]] = ..., server_label: _Optional[str] = ..., server_url: _Optional[str] = ..., server_description: _Optional[str] = ..., headers: _Optional[_Mapping[str, str]] = ..., allowed_tools: _Optional[_Iterable[str]] = ..., allowed_tools_filter: _Optional[_Union[McpToolFilter, _Mapping]] = ..., require_approval: _Optional[str] = ..., require_approval_filter: _Optional[_Union[McpApprovalFilter, _Mapping]] = ...) -> None: ...
+    authorization: str
+    def __init__(self, type: _Optional[str] = ..., name: _Optional[str] = ..., description: _Optional[str] = ..., parameters: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., strict: _Optional[bool] = ..., function: _Optional[_Union[_common_pb2.FunctionDefinition, _Mapping]] = ..., server_label: _Optional[str] = ..., server_url: _Optional[str] = ..., server_description: _Optional[str] = ..., headers: _Optional[_Mapping[str, str]] = ..., allowed_tools: _Optional[_Iterable[str]] = ..., allowed_tools_filter: _Optional[_Union[McpToolFilter, _Mapping]] = ..., require_approval: _Optional[str] = ..., require_approval_filter: _Optional[_Union[McpApprovalFilter, _Mapping]] = ..., authorization: _Optional[str] = ...) -> None: ...
 
 class McpToolFilter(_message.Message):
     __slots__ = ("tool_names", "read_only")

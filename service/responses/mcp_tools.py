@@ -119,6 +119,8 @@ def read_servers(
         if len(tool.allowed_tools) and tool.HasField("allowed_tools_filter"):
             violations.append(FieldViolation(f"{where}.allowed_tools", "a list or a filter, not both"))
         headers = dict(tool.headers)
+        if tool.HasField("authorization"):
+            headers["Authorization"] = f"Bearer {tool.authorization}"
         if tool.server_url:
             endpoint = McpEndpoint(tool.server_url, headers)
         elif tool.server_label in configured:

@@ -177,6 +177,9 @@ async def prepare(
     (run,) = await build_runs(model, request, [prompt], plan, RESPONSES, streaming=streaming, ask=ask)
     canonical = response_pb2.CreateResponseRequest()
     canonical.ParseFromString(request.SerializeToString())  # the twins are wire-identical
+    for tool in canonical.tools:  # an mcp tool's credentials are for its server: neither stored nor echoed
+        tool.headers.clear()
+        tool.ClearField("authorization")
     # A forced tool choice forces the first turn only: after the tools' results the model answers as it will.
     forced = request.HasField("named_tool_choice") or request.tool_choice == "required"
     later_plan = None if forced else plan
@@ -411,6 +414,4 @@ def _new_response(
         response.top_logprobs = 0
     response.service_tier = "default"  # the one tier here, whatever was asked for
     response.parallel_tool_calls = not request.HasField("parallel_tool_calls") or request.parallel_tool_calls
-    for tool in response.tools:  # an mcp tool's headers may carry credentials: not echoed
-        tool.headers.clear()
     return response

@@ -49,7 +49,8 @@ class Session:
 
     def __init__(self, policy: McpPolicy = LOOPBACK) -> None:
         self.engine = FakeEngine()
-        self.api = ResponsesApi(ModelRegistry([fake_model(self.engine)]), ResponseStore(), mcp=policy)
+        self.store = ResponseStore()
+        self.api = ResponsesApi(ModelRegistry([fake_model(self.engine)]), self.store, mcp=policy)
 
     def prompt(self, generation: int) -> str:
         """The prompt of the engine's ``generation``-th run, as text."""
@@ -209,11 +210,14 @@ def test_the_listener_counts_a_connection_when_one_is_made() -> None:
 def test_a_server_configured_at_start_is_named_by_its_label(tools: ToolServer) -> None:
     session = Session(McpPolicy(mcp_servers=(f"tools={tools.url}",)))  # no host allowed: the operator chose it
     session.engine.script(text(call("add", a=20, b=22)), text("42."))
-    response = run(session.create(tools=[{"type": "mcp", "server_label": "tools", "require_approval": "never",
-                                          "headers": {"x-token": "secret"}}]))  # fmt: skip
+    tool = {"type": "mcp", "server_label": "tools", "require_approval": "never", "headers": {"x-token": "secret"},
+            "authorization": "token-1"}  # fmt: skip
+    response = run(session.create(tools=[tool]))
     assert response.output[1].mcp_call.output == "42"
-    assert tools.headers.get("x-token") == "secret"
-    assert not response.tools[0].headers  # not echoed: they may hold credentials
+    assert (tools.headers.get("x-token"), tools.headers.get("authorization")) == ("secret", "Bearer token-1")
+    stored = run(session.store.get(response.id))
+    for kept in (response.tools[0], stored.request.tools[0], stored.response.tools[0]):  # credentials not kept
+        assert not kept.headers and not kept.HasField("authorization")
 
 
 def test_an_unknown_label_without_url_is_refused_naming_the_field() -> None:
