@@ -14,7 +14,7 @@ A TOML file describes several models with their own scheduler settings::
     path = "/models/tiny-chat"
     draft_path = "/models/tiny-chat-draft"   # optional: speculative decoding
     prompt_lookup = false                    # optional: prompt lookup decoding
-    tool_guided_generation = false           # optional: calls with tool_choice auto follow the tools' schemas
+    tool_guided_generation = true            # optional (default true): calls under tool_choice auto are guided
     tool_parser = "hermes"                   # optional: default from the chat template
     reasoning_parser = "think"               # optional: default from the chat template
     chat_template = "/models/template.jinja" # optional: replaces the model's own chat template
@@ -22,7 +22,7 @@ A TOML file describes several models with their own scheduler settings::
 
     [[models]]                               # no path: changes a model of the list, e.g. a bundled one
     name = "tiny-chat"
-    tool_guided_generation = true
+    tool_guided_generation = false
 
 Flags win over the file; ``--model NAME=SOURCE`` adds models to the file's. The models of the file and of
 ``--model``, else the bundled ones (service/models.py), are one list: every per-model flag, path-less entry and
@@ -211,10 +211,18 @@ def _seconds(value: Any, where: str) -> float:
 # ModelSpec's per-model settings (its fields with help metadata): flags of their own and [[models]] keys.
 MODEL_SETTINGS = tuple(setting for setting in dataclasses.fields(ModelSpec) if "help" in setting.metadata)
 # A per-model setting's type -> how a flag's or the TOML file's value becomes it (others are taken as they are).
+def _switch(value: Any, where: str) -> bool:
+    """A switch's value: a flag's True or False, TOML's true or false (a string such as "false" is refused, where
+    bool() would have read it as true)."""
+    if not isinstance(value, bool):
+        raise ConfigError(f"{where}: must be true or false; got {value!r}")
+    return value
+
+
 MODEL_VALUES: dict[type, Callable[[Any, str], Any]] = {
     Path: lambda value, where: Path(value).expanduser(),
     PipelineKind: _task,
-    bool: lambda value, where: bool(value),
+    bool: lambda value, where: _switch(value, where),
     float: _seconds,
 }
 
@@ -568,9 +576,10 @@ def _is_switch(setting: dataclasses.Field[Any]) -> bool:
 
 
 def _name_value(setting: dataclasses.Field[Any], value: str) -> tuple[str, Any]:
-    """A per-model flag's ``NAME=VALUE`` as (name, value): (name, True) for a switch."""
+    """A per-model flag's ``NAME=VALUE`` as (name, value): a switch's flag turns its setting away from the default
+    (``--prompt-lookup NAME`` on, ``--no-tool-guided-generation NAME`` off)."""
     if _is_switch(setting):
-        return value, True
+        return value, not setting.default
     name, sep, given_value = value.partition("=")
     if not sep or not name or not given_value:
         raise ConfigError(f"expected {setting.metadata['metavar']}, got {value!r}")

@@ -73,11 +73,12 @@ class ModelSpec:
         default=False, metadata={"help": "serve model NAME with prompt lookup decoding", "metavar": "NAME"}
     )
     tool_guided_generation: bool = field(
-        default=False,
-        metadata={"help": "guide model NAME's tool calls when it may answer or call (tool_choice auto): a call "
-                          "it opens names an offered tool, with arguments valid for its parameters (OVMS's "
-                          "enable_tool_guided_generation; models whose calls open with a tag, such as "
-                          "<tool_call>)", "metavar": "NAME"},
+        default=True,
+        metadata={"help": "do not guide model NAME's tool calls when it may answer or call (tool_choice auto); "
+                          "guided, a call it opens names an offered tool, with arguments valid for its parameters "
+                          "(OVMS's enable_tool_guided_generation, here on by default; a request's "
+                          "tool_guided_generation overrides it)", "metavar": "NAME",
+                  "flag": "no-tool-guided-generation"},
     )  # fmt: skip
     chat_template: Path | None = field(  # a template file that replaces the model's own
         default=None,

@@ -26,7 +26,7 @@ from ovserve.service.engine import PromptImages
 from ovserve.service.errors import FieldViolation, InvalidArgument
 from ovserve.service.media import MediaPolicy
 from ovserve.service.models import ModelRegistry, ServedModel
-from ovserve.service.structured.output import Guide, check_compiles, output_constraint
+from ovserve.service.structured.output import Guide, check_compiles, compile_problem, output_constraint
 
 
 @dataclass(frozen=True)
@@ -99,9 +99,11 @@ async def templated_constraint(
     markup, after its reasoning block when the template context lets it think. ``field_names``: how the
     request names its tool choice and parameters (see structured.output.output_plan)."""
     output = model.output_format
+    asked = request.HasField("tool_guided_generation")  # else the served model's setting
     return await output_constraint(
         request, violations, tools=tools, thinking=bool(context.get("enable_thinking")),
-        markup=output.call_markup, think=output.think_markup, guided=model.spec.tool_guided_generation,
+        markup=output.call_markup, think=output.think_markup,
+        guided=request.tool_guided_generation if asked else model.spec.tool_guided_generation, by_default=not asked,
         **field_names,
     )  # fmt: skip
 
@@ -145,6 +147,8 @@ async def build_runs(
     # A constraint applies after the reasoning block the prompt left open (the templates of QwQ, DeepSeek-R1).
     opened = any(prompt.reasoning_opened for prompt in prompts)
     constraint = None if plan is None else plan.constraint(opened=opened)
+    if plan is not None and plan.optional and await compile_problem(model, constraint) is not None:
+        plan = constraint = None  # default guidance the grammar engine cannot run: the model's calls go unguided
     await check_compiles(model, constraint)
     field = next((name for name in api.length_fields if request.HasField(name)), api.length_fields[0])
     limit = getattr(request, field) if request.HasField(field) else None

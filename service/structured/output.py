@@ -83,6 +83,9 @@ class Guide:
     calls: bool = False  # writes tool calls: with ``thinking``, the model may open the block itself first
     thinking: bool = False
     forced: bool = False  # the reply must be tool calls (tool_choice "required" or named)
+    # Guidance nobody asked for (the served model's default tool-guided generation): where the grammar engine
+    # cannot run it, the request goes on unguided rather than failing (build_runs).
+    optional: bool = False
 
     def constraint(self, *, opened: bool = False) -> OutputConstraint:
         """The engine's form of this constraint; ``opened``: the prompt ends inside the reasoning block."""
@@ -146,6 +149,7 @@ def output_plan(
     named_field: str = "named_tool_choice",
     parameters_field: str = "tools[{}].function.parameters",
     guided: bool = False,
+    by_default: bool = False,
 ) -> Guide | None:
     """The request's output constraint, or None; appends what is wrong to ``violations``.
 
@@ -161,7 +165,9 @@ def output_plan(
     ``named_field`` / ``parameters_field``: how this request type names the named tool choice and a
     tool's parameters in errors; ``guided``: the served model's calls are guided when the model may call
     any tool or answer (``ModelSpec.tool_guided_generation``), as allowed_tools' are: a call it opens
-    is one of the tools, with valid arguments (only for a markup whose calls open with a tag).
+    is one of the tools, with valid arguments (for a markup whose calls open with fixed text); ``by_default``: that
+    guidance is the model's default, not the request's: what it cannot guide (a schema past the grammar's limits)
+    is left unguided instead of refused, and the guide is ``optional``.
     """
     before = len(violations)
     choice = _tool_choice(request, violations, tools, named_field)
@@ -197,8 +203,12 @@ def output_plan(
         and not guides
         and (choice.restricted or (guided and bool(calling.tag or _lead(calling, choice.callable))))
     ):
-        allowed = _allowed_calls(request, violations, choice, calling, parameters_field)
-        guides = [allowed] if allowed is not None else []
+        lenient = by_default and not choice.restricted
+        problems: list[FieldViolation] = [] if lenient else violations
+        allowed = _allowed_calls(request, problems, choice, calling, parameters_field)
+        if allowed is not None and lenient:
+            allowed = dataclasses.replace(allowed, optional=True)
+        guides = [allowed] if allowed is not None and not (lenient and problems) else []
     if len(guides) > 1:
         first, second = guides[0], guides[1]
         violations.append(
@@ -748,8 +758,12 @@ async def check_compiles(model: ServedModel, constraint: OutputConstraint | None
     The compile runs in the engine's grammar checker, with the model's own tokenizer, off the event loop
     (see service/engine/grammar.py); verdicts are cached by grammar text.
     """
-    if constraint is None:
-        return
-    error = await model.engine.check_constraint(constraint)
-    if error is not None:
+    error = await compile_problem(model, constraint)
+    if error is not None and constraint is not None:
         raise InvalidArgument.of(constraint.field, f"the grammar engine refused it: {error}")
+
+
+async def compile_problem(model: ServedModel, constraint: OutputConstraint | None) -> str | None:
+    """Why ``model``'s grammar compiler cannot run ``constraint`` (its words), or None when it can (or there is
+    none)."""
+    return None if constraint is None else await model.engine.check_constraint(constraint)

@@ -234,6 +234,14 @@ def test_flag_for_an_unknown_model_names_it(tmp_path: Path, flag: str) -> None:
         configure("--model", f"one={one}", flag, value)
 
 
+@pytest.mark.parametrize("value", ['"false"', "0", '"no"'])
+def test_a_switch_in_the_toml_file_takes_only_true_or_false(tmp_path: Path, value: str) -> None:
+    """bool("false") is True: a string or a number where a switch belongs is refused, naming the key."""
+    path = toml_file(tmp_path, f'[[models]]\nname = "tiny-chat"\ntool_guided_generation = {value}\n')
+    with pytest.raises(ConfigError, match=r"\[\[models\]\] #1 tool_guided_generation: must be true or false"):
+        configure("--config", path)
+
+
 @pytest.mark.parametrize("value", ["nopath", "=/some/where", "name=", "", "name/without/equals"])
 def test_malformed_name_path(value: str) -> None:
     with pytest.raises(ConfigError, match="expected NAME=SOURCE"):

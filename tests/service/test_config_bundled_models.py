@@ -25,7 +25,7 @@ SETTING_VALUES: dict[str, tuple[str | None, Any, Any]] = {
     "weight_format": ("int8", "int8", "int8"),
     "kind": ("generate", "generate", PipelineKind.GENERATE),
     "prompt_lookup": (None, True, True),
-    "tool_guided_generation": (None, True, True),
+    "tool_guided_generation": (None, False, False),  # on by default: --no-tool-guided-generation NAME turns it off
     "chat_template": (str(TEMPLATE), str(TEMPLATE), TEMPLATE),
     "tool_parser": ("hermes", "hermes", "hermes"),
     "reasoning_parser": ("think", "think", "think"),
@@ -52,7 +52,7 @@ def test_each_per_model_flag_and_toml_key_names_a_bundled_model(tmp_path: Path, 
     flag_value, toml_value, expected = SETTING_VALUES[name]
     argument = BUNDLED_MODEL if flag_value is None else f"{BUNDLED_MODEL}={flag_value}"
     toml_key = str(setting.metadata.get("toml", name))
-    shown = "true" if toml_value is True else f'"{toml_value}"'
+    shown = str(toml_value).lower() if isinstance(toml_value, bool) else f'"{toml_value}"'
     path = toml_file(tmp_path, f'[[models]]\nname = "{BUNDLED_MODEL}"\n{toml_key} = {shown}\n')
     if name in REFUSED:
         for argv in ((_flag(setting), argument), ("--config", path)):

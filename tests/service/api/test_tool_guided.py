@@ -202,9 +202,10 @@ def test_tiny_chat_under_guidance_calls_only_offered_tools_with_valid_arguments(
     assert calls  # what the check holds for: the model opened calls
 
 
-def test_a_server_guides_the_model_it_was_told_to() -> None:
-    """--tool-guided-generation reaches the engine: over HTTP, every call follows its tool's schema."""
-    guided = ModelSpec("tiny-chat", TINY_CHAT, tool_guided_generation=True, settings=TEST_SETTINGS)
+def test_a_server_guides_by_default() -> None:
+    """Tool-guided generation reaches the engine with no setting at all: over HTTP, every call follows its tool's
+    schema; a request may turn it off (chat and Responses)."""
+    guided = ModelSpec("tiny-chat", TINY_CHAT, settings=TEST_SETTINGS)
     with (
         served_with_bridge([guided]) as bridge,
         openai.OpenAI(base_url=bridge.url, api_key="k", max_retries=0) as client,
@@ -215,6 +216,18 @@ def test_a_server_guides_the_model_it_was_told_to() -> None:
                 model="tiny-chat", messages=ASK, tools=TOOLS, temperature=1.0, seed=seed, max_tokens=60
             )
             calls += reply.choices[0].message.tool_calls or []
+        off = client.chat.completions.create(
+            model="tiny-chat", messages=ASK, tools=TOOLS, max_tokens=8, extra_body={"tool_guided_generation": False}
+        )
+        responses_off = client.responses.create(
+            model="tiny-chat", input="Weather in Paris?", max_output_tokens=16,
+            extra_body={"tool_guided_generation": False},
+            tools=[{"type": "function", "name": "get_time", "parameters": {"type": "object"}}],
+        )  # fmt: skip
+    assert off.choices[0].finish_reason in {"stop", "length", "tool_calls"} and responses_off.status in {
+        "completed",
+        "incomplete",
+    }
     assert calls
     for call in calls:  # which tool is the model's choice; that it is an offered one, well called, the guide's
         assert call.function.name in SCHEMAS, call
