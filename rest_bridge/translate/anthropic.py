@@ -3,7 +3,7 @@
 A ``/messages`` body becomes the proto JSON of a chat request, checked by ``message.to_message``: ``system``
 becomes a first system message, each Anthropic message one chat message (a user message's ``tool_result``
 blocks each a ``tool`` message before it), ``tools`` / ``tool_choice`` / ``thinking`` / ``output_config``
-their chat counterparts. Every top-level field is in one of three tables: mapped (``_MAPPED``), accepted
+their chat counterparts. Every top-level field is in one of three tables: mapped (``MAPPED``), accepted
 without effect (``IGNORED``) or refused (``REFUSED``), each with the reason docs/api/messages.md repeats;
 anything else is a 400 naming it. Blocks are checked the same way, by type (``_BLOCK_KEYS``).
 
@@ -113,7 +113,7 @@ def count_tokens_request(body: dict[str, Any]) -> chat_pb2.CreateChatCompletionR
 
 def _chat_json(body: dict[str, Any], *, counting: bool) -> tuple[dict[str, Any], tuple[str, ...], bool]:
     """The chat request's proto JSON, the stop sequences, and whether thinking is shown."""
-    allowed = _COUNTED if counting else _MAPPED
+    allowed = _COUNTED if counting else MAPPED
     for name in body:
         if name in REFUSED:
             raise bad_request(name, f"{name}: not supported here ({REFUSED[name]})")
@@ -276,7 +276,7 @@ _COUNTED: dict[str, Callable[[Any, dict[str, Any]], None]] = {  # what count_tok
     "thinking": _thinking,
     "output_config": _output_config,
 }
-_MAPPED: dict[str, Callable[[Any, dict[str, Any]], None]] = {
+MAPPED: dict[str, Callable[[Any, dict[str, Any]], None]] = {
     **_COUNTED,
     "max_tokens": _max_tokens,
     "metadata": _metadata,

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pydantic
@@ -18,6 +19,7 @@ from ovserve.rest_bridge.config import BridgeSettings
 from ovserve.rest_bridge.errors import BridgeError
 from ovserve.rest_bridge.render.anthropic_stream import MessageEventFraming
 from ovserve.rest_bridge.server import Bridge
+from ovserve.rest_bridge.translate import anthropic
 from tests.conftest import ServerThread
 from tests.rest_bridge.conftest import Reply, RunningBridge, http_request
 
@@ -300,3 +302,22 @@ def test_claude_codes_request_is_served(bridge: RunningBridge) -> None:
     deferred = post(bridge, counted, "/v1/messages/count_tokens").json()["input_tokens"]
     without = post(bridge, {**counted, "tools": [WEATHER]}, "/v1/messages/count_tokens").json()["input_tokens"]
     assert deferred == without  # the deferred tool is not in the prompt
+
+
+def test_the_docs_table_has_every_field_with_the_codes_reasons() -> None:
+    """docs/api/messages.md's parameters table names every field the translator takes, accepts or refuses, and
+    gives the reasons the code gives (they are written in both places; this holds them equal)."""
+    page = (Path(__file__).resolve().parents[2] / "docs" / "api" / "messages.md").read_text()
+    table = page.split("## Parameters", 1)[1].split("Content blocks", 1)[0]
+    rows = {}
+    for line in table.splitlines():
+        if line.startswith("| `"):
+            names, here, why = (cell.strip() for cell in line.strip("|").split("|")[:3])
+            for name in names.replace("`", "").split(", "):
+                rows[name] = (here, why)
+    for name in anthropic.MAPPED:
+        assert rows[name][0] in ("served", "mapped"), name
+    for name, reason in anthropic.IGNORED.items():
+        assert rows[name] == ("accepted, no effect", reason), name
+    for name, reason in anthropic.REFUSED.items():
+        assert rows[name] == ("refused", reason), name
