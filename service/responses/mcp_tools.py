@@ -145,11 +145,10 @@ async def resolve(servers: list[McpServer], policy: McpPolicy, earlier: list[obj
             None,
         )  # fmt: skip
         try:
+            await check_reachable(server.endpoint, policy)  # a reused listing too: the request calls the server
             if reused is not None:
-                await check_reachable(server.endpoint, policy)  # the policy may have changed since
                 listed = list(reused.tools)
             else:
-                await check_reachable(server.endpoint, policy)
                 listed = await list_tools(server.endpoint, policy)
                 server.listed_now = True
         except McpFailure as error:
