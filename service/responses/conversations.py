@@ -119,6 +119,10 @@ class ConversationsApi:
 
     # ---- what a response in a conversation reads and adds ----
 
+    async def stored_items(self, conversation_id: str) -> list[objects_pb2.InputItem]:
+        """The conversation's items as stored, oldest first (none when it is unknown: ``context`` says so)."""
+        return await self._store.items(conversation_id, tenant.get()) or []
+
     async def context(
         self,
         conversation_id: str,

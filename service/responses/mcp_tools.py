@@ -189,7 +189,7 @@ def approvals(
         if not item.HasField("approve"):
             violations.append(FieldViolation(f"{where}.approve", "required on mcp_approval_response items"))
         if request is None:
-            described = f"no mcp_approval_request {quote(item.approval_request_id)} in the previous response"
+            described = f"no mcp_approval_request {quote(item.approval_request_id)} in the responses this one continues"
             violations.append(FieldViolation(f"{where}.approval_request_id", described))
             continue
         server = next((server for server in servers if server.label == request.server_label), None)

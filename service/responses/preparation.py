@@ -126,7 +126,7 @@ async def prepare(
     turn, tools = await read_off_the_loop_if_large(request, len(request.input_items), read)
     mcp = McpTools(read_servers(request.tools, policy, violations))
     if mcp.servers and not violations:  # listed only for a request otherwise valid
-        earlier = await _earlier_outputs(store, request)
+        earlier = await _earlier_outputs(store, request, conversations)
         await resolve(mcp.servers, policy, earlier)
         violations += clashes(mcp.servers, {tool["function"].get("name") for tool in tools})
         mcp.approvals = approvals(request.input_items, earlier, mcp.servers, violations)
@@ -208,9 +208,12 @@ async def prepare(
     )
 
 
-async def _earlier_outputs(store: ResponseStore, request: Request) -> list[objects_pb2.OutputItem]:
-    """The output items of the responses the request continues (oldest first, at most MAX_CHAIN of them), then
-    the mcp items its input replays: where listed tools are reused from and approval requests are found."""
+async def _earlier_outputs(
+    store: ResponseStore, request: Request, conversations: ConversationsApi | None
+) -> list[objects_pb2.OutputItem]:
+    """The output items of the responses the request continues (oldest first, at most MAX_CHAIN of them) or the
+    mcp items of its conversation, then the mcp items its input replays: where listed tools are reused from and
+    approval requests are found."""
     chain: list[list[objects_pb2.OutputItem]] = []
     previous = request.previous_response_id if request.HasField("previous_response_id") else ""
     while previous and len(chain) < MAX_CHAIN:
@@ -220,7 +223,10 @@ async def _earlier_outputs(store: ResponseStore, request: Request) -> list[objec
         chain.insert(0, list(stored.response.output))
         previous = stored.request.previous_response_id if stored.request.HasField("previous_response_id") else ""
     earlier = [item for outputs in chain for item in outputs]
-    for item in request.input_items:
+    replayed = list(request.input_items)
+    if request.HasField("conversation") and conversations is not None:
+        replayed = await conversations.stored_items(request.conversation) + replayed
+    for item in replayed:
         if item.type == "mcp_list_tools":
             listed = objects_pb2.OutputMcpListTools(id=item.id, server_label=item.server_label, tools=item.tools)
             earlier.append(objects_pb2.OutputItem(mcp_list_tools=listed))

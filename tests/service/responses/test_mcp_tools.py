@@ -14,13 +14,15 @@ from typing import Any
 
 import pytest
 
+from ovserve.clients.v1 import conversation_pb2, response_pb2
 from ovserve.clients.v1 import response_object_pb2 as objects_pb2
-from ovserve.clients.v1 import response_pb2
 from ovserve.service.errors import InvalidArgument
 from ovserve.service.mcp.policy import McpPolicy
 from ovserve.service.models import ModelRegistry
 from ovserve.service.responses.api import ResponsesApi
+from ovserve.service.responses.conversations import ConversationsApi
 from ovserve.service.responses.events import Event
+from ovserve.service.store.conversations import ConversationStore
 from ovserve.service.store.responses import ResponseStore
 from tests.fakes import FakeEngine, fake_model, text
 from tests.mcp_tool_server import SECRET, ToolServer, connections, silent_listener, tool_server
@@ -292,3 +294,26 @@ def test_a_tool_named_like_a_function_tool_is_refused(tools: ToolServer) -> None
     with pytest.raises(InvalidArgument) as refused:
         run(Session().create(tools=[mcp_tool(tools.url), function]))
     assert refused.value.param == "tools[0].server_label"
+
+
+def test_an_approval_in_a_conversation_is_found_among_its_items(tools: ToolServer) -> None:
+    session = Session()
+    conversations = ConversationsApi(ConversationStore(session.store, max_items=100))
+    session.api = ResponsesApi(ModelRegistry([fake_model(session.engine)]), session.store, conversations=conversations,
+                               mcp=LOOPBACK)  # fmt: skip
+    session.engine.script(text(call("add", a=5, b=6)), text("Eleven."))
+    tool = mcp_tool(tools.url, require_approval="always")
+
+    async def body() -> tuple[objects_pb2.Response, objects_pb2.Response]:
+        conversation = await conversations.create(conversation_pb2.CreateConversationRequest())
+        asked = await session.create(tools=[tool], conversation=conversation.id)
+        request_id = asked.output[1].mcp_approval_request.id
+        approval = {"type": "mcp_approval_response", "approval_request_id": request_id, "approve": True}
+        answered = await session.create(input_items=[approval], conversation=conversation.id, tools=[tool])
+        return asked, answered
+
+    asked, answered = run(body())
+    assert kinds(asked) == ["mcp_list_tools", "mcp_approval_request"]
+    assert kinds(answered) == ["mcp_call", "message"]  # the listing reused from the conversation's items
+    assert answered.output[0].mcp_call.output == "11"
+    assert "<|im_start|>tool\n11<|im_end|>" in session.prompt(1)
