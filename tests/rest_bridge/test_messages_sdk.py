@@ -19,7 +19,7 @@ import pytest
 from ovserve.service.models import BUNDLED_VISION, ModelSpec
 from tests.conftest import TEST_SETTINGS, TINY_CHAT
 from tests.images import encoded
-from tests.rest_bridge.conftest import RunningBridge, served_with_bridge
+from tests.rest_bridge.conftest import RunningBridge, http_request, served_with_bridge
 from tests.rest_bridge.test_vision import COLOURS
 
 MODEL = "tiny-chat"
@@ -219,3 +219,8 @@ def test_x_api_key_and_bearer_against_the_servers_keys(keyed: RunningBridge) -> 
         with sdk(keyed.url, **keys) as client, pytest.raises(anthropic.AuthenticationError) as refused:
             create(client)
         assert refused.value.body["error"]["type"] == "authentication_error"
+    # A key gRPC metadata cannot carry (not printable ASCII) is a wrong key too, not a server error.
+    body = {"model": MODEL, "max_tokens": 2, "messages": ASK}
+    for header in ({"x-api-key": "k\u00e9y"}, {"Authorization": "Bearer k\u00e9y"}):
+        reply = http_request(keyed.port, "POST", "/v1/messages", body, header)
+        assert reply.status == 401 and reply.json()["error"]["type"] == "authentication_error", reply.body
