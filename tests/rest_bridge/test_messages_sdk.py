@@ -9,6 +9,7 @@ exception types; x-api-key and Bearer keys against the server's API keys.
 from __future__ import annotations
 
 import base64
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -17,6 +18,7 @@ import openai
 import pytest
 
 from ovserve.service.models import BUNDLED_VISION, ModelSpec
+from tests import documents
 from tests.conftest import TEST_SETTINGS, TINY_CHAT
 from tests.images import encoded
 from tests.rest_bridge.conftest import RunningBridge, http_request, served_with_bridge
@@ -137,6 +139,38 @@ def test_forced_tool_round_trip(claude: anthropic.Anthropic, choice: dict[str, A
     failed = {**result, "is_error": True, "content": [{"type": "text", "text": "the weather service is down"}]}
     third = create(claude, tools=tools, messages=[*turns[:2], {"role": "user", "content": [failed]}])
     assert third.usage.input_tokens + third.usage.cache_read_input_tokens != second.usage.input_tokens
+
+
+def test_tool_choice_none_and_auto(claude: anthropic.Anthropic) -> None:
+    """none: no call, and the text holds no call's markup either; auto: tiny-chat calls the weather tool itself."""
+    never = create(claude, tools=[WEATHER], tool_choice={"type": "none"}, max_tokens=60)
+    assert all(block.type != "tool_use" for block in never.content) and never.stop_reason != "tool_use"
+    chosen = create(claude, tools=[WEATHER, TIME], tool_choice={"type": "auto"}, max_tokens=60)
+    assert chosen.stop_reason == "tool_use" and [b.name for b in chosen.content if b.type == "tool_use"]
+
+
+def test_structured_output_follows_the_schema(claude: anthropic.Anthropic) -> None:
+    schema = {"type": "object", "properties": {"answer": {"type": "string", "maxLength": 8}}, "required": ["answer"],
+              "additionalProperties": False}  # fmt: skip
+    reply = create(claude, max_tokens=60, output_config={"format": {"type": "json_schema", "schema": schema}})
+    assert reply.stop_reason == "end_turn", reply
+    assert set(json.loads(reply.content[0].text)) == {"answer"}
+
+
+def test_documents_reach_the_prompt(claude: anthropic.Anthropic) -> None:
+    """A PDF (its text layer read as the chat path reads a file part) and a text source add to the prompt."""
+    data = base64.b64encode(documents.pdf(["the plum is in the drawer"])).decode()
+    pdf = {"type": "document", "source": {"type": "base64", "media_type": "application/pdf", "data": data},
+           "title": "note.pdf"}  # fmt: skip
+    text = {"type": "document", "source": {"type": "text", "media_type": "text/plain", "data": "the plum"}}
+    ask = {"type": "text", "text": "Where is the plum?"}
+    bare = claude.messages.count_tokens(model=MODEL, messages=[{"role": "user", "content": [ask]}]).input_tokens
+    for document in (pdf, text):
+        content = [document, ask]
+        counted = claude.messages.count_tokens(model=MODEL, messages=[{"role": "user", "content": content}])
+        assert counted.input_tokens > bare
+        reply = create(claude, messages=[{"role": "user", "content": content}], max_tokens=4)
+        assert reply.usage.input_tokens + reply.usage.cache_read_input_tokens == counted.input_tokens
 
 
 def test_thinking_comes_back_as_a_thinking_block(claude: anthropic.Anthropic) -> None:
