@@ -142,7 +142,7 @@ def test_forced_tool_round_trip(claude: anthropic.Anthropic, choice: dict[str, A
 
 
 def test_tool_choice_none_and_auto(claude: anthropic.Anthropic) -> None:
-    """none: no call, and the text holds no call's markup either; auto: tiny-chat calls the weather tool itself."""
+    """none: no call; auto: tiny-chat calls the weather tool of itself."""
     never = create(claude, tools=[WEATHER], tool_choice={"type": "none"}, max_tokens=60)
     assert all(block.type != "tool_use" for block in never.content) and never.stop_reason != "tool_use"
     chosen = create(claude, tools=[WEATHER, TIME], tool_choice={"type": "auto"}, max_tokens=60)
