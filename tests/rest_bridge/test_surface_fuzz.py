@@ -4,8 +4,9 @@ generated bad inputs (tests/surface_inputs.py).
 
 One storm, bounded in count: four HTTP clients send the generated requests while three WebSocket connections
 send theirs and a probe times GET /health. Whatever is sent, every HTTP answer is below 500 and in OpenAI's error
-envelope (Anthropic's on the Messages API's routes, its message naming the field), a 400 about a body the bridge could read names the field (``param``), and every failure on the
-WebSocket is an ``error`` event on a connection that stays open. Where the generator knows the answer (a request
+envelope (Anthropic's on the Messages API's routes), a 400 about a body the bridge could read names the field
+(``param``; on the Messages API's routes, its message), and every failure on the WebSocket is an ``error`` event
+on a connection that stays open. Where the generator knows the answer (a request
 whose only fault is a value known to be refused, logprobs within or past the request's bound) it is exactly
 that: a 200, or a 400 naming the field. After it: no model's worker was restarted (``ovserve_engine_restarts``
 in /metrics) and each still serves, /health answered during the storm about as fast as before it, the processes
