@@ -210,6 +210,8 @@ def _seconds(value: Any, where: str) -> float:
 
 # ModelSpec's per-model settings (its fields with help metadata): flags of their own and [[models]] keys.
 MODEL_SETTINGS = tuple(setting for setting in dataclasses.fields(ModelSpec) if "help" in setting.metadata)
+
+
 # A per-model setting's type -> how a flag's or the TOML file's value becomes it (others are taken as they are).
 def _switch(value: Any, where: str) -> bool:
     """A switch's value: a flag's True or False, TOML's true or false (a string such as "false" is refused, where
