@@ -143,6 +143,10 @@ class BridgeHandler(tornado.web.RequestHandler):
         """Check the key if the body may be large, then ``prepare_body``; the body is read after this returns."""
         self._body_bytes = 0
         self._pace: object | None = None  # the pace check's timeout handle, while the body arrives
+        if not _PRINTABLE.fullmatch(self.request.headers.get("Authorization", "")):
+            # gRPC metadata carries printable ASCII only (such a key failed the call with a 500); no key the server
+            # holds has other characters, so it is refused as any wrong key is.
+            raise BridgeError(401, "the API key holds characters other than printable ASCII", type=_http_type(401))
         if body_may_be_large(self.request.headers):
             await keys_seen(self.backend.models).check(self.request.headers.get("Authorization", ""), self.check_key)
         if self.client_gone:
@@ -337,6 +341,9 @@ def _streamed_body(request: tornado.httputil.HTTPServerRequest) -> asyncio.Futur
     """tornado's future of a streamed body (stream_request_body): pending while the body arrives, done once it
     is whole, failed (by RequestHandler.on_connection_close) when the client left first. None without one."""
     return getattr(request, "_body_future", None)
+
+
+_PRINTABLE = re.compile(r"[\x20-\x7e]*")  # what gRPC metadata values may hold
 
 
 def _declares_body(headers: tornado.httputil.HTTPHeaders) -> bool:

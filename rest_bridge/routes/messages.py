@@ -9,7 +9,6 @@ Anthropic's envelope, ``{"type": "error", "error": {"type", "message"}}``.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import tornado.web
@@ -21,7 +20,6 @@ from ovserve.rest_bridge.render.anthropic_stream import MessageEventFraming
 from ovserve.rest_bridge.translate.anthropic import count_tokens_request, messages_call
 
 API_KEY_HEADER = "x-api-key"
-_PRINTABLE = re.compile(r"[\x20-\x7e]*")
 
 
 class AnthropicError(BridgeError):
@@ -51,10 +49,7 @@ class AnthropicHandler(JsonBodyHandler):
         key = self.request.headers.get(API_KEY_HEADER)
         if key is not None and "Authorization" not in self.request.headers:
             self.request.headers["Authorization"] = f"Bearer {key}"
-        # gRPC metadata carries printable ASCII only (a key with other characters failed the call with a 500);
-        # no key the server holds has them, so such a key is refused as any wrong key is.
-        if not _PRINTABLE.fullmatch(self.request.headers.get("Authorization", "")):
-            raise AnthropicError(401, "the API key holds characters other than printable ASCII")
+        # (a key that is not printable ASCII is refused by BridgeHandler.prepare, in this route's envelope)
         await super().prepare()
 
     def set_default_headers(self) -> None:

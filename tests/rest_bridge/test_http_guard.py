@@ -125,6 +125,18 @@ def test_the_key_is_checked_before_the_body(keyed_bridge, path: str, body: bytes
             assert json.loads(reply.body)["error"]["type"] == "authentication_error"
 
 
+@pytest.mark.parametrize(("method", "path"), [("POST", CHAT), ("POST", "/v3/responses"), ("GET", "/v3/models")])
+def test_a_key_grpc_metadata_cannot_carry_is_a_wrong_key(keyed_bridge, method: str, path: str) -> None:
+    """A key with characters beyond printable ASCII cannot travel as gRPC metadata (it failed the call with a
+    500): it gets the 401 any wrong key gets, on every route."""
+    _, port = keyed_bridge
+    body = {"model": "tiny-chat", "messages": HI} if method == "POST" else None
+    for key in ("k\u00e9y", "\u00ff" * 8):  # what http.client can send: Latin-1 beyond ASCII
+        reply = http_request(port, method, path, body, {"Authorization": f"Bearer {key}"})
+        assert reply.status == 401, (key, reply.body)
+        assert json.loads(reply.body)["error"]["type"] == "authentication_error"
+
+
 def test_a_refusal_for_load_carries_retry_after(keyed_bridge) -> None:
     running, port = keyed_bridge
     metadata = (("authorization", f"Bearer {KEY}"),)
