@@ -14,6 +14,9 @@ Two choices, each made by rendering probe conversations (not from a list of temp
   reasoning appears in the rendering; the reasoning is passed under it as well. gpt-oss's refuses a call turn
   with both content and thinking: a template that refuses that (and renders each alone) gets the two joined
   under its reasoning key (``MessageForm.reasoning_beside_content``).
+- Switches a template needs: the flag without which it writes no past reasoning at all (``reasoning_switch``:
+  Apriel 1.5's ``add_thoughts``), and whether it describes the tools only inside a system message
+  (``system_for_tools``: vLLM's FunctionGemma), each found by rendering with and without.
 - The engine: minja (openvino_genai's, as OVMS renders) unless Jinja2 renders a probe that minja fails (minja
   has no ``tojson(ensure_ascii=...)``, for one), drops text of, or whose call minja rewrites in a JSON of its
   own (its polyfill, for templates it thinks cannot write calls) where the template writes the family's
