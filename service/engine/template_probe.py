@@ -1,6 +1,6 @@
 """How a chat template is rendered, decided once at load by rendering what requests will render.
 
-Two choices, each made by rendering probe conversations (not from a list of template names):
+The choices, each made by rendering probe conversations (not from a list of template names):
 
 - The message form (``MessageForm``): OpenAI's call turn has ``content: null``. Some templates write the
   calls only ``if message['content'] is none`` (DeepSeek-R1-Distill) and drop them for ``""``; others
