@@ -126,20 +126,25 @@ def test_a_reasoning_model_thinks_then_calls_only_allowed_tools(client: openai.O
         assert all(call.function.name == "get_time" for call in message.tool_calls or [])
 
 
-def test_auto_needs_a_tagged_call_markup() -> None:
-    """A model whose calls are the reply's tail ([f(x=1)]) has no tag to tell a call from text: auto is refused."""
+def test_auto_on_an_untagged_markup_guides_a_reply_that_begins_as_a_call() -> None:
+    """A model whose calls are the whole reply ([f(x=1)]): under auto, a reply that begins as a call list is a call
+    of an allowed tool, any other reply is text; required is the call list alone."""
+    import re
+
     from ovserve.clients.v1 import chat_pb2
     from ovserve.service.parsing.markup import PYTHONIC
     from ovserve.service.structured.output import structured_output_config
     from tests.rpc import parse
+    from tests.service.api.ebnf import to_regex
 
-    for mode, refused in (("auto", True), ("required", False)):
+    for mode in ("auto", "required"):
         body = {"model": "m", "messages": ASK, "tools": TOOLS, "named_tool_choice": allowed(mode, "get_time")}
         request = parse(chat_pb2.CreateChatCompletionRequest, body)
         violations: list[Any] = []
         constraint = structured_output_config(request, violations, tools=TOOLS, markup=PYTHONIC)
-        assert bool(violations) == refused, violations
-        if refused:
-            assert violations[0].field == "named_tool_choice.allowed_tools.mode"
-        else:
-            assert constraint is not None and "get_time(" in constraint.value and "get_weather" not in constraint.value
+        assert constraint is not None and not violations, violations
+        assert "get_time(" in constraint.value and "get_weather" not in constraint.value
+        language = to_regex(constraint.value)
+        assert re.fullmatch(language, '[get_time(city="Paris")]', re.S)
+        assert not re.fullmatch(language, '[get_weather(city="Paris")]', re.S)
+        assert bool(re.fullmatch(language, "It is noon in Paris.", re.S)) is (mode == "auto")
