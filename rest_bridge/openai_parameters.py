@@ -114,7 +114,8 @@ PARTLY: dict[str, str] = {
     "tools": "function tools; custom tools are refused (no free-form tool calls here)",
     "tool_choice": (
         "none, auto, required, a named function, or allowed_tools (mode auto needs a model whose calls open "
-        "with a tag, such as `<tool_call>`; required works with every model)"
+        "with fixed text, such as `<tool_call>` or `[`; required works with every model); under auto the "
+        "calls are guided by default (`tool_guided_generation`)"
     ),
     "user": "logged with the request, no other effect",
 }
