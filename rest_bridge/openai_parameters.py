@@ -110,7 +110,7 @@ PARTLY: dict[str, str] = {
         "refused for a model without them, with echo or with token-id prompts"
     ),
     "best_of": "beam search; refused with stop strings, sampling or a speculative-decoding model",
-    "n": "samples at default settings; refused with temperature 0 (the choices would be the same)",
+    "n": "samples at default settings; at temperature 0, n greedy choices (n requests side by side)",
     "tools": "function tools; custom tools are refused (no free-form tool calls here)",
     "tool_choice": (
         "none, auto, required, a named function, or allowed_tools (mode auto needs a model whose calls open "

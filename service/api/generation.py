@@ -212,12 +212,10 @@ def _choice_rules(request: Any, settings: dict[str, Any], limits: ModelLimits) -
         settings.update({field: off for field, off in _BEAM_SEARCH_INCOMPATIBLE.items()})
         if request.HasField("diversity_penalty"):
             settings["num_beam_groups"] = best_of  # diverse (group) beam search: one beam per group
-    elif n > 1:
-        if not settings.get("do_sample") and request.HasField("temperature"):
-            violations.append(
-                FieldViolation("n", "n > 1 needs sampling (temperature > 0) or beam search (best_of >= n)")
-            )
-        elif not settings.get("do_sample"):
+    elif n > 1 and (settings.get("do_sample") or not request.HasField("temperature")):
+        # (n > 1 with greedy asked for, temperature 0, is not here: n choices, each the greedy answer, as OpenAI
+        # gives them; the engine returns several sequences only when it samples, so runs.fan_out makes n requests.)
+        if not settings.get("do_sample"):
             # The model decodes greedily by default, but n choices at default settings sample, as OpenAI's
             # do (temperature 1 unless the model's generation_config.json names one).
             settings["do_sample"] = True

@@ -58,14 +58,17 @@ class Run:
 
 
 def fan_out(run: Run, n: int, model: ServedModel) -> list[Run]:
-    """n single-sequence runs with consecutive seeds, for a model whose pipeline generates one sequence per request
-    or a run under a reasoning budget.
+    """n single-sequence runs with consecutive seeds, for a model whose pipeline generates one sequence per request,
+    a run under a reasoning budget, or greedy choices.
 
     A pipeline with a draft model or prompt lookup (assisted generation)
     refuses num_return_sequences > 1; n independent samples are what n > 1 asks for.
     A reasoning budget ends each sequence's block at its own time, with a request of its own (BudgetedGeneration).
+    Greedy decoding (temperature 0, no beam search) returns one sequence a request: n greedy choices are n requests,
+    run side by side in the engine's batch.
     """
-    if n == 1 or not (model.limits.assisted or run.budget is not None):
+    greedy = not run.params.do_sample and (run.params.num_beams or 1) == 1
+    if n == 1 or not (model.limits.assisted or run.budget is not None or greedy):
         return [run]
     seed = run.params.seed or 0
     return [

@@ -173,6 +173,12 @@ def test_n_with_sampling_is_parallel_sampling() -> None:
     assert config.do_sample is True
 
 
+def test_n_greedy_choices_are_one_sequence_per_request() -> None:
+    """temperature 0 with n > 1: each engine request decodes greedily one sequence (runs.fan_out makes n of them)."""
+    config = build({"n": 3, "temperature": 0})
+    assert config.do_sample is False and config.num_return_sequences == 1 and config.num_beams == 1
+
+
 def test_n_with_a_sampling_model_default() -> None:
     config = build({"n": 2}, defaults={"do_sample": True, "temperature": 0.7})
     assert config.num_return_sequences == 2
@@ -410,7 +416,6 @@ def test_rule_edges_inside(field: str, value: Any) -> None:
         ({"n": 0}, PLAIN, ["n"]),
         ({"n": -5}, PLAIN, ["n"]),
         ({"n": 17, "temperature": 1}, PLAIN, ["n"]),
-        ({"n": 2, "temperature": 0}, PLAIN, ["n"]),  # greedy asked for cannot give two different choices
         ({"best_of": 0}, PLAIN, ["best_of"]),
         ({"best_of": 17}, PLAIN, ["best_of"]),
         ({"n": 3, "best_of": 2}, PLAIN, ["best_of"]),
@@ -436,7 +441,6 @@ def test_rule_edges_inside(field: str, value: Any) -> None:
         # A draft model: no beam search; n > 1 still needs sampling.
         ({"best_of": 2}, DRAFT, ["best_of"]),
         ({"n": 2, "best_of": 2}, DRAFT, ["best_of"]),
-        ({"n": 2, "temperature": 0}, DRAFT, ["n"]),
         ({"best_of": 2, "diversity_penalty": 1.0}, DRAFT, ["best_of"]),
         ({"top_k": 0, "num_assistant_tokens": 2, "max_ngram_size": 2}, PLAIN,
          ["top_k", "num_assistant_tokens", "max_ngram_size"]),
@@ -562,11 +566,10 @@ def test_n_with_sampling_without_a_draft_is_parallel_sampling_in_one_run() -> No
 
 @pytest.mark.parametrize(
     ("body", "field"),
-    [({"n": 2, "temperature": 0}, "n"), ({"n": 2, "best_of": 2}, "best_of"),
-     ({"best_of": 3}, "best_of"), ({"best_of": 16, "n": 16}, "best_of")],
+    [({"n": 2, "best_of": 2}, "best_of"), ({"best_of": 3}, "best_of"), ({"best_of": 16, "n": 16}, "best_of")],
     ids=str,
 )  # fmt: skip
-def test_greedy_n_and_beam_search_on_a_model_with_a_draft_name_the_field(body: dict[str, Any], field: str) -> None:
+def test_beam_search_on_a_model_with_a_draft_names_the_field(body: dict[str, Any], field: str) -> None:
     error = refused(body, limits=DRAFT)
     assert fields(error) == [field]
     if field == "best_of":
