@@ -438,7 +438,7 @@ def test_rule_edges_inside(field: str, value: Any) -> None:
         ({"best_of": 2, "repetition_penalty": 1.5, "presence_penalty": -1, "frequency_penalty": 1}, PLAIN,
          ["repetition_penalty", "presence_penalty", "frequency_penalty"]),
         ({"best_of": 2, "temperature": 0.5, "presence_penalty": 1}, PLAIN, ["temperature", "presence_penalty"]),
-        # A draft model: no beam search; n > 1 still needs sampling.
+        # A draft model: no beam search.
         ({"best_of": 2}, DRAFT, ["best_of"]),
         ({"n": 2, "best_of": 2}, DRAFT, ["best_of"]),
         ({"best_of": 2, "diversity_penalty": 1.0}, DRAFT, ["best_of"]),

@@ -149,7 +149,6 @@ CASES: list[Bad] = [
     *_ranges(),
     # --- sampling combinations
     Bad("n>best_of", "both", {"n": 3, "best_of": 2}, ("best_of",)),
-    Bad("n>1-greedy", "both", {"n": 2, "temperature": 0}, ("n",)),
     Bad("best_of>1-sampling", "both", {"best_of": 2, "temperature": 0.7}, ("temperature",)),
     Bad("diversity_penalty-without-beams", "both", {"diversity_penalty": 0.5}, ("diversity_penalty",)),
     Bad("diversity_penalty-negative", "both", {"diversity_penalty": -1.0, "best_of": 2}, ("diversity_penalty",)),
@@ -178,7 +177,6 @@ CASES: list[Bad] = [
     # --- the speculative model: one sequence per request, sampled or greedy, never beam search
     Bad("best_of>1-on-the-draft-model", "both", {"model": SPECULATIVE, "best_of": 2}, ("best_of",)),
     Bad("n=best_of=2-on-the-draft-model", "both", {"model": SPECULATIVE, "n": 2, "best_of": 2}, ("best_of",)),
-    Bad("n>1-greedy-on-the-draft-model", "both", {"model": SPECULATIVE, "n": 2, "temperature": 0}, ("n",)),
     Bad("several-at-once", "both", {"temperature": 9, "top_p": 0, "seed": -1},
         ("temperature", "top_p", "seed")),
     # --- streaming fields
