@@ -57,7 +57,7 @@ LOGPROBS = "message.output_text.logprobs"  # the include value that asks for the
 INCLUDABLE = {LOGPROBS, "reasoning.encrypted_content", "message.input_image.image_url"}
 # OpenAI's values for fields accepted and echoed with no effect here.
 SERVICE_TIERS = {"auto", "default", "flex", "scale", "priority"}
-CACHE_RETENTIONS = {"in-memory", "24h"}
+CACHE_RETENTIONS = {"in_memory", "in-memory", "24h"}  # the spec's enum; "in-memory" as OpenAI's guide spells it
 VERBOSITIES = {"low", "medium", "high"}
 MAX_CHAIN = 64  # earlier responses searched for the MCP tools they listed and the approvals they asked
 # Response fields that echo the request field of the same name (the contract keeps them alike).

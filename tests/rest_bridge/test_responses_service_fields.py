@@ -25,6 +25,14 @@ def test_service_fields_are_echoed(client: openai.OpenAI) -> None:
     assert response.prompt_cache_retention == "24h" and response.text.verbosity == "low"  # type: ignore[union-attr]
 
 
+@pytest.mark.parametrize("retention", ["in_memory", "in-memory"])
+def test_prompt_cache_retention_takes_the_specs_spelling(client: openai.OpenAI, retention: str) -> None:
+    """The OpenAPI document's enum is in_memory and 24h (in_memory was refused); the guide's in-memory is kept."""
+    response = client.responses.create(model=MODEL, input="Hi", max_output_tokens=4, store=False,
+                                       prompt_cache_retention=retention)  # type: ignore[arg-type]  # fmt: skip
+    assert response.prompt_cache_retention == retention
+
+
 def test_max_tool_calls_caps_the_calls(client: openai.OpenAI) -> None:
     counts = {}
     for limit in (None, 1, 2):
