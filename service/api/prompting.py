@@ -177,11 +177,9 @@ def render_for_model(
                 message.get("role") in SYSTEM_ROLES for message in history
             ):
                 history = [{"role": "system", "content": ""}, *history]  # where the template describes the tools
-        messages = template_messages(model, history)
-        switch = model.engine.message_form.reasoning_switch
-        if switch and any(message.get(REASONING) for message in messages):
-            context = {switch: True, **context}  # the template writes no past reasoning without it (Apriel 1.5)
-        prompt = model.engine.render_chat(messages, tools, context, add_generation_prompt=add_generation_prompt)
+        prompt = model.engine.render_chat(
+            template_messages(model, history), tools, context, add_generation_prompt=add_generation_prompt
+        )
     except TemplateError as error:
         raise InvalidArgument.of(field, f"the chat template could not render the conversation: {error}") from error
     if not prompt:

@@ -14,9 +14,8 @@ The choices, each made by rendering probe conversations (not from a list of temp
   reasoning appears in the rendering; the reasoning is passed under it as well. gpt-oss's refuses a call turn
   with both content and thinking: a template that refuses that (and renders each alone) gets the two joined
   under its reasoning key (``MessageForm.reasoning_beside_content``).
-- Switches a template needs: the flag without which it writes no past reasoning at all (``reasoning_switch``:
-  Apriel 1.5's ``add_thoughts``), and whether it describes the tools only inside a system message
-  (``system_for_tools``: vLLM's FunctionGemma), each found by rendering with and without.
+- Whether the template describes the tools only inside a system message (``MessageForm.system_for_tools``:
+  vLLM's FunctionGemma), found by rendering with and without one.
 - The engine: minja (openvino_genai's, as OVMS renders) unless Jinja2 renders a probe that minja fails (minja
   has no ``tojson(ensure_ascii=...)``, for one), drops text of, or whose call minja rewrites in a JSON of its
   own (its polyfill, for templates it thinks cannot write calls) where the template writes the family's
@@ -36,7 +35,6 @@ from typing import TYPE_CHECKING, Any
 
 from ovserve.service.engine.template_errors import error_message
 from ovserve.service.parsing.detection import REASONING, REASONING_KEYS
-from ovserve.service.parsing.detection import THINKING_ON as EFFORT_SWITCHES_ON
 from ovserve.service.parsing.markup import THINK
 
 if TYPE_CHECKING:  # chat_template.py probes with this module
@@ -47,8 +45,7 @@ CALL_ID = "call12345"  # 9 letters and digits: Mistral's templates refuse any ot
 MINJA, JINJA2 = "minja", "jinja2"
 # The thinking switches the key probes turn on: the names template_context sets (prompting.py) and Apriel 1.5's
 # add_thoughts, without which it writes no past thought; LFM2.5's preserve_thinking keeps every past turn's.
-PAST_THOUGHT_SWITCHES = ("add_thoughts", "preserve_thinking")  # about past reasoning only: no request field sets them
-THINKING_ON = {**EFFORT_SWITCHES_ON, **dict.fromkeys(PAST_THOUGHT_SWITCHES, True)}
+THINKING_ON = {"enable_thinking": True, "thinking": True, "add_thoughts": True, "preserve_thinking": True}
 
 
 def _bare(text: str) -> str:
@@ -68,9 +65,6 @@ class MessageForm:
     # last reply's, cuts earlier ones: LFM2.5-Instruct, QwQ, Nemotron Nano v2), so it gets them there
     # (prompting.reasoning_inline), not apart.
     reasoning_inline: bool = False
-    # The switch (of PAST_THOUGHT_SWITCHES) without which the template writes no past reasoning at all (Apriel 1.5's
-    # add_thoughts): set for a request whose history carries reasoning (prompting.render_for_model).
-    reasoning_switch: str | None = None
     # True: the template describes the tools only inside a system message (vLLM's FunctionGemma template), so a
     # request with tools and no system message gets an empty one (prompting.render_for_model).
     system_for_tools: bool = False
@@ -305,33 +299,14 @@ def reasoning_form(template: ChatTemplate, render: Renderer, form: MessageForm) 
     marker = _bare(_THOUGHT)
     candidates = [replace(form, reasoning_key=key) for key in REASONING_KEYS] + [replace(form, reasoning_chunk=True)]
     for candidate in candidates:
-        if _reasoning_shown(template, render, candidate, THINKING_ON):
-            return replace(candidate, reasoning_switch=_reasoning_switch(template, render, candidate))
+        for probe in REASONED:
+            bare = _attempt(template, render, _alone(candidate, probe), candidate).bare
+            if marker in bare and not any(quote + marker in bare for quote in "\"'"):
+                return candidate
     last, earlier = (_attempt(template, render, probe, form) for probe in INLINE)
     if marker in last.bare and marker not in earlier.bare and _bare(_INLINE_ANSWER) in earlier.bare:
         return replace(form, reasoning_inline=True)
     return form
-
-
-def _reasoning_shown(template: ChatTemplate, render: Renderer, form: MessageForm, context: dict[str, Any]) -> bool:
-    """Whether the template writes a past turn's reasoning, as text, in either REASONED probe, under ``context``."""
-    marker = _bare(_THOUGHT)
-    for probe in REASONED:
-        bare = _attempt(template, render, replace(_alone(form, probe), context=context), form).bare
-        if marker in bare and not any(quote + marker in bare for quote in "\"'"):
-            return True
-    return False
-
-
-def _reasoning_switch(template: ChatTemplate, render: Renderer, form: MessageForm) -> str | None:
-    """The first of PAST_THOUGHT_SWITCHES under which the template writes past reasoning (with thinking on) where it
-    writes none without any; None when it needs none."""
-    if _reasoning_shown(template, render, form, EFFORT_SWITCHES_ON):
-        return None
-    for name in PAST_THOUGHT_SWITCHES:
-        if _reasoning_shown(template, render, form, {**EFFORT_SWITCHES_ON, name: True}):
-            return name
-    return None
 
 
 def _reasoning_beside_content(template: ChatTemplate, render: Renderer, form: MessageForm) -> bool:

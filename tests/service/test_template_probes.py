@@ -51,7 +51,6 @@ FUNCTIONGEMMA = "vllm-functiongemma.jinja"  # describes the tools only inside a 
 KIMI_AUDIO = "vllm-kimi-audio.jinja"  # reads `conversations`, not `messages`: renders nothing for a chat
 # Writes turns with additional_special_tokens: its .tokenizer_config.json beside it has stand-ins for them.
 GIGACHAT_20B = "llama-cpp-tests-GigaChat-20B-A3B-instruct.jinja"
-APRIEL_15 = "unsloth-Apriel-1.5.jinja"  # writes past thoughts only with add_thoughts
 R1_CALL = '<｜tool▁sep｜>get_weather\n```json\n{"city": "Lyon", "days": 2}\n```<｜tool▁call▁end｜>'
 
 
@@ -259,13 +258,13 @@ def test_a_template_that_loops_is_bounded(tokenizer: ov_genai.Tokenizer, monkeyp
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerThread]:
     """tiny-chat copies whose chat_template.jinja is DeepSeek-R1-Distill's, MiniCPM5's, gpt-oss's, MiniCPM3's,
-    vLLM's FunctionGemma's and Kimi-Audio's, GigaChat-20B's (with its tokenizer_config.json's special tokens),
-    Cogito's and Apriel 1.5's, on a real server."""
+    vLLM's FunctionGemma's and Kimi-Audio's, GigaChat-20B's (with its tokenizer_config.json's special tokens) and
+    Cogito's, on a real server."""
     specs = []
     copies = (("r1-distill", R1_DISTILL), ("minicpm5", ENSURE_ASCII[0]), ("gpt-oss", GPT_OSS),
               ("minicpm3", "genai-openbmb-MiniCPM3-4B.jinja"), ("functiongemma", FUNCTIONGEMMA),
               ("kimi-audio", KIMI_AUDIO), ("gigachat-20b", GIGACHAT_20B),
-              ("cogito", "ollama-cogito-14b.jinja"), ("apriel-1.5", APRIEL_15))  # fmt: skip
+              ("cogito", "ollama-cogito-14b.jinja"))  # fmt: skip
     for name, template in copies:
         copy = tmp_path_factory.mktemp(name) / "model"
         shutil.copytree(TINY_CHAT, copy)
@@ -416,28 +415,3 @@ def test_served_cogito_is_listed_with_the_think_format(served: ServerThread) -> 
         model = model_pb2_grpc.ModelServiceStub(channel).GetModel(model_pb2.GetModelRequest(model="cogito")).model
     assert (model.tool_parser, model.reasoning_parser) == ("hermes", "think")
     assert "switches thinking on" in model.reasoning_parser_evidence
-
-
-def test_a_template_that_writes_past_thoughts_only_under_a_switch_gets_it(tokenizer: ov_genai.Tokenizer) -> None:
-    """Apriel 1.5 writes a past turn's thought only with its add_thoughts flag; the probes find that flag. Templates
-    that write past reasoning without one need none (LFM2.5's preserve_thinking keeps older turns', not the last)."""
-    assert renderer_of(tokenizer, APRIEL_15).message_form.reasoning_switch == "add_thoughts"
-    for name in ("Qwen-Qwen3-0.6B.jinja", "LFM2.5-8B-A1B.jinja", GPT_OSS, "genai-openbmb-MiniCPM3-4B.jinja"):
-        assert renderer_of(tokenizer, name).message_form.reasoning_switch is None, name
-
-
-def test_served_apriel_1_5_sees_past_reasoning(served: ServerThread) -> None:
-    """A history whose call turn carries reasoning_content reaches Apriel 1.5's template with add_thoughts set: the
-    prompt holds the thought in its <thinking> tags (it was dropped); without past reasoning the flag stays unset."""
-
-    def prompt(history: list[dict[str, Any]]) -> str:
-        with grpc.insecure_channel(served.target) as channel:
-            tokenizer = tokenizer_pb2_grpc.TokenizerServiceStub(channel)
-            request = {"model": "apriel-1.5", "messages": history}
-            ids = tokenizer.Tokenize(parse(tokenizer_pb2.TokenizeRequest, request)).tokens
-            return str(tokenizer.Detokenize(tokenizer_pb2.DetokenizeRequest(model="apriel-1.5", tokens=ids)).prompt)
-
-    history = client_history()
-    history[1] = {**history[1], "reasoning_content": THOUGHT}
-    assert f"<thinking>{THOUGHT}</thinking>" in prompt(history)
-    assert "<thinking>" not in prompt(client_history())
