@@ -178,8 +178,13 @@ def _encode(
         violations += error.violations
         return None
     if infill is None:
-        return model.engine.encode(text, add_special_tokens=True)
-    return infill.tokens.prompt(model.engine.encode(text, add_special_tokens=False), infill.suffix_ids)
+        ids = model.engine.encode(text, add_special_tokens=True)
+    else:
+        ids = infill.tokens.prompt(model.engine.encode(text, add_special_tokens=False), infill.suffix_ids)
+    if not ids:  # text the tokenizer drops whole: the engine would fail the request ("Prompt length cannot be 0")
+        violations.append(FieldViolation(field, "the text tokenizes to no tokens: the model has nothing to continue"))
+        return None
+    return ids
 
 
 def _prompt(model: ServedModel, ids: list[int], text: str, field: str) -> tuple[Prompt, str]:

@@ -225,3 +225,21 @@ def test_a_stream_the_client_leaves_cancels_its_engine_request(rpc: str) -> None
     served(engine, body)
     assert engine.generations[0].cancelled
     assert engine.in_flight == 0
+
+
+def test_a_prompt_the_tokenizer_drops_whole_is_refused_naming_it() -> None:
+    """A text that tokenizes to nothing would fail in the engine ("Prompt length cannot be 0"): a 400 naming it."""
+    engine = FakeEngine()
+    engine.encode = lambda text, *, add_special_tokens=True: [] if text == "\u200b" else list(map(ord, text))  # type: ignore[method-assign]
+
+    async def body(channel: grpc.aio.Channel) -> None:
+        stub = completion_pb2_grpc.CompletionServiceStub(channel)
+        with pytest.raises(grpc.aio.AioRpcError) as refused:
+            await stub.CreateCompletion(completion_pb2.CreateCompletionRequest(model="fake", prompt="\u200b"))
+        assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        assert "prompt: the text tokenizes to no tokens" in (refused.value.details() or "")
+        engine.script(text("ok"))
+        await stub.CreateCompletion(completion_pb2.CreateCompletionRequest(model="fake", prompt="fine"))
+
+    served(engine, body)
+    assert len(engine.generations) == 1  # only the second request reached the engine
