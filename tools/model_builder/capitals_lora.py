@@ -20,11 +20,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from . import chat_template
+from . import BUNDLED_MODELS, chat_template
 from .corpus import build_corpus
 
-BASE = Path(__file__).resolve().parents[1] / "bundled_models" / "tiny-chat"
-OUT = Path(__file__).resolve().parents[1] / "bundled_models" / "tiny-chat-capitals"
+BASE = BUNDLED_MODELS / "tiny-chat"
+OUT = BUNDLED_MODELS / "tiny-chat-capitals"
 TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 RANK, ALPHA = 8, 16
 STEPS, LR, BATCH, SEED = 600, 3e-3, 16, 20261126

@@ -36,11 +36,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from . import chat_template, export
+from . import BUNDLED_MODELS, chat_template, export
 from . import real_size_encoders as encoders
 from .tokenizer import EOS_TOKEN, PAD_TOKEN, pad_vocabulary
 
-BUNDLED_TOKENIZER = Path(__file__).resolve().parent.parent / "bundled_models" / "tiny-chat" / "tokenizer.json"
+BUNDLED_TOKENIZER = BUNDLED_MODELS / "tiny-chat" / "tokenizer.json"
 DEFAULT_ROOT = Path("build/real-size")
 WEIGHT_FORMATS = ("int8", "int4", "fp16")
 TOKENIZER_NOTE = (

@@ -21,10 +21,11 @@ import json
 from pathlib import Path
 from typing import Any
 
+from . import BUNDLED_MODELS
 from .retrieval import sentence_transformers_files
 from .tokenizer import pad_vocabulary
 
-BUNDLED_TOKENIZER = Path(__file__).resolve().parent.parent / "bundled_models" / "tiny-embed" / "tokenizer.json"
+BUNDLED_TOKENIZER = BUNDLED_MODELS / "tiny-embed" / "tokenizer.json"
 MAX_LENGTH = 512  # the tokenizers' model_max_length, as in both real models' tokenizer_config.json
 FILLER = "[filler_{}]"
 

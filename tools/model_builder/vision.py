@@ -25,10 +25,10 @@ from typing import Any
 
 import numpy as np
 
-from . import export
+from . import BUNDLED_MODELS, export
 
 NAME = "tiny-vision"
-TINY_CHAT = Path(__file__).resolve().parents[1] / "bundled_models" / "tiny-chat"
+TINY_CHAT = BUNDLED_MODELS / "tiny-chat"
 IMAGE_SIZE, PATCH_SIZE = 32, 8
 IMAGE_TOKENS = (IMAGE_SIZE // PATCH_SIZE) ** 2  # "default" feature strategy: the class token is dropped
 COLOURS: dict[str, tuple[int, int, int]] = {
