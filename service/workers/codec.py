@@ -173,6 +173,9 @@ class TokenCodec:
                 else self._fast.encode(head, add_special_tokens=False)
             )
             if len(encoded) >= tokens or size >= len(text):
+                # Cut to what was asked: a pair's post-processing copies every token it is given, per pair
+                # (a query's 133 tokens where 74 are read cost a rerank of 200 documents 1.5 times as much).
+                encoded.truncate(tokens)
                 return encoded
             size *= 4
 

@@ -88,5 +88,9 @@ def test_a_long_query_costs_no_more_than_a_short_one() -> None:
         assert len(ids) == len(documents) and max(map(len, ids)) <= 64
         return time.perf_counter() - started
 
+    long = " ".join([short] * 40_000)
     seconds(short)  # warm-up
-    assert seconds(" ".join([short] * 40_000)) < 5 * seconds(short)
+    # The fastest of five interleaved runs each: a 5 ms baseline is within reach of a busy machine's stalls (one
+    # single measurement in CI took 26 ms against 5 ms).
+    runs = [(seconds(long), seconds(short)) for _ in range(5)]
+    assert min(run[0] for run in runs) < 5 * min(run[1] for run in runs)
