@@ -10,7 +10,7 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class CreateChatCompletionRequest(_message.Message):
-    __slots__ = ("model", "messages", "stream", "stream_options", "max_tokens", "max_completion_tokens", "stop", "stop_sequences", "ignore_eos", "include_stop_str_in_output", "skip_special_tokens", "temperature", "top_p", "top_k", "min_p", "repetition_penalty", "frequency_penalty", "presence_penalty", "seed", "n", "best_of", "length_penalty", "diversity_penalty", "num_assistant_tokens", "assistant_confidence_threshold", "max_ngram_size", "logprobs", "top_logprobs", "prompt_logprobs", "tools", "tool_choice", "named_tool_choice", "parallel_tool_calls", "response_format", "guided_json", "guided_regex", "guided_choice", "chat_template_kwargs", "reasoning_effort", "thinking_token_budget", "tool_guided_generation", "user", "metadata", "store")
+    __slots__ = ("model", "messages", "stream", "stream_options", "max_tokens", "max_completion_tokens", "stop", "stop_sequences", "ignore_eos", "min_tokens", "stop_token_ids", "continue_final_message", "add_generation_prompt", "include_stop_str_in_output", "skip_special_tokens", "temperature", "top_p", "top_k", "min_p", "repetition_penalty", "frequency_penalty", "presence_penalty", "seed", "n", "best_of", "length_penalty", "diversity_penalty", "num_assistant_tokens", "assistant_confidence_threshold", "max_ngram_size", "logprobs", "top_logprobs", "prompt_logprobs", "tools", "tool_choice", "named_tool_choice", "parallel_tool_calls", "response_format", "guided_json", "guided_regex", "guided_choice", "grammar", "guided_grammar", "structured_outputs", "chat_template_kwargs", "reasoning_effort", "thinking_token_budget", "tool_guided_generation", "user", "metadata", "store")
     class MetadataEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -27,6 +27,10 @@ class CreateChatCompletionRequest(_message.Message):
     STOP_FIELD_NUMBER: _ClassVar[int]
     STOP_SEQUENCES_FIELD_NUMBER: _ClassVar[int]
     IGNORE_EOS_FIELD_NUMBER: _ClassVar[int]
+    MIN_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    STOP_TOKEN_IDS_FIELD_NUMBER: _ClassVar[int]
+    CONTINUE_FINAL_MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    ADD_GENERATION_PROMPT_FIELD_NUMBER: _ClassVar[int]
     INCLUDE_STOP_STR_IN_OUTPUT_FIELD_NUMBER: _ClassVar[int]
     SKIP_SPECIAL_TOKENS_FIELD_NUMBER: _ClassVar[int]
     TEMPERATURE_FIELD_NUMBER: _ClassVar[int]
@@ -55,6 +59,9 @@ class CreateChatCompletionRequest(_message.Message):
     GUIDED_JSON_FIELD_NUMBER: _ClassVar[int]
     GUIDED_REGEX_FIELD_NUMBER: _ClassVar[int]
     GUIDED_CHOICE_FIELD_NUMBER: _ClassVar[int]
+    GRAMMAR_FIELD_NUMBER: _ClassVar[int]
+    GUIDED_GRAMMAR_FIELD_NUMBER: _ClassVar[int]
+    STRUCTURED_OUTPUTS_FIELD_NUMBER: _ClassVar[int]
     CHAT_TEMPLATE_KWARGS_FIELD_NUMBER: _ClassVar[int]
     REASONING_EFFORT_FIELD_NUMBER: _ClassVar[int]
     THINKING_TOKEN_BUDGET_FIELD_NUMBER: _ClassVar[int]
@@ -71,6 +78,10 @@ class CreateChatCompletionRequest(_message.Message):
     stop: str
     stop_sequences: _containers.RepeatedScalarFieldContainer[str]
     ignore_eos: bool
+    min_tokens: int
+    stop_token_ids: _containers.RepeatedScalarFieldContainer[int]
+    continue_final_message: bool
+    add_generation_prompt: bool
     include_stop_str_in_output: bool
     skip_special_tokens: bool
     temperature: float
@@ -99,6 +110,9 @@ class CreateChatCompletionRequest(_message.Message):
     guided_json: _struct_pb2.Struct
     guided_regex: str
     guided_choice: _containers.RepeatedScalarFieldContainer[str]
+    grammar: str
+    guided_grammar: str
+    structured_outputs: _common_pb2.StructuredOutputs
     chat_template_kwargs: _struct_pb2.Struct
     reasoning_effort: str
     thinking_token_budget: int
@@ -106,10 +120,10 @@ class CreateChatCompletionRequest(_message.Message):
     user: str
     metadata: _containers.ScalarMap[str, str]
     store: bool
-    def __init__(self, model: _Optional[str] = ..., messages: _Optional[_Iterable[_Union[ChatMessage, _Mapping]]] = ..., stream: _Optional[bool] = ..., stream_options: _Optional[_Union[_common_pb2.StreamOptions, _Mapping]] = ..., max_tokens: _Optional[int] = ..., max_completion_tokens: _Optional[int] = ..., stop: _Optional[str] = ..., stop_sequences: _Optional[_Iterable[str]] = ..., ignore_eos: _Optional[bool] = ..., include_stop_str_in_output: _Optional[bool] = ..., skip_special_tokens: _Optional[bool] = ..., temperature: _Optional[float] = ..., top_p: _Optional[float] = ..., top_k: _Optional[int] = ..., min_p: _Optional[float] = ..., repetition_penalty: _Optional[float] = ..., frequency_penalty: _Optional[float] = ..., presence_penalty: _Optional[float] = ..., seed: _Optional[int] = ..., n: _Optional[int] = ..., best_of: _Optional[int] = ..., length_penalty: _Optional[float] = ..., diversity_penalty: _Optional[float] = ..., num_assistant_tokens: _Optional[int] = ..., assistant_confidence_threshold: _Optional[float] = ..., max_ngram_size: _Optional[int] = ..., logprobs: _Optional[bool] = ..., top_logprobs: _Optional[int] = ..., prompt_logprobs: _Optional[int] = ..., tools: _Optional[_Iterable[_Union[ChatTool, _Mapping]]] = ..., tool_choice: _Optional[str] = ..., named_tool_choice: _Optional[_Union[ChatNamedToolChoice, _Mapping]] = ..., parallel_tool_calls: _Optional[bool] = ..., response_format: _Optional[_Union[_common_pb2.ResponseFormat, _Mapping]] = ..., guided_json: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., guided_regex: _Optional[str] = ..., guided_choice: _Optional[_Iterable[str]] = ..., chat_template_kwargs: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., reasoning_effort: _Optional[str] = ..., thinking_token_budget: _Optional[int] = ..., tool_guided_generation: _Optional[bool] = ..., user: _Optional[str] = ..., metadata: _Optional[_Mapping[str, str]] = ..., store: _Optional[bool] = ...) -> None: ...
+    def __init__(self, model: _Optional[str] = ..., messages: _Optional[_Iterable[_Union[ChatMessage, _Mapping]]] = ..., stream: _Optional[bool] = ..., stream_options: _Optional[_Union[_common_pb2.StreamOptions, _Mapping]] = ..., max_tokens: _Optional[int] = ..., max_completion_tokens: _Optional[int] = ..., stop: _Optional[str] = ..., stop_sequences: _Optional[_Iterable[str]] = ..., ignore_eos: _Optional[bool] = ..., min_tokens: _Optional[int] = ..., stop_token_ids: _Optional[_Iterable[int]] = ..., continue_final_message: _Optional[bool] = ..., add_generation_prompt: _Optional[bool] = ..., include_stop_str_in_output: _Optional[bool] = ..., skip_special_tokens: _Optional[bool] = ..., temperature: _Optional[float] = ..., top_p: _Optional[float] = ..., top_k: _Optional[int] = ..., min_p: _Optional[float] = ..., repetition_penalty: _Optional[float] = ..., frequency_penalty: _Optional[float] = ..., presence_penalty: _Optional[float] = ..., seed: _Optional[int] = ..., n: _Optional[int] = ..., best_of: _Optional[int] = ..., length_penalty: _Optional[float] = ..., diversity_penalty: _Optional[float] = ..., num_assistant_tokens: _Optional[int] = ..., assistant_confidence_threshold: _Optional[float] = ..., max_ngram_size: _Optional[int] = ..., logprobs: _Optional[bool] = ..., top_logprobs: _Optional[int] = ..., prompt_logprobs: _Optional[int] = ..., tools: _Optional[_Iterable[_Union[ChatTool, _Mapping]]] = ..., tool_choice: _Optional[str] = ..., named_tool_choice: _Optional[_Union[ChatNamedToolChoice, _Mapping]] = ..., parallel_tool_calls: _Optional[bool] = ..., response_format: _Optional[_Union[_common_pb2.ResponseFormat, _Mapping]] = ..., guided_json: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., guided_regex: _Optional[str] = ..., guided_choice: _Optional[_Iterable[str]] = ..., grammar: _Optional[str] = ..., guided_grammar: _Optional[str] = ..., structured_outputs: _Optional[_Union[_common_pb2.StructuredOutputs, _Mapping]] = ..., chat_template_kwargs: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., reasoning_effort: _Optional[str] = ..., thinking_token_budget: _Optional[int] = ..., tool_guided_generation: _Optional[bool] = ..., user: _Optional[str] = ..., metadata: _Optional[_Mapping[str, str]] = ..., store: _Optional[bool] = ...) -> None: ...
 
 class StreamChatCompletionRequest(_message.Message):
-    __slots__ = ("model", "messages", "stream", "stream_options", "max_tokens", "max_completion_tokens", "stop", "stop_sequences", "ignore_eos", "include_stop_str_in_output", "skip_special_tokens", "temperature", "top_p", "top_k", "min_p", "repetition_penalty", "frequency_penalty", "presence_penalty", "seed", "n", "best_of", "length_penalty", "diversity_penalty", "num_assistant_tokens", "assistant_confidence_threshold", "max_ngram_size", "logprobs", "top_logprobs", "prompt_logprobs", "tools", "tool_choice", "named_tool_choice", "parallel_tool_calls", "response_format", "guided_json", "guided_regex", "guided_choice", "chat_template_kwargs", "reasoning_effort", "thinking_token_budget", "tool_guided_generation", "user", "metadata", "store")
+    __slots__ = ("model", "messages", "stream", "stream_options", "max_tokens", "max_completion_tokens", "stop", "stop_sequences", "ignore_eos", "min_tokens", "stop_token_ids", "continue_final_message", "add_generation_prompt", "include_stop_str_in_output", "skip_special_tokens", "temperature", "top_p", "top_k", "min_p", "repetition_penalty", "frequency_penalty", "presence_penalty", "seed", "n", "best_of", "length_penalty", "diversity_penalty", "num_assistant_tokens", "assistant_confidence_threshold", "max_ngram_size", "logprobs", "top_logprobs", "prompt_logprobs", "tools", "tool_choice", "named_tool_choice", "parallel_tool_calls", "response_format", "guided_json", "guided_regex", "guided_choice", "grammar", "guided_grammar", "structured_outputs", "chat_template_kwargs", "reasoning_effort", "thinking_token_budget", "tool_guided_generation", "user", "metadata", "store")
     class MetadataEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -126,6 +140,10 @@ class StreamChatCompletionRequest(_message.Message):
     STOP_FIELD_NUMBER: _ClassVar[int]
     STOP_SEQUENCES_FIELD_NUMBER: _ClassVar[int]
     IGNORE_EOS_FIELD_NUMBER: _ClassVar[int]
+    MIN_TOKENS_FIELD_NUMBER: _ClassVar[int]
+    STOP_TOKEN_IDS_FIELD_NUMBER: _ClassVar[int]
+    CONTINUE_FINAL_MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    ADD_GENERATION_PROMPT_FIELD_NUMBER: _ClassVar[int]
     INCLUDE_STOP_STR_IN_OUTPUT_FIELD_NUMBER: _ClassVar[int]
     SKIP_SPECIAL_TOKENS_FIELD_NUMBER: _ClassVar[int]
     TEMPERATURE_FIELD_NUMBER: _ClassVar[int]
@@ -154,6 +172,9 @@ class StreamChatCompletionRequest(_message.Message):
     GUIDED_JSON_FIELD_NUMBER: _ClassVar[int]
     GUIDED_REGEX_FIELD_NUMBER: _ClassVar[int]
     GUIDED_CHOICE_FIELD_NUMBER: _ClassVar[int]
+    GRAMMAR_FIELD_NUMBER: _ClassVar[int]
+    GUIDED_GRAMMAR_FIELD_NUMBER: _ClassVar[int]
+    STRUCTURED_OUTPUTS_FIELD_NUMBER: _ClassVar[int]
     CHAT_TEMPLATE_KWARGS_FIELD_NUMBER: _ClassVar[int]
     REASONING_EFFORT_FIELD_NUMBER: _ClassVar[int]
     THINKING_TOKEN_BUDGET_FIELD_NUMBER: _ClassVar[int]
@@ -170,6 +191,10 @@ class StreamChatCompletionRequest(_message.Message):
     stop: str
     stop_sequences: _containers.RepeatedScalarFieldContainer[str]
     ignore_eos: bool
+    min_tokens: int
+    stop_token_ids: _containers.RepeatedScalarFieldContainer[int]
+    continue_final_message: bool
+    add_generation_prompt: bool
     include_stop_str_in_output: bool
     skip_special_tokens: bool
     temperature: float
@@ -198,6 +223,9 @@ class StreamChatCompletionRequest(_message.Message):
     guided_json: _struct_pb2.Struct
     guided_regex: str
     guided_choice: _containers.RepeatedScalarFieldContainer[str]
+    grammar: str
+    guided_grammar: str
+    structured_outputs: _common_pb2.StructuredOutputs
     chat_template_kwargs: _struct_pb2.Struct
     reasoning_effort: str
     thinking_token_budget: int
@@ -205,7 +233,7 @@ class StreamChatCompletionRequest(_message.Message):
     user: str
     metadata: _containers.ScalarMap[str, str]
     store: bool
-    def __init__(self, model: _Optional[str] = ..., messages: _Optional[_Iterable[_Union[ChatMessage, _Mapping]]] = ..., stream: _Optional[bool] = ..., stream_options: _Optional[_Union[_common_pb2.StreamOptions, _Mapping]] = ..., max_tokens: _Optional[int] = ..., max_completion_tokens: _Optional[int] = ..., stop: _Optional[str] = ..., stop_sequences: _Optional[_Iterable[str]] = ..., ignore_eos: _Optional[bool] = ..., include_stop_str_in_output: _Optional[bool] = ..., skip_special_tokens: _Optional[bool] = ..., temperature: _Optional[float] = ..., top_p: _Optional[float] = ..., top_k: _Optional[int] = ..., min_p: _Optional[float] = ..., repetition_penalty: _Optional[float] = ..., frequency_penalty: _Optional[float] = ..., presence_penalty: _Optional[float] = ..., seed: _Optional[int] = ..., n: _Optional[int] = ..., best_of: _Optional[int] = ..., length_penalty: _Optional[float] = ..., diversity_penalty: _Optional[float] = ..., num_assistant_tokens: _Optional[int] = ..., assistant_confidence_threshold: _Optional[float] = ..., max_ngram_size: _Optional[int] = ..., logprobs: _Optional[bool] = ..., top_logprobs: _Optional[int] = ..., prompt_logprobs: _Optional[int] = ..., tools: _Optional[_Iterable[_Union[ChatTool, _Mapping]]] = ..., tool_choice: _Optional[str] = ..., named_tool_choice: _Optional[_Union[ChatNamedToolChoice, _Mapping]] = ..., parallel_tool_calls: _Optional[bool] = ..., response_format: _Optional[_Union[_common_pb2.ResponseFormat, _Mapping]] = ..., guided_json: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., guided_regex: _Optional[str] = ..., guided_choice: _Optional[_Iterable[str]] = ..., chat_template_kwargs: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., reasoning_effort: _Optional[str] = ..., thinking_token_budget: _Optional[int] = ..., tool_guided_generation: _Optional[bool] = ..., user: _Optional[str] = ..., metadata: _Optional[_Mapping[str, str]] = ..., store: _Optional[bool] = ...) -> None: ...
+    def __init__(self, model: _Optional[str] = ..., messages: _Optional[_Iterable[_Union[ChatMessage, _Mapping]]] = ..., stream: _Optional[bool] = ..., stream_options: _Optional[_Union[_common_pb2.StreamOptions, _Mapping]] = ..., max_tokens: _Optional[int] = ..., max_completion_tokens: _Optional[int] = ..., stop: _Optional[str] = ..., stop_sequences: _Optional[_Iterable[str]] = ..., ignore_eos: _Optional[bool] = ..., min_tokens: _Optional[int] = ..., stop_token_ids: _Optional[_Iterable[int]] = ..., continue_final_message: _Optional[bool] = ..., add_generation_prompt: _Optional[bool] = ..., include_stop_str_in_output: _Optional[bool] = ..., skip_special_tokens: _Optional[bool] = ..., temperature: _Optional[float] = ..., top_p: _Optional[float] = ..., top_k: _Optional[int] = ..., min_p: _Optional[float] = ..., repetition_penalty: _Optional[float] = ..., frequency_penalty: _Optional[float] = ..., presence_penalty: _Optional[float] = ..., seed: _Optional[int] = ..., n: _Optional[int] = ..., best_of: _Optional[int] = ..., length_penalty: _Optional[float] = ..., diversity_penalty: _Optional[float] = ..., num_assistant_tokens: _Optional[int] = ..., assistant_confidence_threshold: _Optional[float] = ..., max_ngram_size: _Optional[int] = ..., logprobs: _Optional[bool] = ..., top_logprobs: _Optional[int] = ..., prompt_logprobs: _Optional[int] = ..., tools: _Optional[_Iterable[_Union[ChatTool, _Mapping]]] = ..., tool_choice: _Optional[str] = ..., named_tool_choice: _Optional[_Union[ChatNamedToolChoice, _Mapping]] = ..., parallel_tool_calls: _Optional[bool] = ..., response_format: _Optional[_Union[_common_pb2.ResponseFormat, _Mapping]] = ..., guided_json: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., guided_regex: _Optional[str] = ..., guided_choice: _Optional[_Iterable[str]] = ..., grammar: _Optional[str] = ..., guided_grammar: _Optional[str] = ..., structured_outputs: _Optional[_Union[_common_pb2.StructuredOutputs, _Mapping]] = ..., chat_template_kwargs: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., reasoning_effort: _Optional[str] = ..., thinking_token_budget: _Optional[int] = ..., tool_guided_generation: _Optional[bool] = ..., user: _Optional[str] = ..., metadata: _Optional[_Mapping[str, str]] = ..., store: _Optional[bool] = ...) -> None: ...
 
 class ChatMessage(_message.Message):
     __slots__ = ("role", "content", "content_parts", "name", "tool_calls", "tool_call_id", "reasoning_content")
@@ -260,22 +288,26 @@ class ImageUrl(_message.Message):
     def __init__(self, url: _Optional[str] = ..., detail: _Optional[str] = ..., data: _Optional[bytes] = ...) -> None: ...
 
 class ChatTool(_message.Message):
-    __slots__ = ("type", "function")
+    __slots__ = ("type", "function", "custom")
     TYPE_FIELD_NUMBER: _ClassVar[int]
     FUNCTION_FIELD_NUMBER: _ClassVar[int]
+    CUSTOM_FIELD_NUMBER: _ClassVar[int]
     type: str
     function: _common_pb2.FunctionDefinition
-    def __init__(self, type: _Optional[str] = ..., function: _Optional[_Union[_common_pb2.FunctionDefinition, _Mapping]] = ...) -> None: ...
+    custom: _common_pb2.CustomTool
+    def __init__(self, type: _Optional[str] = ..., function: _Optional[_Union[_common_pb2.FunctionDefinition, _Mapping]] = ..., custom: _Optional[_Union[_common_pb2.CustomTool, _Mapping]] = ...) -> None: ...
 
 class ChatNamedToolChoice(_message.Message):
-    __slots__ = ("type", "function", "allowed_tools")
+    __slots__ = ("type", "function", "allowed_tools", "custom")
     TYPE_FIELD_NUMBER: _ClassVar[int]
     FUNCTION_FIELD_NUMBER: _ClassVar[int]
     ALLOWED_TOOLS_FIELD_NUMBER: _ClassVar[int]
+    CUSTOM_FIELD_NUMBER: _ClassVar[int]
     type: str
     function: _common_pb2.FunctionName
     allowed_tools: ChatAllowedTools
-    def __init__(self, type: _Optional[str] = ..., function: _Optional[_Union[_common_pb2.FunctionName, _Mapping]] = ..., allowed_tools: _Optional[_Union[ChatAllowedTools, _Mapping]] = ...) -> None: ...
+    custom: _common_pb2.FunctionName
+    def __init__(self, type: _Optional[str] = ..., function: _Optional[_Union[_common_pb2.FunctionName, _Mapping]] = ..., allowed_tools: _Optional[_Union[ChatAllowedTools, _Mapping]] = ..., custom: _Optional[_Union[_common_pb2.FunctionName, _Mapping]] = ...) -> None: ...
 
 class ChatAllowedTools(_message.Message):
     __slots__ = ("mode", "tools")
@@ -395,16 +427,18 @@ class ChatCompletionDelta(_message.Message):
     def __init__(self, role: _Optional[_Union[_common_pb2.Role, str]] = ..., content: _Optional[str] = ..., reasoning_content: _Optional[str] = ..., tool_calls: _Optional[_Iterable[_Union[ToolCallDelta, _Mapping]]] = ..., refusal: _Optional[str] = ...) -> None: ...
 
 class ToolCallDelta(_message.Message):
-    __slots__ = ("index", "id", "type", "function")
+    __slots__ = ("index", "id", "type", "function", "custom")
     INDEX_FIELD_NUMBER: _ClassVar[int]
     ID_FIELD_NUMBER: _ClassVar[int]
     TYPE_FIELD_NUMBER: _ClassVar[int]
     FUNCTION_FIELD_NUMBER: _ClassVar[int]
+    CUSTOM_FIELD_NUMBER: _ClassVar[int]
     index: int
     id: str
     type: str
     function: _common_pb2.FunctionCall
-    def __init__(self, index: _Optional[int] = ..., id: _Optional[str] = ..., type: _Optional[str] = ..., function: _Optional[_Union[_common_pb2.FunctionCall, _Mapping]] = ...) -> None: ...
+    custom: _common_pb2.CustomToolCall
+    def __init__(self, index: _Optional[int] = ..., id: _Optional[str] = ..., type: _Optional[str] = ..., function: _Optional[_Union[_common_pb2.FunctionCall, _Mapping]] = ..., custom: _Optional[_Union[_common_pb2.CustomToolCall, _Mapping]] = ...) -> None: ...
 
 class GetChatCompletionRequest(_message.Message):
     __slots__ = ("completion_id",)
