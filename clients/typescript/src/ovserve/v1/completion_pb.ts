@@ -16,7 +16,7 @@ import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegen
 import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
 import { file_google_api_annotations } from "../../google/api/annotations_pb.js";
 import { file_google_protobuf_struct } from "@bufbuild/protobuf/wkt";
-import type { FinishReason, PromptLogprobs, ResponseFormat, StreamOptions, Usage } from "./common_pb.js";
+import type { FinishReason, PromptLogprobs, ResponseFormat, StreamOptions, StructuredOutputs, Usage } from "./common_pb.js";
 import { file_ovserve_v1_common } from "./common_pb.js";
 import type { JsonObject, Message } from "@bufbuild/protobuf";
 
@@ -24,7 +24,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file ovserve/v1/completion.proto.
  */
 export const file_ovserve_v1_completion: GenFile = /*@__PURE__*/
-  fileDesc("ChtvdnNlcnZlL3YxL2NvbXBsZXRpb24ucHJvdG8SCm92c2VydmUudjEivgwKF0NyZWF0ZUNvbXBsZXRpb25SZXF1ZXN0Eg0KBW1vZGVsGAEgASgJEg4KBnByb21wdBgCIAEoCRIjCgdwcm9tcHRzGAMgAygLMhIub3ZzZXJ2ZS52MS5Qcm9tcHQSEwoGc3VmZml4GAQgASgJSACIAQESEQoEZWNobxgFIAEoCEgBiAEBEg4KBnN0cmVhbRgGIAEoCBIxCg5zdHJlYW1fb3B0aW9ucxgHIAEoCzIZLm92c2VydmUudjEuU3RyZWFtT3B0aW9ucxIXCgptYXhfdG9rZW5zGAggASgFSAKIAQESEQoEc3RvcBgJIAEoCUgDiAEBEhYKDnN0b3Bfc2VxdWVuY2VzGAogAygJEhcKCmlnbm9yZV9lb3MYCyABKAhIBIgBARIXCgptaW5fdG9rZW5zGCUgASgFSAWIAQESFgoOc3RvcF90b2tlbl9pZHMYJiADKAUSJwoaaW5jbHVkZV9zdG9wX3N0cl9pbl9vdXRwdXQYDCABKAhIBogBARIgChNza2lwX3NwZWNpYWxfdG9rZW5zGA0gASgISAeIAQESGAoLdGVtcGVyYXR1cmUYDiABKAFICIgBARISCgV0b3BfcBgPIAEoAUgJiAEBEhIKBXRvcF9rGBAgASgFSAqIAQESEgoFbWluX3AYESABKAFIC4gBARIfChJyZXBldGl0aW9uX3BlbmFsdHkYEiABKAFIDIgBARIeChFmcmVxdWVuY3lfcGVuYWx0eRgTIAEoAUgNiAEBEh0KEHByZXNlbmNlX3BlbmFsdHkYFCABKAFIDogBARIRCgRzZWVkGBUgASgDSA+IAQESDgoBbhgWIAEoBUgQiAEBEhQKB2Jlc3Rfb2YYFyABKAVIEYgBARIbCg5sZW5ndGhfcGVuYWx0eRgYIAEoAUgSiAEBEh4KEWRpdmVyc2l0eV9wZW5hbHR5GBkgASgBSBOIAQESIQoUbnVtX2Fzc2lzdGFudF90b2tlbnMYGiABKAVIFIgBARIrCh5hc3Npc3RhbnRfY29uZmlkZW5jZV90aHJlc2hvbGQYGyABKAFIFYgBARIbCg5tYXhfbmdyYW1fc2l6ZRgcIAEoBUgWiAEBEhUKCGxvZ3Byb2JzGB0gASgFSBeIAQESHAoPcHJvbXB0X2xvZ3Byb2JzGCQgASgFSBiIAQESMwoPcmVzcG9uc2VfZm9ybWF0GB4gASgLMhoub3ZzZXJ2ZS52MS5SZXNwb25zZUZvcm1hdBIsCgtndWlkZWRfanNvbhgfIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSGQoMZ3VpZGVkX3JlZ2V4GCAgASgJSBmIAQESFQoNZ3VpZGVkX2Nob2ljZRghIAMoCRIMCgR1c2VyGCIgASgJEkMKCG1ldGFkYXRhGCMgAygLMjEub3ZzZXJ2ZS52MS5DcmVhdGVDb21wbGV0aW9uUmVxdWVzdC5NZXRhZGF0YUVudHJ5Gi8KDU1ldGFkYXRhRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4AUIJCgdfc3VmZml4QgcKBV9lY2hvQg0KC19tYXhfdG9rZW5zQgcKBV9zdG9wQg0KC19pZ25vcmVfZW9zQg0KC19taW5fdG9rZW5zQh0KG19pbmNsdWRlX3N0b3Bfc3RyX2luX291dHB1dEIWChRfc2tpcF9zcGVjaWFsX3Rva2Vuc0IOCgxfdGVtcGVyYXR1cmVCCAoGX3RvcF9wQggKBl90b3Bfa0IICgZfbWluX3BCFQoTX3JlcGV0aXRpb25fcGVuYWx0eUIUChJfZnJlcXVlbmN5X3BlbmFsdHlCEwoRX3ByZXNlbmNlX3BlbmFsdHlCBwoFX3NlZWRCBAoCX25CCgoIX2Jlc3Rfb2ZCEQoPX2xlbmd0aF9wZW5hbHR5QhQKEl9kaXZlcnNpdHlfcGVuYWx0eUIXChVfbnVtX2Fzc2lzdGFudF90b2tlbnNCIQofX2Fzc2lzdGFudF9jb25maWRlbmNlX3RocmVzaG9sZEIRCg9fbWF4X25ncmFtX3NpemVCCwoJX2xvZ3Byb2JzQhIKEF9wcm9tcHRfbG9ncHJvYnNCDwoNX2d1aWRlZF9yZWdleCK+DAoXU3RyZWFtQ29tcGxldGlvblJlcXVlc3QSDQoFbW9kZWwYASABKAkSDgoGcHJvbXB0GAIgASgJEiMKB3Byb21wdHMYAyADKAsyEi5vdnNlcnZlLnYxLlByb21wdBITCgZzdWZmaXgYBCABKAlIAIgBARIRCgRlY2hvGAUgASgISAGIAQESDgoGc3RyZWFtGAYgASgIEjEKDnN0cmVhbV9vcHRpb25zGAcgASgLMhkub3ZzZXJ2ZS52MS5TdHJlYW1PcHRpb25zEhcKCm1heF90b2tlbnMYCCABKAVIAogBARIRCgRzdG9wGAkgASgJSAOIAQESFgoOc3RvcF9zZXF1ZW5jZXMYCiADKAkSFwoKaWdub3JlX2VvcxgLIAEoCEgEiAEBEhcKCm1pbl90b2tlbnMYJSABKAVIBYgBARIWCg5zdG9wX3Rva2VuX2lkcxgmIAMoBRInChppbmNsdWRlX3N0b3Bfc3RyX2luX291dHB1dBgMIAEoCEgGiAEBEiAKE3NraXBfc3BlY2lhbF90b2tlbnMYDSABKAhIB4gBARIYCgt0ZW1wZXJhdHVyZRgOIAEoAUgIiAEBEhIKBXRvcF9wGA8gASgBSAmIAQESEgoFdG9wX2sYECABKAVICogBARISCgVtaW5fcBgRIAEoAUgLiAEBEh8KEnJlcGV0aXRpb25fcGVuYWx0eRgSIAEoAUgMiAEBEh4KEWZyZXF1ZW5jeV9wZW5hbHR5GBMgASgBSA2IAQESHQoQcHJlc2VuY2VfcGVuYWx0eRgUIAEoAUgOiAEBEhEKBHNlZWQYFSABKANID4gBARIOCgFuGBYgASgFSBCIAQESFAoHYmVzdF9vZhgXIAEoBUgRiAEBEhsKDmxlbmd0aF9wZW5hbHR5GBggASgBSBKIAQESHgoRZGl2ZXJzaXR5X3BlbmFsdHkYGSABKAFIE4gBARIhChRudW1fYXNzaXN0YW50X3Rva2VucxgaIAEoBUgUiAEBEisKHmFzc2lzdGFudF9jb25maWRlbmNlX3RocmVzaG9sZBgbIAEoAUgViAEBEhsKDm1heF9uZ3JhbV9zaXplGBwgASgFSBaIAQESFQoIbG9ncHJvYnMYHSABKAVIF4gBARIcCg9wcm9tcHRfbG9ncHJvYnMYJCABKAVIGIgBARIzCg9yZXNwb25zZV9mb3JtYXQYHiABKAsyGi5vdnNlcnZlLnYxLlJlc3BvbnNlRm9ybWF0EiwKC2d1aWRlZF9qc29uGB8gASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIZCgxndWlkZWRfcmVnZXgYICABKAlIGYgBARIVCg1ndWlkZWRfY2hvaWNlGCEgAygJEgwKBHVzZXIYIiABKAkSQwoIbWV0YWRhdGEYIyADKAsyMS5vdnNlcnZlLnYxLlN0cmVhbUNvbXBsZXRpb25SZXF1ZXN0Lk1ldGFkYXRhRW50cnkaLwoNTWV0YWRhdGFFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBQgkKB19zdWZmaXhCBwoFX2VjaG9CDQoLX21heF90b2tlbnNCBwoFX3N0b3BCDQoLX2lnbm9yZV9lb3NCDQoLX21pbl90b2tlbnNCHQobX2luY2x1ZGVfc3RvcF9zdHJfaW5fb3V0cHV0QhYKFF9za2lwX3NwZWNpYWxfdG9rZW5zQg4KDF90ZW1wZXJhdHVyZUIICgZfdG9wX3BCCAoGX3RvcF9rQggKBl9taW5fcEIVChNfcmVwZXRpdGlvbl9wZW5hbHR5QhQKEl9mcmVxdWVuY3lfcGVuYWx0eUITChFfcHJlc2VuY2VfcGVuYWx0eUIHCgVfc2VlZEIECgJfbkIKCghfYmVzdF9vZkIRCg9fbGVuZ3RoX3BlbmFsdHlCFAoSX2RpdmVyc2l0eV9wZW5hbHR5QhcKFV9udW1fYXNzaXN0YW50X3Rva2Vuc0IhCh9fYXNzaXN0YW50X2NvbmZpZGVuY2VfdGhyZXNob2xkQhEKD19tYXhfbmdyYW1fc2l6ZUILCglfbG9ncHJvYnNCEgoQX3Byb21wdF9sb2dwcm9ic0IPCg1fZ3VpZGVkX3JlZ2V4Ik0KBlByb21wdBIOCgR0ZXh0GAEgASgJSAASKQoJdG9rZW5faWRzGAIgASgLMhQub3ZzZXJ2ZS52MS5Ub2tlbklkc0gAQggKBnByb21wdCIXCghUb2tlbklkcxILCgNpZHMYASADKAUiwwEKGENyZWF0ZUNvbXBsZXRpb25SZXNwb25zZRIKCgJpZBgBIAEoCRIOCgZvYmplY3QYAiABKAkSDwoHY3JlYXRlZBgDIAEoAxINCgVtb2RlbBgEIAEoCRItCgdjaG9pY2VzGAUgAygLMhwub3ZzZXJ2ZS52MS5Db21wbGV0aW9uQ2hvaWNlEiAKBXVzYWdlGAYgASgLMhEub3ZzZXJ2ZS52MS5Vc2FnZRIaChJzeXN0ZW1fZmluZ2VycHJpbnQYByABKAkiwwEKGFN0cmVhbUNvbXBsZXRpb25SZXNwb25zZRIKCgJpZBgBIAEoCRIOCgZvYmplY3QYAiABKAkSDwoHY3JlYXRlZBgDIAEoAxINCgVtb2RlbBgEIAEoCRItCgdjaG9pY2VzGAUgAygLMhwub3ZzZXJ2ZS52MS5Db21wbGV0aW9uQ2hvaWNlEiAKBXVzYWdlGAYgASgLMhEub3ZzZXJ2ZS52MS5Vc2FnZRIaChJzeXN0ZW1fZmluZ2VycHJpbnQYByABKAkixwEKEENvbXBsZXRpb25DaG9pY2USDQoFaW5kZXgYASABKAUSDAoEdGV4dBgCIAEoCRIwCghsb2dwcm9icxgDIAEoCzIeLm92c2VydmUudjEuQ29tcGxldGlvbkxvZ3Byb2JzEi8KDWZpbmlzaF9yZWFzb24YBCABKA4yGC5vdnNlcnZlLnYxLkZpbmlzaFJlYXNvbhIzCg9wcm9tcHRfbG9ncHJvYnMYBSADKAsyGi5vdnNlcnZlLnYxLlByb21wdExvZ3Byb2JzIooBChJDb21wbGV0aW9uTG9ncHJvYnMSDgoGdG9rZW5zGAEgAygJEhYKDnRva2VuX2xvZ3Byb2JzGAIgAygBEjcKDHRvcF9sb2dwcm9icxgDIAMoCzIhLm92c2VydmUudjEuQ29tcGxldGlvblRvcExvZ3Byb2JzEhMKC3RleHRfb2Zmc2V0GAQgAygFIosBChVDb21wbGV0aW9uVG9wTG9ncHJvYnMSQQoIbG9ncHJvYnMYASADKAsyLy5vdnNlcnZlLnYxLkNvbXBsZXRpb25Ub3BMb2dwcm9icy5Mb2dwcm9ic0VudHJ5Gi8KDUxvZ3Byb2JzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgBOgI4ATKTAgoRQ29tcGxldGlvblNlcnZpY2USeQoQQ3JlYXRlQ29tcGxldGlvbhIjLm92c2VydmUudjEuQ3JlYXRlQ29tcGxldGlvblJlcXVlc3QaJC5vdnNlcnZlLnYxLkNyZWF0ZUNvbXBsZXRpb25SZXNwb25zZSIagtPkkwIUOgEqIg8vdjMvY29tcGxldGlvbnMSggEKEFN0cmVhbUNvbXBsZXRpb24SIy5vdnNlcnZlLnYxLlN0cmVhbUNvbXBsZXRpb25SZXF1ZXN0GiQub3ZzZXJ2ZS52MS5TdHJlYW1Db21wbGV0aW9uUmVzcG9uc2UiIYLT5JMCGzoBKiIWL3YzL2NvbXBsZXRpb25zOnN0cmVhbTABYgZwcm90bzM", [file_google_api_annotations, file_google_protobuf_struct, file_ovserve_v1_common]);
+  fileDesc("ChtvdnNlcnZlL3YxL2NvbXBsZXRpb24ucHJvdG8SCm92c2VydmUudjEi2A4KF0NyZWF0ZUNvbXBsZXRpb25SZXF1ZXN0Eg0KBW1vZGVsGAEgASgJEg4KBnByb21wdBgCIAEoCRIjCgdwcm9tcHRzGAMgAygLMhIub3ZzZXJ2ZS52MS5Qcm9tcHQSEwoGc3VmZml4GAQgASgJSACIAQESEQoEZWNobxgFIAEoCEgBiAEBEg4KBnN0cmVhbRgGIAEoCBIxCg5zdHJlYW1fb3B0aW9ucxgHIAEoCzIZLm92c2VydmUudjEuU3RyZWFtT3B0aW9ucxIXCgptYXhfdG9rZW5zGAggASgFSAKIAQESEQoEc3RvcBgJIAEoCUgDiAEBEhYKDnN0b3Bfc2VxdWVuY2VzGAogAygJEhcKCmlnbm9yZV9lb3MYCyABKAhIBIgBARIXCgptaW5fdG9rZW5zGCUgASgFSAWIAQESFgoOc3RvcF90b2tlbl9pZHMYJiADKAUSJwoaaW5jbHVkZV9zdG9wX3N0cl9pbl9vdXRwdXQYDCABKAhIBogBARIgChNza2lwX3NwZWNpYWxfdG9rZW5zGA0gASgISAeIAQESGAoLdGVtcGVyYXR1cmUYDiABKAFICIgBARISCgV0b3BfcBgPIAEoAUgJiAEBEhIKBXRvcF9rGBAgASgFSAqIAQESEgoFbWluX3AYESABKAFIC4gBARIfChJyZXBldGl0aW9uX3BlbmFsdHkYEiABKAFIDIgBARIeChFmcmVxdWVuY3lfcGVuYWx0eRgTIAEoAUgNiAEBEh0KEHByZXNlbmNlX3BlbmFsdHkYFCABKAFIDogBARIRCgRzZWVkGBUgASgDSA+IAQESRgoKbG9naXRfYmlhcxgqIAMoCzIyLm92c2VydmUudjEuQ3JlYXRlQ29tcGxldGlvblJlcXVlc3QuTG9naXRCaWFzRW50cnkSEQoJYmFkX3dvcmRzGCsgAygJEg4KAW4YFiABKAVIEIgBARIUCgdiZXN0X29mGBcgASgFSBGIAQESGwoObGVuZ3RoX3BlbmFsdHkYGCABKAFIEogBARIeChFkaXZlcnNpdHlfcGVuYWx0eRgZIAEoAUgTiAEBEiEKFG51bV9hc3Npc3RhbnRfdG9rZW5zGBogASgFSBSIAQESKwoeYXNzaXN0YW50X2NvbmZpZGVuY2VfdGhyZXNob2xkGBsgASgBSBWIAQESGwoObWF4X25ncmFtX3NpemUYHCABKAVIFogBARIVCghsb2dwcm9icxgdIAEoBUgXiAEBEhwKD3Byb21wdF9sb2dwcm9icxgkIAEoBUgYiAEBEjMKD3Jlc3BvbnNlX2Zvcm1hdBgeIAEoCzIaLm92c2VydmUudjEuUmVzcG9uc2VGb3JtYXQSLAoLZ3VpZGVkX2pzb24YHyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhkKDGd1aWRlZF9yZWdleBggIAEoCUgZiAEBEhUKDWd1aWRlZF9jaG9pY2UYISADKAkSFAoHZ3JhbW1hchgnIAEoCUgaiAEBEhsKDmd1aWRlZF9ncmFtbWFyGCggASgJSBuIAQESOQoSc3RydWN0dXJlZF9vdXRwdXRzGCkgASgLMh0ub3ZzZXJ2ZS52MS5TdHJ1Y3R1cmVkT3V0cHV0cxIMCgR1c2VyGCIgASgJEkMKCG1ldGFkYXRhGCMgAygLMjEub3ZzZXJ2ZS52MS5DcmVhdGVDb21wbGV0aW9uUmVxdWVzdC5NZXRhZGF0YUVudHJ5GjAKDkxvZ2l0Qmlhc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoAToCOAEaLwoNTWV0YWRhdGFFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBQgkKB19zdWZmaXhCBwoFX2VjaG9CDQoLX21heF90b2tlbnNCBwoFX3N0b3BCDQoLX2lnbm9yZV9lb3NCDQoLX21pbl90b2tlbnNCHQobX2luY2x1ZGVfc3RvcF9zdHJfaW5fb3V0cHV0QhYKFF9za2lwX3NwZWNpYWxfdG9rZW5zQg4KDF90ZW1wZXJhdHVyZUIICgZfdG9wX3BCCAoGX3RvcF9rQggKBl9taW5fcEIVChNfcmVwZXRpdGlvbl9wZW5hbHR5QhQKEl9mcmVxdWVuY3lfcGVuYWx0eUITChFfcHJlc2VuY2VfcGVuYWx0eUIHCgVfc2VlZEIECgJfbkIKCghfYmVzdF9vZkIRCg9fbGVuZ3RoX3BlbmFsdHlCFAoSX2RpdmVyc2l0eV9wZW5hbHR5QhcKFV9udW1fYXNzaXN0YW50X3Rva2Vuc0IhCh9fYXNzaXN0YW50X2NvbmZpZGVuY2VfdGhyZXNob2xkQhEKD19tYXhfbmdyYW1fc2l6ZUILCglfbG9ncHJvYnNCEgoQX3Byb21wdF9sb2dwcm9ic0IPCg1fZ3VpZGVkX3JlZ2V4QgoKCF9ncmFtbWFyQhEKD19ndWlkZWRfZ3JhbW1hciLYDgoXU3RyZWFtQ29tcGxldGlvblJlcXVlc3QSDQoFbW9kZWwYASABKAkSDgoGcHJvbXB0GAIgASgJEiMKB3Byb21wdHMYAyADKAsyEi5vdnNlcnZlLnYxLlByb21wdBITCgZzdWZmaXgYBCABKAlIAIgBARIRCgRlY2hvGAUgASgISAGIAQESDgoGc3RyZWFtGAYgASgIEjEKDnN0cmVhbV9vcHRpb25zGAcgASgLMhkub3ZzZXJ2ZS52MS5TdHJlYW1PcHRpb25zEhcKCm1heF90b2tlbnMYCCABKAVIAogBARIRCgRzdG9wGAkgASgJSAOIAQESFgoOc3RvcF9zZXF1ZW5jZXMYCiADKAkSFwoKaWdub3JlX2VvcxgLIAEoCEgEiAEBEhcKCm1pbl90b2tlbnMYJSABKAVIBYgBARIWCg5zdG9wX3Rva2VuX2lkcxgmIAMoBRInChppbmNsdWRlX3N0b3Bfc3RyX2luX291dHB1dBgMIAEoCEgGiAEBEiAKE3NraXBfc3BlY2lhbF90b2tlbnMYDSABKAhIB4gBARIYCgt0ZW1wZXJhdHVyZRgOIAEoAUgIiAEBEhIKBXRvcF9wGA8gASgBSAmIAQESEgoFdG9wX2sYECABKAVICogBARISCgVtaW5fcBgRIAEoAUgLiAEBEh8KEnJlcGV0aXRpb25fcGVuYWx0eRgSIAEoAUgMiAEBEh4KEWZyZXF1ZW5jeV9wZW5hbHR5GBMgASgBSA2IAQESHQoQcHJlc2VuY2VfcGVuYWx0eRgUIAEoAUgOiAEBEhEKBHNlZWQYFSABKANID4gBARJGCgpsb2dpdF9iaWFzGCogAygLMjIub3ZzZXJ2ZS52MS5TdHJlYW1Db21wbGV0aW9uUmVxdWVzdC5Mb2dpdEJpYXNFbnRyeRIRCgliYWRfd29yZHMYKyADKAkSDgoBbhgWIAEoBUgQiAEBEhQKB2Jlc3Rfb2YYFyABKAVIEYgBARIbCg5sZW5ndGhfcGVuYWx0eRgYIAEoAUgSiAEBEh4KEWRpdmVyc2l0eV9wZW5hbHR5GBkgASgBSBOIAQESIQoUbnVtX2Fzc2lzdGFudF90b2tlbnMYGiABKAVIFIgBARIrCh5hc3Npc3RhbnRfY29uZmlkZW5jZV90aHJlc2hvbGQYGyABKAFIFYgBARIbCg5tYXhfbmdyYW1fc2l6ZRgcIAEoBUgWiAEBEhUKCGxvZ3Byb2JzGB0gASgFSBeIAQESHAoPcHJvbXB0X2xvZ3Byb2JzGCQgASgFSBiIAQESMwoPcmVzcG9uc2VfZm9ybWF0GB4gASgLMhoub3ZzZXJ2ZS52MS5SZXNwb25zZUZvcm1hdBIsCgtndWlkZWRfanNvbhgfIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSGQoMZ3VpZGVkX3JlZ2V4GCAgASgJSBmIAQESFQoNZ3VpZGVkX2Nob2ljZRghIAMoCRIUCgdncmFtbWFyGCcgASgJSBqIAQESGwoOZ3VpZGVkX2dyYW1tYXIYKCABKAlIG4gBARI5ChJzdHJ1Y3R1cmVkX291dHB1dHMYKSABKAsyHS5vdnNlcnZlLnYxLlN0cnVjdHVyZWRPdXRwdXRzEgwKBHVzZXIYIiABKAkSQwoIbWV0YWRhdGEYIyADKAsyMS5vdnNlcnZlLnYxLlN0cmVhbUNvbXBsZXRpb25SZXF1ZXN0Lk1ldGFkYXRhRW50cnkaMAoOTG9naXRCaWFzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgBOgI4ARovCg1NZXRhZGF0YUVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAFCCQoHX3N1ZmZpeEIHCgVfZWNob0INCgtfbWF4X3Rva2Vuc0IHCgVfc3RvcEINCgtfaWdub3JlX2Vvc0INCgtfbWluX3Rva2Vuc0IdChtfaW5jbHVkZV9zdG9wX3N0cl9pbl9vdXRwdXRCFgoUX3NraXBfc3BlY2lhbF90b2tlbnNCDgoMX3RlbXBlcmF0dXJlQggKBl90b3BfcEIICgZfdG9wX2tCCAoGX21pbl9wQhUKE19yZXBldGl0aW9uX3BlbmFsdHlCFAoSX2ZyZXF1ZW5jeV9wZW5hbHR5QhMKEV9wcmVzZW5jZV9wZW5hbHR5QgcKBV9zZWVkQgQKAl9uQgoKCF9iZXN0X29mQhEKD19sZW5ndGhfcGVuYWx0eUIUChJfZGl2ZXJzaXR5X3BlbmFsdHlCFwoVX251bV9hc3Npc3RhbnRfdG9rZW5zQiEKH19hc3Npc3RhbnRfY29uZmlkZW5jZV90aHJlc2hvbGRCEQoPX21heF9uZ3JhbV9zaXplQgsKCV9sb2dwcm9ic0ISChBfcHJvbXB0X2xvZ3Byb2JzQg8KDV9ndWlkZWRfcmVnZXhCCgoIX2dyYW1tYXJCEQoPX2d1aWRlZF9ncmFtbWFyIk0KBlByb21wdBIOCgR0ZXh0GAEgASgJSAASKQoJdG9rZW5faWRzGAIgASgLMhQub3ZzZXJ2ZS52MS5Ub2tlbklkc0gAQggKBnByb21wdCIXCghUb2tlbklkcxILCgNpZHMYASADKAUiwwEKGENyZWF0ZUNvbXBsZXRpb25SZXNwb25zZRIKCgJpZBgBIAEoCRIOCgZvYmplY3QYAiABKAkSDwoHY3JlYXRlZBgDIAEoAxINCgVtb2RlbBgEIAEoCRItCgdjaG9pY2VzGAUgAygLMhwub3ZzZXJ2ZS52MS5Db21wbGV0aW9uQ2hvaWNlEiAKBXVzYWdlGAYgASgLMhEub3ZzZXJ2ZS52MS5Vc2FnZRIaChJzeXN0ZW1fZmluZ2VycHJpbnQYByABKAkiwwEKGFN0cmVhbUNvbXBsZXRpb25SZXNwb25zZRIKCgJpZBgBIAEoCRIOCgZvYmplY3QYAiABKAkSDwoHY3JlYXRlZBgDIAEoAxINCgVtb2RlbBgEIAEoCRItCgdjaG9pY2VzGAUgAygLMhwub3ZzZXJ2ZS52MS5Db21wbGV0aW9uQ2hvaWNlEiAKBXVzYWdlGAYgASgLMhEub3ZzZXJ2ZS52MS5Vc2FnZRIaChJzeXN0ZW1fZmluZ2VycHJpbnQYByABKAkixwEKEENvbXBsZXRpb25DaG9pY2USDQoFaW5kZXgYASABKAUSDAoEdGV4dBgCIAEoCRIwCghsb2dwcm9icxgDIAEoCzIeLm92c2VydmUudjEuQ29tcGxldGlvbkxvZ3Byb2JzEi8KDWZpbmlzaF9yZWFzb24YBCABKA4yGC5vdnNlcnZlLnYxLkZpbmlzaFJlYXNvbhIzCg9wcm9tcHRfbG9ncHJvYnMYBSADKAsyGi5vdnNlcnZlLnYxLlByb21wdExvZ3Byb2JzIooBChJDb21wbGV0aW9uTG9ncHJvYnMSDgoGdG9rZW5zGAEgAygJEhYKDnRva2VuX2xvZ3Byb2JzGAIgAygBEjcKDHRvcF9sb2dwcm9icxgDIAMoCzIhLm92c2VydmUudjEuQ29tcGxldGlvblRvcExvZ3Byb2JzEhMKC3RleHRfb2Zmc2V0GAQgAygFIosBChVDb21wbGV0aW9uVG9wTG9ncHJvYnMSQQoIbG9ncHJvYnMYASADKAsyLy5vdnNlcnZlLnYxLkNvbXBsZXRpb25Ub3BMb2dwcm9icy5Mb2dwcm9ic0VudHJ5Gi8KDUxvZ3Byb2JzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgBOgI4ATKTAgoRQ29tcGxldGlvblNlcnZpY2USeQoQQ3JlYXRlQ29tcGxldGlvbhIjLm92c2VydmUudjEuQ3JlYXRlQ29tcGxldGlvblJlcXVlc3QaJC5vdnNlcnZlLnYxLkNyZWF0ZUNvbXBsZXRpb25SZXNwb25zZSIagtPkkwIUOgEqIg8vdjMvY29tcGxldGlvbnMSggEKEFN0cmVhbUNvbXBsZXRpb24SIy5vdnNlcnZlLnYxLlN0cmVhbUNvbXBsZXRpb25SZXF1ZXN0GiQub3ZzZXJ2ZS52MS5TdHJlYW1Db21wbGV0aW9uUmVzcG9uc2UiIYLT5JMCGzoBKiIWL3YzL2NvbXBsZXRpb25zOnN0cmVhbTABYgZwcm90bzM", [file_google_api_annotations, file_google_protobuf_struct, file_ovserve_v1_common]);
 
 /**
  * Request of CompletionService.CreateCompletion: OpenAI's completions request
@@ -238,6 +238,29 @@ export type CreateCompletionRequest = Message<"ovserve.v1.CreateCompletionReques
   seed?: bigint | undefined;
 
   /**
+   * Added to the model's logits before sampling, by token id (a string of a
+   * vocabulary id, as OpenAI's JSON writes it): each value -100..100, at
+   * most 300 entries. -100 bans the token, +100 all but forces it. A
+   * request with entries decodes on the engine's biased lane (the model
+   * stepped token by token outside the batch: slower, see the parameters
+   * page); {} is a no-op.
+   *
+   * @generated from field: map<string, double> logit_bias = 42;
+   */
+  logitBias: { [key: string]: number };
+
+  /**
+   * Words the output may never contain (vLLM extension): each word is
+   * tokenised with and without a leading space, and its last token is
+   * banned wherever the tokens before it were just written. At most 64
+   * words of at most 100 characters. Decodes on the biased lane, as
+   * logit_bias does.
+   *
+   * @generated from field: repeated string bad_words = 43;
+   */
+  badWords: string[];
+
+  /**
    * Number of choices to return, 1 <= n <= best_of; default 1.
    *
    * @generated from field: optional int32 n = 22;
@@ -351,6 +374,33 @@ export type CreateCompletionRequest = Message<"ovserve.v1.CreateCompletionReques
    * @generated from field: repeated string guided_choice = 33;
    */
   guidedChoice: string[];
+
+  /**
+   * A free-form grammar the output must follow (llama.cpp's `grammar`):
+   * GBNF as llama.cpp's grammars write it (an empty alternative reads as "")
+   * or XGrammar's EBNF; its start rule is `root`. At most 64 KiB and 1,000
+   * rules; one that does not compile is refused naming the field with
+   * XGrammar's message. Set at most one output constraint. (llama.cpp
+   * extension.)
+   *
+   * @generated from field: optional string grammar = 39;
+   */
+  grammar?: string | undefined;
+
+  /**
+   * vLLM's older name for `grammar` (EBNF / GBNF). (vLLM extension.)
+   *
+   * @generated from field: optional string guided_grammar = 40;
+   */
+  guidedGrammar?: string | undefined;
+
+  /**
+   * vLLM's structured_outputs: exactly one of grammar, regex, choice and
+   * json, as the guided_* fields and `grammar` take them. (vLLM extension.)
+   *
+   * @generated from field: ovserve.v1.StructuredOutputs structured_outputs = 41;
+   */
+  structuredOutputs?: StructuredOutputs | undefined;
 
   /**
    * End-user identifier from OpenAI's API, for logs; not used for generation.
@@ -585,6 +635,29 @@ export type StreamCompletionRequest = Message<"ovserve.v1.StreamCompletionReques
   seed?: bigint | undefined;
 
   /**
+   * Added to the model's logits before sampling, by token id (a string of a
+   * vocabulary id, as OpenAI's JSON writes it): each value -100..100, at
+   * most 300 entries. -100 bans the token, +100 all but forces it. A
+   * request with entries decodes on the engine's biased lane (the model
+   * stepped token by token outside the batch: slower, see the parameters
+   * page); {} is a no-op.
+   *
+   * @generated from field: map<string, double> logit_bias = 42;
+   */
+  logitBias: { [key: string]: number };
+
+  /**
+   * Words the output may never contain (vLLM extension): each word is
+   * tokenised with and without a leading space, and its last token is
+   * banned wherever the tokens before it were just written. At most 64
+   * words of at most 100 characters. Decodes on the biased lane, as
+   * logit_bias does.
+   *
+   * @generated from field: repeated string bad_words = 43;
+   */
+  badWords: string[];
+
+  /**
    * Number of choices to return, 1 <= n <= best_of; default 1.
    *
    * @generated from field: optional int32 n = 22;
@@ -698,6 +771,33 @@ export type StreamCompletionRequest = Message<"ovserve.v1.StreamCompletionReques
    * @generated from field: repeated string guided_choice = 33;
    */
   guidedChoice: string[];
+
+  /**
+   * A free-form grammar the output must follow (llama.cpp's `grammar`):
+   * GBNF as llama.cpp's grammars write it (an empty alternative reads as "")
+   * or XGrammar's EBNF; its start rule is `root`. At most 64 KiB and 1,000
+   * rules; one that does not compile is refused naming the field with
+   * XGrammar's message. Set at most one output constraint. (llama.cpp
+   * extension.)
+   *
+   * @generated from field: optional string grammar = 39;
+   */
+  grammar?: string | undefined;
+
+  /**
+   * vLLM's older name for `grammar` (EBNF / GBNF). (vLLM extension.)
+   *
+   * @generated from field: optional string guided_grammar = 40;
+   */
+  guidedGrammar?: string | undefined;
+
+  /**
+   * vLLM's structured_outputs: exactly one of grammar, regex, choice and
+   * json, as the guided_* fields and `grammar` take them. (vLLM extension.)
+   *
+   * @generated from field: ovserve.v1.StructuredOutputs structured_outputs = 41;
+   */
+  structuredOutputs?: StructuredOutputs | undefined;
 
   /**
    * End-user identifier from OpenAI's API, for logs; not used for generation.
