@@ -152,6 +152,7 @@ class ModelLimits:
     max_model_len: int
     has_draft_model: bool = False
     prompt_lookup: bool = False
+    vocab_size: int = 0  # token ids a request may name (stop_token_ids) are below it; 0: not checked
 
     @property
     def assisted(self) -> bool:
@@ -231,7 +232,11 @@ class ServedModel:
             adapters=tuple(read_adapter(name, path, spec.path) for name, path in spec.lora.items()),
         )
         limits = ModelLimits(
-            spec.name, engine.max_model_len, has_draft_model=engine.has_draft_model, prompt_lookup=spec.prompt_lookup
+            spec.name,
+            engine.max_model_len,
+            has_draft_model=engine.has_draft_model,
+            prompt_lookup=spec.prompt_lookup,
+            vocab_size=engine.vocab_size,
         )
         template = engine.chat_template
         output_format = chosen[0]

@@ -327,7 +327,7 @@ def fake_model(engine: FakeEngine, *, assisted: bool = False) -> ServedModel:
     """A served model over ``engine``; ``assisted``: as with a draft model (n > 1 becomes n requests)."""
     engine.has_draft_model = assisted
     spec = ModelSpec(engine.name, Path("/nonexistent") / engine.name)
-    limits = ModelLimits(engine.name, engine.max_model_len, has_draft_model=assisted)
+    limits = ModelLimits(engine.name, engine.max_model_len, has_draft_model=assisted, vocab_size=engine.vocab_size)
     output_format = OutputFormat.choose(None, None, engine.chat_template.default)
     return ServedModel(spec, engine, limits, engine.defaults, engine.vocab_size, output_format=output_format)
 

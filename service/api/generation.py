@@ -18,6 +18,7 @@ from ovserve.service.errors import FieldViolation, InvalidArgument
 from ovserve.service.models import ModelLimits
 
 MAX_STOP_STRINGS = 16
+MAX_STOP_TOKEN_IDS = 64  # vLLM sets no bound; each id is one more check per sampled token in the engine
 MAX_SEED = 2**32 - 1
 DEFAULT_NUM_ASSISTANT_TOKENS = 5  # OVMS's fallback when neither request nor model sets one
 
@@ -108,6 +109,7 @@ def build_sampling_params(
     """
     settings, violations = _settings(request, defaults, limits, streaming)
     violations += _length_rules(budget, settings, limits)
+    violations += _min_tokens_room(settings, budget)
     settings["logprobs"] = logprobs
     settings["constraint"] = constraint
     InvalidArgument.check(violations)
@@ -148,6 +150,7 @@ def _settings(
         # request would draw the same "random" sample.
         settings["seed"] = secrets.randbelow(MAX_SEED + 1)
     violations += _stop_rules(request, settings)
+    violations += _token_rules(request, settings, limits)
     violations += _choice_rules(request, settings, limits)
     violations += _speculative_rules(request, settings, limits)
     return settings, violations
@@ -173,6 +176,38 @@ def _stop_rules(request: Any, settings: dict[str, Any]) -> list[FieldViolation]:
     if any(stops):
         settings["stop_strings"] = {stop for stop in stops if stop}
     return violations
+
+
+def _token_rules(request: Any, settings: dict[str, Any], limits: ModelLimits) -> list[FieldViolation]:
+    """vLLM's ``min_tokens`` and ``stop_token_ids`` (GenerationConfig's min_new_tokens and stop_token_ids)."""
+    violations = []
+    if request.HasField("min_tokens"):
+        if request.min_tokens < 0:
+            violations.append(FieldViolation("min_tokens", f"must be at least 0; got {request.min_tokens}"))
+        elif request.min_tokens:
+            settings["min_new_tokens"] = request.min_tokens
+    ids = list(request.stop_token_ids)
+    if len(ids) > MAX_STOP_TOKEN_IDS:
+        violations.append(FieldViolation("stop_token_ids", f"at most {MAX_STOP_TOKEN_IDS} token ids; got {len(ids)}"))
+    vocab = limits.vocab_size
+    for index, token in enumerate(ids):
+        if token < 0 or (vocab and token >= vocab):
+            upper = f" (0 to {vocab - 1})" if vocab else ""
+            violations.append(
+                FieldViolation(f"stop_token_ids[{index}]", f"{token} is not a token id of {limits.name!r}{upper}")
+            )
+    if ids:  # besides the model's own (its generation_config.json's), as vLLM adds them to EOS
+        settings["stop_token_ids"] = frozenset(settings.get("stop_token_ids", frozenset())) | frozenset(ids)
+    return violations
+
+
+def _min_tokens_room(settings: dict[str, Any], budget: Budget) -> list[FieldViolation]:
+    """``min_tokens`` within the output's length (vLLM refuses min_tokens > max_tokens too)."""
+    least, most = settings.get("min_new_tokens"), settings.get("max_new_tokens")
+    if least is None or most is None or least <= most:
+        return []
+    limit = f"{budget.field} ({most})" if budget.value is not None else f"the room the prompt leaves ({most} tokens)"
+    return [FieldViolation("min_tokens", f"must be at most {limit}; got {least}")]
 
 
 # Sampling penalties the engine's beam search refuses, with the value that means "off".

@@ -59,6 +59,7 @@ class SamplingParams:
     ignore_eos: bool | None = None
     eos_token_id: int | None = None
     stop_token_ids: frozenset[int] = frozenset()
+    min_new_tokens: int | None = None  # EOS and stop_token_ids cannot end the output before this many tokens
     # Log probability of each chosen token (0: none).
     logprobs: int = 0
     # Speculative decoding (a draft model) and prompt lookup.

@@ -588,3 +588,40 @@ def test_beam_search_with_stop_strings_is_refused_naming_the_stop_field(
     assert fields(error) == [field]
     assert "beam search" in error.message
     assert build(stop, request_class=request_class).stop_strings  # without best_of the stop is kept
+
+
+# --- vLLM's min_tokens and stop_token_ids --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("request_class", REQUEST_CLASSES, ids=lambda cls: cls.__name__)
+def test_min_tokens_and_stop_token_ids_reach_the_engine(request_class: type) -> None:
+    config = build(
+        {"min_tokens": 5, "stop_token_ids": [7, 9]},
+        defaults={"stop_token_ids": frozenset({2})},
+        request_class=request_class,
+        limits=ModelLimits("m", 100, vocab_size=50),
+    )
+    assert config.min_new_tokens == 5
+    assert config.stop_token_ids == {2, 7, 9}  # the model's own stay: the request's come besides them
+
+
+def test_min_tokens_zero_is_the_default() -> None:
+    assert build({"min_tokens": 0}).min_new_tokens == ENGINE_DEFAULT.min_new_tokens
+
+
+@pytest.mark.parametrize(
+    ("body", "max_tokens", "field", "message"),
+    [
+        ({"min_tokens": -2}, None, "min_tokens", "must be at least 0; got -2"),
+        ({"min_tokens": 11}, 10, "min_tokens", "must be at most max_tokens (10); got 11"),
+        ({"min_tokens": 91}, None, "min_tokens", "the room the prompt leaves (90 tokens)"),
+        ({"stop_token_ids": [3, 50]}, None, "stop_token_ids[1]", "50 is not a token id of 'm' (0 to 49)"),
+        ({"stop_token_ids": [-1]}, None, "stop_token_ids[0]", "-1 is not a token id"),
+        ({"stop_token_ids": [1] * 65}, None, "stop_token_ids", "at most 64 token ids; got 65"),
+    ],
+)
+def test_min_tokens_and_stop_token_ids_bounds(
+    body: dict[str, Any], max_tokens: int | None, field: str, message: str
+) -> None:
+    error = refused(body, max_tokens=max_tokens, limits=ModelLimits("m", 100, vocab_size=50))
+    assert fields(error) == [field] and message in error.violations[0].description

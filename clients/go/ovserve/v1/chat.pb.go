@@ -81,7 +81,8 @@ type CreateChatCompletionRequest struct {
 	MinTokens *int32 `protobuf:"varint,45,opt,name=min_tokens,json=minTokens,proto3,oneof" json:"min_tokens,omitempty"`
 	// Token ids that end the output, besides the model's end-of-sequence
 	// token(s); ids of the model's vocabulary, at most 64. The matched token
-	// is left out of the text. (vLLM extension.)
+	// stays in the text unless it is a special token that
+	// skip_special_tokens drops (as in vLLM). (vLLM extension.)
 	StopTokenIds []int32 `protobuf:"varint,46,rep,packed,name=stop_token_ids,json=stopTokenIds,proto3" json:"stop_token_ids,omitempty"`
 	// Assistant prefill: the last message must be the assistant's; the model
 	// continues its text instead of starting a new turn, and the reply's
@@ -708,7 +709,8 @@ type StreamChatCompletionRequest struct {
 	MinTokens *int32 `protobuf:"varint,45,opt,name=min_tokens,json=minTokens,proto3,oneof" json:"min_tokens,omitempty"`
 	// Token ids that end the output, besides the model's end-of-sequence
 	// token(s); ids of the model's vocabulary, at most 64. The matched token
-	// is left out of the text. (vLLM extension.)
+	// stays in the text unless it is a special token that
+	// skip_special_tokens drops (as in vLLM). (vLLM extension.)
 	StopTokenIds []int32 `protobuf:"varint,46,rep,packed,name=stop_token_ids,json=stopTokenIds,proto3" json:"stop_token_ids,omitempty"`
 	// Assistant prefill: the last message must be the assistant's; the model
 	// continues its text instead of starting a new turn, and the reply's

@@ -89,7 +89,8 @@ type CreateCompletionRequest struct {
 	MinTokens *int32 `protobuf:"varint,37,opt,name=min_tokens,json=minTokens,proto3,oneof" json:"min_tokens,omitempty"`
 	// Token ids that end the output, besides the model's end-of-sequence
 	// token(s); ids of the model's vocabulary, at most 64. The matched token
-	// is left out of the text. (vLLM extension.)
+	// stays in the text unless it is a special token that
+	// skip_special_tokens drops (as in vLLM). (vLLM extension.)
 	StopTokenIds []int32 `protobuf:"varint,38,rep,packed,name=stop_token_ids,json=stopTokenIds,proto3" json:"stop_token_ids,omitempty"`
 	// Keep the matched stop string at the end of the output. Default false, for
 	// streaming too, so streamed chunks join to the unary output (OVMS defaults
@@ -596,7 +597,8 @@ type StreamCompletionRequest struct {
 	MinTokens *int32 `protobuf:"varint,37,opt,name=min_tokens,json=minTokens,proto3,oneof" json:"min_tokens,omitempty"`
 	// Token ids that end the output, besides the model's end-of-sequence
 	// token(s); ids of the model's vocabulary, at most 64. The matched token
-	// is left out of the text. (vLLM extension.)
+	// stays in the text unless it is a special token that
+	// skip_special_tokens drops (as in vLLM). (vLLM extension.)
 	StopTokenIds []int32 `protobuf:"varint,38,rep,packed,name=stop_token_ids,json=stopTokenIds,proto3" json:"stop_token_ids,omitempty"`
 	// Keep the matched stop string at the end of the output. Default false, for
 	// streaming too, so streamed chunks join to the unary output (OVMS defaults

@@ -99,7 +99,8 @@ type CreateResponseRequest struct {
 	MinTokens *int32 `protobuf:"varint,51,opt,name=min_tokens,json=minTokens,proto3,oneof" json:"min_tokens,omitempty"`
 	// Token ids that end the output, besides the model's end-of-sequence
 	// token(s); ids of the model's vocabulary, at most 64. The matched token
-	// is left out of the text. (vLLM extension.)
+	// stays in the text unless it is a special token that
+	// skip_special_tokens drops (as in vLLM). (vLLM extension.)
 	StopTokenIds []int32 `protobuf:"varint,52,rep,packed,name=stop_token_ids,json=stopTokenIds,proto3" json:"stop_token_ids,omitempty"`
 	// Keep the matched stop string at the end of the output. Default false, for
 	// streaming too, so streamed deltas join to the unary output (OVMS defaults
@@ -706,7 +707,8 @@ type StreamResponseRequest struct {
 	MinTokens *int32 `protobuf:"varint,51,opt,name=min_tokens,json=minTokens,proto3,oneof" json:"min_tokens,omitempty"`
 	// Token ids that end the output, besides the model's end-of-sequence
 	// token(s); ids of the model's vocabulary, at most 64. The matched token
-	// is left out of the text. (vLLM extension.)
+	// stays in the text unless it is a special token that
+	// skip_special_tokens drops (as in vLLM). (vLLM extension.)
 	StopTokenIds []int32 `protobuf:"varint,52,rep,packed,name=stop_token_ids,json=stopTokenIds,proto3" json:"stop_token_ids,omitempty"`
 	// Keep the matched stop string at the end of the output. Default false, for
 	// streaming too, so streamed deltas join to the unary output (OVMS defaults

@@ -128,7 +128,8 @@ export type CreateChatCompletionRequest = Message<"ovserve.v1.CreateChatCompleti
   /**
    * Token ids that end the output, besides the model's end-of-sequence
    * token(s); ids of the model's vocabulary, at most 64. The matched token
-   * is left out of the text. (vLLM extension.)
+   * stays in the text unless it is a special token that
+   * skip_special_tokens drops (as in vLLM). (vLLM extension.)
    *
    * @generated from field: repeated int32 stop_token_ids = 46;
    */
@@ -625,7 +626,8 @@ export type StreamChatCompletionRequest = Message<"ovserve.v1.StreamChatCompleti
   /**
    * Token ids that end the output, besides the model's end-of-sequence
    * token(s); ids of the model's vocabulary, at most 64. The matched token
-   * is left out of the text. (vLLM extension.)
+   * stays in the text unless it is a special token that
+   * skip_special_tokens drops (as in vLLM). (vLLM extension.)
    *
    * @generated from field: repeated int32 stop_token_ids = 46;
    */

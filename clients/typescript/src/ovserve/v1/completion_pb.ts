@@ -146,7 +146,8 @@ export type CreateCompletionRequest = Message<"ovserve.v1.CreateCompletionReques
   /**
    * Token ids that end the output, besides the model's end-of-sequence
    * token(s); ids of the model's vocabulary, at most 64. The matched token
-   * is left out of the text. (vLLM extension.)
+   * stays in the text unless it is a special token that
+   * skip_special_tokens drops (as in vLLM). (vLLM extension.)
    *
    * @generated from field: repeated int32 stop_token_ids = 38;
    */
@@ -543,7 +544,8 @@ export type StreamCompletionRequest = Message<"ovserve.v1.StreamCompletionReques
   /**
    * Token ids that end the output, besides the model's end-of-sequence
    * token(s); ids of the model's vocabulary, at most 64. The matched token
-   * is left out of the text. (vLLM extension.)
+   * stays in the text unless it is a special token that
+   * skip_special_tokens drops (as in vLLM). (vLLM extension.)
    *
    * @generated from field: repeated int32 stop_token_ids = 38;
    */

@@ -165,7 +165,8 @@ export type CreateResponseRequest = Message<"ovserve.v1.CreateResponseRequest"> 
   /**
    * Token ids that end the output, besides the model's end-of-sequence
    * token(s); ids of the model's vocabulary, at most 64. The matched token
-   * is left out of the text. (vLLM extension.)
+   * stays in the text unless it is a special token that
+   * skip_special_tokens drops (as in vLLM). (vLLM extension.)
    *
    * @generated from field: repeated int32 stop_token_ids = 52;
    */
@@ -644,7 +645,8 @@ export type StreamResponseRequest = Message<"ovserve.v1.StreamResponseRequest"> 
   /**
    * Token ids that end the output, besides the model's end-of-sequence
    * token(s); ids of the model's vocabulary, at most 64. The matched token
-   * is left out of the text. (vLLM extension.)
+   * stays in the text unless it is a special token that
+   * skip_special_tokens drops (as in vLLM). (vLLM extension.)
    *
    * @generated from field: repeated int32 stop_token_ids = 52;
    */
