@@ -96,12 +96,6 @@ RESPONSES: dict[str, Parameter] = {
         REFUSED, "the context is not compacted server-side; use truncation auto", _empty("context management")
     ),
     "moderation": CHAT["moderation"],
-    # Not OpenAI's: smg adds it to every Responses body it forwards (vLLM's priority scheduling).
-    "priority": Parameter(
-        ACCEPTED, "vLLM's and smg's scheduling priority; the engine schedules in arrival order",
-        lambda value: None if value is None or (isinstance(value, int) and not isinstance(value, bool))
-        else "expected an integer",
-    ),
 }  # fmt: skip
 # Contract fields that are honoured only in part: what the rest is answered with (400 naming the field).
 PARTLY: dict[str, str] = {
