@@ -15,8 +15,8 @@ def completion_logprobs(value: completion_pb2.CompletionLogprobs) -> dict[str, A
         "tokens": list(value.tokens),
         # NaN marks an echoed first prompt token without a logprob: OpenAI's null.
         "token_logprobs": [None if math.isnan(logprob) else logprob for logprob in value.token_logprobs],
-        # {} where no alternatives were asked for (logprobs 0): the schema's items are objects; null only at the
-        # echoed first prompt token, which has no distribution before it (as OpenAI's API answers).
+        # Each holds the alternatives asked for and the chosen token (logprobs 0: the chosen token alone); null
+        # only at the echoed first prompt token, which has no distribution before it (as OpenAI's API answers).
         "top_logprobs": [
             None if math.isnan(logprob) else dict(sorted(top.logprobs.items(), key=lambda item: -item[1]))
             for top, logprob in zip(value.top_logprobs, value.token_logprobs, strict=True)

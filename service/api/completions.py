@@ -41,6 +41,9 @@ class PreparedCompletion(PreparedRuns):
     """A validated completions request, split into engine runs."""
 
     echoes: list[str]  # per prompt: the text that opens each of its choices (echo), or ""
+    # per prompt: its length in characters, where its output's text offsets start, echoed or not (OpenAI's
+    # text_offset counts from the prompt's start: a choice's first token is at len(prompt) without echo too)
+    prompt_chars: list[int]
     prompt_logprobs_asked: int | None  # the request's own prompt_logprobs (vLLM's), returned as such
 
     def prompt_logprobs(self, index: int, prompts: dict[int, TokenScores]) -> list[Any]:
@@ -67,19 +70,20 @@ class PreparedCompletion(PreparedRuns):
         offset: int | None = None,
     ) -> completion_pb2.CompletionLogprobs:
         """A choice's logprobs: with ``echoed`` (the echo goes out with them) the prompt's tokens first; text
-        offsets of the output from ``offset`` (by default, right after the echo)."""
+        offsets of the output from ``offset`` (by default the prompt's end, as OpenAI counts them)."""
         result = completion_pb2.CompletionLogprobs()
         scored = self.scored_prompt(index, prompts) if echoed else None
         if scored is not None:
             ids, scores = scored
             logprobs.completion_logprobs(
-                self.model, ids, scores.logprobs, scores.top, top=self.ask.top, offset=0, into=result
-            )
+                self.model, ids, scores.logprobs, scores.top, top=self.ask.top, offset=0,
+                written=self.echoes[index // self.n], into=result,
+            )  # fmt: skip
         if offset is None:
-            offset = len(self.echoes[index // self.n]) if echoed else 0
+            offset = self.prompt_chars[index // self.n]
         return logprobs.completion_logprobs(
             self.model, delta.token_ids, delta.logprobs, delta.top_logprobs, top=self.ask.top, offset=offset,
-            into=result,
+            written=delta.text, into=result,
         )  # fmt: skip
 
 
@@ -109,6 +113,7 @@ async def prepare(models: ModelRegistry, request: Request, *, streaming: bool) -
         skip_special_tokens=skips_special_tokens(request),
         include_usage=includes_usage(request, streaming=streaming),
         echoes=[text if echo else "" for _, text in prompts],
+        prompt_chars=[len(text) for _, text in prompts],
         prompt_logprobs_asked=request.prompt_logprobs if request.HasField("prompt_logprobs") else None,
     )
 
@@ -286,7 +291,8 @@ async def stream_completion(
             id=completion_id, object="text_completion", created=created, model=prep.model.name
         )
 
-    offsets: dict[int, int] = {}  # choice index -> characters sent, for logprobs.text_offset
+    # choice index -> the text offset of its next output character (logprobs.text_offset): from the prompt's end
+    offsets = {index: prep.prompt_chars[index // prep.n] for index in range(len(prep.prompt_chars) * prep.n)}
     started: set[int] = set()  # choices whose prompt went out (echo, prompt_logprobs)
 
     def fill(ready: list[tuple[int, SequenceDelta]]) -> completion_pb2.StreamCompletionResponse:
@@ -300,7 +306,7 @@ async def stream_completion(
             if index not in started:
                 choice.prompt_logprobs.extend(prep.prompt_logprobs(index, deltas.prompts))
                 started.add(index)
-            offset = offsets.get(index, 0) + len(echo)
+            offset = offsets[index]
             if prep.logprobs:
                 choice.logprobs.CopyFrom(
                     prep.choice_logprobs(index, delta, deltas.prompts, echoed=bool(echo), offset=offset)
@@ -315,7 +321,6 @@ async def stream_completion(
             first = chunk()
             for index in range(len(prep.echoes) * prep.n):
                 first.choices.add(index=index, text=prep.echoes[index // prep.n])
-                offsets[index] = len(prep.echoes[index // prep.n])
                 started.add(index)
             yield first
         async for ready in deltas:

@@ -229,27 +229,49 @@ def completion_logprobs(
     *,
     top: int,
     offset: int,
+    written: str,
     into: completion_pb2.CompletionLogprobs | None = None,
 ) -> completion_pb2.CompletionLogprobs:
     """OpenAI's legacy parallel lists for ``token_ids`` (appended to ``into`` if given), text offsets from
-    ``offset``. ``top_logprobs`` holds the ``top`` most likely tokens and the chosen one (OpenAI: up to
-    logprobs+1 entries); a NaN logprob (the prompt's first token) has no alternatives (null in JSON)."""
+    ``offset``, where ``written`` (the text these tokens wrote) begins. ``top_logprobs`` holds the ``top`` most
+    likely tokens and the chosen one (OpenAI: up to logprobs+1 entries); a NaN logprob (the prompt's first token)
+    has no alternatives (null in JSON)."""
     result = into if into is not None else completion_pb2.CompletionLogprobs()
     texts = token_texts(model, token_ids)
+    offsets = text_offsets(texts, written)
     for position, (token, text, logprob) in enumerate(zip(token_ids, texts, logprobs, strict=True)):
         result.tokens.append(text)
         result.token_logprobs.append(logprob)
-        result.text_offset.append(offset)
-        offset += len(text)
+        result.text_offset.append(offset + offsets[position])
         entry = result.top_logprobs.add()
         if math.isnan(logprob):
             continue
         best = alternatives[position][:top] if top else ()
         for best_text, (_, value) in zip(token_texts(model, [t for t, _ in best]), best, strict=True):
             entry.logprobs[best_text] = value
-        if top and token not in {t for t, _ in best}:
+        if token not in {t for t, _ in best}:  # logprobs 0 too: the chosen token alone ("up to logprobs+1")
             entry.logprobs.setdefault(text, logprob)
     return result
+
+
+HELD_BACK_CHARS = 8  # the most text of earlier tokens a chunk may start with (a character's bytes, held back)
+
+
+def text_offsets(texts: list[str], written: str) -> list[int]:
+    """Where each token's text starts in ``written``, the text the tokens wrote.
+
+    A token the text leaves out (a special token skip_special_tokens drops, the part of a character the
+    detokenizer holds back for the next chunk, what a stop string cut) has no place of its own: it takes the
+    place where the text goes on. A token is found from the end of the one before, so text held back from an
+    earlier chunk is passed over (a few characters at most: the search looks no further, so a long text with
+    many left-out tokens costs no more than a short one)."""
+    offsets, place = [], 0
+    for text in texts:
+        found = written.find(text, place, place + len(text) + HELD_BACK_CHARS) if text else -1
+        offsets.append(place if found < 0 else found)
+        if found >= 0:
+            place = found + len(text)
+    return offsets
 
 
 def prompt_entries(model: ServedModel, prompt_ids: list[int], scores: TokenScores, top: int) -> list[Any]:

@@ -97,7 +97,8 @@ def test_completions_logprobs_legacy_format(client: openai.OpenAI) -> None:
     assert logprobs is not None
     assert len(logprobs.tokens) == len(logprobs.token_logprobs) == len(logprobs.text_offset) == 5
     assert all(isinstance(top, dict) for top in logprobs.top_logprobs)
-    assert logprobs.text_offset[0] == 0 and logprobs.text_offset == sorted(logprobs.text_offset)
+    # OpenAI counts text offsets from the prompt's start, echoed or not
+    assert logprobs.text_offset[0] == len("Once upon a time") and logprobs.text_offset == sorted(logprobs.text_offset)
     assert all(logprob <= 0 for logprob in logprobs.token_logprobs)
 
 

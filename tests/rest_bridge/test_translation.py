@@ -113,7 +113,8 @@ def test_chat_chunk_tool_call_fragments_and_usage_null() -> None:
 
 
 def test_completion_logprobs_nan_is_null_and_an_empty_top_stays_an_empty_object() -> None:
-    """NaN (the echoed first prompt token) is null in both lists; {} (logprobs 0: no alternatives) stays {}."""
+    """NaN (the echoed first prompt token) is null in both lists; an empty entry stays {} (the schema's items are
+    objects)."""
     logprobs = completion_pb2.CompletionLogprobs(
         tokens=["a", "b", "c"], token_logprobs=[math.nan, -0.5, -0.2], text_offset=[0, 1, 2]
     )

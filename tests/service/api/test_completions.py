@@ -6,6 +6,7 @@ import openvino_genai as ov_genai
 import pytest
 
 from ovserve.clients.v1 import common_pb2, completion_pb2
+from ovserve.service.api.logprobs import text_offsets
 from tests.conftest import TINY_CHAT
 from tests.rpc import parse
 
@@ -94,11 +95,44 @@ def test_logprobs_one_per_token_with_offsets(completions) -> None:
     assert [dict(t.logprobs) for t in logprobs.top_logprobs] == [
         {tok: lp} for tok, lp in zip(logprobs.tokens, logprobs.token_logprobs, strict=True)
     ]
-    assert logprobs.text_offset[0] == 0 and logprobs.text_offset == sorted(logprobs.text_offset)
+    # from the prompt's start, as OpenAI counts them
+    assert logprobs.text_offset[0] == len(PROMPT)
+    assert_offsets(PROMPT + response.choices[0].text, list(logprobs.tokens), list(logprobs.text_offset))
     streamed = list(completions.StreamCompletion(completion_request(True, logprobs=1, max_tokens=12, ignore_eos=True)))
     assert [lp for c in streamed for ch in c.choices for lp in ch.logprobs.token_logprobs] == pytest.approx(
         list(logprobs.token_logprobs)
     )
+    # streamed offsets go on across chunks: the same as the unary ones
+    assert [o for c in streamed for ch in c.choices for o in ch.logprobs.text_offset] == list(logprobs.text_offset)
+
+
+SPECIAL = {"<|im_end|>", "<|im_start|>", "<s>", "</s>"}  # tokens the text leaves out (skip_special_tokens)
+
+
+def assert_offsets(text: str, tokens: list[str], offsets: list[int]) -> None:
+    """Each token's text stands at its offset in ``text`` (the prompt, then the choice's text); a special token
+    the text leaves out stands where the text goes on; the offsets never go back."""
+    assert offsets == sorted(offsets) and len(offsets) == len(tokens)
+    for token, offset in zip(tokens, offsets, strict=True):
+        assert token in SPECIAL or text.startswith(token, offset), (token, offset, text)
+
+
+def test_text_offsets_of_n_choices_streamed_and_of_an_echo(completions) -> None:
+    fields = {"logprobs": 0, "max_tokens": 16, "ignore_eos": True, "n": 2, "temperature": 1, "seed": 4}
+    two = completions.CreateCompletion(completion_request(**fields))
+    for choice in two.choices:
+        assert choice.logprobs.text_offset[0] == len(PROMPT)
+        assert_offsets(PROMPT + choice.text, list(choice.logprobs.tokens), list(choice.logprobs.text_offset))
+    streamed = list(completions.StreamCompletion(completion_request(True, **fields)))
+    for index in (0, 1):
+        parts = [ch for c in streamed for ch in c.choices if ch.index == index]
+        offsets, tokens = [o for p in parts for o in p.logprobs.text_offset], [t for p in parts for t in p.logprobs.tokens]
+        assert offsets[0] == len(PROMPT)  # and go on across chunks (when there are several)
+        assert_offsets(PROMPT + "".join(p.text for p in parts), tokens, offsets)
+    echoed = completions.CreateCompletion(completion_request(echo=True, logprobs=0, max_tokens=4, ignore_eos=True))
+    logprobs = echoed.choices[0].logprobs  # the prompt's tokens from 0, then the output's from the prompt's end
+    assert logprobs.text_offset[0] == 0
+    assert_offsets(echoed.choices[0].text, list(logprobs.tokens), list(logprobs.text_offset))
 
 
 def test_usage_chunk_and_finish_reasons(completions) -> None:
@@ -135,3 +169,22 @@ def test_stop_strings_cut_at_the_first_one_unary_and_streamed_alike(
     assert [c.finish_reason for chunk in streamed for c in chunk.choices if c.finish_reason] == [
         common_pb2.FINISH_REASON_STOP
     ]
+
+
+def test_logprobs_zero_gives_the_chosen_token_alone(completions) -> None:
+    """OpenAI's "up to logprobs+1 elements": with logprobs 0, each position's top_logprobs is the chosen token."""
+    for streaming in (False, True):
+        request = completion_request(streaming, logprobs=0, max_tokens=8)
+        replies = list(completions.StreamCompletion(request)) if streaming else [completions.CreateCompletion(request)]
+        parts = [choice.logprobs for reply in replies for choice in reply.choices]
+        tokens = [token for part in parts for token in part.tokens]
+        values = [value for part in parts for value in part.token_logprobs]
+        tops = [dict(top.logprobs) for part in parts for top in part.top_logprobs]
+        assert len(tokens) == 8 and tops == [{token: value} for token, value in zip(tokens, values, strict=True)]
+
+
+def test_text_offsets_pass_over_left_out_tokens_and_held_back_text() -> None:
+    # a special token the text drops stands where the text goes on; text held back from the chunk before is passed
+    assert text_offsets([".", "<|im_end|>", "\n", "user"], ".\nuser") == [0, 1, 1, 2]
+    assert text_offsets(["me", " "], "é me ") == [2, 4]
+    assert text_offsets(["x"], "") == [0]

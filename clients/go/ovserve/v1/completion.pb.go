@@ -1531,11 +1531,15 @@ type CompletionLogprobs struct {
 	// has no logprob (OpenAI: null); it is NaN here and null in the bridge's
 	// JSON.
 	TokenLogprobs []float64 `protobuf:"fixed64,2,rep,packed,name=token_logprobs,json=tokenLogprobs,proto3" json:"token_logprobs,omitempty"`
-	// The `logprobs` most likely tokens at each position (empty for the first
-	// echoed prompt token; OpenAI: null).
+	// The `logprobs` most likely tokens at each position, and the chosen token
+	// when it is not among them (OpenAI's "up to logprobs+1": with logprobs 0,
+	// the chosen token alone); empty for the first echoed prompt token
+	// (OpenAI: null).
 	TopLogprobs []*CompletionTopLogprobs `protobuf:"bytes,3,rep,name=top_logprobs,json=topLogprobs,proto3" json:"top_logprobs,omitempty"`
-	// Character offset of each token in the choice's text (counting from the
-	// start of the choice's full text).
+	// Character offset of each token, counting from the prompt's start as
+	// OpenAI does, echoed or not: without echo the first output token's
+	// offset is the prompt's length. A token the text leaves out (a special
+	// token skip_special_tokens drops) has the offset where the text goes on.
 	TextOffset []int32 `protobuf:"varint,4,rep,packed,name=text_offset,json=textOffset,proto3" json:"text_offset,omitempty"`
 }
 

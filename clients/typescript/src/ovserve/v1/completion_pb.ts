@@ -1119,16 +1119,20 @@ export type CompletionLogprobs = Message<"ovserve.v1.CompletionLogprobs"> & {
   tokenLogprobs: number[];
 
   /**
-   * The `logprobs` most likely tokens at each position (empty for the first
-   * echoed prompt token; OpenAI: null).
+   * The `logprobs` most likely tokens at each position, and the chosen token
+   * when it is not among them (OpenAI's "up to logprobs+1": with logprobs 0,
+   * the chosen token alone); empty for the first echoed prompt token
+   * (OpenAI: null).
    *
    * @generated from field: repeated ovserve.v1.CompletionTopLogprobs top_logprobs = 3;
    */
   topLogprobs: CompletionTopLogprobs[];
 
   /**
-   * Character offset of each token in the choice's text (counting from the
-   * start of the choice's full text).
+   * Character offset of each token, counting from the prompt's start as
+   * OpenAI does, echoed or not: without echo the first output token's
+   * offset is the prompt's length. A token the text leaves out (a special
+   * token skip_special_tokens drops) has the offset where the text goes on.
    *
    * @generated from field: repeated int32 text_offset = 4;
    */
