@@ -126,7 +126,8 @@ def test_text_offsets_of_n_choices_streamed_and_of_an_echo(completions) -> None:
     streamed = list(completions.StreamCompletion(completion_request(True, **fields)))
     for index in (0, 1):
         parts = [ch for c in streamed for ch in c.choices if ch.index == index]
-        offsets, tokens = [o for p in parts for o in p.logprobs.text_offset], [t for p in parts for t in p.logprobs.tokens]
+        offsets = [o for p in parts for o in p.logprobs.text_offset]
+        tokens = [t for p in parts for t in p.logprobs.tokens]
         assert offsets[0] == len(PROMPT)  # and go on across chunks (when there are several)
         assert_offsets(PROMPT + "".join(p.text for p in parts), tokens, offsets)
     echoed = completions.CreateCompletion(completion_request(echo=True, logprobs=0, max_tokens=4, ignore_eos=True))
