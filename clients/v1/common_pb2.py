@@ -25,17 +25,17 @@ _sym_db = _symbol_database.Default()
 from google.protobuf import struct_pb2 as google_dot_protobuf_dot_struct__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x17ovserve/v1/common.proto\x12\novserve.v1\x1a\x1cgoogle/protobuf/struct.proto\"=\n\rStreamOptions\x12\x1a\n\rinclude_usage\x18\x01 \x01(\x08H\x00\x88\x01\x01\x42\x10\n\x0e_include_usage\"\xd7\x01\n\x05Usage\x12\x15\n\rprompt_tokens\x18\x01 \x01(\x05\x12\x19\n\x11\x63ompletion_tokens\x18\x02 \x01(\x05\x12\x14\n\x0ctotal_tokens\x18\x03 \x01(\x05\x12>\n\x15prompt_tokens_details\x18\x04 \x01(\x0b\x32\x1f.ovserve.v1.PromptTokensDetails\x12\x46\n\x19\x63ompletion_tokens_details\x18\x05 \x01(\x0b\x32#.ovserve.v1.CompletionTokensDetails\",\n\x13PromptTokensDetails\x12\x15\n\rcached_tokens\x18\x01 \x01(\x05\"3\n\x17\x43ompletionTokensDetails\x12\x18\n\x10reasoning_tokens\x18\x01 \x01(\x05\"k\n\x0cTokenLogprob\x12\r\n\x05token\x18\x01 \x01(\t\x12\x0f\n\x07logprob\x18\x02 \x01(\x01\x12\r\n\x05\x62ytes\x18\x03 \x03(\x05\x12,\n\x0ctop_logprobs\x18\x04 \x03(\x0b\x32\x16.ovserve.v1.TopLogprob\"W\n\rRankedLogprob\x12\x10\n\x08token_id\x18\x01 \x01(\x05\x12\x0f\n\x07logprob\x18\x02 \x01(\x01\x12\x0c\n\x04rank\x18\x03 \x01(\x05\x12\x15\n\rdecoded_token\x18\x04 \x01(\t\";\n\x0ePromptLogprobs\x12)\n\x06tokens\x18\x01 \x03(\x0b\x32\x19.ovserve.v1.RankedLogprob\";\n\nTopLogprob\x12\r\n\x05token\x18\x01 \x01(\t\x12\x0f\n\x07logprob\x18\x02 \x01(\x01\x12\r\n\x05\x62ytes\x18\x03 \x03(\x05\"\x99\x01\n\x12\x46unctionDefinition\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x18\n\x0b\x64\x65scription\x18\x02 \x01(\tH\x00\x88\x01\x01\x12+\n\nparameters\x18\x03 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\x13\n\x06strict\x18\x04 \x01(\x08H\x01\x88\x01\x01\x42\x0e\n\x0c_descriptionB\t\n\x07_strict\"\x1c\n\x0c\x46unctionName\x12\x0c\n\x04name\x18\x01 \x01(\t\"P\n\x08ToolCall\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0c\n\x04type\x18\x02 \x01(\t\x12*\n\x08\x66unction\x18\x03 \x01(\x0b\x32\x18.ovserve.v1.FunctionCall\"/\n\x0c\x46unctionCall\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x11\n\targuments\x18\x02 \x01(\t\"\xb5\x01\n\x0eResponseFormat\x12\x0c\n\x04type\x18\x01 \x01(\t\x12+\n\x0bjson_schema\x18\x02 \x01(\x0b\x32\x16.ovserve.v1.JsonSchema\x12-\n\nstructures\x18\x03 \x03(\x0b\x32\x19.ovserve.v1.StructuralTag\x12\x10\n\x08triggers\x18\x04 \x03(\t\x12\'\n\x06\x66ormat\x18\x05 \x01(\x0b\x32\x17.google.protobuf.Struct\"\x8d\x01\n\nJsonSchema\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x18\n\x0b\x64\x65scription\x18\x02 \x01(\tH\x00\x88\x01\x01\x12\'\n\x06schema\x18\x03 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\x13\n\x06strict\x18\x04 \x01(\x08H\x01\x88\x01\x01\x42\x0e\n\x0c_descriptionB\t\n\x07_strict\"T\n\rStructuralTag\x12\r\n\x05\x62\x65gin\x18\x01 \x01(\t\x12\'\n\x06schema\x18\x02 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\x0b\n\x03\x65nd\x18\x03 \x01(\t*\x9f\x01\n\x0c\x46inishReason\x12\x1d\n\x19\x46INISH_REASON_UNSPECIFIED\x10\x00\x12\x16\n\x12\x46INISH_REASON_STOP\x10\x01\x12\x18\n\x14\x46INISH_REASON_LENGTH\x10\x02\x12\x1c\n\x18\x46INISH_REASON_TOOL_CALLS\x10\x03\x12 \n\x1c\x46INISH_REASON_CONTENT_FILTER\x10\x04*s\n\x04Role\x12\x14\n\x10ROLE_UNSPECIFIED\x10\x00\x12\x0f\n\x0bROLE_SYSTEM\x10\x01\x12\x12\n\x0eROLE_DEVELOPER\x10\x02\x12\r\n\tROLE_USER\x10\x03\x12\x12\n\x0eROLE_ASSISTANT\x10\x04\x12\r\n\tROLE_TOOL\x10\x05\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x17ovserve/v1/common.proto\x12\novserve.v1\x1a\x1cgoogle/protobuf/struct.proto\"=\n\rStreamOptions\x12\x1a\n\rinclude_usage\x18\x01 \x01(\x08H\x00\x88\x01\x01\x42\x10\n\x0e_include_usage\"\xd7\x01\n\x05Usage\x12\x15\n\rprompt_tokens\x18\x01 \x01(\x05\x12\x19\n\x11\x63ompletion_tokens\x18\x02 \x01(\x05\x12\x14\n\x0ctotal_tokens\x18\x03 \x01(\x05\x12>\n\x15prompt_tokens_details\x18\x04 \x01(\x0b\x32\x1f.ovserve.v1.PromptTokensDetails\x12\x46\n\x19\x63ompletion_tokens_details\x18\x05 \x01(\x0b\x32#.ovserve.v1.CompletionTokensDetails\",\n\x13PromptTokensDetails\x12\x15\n\rcached_tokens\x18\x01 \x01(\x05\"3\n\x17\x43ompletionTokensDetails\x12\x18\n\x10reasoning_tokens\x18\x01 \x01(\x05\"k\n\x0cTokenLogprob\x12\r\n\x05token\x18\x01 \x01(\t\x12\x0f\n\x07logprob\x18\x02 \x01(\x01\x12\r\n\x05\x62ytes\x18\x03 \x03(\x05\x12,\n\x0ctop_logprobs\x18\x04 \x03(\x0b\x32\x16.ovserve.v1.TopLogprob\"W\n\rRankedLogprob\x12\x10\n\x08token_id\x18\x01 \x01(\x05\x12\x0f\n\x07logprob\x18\x02 \x01(\x01\x12\x0c\n\x04rank\x18\x03 \x01(\x05\x12\x15\n\rdecoded_token\x18\x04 \x01(\t\";\n\x0ePromptLogprobs\x12)\n\x06tokens\x18\x01 \x03(\x0b\x32\x19.ovserve.v1.RankedLogprob\";\n\nTopLogprob\x12\r\n\x05token\x18\x01 \x01(\t\x12\x0f\n\x07logprob\x18\x02 \x01(\x01\x12\r\n\x05\x62ytes\x18\x03 \x03(\x05\"\x99\x01\n\x12\x46unctionDefinition\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x18\n\x0b\x64\x65scription\x18\x02 \x01(\tH\x00\x88\x01\x01\x12+\n\nparameters\x18\x03 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\x13\n\x06strict\x18\x04 \x01(\x08H\x01\x88\x01\x01\x42\x0e\n\x0c_descriptionB\t\n\x07_strict\"\x1c\n\x0c\x46unctionName\x12\x0c\n\x04name\x18\x01 \x01(\t\"|\n\x08ToolCall\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0c\n\x04type\x18\x02 \x01(\t\x12*\n\x08\x66unction\x18\x03 \x01(\x0b\x32\x18.ovserve.v1.FunctionCall\x12*\n\x06\x63ustom\x18\x04 \x01(\x0b\x32\x1a.ovserve.v1.CustomToolCall\"-\n\x0e\x43ustomToolCall\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\r\n\x05input\x18\x02 \x01(\t\"r\n\nCustomTool\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x18\n\x0b\x64\x65scription\x18\x02 \x01(\tH\x00\x88\x01\x01\x12,\n\x06\x66ormat\x18\x03 \x01(\x0b\x32\x1c.ovserve.v1.CustomToolFormatB\x0e\n\x0c_description\"P\n\x10\x43ustomToolFormat\x12\x0c\n\x04type\x18\x01 \x01(\t\x12.\n\x07grammar\x18\x02 \x01(\x0b\x32\x1d.ovserve.v1.CustomToolGrammar\"7\n\x11\x43ustomToolGrammar\x12\x0e\n\x06syntax\x18\x01 \x01(\t\x12\x12\n\ndefinition\x18\x02 \x01(\t\"\x8a\x01\n\x11StructuredOutputs\x12\x14\n\x07grammar\x18\x01 \x01(\tH\x00\x88\x01\x01\x12\x12\n\x05regex\x18\x02 \x01(\tH\x01\x88\x01\x01\x12\x0e\n\x06\x63hoice\x18\x03 \x03(\t\x12%\n\x04json\x18\x04 \x01(\x0b\x32\x17.google.protobuf.StructB\n\n\x08_grammarB\x08\n\x06_regex\"/\n\x0c\x46unctionCall\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x11\n\targuments\x18\x02 \x01(\t\"\xb5\x01\n\x0eResponseFormat\x12\x0c\n\x04type\x18\x01 \x01(\t\x12+\n\x0bjson_schema\x18\x02 \x01(\x0b\x32\x16.ovserve.v1.JsonSchema\x12-\n\nstructures\x18\x03 \x03(\x0b\x32\x19.ovserve.v1.StructuralTag\x12\x10\n\x08triggers\x18\x04 \x03(\t\x12\'\n\x06\x66ormat\x18\x05 \x01(\x0b\x32\x17.google.protobuf.Struct\"\x8d\x01\n\nJsonSchema\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x18\n\x0b\x64\x65scription\x18\x02 \x01(\tH\x00\x88\x01\x01\x12\'\n\x06schema\x18\x03 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\x13\n\x06strict\x18\x04 \x01(\x08H\x01\x88\x01\x01\x42\x0e\n\x0c_descriptionB\t\n\x07_strict\"T\n\rStructuralTag\x12\r\n\x05\x62\x65gin\x18\x01 \x01(\t\x12\'\n\x06schema\x18\x02 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\x0b\n\x03\x65nd\x18\x03 \x01(\t*\x9f\x01\n\x0c\x46inishReason\x12\x1d\n\x19\x46INISH_REASON_UNSPECIFIED\x10\x00\x12\x16\n\x12\x46INISH_REASON_STOP\x10\x01\x12\x18\n\x14\x46INISH_REASON_LENGTH\x10\x02\x12\x1c\n\x18\x46INISH_REASON_TOOL_CALLS\x10\x03\x12 \n\x1c\x46INISH_REASON_CONTENT_FILTER\x10\x04*s\n\x04Role\x12\x14\n\x10ROLE_UNSPECIFIED\x10\x00\x12\x0f\n\x0bROLE_SYSTEM\x10\x01\x12\x12\n\x0eROLE_DEVELOPER\x10\x02\x12\r\n\tROLE_USER\x10\x03\x12\x12\n\x0eROLE_ASSISTANT\x10\x04\x12\r\n\tROLE_TOOL\x10\x05\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'ovserve.v1.common_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_FINISHREASON']._serialized_start=1501
-  _globals['_FINISHREASON']._serialized_end=1660
-  _globals['_ROLE']._serialized_start=1662
-  _globals['_ROLE']._serialized_end=1777
+  _globals['_FINISHREASON']._serialized_start=1988
+  _globals['_FINISHREASON']._serialized_end=2147
+  _globals['_ROLE']._serialized_start=2149
+  _globals['_ROLE']._serialized_end=2264
   _globals['_STREAMOPTIONS']._serialized_start=69
   _globals['_STREAMOPTIONS']._serialized_end=130
   _globals['_USAGE']._serialized_start=133
@@ -57,13 +57,23 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_FUNCTIONNAME']._serialized_start=925
   _globals['_FUNCTIONNAME']._serialized_end=953
   _globals['_TOOLCALL']._serialized_start=955
-  _globals['_TOOLCALL']._serialized_end=1035
-  _globals['_FUNCTIONCALL']._serialized_start=1037
-  _globals['_FUNCTIONCALL']._serialized_end=1084
-  _globals['_RESPONSEFORMAT']._serialized_start=1087
-  _globals['_RESPONSEFORMAT']._serialized_end=1268
-  _globals['_JSONSCHEMA']._serialized_start=1271
-  _globals['_JSONSCHEMA']._serialized_end=1412
-  _globals['_STRUCTURALTAG']._serialized_start=1414
-  _globals['_STRUCTURALTAG']._serialized_end=1498
+  _globals['_TOOLCALL']._serialized_end=1079
+  _globals['_CUSTOMTOOLCALL']._serialized_start=1081
+  _globals['_CUSTOMTOOLCALL']._serialized_end=1126
+  _globals['_CUSTOMTOOL']._serialized_start=1128
+  _globals['_CUSTOMTOOL']._serialized_end=1242
+  _globals['_CUSTOMTOOLFORMAT']._serialized_start=1244
+  _globals['_CUSTOMTOOLFORMAT']._serialized_end=1324
+  _globals['_CUSTOMTOOLGRAMMAR']._serialized_start=1326
+  _globals['_CUSTOMTOOLGRAMMAR']._serialized_end=1381
+  _globals['_STRUCTUREDOUTPUTS']._serialized_start=1384
+  _globals['_STRUCTUREDOUTPUTS']._serialized_end=1522
+  _globals['_FUNCTIONCALL']._serialized_start=1524
+  _globals['_FUNCTIONCALL']._serialized_end=1571
+  _globals['_RESPONSEFORMAT']._serialized_start=1574
+  _globals['_RESPONSEFORMAT']._serialized_end=1755
+  _globals['_JSONSCHEMA']._serialized_start=1758
+  _globals['_JSONSCHEMA']._serialized_end=1899
+  _globals['_STRUCTURALTAG']._serialized_start=1901
+  _globals['_STRUCTURALTAG']._serialized_end=1985
 # @@protoc_insertion_point(module_scope)

@@ -127,14 +127,62 @@ class FunctionName(_message.Message):
     def __init__(self, name: _Optional[str] = ...) -> None: ...
 
 class ToolCall(_message.Message):
-    __slots__ = ("id", "type", "function")
+    __slots__ = ("id", "type", "function", "custom")
     ID_FIELD_NUMBER: _ClassVar[int]
     TYPE_FIELD_NUMBER: _ClassVar[int]
     FUNCTION_FIELD_NUMBER: _ClassVar[int]
+    CUSTOM_FIELD_NUMBER: _ClassVar[int]
     id: str
     type: str
     function: FunctionCall
-    def __init__(self, id: _Optional[str] = ..., type: _Optional[str] = ..., function: _Optional[_Union[FunctionCall, _Mapping]] = ...) -> None: ...
+    custom: CustomToolCall
+    def __init__(self, id: _Optional[str] = ..., type: _Optional[str] = ..., function: _Optional[_Union[FunctionCall, _Mapping]] = ..., custom: _Optional[_Union[CustomToolCall, _Mapping]] = ...) -> None: ...
+
+class CustomToolCall(_message.Message):
+    __slots__ = ("name", "input")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    INPUT_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    input: str
+    def __init__(self, name: _Optional[str] = ..., input: _Optional[str] = ...) -> None: ...
+
+class CustomTool(_message.Message):
+    __slots__ = ("name", "description", "format")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
+    FORMAT_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    description: str
+    format: CustomToolFormat
+    def __init__(self, name: _Optional[str] = ..., description: _Optional[str] = ..., format: _Optional[_Union[CustomToolFormat, _Mapping]] = ...) -> None: ...
+
+class CustomToolFormat(_message.Message):
+    __slots__ = ("type", "grammar")
+    TYPE_FIELD_NUMBER: _ClassVar[int]
+    GRAMMAR_FIELD_NUMBER: _ClassVar[int]
+    type: str
+    grammar: CustomToolGrammar
+    def __init__(self, type: _Optional[str] = ..., grammar: _Optional[_Union[CustomToolGrammar, _Mapping]] = ...) -> None: ...
+
+class CustomToolGrammar(_message.Message):
+    __slots__ = ("syntax", "definition")
+    SYNTAX_FIELD_NUMBER: _ClassVar[int]
+    DEFINITION_FIELD_NUMBER: _ClassVar[int]
+    syntax: str
+    definition: str
+    def __init__(self, syntax: _Optional[str] = ..., definition: _Optional[str] = ...) -> None: ...
+
+class StructuredOutputs(_message.Message):
+    __slots__ = ("grammar", "regex", "choice", "json")
+    GRAMMAR_FIELD_NUMBER: _ClassVar[int]
+    REGEX_FIELD_NUMBER: _ClassVar[int]
+    CHOICE_FIELD_NUMBER: _ClassVar[int]
+    JSON_FIELD_NUMBER: _ClassVar[int]
+    grammar: str
+    regex: str
+    choice: _containers.RepeatedScalarFieldContainer[str]
+    json: _struct_pb2.Struct
+    def __init__(self, grammar: _Optional[str] = ..., regex: _Optional[str] = ..., choice: _Optional[_Iterable[str]] = ..., json: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ...) -> None: ...
 
 class FunctionCall(_message.Message):
     __slots__ = ("name", "arguments")

@@ -25,7 +25,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file ovserve/v1/common.proto.
  */
 export const file_ovserve_v1_common: GenFile = /*@__PURE__*/
-  fileDesc("ChdvdnNlcnZlL3YxL2NvbW1vbi5wcm90bxIKb3ZzZXJ2ZS52MSI9Cg1TdHJlYW1PcHRpb25zEhoKDWluY2x1ZGVfdXNhZ2UYASABKAhIAIgBAUIQCg5faW5jbHVkZV91c2FnZSLXAQoFVXNhZ2USFQoNcHJvbXB0X3Rva2VucxgBIAEoBRIZChFjb21wbGV0aW9uX3Rva2VucxgCIAEoBRIUCgx0b3RhbF90b2tlbnMYAyABKAUSPgoVcHJvbXB0X3Rva2Vuc19kZXRhaWxzGAQgASgLMh8ub3ZzZXJ2ZS52MS5Qcm9tcHRUb2tlbnNEZXRhaWxzEkYKGWNvbXBsZXRpb25fdG9rZW5zX2RldGFpbHMYBSABKAsyIy5vdnNlcnZlLnYxLkNvbXBsZXRpb25Ub2tlbnNEZXRhaWxzIiwKE1Byb21wdFRva2Vuc0RldGFpbHMSFQoNY2FjaGVkX3Rva2VucxgBIAEoBSIzChdDb21wbGV0aW9uVG9rZW5zRGV0YWlscxIYChByZWFzb25pbmdfdG9rZW5zGAEgASgFImsKDFRva2VuTG9ncHJvYhINCgV0b2tlbhgBIAEoCRIPCgdsb2dwcm9iGAIgASgBEg0KBWJ5dGVzGAMgAygFEiwKDHRvcF9sb2dwcm9icxgEIAMoCzIWLm92c2VydmUudjEuVG9wTG9ncHJvYiJXCg1SYW5rZWRMb2dwcm9iEhAKCHRva2VuX2lkGAEgASgFEg8KB2xvZ3Byb2IYAiABKAESDAoEcmFuaxgDIAEoBRIVCg1kZWNvZGVkX3Rva2VuGAQgASgJIjsKDlByb21wdExvZ3Byb2JzEikKBnRva2VucxgBIAMoCzIZLm92c2VydmUudjEuUmFua2VkTG9ncHJvYiI7CgpUb3BMb2dwcm9iEg0KBXRva2VuGAEgASgJEg8KB2xvZ3Byb2IYAiABKAESDQoFYnl0ZXMYAyADKAUimQEKEkZ1bmN0aW9uRGVmaW5pdGlvbhIMCgRuYW1lGAEgASgJEhgKC2Rlc2NyaXB0aW9uGAIgASgJSACIAQESKwoKcGFyYW1ldGVycxgDIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSEwoGc3RyaWN0GAQgASgISAGIAQFCDgoMX2Rlc2NyaXB0aW9uQgkKB19zdHJpY3QiHAoMRnVuY3Rpb25OYW1lEgwKBG5hbWUYASABKAkiUAoIVG9vbENhbGwSCgoCaWQYASABKAkSDAoEdHlwZRgCIAEoCRIqCghmdW5jdGlvbhgDIAEoCzIYLm92c2VydmUudjEuRnVuY3Rpb25DYWxsIi8KDEZ1bmN0aW9uQ2FsbBIMCgRuYW1lGAEgASgJEhEKCWFyZ3VtZW50cxgCIAEoCSK1AQoOUmVzcG9uc2VGb3JtYXQSDAoEdHlwZRgBIAEoCRIrCgtqc29uX3NjaGVtYRgCIAEoCzIWLm92c2VydmUudjEuSnNvblNjaGVtYRItCgpzdHJ1Y3R1cmVzGAMgAygLMhkub3ZzZXJ2ZS52MS5TdHJ1Y3R1cmFsVGFnEhAKCHRyaWdnZXJzGAQgAygJEicKBmZvcm1hdBgFIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QijQEKCkpzb25TY2hlbWESDAoEbmFtZRgBIAEoCRIYCgtkZXNjcmlwdGlvbhgCIAEoCUgAiAEBEicKBnNjaGVtYRgDIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSEwoGc3RyaWN0GAQgASgISAGIAQFCDgoMX2Rlc2NyaXB0aW9uQgkKB19zdHJpY3QiVAoNU3RydWN0dXJhbFRhZxINCgViZWdpbhgBIAEoCRInCgZzY2hlbWEYAiABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EgsKA2VuZBgDIAEoCSqfAQoMRmluaXNoUmVhc29uEh0KGUZJTklTSF9SRUFTT05fVU5TUEVDSUZJRUQQABIWChJGSU5JU0hfUkVBU09OX1NUT1AQARIYChRGSU5JU0hfUkVBU09OX0xFTkdUSBACEhwKGEZJTklTSF9SRUFTT05fVE9PTF9DQUxMUxADEiAKHEZJTklTSF9SRUFTT05fQ09OVEVOVF9GSUxURVIQBCpzCgRSb2xlEhQKEFJPTEVfVU5TUEVDSUZJRUQQABIPCgtST0xFX1NZU1RFTRABEhIKDlJPTEVfREVWRUxPUEVSEAISDQoJUk9MRV9VU0VSEAMSEgoOUk9MRV9BU1NJU1RBTlQQBBINCglST0xFX1RPT0wQBWIGcHJvdG8z", [file_google_protobuf_struct]);
+  fileDesc("ChdvdnNlcnZlL3YxL2NvbW1vbi5wcm90bxIKb3ZzZXJ2ZS52MSI9Cg1TdHJlYW1PcHRpb25zEhoKDWluY2x1ZGVfdXNhZ2UYASABKAhIAIgBAUIQCg5faW5jbHVkZV91c2FnZSLXAQoFVXNhZ2USFQoNcHJvbXB0X3Rva2VucxgBIAEoBRIZChFjb21wbGV0aW9uX3Rva2VucxgCIAEoBRIUCgx0b3RhbF90b2tlbnMYAyABKAUSPgoVcHJvbXB0X3Rva2Vuc19kZXRhaWxzGAQgASgLMh8ub3ZzZXJ2ZS52MS5Qcm9tcHRUb2tlbnNEZXRhaWxzEkYKGWNvbXBsZXRpb25fdG9rZW5zX2RldGFpbHMYBSABKAsyIy5vdnNlcnZlLnYxLkNvbXBsZXRpb25Ub2tlbnNEZXRhaWxzIiwKE1Byb21wdFRva2Vuc0RldGFpbHMSFQoNY2FjaGVkX3Rva2VucxgBIAEoBSIzChdDb21wbGV0aW9uVG9rZW5zRGV0YWlscxIYChByZWFzb25pbmdfdG9rZW5zGAEgASgFImsKDFRva2VuTG9ncHJvYhINCgV0b2tlbhgBIAEoCRIPCgdsb2dwcm9iGAIgASgBEg0KBWJ5dGVzGAMgAygFEiwKDHRvcF9sb2dwcm9icxgEIAMoCzIWLm92c2VydmUudjEuVG9wTG9ncHJvYiJXCg1SYW5rZWRMb2dwcm9iEhAKCHRva2VuX2lkGAEgASgFEg8KB2xvZ3Byb2IYAiABKAESDAoEcmFuaxgDIAEoBRIVCg1kZWNvZGVkX3Rva2VuGAQgASgJIjsKDlByb21wdExvZ3Byb2JzEikKBnRva2VucxgBIAMoCzIZLm92c2VydmUudjEuUmFua2VkTG9ncHJvYiI7CgpUb3BMb2dwcm9iEg0KBXRva2VuGAEgASgJEg8KB2xvZ3Byb2IYAiABKAESDQoFYnl0ZXMYAyADKAUimQEKEkZ1bmN0aW9uRGVmaW5pdGlvbhIMCgRuYW1lGAEgASgJEhgKC2Rlc2NyaXB0aW9uGAIgASgJSACIAQESKwoKcGFyYW1ldGVycxgDIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSEwoGc3RyaWN0GAQgASgISAGIAQFCDgoMX2Rlc2NyaXB0aW9uQgkKB19zdHJpY3QiHAoMRnVuY3Rpb25OYW1lEgwKBG5hbWUYASABKAkifAoIVG9vbENhbGwSCgoCaWQYASABKAkSDAoEdHlwZRgCIAEoCRIqCghmdW5jdGlvbhgDIAEoCzIYLm92c2VydmUudjEuRnVuY3Rpb25DYWxsEioKBmN1c3RvbRgEIAEoCzIaLm92c2VydmUudjEuQ3VzdG9tVG9vbENhbGwiLQoOQ3VzdG9tVG9vbENhbGwSDAoEbmFtZRgBIAEoCRINCgVpbnB1dBgCIAEoCSJyCgpDdXN0b21Ub29sEgwKBG5hbWUYASABKAkSGAoLZGVzY3JpcHRpb24YAiABKAlIAIgBARIsCgZmb3JtYXQYAyABKAsyHC5vdnNlcnZlLnYxLkN1c3RvbVRvb2xGb3JtYXRCDgoMX2Rlc2NyaXB0aW9uIlAKEEN1c3RvbVRvb2xGb3JtYXQSDAoEdHlwZRgBIAEoCRIuCgdncmFtbWFyGAIgASgLMh0ub3ZzZXJ2ZS52MS5DdXN0b21Ub29sR3JhbW1hciI3ChFDdXN0b21Ub29sR3JhbW1hchIOCgZzeW50YXgYASABKAkSEgoKZGVmaW5pdGlvbhgCIAEoCSKKAQoRU3RydWN0dXJlZE91dHB1dHMSFAoHZ3JhbW1hchgBIAEoCUgAiAEBEhIKBXJlZ2V4GAIgASgJSAGIAQESDgoGY2hvaWNlGAMgAygJEiUKBGpzb24YBCABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0QgoKCF9ncmFtbWFyQggKBl9yZWdleCIvCgxGdW5jdGlvbkNhbGwSDAoEbmFtZRgBIAEoCRIRCglhcmd1bWVudHMYAiABKAkitQEKDlJlc3BvbnNlRm9ybWF0EgwKBHR5cGUYASABKAkSKwoLanNvbl9zY2hlbWEYAiABKAsyFi5vdnNlcnZlLnYxLkpzb25TY2hlbWESLQoKc3RydWN0dXJlcxgDIAMoCzIZLm92c2VydmUudjEuU3RydWN0dXJhbFRhZxIQCgh0cmlnZ2VycxgEIAMoCRInCgZmb3JtYXQYBSABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Io0BCgpKc29uU2NoZW1hEgwKBG5hbWUYASABKAkSGAoLZGVzY3JpcHRpb24YAiABKAlIAIgBARInCgZzY2hlbWEYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhMKBnN0cmljdBgEIAEoCEgBiAEBQg4KDF9kZXNjcmlwdGlvbkIJCgdfc3RyaWN0IlQKDVN0cnVjdHVyYWxUYWcSDQoFYmVnaW4YASABKAkSJwoGc2NoZW1hGAIgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBILCgNlbmQYAyABKAkqnwEKDEZpbmlzaFJlYXNvbhIdChlGSU5JU0hfUkVBU09OX1VOU1BFQ0lGSUVEEAASFgoSRklOSVNIX1JFQVNPTl9TVE9QEAESGAoURklOSVNIX1JFQVNPTl9MRU5HVEgQAhIcChhGSU5JU0hfUkVBU09OX1RPT0xfQ0FMTFMQAxIgChxGSU5JU0hfUkVBU09OX0NPTlRFTlRfRklMVEVSEAQqcwoEUm9sZRIUChBST0xFX1VOU1BFQ0lGSUVEEAASDwoLUk9MRV9TWVNURU0QARISCg5ST0xFX0RFVkVMT1BFUhACEg0KCVJPTEVfVVNFUhADEhIKDlJPTEVfQVNTSVNUQU5UEAQSDQoJUk9MRV9UT09MEAViBnByb3RvMw", [file_google_protobuf_struct]);
 
 /**
  * Options of a streaming call (OpenAI's `stream_options`).
@@ -386,6 +386,13 @@ export type ToolCall = Message<"ovserve.v1.ToolCall"> & {
    * @generated from field: ovserve.v1.FunctionCall function = 3;
    */
   function?: FunctionCall | undefined;
+
+  /**
+   * type "custom": the custom tool called and its input.
+   *
+   * @generated from field: ovserve.v1.CustomToolCall custom = 4;
+   */
+  custom?: CustomToolCall | undefined;
 };
 
 /**
@@ -394,6 +401,173 @@ export type ToolCall = Message<"ovserve.v1.ToolCall"> & {
  */
 export const ToolCallSchema: GenMessage<ToolCall> = /*@__PURE__*/
   messageDesc(file_ovserve_v1_common, 10);
+
+/**
+ * A call to a custom tool: its name and its free-text input (which follows
+ * the tool's format when the call was guided).
+ *
+ * @generated from message ovserve.v1.CustomToolCall
+ */
+export type CustomToolCall = Message<"ovserve.v1.CustomToolCall"> & {
+  /**
+   * Name of the custom tool called.
+   *
+   * @generated from field: string name = 1;
+   */
+  name: string;
+
+  /**
+   * The call's input, as the model wrote it.
+   *
+   * @generated from field: string input = 2;
+   */
+  input: string;
+};
+
+/**
+ * Describes the message ovserve.v1.CustomToolCall.
+ * Use `create(CustomToolCallSchema)` to create a new message.
+ */
+export const CustomToolCallSchema: GenMessage<CustomToolCall> = /*@__PURE__*/
+  messageDesc(file_ovserve_v1_common, 11);
+
+/**
+ * A custom tool (OpenAI's {"type":"custom","custom":{...}}): the model calls
+ * it with free text. The chat template sees it as a function of one string
+ * parameter, `input`.
+ *
+ * @generated from message ovserve.v1.CustomTool
+ */
+export type CustomTool = Message<"ovserve.v1.CustomTool"> & {
+  /**
+   * Tool name: a-z, A-Z, 0-9, underscores and dashes, at most 64 characters.
+   * Required.
+   *
+   * @generated from field: string name = 1;
+   */
+  name: string;
+
+  /**
+   * What the tool does; the model reads it to decide when to call it.
+   *
+   * @generated from field: optional string description = 2;
+   */
+  description?: string | undefined;
+
+  /**
+   * The input's format; unset: {"type":"text"}.
+   *
+   * @generated from field: ovserve.v1.CustomToolFormat format = 3;
+   */
+  format?: CustomToolFormat | undefined;
+};
+
+/**
+ * Describes the message ovserve.v1.CustomTool.
+ * Use `create(CustomToolSchema)` to create a new message.
+ */
+export const CustomToolSchema: GenMessage<CustomTool> = /*@__PURE__*/
+  messageDesc(file_ovserve_v1_common, 12);
+
+/**
+ * A custom tool's input format: {"type":"text"} (any text) or
+ * {"type":"grammar","grammar":{"syntax":"lark"|"regex","definition":...}}.
+ *
+ * @generated from message ovserve.v1.CustomToolFormat
+ */
+export type CustomToolFormat = Message<"ovserve.v1.CustomToolFormat"> & {
+  /**
+   * "text" or "grammar". Required.
+   *
+   * @generated from field: string type = 1;
+   */
+  type: string;
+
+  /**
+   * type "grammar": the grammar the input follows when the call is guided.
+   *
+   * @generated from field: ovserve.v1.CustomToolGrammar grammar = 2;
+   */
+  grammar?: CustomToolGrammar | undefined;
+};
+
+/**
+ * Describes the message ovserve.v1.CustomToolFormat.
+ * Use `create(CustomToolFormatSchema)` to create a new message.
+ */
+export const CustomToolFormatSchema: GenMessage<CustomToolFormat> = /*@__PURE__*/
+  messageDesc(file_ovserve_v1_common, 13);
+
+/**
+ * The grammar of a custom tool's input.
+ *
+ * @generated from message ovserve.v1.CustomToolGrammar
+ */
+export type CustomToolGrammar = Message<"ovserve.v1.CustomToolGrammar"> & {
+  /**
+   * "lark" (OpenAI's subset of Lark) or "regex". Required.
+   *
+   * @generated from field: string syntax = 1;
+   */
+  syntax: string;
+
+  /**
+   * The grammar: Lark rules with a `start` rule, or a regular expression.
+   * At most 64 KiB.
+   *
+   * @generated from field: string definition = 2;
+   */
+  definition: string;
+};
+
+/**
+ * Describes the message ovserve.v1.CustomToolGrammar.
+ * Use `create(CustomToolGrammarSchema)` to create a new message.
+ */
+export const CustomToolGrammarSchema: GenMessage<CustomToolGrammar> = /*@__PURE__*/
+  messageDesc(file_ovserve_v1_common, 14);
+
+/**
+ * vLLM's structured_outputs: one output constraint, in one of four forms.
+ *
+ * @generated from message ovserve.v1.StructuredOutputs
+ */
+export type StructuredOutputs = Message<"ovserve.v1.StructuredOutputs"> & {
+  /**
+   * An EBNF / GBNF grammar (as the request's `grammar` field).
+   *
+   * @generated from field: optional string grammar = 1;
+   */
+  grammar?: string | undefined;
+
+  /**
+   * A regular expression (as guided_regex).
+   *
+   * @generated from field: optional string regex = 2;
+   */
+  regex?: string | undefined;
+
+  /**
+   * The output is exactly one of these strings (as guided_choice).
+   *
+   * @generated from field: repeated string choice = 3;
+   */
+  choice: string[];
+
+  /**
+   * A JSON Schema (as guided_json); the bridge parses a JSON string.
+   *
+   * @generated from field: google.protobuf.Struct json = 4;
+   */
+  json?: JsonObject | undefined;
+};
+
+/**
+ * Describes the message ovserve.v1.StructuredOutputs.
+ * Use `create(StructuredOutputsSchema)` to create a new message.
+ */
+export const StructuredOutputsSchema: GenMessage<StructuredOutputs> = /*@__PURE__*/
+  messageDesc(file_ovserve_v1_common, 15);
 
 /**
  * The function part of a tool call.
@@ -424,7 +598,7 @@ export type FunctionCall = Message<"ovserve.v1.FunctionCall"> & {
  * Use `create(FunctionCallSchema)` to create a new message.
  */
 export const FunctionCallSchema: GenMessage<FunctionCall> = /*@__PURE__*/
-  messageDesc(file_ovserve_v1_common, 11);
+  messageDesc(file_ovserve_v1_common, 16);
 
 /**
  * Constrains the output format (OpenAI's `response_format`), in the flat form
@@ -481,7 +655,7 @@ export type ResponseFormat = Message<"ovserve.v1.ResponseFormat"> & {
  * Use `create(ResponseFormatSchema)` to create a new message.
  */
 export const ResponseFormatSchema: GenMessage<ResponseFormat> = /*@__PURE__*/
-  messageDesc(file_ovserve_v1_common, 12);
+  messageDesc(file_ovserve_v1_common, 17);
 
 /**
  * A JSON schema for structured output (`response_format.json_schema`).
@@ -526,7 +700,7 @@ export type JsonSchema = Message<"ovserve.v1.JsonSchema"> & {
  * Use `create(JsonSchemaSchema)` to create a new message.
  */
 export const JsonSchemaSchema: GenMessage<JsonSchema> = /*@__PURE__*/
-  messageDesc(file_ovserve_v1_common, 13);
+  messageDesc(file_ovserve_v1_common, 18);
 
 /**
  * One tagged region of a "structural_tag" response_format: text between
@@ -562,7 +736,7 @@ export type StructuralTag = Message<"ovserve.v1.StructuralTag"> & {
  * Use `create(StructuralTagSchema)` to create a new message.
  */
 export const StructuralTagSchema: GenMessage<StructuralTag> = /*@__PURE__*/
-  messageDesc(file_ovserve_v1_common, 14);
+  messageDesc(file_ovserve_v1_common, 19);
 
 /**
  * Why a choice stopped generating. OpenAI's `finish_reason`; unset
