@@ -23,9 +23,10 @@ _sym_db = _symbol_database.Default()
 
 
 from google.api import annotations_pb2 as google_dot_api_dot_annotations__pb2
+from . import file_pb2 as ovserve_dot_v1_dot_file__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x16ovserve/v1/batch.proto\x12\novserve.v1\x1a\x1cgoogle/api/annotations.proto\"F\n\x12\x42\x61tchRequestCounts\x12\r\n\x05total\x18\x01 \x01(\x05\x12\x11\n\tcompleted\x18\x02 \x01(\x05\x12\x0e\n\x06\x66\x61iled\x18\x03 \x01(\x05\"e\n\nBatchError\x12\x0c\n\x04\x63ode\x18\x01 \x01(\t\x12\x0f\n\x07message\x18\x02 \x01(\t\x12\x12\n\x05param\x18\x03 \x01(\tH\x00\x88\x01\x01\x12\x11\n\x04line\x18\x04 \x01(\x05H\x01\x88\x01\x01\x42\x08\n\x06_paramB\x07\n\x05_line\"C\n\x0b\x42\x61tchErrors\x12\x0e\n\x06object\x18\x01 \x01(\t\x12$\n\x04\x64\x61ta\x18\x02 \x03(\x0b\x32\x16.ovserve.v1.BatchError\"0\n\x17\x42\x61tchInputTokensDetails\x12\x15\n\rcached_tokens\x18\x01 \x01(\x03\"4\n\x18\x42\x61tchOutputTokensDetails\x12\x18\n\x10reasoning_tokens\x18\x01 \x01(\x03\"\xd7\x01\n\nBatchUsage\x12\x14\n\x0cinput_tokens\x18\x01 \x01(\x03\x12\x41\n\x14input_tokens_details\x18\x02 \x01(\x0b\x32#.ovserve.v1.BatchInputTokensDetails\x12\x15\n\routput_tokens\x18\x03 \x01(\x03\x12\x43\n\x15output_tokens_details\x18\x04 \x01(\x0b\x32$.ovserve.v1.BatchOutputTokensDetails\x12\x14\n\x0ctotal_tokens\x18\x05 \x01(\x03\"\xbe\x06\n\x05\x42\x61tch\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0e\n\x06object\x18\x02 \x01(\t\x12\x10\n\x08\x65ndpoint\x18\x03 \x01(\t\x12\r\n\x05model\x18\x04 \x01(\t\x12\x15\n\rinput_file_id\x18\x05 \x01(\t\x12\x19\n\x11\x63ompletion_window\x18\x06 \x01(\t\x12\x0e\n\x06status\x18\x07 \x01(\t\x12\x1b\n\x0eoutput_file_id\x18\x08 \x01(\tH\x00\x88\x01\x01\x12\x1a\n\rerror_file_id\x18\t \x01(\tH\x01\x88\x01\x01\x12\x12\n\ncreated_at\x18\n \x01(\x03\x12\x1b\n\x0ein_progress_at\x18\x0b \x01(\x03H\x02\x88\x01\x01\x12\x17\n\nexpires_at\x18\x0c \x01(\x03H\x03\x88\x01\x01\x12\x1a\n\rfinalizing_at\x18\r \x01(\x03H\x04\x88\x01\x01\x12\x19\n\x0c\x63ompleted_at\x18\x0e \x01(\x03H\x05\x88\x01\x01\x12\x16\n\tfailed_at\x18\x0f \x01(\x03H\x06\x88\x01\x01\x12\x17\n\nexpired_at\x18\x10 \x01(\x03H\x07\x88\x01\x01\x12\x1a\n\rcancelling_at\x18\x11 \x01(\x03H\x08\x88\x01\x01\x12\x19\n\x0c\x63\x61ncelled_at\x18\x12 \x01(\x03H\t\x88\x01\x01\x12\x36\n\x0erequest_counts\x18\x13 \x01(\x0b\x32\x1e.ovserve.v1.BatchRequestCounts\x12\x31\n\x08metadata\x18\x14 \x03(\x0b\x32\x1f.ovserve.v1.Batch.MetadataEntry\x12\'\n\x06\x65rrors\x18\x15 \x01(\x0b\x32\x17.ovserve.v1.BatchErrors\x12%\n\x05usage\x18\x16 \x01(\x0b\x32\x16.ovserve.v1.BatchUsage\x1a/\n\rMetadataEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x42\x11\n\x0f_output_file_idB\x10\n\x0e_error_file_idB\x11\n\x0f_in_progress_atB\r\n\x0b_expires_atB\x10\n\x0e_finalizing_atB\x0f\n\r_completed_atB\x0c\n\n_failed_atB\r\n\x0b_expired_atB\x10\n\x0e_cancelling_atB\x0f\n\r_cancelled_at\"\xc9\x01\n\x12\x43reateBatchRequest\x12\x15\n\rinput_file_id\x18\x01 \x01(\t\x12\x10\n\x08\x65ndpoint\x18\x02 \x01(\t\x12\x19\n\x11\x63ompletion_window\x18\x03 \x01(\t\x12>\n\x08metadata\x18\x04 \x03(\x0b\x32,.ovserve.v1.CreateBatchRequest.MetadataEntry\x1a/\n\rMetadataEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"7\n\x13\x43reateBatchResponse\x12 \n\x05\x62\x61tch\x18\x01 \x01(\x0b\x32\x11.ovserve.v1.Batch\"#\n\x0fGetBatchRequest\x12\x10\n\x08\x62\x61tch_id\x18\x01 \x01(\t\"4\n\x10GetBatchResponse\x12 \n\x05\x62\x61tch\x18\x01 \x01(\x0b\x32\x11.ovserve.v1.Batch\"P\n\x12ListBatchesRequest\x12\x12\n\x05\x61\x66ter\x18\x01 \x01(\tH\x00\x88\x01\x01\x12\x12\n\x05limit\x18\x02 \x01(\x05H\x01\x88\x01\x01\x42\x08\n\x06_afterB\x08\n\x06_limit\"{\n\x13ListBatchesResponse\x12\x0e\n\x06object\x18\x01 \x01(\t\x12\x1f\n\x04\x64\x61ta\x18\x02 \x03(\x0b\x32\x11.ovserve.v1.Batch\x12\x10\n\x08\x66irst_id\x18\x03 \x01(\t\x12\x0f\n\x07last_id\x18\x04 \x01(\t\x12\x10\n\x08has_more\x18\x05 \x01(\x08\"&\n\x12\x43\x61ncelBatchRequest\x12\x10\n\x08\x62\x61tch_id\x18\x01 \x01(\t\"7\n\x13\x43\x61ncelBatchResponse\x12 \n\x05\x62\x61tch\x18\x01 \x01(\x0b\x32\x11.ovserve.v1.Batch2\xb9\x03\n\x0c\x42\x61tchService\x12\x66\n\x0b\x43reateBatch\x12\x1e.ovserve.v1.CreateBatchRequest\x1a\x1f.ovserve.v1.CreateBatchResponse\"\x16\x82\xd3\xe4\x93\x02\x10\"\x0b/v3/batches:\x01*\x12\x65\n\x08GetBatch\x12\x1b.ovserve.v1.GetBatchRequest\x1a\x1c.ovserve.v1.GetBatchResponse\"\x1e\x82\xd3\xe4\x93\x02\x18\x12\x16/v3/batches/{batch_id}\x12\x63\n\x0bListBatches\x12\x1e.ovserve.v1.ListBatchesRequest\x1a\x1f.ovserve.v1.ListBatchesResponse\"\x13\x82\xd3\xe4\x93\x02\r\x12\x0b/v3/batches\x12u\n\x0b\x43\x61ncelBatch\x12\x1e.ovserve.v1.CancelBatchRequest\x1a\x1f.ovserve.v1.CancelBatchResponse\"%\x82\xd3\xe4\x93\x02\x1f\"\x1d/v3/batches/{batch_id}/cancelb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x16ovserve/v1/batch.proto\x12\novserve.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x15ovserve/v1/file.proto\"F\n\x12\x42\x61tchRequestCounts\x12\r\n\x05total\x18\x01 \x01(\x05\x12\x11\n\tcompleted\x18\x02 \x01(\x05\x12\x0e\n\x06\x66\x61iled\x18\x03 \x01(\x05\"e\n\nBatchError\x12\x0c\n\x04\x63ode\x18\x01 \x01(\t\x12\x0f\n\x07message\x18\x02 \x01(\t\x12\x12\n\x05param\x18\x03 \x01(\tH\x00\x88\x01\x01\x12\x11\n\x04line\x18\x04 \x01(\x05H\x01\x88\x01\x01\x42\x08\n\x06_paramB\x07\n\x05_line\"C\n\x0b\x42\x61tchErrors\x12\x0e\n\x06object\x18\x01 \x01(\t\x12$\n\x04\x64\x61ta\x18\x02 \x03(\x0b\x32\x16.ovserve.v1.BatchError\"0\n\x17\x42\x61tchInputTokensDetails\x12\x15\n\rcached_tokens\x18\x01 \x01(\x03\"4\n\x18\x42\x61tchOutputTokensDetails\x12\x18\n\x10reasoning_tokens\x18\x01 \x01(\x03\"\xd7\x01\n\nBatchUsage\x12\x14\n\x0cinput_tokens\x18\x01 \x01(\x03\x12\x41\n\x14input_tokens_details\x18\x02 \x01(\x0b\x32#.ovserve.v1.BatchInputTokensDetails\x12\x15\n\routput_tokens\x18\x03 \x01(\x03\x12\x43\n\x15output_tokens_details\x18\x04 \x01(\x0b\x32$.ovserve.v1.BatchOutputTokensDetails\x12\x14\n\x0ctotal_tokens\x18\x05 \x01(\x03\"\xf8\x06\n\x05\x42\x61tch\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0e\n\x06object\x18\x02 \x01(\t\x12\x10\n\x08\x65ndpoint\x18\x03 \x01(\t\x12\r\n\x05model\x18\x04 \x01(\t\x12\x15\n\rinput_file_id\x18\x05 \x01(\t\x12\x19\n\x11\x63ompletion_window\x18\x06 \x01(\t\x12\x0e\n\x06status\x18\x07 \x01(\t\x12\x1b\n\x0eoutput_file_id\x18\x08 \x01(\tH\x00\x88\x01\x01\x12\x1a\n\rerror_file_id\x18\t \x01(\tH\x01\x88\x01\x01\x12\x12\n\ncreated_at\x18\n \x01(\x03\x12\x1b\n\x0ein_progress_at\x18\x0b \x01(\x03H\x02\x88\x01\x01\x12\x17\n\nexpires_at\x18\x0c \x01(\x03H\x03\x88\x01\x01\x12\x1a\n\rfinalizing_at\x18\r \x01(\x03H\x04\x88\x01\x01\x12\x19\n\x0c\x63ompleted_at\x18\x0e \x01(\x03H\x05\x88\x01\x01\x12\x16\n\tfailed_at\x18\x0f \x01(\x03H\x06\x88\x01\x01\x12\x17\n\nexpired_at\x18\x10 \x01(\x03H\x07\x88\x01\x01\x12\x1a\n\rcancelling_at\x18\x11 \x01(\x03H\x08\x88\x01\x01\x12\x19\n\x0c\x63\x61ncelled_at\x18\x12 \x01(\x03H\t\x88\x01\x01\x12\x36\n\x0erequest_counts\x18\x13 \x01(\x0b\x32\x1e.ovserve.v1.BatchRequestCounts\x12\x31\n\x08metadata\x18\x14 \x03(\x0b\x32\x1f.ovserve.v1.Batch.MetadataEntry\x12\'\n\x06\x65rrors\x18\x15 \x01(\x0b\x32\x17.ovserve.v1.BatchErrors\x12%\n\x05usage\x18\x16 \x01(\x0b\x32\x16.ovserve.v1.BatchUsage\x12\x38\n\x14output_expires_after\x18\x17 \x01(\x0b\x32\x1a.ovserve.v1.FileExpiration\x1a/\n\rMetadataEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x42\x11\n\x0f_output_file_idB\x10\n\x0e_error_file_idB\x11\n\x0f_in_progress_atB\r\n\x0b_expires_atB\x10\n\x0e_finalizing_atB\x0f\n\r_completed_atB\x0c\n\n_failed_atB\r\n\x0b_expired_atB\x10\n\x0e_cancelling_atB\x0f\n\r_cancelled_at\"\x83\x02\n\x12\x43reateBatchRequest\x12\x15\n\rinput_file_id\x18\x01 \x01(\t\x12\x10\n\x08\x65ndpoint\x18\x02 \x01(\t\x12\x19\n\x11\x63ompletion_window\x18\x03 \x01(\t\x12>\n\x08metadata\x18\x04 \x03(\x0b\x32,.ovserve.v1.CreateBatchRequest.MetadataEntry\x12\x38\n\x14output_expires_after\x18\x05 \x01(\x0b\x32\x1a.ovserve.v1.FileExpiration\x1a/\n\rMetadataEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"7\n\x13\x43reateBatchResponse\x12 \n\x05\x62\x61tch\x18\x01 \x01(\x0b\x32\x11.ovserve.v1.Batch\"#\n\x0fGetBatchRequest\x12\x10\n\x08\x62\x61tch_id\x18\x01 \x01(\t\"4\n\x10GetBatchResponse\x12 \n\x05\x62\x61tch\x18\x01 \x01(\x0b\x32\x11.ovserve.v1.Batch\"P\n\x12ListBatchesRequest\x12\x12\n\x05\x61\x66ter\x18\x01 \x01(\tH\x00\x88\x01\x01\x12\x12\n\x05limit\x18\x02 \x01(\x05H\x01\x88\x01\x01\x42\x08\n\x06_afterB\x08\n\x06_limit\"{\n\x13ListBatchesResponse\x12\x0e\n\x06object\x18\x01 \x01(\t\x12\x1f\n\x04\x64\x61ta\x18\x02 \x03(\x0b\x32\x11.ovserve.v1.Batch\x12\x10\n\x08\x66irst_id\x18\x03 \x01(\t\x12\x0f\n\x07last_id\x18\x04 \x01(\t\x12\x10\n\x08has_more\x18\x05 \x01(\x08\"&\n\x12\x43\x61ncelBatchRequest\x12\x10\n\x08\x62\x61tch_id\x18\x01 \x01(\t\"7\n\x13\x43\x61ncelBatchResponse\x12 \n\x05\x62\x61tch\x18\x01 \x01(\x0b\x32\x11.ovserve.v1.Batch2\xb9\x03\n\x0c\x42\x61tchService\x12\x66\n\x0b\x43reateBatch\x12\x1e.ovserve.v1.CreateBatchRequest\x1a\x1f.ovserve.v1.CreateBatchResponse\"\x16\x82\xd3\xe4\x93\x02\x10\"\x0b/v3/batches:\x01*\x12\x65\n\x08GetBatch\x12\x1b.ovserve.v1.GetBatchRequest\x1a\x1c.ovserve.v1.GetBatchResponse\"\x1e\x82\xd3\xe4\x93\x02\x18\x12\x16/v3/batches/{batch_id}\x12\x63\n\x0bListBatches\x12\x1e.ovserve.v1.ListBatchesRequest\x1a\x1f.ovserve.v1.ListBatchesResponse\"\x13\x82\xd3\xe4\x93\x02\r\x12\x0b/v3/batches\x12u\n\x0b\x43\x61ncelBatch\x12\x1e.ovserve.v1.CancelBatchRequest\x1a\x1f.ovserve.v1.CancelBatchResponse\"%\x82\xd3\xe4\x93\x02\x1f\"\x1d/v3/batches/{batch_id}/cancelb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -44,40 +45,40 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_BATCHSERVICE'].methods_by_name['ListBatches']._serialized_options = b'\202\323\344\223\002\r\022\013/v3/batches'
   _globals['_BATCHSERVICE'].methods_by_name['CancelBatch']._loaded_options = None
   _globals['_BATCHSERVICE'].methods_by_name['CancelBatch']._serialized_options = b'\202\323\344\223\002\037\"\035/v3/batches/{batch_id}/cancel'
-  _globals['_BATCHREQUESTCOUNTS']._serialized_start=68
-  _globals['_BATCHREQUESTCOUNTS']._serialized_end=138
-  _globals['_BATCHERROR']._serialized_start=140
-  _globals['_BATCHERROR']._serialized_end=241
-  _globals['_BATCHERRORS']._serialized_start=243
-  _globals['_BATCHERRORS']._serialized_end=310
-  _globals['_BATCHINPUTTOKENSDETAILS']._serialized_start=312
-  _globals['_BATCHINPUTTOKENSDETAILS']._serialized_end=360
-  _globals['_BATCHOUTPUTTOKENSDETAILS']._serialized_start=362
-  _globals['_BATCHOUTPUTTOKENSDETAILS']._serialized_end=414
-  _globals['_BATCHUSAGE']._serialized_start=417
-  _globals['_BATCHUSAGE']._serialized_end=632
-  _globals['_BATCH']._serialized_start=635
-  _globals['_BATCH']._serialized_end=1465
-  _globals['_BATCH_METADATAENTRY']._serialized_start=1248
-  _globals['_BATCH_METADATAENTRY']._serialized_end=1295
-  _globals['_CREATEBATCHREQUEST']._serialized_start=1468
-  _globals['_CREATEBATCHREQUEST']._serialized_end=1669
-  _globals['_CREATEBATCHREQUEST_METADATAENTRY']._serialized_start=1248
-  _globals['_CREATEBATCHREQUEST_METADATAENTRY']._serialized_end=1295
-  _globals['_CREATEBATCHRESPONSE']._serialized_start=1671
-  _globals['_CREATEBATCHRESPONSE']._serialized_end=1726
-  _globals['_GETBATCHREQUEST']._serialized_start=1728
-  _globals['_GETBATCHREQUEST']._serialized_end=1763
-  _globals['_GETBATCHRESPONSE']._serialized_start=1765
-  _globals['_GETBATCHRESPONSE']._serialized_end=1817
-  _globals['_LISTBATCHESREQUEST']._serialized_start=1819
-  _globals['_LISTBATCHESREQUEST']._serialized_end=1899
-  _globals['_LISTBATCHESRESPONSE']._serialized_start=1901
-  _globals['_LISTBATCHESRESPONSE']._serialized_end=2024
-  _globals['_CANCELBATCHREQUEST']._serialized_start=2026
-  _globals['_CANCELBATCHREQUEST']._serialized_end=2064
-  _globals['_CANCELBATCHRESPONSE']._serialized_start=2066
-  _globals['_CANCELBATCHRESPONSE']._serialized_end=2121
-  _globals['_BATCHSERVICE']._serialized_start=2124
-  _globals['_BATCHSERVICE']._serialized_end=2565
+  _globals['_BATCHREQUESTCOUNTS']._serialized_start=91
+  _globals['_BATCHREQUESTCOUNTS']._serialized_end=161
+  _globals['_BATCHERROR']._serialized_start=163
+  _globals['_BATCHERROR']._serialized_end=264
+  _globals['_BATCHERRORS']._serialized_start=266
+  _globals['_BATCHERRORS']._serialized_end=333
+  _globals['_BATCHINPUTTOKENSDETAILS']._serialized_start=335
+  _globals['_BATCHINPUTTOKENSDETAILS']._serialized_end=383
+  _globals['_BATCHOUTPUTTOKENSDETAILS']._serialized_start=385
+  _globals['_BATCHOUTPUTTOKENSDETAILS']._serialized_end=437
+  _globals['_BATCHUSAGE']._serialized_start=440
+  _globals['_BATCHUSAGE']._serialized_end=655
+  _globals['_BATCH']._serialized_start=658
+  _globals['_BATCH']._serialized_end=1546
+  _globals['_BATCH_METADATAENTRY']._serialized_start=1329
+  _globals['_BATCH_METADATAENTRY']._serialized_end=1376
+  _globals['_CREATEBATCHREQUEST']._serialized_start=1549
+  _globals['_CREATEBATCHREQUEST']._serialized_end=1808
+  _globals['_CREATEBATCHREQUEST_METADATAENTRY']._serialized_start=1329
+  _globals['_CREATEBATCHREQUEST_METADATAENTRY']._serialized_end=1376
+  _globals['_CREATEBATCHRESPONSE']._serialized_start=1810
+  _globals['_CREATEBATCHRESPONSE']._serialized_end=1865
+  _globals['_GETBATCHREQUEST']._serialized_start=1867
+  _globals['_GETBATCHREQUEST']._serialized_end=1902
+  _globals['_GETBATCHRESPONSE']._serialized_start=1904
+  _globals['_GETBATCHRESPONSE']._serialized_end=1956
+  _globals['_LISTBATCHESREQUEST']._serialized_start=1958
+  _globals['_LISTBATCHESREQUEST']._serialized_end=2038
+  _globals['_LISTBATCHESRESPONSE']._serialized_start=2040
+  _globals['_LISTBATCHESRESPONSE']._serialized_end=2163
+  _globals['_CANCELBATCHREQUEST']._serialized_start=2165
+  _globals['_CANCELBATCHREQUEST']._serialized_end=2203
+  _globals['_CANCELBATCHRESPONSE']._serialized_start=2205
+  _globals['_CANCELBATCHRESPONSE']._serialized_end=2260
+  _globals['_BATCHSERVICE']._serialized_start=2263
+  _globals['_BATCHSERVICE']._serialized_end=2704
 # @@protoc_insertion_point(module_scope)

@@ -1,4 +1,5 @@
 from google.api import annotations_pb2 as _annotations_pb2
+from . import file_pb2 as _file_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
@@ -64,7 +65,7 @@ class BatchUsage(_message.Message):
     def __init__(self, input_tokens: _Optional[int] = ..., input_tokens_details: _Optional[_Union[BatchInputTokensDetails, _Mapping]] = ..., output_tokens: _Optional[int] = ..., output_tokens_details: _Optional[_Union[BatchOutputTokensDetails, _Mapping]] = ..., total_tokens: _Optional[int] = ...) -> None: ...
 
 class Batch(_message.Message):
-    __slots__ = ("id", "object", "endpoint", "model", "input_file_id", "completion_window", "status", "output_file_id", "error_file_id", "created_at", "in_progress_at", "expires_at", "finalizing_at", "completed_at", "failed_at", "expired_at", "cancelling_at", "cancelled_at", "request_counts", "metadata", "errors", "usage")
+    __slots__ = ("id", "object", "endpoint", "model", "input_file_id", "completion_window", "status", "output_file_id", "error_file_id", "created_at", "in_progress_at", "expires_at", "finalizing_at", "completed_at", "failed_at", "expired_at", "cancelling_at", "cancelled_at", "request_counts", "metadata", "errors", "usage", "output_expires_after")
     class MetadataEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -94,6 +95,7 @@ class Batch(_message.Message):
     METADATA_FIELD_NUMBER: _ClassVar[int]
     ERRORS_FIELD_NUMBER: _ClassVar[int]
     USAGE_FIELD_NUMBER: _ClassVar[int]
+    OUTPUT_EXPIRES_AFTER_FIELD_NUMBER: _ClassVar[int]
     id: str
     object: str
     endpoint: str
@@ -116,10 +118,11 @@ class Batch(_message.Message):
     metadata: _containers.ScalarMap[str, str]
     errors: BatchErrors
     usage: BatchUsage
-    def __init__(self, id: _Optional[str] = ..., object: _Optional[str] = ..., endpoint: _Optional[str] = ..., model: _Optional[str] = ..., input_file_id: _Optional[str] = ..., completion_window: _Optional[str] = ..., status: _Optional[str] = ..., output_file_id: _Optional[str] = ..., error_file_id: _Optional[str] = ..., created_at: _Optional[int] = ..., in_progress_at: _Optional[int] = ..., expires_at: _Optional[int] = ..., finalizing_at: _Optional[int] = ..., completed_at: _Optional[int] = ..., failed_at: _Optional[int] = ..., expired_at: _Optional[int] = ..., cancelling_at: _Optional[int] = ..., cancelled_at: _Optional[int] = ..., request_counts: _Optional[_Union[BatchRequestCounts, _Mapping]] = ..., metadata: _Optional[_Mapping[str, str]] = ..., errors: _Optional[_Union[BatchErrors, _Mapping]] = ..., usage: _Optional[_Union[BatchUsage, _Mapping]] = ...) -> None: ...
+    output_expires_after: _file_pb2.FileExpiration
+    def __init__(self, id: _Optional[str] = ..., object: _Optional[str] = ..., endpoint: _Optional[str] = ..., model: _Optional[str] = ..., input_file_id: _Optional[str] = ..., completion_window: _Optional[str] = ..., status: _Optional[str] = ..., output_file_id: _Optional[str] = ..., error_file_id: _Optional[str] = ..., created_at: _Optional[int] = ..., in_progress_at: _Optional[int] = ..., expires_at: _Optional[int] = ..., finalizing_at: _Optional[int] = ..., completed_at: _Optional[int] = ..., failed_at: _Optional[int] = ..., expired_at: _Optional[int] = ..., cancelling_at: _Optional[int] = ..., cancelled_at: _Optional[int] = ..., request_counts: _Optional[_Union[BatchRequestCounts, _Mapping]] = ..., metadata: _Optional[_Mapping[str, str]] = ..., errors: _Optional[_Union[BatchErrors, _Mapping]] = ..., usage: _Optional[_Union[BatchUsage, _Mapping]] = ..., output_expires_after: _Optional[_Union[_file_pb2.FileExpiration, _Mapping]] = ...) -> None: ...
 
 class CreateBatchRequest(_message.Message):
-    __slots__ = ("input_file_id", "endpoint", "completion_window", "metadata")
+    __slots__ = ("input_file_id", "endpoint", "completion_window", "metadata", "output_expires_after")
     class MetadataEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -131,11 +134,13 @@ class CreateBatchRequest(_message.Message):
     ENDPOINT_FIELD_NUMBER: _ClassVar[int]
     COMPLETION_WINDOW_FIELD_NUMBER: _ClassVar[int]
     METADATA_FIELD_NUMBER: _ClassVar[int]
+    OUTPUT_EXPIRES_AFTER_FIELD_NUMBER: _ClassVar[int]
     input_file_id: str
     endpoint: str
     completion_window: str
     metadata: _containers.ScalarMap[str, str]
-    def __init__(self, input_file_id: _Optional[str] = ..., endpoint: _Optional[str] = ..., completion_window: _Optional[str] = ..., metadata: _Optional[_Mapping[str, str]] = ...) -> None: ...
+    output_expires_after: _file_pb2.FileExpiration
+    def __init__(self, input_file_id: _Optional[str] = ..., endpoint: _Optional[str] = ..., completion_window: _Optional[str] = ..., metadata: _Optional[_Mapping[str, str]] = ..., output_expires_after: _Optional[_Union[_file_pb2.FileExpiration, _Mapping]] = ...) -> None: ...
 
 class CreateBatchResponse(_message.Message):
     __slots__ = ("batch",)

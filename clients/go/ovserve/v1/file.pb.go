@@ -214,9 +214,8 @@ type FileHeader struct {
 	Filename string `protobuf:"bytes,1,opt,name=filename,proto3" json:"filename,omitempty"`
 	// "assistants", "batch", "user_data" or "vision". Required.
 	Purpose string `protobuf:"bytes,2,opt,name=purpose,proto3" json:"purpose,omitempty"`
-	// When the file expires; unset: never (OpenAI's default for every purpose
-	// but batch, whose files expire after 30 days there; here they are kept
-	// until deleted unless this is set).
+	// When the file expires. Unset: 30 days after its creation for purpose
+	// "batch", as OpenAI's default; never for the other purposes.
 	ExpiresAfter *FileExpiration `protobuf:"bytes,3,opt,name=expires_after,json=expiresAfter,proto3" json:"expires_after,omitempty"`
 	// The file's size in bytes, when the client knows it up front: checked
 	// against the bounds before any byte is read, and the chunks must add up

@@ -145,9 +145,8 @@ export type FileHeader = Message<"ovserve.v1.FileHeader"> & {
   purpose: string;
 
   /**
-   * When the file expires; unset: never (OpenAI's default for every purpose
-   * but batch, whose files expire after 30 days there; here they are kept
-   * until deleted unless this is set).
+   * When the file expires. Unset: 30 days after its creation for purpose
+   * "batch", as OpenAI's default; never for the other purposes.
    *
    * @generated from field: ovserve.v1.FileExpiration expires_after = 3;
    */
