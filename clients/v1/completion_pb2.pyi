@@ -10,7 +10,7 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class CreateCompletionRequest(_message.Message):
-    __slots__ = ("model", "prompt", "prompts", "suffix", "echo", "stream", "stream_options", "max_tokens", "stop", "stop_sequences", "ignore_eos", "min_tokens", "stop_token_ids", "include_stop_str_in_output", "skip_special_tokens", "temperature", "top_p", "top_k", "min_p", "repetition_penalty", "frequency_penalty", "presence_penalty", "seed", "logit_bias", "bad_words", "priority", "n", "best_of", "length_penalty", "diversity_penalty", "num_assistant_tokens", "assistant_confidence_threshold", "max_ngram_size", "logprobs", "prompt_logprobs", "response_format", "guided_json", "guided_regex", "guided_choice", "grammar", "guided_grammar", "structured_outputs", "user", "metadata")
+    __slots__ = ("model", "prompt", "prompts", "suffix", "echo", "stream", "stream_options", "max_tokens", "stop", "stop_sequences", "ignore_eos", "min_tokens", "stop_token_ids", "include_stop_str_in_output", "skip_special_tokens", "temperature", "top_p", "top_k", "min_p", "repetition_penalty", "frequency_penalty", "presence_penalty", "seed", "logit_bias", "bad_words", "priority", "cache_salt", "n", "best_of", "length_penalty", "diversity_penalty", "num_assistant_tokens", "assistant_confidence_threshold", "max_ngram_size", "logprobs", "prompt_logprobs", "response_format", "guided_json", "guided_regex", "guided_choice", "grammar", "guided_grammar", "structured_outputs", "user", "metadata")
     class LogitBiasEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -51,6 +51,7 @@ class CreateCompletionRequest(_message.Message):
     LOGIT_BIAS_FIELD_NUMBER: _ClassVar[int]
     BAD_WORDS_FIELD_NUMBER: _ClassVar[int]
     PRIORITY_FIELD_NUMBER: _ClassVar[int]
+    CACHE_SALT_FIELD_NUMBER: _ClassVar[int]
     N_FIELD_NUMBER: _ClassVar[int]
     BEST_OF_FIELD_NUMBER: _ClassVar[int]
     LENGTH_PENALTY_FIELD_NUMBER: _ClassVar[int]
@@ -95,6 +96,7 @@ class CreateCompletionRequest(_message.Message):
     logit_bias: _containers.ScalarMap[str, float]
     bad_words: _containers.RepeatedScalarFieldContainer[str]
     priority: int
+    cache_salt: str
     n: int
     best_of: int
     length_penalty: float
@@ -113,10 +115,10 @@ class CreateCompletionRequest(_message.Message):
     structured_outputs: _common_pb2.StructuredOutputs
     user: str
     metadata: _containers.ScalarMap[str, str]
-    def __init__(self, model: _Optional[str] = ..., prompt: _Optional[str] = ..., prompts: _Optional[_Iterable[_Union[Prompt, _Mapping]]] = ..., suffix: _Optional[str] = ..., echo: _Optional[bool] = ..., stream: _Optional[bool] = ..., stream_options: _Optional[_Union[_common_pb2.StreamOptions, _Mapping]] = ..., max_tokens: _Optional[int] = ..., stop: _Optional[str] = ..., stop_sequences: _Optional[_Iterable[str]] = ..., ignore_eos: _Optional[bool] = ..., min_tokens: _Optional[int] = ..., stop_token_ids: _Optional[_Iterable[int]] = ..., include_stop_str_in_output: _Optional[bool] = ..., skip_special_tokens: _Optional[bool] = ..., temperature: _Optional[float] = ..., top_p: _Optional[float] = ..., top_k: _Optional[int] = ..., min_p: _Optional[float] = ..., repetition_penalty: _Optional[float] = ..., frequency_penalty: _Optional[float] = ..., presence_penalty: _Optional[float] = ..., seed: _Optional[int] = ..., logit_bias: _Optional[_Mapping[str, float]] = ..., bad_words: _Optional[_Iterable[str]] = ..., priority: _Optional[int] = ..., n: _Optional[int] = ..., best_of: _Optional[int] = ..., length_penalty: _Optional[float] = ..., diversity_penalty: _Optional[float] = ..., num_assistant_tokens: _Optional[int] = ..., assistant_confidence_threshold: _Optional[float] = ..., max_ngram_size: _Optional[int] = ..., logprobs: _Optional[int] = ..., prompt_logprobs: _Optional[int] = ..., response_format: _Optional[_Union[_common_pb2.ResponseFormat, _Mapping]] = ..., guided_json: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., guided_regex: _Optional[str] = ..., guided_choice: _Optional[_Iterable[str]] = ..., grammar: _Optional[str] = ..., guided_grammar: _Optional[str] = ..., structured_outputs: _Optional[_Union[_common_pb2.StructuredOutputs, _Mapping]] = ..., user: _Optional[str] = ..., metadata: _Optional[_Mapping[str, str]] = ...) -> None: ...
+    def __init__(self, model: _Optional[str] = ..., prompt: _Optional[str] = ..., prompts: _Optional[_Iterable[_Union[Prompt, _Mapping]]] = ..., suffix: _Optional[str] = ..., echo: _Optional[bool] = ..., stream: _Optional[bool] = ..., stream_options: _Optional[_Union[_common_pb2.StreamOptions, _Mapping]] = ..., max_tokens: _Optional[int] = ..., stop: _Optional[str] = ..., stop_sequences: _Optional[_Iterable[str]] = ..., ignore_eos: _Optional[bool] = ..., min_tokens: _Optional[int] = ..., stop_token_ids: _Optional[_Iterable[int]] = ..., include_stop_str_in_output: _Optional[bool] = ..., skip_special_tokens: _Optional[bool] = ..., temperature: _Optional[float] = ..., top_p: _Optional[float] = ..., top_k: _Optional[int] = ..., min_p: _Optional[float] = ..., repetition_penalty: _Optional[float] = ..., frequency_penalty: _Optional[float] = ..., presence_penalty: _Optional[float] = ..., seed: _Optional[int] = ..., logit_bias: _Optional[_Mapping[str, float]] = ..., bad_words: _Optional[_Iterable[str]] = ..., priority: _Optional[int] = ..., cache_salt: _Optional[str] = ..., n: _Optional[int] = ..., best_of: _Optional[int] = ..., length_penalty: _Optional[float] = ..., diversity_penalty: _Optional[float] = ..., num_assistant_tokens: _Optional[int] = ..., assistant_confidence_threshold: _Optional[float] = ..., max_ngram_size: _Optional[int] = ..., logprobs: _Optional[int] = ..., prompt_logprobs: _Optional[int] = ..., response_format: _Optional[_Union[_common_pb2.ResponseFormat, _Mapping]] = ..., guided_json: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., guided_regex: _Optional[str] = ..., guided_choice: _Optional[_Iterable[str]] = ..., grammar: _Optional[str] = ..., guided_grammar: _Optional[str] = ..., structured_outputs: _Optional[_Union[_common_pb2.StructuredOutputs, _Mapping]] = ..., user: _Optional[str] = ..., metadata: _Optional[_Mapping[str, str]] = ...) -> None: ...
 
 class StreamCompletionRequest(_message.Message):
-    __slots__ = ("model", "prompt", "prompts", "suffix", "echo", "stream", "stream_options", "max_tokens", "stop", "stop_sequences", "ignore_eos", "min_tokens", "stop_token_ids", "include_stop_str_in_output", "skip_special_tokens", "temperature", "top_p", "top_k", "min_p", "repetition_penalty", "frequency_penalty", "presence_penalty", "seed", "logit_bias", "bad_words", "priority", "n", "best_of", "length_penalty", "diversity_penalty", "num_assistant_tokens", "assistant_confidence_threshold", "max_ngram_size", "logprobs", "prompt_logprobs", "response_format", "guided_json", "guided_regex", "guided_choice", "grammar", "guided_grammar", "structured_outputs", "user", "metadata")
+    __slots__ = ("model", "prompt", "prompts", "suffix", "echo", "stream", "stream_options", "max_tokens", "stop", "stop_sequences", "ignore_eos", "min_tokens", "stop_token_ids", "include_stop_str_in_output", "skip_special_tokens", "temperature", "top_p", "top_k", "min_p", "repetition_penalty", "frequency_penalty", "presence_penalty", "seed", "logit_bias", "bad_words", "priority", "cache_salt", "n", "best_of", "length_penalty", "diversity_penalty", "num_assistant_tokens", "assistant_confidence_threshold", "max_ngram_size", "logprobs", "prompt_logprobs", "response_format", "guided_json", "guided_regex", "guided_choice", "grammar", "guided_grammar", "structured_outputs", "user", "metadata")
     class LogitBiasEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -157,6 +159,7 @@ class StreamCompletionRequest(_message.Message):
     LOGIT_BIAS_FIELD_NUMBER: _ClassVar[int]
     BAD_WORDS_FIELD_NUMBER: _ClassVar[int]
     PRIORITY_FIELD_NUMBER: _ClassVar[int]
+    CACHE_SALT_FIELD_NUMBER: _ClassVar[int]
     N_FIELD_NUMBER: _ClassVar[int]
     BEST_OF_FIELD_NUMBER: _ClassVar[int]
     LENGTH_PENALTY_FIELD_NUMBER: _ClassVar[int]
@@ -201,6 +204,7 @@ class StreamCompletionRequest(_message.Message):
     logit_bias: _containers.ScalarMap[str, float]
     bad_words: _containers.RepeatedScalarFieldContainer[str]
     priority: int
+    cache_salt: str
     n: int
     best_of: int
     length_penalty: float
@@ -219,7 +223,7 @@ class StreamCompletionRequest(_message.Message):
     structured_outputs: _common_pb2.StructuredOutputs
     user: str
     metadata: _containers.ScalarMap[str, str]
-    def __init__(self, model: _Optional[str] = ..., prompt: _Optional[str] = ..., prompts: _Optional[_Iterable[_Union[Prompt, _Mapping]]] = ..., suffix: _Optional[str] = ..., echo: _Optional[bool] = ..., stream: _Optional[bool] = ..., stream_options: _Optional[_Union[_common_pb2.StreamOptions, _Mapping]] = ..., max_tokens: _Optional[int] = ..., stop: _Optional[str] = ..., stop_sequences: _Optional[_Iterable[str]] = ..., ignore_eos: _Optional[bool] = ..., min_tokens: _Optional[int] = ..., stop_token_ids: _Optional[_Iterable[int]] = ..., include_stop_str_in_output: _Optional[bool] = ..., skip_special_tokens: _Optional[bool] = ..., temperature: _Optional[float] = ..., top_p: _Optional[float] = ..., top_k: _Optional[int] = ..., min_p: _Optional[float] = ..., repetition_penalty: _Optional[float] = ..., frequency_penalty: _Optional[float] = ..., presence_penalty: _Optional[float] = ..., seed: _Optional[int] = ..., logit_bias: _Optional[_Mapping[str, float]] = ..., bad_words: _Optional[_Iterable[str]] = ..., priority: _Optional[int] = ..., n: _Optional[int] = ..., best_of: _Optional[int] = ..., length_penalty: _Optional[float] = ..., diversity_penalty: _Optional[float] = ..., num_assistant_tokens: _Optional[int] = ..., assistant_confidence_threshold: _Optional[float] = ..., max_ngram_size: _Optional[int] = ..., logprobs: _Optional[int] = ..., prompt_logprobs: _Optional[int] = ..., response_format: _Optional[_Union[_common_pb2.ResponseFormat, _Mapping]] = ..., guided_json: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., guided_regex: _Optional[str] = ..., guided_choice: _Optional[_Iterable[str]] = ..., grammar: _Optional[str] = ..., guided_grammar: _Optional[str] = ..., structured_outputs: _Optional[_Union[_common_pb2.StructuredOutputs, _Mapping]] = ..., user: _Optional[str] = ..., metadata: _Optional[_Mapping[str, str]] = ...) -> None: ...
+    def __init__(self, model: _Optional[str] = ..., prompt: _Optional[str] = ..., prompts: _Optional[_Iterable[_Union[Prompt, _Mapping]]] = ..., suffix: _Optional[str] = ..., echo: _Optional[bool] = ..., stream: _Optional[bool] = ..., stream_options: _Optional[_Union[_common_pb2.StreamOptions, _Mapping]] = ..., max_tokens: _Optional[int] = ..., stop: _Optional[str] = ..., stop_sequences: _Optional[_Iterable[str]] = ..., ignore_eos: _Optional[bool] = ..., min_tokens: _Optional[int] = ..., stop_token_ids: _Optional[_Iterable[int]] = ..., include_stop_str_in_output: _Optional[bool] = ..., skip_special_tokens: _Optional[bool] = ..., temperature: _Optional[float] = ..., top_p: _Optional[float] = ..., top_k: _Optional[int] = ..., min_p: _Optional[float] = ..., repetition_penalty: _Optional[float] = ..., frequency_penalty: _Optional[float] = ..., presence_penalty: _Optional[float] = ..., seed: _Optional[int] = ..., logit_bias: _Optional[_Mapping[str, float]] = ..., bad_words: _Optional[_Iterable[str]] = ..., priority: _Optional[int] = ..., cache_salt: _Optional[str] = ..., n: _Optional[int] = ..., best_of: _Optional[int] = ..., length_penalty: _Optional[float] = ..., diversity_penalty: _Optional[float] = ..., num_assistant_tokens: _Optional[int] = ..., assistant_confidence_threshold: _Optional[float] = ..., max_ngram_size: _Optional[int] = ..., logprobs: _Optional[int] = ..., prompt_logprobs: _Optional[int] = ..., response_format: _Optional[_Union[_common_pb2.ResponseFormat, _Mapping]] = ..., guided_json: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., guided_regex: _Optional[str] = ..., guided_choice: _Optional[_Iterable[str]] = ..., grammar: _Optional[str] = ..., guided_grammar: _Optional[str] = ..., structured_outputs: _Optional[_Union[_common_pb2.StructuredOutputs, _Mapping]] = ..., user: _Optional[str] = ..., metadata: _Optional[_Mapping[str, str]] = ...) -> None: ...
 
 class Prompt(_message.Message):
     __slots__ = ("text", "token_ids")
