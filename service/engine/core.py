@@ -30,11 +30,12 @@ import numpy as np
 import openvino as ov
 import openvino_genai as ov_genai
 
+from ovserve.service.engine.biased_lane import MAX_LANE_SEQUENCES, BiasedDecode, LaneOutput
 from ovserve.service.engine.detokenizer import Pending, SequenceText, WindowDecoder, detokenize_step
 from ovserve.service.engine.generation_config import generation_config
 from ovserve.service.engine.messages import Outcome
 from ovserve.service.engine.sampling import SamplingParams
-from ovserve.service.engine.scoring import Scoring
+from ovserve.service.engine.scoring import ScoredSequence, Scoring
 from ovserve.service.engine.stops import StopText
 from ovserve.service.engine.types import EngineStats, FinishReason, SequenceDelta, Update
 from ovserve.service.workers.errors import EngineError, EngineOverloaded, EngineRejected
@@ -67,7 +68,7 @@ class Submission:
 class _Running:
     """State of one admitted request."""
 
-    handle: ov_genai.GenerationHandle
+    handle: ov_genai.GenerationHandle | BiasedDecode  # BiasedDecode: it decodes on the biased lane, not the pipeline
     submission: Submission
     want_logprobs: bool
     keep_best: int | None = None  # beam search: return only this many, best score first
@@ -135,6 +136,7 @@ class EngineCore:
         flush_interval: float = 0.0,
         update_rate: float = 0.0,
         clock: Callable[[], float] = time.monotonic,
+        lane: Callable[[], ScoredSequence] | None = None,
     ) -> None:
         self._factory = factory
         self._pipeline = factory()
@@ -155,12 +157,17 @@ class EngineCore:
         self._flushed_at = clock()
         self._urgent = False  # something must go out at this step: a first token or an end
         self._unsent = False  # some output waits for the next flush
+        # The biased lane (biased_lane.py): a new sequence of the model's scoring copy per choice; requests with a
+        # logit bias or bad words wait here for room on it (MAX_LANE_SEQUENCES), then run in _running.
+        self._lane = lane
+        self._lane_waiting: deque[Submission] = deque()
 
     @property
     def busy(self) -> bool:
         """Whether a step has work to do."""
         return (
             bool(self._running)
+            or bool(self._lane_waiting)
             or self._steps_owed > 0
             or self._next_adapters is not None
             or self._pipeline.has_non_finished_requests()
@@ -223,6 +230,11 @@ class EngineCore:
                 raise ValueError(f"no LoRA adapter {submission.adapter!r} on this pipeline")
         except Exception as error:
             return [(submission.request_id, EngineRejected(f"invalid generation settings: {_engine_message(error)}"))]
+        if submission.params.biased:
+            if self._lane is None:
+                return [(submission.request_id, EngineRejected("logit_bias: this engine has no biased lane"))]
+            self._lane_waiting.append(submission)
+            return []  # admitted at the next step
         self._waiting.append((submission, config, self._clock()))
         return self._admit()
 
@@ -286,13 +298,54 @@ class EngineCore:
             )
         return failed
 
+    def _admit_lane(self) -> None:
+        """Start the biased requests that fit on the lane, in order (one needing more than the lane holds starts
+        when it is idle)."""
+        assert self._lane is not None
+        held = sum(state.handle.choices for state in self._running.values() if isinstance(state.handle, BiasedDecode))
+        while self._lane_waiting:
+            submission = self._lane_waiting[0]
+            params = submission.params
+            needs = params.num_return_sequences or 1
+            if held and held + needs > MAX_LANE_SEQUENCES:
+                return
+            self._lane_waiting.popleft()
+            decode = BiasedDecode(
+                submission.prompt_ids, params, self._lane, self._decode, submission.skip_special_tokens
+            )
+            self._running[submission.request_id] = _Running(decode, submission, want_logprobs=params.logprobs > 0)
+            held += needs
+
+    def _advance_lane(self) -> list[Outcome]:
+        """One unit of work for each request on the lane; the ones that failed, failed (and dropped)."""
+        failed: list[Outcome] = []
+        for request_id, state in list(self._running.items()):
+            if not isinstance(state.handle, BiasedDecode):
+                continue
+            try:
+                state.handle.advance()
+            except Exception as error:
+                log.exception("biased lane request %d failed", request_id)
+                state.handle.cancel()
+                del self._running[request_id]
+                why = f"logit_bias: the biased lane failed: {_engine_message(error)}"
+                failed.append((request_id, EngineError(why)))
+        return failed
+
     def cancel(self, request_id: int) -> None:
         """Stop a request; its KV cache is freed by the next step."""
         for queued in self._waiting:
             if queued[0].request_id == request_id:
                 self._waiting.remove(queued)
                 return
+        for submission in self._lane_waiting:
+            if submission.request_id == request_id:
+                self._lane_waiting.remove(submission)
+                return
         state = self._running.pop(request_id, None)
+        if state is not None and isinstance(state.handle, BiasedDecode):
+            state.handle.cancel()  # its sequences are freed now; the pipeline has nothing to free
+            return
         if state is not None:
             state.handle.cancel()
             # has_non_finished_requests() turns false at once, but the pipeline
@@ -302,11 +355,18 @@ class EngineCore:
 
     def step(self) -> list[Outcome]:
         """One engine step; when a flush is due, every request's output since the last one (one Update each)."""
-        self._steps_owed = max(0, self._steps_owed - 1)
+        owed, self._steps_owed = self._steps_owed, max(0, self._steps_owed - 1)
         if self._next_adapters is not None and not self._running and not self._pipeline.has_non_finished_requests():
             return self._change_adapters()
+        if self._lane_waiting:
+            self._admit_lane()
+        lane = sum(isinstance(state.handle, BiasedDecode) for state in self._running.values())
+        # One unit of each biased request's work per step, between the pipeline's: it waits for no one.
+        failed = self._advance_lane() if lane else []
+        pipeline_work = owed > 0 or len(self._running) > lane or self._pipeline.has_non_finished_requests()
         try:
-            self._pipeline.step()
+            if pipeline_work:  # (a step of an empty pipeline is not free: the lane alone does not pay for it)
+                self._pipeline.step()
         except Exception as error:
             # A request the pipeline cannot run makes every later step() fail too,
             # and cancelling it does not help: start over with a fresh pipeline,
@@ -315,9 +375,9 @@ class EngineCore:
             self._steps_owed = 0
             self._pipeline = self._factory()
             self._active = None if self._adapters else ""  # a new pipeline applies no adapter yet
-            return self._resume_after(error) + self._admit()
+            return failed + self._resume_after(error) + self._admit()
         self._read()
-        outcomes = self._flush() if self._flush_due() else []
+        outcomes = failed + (self._flush() if self._flush_due() else [])
         return outcomes + self._admit() if self._waiting else outcomes
 
     def _resume_after(self, error: Exception) -> list[Outcome]:
@@ -331,6 +391,8 @@ class EngineCore:
         """
         failed: list[Outcome] = []
         for request_id, state in list(self._running.items()):
+            if isinstance(state.handle, BiasedDecode):
+                continue  # not the pipeline's: it goes on
             params = state.submission.params
             left = (params.max_new_tokens or 0) - len(state.generated) if params.max_new_tokens else None
             # (an adapter's request is not resumed: the new pipeline applies no adapter until it switches)
@@ -364,7 +426,9 @@ class EngineCore:
         """Cancel every request, running or waiting, each getting ``error``."""
         failed: list[Outcome] = [(request_id, error) for request_id in self._running]
         failed += [(submission.request_id, error) for submission, _, _ in self._waiting]
+        failed += [(submission.request_id, error) for submission in self._lane_waiting]
         self._waiting.clear()
+        self._lane_waiting.clear()
         for request_id in list(self._running):
             self.cancel(request_id)
         return failed
@@ -373,12 +437,12 @@ class EngineCore:
         """What the engine holds now."""
         metrics = self._pipeline.get_metrics()
         return EngineStats(
-            running=len(self._running) + len(self._waiting),
+            running=len(self._running) + len(self._waiting) + len(self._lane_waiting),
             engine_requests=metrics.requests,
             unfinished=self._pipeline.has_non_finished_requests(),
             cache_usage=metrics.cache_usage,
             kv_cache_bytes=metrics.kv_cache_size_in_bytes,
-            waiting=len(self._waiting),
+            waiting=len(self._waiting) + len(self._lane_waiting),
         )
 
     def _read(self) -> None:
@@ -399,7 +463,7 @@ class EngineCore:
                 # later, so two more steps keep the stats true when no other request comes.
                 self._steps_owed = 2
 
-    def _add_output(self, state: _Running, sequence_id: int, output: ov_genai.GenerationOutput) -> None:
+    def _add_output(self, state: _Running, sequence_id: int, output: ov_genai.GenerationOutput | LaneOutput) -> None:
         if state.single and state.indices:  # a resumed request's sequence has a new id: it is the same one
             sequence_id = next(iter(state.indices))
         index, _ = state.sequence(sequence_id)

@@ -16,6 +16,8 @@ from ovserve.service.engine.sampling import OutputConstraint, SamplingParams
 
 # SamplingParams field -> GenerationConfig attribute, where the names differ.
 _RENAMED = {"seed": "rng_seed"}
+# SamplingParams fields with no GenerationConfig attribute: the biased lane applies them (biased_lane.py).
+LANE_FIELDS = frozenset({"logit_bias", "bad_words"})
 # GenerationConfig attributes a model's generation_config.json may set, as SamplingParams fields.
 _DEFAULT_FIELDS = (
     "max_new_tokens", "do_sample", "temperature", "top_p", "top_k", "min_p", "repetition_penalty",
@@ -33,7 +35,7 @@ def generation_config(params: SamplingParams) -> ov_genai.GenerationConfig:
     """The engine's config for ``params`` (its own defaults where a field is None)."""
     kwargs: dict[str, object] = {}
     for name, value in params.settings().items():
-        if name == "constraint":
+        if name == "constraint" or name in LANE_FIELDS:
             continue
         kwargs[config_attribute(name)] = set(value) if isinstance(value, frozenset) else value
     if params.constraint is not None:  # the binding refuses an explicit None

@@ -67,11 +67,20 @@ class SamplingParams:
     assistant_confidence_threshold: float | None = None
     max_ngram_size: int | None = None
     constraint: OutputConstraint | None = field(default=None)
+    # Logit processors openvino-genai has no hook for, served by the biased lane (service/engine/biased_lane.py):
+    # (token id, bias) pairs, and each bad word's token sequences (its last token banned after the ones before it).
+    logit_bias: tuple[tuple[int, float], ...] = ()
+    bad_words: tuple[tuple[int, ...], ...] = ()
+
+    @property
+    def biased(self) -> bool:
+        """Whether the request decodes on the biased lane (it has a logit bias or bad words)."""
+        return bool(self.logit_bias or self.bad_words)
 
     def settings(self) -> dict[str, object]:
         """The fields that are set (not None, not empty), by name."""
         values = {f.name: getattr(self, f.name) for f in fields(self)}
-        return {name: value for name, value in values.items() if value is not None and value != frozenset()}
+        return {name: value for name, value in values.items() if value is not None and value not in (frozenset(), ())}
 
     @classmethod
     def field_names(cls) -> frozenset[str]:

@@ -16,6 +16,7 @@ equal within 1e-3 on tiny-chat, float32). Prompts are fed in chunks of CHUNK_TOK
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -50,8 +51,14 @@ class ScoringModel:
         self._properties = properties
         self._compiled: Any = None
         self._inputs: frozenset[str] = frozenset()
+        # The scoring lane's thread and the engine loop (the biased lane, biased_lane.py) may both ask first.
+        self._compiling = threading.Lock()
 
     def _compile(self) -> Any:
+        with self._compiling:
+            return self._compiled_model()
+
+    def _compiled_model(self) -> Any:
         if self._compiled is None:
             import openvino as ov
 
@@ -98,6 +105,17 @@ class ScoredSequence:
         copy._length, copy._next = self._length, self._next
         return copy
 
+    @property
+    def next_logits(self) -> np.ndarray | None:
+        """The logits of the next token (float32, vocabulary-sized); None before any token was fed."""
+        return self._next
+
+    def extend(self, tokens: Sequence[int]) -> None:
+        """Append ``tokens`` without scoring them: only the next token's logits are kept (the biased lane's
+        decoding, which needs no score per position and so runs on an IR that keeps the last position alone)."""
+        for start in range(0, len(tokens), CHUNK_TOKENS):
+            self._next = self._infer(list(tokens[start : start + CHUNK_TOKENS]))[-1].copy()
+
     def feed(self, tokens: Sequence[int], top: int) -> TokenScores:
         """Score ``tokens`` as the next ones of the sequence and append them: each one's logprob and rank given
         those before it, and the ``top`` most likely tokens at its position. The sequence's first token has no
@@ -118,6 +136,13 @@ class ScoredSequence:
 
     def _forward(self, chunk: list[int]) -> np.ndarray:
         """The logits (float32) of every position of ``chunk`` fed after the tokens before it."""
+        logits = self._infer(chunk)
+        if logits.shape[0] != len(chunk):  # an IR that keeps the last position's logits alone cannot score a prompt
+            raise ScoringUnavailable(f"the model's IR returns logits for {logits.shape[0]} of {len(chunk)} positions")
+        return logits
+
+    def _infer(self, chunk: list[int]) -> np.ndarray:
+        """The IR's logits (float32) after feeding ``chunk``: a row per position, or the last position's alone."""
         count = len(chunk)
         values: dict[str, np.ndarray] = {
             "input_ids": np.array([chunk], dtype=np.int64),
@@ -129,10 +154,7 @@ class ScoredSequence:
             values["beam_idx"] = np.zeros(1, dtype=np.int32)
         self._request.infer({name: value for name, value in values.items() if name in self._inputs})
         self._length += count
-        logits = np.asarray(self._request.get_output_tensor(0).data[0], dtype=np.float32)  # the IR's one output
-        if logits.shape[0] != count:  # an IR that keeps the last position's logits alone cannot score a prompt
-            raise ScoringUnavailable(f"the model's IR returns logits for {logits.shape[0]} of {count} positions")
-        return logits
+        return np.asarray(self._request.get_output_tensor(0).data[0], dtype=np.float32)  # the IR's one output
 
 
 def _score_rows(rows: np.ndarray, chosen: np.ndarray, top: int, into: TokenScores) -> None:

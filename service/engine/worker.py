@@ -71,23 +71,25 @@ def main() -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s engine: %(message)s")
     connection = ChildConnection(Connection(int(sys.argv[1])))
     spec: WorkerSpec = connection.recv()
+    # Compiled at the first request that asks for alternatives or prompt logprobs, or has a logit bias (see
+    # scoring.py, biased_lane.py). The scoring copy keeps the plugin's own KV precision, whatever the pipeline's:
+    # its cache lives for one request, and a u8 cache moves logprobs by more than 2e-3 (measured on tiny-chat
+    # against lm-eval's oracle).
+    properties = {name: value for name, value in spec.properties.items() if name != "KV_CACHE_PRECISION"}
+    scoring = ScoringModel(spec.model_dir, spec.device, properties)
     try:
-        core = _load(spec)
+        core = _load(spec, scoring)
     except Exception as error:
         connection.send(LoadFailed(f"{type(error).__name__}: {error}"))
         return
     connection.send(Ready())
     connection.start_heartbeat()
-    # Compiled at the first request that asks for alternatives or prompt logprobs (see scoring.py).
-    # The scoring copy keeps the plugin's own KV precision, whatever the pipeline's: its cache lives for one
-    # request, and a u8 cache moves logprobs by more than 2e-3 (measured on tiny-chat against lm-eval's oracle).
-    scoring = {name: value for name, value in spec.properties.items() if name != "KV_CACHE_PRECISION"}
-    lane = ScoringLane(ScoringModel(spec.model_dir, spec.device, scoring), connection.send)
+    lane = ScoringLane(scoring, connection.send)
     with contextlib.suppress(EOFError, BrokenPipeError):  # the server is gone: nothing left to serve
         _serve(connection, core, lane)
 
 
-def _load(spec: WorkerSpec) -> EngineCore:
+def _load(spec: WorkerSpec, scoring: ScoringModel) -> EngineCore:
     import openvino_genai as ov_genai
 
     from ovserve.service.workers.codec import TokenCodec
@@ -129,6 +131,7 @@ def _load(spec: WorkerSpec) -> EngineCore:
         rebuild=pipeline,
         flush_interval=spec.flush_interval,
         update_rate=spec.update_rate,
+        lane=scoring.sequence,  # the biased lane decodes on the scoring copy (biased_lane.py)
     )
 
 
