@@ -18,13 +18,12 @@ _TIMES = (
 
 
 def create_request(body: dict[str, Any]) -> pb.CreateBatchRequest:
-    """POST /batches with OpenAI's CreateBatchRequest (``output_expires_after`` accepted: outputs are kept)."""
-    body = {key: value for key, value in body.items() if key != "output_expires_after"}
+    """POST /batches with OpenAI's CreateBatchRequest."""
     return message_from_body(
         body,
         pb.CreateBatchRequest,
         without_nulls,
-        allowed={"input_file_id", "endpoint", "completion_window", "metadata"},
+        allowed={"input_file_id", "endpoint", "completion_window", "metadata", "output_expires_after"},
     )
 
 

@@ -24,6 +24,8 @@ from ovserve.service.store.tenancy import tenant
 PURPOSES = ("assistants", "batch", "user_data", "vision")
 #: OpenAI's bounds on a file's expiry, seconds after its creation: one hour to 30 days.
 MIN_EXPIRY_SECONDS, MAX_EXPIRY_SECONDS = 3600, 2_592_000
+#: OpenAI's default expiry of a purpose "batch" upload (its FileExpirationAfter: 30 days); other purposes are kept.
+DEFAULT_EXPIRY_SECONDS = {"batch": MAX_EXPIRY_SECONDS}
 MAX_FILENAME_CHARS = 255
 #: OpenAI's page bound of GET /files (and its default).
 MAX_FILE_PAGE = 10_000
@@ -182,22 +184,27 @@ def _new_file(header: pb.FileHeader, limits: FileLimits) -> pb.File:
         id=new_id("file-"), object="file", created_at=created, filename=name, purpose=header.purpose, status="processed"
     )
     if header.HasField("expires_after"):
-        after = header.expires_after
-        if after.anchor != "created_at":
-            violations.append(
-                FieldViolation("expires_after.anchor", f"must be 'created_at'; got {quote(after.anchor)}")
-            )
-        if MIN_EXPIRY_SECONDS <= after.seconds <= MAX_EXPIRY_SECONDS:
-            file.expires_at = created + after.seconds
-        else:
-            violations.append(
-                FieldViolation(
-                    "expires_after.seconds",
-                    f"must be {MIN_EXPIRY_SECONDS} to {MAX_EXPIRY_SECONDS}; got {after.seconds}",
-                )
-            )
+        violations += expiry_violations(header.expires_after, "expires_after")
+        file.expires_at = created + header.expires_after.seconds
+    elif header.purpose in DEFAULT_EXPIRY_SECONDS:
+        file.expires_at = created + DEFAULT_EXPIRY_SECONDS[header.purpose]
     InvalidArgument.check(violations)
     return file
+
+
+def expiry_violations(after: pb.FileExpiration, field: str) -> list[FieldViolation]:
+    """What is wrong with an expiry (OpenAI's FileExpirationAfter: anchor created_at, one hour to 30 days), named
+    under ``field`` (a file's expires_after, a batch's output_expires_after)."""
+    violations = []
+    if after.anchor != "created_at":
+        violations.append(FieldViolation(f"{field}.anchor", f"must be 'created_at'; got {quote(after.anchor)}"))
+    if not MIN_EXPIRY_SECONDS <= after.seconds <= MAX_EXPIRY_SECONDS:
+        violations.append(
+            FieldViolation(
+                f"{field}.seconds", f"must be {MIN_EXPIRY_SECONDS} to {MAX_EXPIRY_SECONDS}; got {after.seconds}"
+            )
+        )
+    return violations
 
 
 def _too_large(bound: int) -> str:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 
 from ovserve.clients.v1 import batch_pb2 as pb
+from ovserve.service.api.files import expiry_violations
 from ovserve.service.api.stored_chat import metadata_violations, page_bounds, page_reply
 from ovserve.service.batches.lines import ENDPOINTS, endpoint_of, read_input
 from ovserve.service.batches.runner import BatchRunner
@@ -49,6 +50,8 @@ class BatchesApi:
             violations.append(FieldViolation("input_file_id", f"no file {quote(request.input_file_id)}"))
         elif found.purpose != "batch":
             violations.append(FieldViolation("input_file_id", f"the file's purpose is {found.purpose!r}, not 'batch'"))
+        if request.HasField("output_expires_after"):
+            violations += expiry_violations(request.output_expires_after, "output_expires_after")
         InvalidArgument.check(violations)
         assert endpoint is not None and found is not None
         data = b"".join([chunk async for chunk in self._files.chunks(found.id)])
@@ -59,6 +62,8 @@ class BatchesApi:
             completion_window=COMPLETION_WINDOW, created_at=created, expires_at=created + WINDOW_SECONDS,
             metadata=request.metadata,
         )  # fmt: skip
+        if request.HasField("output_expires_after"):  # its files' expiry, set when the batch writes them
+            batch.output_expires_after.CopyFrom(request.output_expires_after)
         if read.errors:
             batch.status, batch.failed_at = "failed", created
             batch.errors.object = "list"

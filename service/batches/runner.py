@@ -338,11 +338,13 @@ class BatchRunner:
             after = outputs[-1].number
         for file_id in pending:
             await flush(file_id)
-        await self._files.complete(files.output)
+        # OpenAI's output_expires_after counts from the files' creation: now, as they are written
+        expires = batch.output_expires_after.seconds if batch.HasField("output_expires_after") else None
+        await self._files.complete(files.output, expires_after=expires)
         if files.error not in written:
             await self._files.delete(files.error, None)
             return files.output, None
-        await self._files.complete(files.error)
+        await self._files.complete(files.error, expires_after=expires)
         return files.output, files.error
 
 

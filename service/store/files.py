@@ -200,16 +200,25 @@ class FileStore:
 
         await self._store.run(work)
 
-    async def complete(self, file_id: str) -> File:
-        """Mark an upload complete (found, listed and served from now on); returns its record with its size."""
+    async def complete(self, file_id: str, *, expires_after: int | None = None) -> File:
+        """Mark an upload complete (found, listed and served from now on); returns its record with its size.
+
+        ``expires_after``: seconds; the file is created now (a batch's output file, reserved when the batch began)
+        and expires that long after, when the expiry sweep (``expire``) deletes it."""
 
         def work(conn: sqlite3.Connection) -> bytes:
             with transaction(conn):
                 size, blob = conn.execute("SELECT bytes, file FROM files WHERE id = ?", (file_id,)).fetchone()
                 file = File.FromString(blob)
                 file.bytes = size
+                if expires_after is not None:
+                    file.created_at = int(time.time())
+                    file.expires_at = file.created_at + expires_after
                 blob = file.SerializeToString()
-                conn.execute("UPDATE files SET complete = 1, file = ? WHERE id = ?", (blob, file_id))
+                conn.execute(
+                    "UPDATE files SET complete = 1, file = ?, created_at = ?, expires_at = ? WHERE id = ?",
+                    (blob, file.created_at, _expiry(file), file_id),
+                )
                 return bytes(blob)
 
         return File.FromString(await self._store.run(work))

@@ -268,3 +268,35 @@ def test_a_batch_past_the_tenants_storage_bound_fails_naming_it_and_stores_nothi
             client.files.create(file=("more.txt", b"x" * (QUOTA_BYTES - usage.bytes + 1)), purpose="user_data")
         client.files.delete(done.error_file_id)  # a batch's file deleted frees its bytes
         assert running.server.run(running.server.server.files._store.usage("")).bytes < usage.bytes
+
+
+def test_output_expires_after_sets_the_output_and_error_files_expiry(client: openai.OpenAI) -> None:
+    data = "".join(json.dumps(line) + "\n" for line in [chat_line("ok", "Hi"), chat_line("bad", "Hi", top_p=7)])
+    uploaded = client.files.create(file=("requests.jsonl", data.encode()), purpose="batch")
+    assert uploaded.expires_at == uploaded.created_at + 30 * 24 * 3600  # OpenAI's default for a batch upload
+    batch = client.batches.create(
+        input_file_id=uploaded.id, endpoint="/v1/chat/completions", completion_window="24h",
+        output_expires_after={"anchor": "created_at", "seconds": 7200},
+    )  # fmt: skip
+    done = wait(client, batch.id)
+    assert done.status == "completed" and done.output_file_id and done.error_file_id
+    for file_id in (done.output_file_id, done.error_file_id):
+        file = client.files.retrieve(file_id)
+        assert file.expires_at == file.created_at + 7200 and file.created_at >= batch.created_at
+    plain = wait(client, submit(client, [chat_line("ok", "Hi")]).id)
+    assert client.files.retrieve(plain.output_file_id).expires_at is None  # without it: kept until deleted
+
+
+@pytest.mark.parametrize(
+    ("expiry", "param"),
+    [({"anchor": "created_at", "seconds": 60}, "output_expires_after.seconds"),
+     ({"anchor": "last_active_at", "seconds": 3600}, "output_expires_after.anchor")],
+)  # fmt: skip
+def test_output_expires_after_out_of_bounds_is_refused(client: openai.OpenAI, expiry: Any, param: str) -> None:
+    uploaded = client.files.create(file=("requests.jsonl", json.dumps(chat_line("a", "Hi")).encode()), purpose="batch")
+    with pytest.raises(openai.BadRequestError) as raised:
+        client.batches.create(
+            input_file_id=uploaded.id, endpoint="/v1/chat/completions", completion_window="24h",
+            output_expires_after=expiry,
+        )  # fmt: skip
+    assert isinstance(raised.value.body, dict) and raised.value.body["param"] == param

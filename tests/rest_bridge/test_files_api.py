@@ -49,6 +49,9 @@ def test_upload_read_list_download_delete(files_client: openai.OpenAI) -> None:
         file=("lines.jsonl", b'{"a": 1}\n'), purpose="batch", expires_after={"anchor": "created_at", "seconds": 3600}
     )
     assert batch.expires_at == batch.created_at + 3600
+    # a batch file sent with no expiry expires after OpenAI's default of 30 days; other purposes are kept
+    default = files_client.files.create(file=("more.jsonl", b'{"a": 2}\n'), purpose="batch")
+    assert default.expires_at == default.created_at + 30 * 24 * 3600
     listed = [f.id for f in files_client.files.list()]
     assert listed.index(batch.id) < listed.index(created.id)  # newest first
     assert [f.id for f in files_client.files.list(purpose="batch")] == [

@@ -148,3 +148,24 @@ def test_expiry_deletes_expired_files_and_abandoned_uploads(tmp_path: object) ->
         return list(left)
 
     assert asyncio.run(scenario()) == ["kept", "uploading"]
+
+
+def test_a_batch_output_file_expires_from_its_completion_and_the_sweep_deletes_it() -> None:
+    async def scenario() -> tuple[pb.File, list[str]]:
+        store = ResponseStore()
+        files = FileStore(store)
+        for name in ("output", "later", "kept"):
+            record = pb.File(id=name, object="file", created_at=0, filename=name, purpose="batch_output")
+            await files.reserve(record, "", 4)
+            await files.fill(name, b"line")
+        done = await files.complete("output", expires_after=0)  # expires at once: the sweep takes it
+        later = await files.complete("later", expires_after=3600)
+        await files.complete("kept")
+        assert await files.expire() == 1
+        left = await store.run(lambda conn: [row[0] for row in conn.execute("SELECT id FROM files ORDER BY id")])
+        store.close()
+        assert done.created_at >= time.time() - 60  # created when written, not when reserved (0 here)
+        return later, left
+
+    later, left = asyncio.run(scenario())
+    assert later.expires_at == later.created_at + 3600 and left == ["kept", "later"]
