@@ -27,7 +27,7 @@ from google.protobuf import struct_pb2 as google_dot_protobuf_dot_struct__pb2
 from . import chat_pb2 as ovserve_dot_v1_dot_chat__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1aovserve/v1/tokenizer.proto\x12\novserve.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x15ovserve/v1/chat.proto\"\xce\x02\n\x0fTokenizeRequest\x12\r\n\x05model\x18\x01 \x01(\t\x12\x13\n\x06prompt\x18\x02 \x01(\tH\x00\x88\x01\x01\x12)\n\x08messages\x18\x03 \x03(\x0b\x32\x17.ovserve.v1.ChatMessage\x12\"\n\x15\x61\x64\x64_generation_prompt\x18\x04 \x01(\x08H\x01\x88\x01\x01\x12\x1f\n\x12\x61\x64\x64_special_tokens\x18\x05 \x01(\x08H\x02\x88\x01\x01\x12\x1e\n\x11return_token_strs\x18\x06 \x01(\x08H\x03\x88\x01\x01\x12\x35\n\x14\x63hat_template_kwargs\x18\x07 \x01(\x0b\x32\x17.google.protobuf.StructB\t\n\x07_promptB\x18\n\x16_add_generation_promptB\x15\n\x13_add_special_tokensB\x14\n\x12_return_token_strs\"\\\n\x10TokenizeResponse\x12\x0e\n\x06tokens\x18\x01 \x03(\x05\x12\r\n\x05\x63ount\x18\x02 \x01(\x05\x12\x15\n\rmax_model_len\x18\x03 \x01(\x05\x12\x12\n\ntoken_strs\x18\x04 \x03(\t\"2\n\x11\x44\x65tokenizeRequest\x12\r\n\x05model\x18\x01 \x01(\t\x12\x0e\n\x06tokens\x18\x02 \x03(\x05\"$\n\x12\x44\x65tokenizeResponse\x12\x0e\n\x06prompt\x18\x01 \x01(\t2\xda\x01\n\x10TokenizerService\x12^\n\x08Tokenize\x12\x1b.ovserve.v1.TokenizeRequest\x1a\x1c.ovserve.v1.TokenizeResponse\"\x17\x82\xd3\xe4\x93\x02\x11\"\x0c/v3/tokenize:\x01*\x12\x66\n\nDetokenize\x12\x1d.ovserve.v1.DetokenizeRequest\x1a\x1e.ovserve.v1.DetokenizeResponse\"\x19\x82\xd3\xe4\x93\x02\x13\"\x0e/v3/detokenize:\x01*b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1aovserve/v1/tokenizer.proto\x12\novserve.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x15ovserve/v1/chat.proto\"\x8e\x03\n\x0fTokenizeRequest\x12\r\n\x05model\x18\x01 \x01(\t\x12\x13\n\x06prompt\x18\x02 \x01(\tH\x00\x88\x01\x01\x12)\n\x08messages\x18\x03 \x03(\x0b\x32\x17.ovserve.v1.ChatMessage\x12\"\n\x15\x61\x64\x64_generation_prompt\x18\x04 \x01(\x08H\x01\x88\x01\x01\x12\x1f\n\x12\x61\x64\x64_special_tokens\x18\x05 \x01(\x08H\x02\x88\x01\x01\x12\x1e\n\x11return_token_strs\x18\x06 \x01(\x08H\x03\x88\x01\x01\x12\x35\n\x14\x63hat_template_kwargs\x18\x07 \x01(\x0b\x32\x17.google.protobuf.Struct\x12#\n\x16\x63ontinue_final_message\x18\x08 \x01(\x08H\x04\x88\x01\x01\x42\t\n\x07_promptB\x18\n\x16_add_generation_promptB\x15\n\x13_add_special_tokensB\x14\n\x12_return_token_strsB\x19\n\x17_continue_final_message\"\\\n\x10TokenizeResponse\x12\x0e\n\x06tokens\x18\x01 \x03(\x05\x12\r\n\x05\x63ount\x18\x02 \x01(\x05\x12\x15\n\rmax_model_len\x18\x03 \x01(\x05\x12\x12\n\ntoken_strs\x18\x04 \x03(\t\"2\n\x11\x44\x65tokenizeRequest\x12\r\n\x05model\x18\x01 \x01(\t\x12\x0e\n\x06tokens\x18\x02 \x03(\x05\"$\n\x12\x44\x65tokenizeResponse\x12\x0e\n\x06prompt\x18\x01 \x01(\t2\xda\x01\n\x10TokenizerService\x12^\n\x08Tokenize\x12\x1b.ovserve.v1.TokenizeRequest\x1a\x1c.ovserve.v1.TokenizeResponse\"\x17\x82\xd3\xe4\x93\x02\x11\"\x0c/v3/tokenize:\x01*\x12\x66\n\nDetokenize\x12\x1d.ovserve.v1.DetokenizeRequest\x1a\x1e.ovserve.v1.DetokenizeResponse\"\x19\x82\xd3\xe4\x93\x02\x13\"\x0e/v3/detokenize:\x01*b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -39,13 +39,13 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_TOKENIZERSERVICE'].methods_by_name['Detokenize']._loaded_options = None
   _globals['_TOKENIZERSERVICE'].methods_by_name['Detokenize']._serialized_options = b'\202\323\344\223\002\023\"\016/v3/detokenize:\001*'
   _globals['_TOKENIZEREQUEST']._serialized_start=126
-  _globals['_TOKENIZEREQUEST']._serialized_end=460
-  _globals['_TOKENIZERESPONSE']._serialized_start=462
-  _globals['_TOKENIZERESPONSE']._serialized_end=554
-  _globals['_DETOKENIZEREQUEST']._serialized_start=556
-  _globals['_DETOKENIZEREQUEST']._serialized_end=606
-  _globals['_DETOKENIZERESPONSE']._serialized_start=608
-  _globals['_DETOKENIZERESPONSE']._serialized_end=644
-  _globals['_TOKENIZERSERVICE']._serialized_start=647
-  _globals['_TOKENIZERSERVICE']._serialized_end=865
+  _globals['_TOKENIZEREQUEST']._serialized_end=524
+  _globals['_TOKENIZERESPONSE']._serialized_start=526
+  _globals['_TOKENIZERESPONSE']._serialized_end=618
+  _globals['_DETOKENIZEREQUEST']._serialized_start=620
+  _globals['_DETOKENIZEREQUEST']._serialized_end=670
+  _globals['_DETOKENIZERESPONSE']._serialized_start=672
+  _globals['_DETOKENIZERESPONSE']._serialized_end=708
+  _globals['_TOKENIZERSERVICE']._serialized_start=711
+  _globals['_TOKENIZERSERVICE']._serialized_end=929
 # @@protoc_insertion_point(module_scope)
