@@ -62,15 +62,12 @@ CHAT: dict[str, Parameter] = {
     "prediction": Parameter(ACCEPTED, "a latency hint (predicted output); the output is the same without it"),
     "modalities": Parameter(ACCEPTED, "text is the only output; audio is refused", _text_only),
     "audio": Parameter(REFUSED, "audio output is not served (text models only)", _empty("audio output")),
-    "logit_bias": Parameter(REFUSED, "the engine has no per-token logit bias; {} is accepted", _empty("logit_bias")),
     "moderation": Parameter(REFUSED, "no moderation model runs here", _empty("moderation")),
     "web_search_options": Parameter(REFUSED, "no web search tool here", _empty("web search")),
     "functions": Parameter(MAPPED, "deprecated: become tools; calls come back as function_call", lambda _: None),
     "function_call": Parameter(MAPPED, "deprecated: becomes tool_choice", lambda _: None),
 }
-COMPLETIONS: dict[str, Parameter] = {
-    "logit_bias": CHAT["logit_bias"],
-}
+COMPLETIONS: dict[str, Parameter] = {}
 
 
 def _stream_options(value: Any) -> str | None:
@@ -112,6 +109,11 @@ PARTLY: dict[str, str] = {
         "calls are guided by default (`tool_guided_generation`)"
     ),
     "user": "logged with the request, no other effect",
+    "logit_bias": (
+        "token id -> -100..100 (-100 bans), at most 300 entries; such a request decodes on the engine's biased lane "
+        "(a forward pass per token outside the batch: see below); refused with output constraints, beam search, "
+        "speculative decoding, LoRA adapters, images and a reasoning budget"
+    ),
 }
 # Nested parameters the contract has no field for (accepted, no effect), by parent.
 NESTED: dict[str, dict[str, Parameter]] = {

@@ -17,6 +17,7 @@ from typing import Any
 from ovserve.service.api.chat_output import opens_reasoning
 from ovserve.service.api.common import streaming_violations
 from ovserve.service.api.generation import Budget, build_sampling_params, generation_violations
+from ovserve.service.api.logit_bias import lane_asked, lane_fields, with_lane
 from ovserve.service.api.logprobs import LogprobAsk, ScoredPrompt, output_cap, score_violations
 from ovserve.service.api.media_parts import MediaParts, prompt_with_images
 from ovserve.service.api.prompting import render_prompt, render_text
@@ -146,6 +147,10 @@ async def build_runs(
     """
     # A constraint applies after the reasoning block the prompt left open (the templates of QwQ, DeepSeek-R1).
     opened = any(prompt.reasoning_opened for prompt in prompts)
+    biased = lane_asked(request)
+    if biased and plan is not None and plan.optional:
+        plan = None  # default guidance of tool calls: a biased request's calls go unguided (the lane has no grammar)
+    lane = lane_fields(request, model) if biased else None
     constraint = None if plan is None else plan.constraint(opened=opened)
     if plan is not None and plan.optional and await compile_problem(model, constraint) is not None:
         plan = constraint = None  # default guidance the grammar engine cannot run: the model's calls go unguided
@@ -169,6 +174,9 @@ async def build_runs(
             model, request, plan, opened=prompt.reasoning_opened, max_new_tokens=params.max_new_tokens or 0,
             vision=prompt.images is not None,
         )  # fmt: skip
+        if lane is not None:
+            vision = prompt.images is not None
+            params = with_lane(request, model, params, lane, vision=vision, budget=budget is not None)
         if budget is not None and budget.answer is not None and budget.answer != constraint:
             await check_compiles(model, budget.answer)  # phase 2's constraint: the same format, without the block
         run = Run(prompt.ids, params, first_choice=position * n, images=prompt.images, scoring=scoring, budget=budget)
