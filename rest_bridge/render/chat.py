@@ -79,6 +79,10 @@ def _delta(delta: chat_pb2.ChatCompletionDelta) -> dict[str, Any]:
                 fragment["id"] = call.id
             if call.type:
                 fragment["type"] = call.type
+            if call.HasField("custom"):  # a custom call comes whole
+                fragment["custom"] = {"name": call.custom.name, "input": call.custom.input}
+                calls.append(fragment)
+                continue
             function: dict[str, Any] = {"arguments": call.function.arguments}
             if call.function.name:
                 function["name"] = call.function.name
@@ -144,11 +148,7 @@ def stored_message(stored: chat_pb2.StoredChatMessage) -> dict[str, Any]:
     if message.HasField("name"):
         out["name"] = message.name
     if len(message.tool_calls):
-        out["tool_calls"] = [
-            {"id": call.id, "type": "function",
-             "function": {"name": call.function.name, "arguments": call.function.arguments}}
-            for call in message.tool_calls
-        ]  # fmt: skip
+        out["tool_calls"] = [tool_call(call) for call in message.tool_calls]
     if message.HasField("tool_call_id"):
         out["tool_call_id"] = message.tool_call_id
     return out

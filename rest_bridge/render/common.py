@@ -51,7 +51,9 @@ def token_logprob(entry: common_pb2.TokenLogprob) -> dict[str, Any]:
 
 
 def tool_call(call: common_pb2.ToolCall) -> dict[str, Any]:
-    """A complete tool call (a reply's, not a stream fragment)."""
+    """A complete tool call (a reply's, not a stream fragment): a function's, or a custom tool's."""
+    if call.type == "custom":
+        return {"id": call.id, "type": "custom", "custom": {"name": call.custom.name, "input": call.custom.input}}
     return {
         "id": call.id,
         "type": call.type or "function",

@@ -19,12 +19,16 @@ from ovserve.rest_bridge.translate.proto_json import normalise_forms, without_nu
 
 
 def _normalise_guided_json(body: dict[str, Any]) -> None:
-    # vLLM accepts the schema as a JSON string too; the proto holds an object.
-    if isinstance(body.get("guided_json"), str):
-        try:
-            body["guided_json"] = json.loads(body["guided_json"])
-        except ValueError as error:
-            raise bad_request("guided_json", f"guided_json is not a valid JSON string: {error}") from None
+    # vLLM accepts the schema as a JSON string too (guided_json, structured_outputs.json); the proto holds an object.
+    outputs = body.get("structured_outputs")
+    if isinstance(outputs, dict):
+        outputs = body["structured_outputs"] = dict(outputs)  # the caller's body is not changed
+    for holder, key, field in ((body, "guided_json", "guided_json"), (outputs, "json", "structured_outputs.json")):
+        if isinstance(holder, dict) and isinstance(holder.get(key), str):
+            try:
+                holder[key] = json.loads(holder[key])
+            except ValueError as error:
+                raise bad_request(field, f"{field} is not a valid JSON string: {error}") from None
 
 
 def normalise_chat(body: dict[str, Any]) -> dict[str, Any]:

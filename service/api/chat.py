@@ -17,6 +17,7 @@ from ovserve.service.api.chat_output import (
     stream_deltas,
 )
 from ovserve.service.api.common import FINISH_REASONS, usage
+from ovserve.service.api.custom_tools import custom_names, custom_tool, history_call, template_form
 from ovserve.service.api.logprobs import LogprobAsk
 from ovserve.service.api.media_parts import MediaParts
 from ovserve.service.api.prepare import (
@@ -50,7 +51,11 @@ from ovserve.service.parsing import TurnParser
 
 # Request role -> the role the chat template sees. Templates written for
 # OpenAI's older roles know no "developer": it is a system message to them.
-TEMPLATE_ROLES = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant", "tool": "tool"}
+# OpenAI's deprecated "function" role is the result of the last call of its name: a tool message to them.
+TEMPLATE_ROLES = {
+    "system": "system", "developer": "system", "user": "user", "assistant": "assistant", "tool": "tool",
+    "function": "tool",
+}  # fmt: skip
 MAX_TOOLS = 128
 
 Request = chat_pb2.CreateChatCompletionRequest | chat_pb2.StreamChatCompletionRequest
@@ -66,7 +71,8 @@ async def prepare(models: ModelRegistry, request: Request, *, streaming: bool) -
         lambda: (_history(model, request, media, violations), _tools(request, violations),
                  _template_context(request, violations)),
     )  # fmt: skip
-    plan = await templated_constraint(model, request, violations, tools, context)
+    plan = await templated_constraint(model, request, violations, tools, context)  # custom tools' formats guide
+    tools = [template_form(tool) for tool in tools]
     top = logprobs.top_logprobs(request, violations, needs_logprobs=True)
     scored = logprobs.prompt_logprobs(request, violations)  # once, on the answer's top level
     ask = LogprobAsk(chosen=request.logprobs, top=top, prompt=scored, prompt_logprobs=scored)
@@ -96,6 +102,7 @@ def _history(
     if not len(request.messages):
         violations.append(FieldViolation("messages", "at least one message is required"))
     history = []
+    last_calls: dict[str, str] = {}  # function name -> the id of its last call so far (the function role's answer)
     for position, message in enumerate(request.messages):
         where = f"messages[{position}]"
         role = TEMPLATE_ROLES.get(message.role)
@@ -112,18 +119,39 @@ def _history(
             if not message.tool_call_id:
                 violations.append(FieldViolation(f"{where}.tool_call_id", "required on tool messages"))
             entry["tool_call_id"] = message.tool_call_id
+        if message.role == "function":
+            entry["tool_call_id"] = _function_result(message, where, last_calls, violations)
         if len(message.tool_calls):
             if message.role != "assistant":
                 violations.append(FieldViolation(f"{where}.tool_calls", "only assistant messages carry tool calls"))
             entry["tool_calls"] = [
                 _tool_call(call, f"{where}.tool_calls[{i}]", violations) for i, call in enumerate(message.tool_calls)
             ]
+            last_calls.update((call["function"]["name"], call["id"]) for call in entry["tool_calls"])
         if message.HasField("reasoning_content"):
             entry["reasoning_content"] = message.reasoning_content
         if entry["content"] is None and not (message.role == "assistant" and len(message.tool_calls)):
             violations.append(FieldViolation(f"{where}.content", f"required on {message.role} messages"))
         history.append(entry)
     return history
+
+
+def _function_result(
+    message: chat_pb2.ChatMessage, where: str, last_calls: dict[str, str], violations: list[FieldViolation]
+) -> str:
+    """The call a ``function`` role message answers: the last earlier call of its ``name`` (OpenAI's deprecated
+    form has no call ids)."""
+    if not message.name:
+        violations.append(FieldViolation(f"{where}.name", "required on function messages: the function it answers"))
+        return ""
+    if message.name not in last_calls:
+        violations.append(
+            FieldViolation(
+                f"{where}.name", f"no earlier assistant message calls a function named {quote(message.name)}"
+            )
+        )
+        return ""
+    return last_calls[message.name]
 
 
 def _content(
@@ -156,9 +184,13 @@ def _content(
 
 
 def _tool_call(call: common_pb2.ToolCall, where: str, violations: list[FieldViolation]) -> dict[str, Any]:
+    if call.type == "custom":
+        if not call.custom.name:
+            violations.append(FieldViolation(f"{where}.custom.name", "required"))
+        return history_call(call)
     if call.type not in ("", "function"):
         violations.append(
-            FieldViolation(f"{where}.type", f"unknown tool call type {quote(call.type)}; expected function")
+            FieldViolation(f"{where}.type", f"unknown tool call type {quote(call.type)}; expected function or custom")
         )
     if not call.function.name:
         violations.append(FieldViolation(f"{where}.function.name", "required"))
@@ -181,13 +213,20 @@ def _tools(request: Request, violations: list[FieldViolation]) -> list[dict[str,
         violations.append(FieldViolation("tools", f"at most {MAX_TOOLS} tools; got {len(request.tools)}"))
     tools = []
     for i, tool in enumerate(request.tools):
+        if tool.type == "custom":
+            tools.append(custom_tool(tool.custom, f"tools[{i}].custom", violations))
+            continue
         if tool.type != "function":
             violations.append(
-                FieldViolation(f"tools[{i}].type", f"unknown tool type {quote(tool.type)}; expected function")
+                FieldViolation(f"tools[{i}].type", f"unknown tool type {quote(tool.type)}; expected function or custom")
             )
         if not tool.function.name:
             violations.append(FieldViolation(f"tools[{i}].function.name", "required"))
         tools.append(template_tool(json_object(tool, f"tools[{i}]", violations)))
+    names = [tool["function"].get("name") for tool in tools]
+    for i, tool in enumerate(request.tools):
+        if tool.type == "custom" and names.count(tool.custom.name) > 1:
+            violations.append(FieldViolation(f"tools[{i}].custom.name", "another tool has this name"))
     if request.HasField("tool_choice") and request.tool_choice == "none":
         return []  # the model is not told about tools it may not call
     return tools
@@ -247,7 +286,7 @@ async def create_chat_completion(
         else:  # reasoning and tool calls split out of the text
             parser.feed(choice.text)
             parser.finish()
-            fill_message(out.message, parser.result)
+            fill_message(out.message, parser.result, custom_names(request.tools))
             out.finish_reason = finish_reason(out.finish_reason, parser.result)
         if prep.logprobs:
             out.logprobs.CopyFrom(scored[choice.index])
@@ -272,7 +311,7 @@ async def stream_chat_completion(
     first = chunk()
     for index in range(prep.n):
         first.choices.add(index=index, delta=chat_pb2.ChatCompletionDelta(role=common_pb2.ROLE_ASSISTANT, content=""))
-    raw = not prep.skip_special_tokens
+    raw, custom = not prep.skip_special_tokens, custom_names(request.tools)
     parsers = {index: output_parser(prep.model, prep.runs[0].prompt_ids, request, raw=raw) for index in range(prep.n)}
     # Submitted here, so the engine starts while the role chunk goes out.
     deltas = DeltaStream(prep.model, prep.runs, skip_special_tokens=prep.skip_special_tokens, logprobs=prep.logprobs)
@@ -280,7 +319,7 @@ async def stream_chat_completion(
         yield first
         prompt_sent = False
         async for ready in deltas:
-            chunks = _delta_chunks(prep, parsers, ready, chunk)
+            chunks = _delta_chunks(prep, parsers, ready, chunk, custom)
             if chunks and not prompt_sent and (scored := await _streamed_prompt_logprobs(prep, deltas.prompts)):
                 chunks[0].prompt_logprobs.extend(scored)
                 prompt_sent = True
@@ -301,15 +340,18 @@ def _delta_chunks(
     parsers: dict[int, TurnParser | None],
     ready: list[tuple[int, SequenceDelta]],
     chunk: Callable[[], chat_pb2.StreamChatCompletionResponse],
+    custom: frozenset[str],
 ) -> list[chat_pb2.StreamChatCompletionResponse]:
-    """The chunks for one hand-over of deltas: usually one; a tool call's name and arguments need two (name first)."""
+    """The chunks for one hand-over of deltas: usually one; a tool call's name and arguments need two (name first).
+    ``custom``: the request's custom tools, whose calls come whole (stream_deltas)."""
     chunks: list[chat_pb2.StreamChatCompletionResponse] = []
     for index, delta in ready:
         parser, ends = parsers[index], delta.finish_reason is not None
         if parser is None:
             parts = [chat_pb2.ChatCompletionDelta(content=delta.text)] if delta.text else []
         else:
-            parts = stream_deltas(parser.feed(delta.text) + (parser.finish() if ends else []))
+            pieces = parser.feed(delta.text) + (parser.finish() if ends else [])
+            parts = stream_deltas(pieces, custom, parser.result)
         if not (parts or ends or (prep.logprobs and delta.token_ids)):
             continue  # the parser holds this text back (a tag may be starting)
         for position, part in enumerate(parts or [chat_pb2.ChatCompletionDelta()]):

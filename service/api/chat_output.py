@@ -8,13 +8,16 @@ from typing import Any
 from google.protobuf import json_format
 
 from ovserve.clients.v1 import chat_pb2, common_pb2
+from ovserve.service.api.custom_tools import custom_input
 from ovserve.service.models import ServedModel
 from ovserve.service.parsing import (
     ContentDelta,
+    ParsedCall,
     ParsedTurn,
     Piece,
     ReasoningDelta,
     ToolCallArguments,
+    ToolCallFinished,
     ToolCallStarted,
     TurnParser,
 )
@@ -61,24 +64,37 @@ def finish_reason(engine_reason: common_pb2.FinishReason, turn: ParsedTurn | Non
     return engine_reason
 
 
-def fill_message(message: chat_pb2.ChatCompletionMessage, turn: ParsedTurn) -> None:
-    """Content (unset when the reply is only tool calls), reasoning_content and tool_calls of a parsed turn."""
+def fill_message(message: chat_pb2.ChatCompletionMessage, turn: ParsedTurn, custom: frozenset[str]) -> None:
+    """Content (unset when the reply is only tool calls), reasoning_content and tool_calls of a parsed turn;
+    calls of the ``custom`` tools' names are custom calls."""
     if turn.content or not turn.calls:
         message.content = turn.content
     if turn.reasoning:
         message.reasoning_content = turn.reasoning
     for call in turn.calls:
-        message.tool_calls.add(id=call.id, type="function").function.CopyFrom(
-            common_pb2.FunctionCall(name=call.name, arguments=call.arguments)
+        message.tool_calls.append(tool_call(call, custom))
+
+
+def tool_call(call: ParsedCall, custom: frozenset[str]) -> common_pb2.ToolCall:
+    """A parsed call as the reply's tool call: a function's, or a custom tool's with its input."""
+    if call.name in custom:
+        return common_pb2.ToolCall(
+            id=call.id,
+            type="custom",
+            custom=common_pb2.CustomToolCall(name=call.name, input=custom_input(call.arguments)),
         )
+    return common_pb2.ToolCall(
+        id=call.id, type="function", function=common_pb2.FunctionCall(name=call.name, arguments=call.arguments)
+    )
 
 
-def stream_deltas(pieces: list[Piece]) -> list[chat_pb2.ChatCompletionDelta]:
+def stream_deltas(pieces: list[Piece], custom: frozenset[str], turn: ParsedTurn) -> list[chat_pb2.ChatCompletionDelta]:
     """One step's pieces as chat deltas, in order; a call's name and its arguments go in separate deltas.
 
     Text of one kind is joined into one delta; a new delta starts when the
     kind changes, so a client that applies deltas in order sees reasoning,
-    content and calls in the order the model wrote them.
+    content and calls in the order the model wrote them. A call of a ``custom`` tool comes in one delta once it
+    is complete (its input is read out of the whole arguments; ``turn``: the turn so far).
     """
     deltas: list[chat_pb2.ChatCompletionDelta] = []
     last: type | None = None
@@ -88,14 +104,20 @@ def stream_deltas(pieces: list[Piece]) -> list[chat_pb2.ChatCompletionDelta]:
                 deltas.append(chat_pb2.ChatCompletionDelta())
             field = "content" if isinstance(piece, ContentDelta) else "reasoning_content"
             setattr(deltas[-1], field, getattr(deltas[-1], field) + piece.text)
-        elif isinstance(piece, ToolCallStarted):
-            call = chat_pb2.ToolCallDelta(index=piece.index, id=piece.id, type="function")
-            call.function.name = piece.name
-            deltas.append(chat_pb2.ChatCompletionDelta(tool_calls=[call]))
-        elif isinstance(piece, ToolCallArguments):
-            call = chat_pb2.ToolCallDelta(index=piece.index)
-            call.function.arguments = piece.fragment
-            deltas.append(chat_pb2.ChatCompletionDelta(tool_calls=[call]))
+        elif isinstance(piece, ToolCallStarted | ToolCallArguments | ToolCallFinished):
+            call = turn.calls[piece.index]
+            if call.name in custom and isinstance(piece, ToolCallFinished):
+                whole = tool_call(call, custom)
+                delta = chat_pb2.ToolCallDelta(index=piece.index, id=call.id, type="custom", custom=whole.custom)
+                deltas.append(chat_pb2.ChatCompletionDelta(tool_calls=[delta]))
+            elif call.name not in custom and isinstance(piece, ToolCallStarted):
+                delta = chat_pb2.ToolCallDelta(index=piece.index, id=piece.id, type="function")
+                delta.function.name = piece.name
+                deltas.append(chat_pb2.ChatCompletionDelta(tool_calls=[delta]))
+            elif call.name not in custom and isinstance(piece, ToolCallArguments):
+                delta = chat_pb2.ToolCallDelta(index=piece.index)
+                delta.function.arguments = piece.fragment
+                deltas.append(chat_pb2.ChatCompletionDelta(tool_calls=[delta]))
         last = type(piece)
     return deltas
 

@@ -209,6 +209,9 @@ class GrammarBuilder:
         self._refs: dict[tuple[int, int], str] = {}
         self.size = 0  # characters of rule text so far (MAX_GRAMMAR_BYTES)
         self.properties = 0  # declared properties so far, all schemas (MAX_TOTAL_PROPERTIES)
+        # A string "format" the server names -> the EBNF of its contents (a custom tool's input grammar,
+        # ovserve.service.structured.custom_input); a client's schema cannot add one.
+        self.contents: dict[str, str] = {}
 
     def add(self, schema: Any) -> str:
         """A rule name for the JSON values ``schema`` (a whole document, for its ``$ref``s) allows.
@@ -555,6 +558,8 @@ class _Document:
                 raise SchemaError((*path, "pattern"), "pattern with minLength/maxLength is not supported")
             return f'"\\"" {pattern_expression(schema["pattern"], (*path, "pattern"))} "\\""'
         fmt = schema.get("format")
+        if isinstance(fmt, str) and fmt in self.grammar.contents:
+            return f'"\\"" {self.grammar.contents[fmt]} "\\""'
         if fmt in FORMATS:
             self.grammar.base(*FORMAT_USES[fmt])
             return f'"\\"" {FORMATS[fmt]} "\\""'

@@ -4,6 +4,8 @@ The constraints a request may set (at most one of them):
 
 - ``response_format`` (chat, completions, Responses): text | json_object | json_schema | structural_tag;
 - ``guided_json`` / ``guided_regex`` / ``guided_choice`` (chat, completions; vLLM's names);
+- ``grammar`` (llama.cpp's GBNF) / ``guided_grammar`` (vLLM's) and ``structured_outputs`` (vLLM's newer
+  spelling: one of grammar, regex, choice, json) on chat and completions (``ovserve.service.structured.gbnf``);
 - ``text.format`` (Responses): text | json_object | json_schema;
 - ``tool_choice`` "required" or a named function (chat, Responses): the model must write tool calls in
   the markup its tool parser reads (``ovserve.service.parsing.markup``; the Hermes/Qwen form
@@ -31,7 +33,7 @@ import asyncio
 import dataclasses
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,6 +45,8 @@ from ovserve.service.errors import FieldViolation, InvalidArgument, quote
 from ovserve.service.models import ServedModel
 from ovserve.service.parsing.markup import HERMES, THINK, CallMarkup, ThinkMarkup, spaced_ebnf
 from ovserve.service.structured.canonical import canonical
+from ovserve.service.structured.custom_input import CUSTOM_FORMAT, CustomFormat, custom_arguments
+from ovserve.service.structured.gbnf import GrammarTextError, check_grammar
 from ovserve.service.structured.json_grammar import GrammarBuilder, SchemaError, check_size, literal, schema_grammar
 from ovserve.service.structured.limits import (
     MAX_ALTERNATIVES,
@@ -99,19 +103,20 @@ class Guide:
         begin = "" if opened else think.begin
         # The block ends at its end tag. Blank lines after it are the model's to write or not (MiniMax-M3's template
         # writes a call right after </mm:think>): were they part of the end, a model that went straight on would
-        # stay "inside" the block until max_tokens. A bounded run, so a small model cannot pad for ever.
+        # stay "inside" the block until max_tokens. A bounded run, so a small model cannot pad for ever. Markup
+        # after it (gpt-oss's next header, Kimi K3's empty response channel) ends the block with its end tag, but
+        # before forced calls it is written after the end tag: a model that wrote the end tag and went on with an
+        # answer would otherwise stay "inside" the block, unconstrained, until max_tokens.
         blank = not after.strip()
-        block = {
-            "type": "tag",
-            "begin": begin,
-            "content": {"type": "any_text"},
-            "end": think.end + ("" if blank else after),
-        }
-        elements = [
-            block,
-            *([{"type": "regex", "pattern": AFTER_THINK_BLANKS}] if blank and after else []),
-            self._format(),
-        ]
+        block = {"type": "tag", "begin": begin, "content": {"type": "any_text"}, "end": think.end}
+        follows: list[dict[str, str]] = []
+        if blank and after:
+            follows = [{"type": "regex", "pattern": AFTER_THINK_BLANKS}]
+        elif not blank and self.forced:
+            follows = [{"type": "const_string", "value": after}]
+        elif not blank:
+            block["end"] += after
+        elements = [block, *follows, self._format()]
         document = {"type": "structural_tag", "format": {"type": "sequence", "elements": elements}}
         return OutputConstraint("structural_tags_config", json.dumps(document), blame)
 
@@ -186,6 +191,8 @@ def output_plan(
             _guided_json(request, violations),
             _guided_regex(request, violations),
             _guided_choice(request, violations),
+            _free_grammars(request, violations),
+            _structured_outputs(request, violations),
         )
         if guide is not None
     ]
@@ -250,10 +257,10 @@ def _tool_choice(
     choice = request.named_tool_choice
     if choice.type == "allowed_tools":
         return _allowed_tools(violations, choice, indexed, named_field)
-    if choice.type not in ("", "function"):
+    if choice.type not in ("", "function", "custom"):
         violations.append(
             FieldViolation(
-                f"{named_field}.type", f"unknown type {quote(choice.type)}; expected function or allowed_tools"
+                f"{named_field}.type", f"unknown type {quote(choice.type)}; expected function, custom or allowed_tools"
             )
         )
         return None
@@ -277,8 +284,10 @@ def _allowed_tools(
     if not allowed.tools:
         violations.append(FieldViolation(f"{where}.tools", "at least one tool is required"))
     for number, tool in enumerate(allowed.tools):
-        if tool.type not in ("", "function"):
-            violations.append(FieldViolation(f"{where}.tools[{number}].type", "only function tools can be allowed"))
+        if tool.type not in ("", "function", "custom"):
+            violations.append(
+                FieldViolation(f"{where}.tools[{number}].type", "only function and custom tools can be allowed")
+            )
     names = [(f"{where}.tools[{number}]", _choice_name(tool)) for number, tool in enumerate(allowed.tools)]
     callable_ = _tools_named(violations, names, indexed)
     if len(violations) > before:
@@ -292,8 +301,9 @@ def _tool_name(tool: dict[str, Any]) -> str:
 
 
 def _choice_name(choice: Any) -> str:
-    """The function a tool_choice object names: flat (Responses) or nested (chat) form."""
-    return getattr(choice, "name", "") or choice.function.name
+    """The function (or custom tool) a tool_choice object names: flat (Responses) or nested (chat) form."""
+    nested = choice.custom if choice.type == "custom" and "custom" in choice.DESCRIPTOR.fields_by_name else None
+    return getattr(choice, "name", "") or (nested or choice.function).name
 
 
 def _tools_named(
@@ -384,31 +394,87 @@ def _guided_json(request: Any, violations: list[FieldViolation]) -> Guide | None
 def _guided_regex(request: Any, violations: list[FieldViolation]) -> Guide | None:
     if not _present(request, "guided_regex"):
         return None
-    if not request.guided_regex:
-        violations.append(FieldViolation("guided_regex", "must not be empty"))
+    return _regex_guide(request.guided_regex, "guided_regex", violations)
+
+
+def _regex_guide(pattern: str, field: str, violations: list[FieldViolation]) -> Guide | None:
+    """A regular expression the whole output matches (XGrammar's regex syntax)."""
+    if not pattern:
+        violations.append(FieldViolation(field, "must not be empty"))
         return None
-    if len(request.guided_regex) > MAX_PATTERN_LENGTH:
-        message = f"{len(request.guided_regex)} characters; at most {MAX_PATTERN_LENGTH} are accepted"
-        violations.append(FieldViolation("guided_regex", message))
+    if len(pattern) > MAX_PATTERN_LENGTH:
+        message = f"{len(pattern)} characters; at most {MAX_PATTERN_LENGTH} are accepted"
+        violations.append(FieldViolation(field, message))
         return None
-    return Guide("guided_regex", "regex", request.guided_regex)
+    return Guide(field, "regex", pattern)
 
 
 def _guided_choice(request: Any, violations: list[FieldViolation]) -> Guide | None:
     if not _present(request, "guided_choice"):
         return None
-    choices = list(request.guided_choice)
+    return _choice_guide(list(request.guided_choice), "guided_choice", violations)
+
+
+def _choice_guide(choices: list[str], field: str, violations: list[FieldViolation]) -> Guide | None:
+    """The output is exactly one of ``choices``."""
     size = sum(len(choice.encode()) for choice in choices)
     if len(choices) > MAX_ALTERNATIVES or size > MAX_CHOICE_BYTES:
         message = f"{len(choices)} choices of {size} bytes; at most {MAX_ALTERNATIVES} choices of {MAX_CHOICE_BYTES}"
-        violations.append(FieldViolation("guided_choice", message))
+        violations.append(FieldViolation(field, message))
         return None
     for index, choice in enumerate(choices):
         if not choice:
-            violations.append(FieldViolation(f"guided_choice[{index}]", "a choice must not be empty"))
+            violations.append(FieldViolation(f"{field}[{index}]", "a choice must not be empty"))
     # An EBNF alternation of string literals: XGrammar reads JSON's string escapes, so no regex escaping.
     grammar = "root ::= " + " | ".join(json.dumps(choice, ensure_ascii=False) for choice in dict.fromkeys(choices))
-    return Guide("guided_choice", "grammar", grammar)
+    return Guide(field, "grammar", grammar)
+
+
+def _free_grammars(request: Any, violations: list[FieldViolation]) -> Guide | None:
+    """llama.cpp's ``grammar`` and vLLM's ``guided_grammar``: GBNF / EBNF (both set is refused)."""
+    guides = [
+        _grammar_guide(getattr(request, name), name, violations)
+        for name in ("grammar", "guided_grammar")
+        if _present(request, name)
+    ]
+    if len(guides) > 1:
+        violations.append(FieldViolation("guided_grammar", "cannot be combined with grammar: set one of them"))
+    return guides[0] if guides else None
+
+
+def _grammar_guide(text: str, field: str, violations: list[FieldViolation]) -> Guide | None:
+    """A free-form grammar (GBNF or XGrammar EBNF, start rule ``root``), bounded; the compiler's verdict comes
+    later (check_compiles), naming ``field``."""
+    try:
+        return Guide(field, "grammar", check_grammar(text))
+    except GrammarTextError as error:
+        violations.append(FieldViolation(field, str(error)))
+        return None
+
+
+# vLLM's structured_outputs: each form and the guide it makes (its field named ``structured_outputs.<form>``).
+_STRUCTURED_OUTPUTS: dict[str, Callable[[Any, str, list[FieldViolation]], Guide | None]] = {
+    "grammar": lambda outputs, field, violations: _grammar_guide(outputs.grammar, field, violations),
+    "regex": lambda outputs, field, violations: _regex_guide(outputs.regex, field, violations),
+    "choice": lambda outputs, field, violations: _choice_guide(list(outputs.choice), field, violations),
+    "json": lambda outputs, field, violations: _schema_guide(outputs, "json", field, field, violations),
+}
+
+
+def _structured_outputs(request: Any, violations: list[FieldViolation]) -> Guide | None:
+    """vLLM's ``structured_outputs``: exactly one of grammar, regex, choice and json."""
+    if not _present(request, "structured_outputs"):
+        return None
+    outputs = request.structured_outputs
+    forms = [form for form in _STRUCTURED_OUTPUTS if _present(outputs, form)]
+    if len(forms) != 1:
+        got = ", ".join(forms) or "none"
+        violations.append(
+            FieldViolation("structured_outputs", f"set exactly one of grammar, regex, choice and json (got {got})")
+        )
+        return None
+    field = f"structured_outputs.{forms[0]}"
+    return _STRUCTURED_OUTPUTS[forms[0]](outputs, field, violations)
 
 
 def _structural_tag(fmt: Any, where: str, violations: list[FieldViolation]) -> Guide | None:
@@ -611,6 +677,13 @@ def _arguments(
     if problem is not None:  # the name's field sits beside the parameters' in both request types
         violations.append(FieldViolation(field.rpartition(".")[0] + ".name", problem))
         return None
+    custom = tool.get(CUSTOM_FORMAT)
+    if isinstance(custom, CustomFormat):  # a custom tool: one string, "input", in the tool's format
+        try:
+            return custom_arguments(grammar, custom, f"c{index}")
+        except SchemaError as error:
+            violations.append(FieldViolation(custom.field, error.message))
+            return None
     schema = _checked_schema(function.get("parameters") or {"type": "object"}, field, violations)
     if schema is None:
         return None
