@@ -102,10 +102,13 @@ PARTLY: dict[str, str] = {
     ),
     "best_of": "beam search; refused with stop strings, sampling or a speculative-decoding model",
     "n": "samples at default settings; at temperature 0, n greedy choices (n requests side by side)",
-    "tools": "function tools; custom tools are refused (no free-form tool calls here)",
+    "tools": (
+        "function and custom tools; a custom tool reaches the template as a function of one string (`input`), and a "
+        "guided call's input follows its Lark or regex format (chat; a model whose calls write JSON arguments)"
+    ),
     "tool_choice": (
-        "none, auto, required, a named function, or allowed_tools (mode auto needs a model whose calls open "
-        "with fixed text, such as `<tool_call>` or `[`; required works with every model); under auto the "
+        "none, auto, required, a named function or custom tool, or allowed_tools (mode auto needs a model whose "
+        "calls open with fixed text, such as `<tool_call>` or `[`; required works with every model); under auto the "
         "calls are guided by default (`tool_guided_generation`)"
     ),
     "user": "logged with the request, no other effect",
