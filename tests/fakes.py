@@ -227,9 +227,11 @@ class FakeEngine:
         images: PromptImages | None = None,
         scoring: Scoring | None = None,
         adapter: str = "",
+        tenant: str = "",
+        cache_salt: str = "",
     ) -> FakeGeneration:
         """Play the next script (an empty reply if none is queued); raises its ``refuse`` error if it has one.
-        (``scoring`` is taken and ignored: scoring is the real engine's, tested end to end.)"""
+        (``scoring``, ``tenant`` and ``cache_salt`` are taken and ignored: the real engine's, tested end to end.)"""
         if self.stopped:
             raise EngineUnavailable(f"engine for {self.name!r} is not running")
         script = self.scripts.popleft() if self.scripts else Script([*text("")])

@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ovserve.service.api.cache_salt import cache_salt
 from ovserve.service.api.chat_output import opens_reasoning
 from ovserve.service.api.common import streaming_violations
 from ovserve.service.api.generation import Budget, build_sampling_params, generation_violations
@@ -158,6 +159,7 @@ async def build_runs(
     field = next((name for name in api.length_fields if request.HasField(name)), api.length_fields[0])
     limit = getattr(request, field) if request.HasField(field) else None
     scoring = ask.scoring()
+    salt = cache_salt(request)
     # Without a length set, outputs carrying scores end where the request's bound on them would be passed.
     cap = None if limit is not None else output_cap(ask, [ScoredPrompt(len(p.ids), p.field, n, 0) for p in prompts])
     runs: list[Run] = []
@@ -179,7 +181,10 @@ async def build_runs(
             params = with_lane(request, model, params, lane, vision=vision, budget=budget is not None)
         if budget is not None and budget.answer is not None and budget.answer != constraint:
             await check_compiles(model, budget.answer)  # phase 2's constraint: the same format, without the block
-        run = Run(prompt.ids, params, first_choice=position * n, images=prompt.images, scoring=scoring, budget=budget)
+        run = Run(
+            prompt.ids, params, first_choice=position * n, images=prompt.images, scoring=scoring, budget=budget,
+            cache_salt=salt,
+        )  # fmt: skip
         runs += fan_out(run, n, model)
         scored.append(ScoredPrompt(len(prompt.ids), prompt.field, n, params.max_new_tokens or 0))
     # Before any of them is submitted: the answer's logprobs bounded per request (ovserve.service.api.logprobs)

@@ -29,6 +29,7 @@ from ovserve.service.engine import (
 )
 from ovserve.service.errors import Internal, InvalidArgument, ResourceExhausted, ServiceError, Unavailable
 from ovserve.service.models import ServedModel
+from ovserve.service.store import tenancy
 
 # The engine's failures -> the service's errors, most specific first: servicers know only ServiceError.
 ENGINE_ERRORS: tuple[tuple[type[EngineError], type[ServiceError]], ...] = (
@@ -55,6 +56,7 @@ class Run:
     images: PromptImages | None = None  # a vision request's images and text prompt
     scoring: Scoring | None = None  # alternatives or prompt logprobs asked for (ovserve.service.engine.scoring)
     budget: ReasoningBudget | None = None  # its reasoning block's budget (ovserve.service.api.reasoning_budget)
+    cache_salt: str = ""  # its prefix-cache salt (ovserve.service.api.cache_salt)
 
 
 def fan_out(run: Run, n: int, model: ServedModel) -> list[Run]:
@@ -156,7 +158,7 @@ def _submit(model: ServedModel, run: Run, skip_special_tokens: bool) -> Generati
     def submit(prompt_ids: list[int], params: SamplingParams, scoring: Scoring | None) -> GenerationStream:
         return model.engine.submit(
             prompt_ids, params, skip_special_tokens=skip_special_tokens, images=run.images, scoring=scoring,
-            adapter=model.adapter,
+            adapter=model.adapter, tenant=tenancy.tenant.get(), cache_salt=run.cache_salt,
         )  # fmt: skip
 
     if run.budget is None:

@@ -34,6 +34,7 @@ from ovserve.service.engine.biased_lane import MAX_LANE_SEQUENCES, BiasedDecode,
 from ovserve.service.engine.detokenizer import Pending, SequenceText, WindowDecoder, detokenize_step
 from ovserve.service.engine.generation_config import generation_config
 from ovserve.service.engine.messages import Outcome
+from ovserve.service.engine.salting import salted_prompt
 from ovserve.service.engine.sampling import SamplingParams
 from ovserve.service.engine.scoring import ScoredSequence, Scoring
 from ovserve.service.engine.stops import StopText
@@ -62,6 +63,7 @@ class Submission:
     prompt_text: str = ""  # a vision model's request: the rendered prompt, an <ov_genai_image_N> tag per image
     scoring: Scoring | None = None  # logprobs beyond the sampler's: scored by the ScoringLane (scoring_lane.py)
     adapter: str = ""  # the LoRA adapter it runs with ("": the base model)
+    cache_namespace: int = 0  # its prefix-cache namespace (salting.py): 0 shares raw ids
 
 
 @dataclass
@@ -137,8 +139,10 @@ class EngineCore:
         update_rate: float = 0.0,
         clock: Callable[[], float] = time.monotonic,
         lane: Callable[[], ScoredSequence] | None = None,
+        salted: bool = False,
     ) -> None:
         self._factory = factory
+        self._salted = salted  # prompts go in their prefix-cache namespace (salting.py)
         self._pipeline = factory()
         self._decode = decode
         self._speculative = speculative
@@ -246,8 +250,12 @@ class EngineCore:
             images = [ov.Tensor(np.ascontiguousarray(image[np.newaxis])) for image in submission.images]
             config.apply_chat_template = False
             return self._pipeline.add_request(submission.request_id, submission.prompt_text, images, config)
-        prompt = ov.Tensor(np.array([submission.prompt_ids], dtype=np.int64))
-        return self._pipeline.add_request(submission.request_id, prompt, config)
+        return self._pipeline.add_request(submission.request_id, self._prompt(submission, [], config), config)
+
+    def _prompt(self, submission: Submission, generated: list[int], config: ov_genai.GenerationConfig) -> ov.Tensor:
+        """The request's prompt (and ``generated`` after it, when resumed) in its prefix-cache namespace."""
+        space = submission.cache_namespace if self._salted else 0
+        return ov.Tensor(salted_prompt([*submission.prompt_ids, *generated], space, config.repetition_penalty))
 
     def _next(self) -> int | None:
         """Where in the queue the next request to admit is (None: none now), switching adapters when due."""
@@ -401,10 +409,10 @@ class EngineCore:
                 failed.append((request_id, EngineError(f"engine step failed: {_engine_message(error)}")))
                 continue
             resumed = dataclasses.replace(params, max_new_tokens=left)
-            prompt = [*state.submission.prompt_ids, *state.generated]
             try:
-                tensor = ov.Tensor(np.array([prompt], dtype=np.int64))
-                state.handle = self._pipeline.add_request(request_id, tensor, generation_config(resumed))
+                config = generation_config(resumed)
+                tensor = self._prompt(state.submission, state.generated, config)
+                state.handle = self._pipeline.add_request(request_id, tensor, config)
             except Exception as refused:
                 del self._running[request_id]
                 failed.append((request_id, EngineError(f"engine step failed: {_engine_message(refused)}")))

@@ -16,6 +16,7 @@ from typing import Any
 import openvino_genai as ov_genai
 
 from ovserve.service import model_files
+from ovserve.service.engine import salting
 from ovserve.service.engine.adapters import LoraAdapter
 from ovserve.service.engine.chat_template import ChatTemplate, TemplateRenderer, find_chat_template
 from ovserve.service.engine.core import Submission
@@ -91,6 +92,13 @@ class Engine(Supervised):
         self._template = TemplateRenderer(self._tokenizer, template, model_dir)
         self._codec = TokenCodec(model_dir)
         self.defaults = model_defaults(model_dir, self._tokenizer.get_eos_token_id())
+        if self.defaults.repetition_penalty not in (None, 1.0) and settings.enable_prefix_caching:
+            log.warning(
+                "model %r: its generation_config.json sets repetition_penalty %s; requests that keep it share one "
+                "prefix-cache namespace across API keys (the engine's penalty reads prompt ids as vocabulary "
+                "indices, so their prompts cannot be salted): clients that send repetition_penalty 1 are kept apart",
+                name, self.defaults.repetition_penalty,
+            )  # fmt: skip
         self.max_model_len = max_model_len(model_dir)
         self.vocab_size = _vocab_size(model_dir, self._tokenizer)
         # Its fill-in-the-middle tokens, if it has a code family's (a completion's suffix needs them).
@@ -112,6 +120,9 @@ class Engine(Supervised):
             properties=settings.properties(),
             markup=markup(self._template),
             adapters=adapters,
+            # A vision model's pipeline takes text, which cannot be salted: isolated, it caches no prefixes.
+            salted=settings.enable_prefix_caching
+            and not (settings.shared_prefix_cache and not (model_dir / "openvino_model.xml").is_file()),
         )
         self.adapters = {adapter.name: adapter for adapter in adapters}
         self._mailboxes: dict[int, Mailbox] = {}
@@ -260,6 +271,8 @@ class Engine(Supervised):
         images: PromptImages | None = None,
         scoring: Scoring | None = None,
         adapter: str = "",
+        tenant: str = "",
+        cache_salt: str = "",
     ) -> Generation:
         """Send a request to the engine now; iterate the Generation for its output, and close it when done.
 
@@ -267,7 +280,8 @@ class Engine(Supervised):
         the model sees it (image tokens included), for counts. Submitting before the caller sends anything of its
         own (a role chunk, the Responses API's first events) lets the engine start meanwhile. ``scoring``: the
         logprobs the sampler does not give (alternatives, the prompt's), computed by the model's scoring copy.
-        ``adapter``: the LoRA adapter it runs with ("": the base model).
+        ``adapter``: the LoRA adapter it runs with ("": the base model). ``tenant`` (its API key's) and
+        ``cache_salt`` choose the prefix-cache namespace it reads and writes (salting.py).
         """
         if adapter and scoring is not None:  # the scoring copy has the base model's weights only
             raise EngineRejected("prompt logprobs and top alternatives are not served for a LoRA adapter's requests")
@@ -278,7 +292,10 @@ class Engine(Supervised):
         self._mailboxes[request_id] = mailbox
         try:
             pixels, text = (images.pixels, images.text) if images else ((), "")
-            self._send(Submission(request_id, prompt_ids, params, skip_special_tokens, pixels, text, scoring, adapter))
+            space = salting.namespace(tenant, cache_salt, adapter, isolated=not self.settings.shared_prefix_cache)
+            self._send(
+                Submission(request_id, prompt_ids, params, skip_special_tokens, pixels, text, scoring, adapter, space)
+            )
         except BaseException:
             del self._mailboxes[request_id]
             raise

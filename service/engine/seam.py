@@ -106,12 +106,15 @@ class GenerationEngine(Served, Protocol):
         images: PromptImages | None = None,
         scoring: Scoring | None = None,
         adapter: str = "",
+        tenant: str = "",
+        cache_salt: str = "",
     ) -> GenerationStream:
         """Send a request to the engine now; iterate the stream for its output, and close it when done.
 
         ``images``: their pixels go with the prompt; ``scoring``: the logprobs the sampler does not give;
-        ``adapter``: the LoRA adapter it runs with ("": the base model). Raises EngineUnavailable while the engine
-        is down, EngineRejected for what it does not serve.
+        ``adapter``: the LoRA adapter it runs with ("": the base model); ``tenant`` and ``cache_salt``: its
+        prefix-cache namespace (salting.py). Raises EngineUnavailable while the engine is down, EngineRejected for
+        what it does not serve.
         """
 
 

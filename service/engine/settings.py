@@ -85,6 +85,16 @@ class EngineSettings:
         default=True,
         metadata={"help": "turn off reusing the KV blocks of a shared prompt prefix", "flag": "no-prefix-caching"},
     )  # reuse KV blocks of a shared prompt prefix
+    # With API keys, a prompt's cached blocks are reused by the same key only (salting.py): another key could
+    # otherwise time its first tokens to learn how someone else's prompt began. A single-tenant deployment may
+    # share them (a vision model's pipeline cannot keep keys apart: it caches prefixes only when shared).
+    shared_prefix_cache: bool = field(
+        default=False,
+        metadata={
+            "help": "let API keys reuse each other's cached prompt prefixes (for a single tenant; a cache_salt "
+            "still keeps its requests apart); a vision model caches prefixes only with this"
+        },
+    )
     # Shortest gap between two hand-overs of output by the engine process, in
     # ms: the steps made meanwhile go out merged (a request's first token and
     # its end never wait). A model slower than one step per interval is never

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import functools
 import logging
 import signal
 import sys
@@ -23,6 +22,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
+from ovserve.service.engine import salting
 from ovserve.service.engine.adapters import LoraAdapter
 from ovserve.service.engine.core import EngineCore, Submission
 from ovserve.service.engine.messages import (
@@ -57,6 +57,8 @@ class WorkerSpec:
     properties: dict[str, object] = field(default_factory=dict)  # device properties (EngineSettings.properties)
     markup: tuple[str, ...] = ()  # the output parsers' markup: its special tokens stay in the text (TokenCodec)
     adapters: tuple[LoraAdapter, ...] = ()  # LoRA adapters requests may name (checked: service/engine/adapters.py)
+    # Prefix caching per namespace (salting.py): requests' prompts come salted unless the pipeline cannot take it.
+    salted: bool = False
 
 
 def main() -> None:
@@ -100,12 +102,16 @@ def _load(spec: WorkerSpec, scoring: ScoringModel) -> EngineCore:
         logging.info("prefix caching is off for a pipeline with a draft model")
     # One Adapter object each, kept: openvino-genai tells adapters apart by object, not by file.
     adapters = adapter_set(spec.adapters, {})
+    # The pipeline's prefix cache is kept per namespace when salted ids hold on it (checked on the first one built).
+    # (a vision model's pipeline takes its prompts as text, which cannot be salted: isolated, it caches nothing)
+    saltable = spec.draft_dir is None and (spec.model_dir / "openvino_model.xml").is_file()
+    salt = {"stride": salting.STRIDE if spec.salted and saltable else 0, "checked": False}
 
     def pipeline(adapters: dict[str, tuple[ov_genai.Adapter, float]]) -> ov_genai.ContinuousBatchingPipeline:
         scheduler = ov_genai.SchedulerConfig()
         for name, value in spec.scheduler.items():
             setattr(scheduler, name, value)
-        if spec.draft_dir is not None:
+        if spec.draft_dir is not None or (spec.salted and not salt["stride"]):
             scheduler.enable_prefix_caching = False
         if adapters and scheduler.enable_prefix_caching:
             # openvino-genai 2026.4 keys cached blocks by tokens alone: a prefix computed under one adapter would
@@ -121,16 +127,26 @@ def _load(spec: WorkerSpec, scoring: ScoringModel) -> EngineCore:
         if adapters:  # every adapter at construction: the pipeline hooks the layers they target, once
             mode = ov_genai.AdapterConfig.Mode.MODE_DYNAMIC  # the one mode that takes int8/int4 weights and switches
             properties["adapters"] = ov_genai.AdapterConfig(list(adapters.values()), mode)
-        return ov_genai.ContinuousBatchingPipeline(str(spec.model_dir), scheduler, spec.device, properties)
+        built = ov_genai.ContinuousBatchingPipeline(str(spec.model_dir), scheduler, spec.device, properties)
+        if salt["stride"] and not salt["checked"] and scheduler.enable_prefix_caching:
+            salt["checked"] = True
+            if not salting.salt_holds(built):
+                logging.warning("prefix caching is off: this device computes otherwise for salted token ids, so "
+                                "API keys' prompts cannot be kept apart in its cache (salting.py)")  # fmt: skip
+                salt["stride"] = 0
+                return pipeline(adapters)
+        return built
 
+    first = [pipeline(adapters)]  # built (and its salt checked) before the core learns the stride
     return EngineCore(
-        functools.partial(pipeline, adapters),
+        lambda: first.pop() if first else pipeline(adapters),
         TokenCodec(spec.model_dir, spec.markup).decode_windows,
         speculative=spec.draft_dir is not None,
         adapters=adapters,
         rebuild=pipeline,
         flush_interval=spec.flush_interval,
         update_rate=spec.update_rate,
+        salted=bool(salt["stride"]),
         lane=scoring.sequence,  # the biased lane decodes on the scoring copy (biased_lane.py)
     )
 
