@@ -95,13 +95,20 @@ def test_repetition_penalty_requests_are_served_under_isolation(served: tuple[Ru
         assert answer.choices[0].finish_reason in {"length", "stop"}
 
 
-@pytest.mark.parametrize("salt", ["", "x" * 257])
-def test_a_cache_salt_out_of_bounds_is_refused_naming_it(served: tuple[RunningBridge, bool], salt: str) -> None:
+BODIES = {
+    "/v3/chat/completions": {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 2},
+    "/v3/completions": {"prompt": "hi", "max_tokens": 2},
+    "/v3/responses": {"input": "hi", "max_output_tokens": 16},
+}
+
+
+@pytest.mark.parametrize("path", sorted(BODIES))
+def test_every_generating_api_takes_a_cache_salt_and_bounds_it(served: tuple[RunningBridge, bool], path: str) -> None:
     bridge, _ = served
-    reply = http_request(
-        bridge.port, "POST", "/v3/chat/completions",
-        {"model": "tiny-chat", "messages": [{"role": "user", "content": "hi"}], "cache_salt": salt},
-        headers={"Authorization": f"Bearer {KEYS[0]}"},
-    )  # fmt: skip
-    assert reply.status == 400
-    assert reply.json()["error"]["param"] == "cache_salt"
+    headers = {"Authorization": f"Bearer {KEYS[0]}"}
+    for salt, status in (("team-blue", 200), ("", 400), ("x" * 257, 400)):
+        body = {"model": "tiny-chat", **BODIES[path], "cache_salt": salt}
+        reply = http_request(bridge.port, "POST", path, body, headers=headers)
+        assert reply.status == status, reply.body
+        if status == 400:
+            assert reply.json()["error"]["param"] == "cache_salt"
