@@ -9,7 +9,7 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class ResponseStreamEvent(_message.Message):
-    __slots__ = ("sequence_number", "created", "queued", "in_progress", "output_item_added", "output_item_done", "content_part_added", "content_part_done", "output_text_delta", "output_text_done", "refusal_delta", "refusal_done", "reasoning_summary_part_added", "reasoning_summary_part_done", "reasoning_summary_text_delta", "reasoning_summary_text_done", "reasoning_text_delta", "reasoning_text_done", "function_call_arguments_delta", "function_call_arguments_done", "completed", "incomplete", "failed", "error", "mcp_list_tools_in_progress", "mcp_list_tools_completed", "mcp_list_tools_failed", "mcp_call_in_progress", "mcp_call_completed", "mcp_call_failed", "mcp_call_arguments_delta", "mcp_call_arguments_done")
+    __slots__ = ("sequence_number", "created", "queued", "in_progress", "output_item_added", "output_item_done", "content_part_added", "content_part_done", "output_text_delta", "output_text_done", "refusal_delta", "refusal_done", "reasoning_summary_part_added", "reasoning_summary_part_done", "reasoning_summary_text_delta", "reasoning_summary_text_done", "reasoning_text_delta", "reasoning_text_done", "function_call_arguments_delta", "function_call_arguments_done", "completed", "incomplete", "failed", "error", "mcp_list_tools_in_progress", "mcp_list_tools_completed", "mcp_list_tools_failed", "mcp_call_in_progress", "mcp_call_completed", "mcp_call_failed", "mcp_call_arguments_delta", "mcp_call_arguments_done", "custom_tool_call_input_delta", "custom_tool_call_input_done")
     SEQUENCE_NUMBER_FIELD_NUMBER: _ClassVar[int]
     CREATED_FIELD_NUMBER: _ClassVar[int]
     QUEUED_FIELD_NUMBER: _ClassVar[int]
@@ -42,6 +42,8 @@ class ResponseStreamEvent(_message.Message):
     MCP_CALL_FAILED_FIELD_NUMBER: _ClassVar[int]
     MCP_CALL_ARGUMENTS_DELTA_FIELD_NUMBER: _ClassVar[int]
     MCP_CALL_ARGUMENTS_DONE_FIELD_NUMBER: _ClassVar[int]
+    CUSTOM_TOOL_CALL_INPUT_DELTA_FIELD_NUMBER: _ClassVar[int]
+    CUSTOM_TOOL_CALL_INPUT_DONE_FIELD_NUMBER: _ClassVar[int]
     sequence_number: int
     created: ResponseCreatedEvent
     queued: ResponseQueuedEvent
@@ -74,7 +76,29 @@ class ResponseStreamEvent(_message.Message):
     mcp_call_failed: ResponseMcpItemEvent
     mcp_call_arguments_delta: ResponseMcpCallArgumentsDeltaEvent
     mcp_call_arguments_done: ResponseMcpCallArgumentsDoneEvent
-    def __init__(self, sequence_number: _Optional[int] = ..., created: _Optional[_Union[ResponseCreatedEvent, _Mapping]] = ..., queued: _Optional[_Union[ResponseQueuedEvent, _Mapping]] = ..., in_progress: _Optional[_Union[ResponseInProgressEvent, _Mapping]] = ..., output_item_added: _Optional[_Union[ResponseOutputItemAddedEvent, _Mapping]] = ..., output_item_done: _Optional[_Union[ResponseOutputItemDoneEvent, _Mapping]] = ..., content_part_added: _Optional[_Union[ResponseContentPartAddedEvent, _Mapping]] = ..., content_part_done: _Optional[_Union[ResponseContentPartDoneEvent, _Mapping]] = ..., output_text_delta: _Optional[_Union[ResponseOutputTextDeltaEvent, _Mapping]] = ..., output_text_done: _Optional[_Union[ResponseOutputTextDoneEvent, _Mapping]] = ..., refusal_delta: _Optional[_Union[ResponseRefusalDeltaEvent, _Mapping]] = ..., refusal_done: _Optional[_Union[ResponseRefusalDoneEvent, _Mapping]] = ..., reasoning_summary_part_added: _Optional[_Union[ResponseReasoningSummaryPartAddedEvent, _Mapping]] = ..., reasoning_summary_part_done: _Optional[_Union[ResponseReasoningSummaryPartDoneEvent, _Mapping]] = ..., reasoning_summary_text_delta: _Optional[_Union[ResponseReasoningSummaryTextDeltaEvent, _Mapping]] = ..., reasoning_summary_text_done: _Optional[_Union[ResponseReasoningSummaryTextDoneEvent, _Mapping]] = ..., reasoning_text_delta: _Optional[_Union[ResponseReasoningTextDeltaEvent, _Mapping]] = ..., reasoning_text_done: _Optional[_Union[ResponseReasoningTextDoneEvent, _Mapping]] = ..., function_call_arguments_delta: _Optional[_Union[ResponseFunctionCallArgumentsDeltaEvent, _Mapping]] = ..., function_call_arguments_done: _Optional[_Union[ResponseFunctionCallArgumentsDoneEvent, _Mapping]] = ..., completed: _Optional[_Union[ResponseCompletedEvent, _Mapping]] = ..., incomplete: _Optional[_Union[ResponseIncompleteEvent, _Mapping]] = ..., failed: _Optional[_Union[ResponseFailedEvent, _Mapping]] = ..., error: _Optional[_Union[ResponseErrorEvent, _Mapping]] = ..., mcp_list_tools_in_progress: _Optional[_Union[ResponseMcpItemEvent, _Mapping]] = ..., mcp_list_tools_completed: _Optional[_Union[ResponseMcpItemEvent, _Mapping]] = ..., mcp_list_tools_failed: _Optional[_Union[ResponseMcpItemEvent, _Mapping]] = ..., mcp_call_in_progress: _Optional[_Union[ResponseMcpItemEvent, _Mapping]] = ..., mcp_call_completed: _Optional[_Union[ResponseMcpItemEvent, _Mapping]] = ..., mcp_call_failed: _Optional[_Union[ResponseMcpItemEvent, _Mapping]] = ..., mcp_call_arguments_delta: _Optional[_Union[ResponseMcpCallArgumentsDeltaEvent, _Mapping]] = ..., mcp_call_arguments_done: _Optional[_Union[ResponseMcpCallArgumentsDoneEvent, _Mapping]] = ...) -> None: ...
+    custom_tool_call_input_delta: ResponseCustomToolCallInputDeltaEvent
+    custom_tool_call_input_done: ResponseCustomToolCallInputDoneEvent
+    def __init__(self, sequence_number: _Optional[int] = ..., created: _Optional[_Union[ResponseCreatedEvent, _Mapping]] = ..., queued: _Optional[_Union[ResponseQueuedEvent, _Mapping]] = ..., in_progress: _Optional[_Union[ResponseInProgressEvent, _Mapping]] = ..., output_item_added: _Optional[_Union[ResponseOutputItemAddedEvent, _Mapping]] = ..., output_item_done: _Optional[_Union[ResponseOutputItemDoneEvent, _Mapping]] = ..., content_part_added: _Optional[_Union[ResponseContentPartAddedEvent, _Mapping]] = ..., content_part_done: _Optional[_Union[ResponseContentPartDoneEvent, _Mapping]] = ..., output_text_delta: _Optional[_Union[ResponseOutputTextDeltaEvent, _Mapping]] = ..., output_text_done: _Optional[_Union[ResponseOutputTextDoneEvent, _Mapping]] = ..., refusal_delta: _Optional[_Union[ResponseRefusalDeltaEvent, _Mapping]] = ..., refusal_done: _Optional[_Union[ResponseRefusalDoneEvent, _Mapping]] = ..., reasoning_summary_part_added: _Optional[_Union[ResponseReasoningSummaryPartAddedEvent, _Mapping]] = ..., reasoning_summary_part_done: _Optional[_Union[ResponseReasoningSummaryPartDoneEvent, _Mapping]] = ..., reasoning_summary_text_delta: _Optional[_Union[ResponseReasoningSummaryTextDeltaEvent, _Mapping]] = ..., reasoning_summary_text_done: _Optional[_Union[ResponseReasoningSummaryTextDoneEvent, _Mapping]] = ..., reasoning_text_delta: _Optional[_Union[ResponseReasoningTextDeltaEvent, _Mapping]] = ..., reasoning_text_done: _Optional[_Union[ResponseReasoningTextDoneEvent, _Mapping]] = ..., function_call_arguments_delta: _Optional[_Union[ResponseFunctionCallArgumentsDeltaEvent, _Mapping]] = ..., function_call_arguments_done: _Optional[_Union[ResponseFunctionCallArgumentsDoneEvent, _Mapping]] = ..., completed: _Optional[_Union[ResponseCompletedEvent, _Mapping]] = ..., incomplete: _Optional[_Union[ResponseIncompleteEvent, _Mapping]] = ..., failed: _Optional[_Union[ResponseFailedEvent, _Mapping]] = ..., error: _Optional[_Union[ResponseErrorEvent, _Mapping]] = ..., mcp_list_tools_in_progress: _Optional[_Union[ResponseMcpItemEvent, _Mapping]] = ..., mcp_list_tools_completed: _Optional[_Union[ResponseMcpItemEvent, _Mapping]] = ..., mcp_list_tools_failed: _Optional[_Union[ResponseMcpItemEvent, _Mapping]] = ..., mcp_call_in_progress: _Optional[_Union[ResponseMcpItemEvent, _Mapping]] = ..., mcp_call_completed: _Optional[_Union[ResponseMcpItemEvent, _Mapping]] = ..., mcp_call_failed: _Optional[_Union[ResponseMcpItemEvent, _Mapping]] = ..., mcp_call_arguments_delta: _Optional[_Union[ResponseMcpCallArgumentsDeltaEvent, _Mapping]] = ..., mcp_call_arguments_done: _Optional[_Union[ResponseMcpCallArgumentsDoneEvent, _Mapping]] = ..., custom_tool_call_input_delta: _Optional[_Union[ResponseCustomToolCallInputDeltaEvent, _Mapping]] = ..., custom_tool_call_input_done: _Optional[_Union[ResponseCustomToolCallInputDoneEvent, _Mapping]] = ...) -> None: ...
+
+class ResponseCustomToolCallInputDeltaEvent(_message.Message):
+    __slots__ = ("item_id", "output_index", "delta")
+    ITEM_ID_FIELD_NUMBER: _ClassVar[int]
+    OUTPUT_INDEX_FIELD_NUMBER: _ClassVar[int]
+    DELTA_FIELD_NUMBER: _ClassVar[int]
+    item_id: str
+    output_index: int
+    delta: str
+    def __init__(self, item_id: _Optional[str] = ..., output_index: _Optional[int] = ..., delta: _Optional[str] = ...) -> None: ...
+
+class ResponseCustomToolCallInputDoneEvent(_message.Message):
+    __slots__ = ("item_id", "output_index", "input")
+    ITEM_ID_FIELD_NUMBER: _ClassVar[int]
+    OUTPUT_INDEX_FIELD_NUMBER: _ClassVar[int]
+    INPUT_FIELD_NUMBER: _ClassVar[int]
+    item_id: str
+    output_index: int
+    input: str
+    def __init__(self, item_id: _Optional[str] = ..., output_index: _Optional[int] = ..., input: _Optional[str] = ...) -> None: ...
 
 class ResponseMcpItemEvent(_message.Message):
     __slots__ = ("item_id", "output_index")

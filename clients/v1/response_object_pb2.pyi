@@ -216,20 +216,36 @@ class IncompleteDetails(_message.Message):
     def __init__(self, reason: _Optional[_Union[IncompleteReason, str]] = ...) -> None: ...
 
 class OutputItem(_message.Message):
-    __slots__ = ("message", "function_call", "reasoning", "mcp_list_tools", "mcp_call", "mcp_approval_request")
+    __slots__ = ("message", "function_call", "reasoning", "mcp_list_tools", "mcp_call", "mcp_approval_request", "custom_tool_call")
     MESSAGE_FIELD_NUMBER: _ClassVar[int]
     FUNCTION_CALL_FIELD_NUMBER: _ClassVar[int]
     REASONING_FIELD_NUMBER: _ClassVar[int]
     MCP_LIST_TOOLS_FIELD_NUMBER: _ClassVar[int]
     MCP_CALL_FIELD_NUMBER: _ClassVar[int]
     MCP_APPROVAL_REQUEST_FIELD_NUMBER: _ClassVar[int]
+    CUSTOM_TOOL_CALL_FIELD_NUMBER: _ClassVar[int]
     message: OutputMessage
     function_call: OutputFunctionCall
     reasoning: OutputReasoning
     mcp_list_tools: OutputMcpListTools
     mcp_call: OutputMcpCall
     mcp_approval_request: OutputMcpApprovalRequest
-    def __init__(self, message: _Optional[_Union[OutputMessage, _Mapping]] = ..., function_call: _Optional[_Union[OutputFunctionCall, _Mapping]] = ..., reasoning: _Optional[_Union[OutputReasoning, _Mapping]] = ..., mcp_list_tools: _Optional[_Union[OutputMcpListTools, _Mapping]] = ..., mcp_call: _Optional[_Union[OutputMcpCall, _Mapping]] = ..., mcp_approval_request: _Optional[_Union[OutputMcpApprovalRequest, _Mapping]] = ...) -> None: ...
+    custom_tool_call: OutputCustomToolCall
+    def __init__(self, message: _Optional[_Union[OutputMessage, _Mapping]] = ..., function_call: _Optional[_Union[OutputFunctionCall, _Mapping]] = ..., reasoning: _Optional[_Union[OutputReasoning, _Mapping]] = ..., mcp_list_tools: _Optional[_Union[OutputMcpListTools, _Mapping]] = ..., mcp_call: _Optional[_Union[OutputMcpCall, _Mapping]] = ..., mcp_approval_request: _Optional[_Union[OutputMcpApprovalRequest, _Mapping]] = ..., custom_tool_call: _Optional[_Union[OutputCustomToolCall, _Mapping]] = ...) -> None: ...
+
+class OutputCustomToolCall(_message.Message):
+    __slots__ = ("id", "call_id", "name", "input", "status")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    CALL_ID_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    INPUT_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    id: str
+    call_id: str
+    name: str
+    input: str
+    status: ItemStatus
+    def __init__(self, id: _Optional[str] = ..., call_id: _Optional[str] = ..., name: _Optional[str] = ..., input: _Optional[str] = ..., status: _Optional[_Union[ItemStatus, str]] = ...) -> None: ...
 
 class OutputMcpListTools(_message.Message):
     __slots__ = ("id", "server_label", "tools", "error")
@@ -364,7 +380,7 @@ class ReasoningText(_message.Message):
     def __init__(self, text: _Optional[str] = ...) -> None: ...
 
 class InputItem(_message.Message):
-    __slots__ = ("type", "id", "role", "content", "content_parts", "status", "call_id", "name", "arguments", "output", "output_parts", "summary", "phase", "encrypted_content", "server_label", "approval_request_id", "approve", "reason", "tools", "error")
+    __slots__ = ("type", "id", "role", "content", "content_parts", "status", "call_id", "name", "arguments", "output", "output_parts", "summary", "phase", "encrypted_content", "server_label", "approval_request_id", "approve", "reason", "tools", "error", "input")
     TYPE_FIELD_NUMBER: _ClassVar[int]
     ID_FIELD_NUMBER: _ClassVar[int]
     ROLE_FIELD_NUMBER: _ClassVar[int]
@@ -385,6 +401,7 @@ class InputItem(_message.Message):
     REASON_FIELD_NUMBER: _ClassVar[int]
     TOOLS_FIELD_NUMBER: _ClassVar[int]
     ERROR_FIELD_NUMBER: _ClassVar[int]
+    INPUT_FIELD_NUMBER: _ClassVar[int]
     type: str
     id: str
     role: str
@@ -405,7 +422,8 @@ class InputItem(_message.Message):
     reason: str
     tools: _containers.RepeatedCompositeFieldContainer[McpToolInfo]
     error: str
-    def __init__(self, type: _Optional[str] = ..., id: _Optional[str] = ..., role: _Optional[str] = ..., content: _Optional[str] = ..., content_parts: _Optional[_Iterable[_Union[InputContentPart, _Mapping]]] = ..., status: _Optional[str] = ..., call_id: _Optional[str] = ..., name: _Optional[str] = ..., arguments: _Optional[str] = ..., output: _Optional[str] = ..., output_parts: _Optional[_Iterable[_Union[InputContentPart, _Mapping]]] = ..., summary: _Optional[_Iterable[_Union[InputContentPart, _Mapping]]] = ..., phase: _Optional[str] = ..., encrypted_content: _Optional[str] = ..., server_label: _Optional[str] = ..., approval_request_id: _Optional[str] = ..., approve: _Optional[bool] = ..., reason: _Optional[str] = ..., tools: _Optional[_Iterable[_Union[McpToolInfo, _Mapping]]] = ..., error: _Optional[str] = ...) -> None: ...
+    input: str
+    def __init__(self, type: _Optional[str] = ..., id: _Optional[str] = ..., role: _Optional[str] = ..., content: _Optional[str] = ..., content_parts: _Optional[_Iterable[_Union[InputContentPart, _Mapping]]] = ..., status: _Optional[str] = ..., call_id: _Optional[str] = ..., name: _Optional[str] = ..., arguments: _Optional[str] = ..., output: _Optional[str] = ..., output_parts: _Optional[_Iterable[_Union[InputContentPart, _Mapping]]] = ..., summary: _Optional[_Iterable[_Union[InputContentPart, _Mapping]]] = ..., phase: _Optional[str] = ..., encrypted_content: _Optional[str] = ..., server_label: _Optional[str] = ..., approval_request_id: _Optional[str] = ..., approve: _Optional[bool] = ..., reason: _Optional[str] = ..., tools: _Optional[_Iterable[_Union[McpToolInfo, _Mapping]]] = ..., error: _Optional[str] = ..., input: _Optional[str] = ...) -> None: ...
 
 class InputContentPart(_message.Message):
     __slots__ = ("type", "text", "image_url", "detail", "refusal", "annotations", "logprobs", "image_data", "file_data", "filename", "file_url", "file_id")
@@ -436,7 +454,7 @@ class InputContentPart(_message.Message):
     def __init__(self, type: _Optional[str] = ..., text: _Optional[str] = ..., image_url: _Optional[str] = ..., detail: _Optional[str] = ..., refusal: _Optional[str] = ..., annotations: _Optional[_Iterable[_Union[_struct_pb2.Struct, _Mapping]]] = ..., logprobs: _Optional[_Iterable[_Union[_common_pb2.TokenLogprob, _Mapping]]] = ..., image_data: _Optional[bytes] = ..., file_data: _Optional[str] = ..., filename: _Optional[str] = ..., file_url: _Optional[str] = ..., file_id: _Optional[str] = ...) -> None: ...
 
 class ResponseTool(_message.Message):
-    __slots__ = ("type", "name", "description", "parameters", "strict", "function", "server_label", "server_url", "server_description", "headers", "allowed_tools", "allowed_tools_filter", "require_approval", "require_approval_filter", "authorization")
+    __slots__ = ("type", "name", "description", "parameters", "strict", "function", "server_label", "server_url", "server_description", "headers", "allowed_tools", "allowed_tools_filter", "require_approval", "require_approval_filter", "authorization", "format")
     class HeadersEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -459,6 +477,7 @@ class ResponseTool(_message.Message):
     REQUIRE_APPROVAL_FIELD_NUMBER: _ClassVar[int]
     REQUIRE_APPROVAL_FILTER_FIELD_NUMBER: _ClassVar[int]
     AUTHORIZATION_FIELD_NUMBER: _ClassVar[int]
+    FORMAT_FIELD_NUMBER: _ClassVar[int]
     type: str
     name: str
     description: str
@@ -474,7 +493,8 @@ class ResponseTool(_message.Message):
     require_approval: str
     require_approval_filter: McpApprovalFilter
     authorization: str
-    def __init__(self, type: _Optional[str] = ..., name: _Optional[str] = ..., description: _Optional[str] = ..., parameters: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., strict: _Optional[bool] = ..., function: _Optional[_Union[_common_pb2.FunctionDefinition, _Mapping]] = ..., server_label: _Optional[str] = ..., server_url: _Optional[str] = ..., server_description: _Optional[str] = ..., headers: _Optional[_Mapping[str, str]] = ..., allowed_tools: _Optional[_Iterable[str]] = ..., allowed_tools_filter: _Optional[_Union[McpToolFilter, _Mapping]] = ..., require_approval: _Optional[str] = ..., require_approval_filter: _Optional[_Union[McpApprovalFilter, _Mapping]] = ..., authorization: _Optional[str] = ...) -> None: ...
+    format: _common_pb2.CustomToolFormat
+    def __init__(self, type: _Optional[str] = ..., name: _Optional[str] = ..., description: _Optional[str] = ..., parameters: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., strict: _Optional[bool] = ..., function: _Optional[_Union[_common_pb2.FunctionDefinition, _Mapping]] = ..., server_label: _Optional[str] = ..., server_url: _Optional[str] = ..., server_description: _Optional[str] = ..., headers: _Optional[_Mapping[str, str]] = ..., allowed_tools: _Optional[_Iterable[str]] = ..., allowed_tools_filter: _Optional[_Union[McpToolFilter, _Mapping]] = ..., require_approval: _Optional[str] = ..., require_approval_filter: _Optional[_Union[McpApprovalFilter, _Mapping]] = ..., authorization: _Optional[str] = ..., format: _Optional[_Union[_common_pb2.CustomToolFormat, _Mapping]] = ...) -> None: ...
 
 class McpToolFilter(_message.Message):
     __slots__ = ("tool_names", "read_only")

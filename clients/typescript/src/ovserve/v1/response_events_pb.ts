@@ -33,7 +33,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file ovserve/v1/response_events.proto.
  */
 export const file_ovserve_v1_response_events: GenFile = /*@__PURE__*/
-  fileDesc("CiBvdnNlcnZlL3YxL3Jlc3BvbnNlX2V2ZW50cy5wcm90bxIKb3ZzZXJ2ZS52MSLNEQoTUmVzcG9uc2VTdHJlYW1FdmVudBIXCg9zZXF1ZW5jZV9udW1iZXIYASABKAUSMwoHY3JlYXRlZBgCIAEoCzIgLm92c2VydmUudjEuUmVzcG9uc2VDcmVhdGVkRXZlbnRIABIxCgZxdWV1ZWQYAyABKAsyHy5vdnNlcnZlLnYxLlJlc3BvbnNlUXVldWVkRXZlbnRIABI6Cgtpbl9wcm9ncmVzcxgEIAEoCzIjLm92c2VydmUudjEuUmVzcG9uc2VJblByb2dyZXNzRXZlbnRIABJFChFvdXRwdXRfaXRlbV9hZGRlZBgFIAEoCzIoLm92c2VydmUudjEuUmVzcG9uc2VPdXRwdXRJdGVtQWRkZWRFdmVudEgAEkMKEG91dHB1dF9pdGVtX2RvbmUYBiABKAsyJy5vdnNlcnZlLnYxLlJlc3BvbnNlT3V0cHV0SXRlbURvbmVFdmVudEgAEkcKEmNvbnRlbnRfcGFydF9hZGRlZBgHIAEoCzIpLm92c2VydmUudjEuUmVzcG9uc2VDb250ZW50UGFydEFkZGVkRXZlbnRIABJFChFjb250ZW50X3BhcnRfZG9uZRgIIAEoCzIoLm92c2VydmUudjEuUmVzcG9uc2VDb250ZW50UGFydERvbmVFdmVudEgAEkUKEW91dHB1dF90ZXh0X2RlbHRhGAkgASgLMigub3ZzZXJ2ZS52MS5SZXNwb25zZU91dHB1dFRleHREZWx0YUV2ZW50SAASQwoQb3V0cHV0X3RleHRfZG9uZRgKIAEoCzInLm92c2VydmUudjEuUmVzcG9uc2VPdXRwdXRUZXh0RG9uZUV2ZW50SAASPgoNcmVmdXNhbF9kZWx0YRgLIAEoCzIlLm92c2VydmUudjEuUmVzcG9uc2VSZWZ1c2FsRGVsdGFFdmVudEgAEjwKDHJlZnVzYWxfZG9uZRgMIAEoCzIkLm92c2VydmUudjEuUmVzcG9uc2VSZWZ1c2FsRG9uZUV2ZW50SAASWgoccmVhc29uaW5nX3N1bW1hcnlfcGFydF9hZGRlZBgNIAEoCzIyLm92c2VydmUudjEuUmVzcG9uc2VSZWFzb25pbmdTdW1tYXJ5UGFydEFkZGVkRXZlbnRIABJYChtyZWFzb25pbmdfc3VtbWFyeV9wYXJ0X2RvbmUYDiABKAsyMS5vdnNlcnZlLnYxLlJlc3BvbnNlUmVhc29uaW5nU3VtbWFyeVBhcnREb25lRXZlbnRIABJaChxyZWFzb25pbmdfc3VtbWFyeV90ZXh0X2RlbHRhGA8gASgLMjIub3ZzZXJ2ZS52MS5SZXNwb25zZVJlYXNvbmluZ1N1bW1hcnlUZXh0RGVsdGFFdmVudEgAElgKG3JlYXNvbmluZ19zdW1tYXJ5X3RleHRfZG9uZRgQIAEoCzIxLm92c2VydmUudjEuUmVzcG9uc2VSZWFzb25pbmdTdW1tYXJ5VGV4dERvbmVFdmVudEgAEksKFHJlYXNvbmluZ190ZXh0X2RlbHRhGBEgASgLMisub3ZzZXJ2ZS52MS5SZXNwb25zZVJlYXNvbmluZ1RleHREZWx0YUV2ZW50SAASSQoTcmVhc29uaW5nX3RleHRfZG9uZRgSIAEoCzIqLm92c2VydmUudjEuUmVzcG9uc2VSZWFzb25pbmdUZXh0RG9uZUV2ZW50SAASXAodZnVuY3Rpb25fY2FsbF9hcmd1bWVudHNfZGVsdGEYEyABKAsyMy5vdnNlcnZlLnYxLlJlc3BvbnNlRnVuY3Rpb25DYWxsQXJndW1lbnRzRGVsdGFFdmVudEgAEloKHGZ1bmN0aW9uX2NhbGxfYXJndW1lbnRzX2RvbmUYFCABKAsyMi5vdnNlcnZlLnYxLlJlc3BvbnNlRnVuY3Rpb25DYWxsQXJndW1lbnRzRG9uZUV2ZW50SAASNwoJY29tcGxldGVkGBUgASgLMiIub3ZzZXJ2ZS52MS5SZXNwb25zZUNvbXBsZXRlZEV2ZW50SAASOQoKaW5jb21wbGV0ZRgWIAEoCzIjLm92c2VydmUudjEuUmVzcG9uc2VJbmNvbXBsZXRlRXZlbnRIABIxCgZmYWlsZWQYFyABKAsyHy5vdnNlcnZlLnYxLlJlc3BvbnNlRmFpbGVkRXZlbnRIABIvCgVlcnJvchgYIAEoCzIeLm92c2VydmUudjEuUmVzcG9uc2VFcnJvckV2ZW50SAASRgoabWNwX2xpc3RfdG9vbHNfaW5fcHJvZ3Jlc3MYGSABKAsyIC5vdnNlcnZlLnYxLlJlc3BvbnNlTWNwSXRlbUV2ZW50SAASRAoYbWNwX2xpc3RfdG9vbHNfY29tcGxldGVkGBogASgLMiAub3ZzZXJ2ZS52MS5SZXNwb25zZU1jcEl0ZW1FdmVudEgAEkEKFW1jcF9saXN0X3Rvb2xzX2ZhaWxlZBgbIAEoCzIgLm92c2VydmUudjEuUmVzcG9uc2VNY3BJdGVtRXZlbnRIABJAChRtY3BfY2FsbF9pbl9wcm9ncmVzcxgcIAEoCzIgLm92c2VydmUudjEuUmVzcG9uc2VNY3BJdGVtRXZlbnRIABI+ChJtY3BfY2FsbF9jb21wbGV0ZWQYHSABKAsyIC5vdnNlcnZlLnYxLlJlc3BvbnNlTWNwSXRlbUV2ZW50SAASOwoPbWNwX2NhbGxfZmFpbGVkGB4gASgLMiAub3ZzZXJ2ZS52MS5SZXNwb25zZU1jcEl0ZW1FdmVudEgAElIKGG1jcF9jYWxsX2FyZ3VtZW50c19kZWx0YRgfIAEoCzIuLm92c2VydmUudjEuUmVzcG9uc2VNY3BDYWxsQXJndW1lbnRzRGVsdGFFdmVudEgAElAKF21jcF9jYWxsX2FyZ3VtZW50c19kb25lGCAgASgLMi0ub3ZzZXJ2ZS52MS5SZXNwb25zZU1jcENhbGxBcmd1bWVudHNEb25lRXZlbnRIAEIHCgVldmVudCI9ChRSZXNwb25zZU1jcEl0ZW1FdmVudBIPCgdpdGVtX2lkGAEgASgJEhQKDG91dHB1dF9pbmRleBgCIAEoBSJaCiJSZXNwb25zZU1jcENhbGxBcmd1bWVudHNEZWx0YUV2ZW50Eg8KB2l0ZW1faWQYASABKAkSFAoMb3V0cHV0X2luZGV4GAIgASgFEg0KBWRlbHRhGAMgASgJIl0KIVJlc3BvbnNlTWNwQ2FsbEFyZ3VtZW50c0RvbmVFdmVudBIPCgdpdGVtX2lkGAEgASgJEhQKDG91dHB1dF9pbmRleBgCIAEoBRIRCglhcmd1bWVudHMYAyABKAkiPgoUUmVzcG9uc2VDcmVhdGVkRXZlbnQSJgoIcmVzcG9uc2UYASABKAsyFC5vdnNlcnZlLnYxLlJlc3BvbnNlIj0KE1Jlc3BvbnNlUXVldWVkRXZlbnQSJgoIcmVzcG9uc2UYASABKAsyFC5vdnNlcnZlLnYxLlJlc3BvbnNlIkEKF1Jlc3BvbnNlSW5Qcm9ncmVzc0V2ZW50EiYKCHJlc3BvbnNlGAEgASgLMhQub3ZzZXJ2ZS52MS5SZXNwb25zZSJaChxSZXNwb25zZU91dHB1dEl0ZW1BZGRlZEV2ZW50EhQKDG91dHB1dF9pbmRleBgBIAEoBRIkCgRpdGVtGAIgASgLMhYub3ZzZXJ2ZS52MS5PdXRwdXRJdGVtIlkKG1Jlc3BvbnNlT3V0cHV0SXRlbURvbmVFdmVudBIUCgxvdXRwdXRfaW5kZXgYASABKAUSJAoEaXRlbRgCIAEoCzIWLm92c2VydmUudjEuT3V0cHV0SXRlbSKKAQodUmVzcG9uc2VDb250ZW50UGFydEFkZGVkRXZlbnQSDwoHaXRlbV9pZBgBIAEoCRIUCgxvdXRwdXRfaW5kZXgYAiABKAUSFQoNY29udGVudF9pbmRleBgDIAEoBRIrCgRwYXJ0GAQgASgLMh0ub3ZzZXJ2ZS52MS5PdXRwdXRDb250ZW50UGFydCKJAQocUmVzcG9uc2VDb250ZW50UGFydERvbmVFdmVudBIPCgdpdGVtX2lkGAEgASgJEhQKDG91dHB1dF9pbmRleBgCIAEoBRIVCg1jb250ZW50X2luZGV4GAMgASgFEisKBHBhcnQYBCABKAsyHS5vdnNlcnZlLnYxLk91dHB1dENvbnRlbnRQYXJ0IpcBChxSZXNwb25zZU91dHB1dFRleHREZWx0YUV2ZW50Eg8KB2l0ZW1faWQYASABKAkSFAoMb3V0cHV0X2luZGV4GAIgASgFEhUKDWNvbnRlbnRfaW5kZXgYAyABKAUSDQoFZGVsdGEYBCABKAkSKgoIbG9ncHJvYnMYBSADKAsyGC5vdnNlcnZlLnYxLlRva2VuTG9ncHJvYiKVAQobUmVzcG9uc2VPdXRwdXRUZXh0RG9uZUV2ZW50Eg8KB2l0ZW1faWQYASABKAkSFAoMb3V0cHV0X2luZGV4GAIgASgFEhUKDWNvbnRlbnRfaW5kZXgYAyABKAUSDAoEdGV4dBgEIAEoCRIqCghsb2dwcm9icxgFIAMoCzIYLm92c2VydmUudjEuVG9rZW5Mb2dwcm9iImgKGVJlc3BvbnNlUmVmdXNhbERlbHRhRXZlbnQSDwoHaXRlbV9pZBgBIAEoCRIUCgxvdXRwdXRfaW5kZXgYAiABKAUSFQoNY29udGVudF9pbmRleBgDIAEoBRINCgVkZWx0YRgEIAEoCSJpChhSZXNwb25zZVJlZnVzYWxEb25lRXZlbnQSDwoHaXRlbV9pZBgBIAEoCRIUCgxvdXRwdXRfaW5kZXgYAiABKAUSFQoNY29udGVudF9pbmRleBgDIAEoBRIPCgdyZWZ1c2FsGAQgASgJIo0BCiZSZXNwb25zZVJlYXNvbmluZ1N1bW1hcnlQYXJ0QWRkZWRFdmVudBIPCgdpdGVtX2lkGAEgASgJEhQKDG91dHB1dF9pbmRleBgCIAEoBRIVCg1zdW1tYXJ5X2luZGV4GAMgASgFEiUKBHBhcnQYBCABKAsyFy5vdnNlcnZlLnYxLlN1bW1hcnlUZXh0IowBCiVSZXNwb25zZVJlYXNvbmluZ1N1bW1hcnlQYXJ0RG9uZUV2ZW50Eg8KB2l0ZW1faWQYASABKAkSFAoMb3V0cHV0X2luZGV4GAIgASgFEhUKDXN1bW1hcnlfaW5kZXgYAyABKAUSJQoEcGFydBgEIAEoCzIXLm92c2VydmUudjEuU3VtbWFyeVRleHQidQomUmVzcG9uc2VSZWFzb25pbmdTdW1tYXJ5VGV4dERlbHRhRXZlbnQSDwoHaXRlbV9pZBgBIAEoCRIUCgxvdXRwdXRfaW5kZXgYAiABKAUSFQoNc3VtbWFyeV9pbmRleBgDIAEoBRINCgVkZWx0YRgEIAEoCSJzCiVSZXNwb25zZVJlYXNvbmluZ1N1bW1hcnlUZXh0RG9uZUV2ZW50Eg8KB2l0ZW1faWQYASABKAkSFAoMb3V0cHV0X2luZGV4GAIgASgFEhUKDXN1bW1hcnlfaW5kZXgYAyABKAUSDAoEdGV4dBgEIAEoCSJuCh9SZXNwb25zZVJlYXNvbmluZ1RleHREZWx0YUV2ZW50Eg8KB2l0ZW1faWQYASABKAkSFAoMb3V0cHV0X2luZGV4GAIgASgFEhUKDWNvbnRlbnRfaW5kZXgYAyABKAUSDQoFZGVsdGEYBCABKAkibAoeUmVzcG9uc2VSZWFzb25pbmdUZXh0RG9uZUV2ZW50Eg8KB2l0ZW1faWQYASABKAkSFAoMb3V0cHV0X2luZGV4GAIgASgFEhUKDWNvbnRlbnRfaW5kZXgYAyABKAUSDAoEdGV4dBgEIAEoCSJfCidSZXNwb25zZUZ1bmN0aW9uQ2FsbEFyZ3VtZW50c0RlbHRhRXZlbnQSDwoHaXRlbV9pZBgBIAEoCRIUCgxvdXRwdXRfaW5kZXgYAiABKAUSDQoFZGVsdGEYAyABKAkicAomUmVzcG9uc2VGdW5jdGlvbkNhbGxBcmd1bWVudHNEb25lRXZlbnQSDwoHaXRlbV9pZBgBIAEoCRIUCgxvdXRwdXRfaW5kZXgYAiABKAUSEQoJYXJndW1lbnRzGAMgASgJEgwKBG5hbWUYBCABKAkiQAoWUmVzcG9uc2VDb21wbGV0ZWRFdmVudBImCghyZXNwb25zZRgBIAEoCzIULm92c2VydmUudjEuUmVzcG9uc2UiQQoXUmVzcG9uc2VJbmNvbXBsZXRlRXZlbnQSJgoIcmVzcG9uc2UYASABKAsyFC5vdnNlcnZlLnYxLlJlc3BvbnNlIj0KE1Jlc3BvbnNlRmFpbGVkRXZlbnQSJgoIcmVzcG9uc2UYASABKAsyFC5vdnNlcnZlLnYxLlJlc3BvbnNlIl8KElJlc3BvbnNlRXJyb3JFdmVudBIRCgRjb2RlGAEgASgJSACIAQESDwoHbWVzc2FnZRgCIAEoCRISCgVwYXJhbRgDIAEoCUgBiAEBQgcKBV9jb2RlQggKBl9wYXJhbWIGcHJvdG8z", [file_ovserve_v1_common, file_ovserve_v1_response_object]);
+  fileDesc("CiBvdnNlcnZlL3YxL3Jlc3BvbnNlX2V2ZW50cy5wcm90bxIKb3ZzZXJ2ZS52MSKBEwoTUmVzcG9uc2VTdHJlYW1FdmVudBIXCg9zZXF1ZW5jZV9udW1iZXIYASABKAUSMwoHY3JlYXRlZBgCIAEoCzIgLm92c2VydmUudjEuUmVzcG9uc2VDcmVhdGVkRXZlbnRIABIxCgZxdWV1ZWQYAyABKAsyHy5vdnNlcnZlLnYxLlJlc3BvbnNlUXVldWVkRXZlbnRIABI6Cgtpbl9wcm9ncmVzcxgEIAEoCzIjLm92c2VydmUudjEuUmVzcG9uc2VJblByb2dyZXNzRXZlbnRIABJFChFvdXRwdXRfaXRlbV9hZGRlZBgFIAEoCzIoLm92c2VydmUudjEuUmVzcG9uc2VPdXRwdXRJdGVtQWRkZWRFdmVudEgAEkMKEG91dHB1dF9pdGVtX2RvbmUYBiABKAsyJy5vdnNlcnZlLnYxLlJlc3BvbnNlT3V0cHV0SXRlbURvbmVFdmVudEgAEkcKEmNvbnRlbnRfcGFydF9hZGRlZBgHIAEoCzIpLm92c2VydmUudjEuUmVzcG9uc2VDb250ZW50UGFydEFkZGVkRXZlbnRIABJFChFjb250ZW50X3BhcnRfZG9uZRgIIAEoCzIoLm92c2VydmUudjEuUmVzcG9uc2VDb250ZW50UGFydERvbmVFdmVudEgAEkUKEW91dHB1dF90ZXh0X2RlbHRhGAkgASgLMigub3ZzZXJ2ZS52MS5SZXNwb25zZU91dHB1dFRleHREZWx0YUV2ZW50SAASQwoQb3V0cHV0X3RleHRfZG9uZRgKIAEoCzInLm92c2VydmUudjEuUmVzcG9uc2VPdXRwdXRUZXh0RG9uZUV2ZW50SAASPgoNcmVmdXNhbF9kZWx0YRgLIAEoCzIlLm92c2VydmUudjEuUmVzcG9uc2VSZWZ1c2FsRGVsdGFFdmVudEgAEjwKDHJlZnVzYWxfZG9uZRgMIAEoCzIkLm92c2VydmUudjEuUmVzcG9uc2VSZWZ1c2FsRG9uZUV2ZW50SAASWgoccmVhc29uaW5nX3N1bW1hcnlfcGFydF9hZGRlZBgNIAEoCzIyLm92c2VydmUudjEuUmVzcG9uc2VSZWFzb25pbmdTdW1tYXJ5UGFydEFkZGVkRXZlbnRIABJYChtyZWFzb25pbmdfc3VtbWFyeV9wYXJ0X2RvbmUYDiABKAsyMS5vdnNlcnZlLnYxLlJlc3BvbnNlUmVhc29uaW5nU3VtbWFyeVBhcnREb25lRXZlbnRIABJaChxyZWFzb25pbmdfc3VtbWFyeV90ZXh0X2RlbHRhGA8gASgLMjIub3ZzZXJ2ZS52MS5SZXNwb25zZVJlYXNvbmluZ1N1bW1hcnlUZXh0RGVsdGFFdmVudEgAElgKG3JlYXNvbmluZ19zdW1tYXJ5X3RleHRfZG9uZRgQIAEoCzIxLm92c2VydmUudjEuUmVzcG9uc2VSZWFzb25pbmdTdW1tYXJ5VGV4dERvbmVFdmVudEgAEksKFHJlYXNvbmluZ190ZXh0X2RlbHRhGBEgASgLMisub3ZzZXJ2ZS52MS5SZXNwb25zZVJlYXNvbmluZ1RleHREZWx0YUV2ZW50SAASSQoTcmVhc29uaW5nX3RleHRfZG9uZRgSIAEoCzIqLm92c2VydmUudjEuUmVzcG9uc2VSZWFzb25pbmdUZXh0RG9uZUV2ZW50SAASXAodZnVuY3Rpb25fY2FsbF9hcmd1bWVudHNfZGVsdGEYEyABKAsyMy5vdnNlcnZlLnYxLlJlc3BvbnNlRnVuY3Rpb25DYWxsQXJndW1lbnRzRGVsdGFFdmVudEgAEloKHGZ1bmN0aW9uX2NhbGxfYXJndW1lbnRzX2RvbmUYFCABKAsyMi5vdnNlcnZlLnYxLlJlc3BvbnNlRnVuY3Rpb25DYWxsQXJndW1lbnRzRG9uZUV2ZW50SAASNwoJY29tcGxldGVkGBUgASgLMiIub3ZzZXJ2ZS52MS5SZXNwb25zZUNvbXBsZXRlZEV2ZW50SAASOQoKaW5jb21wbGV0ZRgWIAEoCzIjLm92c2VydmUudjEuUmVzcG9uc2VJbmNvbXBsZXRlRXZlbnRIABIxCgZmYWlsZWQYFyABKAsyHy5vdnNlcnZlLnYxLlJlc3BvbnNlRmFpbGVkRXZlbnRIABIvCgVlcnJvchgYIAEoCzIeLm92c2VydmUudjEuUmVzcG9uc2VFcnJvckV2ZW50SAASRgoabWNwX2xpc3RfdG9vbHNfaW5fcHJvZ3Jlc3MYGSABKAsyIC5vdnNlcnZlLnYxLlJlc3BvbnNlTWNwSXRlbUV2ZW50SAASRAoYbWNwX2xpc3RfdG9vbHNfY29tcGxldGVkGBogASgLMiAub3ZzZXJ2ZS52MS5SZXNwb25zZU1jcEl0ZW1FdmVudEgAEkEKFW1jcF9saXN0X3Rvb2xzX2ZhaWxlZBgbIAEoCzIgLm92c2VydmUudjEuUmVzcG9uc2VNY3BJdGVtRXZlbnRIABJAChRtY3BfY2FsbF9pbl9wcm9ncmVzcxgcIAEoCzIgLm92c2VydmUudjEuUmVzcG9uc2VNY3BJdGVtRXZlbnRIABI+ChJtY3BfY2FsbF9jb21wbGV0ZWQYHSABKAsyIC5vdnNlcnZlLnYxLlJlc3BvbnNlTWNwSXRlbUV2ZW50SAASOwoPbWNwX2NhbGxfZmFpbGVkGB4gASgLMiAub3ZzZXJ2ZS52MS5SZXNwb25zZU1jcEl0ZW1FdmVudEgAElIKGG1jcF9jYWxsX2FyZ3VtZW50c19kZWx0YRgfIAEoCzIuLm92c2VydmUudjEuUmVzcG9uc2VNY3BDYWxsQXJndW1lbnRzRGVsdGFFdmVudEgAElAKF21jcF9jYWxsX2FyZ3VtZW50c19kb25lGCAgASgLMi0ub3ZzZXJ2ZS52MS5SZXNwb25zZU1jcENhbGxBcmd1bWVudHNEb25lRXZlbnRIABJZChxjdXN0b21fdG9vbF9jYWxsX2lucHV0X2RlbHRhGCEgASgLMjEub3ZzZXJ2ZS52MS5SZXNwb25zZUN1c3RvbVRvb2xDYWxsSW5wdXREZWx0YUV2ZW50SAASVwobY3VzdG9tX3Rvb2xfY2FsbF9pbnB1dF9kb25lGCIgASgLMjAub3ZzZXJ2ZS52MS5SZXNwb25zZUN1c3RvbVRvb2xDYWxsSW5wdXREb25lRXZlbnRIAEIHCgVldmVudCJdCiVSZXNwb25zZUN1c3RvbVRvb2xDYWxsSW5wdXREZWx0YUV2ZW50Eg8KB2l0ZW1faWQYASABKAkSFAoMb3V0cHV0X2luZGV4GAIgASgFEg0KBWRlbHRhGAMgASgJIlwKJFJlc3BvbnNlQ3VzdG9tVG9vbENhbGxJbnB1dERvbmVFdmVudBIPCgdpdGVtX2lkGAEgASgJEhQKDG91dHB1dF9pbmRleBgCIAEoBRINCgVpbnB1dBgDIAEoCSI9ChRSZXNwb25zZU1jcEl0ZW1FdmVudBIPCgdpdGVtX2lkGAEgASgJEhQKDG91dHB1dF9pbmRleBgCIAEoBSJaCiJSZXNwb25zZU1jcENhbGxBcmd1bWVudHNEZWx0YUV2ZW50Eg8KB2l0ZW1faWQYASABKAkSFAoMb3V0cHV0X2luZGV4GAIgASgFEg0KBWRlbHRhGAMgASgJIl0KIVJlc3BvbnNlTWNwQ2FsbEFyZ3VtZW50c0RvbmVFdmVudBIPCgdpdGVtX2lkGAEgASgJEhQKDG91dHB1dF9pbmRleBgCIAEoBRIRCglhcmd1bWVudHMYAyABKAkiPgoUUmVzcG9uc2VDcmVhdGVkRXZlbnQSJgoIcmVzcG9uc2UYASABKAsyFC5vdnNlcnZlLnYxLlJlc3BvbnNlIj0KE1Jlc3BvbnNlUXVldWVkRXZlbnQSJgoIcmVzcG9uc2UYASABKAsyFC5vdnNlcnZlLnYxLlJlc3BvbnNlIkEKF1Jlc3BvbnNlSW5Qcm9ncmVzc0V2ZW50EiYKCHJlc3BvbnNlGAEgASgLMhQub3ZzZXJ2ZS52MS5SZXNwb25zZSJaChxSZXNwb25zZU91dHB1dEl0ZW1BZGRlZEV2ZW50EhQKDG91dHB1dF9pbmRleBgBIAEoBRIkCgRpdGVtGAIgASgLMhYub3ZzZXJ2ZS52MS5PdXRwdXRJdGVtIlkKG1Jlc3BvbnNlT3V0cHV0SXRlbURvbmVFdmVudBIUCgxvdXRwdXRfaW5kZXgYASABKAUSJAoEaXRlbRgCIAEoCzIWLm92c2VydmUudjEuT3V0cHV0SXRlbSKKAQodUmVzcG9uc2VDb250ZW50UGFydEFkZGVkRXZlbnQSDwoHaXRlbV9pZBgBIAEoCRIUCgxvdXRwdXRfaW5kZXgYAiABKAUSFQoNY29udGVudF9pbmRleBgDIAEoBRIrCgRwYXJ0GAQgASgLMh0ub3ZzZXJ2ZS52MS5PdXRwdXRDb250ZW50UGFydCKJAQocUmVzcG9uc2VDb250ZW50UGFydERvbmVFdmVudBIPCgdpdGVtX2lkGAEgASgJEhQKDG91dHB1dF9pbmRleBgCIAEoBRIVCg1jb250ZW50X2luZGV4GAMgASgFEisKBHBhcnQYBCABKAsyHS5vdnNlcnZlLnYxLk91dHB1dENvbnRlbnRQYXJ0IpcBChxSZXNwb25zZU91dHB1dFRleHREZWx0YUV2ZW50Eg8KB2l0ZW1faWQYASABKAkSFAoMb3V0cHV0X2luZGV4GAIgASgFEhUKDWNvbnRlbnRfaW5kZXgYAyABKAUSDQoFZGVsdGEYBCABKAkSKgoIbG9ncHJvYnMYBSADKAsyGC5vdnNlcnZlLnYxLlRva2VuTG9ncHJvYiKVAQobUmVzcG9uc2VPdXRwdXRUZXh0RG9uZUV2ZW50Eg8KB2l0ZW1faWQYASABKAkSFAoMb3V0cHV0X2luZGV4GAIgASgFEhUKDWNvbnRlbnRfaW5kZXgYAyABKAUSDAoEdGV4dBgEIAEoCRIqCghsb2dwcm9icxgFIAMoCzIYLm92c2VydmUudjEuVG9rZW5Mb2dwcm9iImgKGVJlc3BvbnNlUmVmdXNhbERlbHRhRXZlbnQSDwoHaXRlbV9pZBgBIAEoCRIUCgxvdXRwdXRfaW5kZXgYAiABKAUSFQoNY29udGVudF9pbmRleBgDIAEoBRINCgVkZWx0YRgEIAEoCSJpChhSZXNwb25zZVJlZnVzYWxEb25lRXZlbnQSDwoHaXRlbV9pZBgBIAEoCRIUCgxvdXRwdXRfaW5kZXgYAiABKAUSFQoNY29udGVudF9pbmRleBgDIAEoBRIPCgdyZWZ1c2FsGAQgASgJIo0BCiZSZXNwb25zZVJlYXNvbmluZ1N1bW1hcnlQYXJ0QWRkZWRFdmVudBIPCgdpdGVtX2lkGAEgASgJEhQKDG91dHB1dF9pbmRleBgCIAEoBRIVCg1zdW1tYXJ5X2luZGV4GAMgASgFEiUKBHBhcnQYBCABKAsyFy5vdnNlcnZlLnYxLlN1bW1hcnlUZXh0IowBCiVSZXNwb25zZVJlYXNvbmluZ1N1bW1hcnlQYXJ0RG9uZUV2ZW50Eg8KB2l0ZW1faWQYASABKAkSFAoMb3V0cHV0X2luZGV4GAIgASgFEhUKDXN1bW1hcnlfaW5kZXgYAyABKAUSJQoEcGFydBgEIAEoCzIXLm92c2VydmUudjEuU3VtbWFyeVRleHQidQomUmVzcG9uc2VSZWFzb25pbmdTdW1tYXJ5VGV4dERlbHRhRXZlbnQSDwoHaXRlbV9pZBgBIAEoCRIUCgxvdXRwdXRfaW5kZXgYAiABKAUSFQoNc3VtbWFyeV9pbmRleBgDIAEoBRINCgVkZWx0YRgEIAEoCSJzCiVSZXNwb25zZVJlYXNvbmluZ1N1bW1hcnlUZXh0RG9uZUV2ZW50Eg8KB2l0ZW1faWQYASABKAkSFAoMb3V0cHV0X2luZGV4GAIgASgFEhUKDXN1bW1hcnlfaW5kZXgYAyABKAUSDAoEdGV4dBgEIAEoCSJuCh9SZXNwb25zZVJlYXNvbmluZ1RleHREZWx0YUV2ZW50Eg8KB2l0ZW1faWQYASABKAkSFAoMb3V0cHV0X2luZGV4GAIgASgFEhUKDWNvbnRlbnRfaW5kZXgYAyABKAUSDQoFZGVsdGEYBCABKAkibAoeUmVzcG9uc2VSZWFzb25pbmdUZXh0RG9uZUV2ZW50Eg8KB2l0ZW1faWQYASABKAkSFAoMb3V0cHV0X2luZGV4GAIgASgFEhUKDWNvbnRlbnRfaW5kZXgYAyABKAUSDAoEdGV4dBgEIAEoCSJfCidSZXNwb25zZUZ1bmN0aW9uQ2FsbEFyZ3VtZW50c0RlbHRhRXZlbnQSDwoHaXRlbV9pZBgBIAEoCRIUCgxvdXRwdXRfaW5kZXgYAiABKAUSDQoFZGVsdGEYAyABKAkicAomUmVzcG9uc2VGdW5jdGlvbkNhbGxBcmd1bWVudHNEb25lRXZlbnQSDwoHaXRlbV9pZBgBIAEoCRIUCgxvdXRwdXRfaW5kZXgYAiABKAUSEQoJYXJndW1lbnRzGAMgASgJEgwKBG5hbWUYBCABKAkiQAoWUmVzcG9uc2VDb21wbGV0ZWRFdmVudBImCghyZXNwb25zZRgBIAEoCzIULm92c2VydmUudjEuUmVzcG9uc2UiQQoXUmVzcG9uc2VJbmNvbXBsZXRlRXZlbnQSJgoIcmVzcG9uc2UYASABKAsyFC5vdnNlcnZlLnYxLlJlc3BvbnNlIj0KE1Jlc3BvbnNlRmFpbGVkRXZlbnQSJgoIcmVzcG9uc2UYASABKAsyFC5vdnNlcnZlLnYxLlJlc3BvbnNlIl8KElJlc3BvbnNlRXJyb3JFdmVudBIRCgRjb2RlGAEgASgJSACIAQESDwoHbWVzc2FnZRgCIAEoCRISCgVwYXJhbRgDIAEoCUgBiAEBQgcKBV9jb2RlQggKBl9wYXJhbWIGcHJvdG8z", [file_ovserve_v1_common, file_ovserve_v1_response_object]);
 
 /**
  * One event of a Responses stream.
@@ -303,6 +303,22 @@ export type ResponseStreamEvent = Message<"ovserve.v1.ResponseStreamEvent"> & {
      */
     value: ResponseMcpCallArgumentsDoneEvent;
     case: "mcpCallArgumentsDone";
+  } | {
+    /**
+     * "response.custom_tool_call_input.delta".
+     *
+     * @generated from field: ovserve.v1.ResponseCustomToolCallInputDeltaEvent custom_tool_call_input_delta = 33;
+     */
+    value: ResponseCustomToolCallInputDeltaEvent;
+    case: "customToolCallInputDelta";
+  } | {
+    /**
+     * "response.custom_tool_call_input.done".
+     *
+     * @generated from field: ovserve.v1.ResponseCustomToolCallInputDoneEvent custom_tool_call_input_done = 34;
+     */
+    value: ResponseCustomToolCallInputDoneEvent;
+    case: "customToolCallInputDone";
   } | { case: undefined; value?: undefined };
 };
 
@@ -312,6 +328,77 @@ export type ResponseStreamEvent = Message<"ovserve.v1.ResponseStreamEvent"> & {
  */
 export const ResponseStreamEventSchema: GenMessage<ResponseStreamEvent> = /*@__PURE__*/
   messageDesc(file_ovserve_v1_response_events, 0);
+
+/**
+ * A piece of a custom tool call's input. ovserve sends a call's input in one
+ * delta, once the call is complete.
+ *
+ * @generated from message ovserve.v1.ResponseCustomToolCallInputDeltaEvent
+ */
+export type ResponseCustomToolCallInputDeltaEvent = Message<"ovserve.v1.ResponseCustomToolCallInputDeltaEvent"> & {
+  /**
+   * The custom_tool_call item's id.
+   *
+   * @generated from field: string item_id = 1;
+   */
+  itemId: string;
+
+  /**
+   * The item's index in the response's output.
+   *
+   * @generated from field: int32 output_index = 2;
+   */
+  outputIndex: number;
+
+  /**
+   * The piece of input.
+   *
+   * @generated from field: string delta = 3;
+   */
+  delta: string;
+};
+
+/**
+ * Describes the message ovserve.v1.ResponseCustomToolCallInputDeltaEvent.
+ * Use `create(ResponseCustomToolCallInputDeltaEventSchema)` to create a new message.
+ */
+export const ResponseCustomToolCallInputDeltaEventSchema: GenMessage<ResponseCustomToolCallInputDeltaEvent> = /*@__PURE__*/
+  messageDesc(file_ovserve_v1_response_events, 1);
+
+/**
+ * A custom tool call's input is complete.
+ *
+ * @generated from message ovserve.v1.ResponseCustomToolCallInputDoneEvent
+ */
+export type ResponseCustomToolCallInputDoneEvent = Message<"ovserve.v1.ResponseCustomToolCallInputDoneEvent"> & {
+  /**
+   * The custom_tool_call item's id.
+   *
+   * @generated from field: string item_id = 1;
+   */
+  itemId: string;
+
+  /**
+   * The item's index in the response's output.
+   *
+   * @generated from field: int32 output_index = 2;
+   */
+  outputIndex: number;
+
+  /**
+   * The whole input.
+   *
+   * @generated from field: string input = 3;
+   */
+  input: string;
+};
+
+/**
+ * Describes the message ovserve.v1.ResponseCustomToolCallInputDoneEvent.
+ * Use `create(ResponseCustomToolCallInputDoneEventSchema)` to create a new message.
+ */
+export const ResponseCustomToolCallInputDoneEventSchema: GenMessage<ResponseCustomToolCallInputDoneEvent> = /*@__PURE__*/
+  messageDesc(file_ovserve_v1_response_events, 2);
 
 /**
  * The progress of an mcp_list_tools or mcp_call item:
@@ -341,7 +428,7 @@ export type ResponseMcpItemEvent = Message<"ovserve.v1.ResponseMcpItemEvent"> & 
  * Use `create(ResponseMcpItemEventSchema)` to create a new message.
  */
 export const ResponseMcpItemEventSchema: GenMessage<ResponseMcpItemEvent> = /*@__PURE__*/
-  messageDesc(file_ovserve_v1_response_events, 1);
+  messageDesc(file_ovserve_v1_response_events, 3);
 
 /**
  * "response.mcp_call_arguments.delta": more of an mcp_call's arguments, as
@@ -377,7 +464,7 @@ export type ResponseMcpCallArgumentsDeltaEvent = Message<"ovserve.v1.ResponseMcp
  * Use `create(ResponseMcpCallArgumentsDeltaEventSchema)` to create a new message.
  */
 export const ResponseMcpCallArgumentsDeltaEventSchema: GenMessage<ResponseMcpCallArgumentsDeltaEvent> = /*@__PURE__*/
-  messageDesc(file_ovserve_v1_response_events, 2);
+  messageDesc(file_ovserve_v1_response_events, 4);
 
 /**
  * "response.mcp_call_arguments.done": an mcp_call's arguments, complete.
@@ -412,7 +499,7 @@ export type ResponseMcpCallArgumentsDoneEvent = Message<"ovserve.v1.ResponseMcpC
  * Use `create(ResponseMcpCallArgumentsDoneEventSchema)` to create a new message.
  */
 export const ResponseMcpCallArgumentsDoneEventSchema: GenMessage<ResponseMcpCallArgumentsDoneEvent> = /*@__PURE__*/
-  messageDesc(file_ovserve_v1_response_events, 3);
+  messageDesc(file_ovserve_v1_response_events, 5);
 
 /**
  * "response.created": the response was created; the first event of a
@@ -435,7 +522,7 @@ export type ResponseCreatedEvent = Message<"ovserve.v1.ResponseCreatedEvent"> & 
  * Use `create(ResponseCreatedEventSchema)` to create a new message.
  */
 export const ResponseCreatedEventSchema: GenMessage<ResponseCreatedEvent> = /*@__PURE__*/
-  messageDesc(file_ovserve_v1_response_events, 4);
+  messageDesc(file_ovserve_v1_response_events, 6);
 
 /**
  * "response.queued": a background response waits for the engine.
@@ -456,7 +543,7 @@ export type ResponseQueuedEvent = Message<"ovserve.v1.ResponseQueuedEvent"> & {
  * Use `create(ResponseQueuedEventSchema)` to create a new message.
  */
 export const ResponseQueuedEventSchema: GenMessage<ResponseQueuedEvent> = /*@__PURE__*/
-  messageDesc(file_ovserve_v1_response_events, 5);
+  messageDesc(file_ovserve_v1_response_events, 7);
 
 /**
  * "response.in_progress": generation started.
@@ -477,7 +564,7 @@ export type ResponseInProgressEvent = Message<"ovserve.v1.ResponseInProgressEven
  * Use `create(ResponseInProgressEventSchema)` to create a new message.
  */
 export const ResponseInProgressEventSchema: GenMessage<ResponseInProgressEvent> = /*@__PURE__*/
-  messageDesc(file_ovserve_v1_response_events, 6);
+  messageDesc(file_ovserve_v1_response_events, 8);
 
 /**
  * "response.output_item.added": a new output item starts.
@@ -506,7 +593,7 @@ export type ResponseOutputItemAddedEvent = Message<"ovserve.v1.ResponseOutputIte
  * Use `create(ResponseOutputItemAddedEventSchema)` to create a new message.
  */
 export const ResponseOutputItemAddedEventSchema: GenMessage<ResponseOutputItemAddedEvent> = /*@__PURE__*/
-  messageDesc(file_ovserve_v1_response_events, 7);
+  messageDesc(file_ovserve_v1_response_events, 9);
 
 /**
  * "response.output_item.done": an output item is finished.
@@ -534,7 +621,7 @@ export type ResponseOutputItemDoneEvent = Message<"ovserve.v1.ResponseOutputItem
  * Use `create(ResponseOutputItemDoneEventSchema)` to create a new message.
  */
 export const ResponseOutputItemDoneEventSchema: GenMessage<ResponseOutputItemDoneEvent> = /*@__PURE__*/
-  messageDesc(file_ovserve_v1_response_events, 8);
+  messageDesc(file_ovserve_v1_response_events, 10);
 
 /**
  * "response.content_part.added": a new content part of a message (or of a
@@ -577,7 +664,7 @@ export type ResponseContentPartAddedEvent = Message<"ovserve.v1.ResponseContentP
  * Use `create(ResponseContentPartAddedEventSchema)` to create a new message.
  */
 export const ResponseContentPartAddedEventSchema: GenMessage<ResponseContentPartAddedEvent> = /*@__PURE__*/
-  messageDesc(file_ovserve_v1_response_events, 9);
+  messageDesc(file_ovserve_v1_response_events, 11);
 
 /**
  * "response.content_part.done": a content part is finished.
@@ -619,7 +706,7 @@ export type ResponseContentPartDoneEvent = Message<"ovserve.v1.ResponseContentPa
  * Use `create(ResponseContentPartDoneEventSchema)` to create a new message.
  */
 export const ResponseContentPartDoneEventSchema: GenMessage<ResponseContentPartDoneEvent> = /*@__PURE__*/
-  messageDesc(file_ovserve_v1_response_events, 10);
+  messageDesc(file_ovserve_v1_response_events, 12);
 
 /**
  * "response.output_text.delta": more text of an output_text part. A delta
@@ -670,7 +757,7 @@ export type ResponseOutputTextDeltaEvent = Message<"ovserve.v1.ResponseOutputTex
  * Use `create(ResponseOutputTextDeltaEventSchema)` to create a new message.
  */
 export const ResponseOutputTextDeltaEventSchema: GenMessage<ResponseOutputTextDeltaEvent> = /*@__PURE__*/
-  messageDesc(file_ovserve_v1_response_events, 11);
+  messageDesc(file_ovserve_v1_response_events, 13);
 
 /**
  * "response.output_text.done": an output_text part's text is final.
@@ -720,7 +807,7 @@ export type ResponseOutputTextDoneEvent = Message<"ovserve.v1.ResponseOutputText
  * Use `create(ResponseOutputTextDoneEventSchema)` to create a new message.
  */
 export const ResponseOutputTextDoneEventSchema: GenMessage<ResponseOutputTextDoneEvent> = /*@__PURE__*/
-  messageDesc(file_ovserve_v1_response_events, 12);
+  messageDesc(file_ovserve_v1_response_events, 14);
 
 /**
  * "response.refusal.delta": more text of a refusal part (OpenAI event; not
@@ -763,7 +850,7 @@ export type ResponseRefusalDeltaEvent = Message<"ovserve.v1.ResponseRefusalDelta
  * Use `create(ResponseRefusalDeltaEventSchema)` to create a new message.
  */
 export const ResponseRefusalDeltaEventSchema: GenMessage<ResponseRefusalDeltaEvent> = /*@__PURE__*/
-  messageDesc(file_ovserve_v1_response_events, 13);
+  messageDesc(file_ovserve_v1_response_events, 15);
 
 /**
  * "response.refusal.done": a refusal part's text is final (OpenAI event; not
@@ -806,7 +893,7 @@ export type ResponseRefusalDoneEvent = Message<"ovserve.v1.ResponseRefusalDoneEv
  * Use `create(ResponseRefusalDoneEventSchema)` to create a new message.
  */
 export const ResponseRefusalDoneEventSchema: GenMessage<ResponseRefusalDoneEvent> = /*@__PURE__*/
-  messageDesc(file_ovserve_v1_response_events, 14);
+  messageDesc(file_ovserve_v1_response_events, 16);
 
 /**
  * "response.reasoning_summary_part.added": a new summary part of a
@@ -849,7 +936,7 @@ export type ResponseReasoningSummaryPartAddedEvent = Message<"ovserve.v1.Respons
  * Use `create(ResponseReasoningSummaryPartAddedEventSchema)` to create a new message.
  */
 export const ResponseReasoningSummaryPartAddedEventSchema: GenMessage<ResponseReasoningSummaryPartAddedEvent> = /*@__PURE__*/
-  messageDesc(file_ovserve_v1_response_events, 15);
+  messageDesc(file_ovserve_v1_response_events, 17);
 
 /**
  * "response.reasoning_summary_part.done": a summary part is finished.
@@ -891,7 +978,7 @@ export type ResponseReasoningSummaryPartDoneEvent = Message<"ovserve.v1.Response
  * Use `create(ResponseReasoningSummaryPartDoneEventSchema)` to create a new message.
  */
 export const ResponseReasoningSummaryPartDoneEventSchema: GenMessage<ResponseReasoningSummaryPartDoneEvent> = /*@__PURE__*/
-  messageDesc(file_ovserve_v1_response_events, 16);
+  messageDesc(file_ovserve_v1_response_events, 18);
 
 /**
  * "response.reasoning_summary_text.delta": more text of a summary part.
@@ -933,7 +1020,7 @@ export type ResponseReasoningSummaryTextDeltaEvent = Message<"ovserve.v1.Respons
  * Use `create(ResponseReasoningSummaryTextDeltaEventSchema)` to create a new message.
  */
 export const ResponseReasoningSummaryTextDeltaEventSchema: GenMessage<ResponseReasoningSummaryTextDeltaEvent> = /*@__PURE__*/
-  messageDesc(file_ovserve_v1_response_events, 17);
+  messageDesc(file_ovserve_v1_response_events, 19);
 
 /**
  * "response.reasoning_summary_text.done": a summary part's text is final.
@@ -975,7 +1062,7 @@ export type ResponseReasoningSummaryTextDoneEvent = Message<"ovserve.v1.Response
  * Use `create(ResponseReasoningSummaryTextDoneEventSchema)` to create a new message.
  */
 export const ResponseReasoningSummaryTextDoneEventSchema: GenMessage<ResponseReasoningSummaryTextDoneEvent> = /*@__PURE__*/
-  messageDesc(file_ovserve_v1_response_events, 18);
+  messageDesc(file_ovserve_v1_response_events, 20);
 
 /**
  * "response.reasoning_text.delta": more text of a reasoning_text part of a
@@ -1019,7 +1106,7 @@ export type ResponseReasoningTextDeltaEvent = Message<"ovserve.v1.ResponseReason
  * Use `create(ResponseReasoningTextDeltaEventSchema)` to create a new message.
  */
 export const ResponseReasoningTextDeltaEventSchema: GenMessage<ResponseReasoningTextDeltaEvent> = /*@__PURE__*/
-  messageDesc(file_ovserve_v1_response_events, 19);
+  messageDesc(file_ovserve_v1_response_events, 21);
 
 /**
  * "response.reasoning_text.done": a reasoning_text part's text is final.
@@ -1061,7 +1148,7 @@ export type ResponseReasoningTextDoneEvent = Message<"ovserve.v1.ResponseReasoni
  * Use `create(ResponseReasoningTextDoneEventSchema)` to create a new message.
  */
 export const ResponseReasoningTextDoneEventSchema: GenMessage<ResponseReasoningTextDoneEvent> = /*@__PURE__*/
-  messageDesc(file_ovserve_v1_response_events, 20);
+  messageDesc(file_ovserve_v1_response_events, 22);
 
 /**
  * "response.function_call_arguments.delta": more of a function call's
@@ -1097,7 +1184,7 @@ export type ResponseFunctionCallArgumentsDeltaEvent = Message<"ovserve.v1.Respon
  * Use `create(ResponseFunctionCallArgumentsDeltaEventSchema)` to create a new message.
  */
 export const ResponseFunctionCallArgumentsDeltaEventSchema: GenMessage<ResponseFunctionCallArgumentsDeltaEvent> = /*@__PURE__*/
-  messageDesc(file_ovserve_v1_response_events, 21);
+  messageDesc(file_ovserve_v1_response_events, 23);
 
 /**
  * "response.function_call_arguments.done": a function call's arguments are
@@ -1140,7 +1227,7 @@ export type ResponseFunctionCallArgumentsDoneEvent = Message<"ovserve.v1.Respons
  * Use `create(ResponseFunctionCallArgumentsDoneEventSchema)` to create a new message.
  */
 export const ResponseFunctionCallArgumentsDoneEventSchema: GenMessage<ResponseFunctionCallArgumentsDoneEvent> = /*@__PURE__*/
-  messageDesc(file_ovserve_v1_response_events, 22);
+  messageDesc(file_ovserve_v1_response_events, 24);
 
 /**
  * "response.completed": the response finished normally; the last event.
@@ -1161,7 +1248,7 @@ export type ResponseCompletedEvent = Message<"ovserve.v1.ResponseCompletedEvent"
  * Use `create(ResponseCompletedEventSchema)` to create a new message.
  */
 export const ResponseCompletedEventSchema: GenMessage<ResponseCompletedEvent> = /*@__PURE__*/
-  messageDesc(file_ovserve_v1_response_events, 23);
+  messageDesc(file_ovserve_v1_response_events, 25);
 
 /**
  * "response.incomplete": the response stopped early (e.g. the
@@ -1183,7 +1270,7 @@ export type ResponseIncompleteEvent = Message<"ovserve.v1.ResponseIncompleteEven
  * Use `create(ResponseIncompleteEventSchema)` to create a new message.
  */
 export const ResponseIncompleteEventSchema: GenMessage<ResponseIncompleteEvent> = /*@__PURE__*/
-  messageDesc(file_ovserve_v1_response_events, 24);
+  messageDesc(file_ovserve_v1_response_events, 26);
 
 /**
  * "response.failed": an error stopped the response; the last event but for
@@ -1205,7 +1292,7 @@ export type ResponseFailedEvent = Message<"ovserve.v1.ResponseFailedEvent"> & {
  * Use `create(ResponseFailedEventSchema)` to create a new message.
  */
 export const ResponseFailedEventSchema: GenMessage<ResponseFailedEvent> = /*@__PURE__*/
-  messageDesc(file_ovserve_v1_response_events, 25);
+  messageDesc(file_ovserve_v1_response_events, 27);
 
 /**
  * "error": an error the stream reports in band, as the OpenAI API does
@@ -1241,5 +1328,5 @@ export type ResponseErrorEvent = Message<"ovserve.v1.ResponseErrorEvent"> & {
  * Use `create(ResponseErrorEventSchema)` to create a new message.
  */
 export const ResponseErrorEventSchema: GenMessage<ResponseErrorEvent> = /*@__PURE__*/
-  messageDesc(file_ovserve_v1_response_events, 26);
+  messageDesc(file_ovserve_v1_response_events, 28);
 

@@ -18,7 +18,7 @@
 import type { GenEnum, GenFile, GenMessage } from "@bufbuild/protobuf/codegenv2";
 import { enumDesc, fileDesc, messageDesc } from "@bufbuild/protobuf/codegenv2";
 import { file_google_protobuf_struct } from "@bufbuild/protobuf/wkt";
-import type { FunctionDefinition, FunctionName, ResponseFormat, Role, TokenLogprob } from "./common_pb.js";
+import type { CustomToolFormat, FunctionDefinition, FunctionName, ResponseFormat, Role, TokenLogprob } from "./common_pb.js";
 import { file_ovserve_v1_common } from "./common_pb.js";
 import type { JsonObject, Message } from "@bufbuild/protobuf";
 
@@ -26,7 +26,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file ovserve/v1/response_object.proto.
  */
 export const file_ovserve_v1_response_object: GenFile = /*@__PURE__*/
-  fileDesc("CiBvdnNlcnZlL3YxL3Jlc3BvbnNlX29iamVjdC5wcm90bxIKb3ZzZXJ2ZS52MSL4EgoIUmVzcG9uc2USCgoCaWQYASABKAkSDgoGb2JqZWN0GAIgASgJEhIKCmNyZWF0ZWRfYXQYAyABKAMSGQoMY29tcGxldGVkX2F0GAQgASgDSACIAQESKgoGc3RhdHVzGAUgASgOMhoub3ZzZXJ2ZS52MS5SZXNwb25zZVN0YXR1cxINCgVtb2RlbBgGIAEoCRImCgZvdXRwdXQYByADKAsyFi5vdnNlcnZlLnYxLk91dHB1dEl0ZW0SKAoFdXNhZ2UYCCABKAsyGS5vdnNlcnZlLnYxLlJlc3BvbnNlVXNhZ2USKAoFZXJyb3IYCSABKAsyGS5vdnNlcnZlLnYxLlJlc3BvbnNlRXJyb3ISOQoSaW5jb21wbGV0ZV9kZXRhaWxzGAogASgLMh0ub3ZzZXJ2ZS52MS5JbmNvbXBsZXRlRGV0YWlscxIZCgxpbnN0cnVjdGlvbnMYCyABKAlIAYgBARIhChRwcmV2aW91c19yZXNwb25zZV9pZBgMIAEoCUgCiAEBEhIKBXN0b3JlGA0gASgISAOIAQESFwoKYmFja2dyb3VuZBgOIAEoCEgEiAEBEh4KEW1heF9vdXRwdXRfdG9rZW5zGA8gASgFSAWIAQESEQoEc3RvcBgQIAEoCUgGiAEBEhYKDnN0b3Bfc2VxdWVuY2VzGBEgAygJEhcKCmlnbm9yZV9lb3MYEiABKAhIB4gBARInChppbmNsdWRlX3N0b3Bfc3RyX2luX291dHB1dBgTIAEoCEgIiAEBEiAKE3NraXBfc3BlY2lhbF90b2tlbnMYFCABKAhICYgBARIXCgp0cnVuY2F0aW9uGBUgASgJSAqIAQESGAoLdGVtcGVyYXR1cmUYFiABKAFIC4gBARISCgV0b3BfcBgXIAEoAUgMiAEBEhIKBXRvcF9rGBggASgFSA2IAQESEgoFbWluX3AYGSABKAFIDogBARIfChJyZXBldGl0aW9uX3BlbmFsdHkYGiABKAFID4gBARIeChFmcmVxdWVuY3lfcGVuYWx0eRgbIAEoAUgQiAEBEh0KEHByZXNlbmNlX3BlbmFsdHkYHCABKAFIEYgBARIRCgRzZWVkGB0gASgDSBKIAQESDgoBbhgeIAEoBUgTiAEBEhQKB2Jlc3Rfb2YYHyABKAVIFIgBARIbCg5sZW5ndGhfcGVuYWx0eRggIAEoAUgViAEBEh4KEWRpdmVyc2l0eV9wZW5hbHR5GCEgASgBSBaIAQESIQoUbnVtX2Fzc2lzdGFudF90b2tlbnMYIiABKAVIF4gBARIrCh5hc3Npc3RhbnRfY29uZmlkZW5jZV90aHJlc2hvbGQYIyABKAFIGIgBARIbCg5tYXhfbmdyYW1fc2l6ZRgkIAEoBUgZiAEBEhUKCGxvZ3Byb2JzGCUgASgISBqIAQESGQoMdG9wX2xvZ3Byb2JzGCYgASgFSBuIAQESJwoFdG9vbHMYJyADKAsyGC5vdnNlcnZlLnYxLlJlc3BvbnNlVG9vbBIYCgt0b29sX2Nob2ljZRgoIAEoCUgciAEBEj4KEW5hbWVkX3Rvb2xfY2hvaWNlGCkgASgLMiMub3ZzZXJ2ZS52MS5SZXNwb25zZU5hbWVkVG9vbENob2ljZRIgChNwYXJhbGxlbF90b29sX2NhbGxzGCogASgISB2IAQESLAoEdGV4dBgrIAEoCzIeLm92c2VydmUudjEuUmVzcG9uc2VUZXh0Q29uZmlnEjMKD3Jlc3BvbnNlX2Zvcm1hdBgsIAEoCzIaLm92c2VydmUudjEuUmVzcG9uc2VGb3JtYXQSLgoJcmVhc29uaW5nGC0gASgLMhsub3ZzZXJ2ZS52MS5SZWFzb25pbmdDb25maWcSNQoUY2hhdF90ZW1wbGF0ZV9rd2FyZ3MYLiABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EgwKBHVzZXIYLyABKAkSNAoIbWV0YWRhdGEYMCADKAsyIi5vdnNlcnZlLnYxLlJlc3BvbnNlLk1ldGFkYXRhRW50cnkSGwoObWF4X3Rvb2xfY2FsbHMYMSABKAVIHogBARIdChBwcm9tcHRfY2FjaGVfa2V5GDIgASgJSB+IAQESIwoWcHJvbXB0X2NhY2hlX3JldGVudGlvbhgzIAEoCUggiAEBEh4KEXNhZmV0eV9pZGVudGlmaWVyGDQgASgJSCGIAQESGQoMc2VydmljZV90aWVyGDUgASgJSCKIAQESNgoMY29udmVyc2F0aW9uGDYgASgLMiAub3ZzZXJ2ZS52MS5SZXNwb25zZUNvbnZlcnNhdGlvbhovCg1NZXRhZGF0YUVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAFCDwoNX2NvbXBsZXRlZF9hdEIPCg1faW5zdHJ1Y3Rpb25zQhcKFV9wcmV2aW91c19yZXNwb25zZV9pZEIICgZfc3RvcmVCDQoLX2JhY2tncm91bmRCFAoSX21heF9vdXRwdXRfdG9rZW5zQgcKBV9zdG9wQg0KC19pZ25vcmVfZW9zQh0KG19pbmNsdWRlX3N0b3Bfc3RyX2luX291dHB1dEIWChRfc2tpcF9zcGVjaWFsX3Rva2Vuc0INCgtfdHJ1bmNhdGlvbkIOCgxfdGVtcGVyYXR1cmVCCAoGX3RvcF9wQggKBl90b3Bfa0IICgZfbWluX3BCFQoTX3JlcGV0aXRpb25fcGVuYWx0eUIUChJfZnJlcXVlbmN5X3BlbmFsdHlCEwoRX3ByZXNlbmNlX3BlbmFsdHlCBwoFX3NlZWRCBAoCX25CCgoIX2Jlc3Rfb2ZCEQoPX2xlbmd0aF9wZW5hbHR5QhQKEl9kaXZlcnNpdHlfcGVuYWx0eUIXChVfbnVtX2Fzc2lzdGFudF90b2tlbnNCIQofX2Fzc2lzdGFudF9jb25maWRlbmNlX3RocmVzaG9sZEIRCg9fbWF4X25ncmFtX3NpemVCCwoJX2xvZ3Byb2JzQg8KDV90b3BfbG9ncHJvYnNCDgoMX3Rvb2xfY2hvaWNlQhYKFF9wYXJhbGxlbF90b29sX2NhbGxzQhEKD19tYXhfdG9vbF9jYWxsc0ITChFfcHJvbXB0X2NhY2hlX2tleUIZChdfcHJvbXB0X2NhY2hlX3JldGVudGlvbkIUChJfc2FmZXR5X2lkZW50aWZpZXJCDwoNX3NlcnZpY2VfdGllciIiChRSZXNwb25zZUNvbnZlcnNhdGlvbhIKCgJpZBgBIAEoCSLQAQoNUmVzcG9uc2VVc2FnZRIUCgxpbnB1dF90b2tlbnMYASABKAUSPAoUaW5wdXRfdG9rZW5zX2RldGFpbHMYAiABKAsyHi5vdnNlcnZlLnYxLklucHV0VG9rZW5zRGV0YWlscxIVCg1vdXRwdXRfdG9rZW5zGAMgASgFEj4KFW91dHB1dF90b2tlbnNfZGV0YWlscxgEIAEoCzIfLm92c2VydmUudjEuT3V0cHV0VG9rZW5zRGV0YWlscxIUCgx0b3RhbF90b2tlbnMYBSABKAUiKwoSSW5wdXRUb2tlbnNEZXRhaWxzEhUKDWNhY2hlZF90b2tlbnMYASABKAUiLwoTT3V0cHV0VG9rZW5zRGV0YWlscxIYChByZWFzb25pbmdfdG9rZW5zGAEgASgFIi4KDVJlc3BvbnNlRXJyb3ISDAoEY29kZRgBIAEoCRIPCgdtZXNzYWdlGAIgASgJIkEKEUluY29tcGxldGVEZXRhaWxzEiwKBnJlYXNvbhgBIAEoDjIcLm92c2VydmUudjEuSW5jb21wbGV0ZVJlYXNvbiLcAgoKT3V0cHV0SXRlbRIsCgdtZXNzYWdlGAEgASgLMhkub3ZzZXJ2ZS52MS5PdXRwdXRNZXNzYWdlSAASNwoNZnVuY3Rpb25fY2FsbBgCIAEoCzIeLm92c2VydmUudjEuT3V0cHV0RnVuY3Rpb25DYWxsSAASMAoJcmVhc29uaW5nGAMgASgLMhsub3ZzZXJ2ZS52MS5PdXRwdXRSZWFzb25pbmdIABI4Cg5tY3BfbGlzdF90b29scxgEIAEoCzIeLm92c2VydmUudjEuT3V0cHV0TWNwTGlzdFRvb2xzSAASLQoIbWNwX2NhbGwYBSABKAsyGS5vdnNlcnZlLnYxLk91dHB1dE1jcENhbGxIABJEChRtY3BfYXBwcm92YWxfcmVxdWVzdBgGIAEoCzIkLm92c2VydmUudjEuT3V0cHV0TWNwQXBwcm92YWxSZXF1ZXN0SABCBgoEaXRlbSJ8ChJPdXRwdXRNY3BMaXN0VG9vbHMSCgoCaWQYASABKAkSFAoMc2VydmVyX2xhYmVsGAIgASgJEiYKBXRvb2xzGAMgAygLMhcub3ZzZXJ2ZS52MS5NY3BUb29sSW5mbxISCgVlcnJvchgEIAEoCUgAiAEBQggKBl9lcnJvciKiAQoLTWNwVG9vbEluZm8SDAoEbmFtZRgBIAEoCRIYCgtkZXNjcmlwdGlvbhgCIAEoCUgAiAEBEi0KDGlucHV0X3NjaGVtYRgDIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSLAoLYW5ub3RhdGlvbnMYBCABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Qg4KDF9kZXNjcmlwdGlvbiLyAQoNT3V0cHV0TWNwQ2FsbBIKCgJpZBgBIAEoCRIUCgxzZXJ2ZXJfbGFiZWwYAiABKAkSDAoEbmFtZRgDIAEoCRIRCglhcmd1bWVudHMYBCABKAkSEwoGb3V0cHV0GAUgASgJSACIAQESEgoFZXJyb3IYBiABKAlIAYgBARImCgZzdGF0dXMYByABKA4yFi5vdnNlcnZlLnYxLkl0ZW1TdGF0dXMSIAoTYXBwcm92YWxfcmVxdWVzdF9pZBgIIAEoCUgCiAEBQgkKB19vdXRwdXRCCAoGX2Vycm9yQhYKFF9hcHByb3ZhbF9yZXF1ZXN0X2lkIl0KGE91dHB1dE1jcEFwcHJvdmFsUmVxdWVzdBIKCgJpZBgBIAEoCRIUCgxzZXJ2ZXJfbGFiZWwYAiABKAkSDAoEbmFtZRgDIAEoCRIRCglhcmd1bWVudHMYBCABKAkikwEKDU91dHB1dE1lc3NhZ2USCgoCaWQYASABKAkSHgoEcm9sZRgCIAEoDjIQLm92c2VydmUudjEuUm9sZRImCgZzdGF0dXMYAyABKA4yFi5vdnNlcnZlLnYxLkl0ZW1TdGF0dXMSLgoHY29udGVudBgEIAMoCzIdLm92c2VydmUudjEuT3V0cHV0Q29udGVudFBhcnQirQEKEU91dHB1dENvbnRlbnRQYXJ0Ei0KC291dHB1dF90ZXh0GAEgASgLMhYub3ZzZXJ2ZS52MS5PdXRwdXRUZXh0SAASLAoHcmVmdXNhbBgCIAEoCzIZLm92c2VydmUudjEuT3V0cHV0UmVmdXNhbEgAEjMKDnJlYXNvbmluZ190ZXh0GAMgASgLMhkub3ZzZXJ2ZS52MS5SZWFzb25pbmdUZXh0SABCBgoEcGFydCJ0CgpPdXRwdXRUZXh0EgwKBHRleHQYASABKAkSLAoLYW5ub3RhdGlvbnMYAiADKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EioKCGxvZ3Byb2JzGAMgAygLMhgub3ZzZXJ2ZS52MS5Ub2tlbkxvZ3Byb2IiIAoNT3V0cHV0UmVmdXNhbBIPCgdyZWZ1c2FsGAEgASgJInoKEk91dHB1dEZ1bmN0aW9uQ2FsbBIKCgJpZBgBIAEoCRIPCgdjYWxsX2lkGAIgASgJEgwKBG5hbWUYAyABKAkSEQoJYXJndW1lbnRzGAQgASgJEiYKBnN0YXR1cxgFIAEoDjIWLm92c2VydmUudjEuSXRlbVN0YXR1cyKbAQoPT3V0cHV0UmVhc29uaW5nEgoKAmlkGAEgASgJEigKB3N1bW1hcnkYAiADKAsyFy5vdnNlcnZlLnYxLlN1bW1hcnlUZXh0EioKB2NvbnRlbnQYAyADKAsyGS5vdnNlcnZlLnYxLlJlYXNvbmluZ1RleHQSJgoGc3RhdHVzGAQgASgOMhYub3ZzZXJ2ZS52MS5JdGVtU3RhdHVzIhsKC1N1bW1hcnlUZXh0EgwKBHRleHQYASABKAkiHQoNUmVhc29uaW5nVGV4dBIMCgR0ZXh0GAEgASgJIqQECglJbnB1dEl0ZW0SDAoEdHlwZRgBIAEoCRIKCgJpZBgCIAEoCRIMCgRyb2xlGAMgASgJEhQKB2NvbnRlbnQYBCABKAlIAIgBARIzCg1jb250ZW50X3BhcnRzGAUgAygLMhwub3ZzZXJ2ZS52MS5JbnB1dENvbnRlbnRQYXJ0Eg4KBnN0YXR1cxgGIAEoCRIPCgdjYWxsX2lkGAcgASgJEgwKBG5hbWUYCCABKAkSEQoJYXJndW1lbnRzGAkgASgJEg4KBm91dHB1dBgKIAEoCRIyCgxvdXRwdXRfcGFydHMYCyADKAsyHC5vdnNlcnZlLnYxLklucHV0Q29udGVudFBhcnQSLQoHc3VtbWFyeRgMIAMoCzIcLm92c2VydmUudjEuSW5wdXRDb250ZW50UGFydBINCgVwaGFzZRgNIAEoCRIZChFlbmNyeXB0ZWRfY29udGVudBgOIAEoCRIUCgxzZXJ2ZXJfbGFiZWwYDyABKAkSGwoTYXBwcm92YWxfcmVxdWVzdF9pZBgQIAEoCRIUCgdhcHByb3ZlGBEgASgISAGIAQESEwoGcmVhc29uGBIgASgJSAKIAQESJgoFdG9vbHMYEyADKAsyFy5vdnNlcnZlLnYxLk1jcFRvb2xJbmZvEhIKBWVycm9yGBQgASgJSAOIAQFCCgoIX2NvbnRlbnRCCgoIX2FwcHJvdmVCCQoHX3JlYXNvbkIICgZfZXJyb3IiqAIKEElucHV0Q29udGVudFBhcnQSDAoEdHlwZRgBIAEoCRIMCgR0ZXh0GAIgASgJEhEKCWltYWdlX3VybBgDIAEoCRITCgZkZXRhaWwYBCABKAlIAIgBARIPCgdyZWZ1c2FsGAUgASgJEiwKC2Fubm90YXRpb25zGAYgAygLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIqCghsb2dwcm9icxgHIAMoCzIYLm92c2VydmUudjEuVG9rZW5Mb2dwcm9iEhIKCmltYWdlX2RhdGEYCCABKAwSEQoJZmlsZV9kYXRhGAkgASgJEhAKCGZpbGVuYW1lGAogASgJEhAKCGZpbGVfdXJsGAsgASgJEg8KB2ZpbGVfaWQYDCABKAlCCQoHX2RldGFpbCKPBQoMUmVzcG9uc2VUb29sEgwKBHR5cGUYASABKAkSDAoEbmFtZRgCIAEoCRIYCgtkZXNjcmlwdGlvbhgDIAEoCUgAiAEBEisKCnBhcmFtZXRlcnMYBCABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhMKBnN0cmljdBgFIAEoCEgBiAEBEjAKCGZ1bmN0aW9uGAYgASgLMh4ub3ZzZXJ2ZS52MS5GdW5jdGlvbkRlZmluaXRpb24SFAoMc2VydmVyX2xhYmVsGAcgASgJEhIKCnNlcnZlcl91cmwYCCABKAkSHwoSc2VydmVyX2Rlc2NyaXB0aW9uGAkgASgJSAKIAQESNgoHaGVhZGVycxgKIAMoCzIlLm92c2VydmUudjEuUmVzcG9uc2VUb29sLkhlYWRlcnNFbnRyeRIVCg1hbGxvd2VkX3Rvb2xzGAsgAygJEjcKFGFsbG93ZWRfdG9vbHNfZmlsdGVyGAwgASgLMhkub3ZzZXJ2ZS52MS5NY3BUb29sRmlsdGVyEh0KEHJlcXVpcmVfYXBwcm92YWwYDSABKAlIA4gBARI+ChdyZXF1aXJlX2FwcHJvdmFsX2ZpbHRlchgOIAEoCzIdLm92c2VydmUudjEuTWNwQXBwcm92YWxGaWx0ZXISGgoNYXV0aG9yaXphdGlvbhgPIAEoCUgEiAEBGi4KDEhlYWRlcnNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBQg4KDF9kZXNjcmlwdGlvbkIJCgdfc3RyaWN0QhUKE19zZXJ2ZXJfZGVzY3JpcHRpb25CEwoRX3JlcXVpcmVfYXBwcm92YWxCEAoOX2F1dGhvcml6YXRpb24iSQoNTWNwVG9vbEZpbHRlchISCgp0b29sX25hbWVzGAEgAygJEhYKCXJlYWRfb25seRgCIAEoCEgAiAEBQgwKCl9yZWFkX29ubHkiaAoRTWNwQXBwcm92YWxGaWx0ZXISKQoGYWx3YXlzGAEgASgLMhkub3ZzZXJ2ZS52MS5NY3BUb29sRmlsdGVyEigKBW5ldmVyGAIgASgLMhkub3ZzZXJ2ZS52MS5NY3BUb29sRmlsdGVyIrkBChdSZXNwb25zZU5hbWVkVG9vbENob2ljZRIMCgR0eXBlGAEgASgJEgwKBG5hbWUYAiABKAkSKgoIZnVuY3Rpb24YAyABKAsyGC5vdnNlcnZlLnYxLkZ1bmN0aW9uTmFtZRIMCgRtb2RlGAQgASgJEjIKBXRvb2xzGAUgAygLMiMub3ZzZXJ2ZS52MS5SZXNwb25zZU5hbWVkVG9vbENob2ljZRIUCgxzZXJ2ZXJfbGFiZWwYBiABKAkiYgoSUmVzcG9uc2VUZXh0Q29uZmlnEiYKBmZvcm1hdBgBIAEoCzIWLm92c2VydmUudjEuVGV4dEZvcm1hdBIWCgl2ZXJib3NpdHkYAiABKAlIAIgBAUIMCgpfdmVyYm9zaXR5IpsBCgpUZXh0Rm9ybWF0EgwKBHR5cGUYASABKAkSDAoEbmFtZRgCIAEoCRIYCgtkZXNjcmlwdGlvbhgDIAEoCUgAiAEBEicKBnNjaGVtYRgEIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSEwoGc3RyaWN0GAUgASgISAGIAQFCDgoMX2Rlc2NyaXB0aW9uQgkKB19zdHJpY3QiUwoPUmVhc29uaW5nQ29uZmlnEhMKBmVmZm9ydBgBIAEoCUgAiAEBEhQKB3N1bW1hcnkYAiABKAlIAYgBAUIJCgdfZWZmb3J0QgoKCF9zdW1tYXJ5KugBCg5SZXNwb25zZVN0YXR1cxIfChtSRVNQT05TRV9TVEFUVVNfVU5TUEVDSUZJRUQQABIaChZSRVNQT05TRV9TVEFUVVNfUVVFVUVEEAESHwobUkVTUE9OU0VfU1RBVFVTX0lOX1BST0dSRVNTEAISHQoZUkVTUE9OU0VfU1RBVFVTX0NPTVBMRVRFRBADEh4KGlJFU1BPTlNFX1NUQVRVU19JTkNPTVBMRVRFEAQSGgoWUkVTUE9OU0VfU1RBVFVTX0ZBSUxFRBAFEh0KGVJFU1BPTlNFX1NUQVRVU19DQU5DRUxMRUQQBiquAQoKSXRlbVN0YXR1cxIbChdJVEVNX1NUQVRVU19VTlNQRUNJRklFRBAAEhsKF0lURU1fU1RBVFVTX0lOX1BST0dSRVNTEAESGQoVSVRFTV9TVEFUVVNfQ09NUExFVEVEEAISGgoWSVRFTV9TVEFUVVNfSU5DT01QTEVURRADEhcKE0lURU1fU1RBVFVTX0NBTExJTkcQBBIWChJJVEVNX1NUQVRVU19GQUlMRUQQBSqEAQoQSW5jb21wbGV0ZVJlYXNvbhIhCh1JTkNPTVBMRVRFX1JFQVNPTl9VTlNQRUNJRklFRBAAEicKI0lOQ09NUExFVEVfUkVBU09OX01BWF9PVVRQVVRfVE9LRU5TEAESJAogSU5DT01QTEVURV9SRUFTT05fQ09OVEVOVF9GSUxURVIQAmIGcHJvdG8z", [file_google_protobuf_struct, file_ovserve_v1_common]);
+  fileDesc("CiBvdnNlcnZlL3YxL3Jlc3BvbnNlX29iamVjdC5wcm90bxIKb3ZzZXJ2ZS52MSL4EgoIUmVzcG9uc2USCgoCaWQYASABKAkSDgoGb2JqZWN0GAIgASgJEhIKCmNyZWF0ZWRfYXQYAyABKAMSGQoMY29tcGxldGVkX2F0GAQgASgDSACIAQESKgoGc3RhdHVzGAUgASgOMhoub3ZzZXJ2ZS52MS5SZXNwb25zZVN0YXR1cxINCgVtb2RlbBgGIAEoCRImCgZvdXRwdXQYByADKAsyFi5vdnNlcnZlLnYxLk91dHB1dEl0ZW0SKAoFdXNhZ2UYCCABKAsyGS5vdnNlcnZlLnYxLlJlc3BvbnNlVXNhZ2USKAoFZXJyb3IYCSABKAsyGS5vdnNlcnZlLnYxLlJlc3BvbnNlRXJyb3ISOQoSaW5jb21wbGV0ZV9kZXRhaWxzGAogASgLMh0ub3ZzZXJ2ZS52MS5JbmNvbXBsZXRlRGV0YWlscxIZCgxpbnN0cnVjdGlvbnMYCyABKAlIAYgBARIhChRwcmV2aW91c19yZXNwb25zZV9pZBgMIAEoCUgCiAEBEhIKBXN0b3JlGA0gASgISAOIAQESFwoKYmFja2dyb3VuZBgOIAEoCEgEiAEBEh4KEW1heF9vdXRwdXRfdG9rZW5zGA8gASgFSAWIAQESEQoEc3RvcBgQIAEoCUgGiAEBEhYKDnN0b3Bfc2VxdWVuY2VzGBEgAygJEhcKCmlnbm9yZV9lb3MYEiABKAhIB4gBARInChppbmNsdWRlX3N0b3Bfc3RyX2luX291dHB1dBgTIAEoCEgIiAEBEiAKE3NraXBfc3BlY2lhbF90b2tlbnMYFCABKAhICYgBARIXCgp0cnVuY2F0aW9uGBUgASgJSAqIAQESGAoLdGVtcGVyYXR1cmUYFiABKAFIC4gBARISCgV0b3BfcBgXIAEoAUgMiAEBEhIKBXRvcF9rGBggASgFSA2IAQESEgoFbWluX3AYGSABKAFIDogBARIfChJyZXBldGl0aW9uX3BlbmFsdHkYGiABKAFID4gBARIeChFmcmVxdWVuY3lfcGVuYWx0eRgbIAEoAUgQiAEBEh0KEHByZXNlbmNlX3BlbmFsdHkYHCABKAFIEYgBARIRCgRzZWVkGB0gASgDSBKIAQESDgoBbhgeIAEoBUgTiAEBEhQKB2Jlc3Rfb2YYHyABKAVIFIgBARIbCg5sZW5ndGhfcGVuYWx0eRggIAEoAUgViAEBEh4KEWRpdmVyc2l0eV9wZW5hbHR5GCEgASgBSBaIAQESIQoUbnVtX2Fzc2lzdGFudF90b2tlbnMYIiABKAVIF4gBARIrCh5hc3Npc3RhbnRfY29uZmlkZW5jZV90aHJlc2hvbGQYIyABKAFIGIgBARIbCg5tYXhfbmdyYW1fc2l6ZRgkIAEoBUgZiAEBEhUKCGxvZ3Byb2JzGCUgASgISBqIAQESGQoMdG9wX2xvZ3Byb2JzGCYgASgFSBuIAQESJwoFdG9vbHMYJyADKAsyGC5vdnNlcnZlLnYxLlJlc3BvbnNlVG9vbBIYCgt0b29sX2Nob2ljZRgoIAEoCUgciAEBEj4KEW5hbWVkX3Rvb2xfY2hvaWNlGCkgASgLMiMub3ZzZXJ2ZS52MS5SZXNwb25zZU5hbWVkVG9vbENob2ljZRIgChNwYXJhbGxlbF90b29sX2NhbGxzGCogASgISB2IAQESLAoEdGV4dBgrIAEoCzIeLm92c2VydmUudjEuUmVzcG9uc2VUZXh0Q29uZmlnEjMKD3Jlc3BvbnNlX2Zvcm1hdBgsIAEoCzIaLm92c2VydmUudjEuUmVzcG9uc2VGb3JtYXQSLgoJcmVhc29uaW5nGC0gASgLMhsub3ZzZXJ2ZS52MS5SZWFzb25pbmdDb25maWcSNQoUY2hhdF90ZW1wbGF0ZV9rd2FyZ3MYLiABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EgwKBHVzZXIYLyABKAkSNAoIbWV0YWRhdGEYMCADKAsyIi5vdnNlcnZlLnYxLlJlc3BvbnNlLk1ldGFkYXRhRW50cnkSGwoObWF4X3Rvb2xfY2FsbHMYMSABKAVIHogBARIdChBwcm9tcHRfY2FjaGVfa2V5GDIgASgJSB+IAQESIwoWcHJvbXB0X2NhY2hlX3JldGVudGlvbhgzIAEoCUggiAEBEh4KEXNhZmV0eV9pZGVudGlmaWVyGDQgASgJSCGIAQESGQoMc2VydmljZV90aWVyGDUgASgJSCKIAQESNgoMY29udmVyc2F0aW9uGDYgASgLMiAub3ZzZXJ2ZS52MS5SZXNwb25zZUNvbnZlcnNhdGlvbhovCg1NZXRhZGF0YUVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAFCDwoNX2NvbXBsZXRlZF9hdEIPCg1faW5zdHJ1Y3Rpb25zQhcKFV9wcmV2aW91c19yZXNwb25zZV9pZEIICgZfc3RvcmVCDQoLX2JhY2tncm91bmRCFAoSX21heF9vdXRwdXRfdG9rZW5zQgcKBV9zdG9wQg0KC19pZ25vcmVfZW9zQh0KG19pbmNsdWRlX3N0b3Bfc3RyX2luX291dHB1dEIWChRfc2tpcF9zcGVjaWFsX3Rva2Vuc0INCgtfdHJ1bmNhdGlvbkIOCgxfdGVtcGVyYXR1cmVCCAoGX3RvcF9wQggKBl90b3Bfa0IICgZfbWluX3BCFQoTX3JlcGV0aXRpb25fcGVuYWx0eUIUChJfZnJlcXVlbmN5X3BlbmFsdHlCEwoRX3ByZXNlbmNlX3BlbmFsdHlCBwoFX3NlZWRCBAoCX25CCgoIX2Jlc3Rfb2ZCEQoPX2xlbmd0aF9wZW5hbHR5QhQKEl9kaXZlcnNpdHlfcGVuYWx0eUIXChVfbnVtX2Fzc2lzdGFudF90b2tlbnNCIQofX2Fzc2lzdGFudF9jb25maWRlbmNlX3RocmVzaG9sZEIRCg9fbWF4X25ncmFtX3NpemVCCwoJX2xvZ3Byb2JzQg8KDV90b3BfbG9ncHJvYnNCDgoMX3Rvb2xfY2hvaWNlQhYKFF9wYXJhbGxlbF90b29sX2NhbGxzQhEKD19tYXhfdG9vbF9jYWxsc0ITChFfcHJvbXB0X2NhY2hlX2tleUIZChdfcHJvbXB0X2NhY2hlX3JldGVudGlvbkIUChJfc2FmZXR5X2lkZW50aWZpZXJCDwoNX3NlcnZpY2VfdGllciIiChRSZXNwb25zZUNvbnZlcnNhdGlvbhIKCgJpZBgBIAEoCSLQAQoNUmVzcG9uc2VVc2FnZRIUCgxpbnB1dF90b2tlbnMYASABKAUSPAoUaW5wdXRfdG9rZW5zX2RldGFpbHMYAiABKAsyHi5vdnNlcnZlLnYxLklucHV0VG9rZW5zRGV0YWlscxIVCg1vdXRwdXRfdG9rZW5zGAMgASgFEj4KFW91dHB1dF90b2tlbnNfZGV0YWlscxgEIAEoCzIfLm92c2VydmUudjEuT3V0cHV0VG9rZW5zRGV0YWlscxIUCgx0b3RhbF90b2tlbnMYBSABKAUiKwoSSW5wdXRUb2tlbnNEZXRhaWxzEhUKDWNhY2hlZF90b2tlbnMYASABKAUiLwoTT3V0cHV0VG9rZW5zRGV0YWlscxIYChByZWFzb25pbmdfdG9rZW5zGAEgASgFIi4KDVJlc3BvbnNlRXJyb3ISDAoEY29kZRgBIAEoCRIPCgdtZXNzYWdlGAIgASgJIkEKEUluY29tcGxldGVEZXRhaWxzEiwKBnJlYXNvbhgBIAEoDjIcLm92c2VydmUudjEuSW5jb21wbGV0ZVJlYXNvbiKaAwoKT3V0cHV0SXRlbRIsCgdtZXNzYWdlGAEgASgLMhkub3ZzZXJ2ZS52MS5PdXRwdXRNZXNzYWdlSAASNwoNZnVuY3Rpb25fY2FsbBgCIAEoCzIeLm92c2VydmUudjEuT3V0cHV0RnVuY3Rpb25DYWxsSAASMAoJcmVhc29uaW5nGAMgASgLMhsub3ZzZXJ2ZS52MS5PdXRwdXRSZWFzb25pbmdIABI4Cg5tY3BfbGlzdF90b29scxgEIAEoCzIeLm92c2VydmUudjEuT3V0cHV0TWNwTGlzdFRvb2xzSAASLQoIbWNwX2NhbGwYBSABKAsyGS5vdnNlcnZlLnYxLk91dHB1dE1jcENhbGxIABJEChRtY3BfYXBwcm92YWxfcmVxdWVzdBgGIAEoCzIkLm92c2VydmUudjEuT3V0cHV0TWNwQXBwcm92YWxSZXF1ZXN0SAASPAoQY3VzdG9tX3Rvb2xfY2FsbBgHIAEoCzIgLm92c2VydmUudjEuT3V0cHV0Q3VzdG9tVG9vbENhbGxIAEIGCgRpdGVtIngKFE91dHB1dEN1c3RvbVRvb2xDYWxsEgoKAmlkGAEgASgJEg8KB2NhbGxfaWQYAiABKAkSDAoEbmFtZRgDIAEoCRINCgVpbnB1dBgEIAEoCRImCgZzdGF0dXMYBSABKA4yFi5vdnNlcnZlLnYxLkl0ZW1TdGF0dXMifAoST3V0cHV0TWNwTGlzdFRvb2xzEgoKAmlkGAEgASgJEhQKDHNlcnZlcl9sYWJlbBgCIAEoCRImCgV0b29scxgDIAMoCzIXLm92c2VydmUudjEuTWNwVG9vbEluZm8SEgoFZXJyb3IYBCABKAlIAIgBAUIICgZfZXJyb3IiogEKC01jcFRvb2xJbmZvEgwKBG5hbWUYASABKAkSGAoLZGVzY3JpcHRpb24YAiABKAlIAIgBARItCgxpbnB1dF9zY2hlbWEYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EiwKC2Fubm90YXRpb25zGAQgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdEIOCgxfZGVzY3JpcHRpb24i8gEKDU91dHB1dE1jcENhbGwSCgoCaWQYASABKAkSFAoMc2VydmVyX2xhYmVsGAIgASgJEgwKBG5hbWUYAyABKAkSEQoJYXJndW1lbnRzGAQgASgJEhMKBm91dHB1dBgFIAEoCUgAiAEBEhIKBWVycm9yGAYgASgJSAGIAQESJgoGc3RhdHVzGAcgASgOMhYub3ZzZXJ2ZS52MS5JdGVtU3RhdHVzEiAKE2FwcHJvdmFsX3JlcXVlc3RfaWQYCCABKAlIAogBAUIJCgdfb3V0cHV0QggKBl9lcnJvckIWChRfYXBwcm92YWxfcmVxdWVzdF9pZCJdChhPdXRwdXRNY3BBcHByb3ZhbFJlcXVlc3QSCgoCaWQYASABKAkSFAoMc2VydmVyX2xhYmVsGAIgASgJEgwKBG5hbWUYAyABKAkSEQoJYXJndW1lbnRzGAQgASgJIpMBCg1PdXRwdXRNZXNzYWdlEgoKAmlkGAEgASgJEh4KBHJvbGUYAiABKA4yEC5vdnNlcnZlLnYxLlJvbGUSJgoGc3RhdHVzGAMgASgOMhYub3ZzZXJ2ZS52MS5JdGVtU3RhdHVzEi4KB2NvbnRlbnQYBCADKAsyHS5vdnNlcnZlLnYxLk91dHB1dENvbnRlbnRQYXJ0Iq0BChFPdXRwdXRDb250ZW50UGFydBItCgtvdXRwdXRfdGV4dBgBIAEoCzIWLm92c2VydmUudjEuT3V0cHV0VGV4dEgAEiwKB3JlZnVzYWwYAiABKAsyGS5vdnNlcnZlLnYxLk91dHB1dFJlZnVzYWxIABIzCg5yZWFzb25pbmdfdGV4dBgDIAEoCzIZLm92c2VydmUudjEuUmVhc29uaW5nVGV4dEgAQgYKBHBhcnQidAoKT3V0cHV0VGV4dBIMCgR0ZXh0GAEgASgJEiwKC2Fubm90YXRpb25zGAIgAygLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIqCghsb2dwcm9icxgDIAMoCzIYLm92c2VydmUudjEuVG9rZW5Mb2dwcm9iIiAKDU91dHB1dFJlZnVzYWwSDwoHcmVmdXNhbBgBIAEoCSJ6ChJPdXRwdXRGdW5jdGlvbkNhbGwSCgoCaWQYASABKAkSDwoHY2FsbF9pZBgCIAEoCRIMCgRuYW1lGAMgASgJEhEKCWFyZ3VtZW50cxgEIAEoCRImCgZzdGF0dXMYBSABKA4yFi5vdnNlcnZlLnYxLkl0ZW1TdGF0dXMimwEKD091dHB1dFJlYXNvbmluZxIKCgJpZBgBIAEoCRIoCgdzdW1tYXJ5GAIgAygLMhcub3ZzZXJ2ZS52MS5TdW1tYXJ5VGV4dBIqCgdjb250ZW50GAMgAygLMhkub3ZzZXJ2ZS52MS5SZWFzb25pbmdUZXh0EiYKBnN0YXR1cxgEIAEoDjIWLm92c2VydmUudjEuSXRlbVN0YXR1cyIbCgtTdW1tYXJ5VGV4dBIMCgR0ZXh0GAEgASgJIh0KDVJlYXNvbmluZ1RleHQSDAoEdGV4dBgBIAEoCSKzBAoJSW5wdXRJdGVtEgwKBHR5cGUYASABKAkSCgoCaWQYAiABKAkSDAoEcm9sZRgDIAEoCRIUCgdjb250ZW50GAQgASgJSACIAQESMwoNY29udGVudF9wYXJ0cxgFIAMoCzIcLm92c2VydmUudjEuSW5wdXRDb250ZW50UGFydBIOCgZzdGF0dXMYBiABKAkSDwoHY2FsbF9pZBgHIAEoCRIMCgRuYW1lGAggASgJEhEKCWFyZ3VtZW50cxgJIAEoCRIOCgZvdXRwdXQYCiABKAkSMgoMb3V0cHV0X3BhcnRzGAsgAygLMhwub3ZzZXJ2ZS52MS5JbnB1dENvbnRlbnRQYXJ0Ei0KB3N1bW1hcnkYDCADKAsyHC5vdnNlcnZlLnYxLklucHV0Q29udGVudFBhcnQSDQoFcGhhc2UYDSABKAkSGQoRZW5jcnlwdGVkX2NvbnRlbnQYDiABKAkSFAoMc2VydmVyX2xhYmVsGA8gASgJEhsKE2FwcHJvdmFsX3JlcXVlc3RfaWQYECABKAkSFAoHYXBwcm92ZRgRIAEoCEgBiAEBEhMKBnJlYXNvbhgSIAEoCUgCiAEBEiYKBXRvb2xzGBMgAygLMhcub3ZzZXJ2ZS52MS5NY3BUb29sSW5mbxISCgVlcnJvchgUIAEoCUgDiAEBEg0KBWlucHV0GBUgASgJQgoKCF9jb250ZW50QgoKCF9hcHByb3ZlQgkKB19yZWFzb25CCAoGX2Vycm9yIqgCChBJbnB1dENvbnRlbnRQYXJ0EgwKBHR5cGUYASABKAkSDAoEdGV4dBgCIAEoCRIRCglpbWFnZV91cmwYAyABKAkSEwoGZGV0YWlsGAQgASgJSACIAQESDwoHcmVmdXNhbBgFIAEoCRIsCgthbm5vdGF0aW9ucxgGIAMoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSKgoIbG9ncHJvYnMYByADKAsyGC5vdnNlcnZlLnYxLlRva2VuTG9ncHJvYhISCgppbWFnZV9kYXRhGAggASgMEhEKCWZpbGVfZGF0YRgJIAEoCRIQCghmaWxlbmFtZRgKIAEoCRIQCghmaWxlX3VybBgLIAEoCRIPCgdmaWxlX2lkGAwgASgJQgkKB19kZXRhaWwivQUKDFJlc3BvbnNlVG9vbBIMCgR0eXBlGAEgASgJEgwKBG5hbWUYAiABKAkSGAoLZGVzY3JpcHRpb24YAyABKAlIAIgBARIrCgpwYXJhbWV0ZXJzGAQgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBITCgZzdHJpY3QYBSABKAhIAYgBARIwCghmdW5jdGlvbhgGIAEoCzIeLm92c2VydmUudjEuRnVuY3Rpb25EZWZpbml0aW9uEhQKDHNlcnZlcl9sYWJlbBgHIAEoCRISCgpzZXJ2ZXJfdXJsGAggASgJEh8KEnNlcnZlcl9kZXNjcmlwdGlvbhgJIAEoCUgCiAEBEjYKB2hlYWRlcnMYCiADKAsyJS5vdnNlcnZlLnYxLlJlc3BvbnNlVG9vbC5IZWFkZXJzRW50cnkSFQoNYWxsb3dlZF90b29scxgLIAMoCRI3ChRhbGxvd2VkX3Rvb2xzX2ZpbHRlchgMIAEoCzIZLm92c2VydmUudjEuTWNwVG9vbEZpbHRlchIdChByZXF1aXJlX2FwcHJvdmFsGA0gASgJSAOIAQESPgoXcmVxdWlyZV9hcHByb3ZhbF9maWx0ZXIYDiABKAsyHS5vdnNlcnZlLnYxLk1jcEFwcHJvdmFsRmlsdGVyEhoKDWF1dGhvcml6YXRpb24YDyABKAlIBIgBARIsCgZmb3JtYXQYECABKAsyHC5vdnNlcnZlLnYxLkN1c3RvbVRvb2xGb3JtYXQaLgoMSGVhZGVyc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAFCDgoMX2Rlc2NyaXB0aW9uQgkKB19zdHJpY3RCFQoTX3NlcnZlcl9kZXNjcmlwdGlvbkITChFfcmVxdWlyZV9hcHByb3ZhbEIQCg5fYXV0aG9yaXphdGlvbiJJCg1NY3BUb29sRmlsdGVyEhIKCnRvb2xfbmFtZXMYASADKAkSFgoJcmVhZF9vbmx5GAIgASgISACIAQFCDAoKX3JlYWRfb25seSJoChFNY3BBcHByb3ZhbEZpbHRlchIpCgZhbHdheXMYASABKAsyGS5vdnNlcnZlLnYxLk1jcFRvb2xGaWx0ZXISKAoFbmV2ZXIYAiABKAsyGS5vdnNlcnZlLnYxLk1jcFRvb2xGaWx0ZXIiuQEKF1Jlc3BvbnNlTmFtZWRUb29sQ2hvaWNlEgwKBHR5cGUYASABKAkSDAoEbmFtZRgCIAEoCRIqCghmdW5jdGlvbhgDIAEoCzIYLm92c2VydmUudjEuRnVuY3Rpb25OYW1lEgwKBG1vZGUYBCABKAkSMgoFdG9vbHMYBSADKAsyIy5vdnNlcnZlLnYxLlJlc3BvbnNlTmFtZWRUb29sQ2hvaWNlEhQKDHNlcnZlcl9sYWJlbBgGIAEoCSJiChJSZXNwb25zZVRleHRDb25maWcSJgoGZm9ybWF0GAEgASgLMhYub3ZzZXJ2ZS52MS5UZXh0Rm9ybWF0EhYKCXZlcmJvc2l0eRgCIAEoCUgAiAEBQgwKCl92ZXJib3NpdHkimwEKClRleHRGb3JtYXQSDAoEdHlwZRgBIAEoCRIMCgRuYW1lGAIgASgJEhgKC2Rlc2NyaXB0aW9uGAMgASgJSACIAQESJwoGc2NoZW1hGAQgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBITCgZzdHJpY3QYBSABKAhIAYgBAUIOCgxfZGVzY3JpcHRpb25CCQoHX3N0cmljdCJTCg9SZWFzb25pbmdDb25maWcSEwoGZWZmb3J0GAEgASgJSACIAQESFAoHc3VtbWFyeRgCIAEoCUgBiAEBQgkKB19lZmZvcnRCCgoIX3N1bW1hcnkq6AEKDlJlc3BvbnNlU3RhdHVzEh8KG1JFU1BPTlNFX1NUQVRVU19VTlNQRUNJRklFRBAAEhoKFlJFU1BPTlNFX1NUQVRVU19RVUVVRUQQARIfChtSRVNQT05TRV9TVEFUVVNfSU5fUFJPR1JFU1MQAhIdChlSRVNQT05TRV9TVEFUVVNfQ09NUExFVEVEEAMSHgoaUkVTUE9OU0VfU1RBVFVTX0lOQ09NUExFVEUQBBIaChZSRVNQT05TRV9TVEFUVVNfRkFJTEVEEAUSHQoZUkVTUE9OU0VfU1RBVFVTX0NBTkNFTExFRBAGKq4BCgpJdGVtU3RhdHVzEhsKF0lURU1fU1RBVFVTX1VOU1BFQ0lGSUVEEAASGwoXSVRFTV9TVEFUVVNfSU5fUFJPR1JFU1MQARIZChVJVEVNX1NUQVRVU19DT01QTEVURUQQAhIaChZJVEVNX1NUQVRVU19JTkNPTVBMRVRFEAMSFwoTSVRFTV9TVEFUVVNfQ0FMTElORxAEEhYKEklURU1fU1RBVFVTX0ZBSUxFRBAFKoQBChBJbmNvbXBsZXRlUmVhc29uEiEKHUlOQ09NUExFVEVfUkVBU09OX1VOU1BFQ0lGSUVEEAASJwojSU5DT01QTEVURV9SRUFTT05fTUFYX09VVFBVVF9UT0tFTlMQARIkCiBJTkNPTVBMRVRFX1JFQVNPTl9DT05URU5UX0ZJTFRFUhACYgZwcm90bzM", [file_google_protobuf_struct, file_ovserve_v1_common]);
 
 /**
  * OpenAI's Response object ("object": "response"): the state and result of
@@ -682,6 +682,14 @@ export type OutputItem = Message<"ovserve.v1.OutputItem"> & {
      */
     value: OutputMcpApprovalRequest;
     case: "mcpApprovalRequest";
+  } | {
+    /**
+     * A call to a custom tool ("type": "custom_tool_call").
+     *
+     * @generated from field: ovserve.v1.OutputCustomToolCall custom_tool_call = 7;
+     */
+    value: OutputCustomToolCall;
+    case: "customToolCall";
   } | { case: undefined; value?: undefined };
 };
 
@@ -691,6 +699,59 @@ export type OutputItem = Message<"ovserve.v1.OutputItem"> & {
  */
 export const OutputItemSchema: GenMessage<OutputItem> = /*@__PURE__*/
   messageDesc(file_ovserve_v1_response_object, 7);
+
+/**
+ * A custom tool call output item: the model asks the caller to run a custom
+ * tool with free-text input and send its result back as a
+ * custom_tool_call_output input item.
+ *
+ * @generated from message ovserve.v1.OutputCustomToolCall
+ */
+export type OutputCustomToolCall = Message<"ovserve.v1.OutputCustomToolCall"> & {
+  /**
+   * Item id, "ctc_...".
+   *
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * Call id, "call_..."; the custom_tool_call_output item answering this call
+   * repeats it.
+   *
+   * @generated from field: string call_id = 2;
+   */
+  callId: string;
+
+  /**
+   * Name of the custom tool called.
+   *
+   * @generated from field: string name = 3;
+   */
+  name: string;
+
+  /**
+   * The call's input, as the model wrote it (in the tool's format when the
+   * call was guided).
+   *
+   * @generated from field: string input = 4;
+   */
+  input: string;
+
+  /**
+   * Item status.
+   *
+   * @generated from field: ovserve.v1.ItemStatus status = 5;
+   */
+  status: ItemStatus;
+};
+
+/**
+ * Describes the message ovserve.v1.OutputCustomToolCall.
+ * Use `create(OutputCustomToolCallSchema)` to create a new message.
+ */
+export const OutputCustomToolCallSchema: GenMessage<OutputCustomToolCall> = /*@__PURE__*/
+  messageDesc(file_ovserve_v1_response_object, 8);
 
 /**
  * The tools of one MCP server, listed by the server for a response that
@@ -734,7 +795,7 @@ export type OutputMcpListTools = Message<"ovserve.v1.OutputMcpListTools"> & {
  * Use `create(OutputMcpListToolsSchema)` to create a new message.
  */
 export const OutputMcpListToolsSchema: GenMessage<OutputMcpListTools> = /*@__PURE__*/
-  messageDesc(file_ovserve_v1_response_object, 8);
+  messageDesc(file_ovserve_v1_response_object, 9);
 
 /**
  * One tool of an MCP server, as its tools/list answered.
@@ -776,7 +837,7 @@ export type McpToolInfo = Message<"ovserve.v1.McpToolInfo"> & {
  * Use `create(McpToolInfoSchema)` to create a new message.
  */
 export const McpToolInfoSchema: GenMessage<McpToolInfo> = /*@__PURE__*/
-  messageDesc(file_ovserve_v1_response_object, 9);
+  messageDesc(file_ovserve_v1_response_object, 10);
 
 /**
  * A call of an MCP tool that the server made while generating the response.
@@ -848,7 +909,7 @@ export type OutputMcpCall = Message<"ovserve.v1.OutputMcpCall"> & {
  * Use `create(OutputMcpCallSchema)` to create a new message.
  */
 export const OutputMcpCallSchema: GenMessage<OutputMcpCall> = /*@__PURE__*/
-  messageDesc(file_ovserve_v1_response_object, 10);
+  messageDesc(file_ovserve_v1_response_object, 11);
 
 /**
  * A call of an MCP tool that needs the caller's approval (the request's
@@ -892,7 +953,7 @@ export type OutputMcpApprovalRequest = Message<"ovserve.v1.OutputMcpApprovalRequ
  * Use `create(OutputMcpApprovalRequestSchema)` to create a new message.
  */
 export const OutputMcpApprovalRequestSchema: GenMessage<OutputMcpApprovalRequest> = /*@__PURE__*/
-  messageDesc(file_ovserve_v1_response_object, 11);
+  messageDesc(file_ovserve_v1_response_object, 12);
 
 /**
  * An assistant message output item.
@@ -934,7 +995,7 @@ export type OutputMessage = Message<"ovserve.v1.OutputMessage"> & {
  * Use `create(OutputMessageSchema)` to create a new message.
  */
 export const OutputMessageSchema: GenMessage<OutputMessage> = /*@__PURE__*/
-  messageDesc(file_ovserve_v1_response_object, 12);
+  messageDesc(file_ovserve_v1_response_object, 13);
 
 /**
  * One content part of an output message, or the `part` of a content_part
@@ -982,7 +1043,7 @@ export type OutputContentPart = Message<"ovserve.v1.OutputContentPart"> & {
  * Use `create(OutputContentPartSchema)` to create a new message.
  */
 export const OutputContentPartSchema: GenMessage<OutputContentPart> = /*@__PURE__*/
-  messageDesc(file_ovserve_v1_response_object, 13);
+  messageDesc(file_ovserve_v1_response_object, 14);
 
 /**
  * Generated text of an output message.
@@ -1019,7 +1080,7 @@ export type OutputText = Message<"ovserve.v1.OutputText"> & {
  * Use `create(OutputTextSchema)` to create a new message.
  */
 export const OutputTextSchema: GenMessage<OutputText> = /*@__PURE__*/
-  messageDesc(file_ovserve_v1_response_object, 14);
+  messageDesc(file_ovserve_v1_response_object, 15);
 
 /**
  * A refusal part of an output message.
@@ -1040,7 +1101,7 @@ export type OutputRefusal = Message<"ovserve.v1.OutputRefusal"> & {
  * Use `create(OutputRefusalSchema)` to create a new message.
  */
 export const OutputRefusalSchema: GenMessage<OutputRefusal> = /*@__PURE__*/
-  messageDesc(file_ovserve_v1_response_object, 15);
+  messageDesc(file_ovserve_v1_response_object, 16);
 
 /**
  * A function-call output item: the model asks the caller to run a function
@@ -1091,7 +1152,7 @@ export type OutputFunctionCall = Message<"ovserve.v1.OutputFunctionCall"> & {
  * Use `create(OutputFunctionCallSchema)` to create a new message.
  */
 export const OutputFunctionCallSchema: GenMessage<OutputFunctionCall> = /*@__PURE__*/
-  messageDesc(file_ovserve_v1_response_object, 16);
+  messageDesc(file_ovserve_v1_response_object, 17);
 
 /**
  * A reasoning output item: the model's thinking before its answer (e.g. the
@@ -1136,7 +1197,7 @@ export type OutputReasoning = Message<"ovserve.v1.OutputReasoning"> & {
  * Use `create(OutputReasoningSchema)` to create a new message.
  */
 export const OutputReasoningSchema: GenMessage<OutputReasoning> = /*@__PURE__*/
-  messageDesc(file_ovserve_v1_response_object, 17);
+  messageDesc(file_ovserve_v1_response_object, 18);
 
 /**
  * A reasoning summary part ("type": "summary_text").
@@ -1157,7 +1218,7 @@ export type SummaryText = Message<"ovserve.v1.SummaryText"> & {
  * Use `create(SummaryTextSchema)` to create a new message.
  */
 export const SummaryTextSchema: GenMessage<SummaryText> = /*@__PURE__*/
-  messageDesc(file_ovserve_v1_response_object, 18);
+  messageDesc(file_ovserve_v1_response_object, 19);
 
 /**
  * A reasoning text part ("type": "reasoning_text").
@@ -1178,7 +1239,7 @@ export type ReasoningText = Message<"ovserve.v1.ReasoningText"> & {
  * Use `create(ReasoningTextSchema)` to create a new message.
  */
 export const ReasoningTextSchema: GenMessage<ReasoningText> = /*@__PURE__*/
-  messageDesc(file_ovserve_v1_response_object, 19);
+  messageDesc(file_ovserve_v1_response_object, 20);
 
 /**
  * One input item, in OpenAI's flat JSON form: {"role":"user","content":"hi"},
@@ -1351,6 +1412,15 @@ export type InputItem = Message<"ovserve.v1.InputItem"> & {
    * @generated from field: optional string error = 20;
    */
   error?: string | undefined;
+
+  /**
+   * "custom_tool_call": the input the custom tool was called with. (Its
+   * call_id and name are the fields above; its result comes back as a
+   * "custom_tool_call_output" item with call_id and output.)
+   *
+   * @generated from field: string input = 21;
+   */
+  input: string;
 };
 
 /**
@@ -1358,7 +1428,7 @@ export type InputItem = Message<"ovserve.v1.InputItem"> & {
  * Use `create(InputItemSchema)` to create a new message.
  */
 export const InputItemSchema: GenMessage<InputItem> = /*@__PURE__*/
-  messageDesc(file_ovserve_v1_response_object, 20);
+  messageDesc(file_ovserve_v1_response_object, 21);
 
 /**
  * One content part of an input item, in OpenAI's flat JSON form:
@@ -1471,7 +1541,7 @@ export type InputContentPart = Message<"ovserve.v1.InputContentPart"> & {
  * Use `create(InputContentPartSchema)` to create a new message.
  */
 export const InputContentPartSchema: GenMessage<InputContentPart> = /*@__PURE__*/
-  messageDesc(file_ovserve_v1_response_object, 21);
+  messageDesc(file_ovserve_v1_response_object, 22);
 
 /**
  * A tool the model may call, in the Responses API's flat form:
@@ -1483,8 +1553,8 @@ export const InputContentPartSchema: GenMessage<InputContentPart> = /*@__PURE__*
  */
 export type ResponseTool = Message<"ovserve.v1.ResponseTool"> & {
   /**
-   * "function" or "mcp" (hosted tools such as web_search are refused).
-   * Required.
+   * "function", "custom" or "mcp" (hosted tools such as web_search are
+   * refused). Required.
    *
    * @generated from field: string type = 1;
    */
@@ -1602,6 +1672,15 @@ export type ResponseTool = Message<"ovserve.v1.ResponseTool"> & {
    * @generated from field: optional string authorization = 15;
    */
   authorization?: string | undefined;
+
+  /**
+   * type "custom": the input's format, {"type":"text"} (default) or
+   * {"type":"grammar","grammar":{"syntax":"lark"|"regex","definition":...}};
+   * the tool's name and description are the fields above.
+   *
+   * @generated from field: ovserve.v1.CustomToolFormat format = 16;
+   */
+  format?: CustomToolFormat | undefined;
 };
 
 /**
@@ -1609,7 +1688,7 @@ export type ResponseTool = Message<"ovserve.v1.ResponseTool"> & {
  * Use `create(ResponseToolSchema)` to create a new message.
  */
 export const ResponseToolSchema: GenMessage<ResponseTool> = /*@__PURE__*/
-  messageDesc(file_ovserve_v1_response_object, 22);
+  messageDesc(file_ovserve_v1_response_object, 23);
 
 /**
  * Which of an MCP server's tools a filter names.
@@ -1638,7 +1717,7 @@ export type McpToolFilter = Message<"ovserve.v1.McpToolFilter"> & {
  * Use `create(McpToolFilterSchema)` to create a new message.
  */
 export const McpToolFilterSchema: GenMessage<McpToolFilter> = /*@__PURE__*/
-  messageDesc(file_ovserve_v1_response_object, 23);
+  messageDesc(file_ovserve_v1_response_object, 24);
 
 /**
  * require_approval's object form: the tools that always or never need
@@ -1667,7 +1746,7 @@ export type McpApprovalFilter = Message<"ovserve.v1.McpApprovalFilter"> & {
  * Use `create(McpApprovalFilterSchema)` to create a new message.
  */
 export const McpApprovalFilterSchema: GenMessage<McpApprovalFilter> = /*@__PURE__*/
-  messageDesc(file_ovserve_v1_response_object, 24);
+  messageDesc(file_ovserve_v1_response_object, 25);
 
 /**
  * The Responses API's object form of `tool_choice`: force a call to one
@@ -1732,7 +1811,7 @@ export type ResponseNamedToolChoice = Message<"ovserve.v1.ResponseNamedToolChoic
  * Use `create(ResponseNamedToolChoiceSchema)` to create a new message.
  */
 export const ResponseNamedToolChoiceSchema: GenMessage<ResponseNamedToolChoice> = /*@__PURE__*/
-  messageDesc(file_ovserve_v1_response_object, 25);
+  messageDesc(file_ovserve_v1_response_object, 26);
 
 /**
  * Text output options (the Responses API's `text`).
@@ -1762,7 +1841,7 @@ export type ResponseTextConfig = Message<"ovserve.v1.ResponseTextConfig"> & {
  * Use `create(ResponseTextConfigSchema)` to create a new message.
  */
 export const ResponseTextConfigSchema: GenMessage<ResponseTextConfig> = /*@__PURE__*/
-  messageDesc(file_ovserve_v1_response_object, 26);
+  messageDesc(file_ovserve_v1_response_object, 27);
 
 /**
  * Output format of a response (`text.format`), in OpenAI's flat JSON form:
@@ -1816,7 +1895,7 @@ export type TextFormat = Message<"ovserve.v1.TextFormat"> & {
  * Use `create(TextFormatSchema)` to create a new message.
  */
 export const TextFormatSchema: GenMessage<TextFormat> = /*@__PURE__*/
-  messageDesc(file_ovserve_v1_response_object, 27);
+  messageDesc(file_ovserve_v1_response_object, 28);
 
 /**
  * Reasoning options (the Responses API's `reasoning`).
@@ -1848,7 +1927,7 @@ export type ReasoningConfig = Message<"ovserve.v1.ReasoningConfig"> & {
  * Use `create(ReasoningConfigSchema)` to create a new message.
  */
 export const ReasoningConfigSchema: GenMessage<ReasoningConfig> = /*@__PURE__*/
-  messageDesc(file_ovserve_v1_response_object, 28);
+  messageDesc(file_ovserve_v1_response_object, 29);
 
 /**
  * Lifecycle status of a Response.
