@@ -5,9 +5,11 @@ request never reaches it. It runs on the scoring copy of the model instead (scor
 the OpenVINO runtime, stateful, its KV cache in the infer request), and its tokens are chosen by TokenSampler
 (token_sampler.py). A ``BiasedDecode`` looks like the pipeline's GenerationHandle to EngineCore (status, read,
 cancel), so its output takes the pipeline's path: the same detokenising, stop-string cutting, flushes, usage and
-finish reasons. EngineCore advances each one by one unit of work per engine step (a prompt chunk, or one token
-per choice), between the pipeline's steps, so a biased request never stalls the other streams for longer than
-one forward pass of its own; EngineCore also bounds how many decode at once (MAX_LANE_SEQUENCES).
+finish reasons. EngineCore advances each one at every engine step: the forward pass of its next prompt chunk, or of each
+choice's next token, is started asynchronously (OpenVINO runs it in its own threads, without the GIL) and collected
+at a later step, so the pipeline's steps go on while the lane's passes run: a biased request never makes other
+streams wait for its forward passes (it shares the CPU with them). With nothing in the pipeline the step waits for
+the lane's passes instead of spinning. EngineCore also bounds how many decode at once (MAX_LANE_SEQUENCES).
 
 The cost: each token is a forward pass of batch 1 outside the pipeline's batch, and its sampling is numpy over the
 vocabulary (benchmarks/biased_lane.py measures it against the pipeline; docs/api/parameters.md has the numbers).
@@ -87,16 +89,20 @@ class BiasedDecode:
         """How many sequences it decodes (n)."""
         return self._params.num_return_sequences or 1
 
-    def advance(self) -> None:
-        """One unit of work: a chunk of the prompt (the last one with each choice's first token), or a token each."""
+    def advance(self, *, wait: bool = False) -> None:
+        """One unit of work, started and not waited for: the next chunk of the prompt, or the next token of each
+        choice whose last forward pass has finished (it is sampled now, and the pass for it started). ``wait``:
+        block until the passes started at the last call finish first (nothing else would run meanwhile)."""
         if self._status != ov_genai.GenerationStatus.RUNNING:
             return
-        if self._fed < len(self._prompt):
+        if not self._choices:
             base = self._base = self._base or self._new_sequence()
-            chunk = self._prompt[self._fed : self._fed + CHUNK_TOKENS]
-            base.extend(chunk)
-            self._fed += len(chunk)
+            if not base.ready(wait=wait):
+                return
             if self._fed < len(self._prompt):
+                chunk = self._prompt[self._fed : self._fed + CHUNK_TOKENS]
+                base.start(chunk)
+                self._fed += len(chunk)
                 return
             sequences = [base] if self.choices == 1 else [base.fork() for _ in range(self.choices)]
             self._base = None
@@ -105,7 +111,7 @@ class BiasedDecode:
                 for sequence, rng in zip(sequences, self._seeds, strict=True)
             ]
         for choice in self._choices:
-            if choice.finish == ov_genai.GenerationFinishReason.NONE:
+            if choice.sequence is not None and choice.sequence.ready(wait=wait):
                 self._next_token(choice)
         if all(choice.finish != ov_genai.GenerationFinishReason.NONE for choice in self._choices):
             self._status = ov_genai.GenerationStatus.FINISHED
@@ -130,7 +136,7 @@ class BiasedDecode:
         elif params.stop_strings and self._stop_found(generated):
             choice.finish = ov_genai.GenerationFinishReason.STOP
         else:
-            choice.sequence.extend([token])
+            choice.sequence.start([token])
             return
         choice.sequence = None  # ended: its KV cache goes now, not with the request
 
@@ -169,6 +175,9 @@ class BiasedDecode:
         """Stop decoding; the infer requests (KV caches) go."""
         if self._status == ov_genai.GenerationStatus.RUNNING:
             self._status = ov_genai.GenerationStatus.CANCEL
+        for sequence in [choice.sequence for choice in self._choices] + [self._base]:
+            if sequence is not None:
+                sequence.ready(wait=True)  # a forward pass still running finishes before its request goes
         for choice in self._choices:
             choice.sequence = None
         self._base = None

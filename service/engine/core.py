@@ -324,14 +324,14 @@ class EngineCore:
             self._running[submission.request_id] = _Running(decode, submission, want_logprobs=params.logprobs > 0)
             held += needs
 
-    def _advance_lane(self) -> list[Outcome]:
-        """One unit of work for each request on the lane; the ones that failed, failed (and dropped)."""
+    def _advance_lane(self, *, wait: bool) -> list[Outcome]:
+        """Each request on the lane advanced (``BiasedDecode.advance``); the ones that failed, failed (and dropped)."""
         failed: list[Outcome] = []
         for request_id, state in list(self._running.items()):
             if not isinstance(state.handle, BiasedDecode):
                 continue
             try:
-                state.handle.advance()
+                state.handle.advance(wait=wait)
             except Exception as error:
                 log.exception("biased lane request %d failed", request_id)
                 state.handle.cancel()
@@ -369,9 +369,9 @@ class EngineCore:
         if self._lane_waiting:
             self._admit_lane()
         lane = sum(isinstance(state.handle, BiasedDecode) for state in self._running.values())
-        # One unit of each biased request's work per step, between the pipeline's: it waits for no one.
-        failed = self._advance_lane() if lane else []
         pipeline_work = owed > 0 or len(self._running) > lane or self._pipeline.has_non_finished_requests()
+        # Each biased request's forward passes run beside the pipeline's step; with no step to take, wait for them.
+        failed = self._advance_lane(wait=not pipeline_work) if lane else []
         try:
             if pipeline_work:  # (a step of an empty pipeline is not free: the lane alone does not pay for it)
                 self._pipeline.step()

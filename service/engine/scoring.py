@@ -92,6 +92,7 @@ class ScoredSequence:
         self._inputs = inputs
         self._length = 0  # tokens fed so far
         self._next: np.ndarray | None = None  # logits of the last position fed: the next token's distribution
+        self._running = False  # a forward pass started (``start``) and not yet collected (``ready``)
         request.reset_state()
 
     def fork(self) -> ScoredSequence:
@@ -114,7 +115,27 @@ class ScoredSequence:
         """Append ``tokens`` without scoring them: only the next token's logits are kept (the biased lane's
         decoding, which needs no score per position and so runs on an IR that keeps the last position alone)."""
         for start in range(0, len(tokens), CHUNK_TOKENS):
-            self._next = self._infer(list(tokens[start : start + CHUNK_TOKENS]))[-1].copy()
+            self.start(tokens[start : start + CHUNK_TOKENS])
+            self.ready(wait=True)
+
+    def start(self, chunk: Sequence[int]) -> None:
+        """Begin appending ``chunk`` (at most CHUNK_TOKENS) and return at once: OpenVINO runs the forward pass in
+        its own threads, without the GIL, while the caller goes on (the engine's pipeline steps). ``ready`` says
+        when it is done; only then may the sequence be fed, forked or read."""
+        assert not self._running, "a forward pass is still running"
+        self._request.start_async(self._values(list(chunk)))
+        self._length += len(chunk)
+        self._running = True
+
+    def ready(self, *, wait: bool = False) -> bool:
+        """Whether the last ``start`` has finished (its last position's logits are then ``next_logits``);
+        ``wait``: block until it has."""
+        if self._running and (wait or self._request.wait_for(0)):
+            if wait:
+                self._request.wait()
+            self._next = np.asarray(self._request.get_output_tensor(0).data[0], dtype=np.float32)[-1].copy()
+            self._running = False
+        return not self._running
 
     def feed(self, tokens: Sequence[int], top: int) -> TokenScores:
         """Score ``tokens`` as the next ones of the sequence and append them: each one's logprob and rank given
@@ -143,6 +164,12 @@ class ScoredSequence:
 
     def _infer(self, chunk: list[int]) -> np.ndarray:
         """The IR's logits (float32) after feeding ``chunk``: a row per position, or the last position's alone."""
+        self._request.infer(self._values(chunk))
+        self._length += len(chunk)
+        return np.asarray(self._request.get_output_tensor(0).data[0], dtype=np.float32)  # the IR's one output
+
+    def _values(self, chunk: list[int]) -> dict[str, np.ndarray]:
+        """The IR's inputs for feeding ``chunk`` after the tokens fed so far."""
         count = len(chunk)
         values: dict[str, np.ndarray] = {
             "input_ids": np.array([chunk], dtype=np.int64),
@@ -152,9 +179,7 @@ class ScoredSequence:
             values["position_ids"] = np.arange(self._length, self._length + count, dtype=np.int64)[np.newaxis]
         if "beam_idx" in self._inputs:
             values["beam_idx"] = np.zeros(1, dtype=np.int32)
-        self._request.infer({name: value for name, value in values.items() if name in self._inputs})
-        self._length += count
-        return np.asarray(self._request.get_output_tensor(0).data[0], dtype=np.float32)  # the IR's one output
+        return {name: value for name, value in values.items() if name in self._inputs}
 
 
 def _score_rows(rows: np.ndarray, chosen: np.ndarray, top: int, into: TokenScores) -> None:
