@@ -133,3 +133,15 @@ def test_a_biased_stream_dropped_mid_way_frees_the_lane(bridge: RunningBridge) -
     assert wait_idle(bridge).idle
     again = http_request(bridge.port, "POST", "/v3/chat/completions", {**body, "stream": False, "max_tokens": 4})
     assert again.status == 200 and again.json()["usage"]["completion_tokens"] == 4
+
+
+def test_alternatives_and_logprobs_come_with_a_biased_answer(client: openai.OpenAI) -> None:
+    (token,) = CODEC.encode(" Paris", add_special_tokens=False)[:1]
+    reply = client.chat.completions.create(
+        model=MODEL, messages=STORY, temperature=0, max_tokens=4, logprobs=True, top_logprobs=3,
+        logit_bias={str(token): 100},
+    )  # fmt: skip
+    content = reply.choices[0].logprobs.content
+    assert len(content) == 4 and all(len(entry.top_logprobs) == 3 for entry in content)
+    # the model's own distribution, before the bias: the forced token is usually not its most likely
+    assert all(entry.logprob <= entry.top_logprobs[0].logprob + 1e-6 for entry in content)
