@@ -142,6 +142,12 @@ def output_item(item: ro.OutputItem) -> dict[str, Any]:
             out["content"] = [{"type": "reasoning_text", "text": part.text} for part in reasoning.content]
         out["status"] = ITEM_STATUSES[reasoning.status]
         return out
+    if kind == "custom_tool_call":
+        custom = item.custom_tool_call
+        return {
+            "id": custom.id, "type": kind, "call_id": custom.call_id, "name": custom.name, "input": custom.input,
+            "status": ITEM_STATUSES[custom.status],
+        }  # fmt: skip
     if kind == "mcp_list_tools":
         listed = item.mcp_list_tools
         return {
@@ -181,6 +187,12 @@ def tool(entry: ro.ResponseTool) -> dict[str, Any]:
     """A function tool in the Responses API's flat form (the nested chat form is flattened), or an mcp tool."""
     if entry.type == "mcp":
         return mcp_tool(entry)
+    if entry.type == "custom":
+        fmt: dict[str, Any] = {"type": entry.format.type or "text"}
+        if entry.format.HasField("grammar"):
+            fmt["grammar"] = {"syntax": entry.format.grammar.syntax, "definition": entry.format.grammar.definition}
+        description = entry.description if entry.HasField("description") else None
+        return {"type": "custom", "name": entry.name, "description": description, "format": fmt}
     source: Any = entry.function if entry.HasField("function") else entry
     return {
         "type": entry.type or "function",
@@ -398,7 +410,12 @@ def input_item(item: ro.InputItem) -> dict[str, Any]:
             "id": item.id, "type": kind, "call_id": item.call_id, "name": item.name,
             "arguments": item.arguments, "status": status,
         }  # fmt: skip
-    if kind == "function_call_output":
+    if kind == "custom_tool_call":
+        return {
+            "id": item.id, "type": kind, "call_id": item.call_id, "name": item.name, "input": item.input,
+            "status": status,
+        }  # fmt: skip
+    if kind in ("function_call_output", "custom_tool_call_output"):
         output: Any = [input_part(part) for part in item.output_parts] if item.output_parts else item.output
         return {"id": item.id, "type": kind, "call_id": item.call_id, "output": output, "status": status}
     if kind == "reasoning":
@@ -580,6 +597,8 @@ EVENTS: dict[str, tuple[str, Callable[[Any], dict[str, Any]]]] = {
     "mcp_call_failed": ("response.mcp_call.failed", _mcp_item),
     "mcp_call_arguments_delta": ("response.mcp_call_arguments.delta", _arguments_field("delta")),
     "mcp_call_arguments_done": ("response.mcp_call_arguments.done", _arguments_field("arguments")),
+    "custom_tool_call_input_delta": ("response.custom_tool_call_input.delta", _arguments_field("delta")),
+    "custom_tool_call_input_done": ("response.custom_tool_call_input.done", _arguments_field("input")),
 }
 TERMINAL = {"response.completed", "response.incomplete", "response.failed", "error"}
 

@@ -35,7 +35,8 @@ UNSUPPORTED = {
 
 ITEM_TYPES = (
     "message", "function_call", "function_call_output", "reasoning", "compaction", "item_reference",
-    "mcp_approval_response", "mcp_list_tools", "mcp_call", "mcp_approval_request",
+    "mcp_approval_response", "mcp_list_tools", "mcp_call", "mcp_approval_request", "custom_tool_call",
+    "custom_tool_call_output",
 )  # fmt: skip
 # An mcp tool's fields that are a list or a string in OpenAI's JSON and an object otherwise -> the proto field of
 # the object form.
@@ -104,7 +105,7 @@ def proto_input_item(item: Any, where: str) -> dict[str, Any]:
         )
     if kind == "message":
         _parts_or_text(item, BY_OPENAI_NAME["content"], MESSAGE_PARTS, where)
-    elif kind == "function_call_output":
+    elif kind in ("function_call_output", "custom_tool_call_output"):
         _parts_or_text(item, BY_OPENAI_NAME["output"], OUTPUT_PARTS, where)
     elif kind == "mcp_list_tools" and isinstance(item.get("tools"), list):  # OpenAI writes null annotations
         item["tools"] = [without_nulls(tool) if isinstance(tool, dict) else tool for tool in item["tools"]]

@@ -56,8 +56,13 @@ def template_form(tool: dict[str, Any]) -> dict[str, Any]:
 
 
 def custom_names(tools: Any) -> frozenset[str]:
-    """The names of a request's custom tools (its ``tools`` field)."""
-    return frozenset(tool.custom.name for tool in tools if tool.type == "custom")
+    """The names of a request's custom tools (its ``tools`` field: chat's nested form or the Responses API's flat
+    one)."""
+    return frozenset(
+        tool.custom.name if "custom" in tool.DESCRIPTOR.fields_by_name else tool.name
+        for tool in tools
+        if tool.type == "custom"
+    )
 
 
 def custom_input(arguments: str) -> str:

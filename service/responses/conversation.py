@@ -19,6 +19,7 @@ from ovserve.service.api.media_parts import MediaParts
 from ovserve.service.errors import FieldViolation, quote
 from ovserve.service.ids import new_id
 from ovserve.service.responses import compaction
+from ovserve.service.structured.custom_input import INPUT
 
 MESSAGE_ROLES = {"user": "user", "system": "system", "developer": "system", "assistant": "assistant"}
 TEXT_PARTS = {"input_text", "output_text", "text", "refusal"}
@@ -26,6 +27,7 @@ PHASES = ("commentary", "final_answer")  # Open Responses' labels of assistant m
 ID_PREFIXES = {
     "message": "msg_", "function_call": "fc_", "function_call_output": "fco_", "reasoning": "rs_", "compaction": "cmp_",
     "mcp_approval_response": "mcpa_", "mcp_list_tools": "mcpl_", "mcp_call": "mcp_", "mcp_approval_request": "mcpr_",
+    "custom_tool_call": "ctc_", "custom_tool_call_output": "ctco_",
 }  # fmt: skip
 # Items the chat never shows: the tools listed (the tools themselves are in the prompt) and the answers to approval
 # requests (preparation.py makes the approved calls; their results or the refusals are the tool messages).
@@ -86,7 +88,9 @@ def items_turn(
             _message(item, where, images, turn, reasoning, violations)
         elif kind == "function_call":
             _function_call(item, where, turn, reasoning, violations)
-        elif kind == "function_call_output":
+        elif kind == "custom_tool_call":  # the template's function call of one string, input
+            _function_call(_as_function_call(item), where, turn, reasoning, violations, kind=kind)
+        elif kind in ("function_call_output", "custom_tool_call_output"):
             _function_call_output(item, where, turn, violations)
         elif kind == "compaction":
             summary = compaction.as_message(item, where, violations)
@@ -150,11 +154,17 @@ def _message(
 
 
 def _function_call(
-    item: objects_pb2.InputItem, where: str, turn: Turn, reasoning: list[str], violations: list[FieldViolation]
+    item: objects_pb2.InputItem,
+    where: str,
+    turn: Turn,
+    reasoning: list[str],
+    violations: list[FieldViolation],
+    *,
+    kind: str = "function_call",
 ) -> None:
     for name in ("call_id", "name"):
         if not getattr(item, name):
-            violations.append(FieldViolation(f"{where}.{name}", "required on function_call items"))
+            violations.append(FieldViolation(f"{where}.{name}", f"required on {kind} items"))
     try:
         arguments = json.loads(item.arguments or "{}")
     except json.JSONDecodeError as error:
@@ -170,6 +180,12 @@ def _function_call(
         message["reasoning_content"] = "\n".join(reasoning)
         reasoning.clear()
     turn.messages.append(message)
+
+
+def _as_function_call(item: objects_pb2.InputItem) -> objects_pb2.InputItem:
+    """A custom_tool_call item as the function call the chat template sees (arguments {"input": ...})."""
+    arguments = json.dumps({INPUT: item.input}, ensure_ascii=False)
+    return objects_pb2.InputItem(type="function_call", call_id=item.call_id, name=item.name, arguments=arguments)
 
 
 def _mcp_call(
@@ -188,6 +204,6 @@ def _function_call_output(
     item: objects_pb2.InputItem, where: str, turn: Turn, violations: list[FieldViolation]
 ) -> None:
     if not item.call_id:
-        violations.append(FieldViolation(f"{where}.call_id", "required on function_call_output items"))
+        violations.append(FieldViolation(f"{where}.call_id", f"required on {item.type} items"))
     output = item.output or "\n".join(part.text for part in item.output_parts)
     turn.messages.append({"role": "tool", "tool_call_id": item.call_id, "content": output})

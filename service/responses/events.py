@@ -7,6 +7,8 @@
      output_text.delta ..., output_text.done, content_part.done, output_item.done]
     [output_item.added (function_call), function_call_arguments.delta ..., function_call_arguments.done,
      output_item.done] per call
+    [output_item.added (custom_tool_call), custom_tool_call_input.delta, custom_tool_call_input.done,
+     output_item.done] per call of a custom tool (its input read out of the whole call, so in one delta)
     completed | incomplete | failed
 
 With mcp tools: the servers listed for this response come first, each
@@ -32,6 +34,7 @@ from typing import Any
 from ovserve.clients.v1 import common_pb2
 from ovserve.clients.v1 import response_events_pb2 as events_pb2
 from ovserve.clients.v1 import response_object_pb2 as objects_pb2
+from ovserve.service.api.custom_tools import custom_input
 from ovserve.service.ids import new_id
 from ovserve.service.parsing import (
     ContentDelta,
@@ -59,9 +62,13 @@ class ResponseEvents:
         self._text: objects_pb2.OutputText | None = None
         self._reasoning: objects_pb2.OutputReasoning | None = None
         self._call: objects_pb2.OutputFunctionCall | None = None
+        self._custom: objects_pb2.OutputCustomToolCall | None = None
+        self._custom_arguments = ""  # the open custom call's arguments as the model wrote them
+        self.custom: frozenset[str] = frozenset()  # the request's custom tools: calls of their names are custom items
         self._mcp_call: objects_pb2.OutputMcpCall | None = None
         self._asked: objects_pb2.OutputMcpApprovalRequest | None = None  # written, announced when complete
-        # the open item's kind: "message", "reasoning", "function_call", "mcp_call", "mcp_approval_request"
+        # the open item's kind: "message", "reasoning", "function_call", "custom_tool_call", "mcp_call",
+        # "mcp_approval_request"
         self._open: str | None = None
         self.mcp = McpTools()  # the request's MCP servers: calls of their tools are mcp items
         self.mcp_calls: list[int] = []  # output indexes of the mcp_call items written and not yet called
@@ -161,6 +168,8 @@ class ResponseEvents:
         server = self.mcp.server_of(name)
         if server is not None:
             return events + self._open_mcp(server, name)
+        if name in self.custom:
+            return events + self._open_custom(call_id, name)
         item = objects_pb2.OutputFunctionCall(
             id=new_id("fc_"), call_id=call_id, name=name, status=objects_pb2.ITEM_STATUS_IN_PROGRESS
         )
@@ -174,6 +183,18 @@ class ResponseEvents:
         self.response.output.add(function_call=item)
         self._call, self._open = self.response.output[self._output_index].function_call, "function_call"
         return events
+
+    def _open_custom(self, call_id: str, name: str) -> list[Event]:
+        item = objects_pb2.OutputCustomToolCall(
+            id=new_id("ctc_"), call_id=call_id, name=name, status=objects_pb2.ITEM_STATUS_IN_PROGRESS
+        )
+        added = events_pb2.ResponseOutputItemAddedEvent(
+            output_index=self._output_index, item=objects_pb2.OutputItem(custom_tool_call=item)
+        )
+        self.response.output.add(custom_tool_call=item)
+        self._custom, self._open = self.response.output[self._output_index].custom_tool_call, "custom_tool_call"
+        self._custom_arguments = ""
+        return [self._event(output_item_added=added)]
 
     def _open_mcp(self, server: McpServer, name: str) -> list[Event]:
         if server.needs_approval(name):  # one item, announced once its arguments are complete
@@ -260,6 +281,9 @@ class ResponseEvents:
         return self._close_item(objects_pb2.ITEM_STATUS_COMPLETED)
 
     def _call_arguments(self, fragment: str) -> list[Event]:
+        if self._open == "custom_tool_call":  # its input is read out of the whole arguments when it closes
+            self._custom_arguments += fragment
+            return []
         if self._open == "mcp_approval_request":
             assert self._asked is not None
             self._asked.arguments += fragment
@@ -321,6 +345,18 @@ class ResponseEvents:
             )
             events.append(self._event(function_call_arguments_done=done))
             item = objects_pb2.OutputItem(function_call=self._call)
+        elif kind == "custom_tool_call":
+            assert self._custom is not None
+            self._custom.status = status  # type: ignore[assignment]
+            self._custom.input = custom_input(self._custom_arguments)
+            part = {**where, "item_id": self._custom.id}
+            delta = events_pb2.ResponseCustomToolCallInputDeltaEvent(delta=self._custom.input, **part)
+            done_input = events_pb2.ResponseCustomToolCallInputDoneEvent(input=self._custom.input, **part)
+            events += [
+                self._event(custom_tool_call_input_delta=delta),
+                self._event(custom_tool_call_input_done=done_input),
+            ]
+            item = objects_pb2.OutputItem(custom_tool_call=self._custom)
         elif kind == "mcp_call":  # its item is done once the server called the tool (mcp_call_ended)
             assert self._mcp_call is not None
             self._mcp_call.arguments = self._mcp_call.arguments or "{}"

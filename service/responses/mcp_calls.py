@@ -17,6 +17,7 @@ from ovserve.service.mcp.client import McpFailure, call_tool
 from ovserve.service.mcp.policy import McpPolicy
 from ovserve.service.responses.events import Event, ResponseEvents
 from ovserve.service.responses.mcp_tools import DENIED, Approval
+from ovserve.service.structured.custom_input import INPUT
 
 
 async def call_pending(
@@ -86,6 +87,15 @@ def round_messages(output: Sequence[objects_pb2.OutputItem]) -> list[dict[str, A
             call_id = call.call_id if kind == "function_call" else call.id
             calls.append({"id": call_id, "type": "function",
                           "function": {"name": call.name, "arguments": _arguments(call.arguments)}})  # fmt: skip
+        elif kind == "custom_tool_call":  # the function call of one string it was to the template
+            custom = item.custom_tool_call
+            calls.append(
+                {
+                    "id": custom.call_id,
+                    "type": "function",
+                    "function": {"name": custom.name, "arguments": {INPUT: custom.input}},
+                }
+            )
         if kind == "mcp_call" and item.mcp_call.status in (
             objects_pb2.ITEM_STATUS_COMPLETED,
             objects_pb2.ITEM_STATUS_FAILED,
@@ -112,4 +122,4 @@ def _arguments(text: str) -> Any:
 def continues(output: Sequence[objects_pb2.OutputItem]) -> bool:
     """Whether the model's turn asks for another: it called MCP tools, and no function tool nor approval."""
     kinds = {item.WhichOneof("item") for item in output}
-    return "mcp_call" in kinds and not kinds & {"function_call", "mcp_approval_request"}
+    return "mcp_call" in kinds and not kinds & {"function_call", "custom_tool_call", "mcp_approval_request"}

@@ -13,9 +13,10 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ovserve.clients.v1 import common_pb2, response_pb2
 from ovserve.clients.v1 import response_object_pb2 as objects_pb2
-from ovserve.clients.v1 import response_pb2
 from ovserve.service.api import logprobs
+from ovserve.service.api.custom_tools import custom_tool, template_form
 from ovserve.service.api.logprobs import LogprobAsk
 from ovserve.service.api.media_parts import MediaParts, forget_images, image_prompt_ids
 from ovserve.service.api.prepare import (
@@ -137,6 +138,7 @@ async def prepare(
         model, _mcp_choice_as_function(request, mcp, violations), violations, tools, context,
         named_field="tool_choice", parameters_field="tools[{}].parameters",
     )  # fmt: skip
+    tools = [template_form(tool) for tool in tools]  # custom tools' formats guided the plan; templates see functions
     ask = LogprobAsk(
         chosen=wants_logprobs(request), top=logprobs.top_logprobs(request, violations, needs_logprobs=False)
     )
@@ -319,22 +321,30 @@ async def _with_references_resolved(store: ResponseStore, request: Request) -> R
 
 
 def unanswered_outputs(request: Request, previous: list[dict[str, Any]]) -> list[FieldViolation]:
-    """function_call_output items with no function call of their call_id before them (OpenAI refuses them)."""
+    """function_call_output (custom_tool_call_output) items with no call of their call_id before them (OpenAI refuses
+    them)."""
     calls = {call.get("id") for message in previous for call in message.get("tool_calls", ())}
     violations = []
     for position, item in enumerate(request.input_items):
-        if item.type == "function_call":
+        if item.type in ("function_call", "custom_tool_call"):
             calls.add(item.call_id)
-        elif item.type == "function_call_output" and item.call_id and item.call_id not in calls:
+        elif item.type in ("function_call_output", "custom_tool_call_output") and item.call_id not in calls | {""}:
             described = f"no function call with call_id {quote(item.call_id)} comes before this output"
             violations.append(FieldViolation(f"input_items[{position}].call_id", described))
     return violations
 
 
 def _tool(tool: objects_pb2.ResponseTool, where: str, violations: list[FieldViolation]) -> dict[str, Any]:
-    """A flat Responses function tool as the chat template wants it."""
+    """A flat Responses function (or custom) tool as the chat template wants it."""
+    if tool.type == "custom":
+        custom = common_pb2.CustomTool(name=tool.name)
+        if tool.HasField("description"):
+            custom.description = tool.description
+        if tool.HasField("format"):
+            custom.format.CopyFrom(tool.format)
+        return custom_tool(custom, where, violations)
     if tool.type != "function":
-        described = f"unknown tool type {quote(tool.type)}; expected function or mcp"
+        described = f"unknown tool type {quote(tool.type)}; expected function, custom or mcp"
         violations.append(FieldViolation(f"{where}.type", described))
     name = tool.name or tool.function.name
     if not name:

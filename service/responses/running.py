@@ -15,6 +15,7 @@ from typing import Any
 
 from ovserve.clients.v1 import response_object_pb2 as objects_pb2
 from ovserve.service.api.chat_output import output_parser, reasoning_tokens
+from ovserve.service.api.custom_tools import custom_names
 from ovserve.service.api.logprobs import token_logprobs
 from ovserve.service.api.runs import RunStream
 from ovserve.service.engine import FinishReason
@@ -43,6 +44,7 @@ async def generate(
     rounds: list[dict[str, Any]] = []  # the turns the server answered (MCP calls and results), after the history
     final_from = 0  # where the output of the model's last turn starts
     events.mcp = prep.mcp
+    events.custom = custom_names(prep.request.tools)
     next_run = prep.next_run
     assert next_run is not None  # set by prepare
     try:

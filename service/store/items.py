@@ -18,6 +18,11 @@ def as_input(output: objects_pb2.OutputItem) -> objects_pb2.InputItem:
         return objects_pb2.InputItem(
             type="function_call", id=call.id, call_id=call.call_id, name=call.name, arguments=call.arguments
         )
+    if output.HasField("custom_tool_call"):
+        custom = output.custom_tool_call
+        return objects_pb2.InputItem(
+            type="custom_tool_call", id=custom.id, call_id=custom.call_id, name=custom.name, input=custom.input
+        )
     if output.HasField("mcp_list_tools"):
         listed = output.mcp_list_tools
         replayed = objects_pb2.InputItem(

@@ -176,3 +176,66 @@ def test_a_bad_grammar_is_a_400_naming_it(client: openai.OpenAI, extra: dict[str
     with pytest.raises(openai.BadRequestError) as caught:
         client.completions.create(model=MODEL, prompt="x", max_tokens=4, extra_body=extra)
     assert caught.value.body["param"] == param, caught.value.body  # type: ignore[index]
+
+
+# ---- Responses ----
+
+
+def responses_tool(name: str, fmt: dict[str, Any]) -> dict[str, Any]:
+    """A Responses custom tool (the flat form)."""
+    return {"type": "custom", "name": name, "description": f"The {name} tool.", "format": fmt}
+
+
+@pytest.mark.parametrize("seed", range(1, 3))
+def test_responses_custom_tool_call_follows_its_grammar(client: openai.OpenAI, seed: int) -> None:
+    response = client.responses.create(
+        model=MODEL, input="Use the tool.", tools=[responses_tool("math", grammar("lark", MATH))],  # type: ignore[list-item]
+        tool_choice={"type": "custom", "name": "math"}, temperature=1.0, max_output_tokens=MAX_TOKENS,
+        extra_body={"seed": seed},
+    )  # fmt: skip
+    (call,) = [item for item in response.output if item.type == "custom_tool_call"]
+    assert call.name == "math" and call.call_id and re.fullmatch(MATH_LANGUAGE, call.input), call  # type: ignore[union-attr]
+
+
+def test_responses_custom_call_streams_and_its_output_goes_back(client: openai.OpenAI) -> None:
+    tools: Any = [responses_tool("when", grammar("regex", TIMESTAMP))]
+    stream = client.responses.create(
+        model=MODEL, input="When?", tools=tools, tool_choice={"type": "custom", "name": "when"},
+        max_output_tokens=MAX_TOKENS, stream=True,
+    )  # fmt: skip
+    events = list(stream)
+    kinds = [event.type for event in events]
+    deltas = [event.delta for event in events if event.type == "response.custom_tool_call_input.delta"]
+    (done,) = [event for event in events if event.type == "response.custom_tool_call_input.done"]
+    assert kinds.index("response.output_item.added") < kinds.index("response.custom_tool_call_input.done")
+    assert "".join(deltas) == done.input and re.fullmatch(TIMESTAMP, done.input), done  # type: ignore[attr-defined]
+    response = events[-1].response  # type: ignore[attr-defined]
+    (call,) = [item for item in response.output if item.type == "custom_tool_call"]
+    assert call.input == done.input  # type: ignore[attr-defined]
+    answer = client.responses.create(
+        model=MODEL, previous_response_id=response.id, tools=tools, max_output_tokens=8,
+        input=[{"type": "custom_tool_call_output", "call_id": call.call_id, "output": "tomorrow"}],
+    )  # fmt: skip
+    assert answer.status in ("completed", "incomplete")
+    replayed = client.responses.create(  # the same turn sent back whole, without a stored response
+        model=MODEL, tools=tools, max_output_tokens=8, store=False,
+        input=[{"role": "user", "content": "When?"}, {"type": "custom_tool_call", "call_id": "call_9", "name": "when",
+               "input": call.input}, {"type": "custom_tool_call_output", "call_id": "call_9", "output": "ok"}],
+    )  # fmt: skip
+    assert replayed.status in ("completed", "incomplete")
+
+
+def test_responses_custom_output_needs_its_call(client: openai.OpenAI) -> None:
+    with pytest.raises(openai.BadRequestError) as caught:
+        client.responses.create(
+            model=MODEL, max_output_tokens=8,
+            input=[{"type": "custom_tool_call_output", "call_id": "call_x", "output": "ok"}],  # type: ignore[list-item]
+        )  # fmt: skip
+    assert caught.value.body["param"] == "input[0].call_id"  # type: ignore[index]
+
+
+def test_responses_bad_custom_grammar_names_its_field(client: openai.OpenAI) -> None:
+    tools: Any = [responses_tool("t", grammar("regex", "a(?=b)"))]
+    with pytest.raises(openai.BadRequestError) as caught:
+        client.responses.create(model=MODEL, input="x", tools=tools, tool_choice="required", max_output_tokens=8)
+    assert caught.value.body["param"] == "tools[0].format.grammar.definition"  # type: ignore[index]

@@ -375,6 +375,13 @@ def every_event() -> list[ev.ResponseStreamEvent]:
         add(**{name: ev.ResponseMcpItemEvent(item_id="mcp_1", output_index=4)})
     asked = ro.OutputMcpApprovalRequest(id="mcpr_1", server_label="tools", name="add", arguments="{}")
     add(output_item_done=ev.ResponseOutputItemDoneEvent(output_index=5, item=ro.OutputItem(mcp_approval_request=asked)))
+    # A custom tool call: its item and its input's events.
+    custom = ro.OutputCustomToolCall(id="ctc_1", call_id="call_2", name="math", input="1 + 2", status=2)
+    add(output_item_done=ev.ResponseOutputItemDoneEvent(output_index=6, item=ro.OutputItem(custom_tool_call=custom)))
+    add(custom_tool_call_input_delta=ev.ResponseCustomToolCallInputDeltaEvent(item_id="ctc_1", output_index=6,
+                                                                              delta="1 + 2"))  # fmt: skip
+    add(custom_tool_call_input_done=ev.ResponseCustomToolCallInputDoneEvent(item_id="ctc_1", output_index=6,
+                                                                            input="1 + 2"))  # fmt: skip
     return events
 
 
