@@ -1,6 +1,7 @@
 """OpenVINO 2026.4 dies of SIGFPE compiling in bf16 on one inference thread on a CPU with AMX (issue 45): ovserve
 computes in f32 where the precision was left to OpenVINO, and refuses bf16 asked for with one thread, naming why.
-This machine has no AMX: the decision is tested on faked CPU feature sets, and through the config on one."""
+Whether the machine running the tests has AMX or not, the decision is tested on faked CPU feature sets, and through
+the config on one."""
 
 from __future__ import annotations
 
