@@ -104,7 +104,7 @@ PARTLY: dict[str, str] = {
     "n": "samples at default settings; at temperature 0, n greedy choices (n requests side by side)",
     "tools": (
         "function and custom tools; a custom tool reaches the template as a function of one string (`input`), and a "
-        "guided call's input follows its Lark or regex format (chat; a model whose calls write JSON arguments)"
+        "guided call's input follows its Lark or regex format (on a model whose calls write JSON arguments)"
     ),
     "tool_choice": (
         "none, auto, required, a named function or custom tool, or allowed_tools (mode auto needs a model whose "
