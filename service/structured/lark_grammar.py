@@ -16,6 +16,7 @@ case-insensitive literals, and the regex constructs ``regex_grammar`` refuses.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from typing import Any
@@ -25,6 +26,7 @@ from ovserve.service.structured.json_grammar import literal
 from ovserve.service.structured.regex_grammar import PatternError, regex_expression
 
 REPEATS = {"*", "+", "?"}
+CACHE_SIZE = 128  # translations kept, least recently used dropped first
 
 
 class LarkError(ValueError):
@@ -33,7 +35,21 @@ class LarkError(ValueError):
 
 def lark_rules(definition: str, prefix: str) -> tuple[str, dict[str, str]]:
     """The start expression and the EBNF rules (name -> body; names begin with ``prefix``) of the JSON string
-    contents ``definition``'s language holds. Raises LarkError."""
+    contents ``definition``'s language holds. Raises LarkError.
+
+    Translations are cached (clients send the same tools every turn): Lark reads a grammar with its imports in
+    ~8 ms, which output_constraint also keeps off the event loop."""
+    start, rules = _translated(definition, prefix)
+    return start, dict(rules)
+
+
+@functools.lru_cache(maxsize=CACHE_SIZE)
+def _translated(definition: str, prefix: str) -> tuple[str, tuple[tuple[str, str], ...]]:
+    start, rules = _translate(definition, prefix)
+    return start, tuple(rules.items())
+
+
+def _translate(definition: str, prefix: str) -> tuple[str, dict[str, str]]:
     from lark.exceptions import LarkError as ReadError
     from lark.load_grammar import load_grammar
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import threading
 from typing import Any
 
 import grpc
@@ -19,6 +20,9 @@ from ovserve.clients.v1 import chat_pb2, chat_pb2_grpc, completion_pb2, completi
 from ovserve.service.engine.grammar import GrammarChecker
 from ovserve.service.engine.sampling import OutputConstraint
 from ovserve.service.errors import FieldViolation
+from ovserve.service.parsing.markup import HERMES
+from ovserve.service.structured import output
+from ovserve.service.structured.custom_input import CUSTOM_FORMAT, INPUT_SCHEMA, CustomFormat
 from ovserve.service.structured.gbnf import (
     MAX_FREE_GRAMMAR_BYTES,
     MAX_FREE_GRAMMAR_RULES,
@@ -282,3 +286,23 @@ def test_grpc_grammar_that_does_not_compile(completions: completion_pb2_grpc.Com
         completions.CreateCompletion(request)
     said = failure(caught.value)
     assert said.fields == ["guided_grammar"] and 'Rule "missing" is not defined' in said.message, said
+
+
+def test_a_lark_custom_tool_is_planned_off_the_event_loop(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Lark reads a grammar with its imports in milliseconds: the plan is made in a worker thread."""
+    threads: list[threading.Thread] = []
+    real = output.output_plan
+
+    def recorded(*args: Any, **options: Any) -> Any:
+        threads.append(threading.current_thread())
+        return real(*args, **options)
+
+    monkeypatch.setattr(output, "output_plan", recorded)
+    tool = {"type": "function", "function": {"name": "math", "parameters": INPUT_SCHEMA},
+            CUSTOM_FORMAT: CustomFormat("lark", MATH, "tools[0].custom.format.grammar.definition")}  # fmt: skip
+    request = parse(chat_pb2.CreateChatCompletionRequest, {"model": "m", "tool_choice": "required"})
+    violations: list[FieldViolation] = []
+    guide = asyncio.run(output.output_constraint(request, violations, tools=[tool], markup=HERMES))
+    assert guide is not None and not violations
+    assert threads and threads[0] is not threading.main_thread()
+    assert "c0_r_start" in guide.value  # the tool's grammar is in the forced call's
