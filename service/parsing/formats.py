@@ -387,7 +387,9 @@ class OutputFormat:
                 open_tag=think.begins,
                 close_tag=think.ends,
                 reply=think.reply,
+                reply_openings=think.other_reply_openings,
                 reply_prefix=think.reply_prefix,
+                turn_end=think.turn_end,
                 ended_by=ended_by,
                 replying=self.reply_opened(prompt_tail),
             )

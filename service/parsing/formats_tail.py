@@ -43,7 +43,7 @@ from ovserve.service.parsing.calls_tail import (
     tagged_blocks,
 )
 from ovserve.service.parsing.calls_xml import XmlCallForm, xml_calls
-from ovserve.service.parsing.envelope import SPECIAL_TOKENS, EnvelopedCallParser
+from ovserve.service.parsing.envelope import MESSAGE, RECIPIENT, ROLE, SPECIAL_TOKENS, START, EnvelopedCallParser
 from ovserve.service.parsing.formats_xml import XmlFamily
 from ovserve.service.parsing.inkling import CONTENT_THINKING, END_SAMPLING, InklingCallParser, inkling_text
 from ovserve.service.parsing.inkling import SPECIAL_TOKENS as INKLING_FRAMING
@@ -245,9 +245,14 @@ K2_HORIZON_THINK = ThinkMarkup(
     "<ifm|think>", "</ifm|think>", other_begins=("<ifm|think_fast>", "<ifm|think_faster>"),
     other_ends=("</ifm|think_fast>", "</ifm|think_faster>"),
 )  # fmt: skip
-# ATEM: reasoning is the first message, to the model itself; the answer a message to the user after it (its header
-# without <|start|>, a special token the detokenizer drops unless the tool format keeps it for its envelope).
-ONYX_THINK = ThinkMarkup("to=self<|message|>", "<|eom|>", after="", reply=("assistant to=user<|message|>", "<|eot|>"))
+ATEM_TO_USER = f"{ROLE} {RECIPIENT}user{MESSAGE}"  # the header of a message to the user, after <|start|>
+# ATEM: reasoning is the first message, to the model itself; the answer a message to the user after it, its header
+# with <|start|> where the detokenizer keeps that special token (the onyx tool format keeps it for its envelope),
+# without where it drops it.
+ONYX_THINK = ThinkMarkup(
+    "to=self<|message|>", "<|eom|>", after="", reply=(f"{START}{ATEM_TO_USER}", "<|eot|>"),
+    other_reply_openings=(ATEM_TO_USER,),
+)  # fmt: skip
 # HyperCLOVA X SEED Think 14B: reasoning after "/think" (the prompt's or its own), to the next assistant message's
 # header; ChatML's <|im_end|> closes the reply after it too.
 HYPERCLOVAX_14B_THINK = ThinkMarkup(

@@ -186,8 +186,9 @@ HY_THINK = ThinkMarkup("<think:opensource>", "</think:opensource>")
 # Kimi K3: the think channel, then the response channel (its reply; empty before a call), then the tools channel.
 KIMI_K3_REPLY = ("<|open|>response<|sep|>", "<|close|>response<|sep|>")
 KIMI_K3_THINK = ThinkMarkup(
-    "<|open|>think<|sep|>", "<|close|>think<|sep|>", after="".join(KIMI_K3_REPLY), reply=KIMI_K3_REPLY
-)
+    "<|open|>think<|sep|>", "<|close|>think<|sep|>", after="".join(KIMI_K3_REPLY), reply=KIMI_K3_REPLY,
+    turn_end="<|close|>message<|sep|>",
+)  # fmt: skip
 # Solar Open: <|think|>...<|end|>, then the next message's header; a reply opens with <|content|>.
 SOLAR_THINK = ThinkMarkup("<|think|>", "<|end|><|begin|>assistant", after="", reply=("<|content|>", "<|end|>"))
 

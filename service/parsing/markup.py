@@ -232,6 +232,10 @@ class ThinkMarkup:
     after: str | None = None  # what a grammar writes after ``end``; None: a blank line, as most templates do
     reply: tuple[str, str] | None = None  # tags the reply is wrapped in after the block (removed from content)
     reply_prefix: str = ""  # words the reply opens with inside those tags (removed from content; needs ``reply``)
+    other_reply_openings: tuple[str, ...] = ()  # other spellings of the reply's opening tag (needs ``reply``)
+    # Markup that closes the turn after the reply or its calls, removed from content as the reply's closing tag is
+    # (needs ``reply``): Kimi K3's message close after its response or tools channel.
+    turn_end: str = ""
     # No opening the model must write: its output starts inside the block unless the prompt closed it, and
     # ``begin`` is only read (dropped) where written. Apriel's: 1.6's prompt writes the opening words, its
     # template writes a past turn's reasoning bare before [BEGIN FINAL RESPONSE], 1.5's model writes them itself.

@@ -27,6 +27,8 @@ class ThinkSplitter:
         close_tag: str | tuple[str, ...] = "</think>",
         reply: tuple[str, str] | None = None,
         reply_prefix: str = "",
+        reply_openings: tuple[str, ...] = (),
+        turn_end: str = "",
         ended_by: tuple[str, ...] = (),
         replying: bool = False,
     ) -> None:
@@ -42,7 +44,7 @@ class ThinkSplitter:
         self._buffer = ""
         self._reasoning = TrimmedText(strip_leading=True)
         self._after_block = False  # content right after the close tag loses its leading whitespace
-        self._reply = ReplyTags(*reply, reply_prefix) if reply else None
+        self._reply = ReplyTags(*reply, reply_prefix, turn_end, reply_openings) if reply else None
         # A block the prompt opened, or closed itself (thinking off: Cohere's <|START_THINKING|><|END_THINKING|>),
         # is this turn's: the reply after it is wrapped in the family's reply tags either way; so is a reply the
         # prompt opened (``replying``: Kimi K3 with thinking off ends it with <|open|>response<|sep|>).
@@ -105,11 +107,15 @@ class ReplyTags:
     the closing tag wherever it comes, and the whitespace that touches them; text that may be the start of
     either is held back."""
 
-    def __init__(self, opening: str, closing: str, prefix: str = "") -> None:
-        self._closing = closing
-        # What the reply may start with, in turn, each removed when there: the opening tag, then the words a
-        # family opens its reply with (``prefix``: Hunyuan A13B's word for assistant).
-        self._leading = [opening, prefix] if prefix else [opening]
+    def __init__(
+        self, opening: str, closing: str, prefix: str = "", turn_end: str = "", other_openings: tuple[str, ...] = ()
+    ) -> None:
+        # The closing tag, and the turn's own end after it (Kimi K3's message close): each removed where it comes.
+        self._closings = (closing, turn_end) if turn_end else (closing,)
+        # What the reply may start with, in turn, each removed when there: the opening tag (any of its spellings:
+        # Onyx's header with or without <|start|>), then the words a family opens its reply with (``prefix``:
+        # Hunyuan A13B's word for assistant).
+        self._leading = [(opening, *other_openings), (prefix,)] if prefix else [(opening, *other_openings)]
         self._held = ""
         self._text = TrimmedText(strip_leading=False)
 
@@ -118,20 +124,23 @@ class ReplyTags:
         text, self._held = self._held + text, ""
         while self._leading:
             head = text.lstrip()
-            if head.startswith(self._leading[0]):
-                text = head[len(self._leading.pop(0)) :]
+            spelled = next((spelling for spelling in self._leading[0] if head.startswith(spelling)), None)
+            if spelled is not None:
+                self._leading.pop(0)
+                text = head[len(spelled) :]
                 self._text = TrimmedText(strip_leading=True)
-            elif self._leading[0].startswith(head):
+            elif any(spelling.startswith(head) for spelling in self._leading[0]):
                 self._held = text
                 return ""
             else:
                 self._leading.pop(0)  # not there: the next may be
         out = ""
-        while (end := text.find(self._closing)) >= 0:
+        while (found := find_first(text, self._closings))[0] >= 0:
+            end, closing = found
             out += self._text.push(text[:end])
             self._text = TrimmedText(strip_leading=True)  # the tag's own whitespace, both sides
-            text = text[end + len(self._closing) :]
-        keep = partial_tag_length(text, (self._closing,))
+            text = text[end + len(closing) :]
+        keep = partial_tag_length(text, self._closings)
         self._held = text[len(text) - keep :] if keep else ""
         return out + self._text.push(text[: len(text) - keep])
 

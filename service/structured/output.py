@@ -104,18 +104,19 @@ class Guide:
         # The block ends at its end tag. Blank lines after it are the model's to write or not (MiniMax-M3's template
         # writes a call right after </mm:think>): were they part of the end, a model that went straight on would
         # stay "inside" the block until max_tokens. A bounded run, so a small model cannot pad for ever. Markup
-        # after it (gpt-oss's next header, Kimi K3's empty response channel) ends the block with its end tag, but
-        # before forced calls it is written after the end tag: a model that wrote the end tag and went on with an
-        # answer would otherwise stay "inside" the block, unconstrained, until max_tokens.
+        # after it (gpt-oss's next header, Kimi K3's empty response channel before calls) is written after the end
+        # tag before forced calls; else the block ends with what every reply writes after it (the next header, or
+        # the opening of the tags the reply is wrapped in: K3's response channel, which an answer fills). Were the
+        # empty channel part of the end, a model that answered would stay "inside" the block, never to stop.
         blank = not after.strip()
-        block = {"type": "tag", "begin": begin, "content": {"type": "any_text"}, "end": think.end}
+        block: dict[str, Any] = {"type": "tag", "begin": begin, "content": {"type": "any_text"}, "end": think.end}
         follows: list[dict[str, str]] = []
         if blank and after:
             follows = [{"type": "regex", "pattern": AFTER_THINK_BLANKS}]
         elif not blank and self.forced:
             follows = [{"type": "const_string", "value": after}]
         elif not blank:
-            block["end"] += after
+            block["end"] += think.reply[0] if think.reply is not None else after
         elements = [block, *follows, self._format()]
         document = {"type": "structural_tag", "format": {"type": "sequence", "elements": elements}}
         return OutputConstraint("structural_tags_config", json.dumps(document), blame)

@@ -80,6 +80,10 @@ PARSERS: dict[str, tuple[str, str]] = {
     "minicpm5": ("minicpm5xml", "think"),
     "deepseek-v4": ("deepseek_v4", "think"),
     "command-r-plus": ("command_r_plus", "none"),
+    "apriel-1.6": ("apriel", "apriel"),
+    "kimi-k3": ("kimi_k3", "kimi_k3"),
+    "solar-open": ("solar_open", "solar_open"),
+    "onyx": ("onyx", "onyx"),
 }
 # Families whose templates have no reasoning mode: their reasoning cells do not apply.
 NO_REASONING = {

@@ -98,6 +98,21 @@ _COHERE_SPECIAL = ("<PAD>", "<BOS_TOKEN>", "<EOS_TOKEN>", "<|START_OF_TURN_TOKEN
 _HY3_TAGS = ("think", "tool_calls", "tool_call", "arg_key", "arg_value", "tool_responses", "tool_response")
 _HY3_ADDED = (*(f"<{close}{tag}:opensource>" for tag in _HY3_TAGS for close in ("", "/")), "<tool_sep:opensource>")
 
+# Markup a turn writes more than once in pieces (a bigram model writes each token once) is added whole: one id for
+# a whole tag, the text the real model's. Apriel's end of reasoning; Kimi K3's channel tags in the order a reply
+# writes them (think closed, response opened; response closed, message closed); Solar Open's and Onyx's reply
+# headers (each ends with the word every prompt ends with).
+APRIEL_FINAL = "[BEGIN FINAL RESPONSE]"
+_KIMI_K3_TAGS = ("<|close|>think<|sep|>", "<|open|>response<|sep|>", "<|close|>response<|sep|>",
+                 "<|close|>message<|sep|>")  # fmt: skip
+_SOLAR_REPLY = "<|begin|>assistant<|content|>"
+_SOLAR_SPECIAL = (
+    "<|begin|>", "<|end|>", "<|content|>", "<|think|>", "<|flush|>", "<|calls|>", "<|tool_calls|>",
+    "<|tool_call:begin|>", "<|tool_call:name|>", "<|tool_call:args|>", "<|tool_call:end|>", "<|tool_response|>",
+    "<|tool_response:begin|>", "<|tool_response:name|>", "<|tool_response:result|>", "<|tool_response:end|>",
+)  # fmt: skip
+_ONYX_REPLY = "assistant to=user<|message|>"
+
 FAMILIES: dict[str, Family] = {
     family.name: family
     for family in [
@@ -762,6 +777,80 @@ FAMILIES: dict[str, Family] = {
             end_of_turn=("<|END_OF_TURN_TOKEN|>",),
             special=_COHERE_SPECIAL,
             markup=("<|START_OF_TURN_TOKEN|>", "<|CHATBOT_TOKEN|>"),
+        ),
+        # Apriel 1.6 (Thinker): its Tekken-like byte-level BPE is not among the GGUFs; Llama 3's stands in, with
+        # Apriel's role tokens. It always reasons: the prompt opens the block with "Here are my reasoning steps:\n"
+        # and the model ends it with "[BEGIN FINAL RESPONSE]" (added whole: several ids in this vocabulary, "]"
+        # among them). Its first line break is "\n", so the one after the marker is "\n\n" (a bigram model
+        # writes each token once); the reply after it is read the same with either.
+        Family(
+            "apriel-1.6",
+            "Apriel-1.6-15b-Thinker-fixed.jinja",
+            script=f"{THOUGHT}\n{APRIEL_FINAL}\n\n{ANSWER}<|end|>",
+            tokenizer="llama-bpe",
+            bos="<s>",
+            eos="</s>",
+            end_of_turn=("<|end|>", "</s>"),
+            special=(
+                "<s>",
+                "</s>",
+                "<|begin_system|>",
+                "<|begin_user|>",
+                "<|begin_assistant|>",
+                "<|begin_tool_result|>",
+                "<|begin_content|>",
+                "<|end|>",
+            ),
+            added=("<tool_calls>", "</tool_calls>", APRIEL_FINAL),
+            markup=("<tool_calls>", APRIEL_FINAL, "<|begin_assistant|>"),
+        ),
+        # Kimi K3 (XTML): Kimi's tiktoken vocabulary is not among the GGUFs; Llama 3's stands in. <|open|>, <|close|>
+        # and <|sep|> are control tokens, as in the real vocabulary; each channel tag a turn writes (the think
+        # channel's close, the response channel, the message's close) is added whole (_KIMI_K3_TAGS). Thinking on,
+        # the prompt opens the think channel; off, the response channel. The message ends with <|end_of_msg|>.
+        Family(
+            "kimi-k3",
+            "Kimi-K3.jinja",
+            script=f"{THOUGHT}{''.join(_KIMI_K3_TAGS[:2])}{ANSWER}{''.join(_KIMI_K3_TAGS[2:])}<|end_of_msg|>",
+            tokenizer="llama-bpe",
+            bos="[BOS]",
+            eos="[EOS]",
+            end_of_turn=("<|end_of_msg|>",),
+            special=("[BOS]", "[EOS]", "<|end_of_msg|>", "<|open|>", "<|close|>", "<|sep|>"),
+            added=_KIMI_K3_TAGS,
+            markup=("<|open|>", "<|sep|>", *_KIMI_K3_TAGS),
+        ),
+        # Solar Open 100B: its own vocabulary is not among the GGUFs; Llama 3's stands in, with Solar's control
+        # tokens. The prompt ends with the next message's header ("<|begin|>assistant"); the model reasons in a
+        # <|think|> message, opens its reply message ("<|begin|>assistant<|content|>", added whole: "assistant" ends
+        # every prompt) and ends the turn with <|flush|> (after calls, <|calls|>).
+        Family(
+            "solar-open",
+            "upstage-Solar-Open-100B.jinja",
+            script=f"<|think|>{THOUGHT}<|end|>{_SOLAR_REPLY}{ANSWER}<|flush|>",
+            tokenizer="llama-bpe",
+            bos=None,
+            eos="<|flush|>",
+            end_of_turn=("<|flush|>", "<|calls|>"),
+            special=_SOLAR_SPECIAL,
+            added=(_SOLAR_REPLY,),
+            markup=("<|think|>", "<|tool_calls|>", "<|tool_call:begin|>", _SOLAR_REPLY),
+        ),
+        # Onyx (OVMS's ATEM test template): its vocabulary is not known here; Llama 3's stands in, with harmony-like
+        # control tokens. The prompt ends with the header's "assistant"; the model reasons in a message to itself,
+        # then answers in a message to the user, whose header (after <|start|>) is added whole: "assistant" ends
+        # every prompt.
+        Family(
+            "onyx",
+            "ovms-chat_template_onyx.jinja",
+            script=f" to=self<|message|>{THOUGHT}<|eom|><|start|>{_ONYX_REPLY}{ANSWER}<|eot|>",
+            tokenizer="llama-bpe",
+            bos=None,
+            eos="<|eot|>",
+            end_of_turn=("<|eot|>",),
+            special=("<|start|>", "<|message|>", "<|eom|>", "<|eot|>"),
+            added=(_ONYX_REPLY,),
+            markup=("<|message|>", "<|eom|>", _ONYX_REPLY),
         ),
     ]
 }

@@ -35,6 +35,8 @@ MINJA_FAILS = {
     "hy3": "Unknown method: format",
     "minimax-m3": "Unknown argument ensure_ascii for function tojson",
     "minicpm5": "Unknown argument ensure_ascii for function tojson",
+    # Kimi K3 tests an undefined variable with `is undefined` before it sets it.
+    "kimi-k3": "Unknown type for 'is' operator: undefined",
 }
 
 

@@ -280,8 +280,9 @@ def test_pythonic_refuses_a_tool_name_that_is_not_an_identifier() -> None:
 
 @pytest.mark.parametrize("name", ["openai", "gemma4"])
 def test_the_formats_own_reasoning_block_then_the_call(name: str) -> None:
-    """gpt-oss: the analysis message, the next message's header, then one call (<|call|> ends its turn);
-    Gemma 4: the thought channel, then the calls. The grammar compiles and what it writes reads back."""
+    """gpt-oss: the analysis message, the next message's header (after the block's end: a model that ended the
+    block and went on otherwise stays inside it), then one call (<|call|> ends its turn); Gemma 4: the thought
+    channel, then the calls. The grammar compiles and what it writes reads back."""
     fmt = OutputFormat(name, name)
     request = parse(chat_pb2.CreateChatCompletionRequest, {"model": "m", "messages": ASK, "tools": BOUNDED,
                                                            "tool_choice": "required"})  # fmt: skip
@@ -290,12 +291,14 @@ def test_the_formats_own_reasoning_block_then_the_call(name: str) -> None:
         request, violations, tools=BOUNDED, thinking=True, markup=fmt.call_markup, think=fmt.think_markup
     )
     assert constraint is not None and not violations, violations
-    block, calls = json.loads(constraint.value)["format"]["elements"]
+    block, *follows, calls = json.loads(constraint.value)["format"]["elements"]
     think, markup = fmt.think_markup, fmt.call_markup
     assert think is not None and markup is not None and block["begin"] == think.begin
-    assert block["end"] == {"openai": "<|end|><|start|>assistant", "gemma4": "<channel|>"}[name]
+    header = [{"type": "const_string", "value": "<|start|>assistant"}]
+    assert (block["end"], follows) == {"openai": ("<|end|>", header), "gemma4": ("<channel|>", [])}[name]
     assert ("{0," in calls["grammar"].splitlines()[0]) is markup.parallel  # root: gpt-oss makes no second call
-    written = block["begin"] + "\nWeather in Paris.\n" + block["end"] + markup.begin("get_weather")
+    after = "".join(follow["value"] for follow in follows)
+    written = block["begin"] + "\nWeather in Paris.\n" + block["end"] + after + markup.begin("get_weather")
     turn = read_back(fmt, written + '{"city": "Paris", "unit": "celsius"}' + markup.call_end)
     assert turn.reasoning == "Weather in Paris." and [c.name for c in turn.calls] == ["get_weather"], turn
     # On the engine (tiny-chat rarely ends a block it did not learn): reasoning first, a call if it ends.

@@ -28,7 +28,7 @@ from ovserve.service.parsing.detection import PROBE_CALL_ID, Render, written_arg
 from ovserve.service.parsing.formats import ALIASES, REASONING_PARSERS
 from ovserve.service.parsing.markup import DSML, MINIMAX_NS, TAGGED_ARGUMENTS, CallMarkup
 from ovserve.service.parsing.tagged_calls import typed_value
-from ovserve.service.structured.output import structured_output_config
+from ovserve.service.structured.output import output_plan, structured_output_config
 from tests.rpc import parse as parse_request
 from tests.service.api.test_call_markup import (
     ASK,
@@ -516,6 +516,27 @@ def test_allowed_tools_auto_reads_back_only_allowed_calls(name: str) -> None:
     assert config is not None and not violations, violations
     turn = read_back(fmt, generate(engine_form(config), 0))
     assert all(call.name == "get_weather" for call in turn.calls)
+
+
+@pytest.mark.parametrize(("choice", "guided"), [("required", False), ("auto", True)])
+def test_kimi_k3s_think_channel_ends_before_its_response_channel(choice: str, guided: bool) -> None:
+    """A forced call's turn writes an empty response channel after the think channel: an element of its own after
+    the block's end, so a model that went on to answer is held to the call (it stayed "inside" the block, free, to
+    max_tokens). An answer fills the channel (tools offered, guided by default): the block ends where the channel
+    opens, and the rest is the reply's (it never ended before: no answer could stop)."""
+    fmt = OutputFormat("kimi_k3", "kimi_k3")
+    think, markup = fmt.think_markup, fmt.call_markup
+    assert think is not None and think.reply is not None and think.after and markup is not None
+    fields = {"model": "m", "messages": ASK, "tools": BOUNDED, "tool_choice": choice}
+    request = parse_request(chat_pb2.CreateChatCompletionRequest, fields)
+    violations: list[FieldViolation] = []
+    plan = output_plan(request, violations, tools=BOUNDED, thinking=True, markup=markup, think=think, guided=guided)
+    assert plan is not None and not violations, violations
+    block, after, *_ = json.loads(plan.constraint(opened=True).value)["format"]["elements"]
+    if choice == "required":
+        assert (block["end"], after) == (think.end, {"type": "const_string", "value": think.after})
+    else:
+        assert block["end"] == think.end + think.reply[0]
 
 
 @pytest.mark.parametrize("name", list(formats_xml.REASONING_FORMATS))

@@ -32,6 +32,8 @@ NEMOTRON_TAIL = "<SPECIAL_11>Assistant\n<think>\n"  # Nemotron Nano v2's generat
 APRIEL_16_TAIL = "<|begin_assistant|>\nHere are my reasoning steps:\n"  # 1.6's generation prompt opens the block
 APRIEL_15_TAIL = "<|assistant|>\n"  # 1.5's opens nothing
 K3_REPLY_TAIL = '<|open|>message role="assistant"<|sep|><|open|>response<|sep|>'  # Kimi K3, thinking off
+K3_THINK_TAIL = '<|open|>message role="assistant"<|sep|><|open|>think<|sep|>'  # Kimi K3, thinking on
+K3_REPLY, K3_MESSAGE_END = "<|close|>think<|sep|><|open|>response<|sep|>", "<|close|>message<|sep|>"
 K3_CALL = (
     '<|open|>tools<|sep|><|open|>call tool="get_weather" index="1"<|sep|><|open|>argument key="city" type="string"'
     "<|sep|>Kyoto<|close|>argument<|sep|><|close|>call<|sep|><|close|>tools<|sep|>"
@@ -75,6 +77,12 @@ CASES = [
     ("kimi_k3", "kimi_k3", K3_REPLY_TAIL, "Hi.<|close|>response<|sep|>", "", "Hi.", []),
     ("kimi_k3", "kimi_k3", K3_REPLY_TAIL, "Checking.<|close|>response<|sep|>" + K3_CALL, "", "Checking.", [WEATHER]),
     ("kimi_k3", "kimi_k3", K3_REPLY_TAIL, "<|close|>response<|sep|>" + K3_CALL, "", "", [WEATHER]),
+    # ... and ends its message (vLLM's kimi_k3 parsers drop the close too), after the reply or its calls.
+    ("kimi_k3", "kimi_k3", K3_REPLY_TAIL, f"Hi.<|close|>response<|sep|>{K3_MESSAGE_END}", "", "Hi.", []),
+    ("kimi_k3", "kimi_k3", K3_REPLY_TAIL, f"<|close|>response<|sep|>{K3_CALL}{K3_MESSAGE_END}", "", "", [WEATHER]),
+    # Thinking on: the prompt opened the think channel; the reply channel follows it.
+    ("kimi_k3", "kimi_k3", K3_THINK_TAIL, f"Hmm.{K3_REPLY}Hi.<|close|>response<|sep|>{K3_MESSAGE_END}", "Hmm.",
+     "Hi.", []),
 ]  # fmt: skip
 
 
@@ -93,11 +101,22 @@ def test_a_block_cut_while_it_may_still_be_a_repeated_opening_is_reasoning() -> 
     assert (turn.reasoning, turn.content, turn.in_reasoning) == ("<thi", "", True)
 
 
-def test_kimi_k3_reply_tags_without_tools_offered() -> None:
-    """No tools offered: the reply the prompt opened still loses its closing tag."""
+@pytest.mark.parametrize("end", ["", K3_MESSAGE_END])
+def test_kimi_k3_reply_tags_without_tools_offered(end: str) -> None:
+    """No tools offered: the reply the prompt opened still loses its closing tag, and the message its close."""
     fmt = OutputFormat(tool_parser="kimi_k3", reasoning_parser="kimi_k3")
-    turn = streamed_like_whole(fmt, "Hi.<|close|>response<|sep|>", prompt_tail=K3_REPLY_TAIL, tools=False)
+    turn = streamed_like_whole(fmt, f"Hi.<|close|>response<|sep|>{end}", prompt_tail=K3_REPLY_TAIL, tools=False)
     assert (turn.reasoning, turn.content) == ("", "Hi.")
+
+
+@pytest.mark.parametrize("start", ["<|start|>", ""])
+def test_an_atem_answer_without_tools_offered(start: str) -> None:
+    """Onyx served with its tool format keeps <|start|> in the text (the envelope's), also when a request offers
+    no tools (no call parser then): the answer's header goes either way."""
+    fmt = OutputFormat(tool_parser="onyx", reasoning_parser="onyx")
+    text = f" to=self<|message|>Easy.<|eom|>{start}assistant to=user<|message|>It is 3.<|eot|>"
+    turn = streamed_like_whole(fmt, text, prompt_tail="<|start|>assistant", tools=False)
+    assert (turn.reasoning, turn.content) == ("Easy.", "It is 3.")
 
 
 def test_the_opened_and_implicit_blocks_are_known_from_the_prompt() -> None:
