@@ -86,3 +86,31 @@ class StreamTranscriptionResponse(_message.Message):
     delta: TranscriptionDelta
     done: CreateTranscriptionResponse
     def __init__(self, delta: _Optional[_Union[TranscriptionDelta, _Mapping]] = ..., done: _Optional[_Union[CreateTranscriptionResponse, _Mapping]] = ...) -> None: ...
+
+class CreateTranslationRequest(_message.Message):
+    __slots__ = ("model", "file", "filename", "prompt", "response_format", "temperature")
+    MODEL_FIELD_NUMBER: _ClassVar[int]
+    FILE_FIELD_NUMBER: _ClassVar[int]
+    FILENAME_FIELD_NUMBER: _ClassVar[int]
+    PROMPT_FIELD_NUMBER: _ClassVar[int]
+    RESPONSE_FORMAT_FIELD_NUMBER: _ClassVar[int]
+    TEMPERATURE_FIELD_NUMBER: _ClassVar[int]
+    model: str
+    file: bytes
+    filename: str
+    prompt: str
+    response_format: str
+    temperature: float
+    def __init__(self, model: _Optional[str] = ..., file: _Optional[bytes] = ..., filename: _Optional[str] = ..., prompt: _Optional[str] = ..., response_format: _Optional[str] = ..., temperature: _Optional[float] = ...) -> None: ...
+
+class CreateTranslationResponse(_message.Message):
+    __slots__ = ("text", "language", "duration", "segments")
+    TEXT_FIELD_NUMBER: _ClassVar[int]
+    LANGUAGE_FIELD_NUMBER: _ClassVar[int]
+    DURATION_FIELD_NUMBER: _ClassVar[int]
+    SEGMENTS_FIELD_NUMBER: _ClassVar[int]
+    text: str
+    language: str
+    duration: float
+    segments: _containers.RepeatedCompositeFieldContainer[TranscriptionSegment]
+    def __init__(self, text: _Optional[str] = ..., language: _Optional[str] = ..., duration: _Optional[float] = ..., segments: _Optional[_Iterable[_Union[TranscriptionSegment, _Mapping]]] = ...) -> None: ...

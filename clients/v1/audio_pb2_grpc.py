@@ -26,7 +26,8 @@ if _version_not_supported:
 
 
 class AudioServiceStub:
-    """Transcribing recorded speech with a served speech model (Whisper).
+    """Transcribing or translating recorded speech with a served speech model
+    (Whisper).
     """
 
     def __init__(self, channel):
@@ -45,10 +46,16 @@ class AudioServiceStub:
                 request_serializer=ovserve_dot_v1_dot_audio__pb2.StreamTranscriptionRequest.SerializeToString,
                 response_deserializer=ovserve_dot_v1_dot_audio__pb2.StreamTranscriptionResponse.FromString,
                 _registered_method=True)
+        self.CreateTranslation = channel.unary_unary(
+                '/ovserve.v1.AudioService/CreateTranslation',
+                request_serializer=ovserve_dot_v1_dot_audio__pb2.CreateTranslationRequest.SerializeToString,
+                response_deserializer=ovserve_dot_v1_dot_audio__pb2.CreateTranslationResponse.FromString,
+                _registered_method=True)
 
 
 class AudioServiceServicer:
-    """Transcribing recorded speech with a served speech model (Whisper).
+    """Transcribing or translating recorded speech with a served speech model
+    (Whisper).
     """
 
     def CreateTranscription(self, request, context):
@@ -68,6 +75,14 @@ class AudioServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def CreateTranslation(self, request, context):
+        """The speech translated into English (Whisper's translate task), when it
+        is done. The same bounds and decoding as CreateTranscription.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_AudioServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -81,6 +96,11 @@ def add_AudioServiceServicer_to_server(servicer, server):
                     request_deserializer=ovserve_dot_v1_dot_audio__pb2.StreamTranscriptionRequest.FromString,
                     response_serializer=ovserve_dot_v1_dot_audio__pb2.StreamTranscriptionResponse.SerializeToString,
             ),
+            'CreateTranslation': grpc.unary_unary_rpc_method_handler(
+                    servicer.CreateTranslation,
+                    request_deserializer=ovserve_dot_v1_dot_audio__pb2.CreateTranslationRequest.FromString,
+                    response_serializer=ovserve_dot_v1_dot_audio__pb2.CreateTranslationResponse.SerializeToString,
+            ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
             'ovserve.v1.AudioService', rpc_method_handlers)
@@ -90,7 +110,8 @@ def add_AudioServiceServicer_to_server(servicer, server):
 
  # This class is part of an EXPERIMENTAL API.
 class AudioService:
-    """Transcribing recorded speech with a served speech model (Whisper).
+    """Transcribing or translating recorded speech with a served speech model
+    (Whisper).
     """
 
     @staticmethod
@@ -137,6 +158,33 @@ class AudioService:
             '/ovserve.v1.AudioService/StreamTranscription',
             ovserve_dot_v1_dot_audio__pb2.StreamTranscriptionRequest.SerializeToString,
             ovserve_dot_v1_dot_audio__pb2.StreamTranscriptionResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CreateTranslation(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/ovserve.v1.AudioService/CreateTranslation',
+            ovserve_dot_v1_dot_audio__pb2.CreateTranslationRequest.SerializeToString,
+            ovserve_dot_v1_dot_audio__pb2.CreateTranslationResponse.FromString,
             options,
             channel_credentials,
             insecure,

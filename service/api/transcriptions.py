@@ -1,9 +1,10 @@
-"""AudioService semantics: OpenAI's audio transcriptions on a served Whisper model.
+"""AudioService semantics: OpenAI's audio transcriptions and translations on a served Whisper model.
 
 The upload is decoded and resampled off the event loop (service/media/audio.py), its length bounded before its
 samples are; the options are checked against the model (its languages); the transcript comes from the model's
 pipeline process, streamed as it is decoded where the pipeline can stream (one window of at most 30 s, without
-timestamps).
+timestamps). A translation is the same job with Whisper's translate task (the text in English; the spoken language
+detected), under the same bounds.
 
 At most MAX_CONCURRENT_DECODES uploads are decoded at once per server (per event loop): each may hold up to 115 MB of
 samples while it is decoded, so more requests wait their turn (bounded by their deadline) rather than each allocating
@@ -183,3 +184,25 @@ async def stream_transcription(
         if answer:
             streamed = True
             yield audio_pb2.StreamTranscriptionResponse(delta=audio_pb2.TranscriptionDelta(delta=answer))
+
+
+async def create_translation(
+    registry: ModelRegistry, request: audio_pb2.CreateTranslationRequest
+) -> audio_pb2.CreateTranslationResponse:
+    """AudioService.CreateTranslation: Whisper's translate task, with a transcription's checks, bounds and decoding."""
+    # A transcription request without a language or timestamp granularities: the one path checks and decodes both.
+    as_transcription = audio_pb2.CreateTranscriptionRequest(
+        model=request.model,
+        file=request.file,
+        filename=request.filename,
+        prompt=request.prompt,
+        response_format=request.response_format,
+    )
+    if request.HasField("temperature"):
+        as_transcription.temperature = request.temperature
+    pipeline, samples, options = await _prepared(registry, as_transcription)
+    async for answer in _transcripts(pipeline, samples, {**options, "task": "translate"}):
+        if isinstance(answer, Transcript):
+            # The two responses are field for field the same message (audio.proto).
+            return audio_pb2.CreateTranslationResponse.FromString(_response(pipeline, answer).SerializeToString())
+    raise EngineError("the speech pipeline gave no translation")  # unreachable: the last answer is one

@@ -73,7 +73,7 @@ class Rerank:
 
 @dataclass(frozen=True)
 class Transcribe:
-    """Transcribe 16 kHz mono float32 samples."""
+    """Transcribe 16 kHz mono float32 samples (or translate them into English: ``task`` "translate")."""
 
     job_id: int
     samples: bytes  # float32, native byte order
@@ -82,6 +82,7 @@ class Transcribe:
     temperature: float = 0.0
     timestamps: bool = False  # segments with their start and end
     stream: bool = False  # send the text as it is decoded (Partial)
+    task: str = "transcribe"  # Whisper's task: "transcribe" or "translate"
 
 
 @dataclass(frozen=True)

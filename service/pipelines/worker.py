@@ -22,6 +22,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from ovserve.service.pipelines.encoder import EncoderModel
+from ovserve.service.pipelines.image_runner import ImageRunner
 from ovserve.service.pipelines.kinds import EmbeddingConfig, PipelineKind
 from ovserve.service.pipelines.messages import (
     CancelJob,
@@ -207,7 +208,7 @@ class TranscribeRunner:
 
     def _transcribe(self, job: Transcribe, send: Send) -> Transcript:
         samples = np.frombuffer(job.samples, dtype=np.float32)
-        options: dict[str, Any] = {"task": "transcribe", "return_timestamps": job.timestamps}
+        options: dict[str, Any] = {"task": job.task, "return_timestamps": job.timestamps}
         if job.language:
             options["language"] = f"<|{job.language}|>"
         if job.prompt:
@@ -242,6 +243,7 @@ RUNNERS: dict[PipelineKind, Callable[[PipelineSpec], Runner]] = {
     PipelineKind.EMBED: EmbedRunner,
     PipelineKind.RERANK: RerankRunner,
     PipelineKind.TRANSCRIBE: TranscribeRunner,
+    PipelineKind.IMAGE: ImageRunner,
 }
 
 

@@ -24,6 +24,9 @@ type AudioServiceClient interface {
 	// one delta: the pipeline streams only a single window without
 	// timestamps.
 	StreamTranscription(ctx context.Context, in *StreamTranscriptionRequest, opts ...grpc.CallOption) (AudioService_StreamTranscriptionClient, error)
+	// The speech translated into English (Whisper's translate task), when it
+	// is done. The same bounds and decoding as CreateTranscription.
+	CreateTranslation(ctx context.Context, in *CreateTranslationRequest, opts ...grpc.CallOption) (*CreateTranslationResponse, error)
 }
 
 type audioServiceClient struct {
@@ -75,6 +78,15 @@ func (x *audioServiceStreamTranscriptionClient) Recv() (*StreamTranscriptionResp
 	return m, nil
 }
 
+func (c *audioServiceClient) CreateTranslation(ctx context.Context, in *CreateTranslationRequest, opts ...grpc.CallOption) (*CreateTranslationResponse, error) {
+	out := new(CreateTranslationResponse)
+	err := c.cc.Invoke(ctx, "/ovserve.v1.AudioService/CreateTranslation", in, out, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // AudioServiceServer is the server API for AudioService service.
 // All implementations must embed UnimplementedAudioServiceServer
 // for forward compatibility
@@ -86,6 +98,9 @@ type AudioServiceServer interface {
 	// one delta: the pipeline streams only a single window without
 	// timestamps.
 	StreamTranscription(*StreamTranscriptionRequest, AudioService_StreamTranscriptionServer) error
+	// The speech translated into English (Whisper's translate task), when it
+	// is done. The same bounds and decoding as CreateTranscription.
+	CreateTranslation(context.Context, *CreateTranslationRequest) (*CreateTranslationResponse, error)
 	mustEmbedUnimplementedAudioServiceServer()
 }
 
@@ -98,6 +113,9 @@ func (UnimplementedAudioServiceServer) CreateTranscription(context.Context, *Cre
 }
 func (UnimplementedAudioServiceServer) StreamTranscription(*StreamTranscriptionRequest, AudioService_StreamTranscriptionServer) error {
 	return status.Errorf(codes.Unimplemented, "method StreamTranscription not implemented")
+}
+func (UnimplementedAudioServiceServer) CreateTranslation(context.Context, *CreateTranslationRequest) (*CreateTranslationResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method CreateTranslation not implemented")
 }
 func (UnimplementedAudioServiceServer) mustEmbedUnimplementedAudioServiceServer() {}
 
@@ -151,6 +169,24 @@ func (x *audioServiceStreamTranscriptionServer) Send(m *StreamTranscriptionRespo
 	return x.ServerStream.SendMsg(m)
 }
 
+func _AudioService_CreateTranslation_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CreateTranslationRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AudioServiceServer).CreateTranslation(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: "/ovserve.v1.AudioService/CreateTranslation",
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AudioServiceServer).CreateTranslation(ctx, req.(*CreateTranslationRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 var _AudioService_serviceDesc = grpc.ServiceDesc{
 	ServiceName: "ovserve.v1.AudioService",
 	HandlerType: (*AudioServiceServer)(nil),
@@ -158,6 +194,10 @@ var _AudioService_serviceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "CreateTranscription",
 			Handler:    _AudioService_CreateTranscription_Handler,
+		},
+		{
+			MethodName: "CreateTranslation",
+			Handler:    _AudioService_CreateTranslation_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{
