@@ -149,6 +149,14 @@ def stream_transcription(
     return Stream(stubs[Service.AUDIO].StreamTranscription, request, timeout)
 
 
+def translate(
+    stubs: Stubs, /, model: str, audio: bytes, *, timeout: float | None = None, **params: Any
+) -> Call[audio_pb2.CreateTranslationResponse]:
+    """The speech of an audio file's bytes in English (``prompt``, ``temperature``, ``response_format``)."""
+    request = transcription_request(audio_pb2.CreateTranslationRequest, model, audio, params)
+    return Call(stubs[Service.AUDIO].CreateTranslation, request, timeout)
+
+
 # ---- models and health ----
 
 

@@ -63,7 +63,7 @@ def rerank_request(
 
 
 def transcription_request(message_class: type[Request], model: str, audio: bytes, params: Mapping[str, Any]) -> Request:
-    """A Create/StreamTranscriptionRequest of an audio file's bytes."""
+    """A Create/StreamTranscriptionRequest or CreateTranslationRequest of an audio file's bytes."""
     request = _with_params(message_class, model, params)
     request.file = audio  # type: ignore[attr-defined]
     return request

@@ -138,6 +138,7 @@ class _Client:
     rerank = _Unary(_calls.rerank)
     transcribe = _Unary(_calls.transcribe)
     stream_transcription = _Streaming(_calls.stream_transcription)
+    translate = _Unary(_calls.translate)
     list_models = _Unary(_calls.list_models)
     get_model = _Unary(_calls.get_model)
     health = _Unary(_calls.health)

@@ -1,7 +1,9 @@
-"""POST /audio/transcriptions: OpenAI's multipart upload -> AudioService, answered in the format asked for.
+"""POST /audio/transcriptions and /audio/translations: OpenAI's multipart upload -> AudioService, answered in the
+format asked for.
 
-json ``{"text", "usage"}``, text, verbose_json (language, duration, timed segments), srt or vtt; with
-``stream=true``, OpenAI's ``transcript.text.delta`` events and a ``transcript.text.done``.
+json ``{"text", "usage"}``, text, verbose_json (language, duration, timed segments), srt or vtt; a transcription
+with ``stream=true``, OpenAI's ``transcript.text.delta`` events and a ``transcript.text.done``. A translation's form
+is a transcription's without language, timestamp granularities or stream (OpenAI's).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from ovserve.rest_bridge.translate.body import bad_request
 # Form fields -> how each is read (every value arrives as text). The proto's own names, OpenAI's field names.
 _TEXT_FIELDS = ("model", "language", "prompt", "response_format")
 _KNOWN = {*_TEXT_FIELDS, "file", "temperature", "timestamp_granularities[]", "timestamp_granularities", "stream"}
+_TRANSLATION_FIELDS = {"model", "file", "prompt", "response_format", "temperature"}  # OpenAI's translation form
 _TEXT_FORMATS = {"text": "text/plain", "srt": "application/x-subrip", "vtt": "text/vtt"}
 
 # Bounds on the form's shape, so a hostile body costs little to refuse. OpenAI's form has 9 fields; a few repeated
@@ -57,8 +60,11 @@ def _one(arguments: dict[str, list[bytes]], name: str) -> str | None:
         raise bad_request(name, f"{name}: not UTF-8 text") from None
 
 
-def transcription_request(body: bytes, content_type: str | None) -> tuple[audio_pb2.CreateTranscriptionRequest, bool]:
-    """The proto request for a multipart form, and whether to stream; a 400 names a bad field."""
+def transcription_request(
+    body: bytes, content_type: str | None, known: set[str] = _KNOWN
+) -> tuple[audio_pb2.CreateTranscriptionRequest, bool]:
+    """The proto request for a multipart form, and whether to stream; a 400 names a bad field (or one not in
+    ``known``)."""
     if not (content_type or "").lower().startswith("multipart/form-data"):
         raise BridgeError(415, "Content-Type must be multipart/form-data", code="unsupported_media_type")
     arguments: dict[str, list[bytes]] = {}
@@ -68,7 +74,7 @@ def transcription_request(body: bytes, content_type: str | None) -> tuple[audio_
     except tornado.httputil.HTTPInputError as error:
         reason = next((told for said, told in _FORM_ERRORS.items() if said in str(error)), None)
         raise bad_request("file", f"file: not a readable multipart/form-data body: {reason or 'malformed'}") from None
-    unknown = next((name for name in [*arguments, *files] if name not in _KNOWN), None)
+    unknown = next((name for name in [*arguments, *files] if name not in known), None)
     if unknown is not None:
         raise bad_request(unknown, f"Unrecognized request argument supplied: {unknown}")
     uploads = files.get("file") or []
@@ -104,7 +110,7 @@ def _clock(seconds: float, separator: str) -> str:
     return f"{hours:02d}:{minutes:02d}:{rest // 1000:02d}{separator}{rest % 1000:03d}"
 
 
-def subtitles(reply: audio_pb2.CreateTranscriptionResponse, kind: str) -> str:
+def subtitles(reply: audio_pb2.CreateTranscriptionResponse | audio_pb2.CreateTranslationResponse, kind: str) -> str:
     """The segments as SubRip (srt) or WebVTT (vtt) cues."""
     separator = "," if kind == "srt" else "."
     cues = [
@@ -115,7 +121,7 @@ def subtitles(reply: audio_pb2.CreateTranscriptionResponse, kind: str) -> str:
     return ("WEBVTT\n\n" if kind == "vtt" else "") + "\n".join(cues)
 
 
-def _usage(reply: audio_pb2.CreateTranscriptionResponse) -> dict[str, Any]:
+def _usage(reply: audio_pb2.CreateTranscriptionResponse | audio_pb2.CreateTranslationResponse) -> dict[str, Any]:
     return {"type": "duration", "seconds": math.ceil(reply.duration)}
 
 
@@ -126,9 +132,12 @@ def compression_ratio(text: str) -> float:
 
 
 def transcription_json(
-    reply: audio_pb2.CreateTranscriptionResponse, response_format: str, temperature: float = 0.0
+    reply: audio_pb2.CreateTranscriptionResponse | audio_pb2.CreateTranslationResponse,
+    response_format: str,
+    temperature: float = 0.0,
+    task: str = "transcribe",
 ) -> dict[str, Any]:
-    """OpenAI's json or verbose_json transcription.
+    """OpenAI's json or verbose_json transcription (or translation: ``task`` "translate").
 
     A verbose segment has what the pipeline gives (times, text, tokens), the temperature and Whisper's compression
     ratio; OpenAI's avg_logprob and no_speech_prob are left out: OpenVINO GenAI does not report them per segment.
@@ -136,8 +145,9 @@ def transcription_json(
     if response_format != "verbose_json":
         return {"text": reply.text, "usage": _usage(reply)}
     return {
-        "task": "transcribe",
-        "language": reply.language,
+        "task": task,
+        # OpenAI's translation names the output's language ("always english"); a transcription, the one spoken.
+        "language": "english" if task == "translate" else reply.language,
         "duration": reply.duration,
         "text": reply.text,
         "segments": [
@@ -155,6 +165,21 @@ def transcription_json(
         ],
         "usage": _usage(reply),
     }
+
+
+def translation_request(body: bytes, content_type: str | None) -> audio_pb2.CreateTranslationRequest:
+    """The proto request for a translation's multipart form; a 400 names a bad field."""
+    form, _ = transcription_request(body, content_type, _TRANSLATION_FIELDS)
+    request = audio_pb2.CreateTranslationRequest(
+        model=form.model,
+        file=form.file,
+        filename=form.filename,
+        prompt=form.prompt,
+        response_format=form.response_format,
+    )
+    if form.HasField("temperature"):
+        request.temperature = form.temperature
+    return request
 
 
 def transcription_event(message: audio_pb2.StreamTranscriptionResponse) -> dict[str, Any]:
@@ -177,13 +202,32 @@ class TranscriptionsHandler(JsonBodyHandler):
             await self.relay(call, DataFraming(transcription_event))  # then [DONE], as OpenAI ends it
             return
         reply = await self.unary(self.backend.audio.CreateTranscription, request)
-        kind = request.response_format or "json"
+        self.write_reply(reply, request.response_format, request.temperature, "transcribe")
+
+    def write_reply(
+        self,
+        reply: audio_pb2.CreateTranscriptionResponse | audio_pb2.CreateTranslationResponse,
+        response_format: str,
+        temperature: float,
+        task: str,
+    ) -> None:
+        """Write ``reply`` in the ``response_format`` asked for."""
+        kind = response_format or "json"
         if kind in _TEXT_FORMATS:
             text = reply.text if kind == "text" else subtitles(reply, kind)
             self.set_header("Content-Type", f"{_TEXT_FORMATS[kind]}; charset=utf-8")
             self.finish(text.encode("utf-8"))
             return
-        self.write_json(transcription_json(reply, kind, request.temperature))
+        self.write_json(transcription_json(reply, kind, temperature, task))
 
 
-ROUTES = [("/audio/transcriptions", TranscriptionsHandler)]
+class TranslationsHandler(TranscriptionsHandler):
+    """POST /v3/audio/translations (multipart/form-data): the speech in English, in a transcription's formats."""
+
+    async def post(self) -> None:
+        request = await self.translated_body(translation_request)
+        reply = await self.unary(self.backend.audio.CreateTranslation, request)
+        self.write_reply(reply, request.response_format, request.temperature, "translate")
+
+
+ROUTES = [("/audio/transcriptions", TranscriptionsHandler), ("/audio/translations", TranslationsHandler)]

@@ -22,7 +22,7 @@ from ovserve.service.server.services import SERVED
 
 # The public methods of both clients, as they were before they shared one table: the API to keep.
 UNARY = {
-    "chat", "complete", "embed", "rerank", "transcribe", "list_models", "get_model", "health",
+    "chat", "complete", "embed", "rerank", "transcribe", "translate", "list_models", "get_model", "health",
     "create_conversation", "get_conversation", "update_conversation", "delete_conversation",
     "list_conversation_items", "add_conversation_items", "get_conversation_item", "delete_conversation_item",
     "upload_file", "get_file", "list_files", "delete_file", "create_batch", "get_batch", "list_batches",
@@ -43,7 +43,7 @@ def generated_services() -> set[str]:
 
 def test_every_generated_service_is_declared_once() -> None:
     declared = [service.full_name for service in Service]
-    assert len(declared) == len(set(declared)) == 11
+    assert len(declared) == len(set(declared)) == 12
     assert set(declared) == generated_services()
 
 
@@ -95,6 +95,7 @@ ARGUMENTS: dict[str, tuple[Any, ...]] = {
     "rerank": ("m", "q", ["a", "b"]),
     "transcribe": ("m", b"RIFF"),
     "stream_transcription": ("m", b"RIFF"),
+    "translate": ("m", b"RIFF"),
     "list_models": (),
     "get_model": ("m",),
     "health": (),

@@ -436,7 +436,7 @@ def test_the_inputs_are_deterministic() -> None:
 
 DECLARED, SENT = 10_000_000, 4 * inputs.MIB  # past the 1 MiB an upload is spooled to a file from
 ABANDON_ROUNDS, ABANDON_CLIENTS = 2, 8
-FORM_ROUTES = {"/files", "/audio/transcriptions"}  # multipart forms; every other route's body is JSON
+FORM_ROUTES = {"/files", "/audio/transcriptions", "/audio/translations"}  # multipart; every other route's is JSON
 
 
 def body_routes() -> list[tuple[str, str, bytes]]:
