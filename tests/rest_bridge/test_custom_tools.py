@@ -239,3 +239,18 @@ def test_responses_bad_custom_grammar_names_its_field(client: openai.OpenAI) -> 
     with pytest.raises(openai.BadRequestError) as caught:
         client.responses.create(model=MODEL, input="x", tools=tools, tool_choice="required", max_output_tokens=8)
     assert caught.value.body["param"] == "tools[0].format.grammar.definition"  # type: ignore[index]
+
+
+def test_auto_guides_a_custom_call_by_default(client: openai.OpenAI) -> None:
+    """Under tool_choice auto the model may answer or call; a call it opens follows the tool's format (the served
+    model's default tool-guided generation)."""
+    tool: Any = custom("get_weather", grammar("regex", TIMESTAMP))  # tiny-chat calls get_weather when asked
+    inputs = []
+    for seed in range(1, 9):
+        reply = client.chat.completions.create(
+            model=MODEL, messages=[{"role": "user", "content": "What is the weather in Paris?"}], tools=[tool],
+            temperature=1.0, seed=seed, max_tokens=MAX_TOKENS,
+        )  # fmt: skip
+        inputs += [call.custom.input for call in reply.choices[0].message.tool_calls or []]  # type: ignore[union-attr]
+    assert inputs  # what the guide must shape
+    assert all(re.fullmatch(TIMESTAMP, text) for text in inputs), inputs
