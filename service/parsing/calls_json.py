@@ -73,10 +73,13 @@ COHERE2_MOE_THINK = ThinkMarkup(
 # Apriel: reasoning from "Here are my reasoning steps:" (1.6's prompt writes it, 1.5's model does, 1.6's template
 # leaves it out of a past turn) to "[BEGIN FINAL RESPONSE]": implicit, the reply starts inside the block whether
 # or not the words are written (vLLM's apriel parser: everything before the marker); 1.5's prompt asks for
-# "[END FINAL RESPONSE]" after the reply.
+# "[END FINAL RESPONSE]" after the reply. 1.5's template with add_thoughts set asks for the reason for a call between
+# <thinking> and </thinking> before it: that block is reasoning too (llama.cpp's Apriel 1.5 handler reads it so).
 APRIEL_THINK = ThinkMarkup(
     "Here are my reasoning steps:",
     "[BEGIN FINAL RESPONSE]",
+    other_begins=("<thinking>",),
+    other_ends=("</thinking>",),
     after="\n",
     reply=("", "[END FINAL RESPONSE]"),
     implicit=True,

@@ -67,6 +67,9 @@ CASES = [
     ("apriel", "apriel", APRIEL_15_TAIL, f"Need the weather.\n<tool_calls>[{W}]</tool_calls>", "Need the weather.",
      "", [WEATHER]),
     ("apriel", "apriel", APRIEL_15_TAIL, f"\n<tool_calls>[{W}]</tool_calls>", "", "", [WEATHER]),
+    # ... and 1.5's thought before a call, as its template asks for it with add_thoughts set (llama.cpp's reading).
+    ("apriel", "apriel", APRIEL_15_TAIL, f"<thinking>Need the weather.</thinking>\n<tool_calls>[{W}]</tool_calls>",
+     "Need the weather.", "", [WEATHER]),
     ("apriel", "apriel", APRIEL_16_TAIL, f"Hmm.\n[BEGIN FINAL RESPONSE]\n<tool_calls>[{W}]</tool_calls>", "Hmm.", "",
      [WEATHER]),
     # ... no marker and no call: all reasoning, as vLLM reads it (the model was still thinking) ...
