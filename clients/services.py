@@ -31,6 +31,8 @@ from ovserve.clients.v1 import (
     embedding_pb2_grpc,
     file_pb2,
     file_pb2_grpc,
+    image_pb2,
+    image_pb2_grpc,
     model_pb2,
     model_pb2_grpc,
     rerank_pb2,
@@ -58,6 +60,7 @@ class Service(Enum):
     EMBEDDING = (embedding_pb2, embedding_pb2_grpc)
     AUDIO = (audio_pb2, audio_pb2_grpc)
     RERANK = (rerank_pb2, rerank_pb2_grpc)
+    IMAGE = (image_pb2, image_pb2_grpc)
 
     def __init__(self, module: ModuleType, grpc_module: ModuleType) -> None:
         (descriptor,) = module.DESCRIPTOR.services_by_name.values()  # each proto file declares one service

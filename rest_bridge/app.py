@@ -22,6 +22,7 @@ from ovserve.rest_bridge.routes import (
     embeddings,
     files,
     health,
+    images,
     messages,
     models,
     rerank,
@@ -44,6 +45,7 @@ ROUTES: list[tuple[str, type[tornado.web.RequestHandler]]] = [
     *embeddings.ROUTES,
     *rerank.ROUTES,
     *audio.ROUTES,
+    *images.ROUTES,
     *files.ROUTES,
     *batches.ROUTES,
     *messages.ROUTES,  # Anthropic's Messages API

@@ -22,6 +22,7 @@ from ovserve.clients.v1 import (
     conversation_pb2_grpc,
     embedding_pb2_grpc,
     file_pb2_grpc,
+    image_pb2_grpc,
     model_pb2_grpc,
     rerank_pb2_grpc,
     response_pb2_grpc,
@@ -79,6 +80,7 @@ class Backend:
     audio: audio_pb2_grpc.AudioServiceStub
     files: file_pb2_grpc.FileServiceStub
     batches: batch_pb2_grpc.BatchServiceStub
+    images: image_pb2_grpc.ImageServiceStub
 
     @classmethod
     def on(cls, channel: grpc.aio.Channel) -> Backend:
@@ -97,4 +99,5 @@ class Backend:
             audio_pb2_grpc.AudioServiceStub(channel),
             file_pb2_grpc.FileServiceStub(channel),
             batch_pb2_grpc.BatchServiceStub(channel),
+            image_pb2_grpc.ImageServiceStub(channel),
         )

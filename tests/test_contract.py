@@ -68,6 +68,12 @@ EXPECTED_RPCS = {
         "GetFileContent": True,
     },
     "ovserve.v1.BatchService": {"CreateBatch": False, "GetBatch": False, "ListBatches": False, "CancelBatch": False},
+    "ovserve.v1.ImageService": {
+        "CreateImage": False,
+        "StreamImage": True,
+        "CreateImageEdit": False,
+        "StreamImageEdit": True,
+    },
 }
 # The one client-streaming RPC: an upload's bytes arrive in chunks.
 CLIENT_STREAMING = {"CreateFile"}
@@ -78,6 +84,8 @@ REQUEST_TWINS = [
     ("CreateCompletionRequest", "StreamCompletionRequest"),
     ("CreateChatCompletionRequest", "StreamChatCompletionRequest"),
     ("CreateResponseRequest", "StreamResponseRequest"),
+    ("CreateImageRequest", "StreamImageRequest"),
+    ("CreateImageEditRequest", "StreamImageEditRequest"),
 ]
 
 # Fields whose proto3 zero is not OpenAI's default, so presence must be tracked.

@@ -18,6 +18,7 @@ class PipelineKind(enum.Enum):
     EMBED = "embed"  # embeddings
     RERANK = "rerank"  # rerank and score
     TRANSCRIBE = "transcribe"  # audio transcriptions
+    IMAGE = "image"  # image generations and edits (a diffusion model)
 
     @property
     def api(self) -> str:
@@ -30,6 +31,7 @@ _APIS = {
     PipelineKind.EMBED: "embeddings",
     PipelineKind.RERANK: "rerank and score",
     PipelineKind.TRANSCRIBE: "audio transcriptions",
+    PipelineKind.IMAGE: "image generations and edits",
 }
 # The speech models' IRs (optimum-intel's encoder-decoder export).
 SPEECH_IRS = ("openvino_encoder_model.xml", "openvino_decoder_model.xml")
@@ -40,7 +42,10 @@ def kind_of(model_dir: Path) -> PipelineKind:
 
     A Whisper encoder-decoder transcribes; a one-label sequence classifier (a cross-encoder) reranks; an encoder
     without a language-model head (BertModel, a sentence-transformers export) embeds; anything else generates.
+    A diffusers pipeline's export (model_index.json beside its parts' folders) makes images.
     """
+    if (model_dir / "model_index.json").is_file():
+        return PipelineKind.IMAGE
     try:
         config = model_files.config(model_dir)
     except (OSError, ValueError):
@@ -55,17 +60,23 @@ def kind_of(model_dir: Path) -> PipelineKind:
     return PipelineKind.GENERATE
 
 
-# What each kind's pipeline loads, beside config.json and the tokenizer's IR.
+# What each kind's pipeline loads (a kind not listed: config.json).
 _NEEDED = {
-    PipelineKind.EMBED: ("openvino_model.xml", "openvino_tokenizer.xml"),
-    PipelineKind.RERANK: ("openvino_model.xml", "openvino_tokenizer.xml"),
-    PipelineKind.TRANSCRIBE: (*SPEECH_IRS, "openvino_tokenizer.xml", "openvino_detokenizer.xml"),
+    PipelineKind.EMBED: ("config.json", "openvino_model.xml", "openvino_tokenizer.xml"),
+    PipelineKind.RERANK: ("config.json", "openvino_model.xml", "openvino_tokenizer.xml"),
+    PipelineKind.TRANSCRIBE: ("config.json", *SPEECH_IRS, "openvino_tokenizer.xml", "openvino_detokenizer.xml"),
+    # A diffusers export: a folder per part (the VAE's encoder for edits).
+    PipelineKind.IMAGE: (
+        "model_index.json",
+        "tokenizer/openvino_tokenizer.xml",
+        *(f"{part}/openvino_model.xml" for part in ("text_encoder", "unet", "vae_decoder", "vae_encoder")),
+    ),
 }
 
 
 def missing_files(model_dir: Path, kind: PipelineKind) -> str:
     """The files a pipeline of ``kind`` needs that ``model_dir`` lacks, named ("" if none)."""
-    needed = ("config.json", *_NEEDED.get(kind, ()))
+    needed = _NEEDED.get(kind, ("config.json",))
     return ", ".join(name for name in needed if not (model_dir / name).is_file())
 
 

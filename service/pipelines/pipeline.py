@@ -18,6 +18,7 @@ import numpy as np
 from ovserve.clients.defaults import MIB
 from ovserve.service import model_files
 from ovserve.service.pipelines.encoder import direct_encoder
+from ovserve.service.pipelines.image_messages import Denoised, MakeImages
 from ovserve.service.pipelines.kinds import EmbeddingConfig, PipelineKind, embedding_config
 from ovserve.service.pipelines.messages import (
     CancelJob,
@@ -112,7 +113,11 @@ QUEUE_BUDGETS = {
     PipelineKind.EMBED: ("max_queued_tokens", "tokens"),
     PipelineKind.RERANK: ("max_queued_tokens", "tokens"),
     PipelineKind.TRANSCRIBE: ("max_queued_audio_bytes", "bytes of audio"),
+    PipelineKind.IMAGE: ("max_queued_jobs", "requests"),  # bounded by their count alone (size 0)
 }
+# Where a kind's tokenizer files and config.json are, under its model directory: a diffusers export keeps each
+# part in a folder (the text encoder's config bounds the prompt's tokens); the others, at the top.
+PART_FOLDERS = {PipelineKind.IMAGE: ("tokenizer", "text_encoder")}
 
 
 class _Pending:
@@ -140,15 +145,16 @@ class Pipeline(Supervised):
         self.settings = settings or PipelineSettings()
         self.name, self.kind, self.model_dir = name, kind, model_dir
         started = time.monotonic()
-        self.codec = TokenCodec(model_dir)
+        tokenizer_folder, config_folder = PART_FOLDERS.get(kind, ("", ""))
+        self.codec = TokenCodec(model_dir / tokenizer_folder)
         self.embedding: EmbeddingConfig | None = embedding_config(model_dir) if kind is PipelineKind.EMBED else None
         #: The embedding or cross-encoder IR runs on token ids the server made (encoder.py); else its pipeline
         #: takes text. Pairs are tokenised with tokenizer.json only.
         self.takes_token_ids = direct_encoder(model_dir, kind) and (
             kind is PipelineKind.EMBED or self.codec.backend == "tokenizers"
         )
-        self.max_model_len = _max_length(model_dir)
-        self.vocab_size = int(model_files.config(model_dir).get("vocab_size") or 0)
+        self.max_model_len = _max_length(model_dir / config_folder)
+        self.vocab_size = int(model_files.config(model_dir / config_folder).get("vocab_size") or 0)
         self.created = int(time.time())
         self.window_s = _window_seconds(model_dir)  # a speech model's audio window (Whisper's: 30 s)
         self.fft_samples = _fft_samples(model_dir)  # its analysis window: shorter recordings are padded
@@ -233,6 +239,13 @@ class Pipeline(Supervised):
             async for answer in answers:
                 yield answer
 
+    async def make_images(self, job: Callable[[int], MakeImages]) -> AsyncIterator[Denoised | Any]:
+        """A MakeImages job's answers: a Denoised per denoising step (with its partial image when one is due),
+        then the MadeImages. ``job``: the job for a job id."""
+        async with contextlib.aclosing(self._answers(job)) as answers:
+            async for answer in answers:
+                yield answer
+
     def check_room(self, size: int = 1) -> None:
         """EngineUnavailable or EngineOverloaded unless a request holding ``size`` (QUEUE_BUDGETS' unit) fits the
         model's queue now; with the default, whether the queue has any room (before a request's costly preparation,
@@ -270,6 +283,8 @@ class Pipeline(Supervised):
                 match answer:
                     case Partial(_, text):
                         yield text
+                    case Denoised() as step:
+                        yield step
                     case Done(_, result):
                         finished = True
                         yield result

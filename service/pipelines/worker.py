@@ -22,6 +22,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from ovserve.service.pipelines.encoder import EncoderModel
+from ovserve.service.pipelines.image_runner import ImageRunner
 from ovserve.service.pipelines.kinds import EmbeddingConfig, PipelineKind
 from ovserve.service.pipelines.messages import (
     CancelJob,
@@ -242,6 +243,7 @@ RUNNERS: dict[PipelineKind, Callable[[PipelineSpec], Runner]] = {
     PipelineKind.EMBED: EmbedRunner,
     PipelineKind.RERANK: RerankRunner,
     PipelineKind.TRANSCRIBE: TranscribeRunner,
+    PipelineKind.IMAGE: ImageRunner,
 }
 
 

@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 import grpc
 
 from ovserve.clients.v1 import batch_pb2, chat_pb2, conversation_pb2, file_pb2, model_pb2, response_pb2
-from ovserve.service.api import chat, completions, embeddings, models, rerank, tokenizer, transcriptions
+from ovserve.service.api import chat, completions, embeddings, images, models, rerank, tokenizer, transcriptions
 from ovserve.service.api.files import FilesApi
 from ovserve.service.api.lora import RuntimeLora
 from ovserve.service.api.stored_chat import StoredChatCompletions
@@ -142,6 +142,15 @@ class AudioServicer(_RegistryServicer):
     CreateTranscription = _answered_by(transcriptions.create_transcription)
     StreamTranscription = _streamed_by(transcriptions.stream_transcription)
     CreateTranslation = _answered_by(transcriptions.create_translation)
+
+
+class ImageServicer(_RegistryServicer):
+    """ovserve.v1.ImageService."""
+
+    CreateImage = _answered_by(images.create_image)
+    StreamImage = _streamed_by(images.stream_image)
+    CreateImageEdit = _answered_by(images.create_image_edit)
+    StreamImageEdit = _streamed_by(images.stream_image_edit)
 
 
 class ModelServicer(_RegistryServicer):

@@ -30,6 +30,7 @@ from ovserve.service.server.servicers import (
     ConversationServicer,
     EmbeddingServicer,
     FileServicer,
+    ImageServicer,
     ModelServicer,
     RerankServicer,
     ResponseServicer,
@@ -64,6 +65,7 @@ SERVICERS: dict[Service, Callable[[ServerParts], Any]] = {
     Service.EMBEDDING: lambda server: EmbeddingServicer(server.registry),
     Service.AUDIO: lambda server: AudioServicer(server.registry),
     Service.RERANK: lambda server: RerankServicer(server.registry),
+    Service.IMAGE: lambda server: ImageServicer(server.registry),
 }
 
 # The services served, by full name (health and reflection list them): how to register each, and how to build
@@ -83,6 +85,7 @@ ANSWERS_WITH: dict[Service, PipelineKind | None] = {
     Service.EMBEDDING: PipelineKind.EMBED,
     Service.RERANK: PipelineKind.RERANK,
     Service.AUDIO: PipelineKind.TRANSCRIBE,
+    Service.IMAGE: PipelineKind.IMAGE,
     Service.CONVERSATION: None,
     Service.MODEL: None,
 }

@@ -25,8 +25,9 @@ HUB_ID = re.compile(r"^(?P<repo>[A-Za-z0-9][\w.-]*/[\w.-]+)(?:@(?P<revision>[\w.
 # Files whose presence makes a directory a transformers checkpoint.
 WEIGHT_FILES = ("*.safetensors", "pytorch_model*.bin")
 # OpenVINO IRs a served directory may hold besides a language model's (model_files.LANGUAGE_IRS, which an embedding
-# or rerank model's openvino_model.xml is too): a speech model's.
-OTHER_IRS = ("openvino_encoder_model.xml",)
+# or rerank model's openvino_model.xml is too): a speech model's, and a diffusion model's denoiser (a UNet, or
+# SD3's and FLUX's transformer) in the folder of its part.
+OTHER_IRS = ("openvino_encoder_model.xml", "unet/openvino_model.xml", "transformer/openvino_model.xml")
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ from . import (
     agent_eval,
     chat_template,
     corpus,
+    diffusion,
     export,
     model_card,
     prompts,
@@ -71,10 +72,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument(
         "--models",
         nargs="+",
-        choices=("tiny-chat", "tiny-vision", "tiny-embed", "tiny-rerank", "tiny-whisper"),
-        default=["tiny-chat", "tiny-vision", "tiny-embed", "tiny-whisper"],
+        choices=("tiny-chat", "tiny-vision", "tiny-embed", "tiny-rerank", "tiny-whisper", "tiny-diffusion"),
+        default=["tiny-chat", "tiny-vision", "tiny-embed", "tiny-whisper", "tiny-diffusion"],
         help="what to build: tiny-chat (with tiny-chat-draft), tiny-vision, tiny-embed and tiny-rerank (built "
-        "together: either name builds both), tiny-whisper (needs espeak-ng) (default: all)",
+        "together: either name builds both), tiny-whisper (needs espeak-ng), tiny-diffusion (needs diffusers) "
+        "(default: all)",
     )
     p.add_argument(
         "--vision-steps", type=int, default=400, help="optimiser steps for tiny-vision (default: %(default)s)"
@@ -101,7 +103,11 @@ def main(argv: list[str] | None = None) -> int:
             return status
     if "tiny-whisper" in args.models:
         print("[speech] tiny-whisper")
-        return speech.build(args.out, args.work, seed=args.seed)
+        if status := speech.build(args.out, args.work, seed=args.seed):
+            return status
+    if "tiny-diffusion" in args.models:
+        print("[diffusion] tiny-diffusion")
+        print(diffusion.build(args.out, seed=args.seed))
     return 0
 
 
