@@ -625,8 +625,9 @@ class Junk:
             if field.message_type is not None and field.message_type.full_name == STRUCT:
                 target.update(self.nested(rng.randint(1, 25)) if rng.random() < 0.5 else {"v": self.json_value(4)})
             elif field.message_type is not None and field.message_type.GetOptions().map_entry:
+                value = field.message_type.fields_by_name["value"]  # metadata's strings, logit_bias's numbers
                 for _ in range(rng.randint(1, 5)):
-                    target[self.text()[:1000]] = self.text()[:1000]
+                    target[self.text()[:1000]] = self.scalar(value)
             elif field.message_type is not None:
                 if depth > 3:
                     continue
