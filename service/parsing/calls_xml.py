@@ -47,6 +47,9 @@ class XmlCallForm:
     # Other spellings of the key's end before a JSON value (Kimi K3 names each JSON type: type="boolean", ...).
     json_key_ends: tuple[str, ...] = ()
     numbered: str = ""  # after name_end, the call's number and then this (Kimi K3's index="1"<|sep|>)
+    # The arguments may instead be one JSON object between the name and call_end (SGLang's DeepSeek V3.2 / V4
+    # detectors read this "direct JSON" form beside the tagged members).
+    json_body: bool = False
 
 
 def xml_calls(text: str, form: XmlCallForm, schemas: Schemas | None = None) -> list[Call] | None:
@@ -78,6 +81,15 @@ def _call(text: str, position: int, form: XmlCallForm, schemas: Schemas | None) 
             digits += 1
         position = _expect(text, digits, form.numbered) if digits > position else -1
     arguments: dict[str, Any] = {}
+    body = _space(text, position) if form.json_body and position >= 0 else -1
+    if 0 <= body < len(text) and text[body] == "{":
+        try:
+            decoded, position = json.JSONDecoder().raw_decode(text, body)
+        except ValueError:
+            return None
+        if not isinstance(decoded, dict):
+            return None
+        arguments = decoded
     while position >= 0 and (member := _member(text, position, form, schemas, name)) is not None:
         key, value, position = member
         arguments[key] = value

@@ -57,11 +57,13 @@ class XmlFamily:
         )
 
 
-def _family(markup: CallMarkup, close_tag: str, name_begin: str, name_end: str, call_end: str) -> XmlFamily:
-    """A family whose calls open with ``markup.tag`` and close with ``close_tag``."""
-    return XmlFamily(
-        markup, markup.tag, close_tag, XmlCallForm(name_begin, name_end, call_end, TAGGED_ARGUMENTS[markup.arguments])
-    )
+def _family(
+    markup: CallMarkup, close_tag: str, name_begin: str, name_end: str, call_end: str, *, json_body: bool = False
+) -> XmlFamily:
+    """A family whose calls open with ``markup.tag`` and close with ``close_tag`` (``json_body``: a call's
+    arguments may be one JSON object instead of members, XmlCallForm.json_body)."""
+    form = XmlCallForm(name_begin, name_end, call_end, TAGGED_ARGUMENTS[markup.arguments], json_body=json_body)
+    return XmlFamily(markup, markup.tag, close_tag, form)
 
 
 # Seed-OSS (ByteDance-Seed-OSS.jinja): one call a <seed:tool_call> block, the name in <function=NAME>.
@@ -129,11 +131,11 @@ FAMILIES = {
     "seed_oss": _family(SEED_OSS, "</seed:tool_call>", "<function=", ">", "</function>"),
     "minimax_m2": _family(MINIMAX_M2, "</minimax:tool_call>", '<invoke name="', '">', "</invoke>"),
     "deepseek_v32": _family(
-        DEEPSEEK_V32, f"</{DSML}function_calls>", f'<{DSML}invoke name="', '">', f"</{DSML}invoke>"
+        DEEPSEEK_V32, f"</{DSML}function_calls>", f'<{DSML}invoke name="', '">', f"</{DSML}invoke>", json_body=True
     ),
     # V4 may open its calls without closing its reasoning (vLLM's deepseek_v4 reasoning parser ends it there).
     "deepseek_v4": replace(
-        _family(DEEPSEEK_V4, f"</{DSML}tool_calls>", f'<{DSML}invoke name="', '">', f"</{DSML}invoke>"),
+        _family(DEEPSEEK_V4, f"</{DSML}tool_calls>", f'<{DSML}invoke name="', '">', f"</{DSML}invoke>", json_body=True),
         ends_reasoning=(DEEPSEEK_V4.tag,),
     ),
     "step3": _family(

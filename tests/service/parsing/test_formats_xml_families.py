@@ -564,3 +564,15 @@ def test_the_familys_reasoning_block_then_a_forced_call(name: str) -> None:
     generated = generate(engine_form(constraint), 0, thinking=True)
     turn = read_back(fmt, generated)
     assert generated.startswith(think.begin) and (turn.in_reasoning or assert_calls(turn, generated, NAMES)), generated
+
+
+@pytest.mark.parametrize(("name", "section"), [("deepseek_v32", "function_calls"), ("deepseek_v4", "tool_calls")])
+def test_dsml_invokes_with_a_json_object_for_arguments(name: str, section: str) -> None:
+    """SGLang's DeepSeek V3.2 / V4 detectors also read an invoke whose body is the arguments as one JSON object
+    ("direct JSON"); so does ovserve, in every cut. A body that is not one object leaves the section as text."""
+    invoke = f'<{DSML}invoke name="get_weather">\n{{"city": "Paris", "days": 3}}\n</{DSML}invoke>'
+    text = f"<{DSML}{section}>\n{invoke}\n</{DSML}{section}>"
+    for chunks in feeding_deltas(text):
+        assert calls(turn_of(name, chunks)) == [("get_weather", {"city": "Paris", "days": 3})], chunks
+    broken = text.replace('"days": 3}', '"days": 3')
+    assert (calls(turn := turn_of(name, [broken])), turn.content) == ([], broken)
