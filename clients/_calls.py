@@ -25,6 +25,7 @@ from ovserve.clients._requests import (
     chat_request,
     completion_request,
     embedding_request,
+    image_request,
     input_items,
     rerank_request,
     transcription_request,
@@ -39,6 +40,7 @@ from ovserve.clients.v1 import (
     conversation_pb2,
     embedding_pb2,
     file_pb2,
+    image_pb2,
     model_pb2,
     rerank_pb2,
 )
@@ -155,6 +157,51 @@ def translate(
     """The speech of an audio file's bytes in English (``prompt``, ``temperature``, ``response_format``)."""
     request = transcription_request(audio_pb2.CreateTranslationRequest, model, audio, params)
     return Call(stubs[Service.AUDIO].CreateTranslation, request, timeout)
+
+
+# ---- images (diffusion models) ----
+
+
+def generate_image(
+    stubs: Stubs, /, model: str, prompt: str, *, timeout: float | None = None, **params: Any
+) -> Call[image_pb2.CreateImageResponse]:
+    """The images ``prompt`` describes (``n``, ``size``, ``num_inference_steps``, ``rng_seed``...)."""
+    request = image_request(image_pb2.CreateImageRequest, model, prompt, params)
+    return Call(stubs[Service.IMAGE].CreateImage, request, timeout)
+
+
+def stream_image(
+    stubs: Stubs, /, model: str, prompt: str, *, timeout: float | None = None, **params: Any
+) -> Stream[image_pb2.StreamImageResponse]:
+    """Partial images (``partial_images`` of them) while the model denoises, then the image."""
+    request = image_request(image_pb2.StreamImageRequest, model, prompt, params)
+    return Stream(stubs[Service.IMAGE].StreamImage, request, timeout)
+
+
+def edit_image(
+    stubs: Stubs,
+    /,
+    model: str,
+    prompt: str,
+    images: bytes | Iterable[bytes],
+    *,
+    mask: bytes | None = None,
+    timeout: float | None = None,
+    **params: Any,
+) -> Call[image_pb2.CreateImageEditResponse]:
+    """``images`` (encoded files' bytes) redrawn as ``prompt`` says; only where ``mask`` is transparent if given."""
+    files = [images] if isinstance(images, bytes) else list(images)
+    request = image_request(image_pb2.CreateImageEditRequest, model, prompt, params, files, mask)
+    return Call(stubs[Service.IMAGE].CreateImageEdit, request, timeout)
+
+
+def stream_image_edit(
+    stubs: Stubs, /, model: str, prompt: str, image: bytes, *, mask: bytes | None = None,
+    timeout: float | None = None, **params: Any,
+) -> Stream[image_pb2.StreamImageEditResponse]:  # fmt: skip
+    """An edit's partial images, then the edited image."""
+    request = image_request(image_pb2.StreamImageEditRequest, model, prompt, params, [image], mask)
+    return Stream(stubs[Service.IMAGE].StreamImageEdit, request, timeout)
 
 
 # ---- models and health ----

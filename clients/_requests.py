@@ -18,7 +18,7 @@ from google.protobuf import json_format
 from google.protobuf.message import Message
 
 from ovserve.clients import polymorphic
-from ovserve.clients.v1 import chat_pb2, embedding_pb2, rerank_pb2
+from ovserve.clients.v1 import chat_pb2, embedding_pb2, image_pb2, rerank_pb2
 from ovserve.clients.v1 import response_object_pb2 as objects_pb2
 
 Request = TypeVar("Request", bound=Message)
@@ -66,6 +66,30 @@ def transcription_request(message_class: type[Request], model: str, audio: bytes
     """A Create/StreamTranscriptionRequest or CreateTranslationRequest of an audio file's bytes."""
     request = _with_params(message_class, model, params)
     request.file = audio  # type: ignore[attr-defined]
+    return request
+
+
+def image_request(
+    message_class: type[Request],
+    model: str,
+    prompt: str,
+    params: Mapping[str, Any],
+    images: Iterable[bytes] = (),
+    mask: bytes | None = None,
+) -> Request:
+    """A Create/StreamImage or Create/StreamImageEdit request: ``params`` are ImageParameters' fields (``size``,
+    ``n``, ``num_inference_steps``, ``rng_seed``...); an edit's ``images`` and ``mask`` are encoded files' bytes."""
+    fields = image_pb2.ImageParameters.DESCRIPTOR.fields_by_name
+    unknown = sorted(name for name in params if name not in fields or name == "prompt")
+    if unknown:
+        raise TypeError(f"unknown parameter(s) for ImageParameters: {', '.join(unknown)}")
+    body = {name: _plain(value) for name, value in params.items() if value is not None}
+    parameters = _parse(body, image_pb2.ImageParameters(prompt=prompt), "parameters")
+    request = message_class(model=model, parameters=parameters)
+    for data in images:
+        request.images.add(data=data)  # type: ignore[attr-defined]
+    if mask is not None:
+        request.mask.data = mask  # type: ignore[attr-defined]
     return request
 
 

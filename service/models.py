@@ -31,7 +31,7 @@ BUNDLED_DRAFT = "tiny-chat-draft"
 BUNDLED_SPECULATIVE = "tiny-chat-speculative"
 BUNDLED_VISION = "tiny-vision"
 # The bundled embedding, rerank and speech models, served beside the chat models when they are present.
-BUNDLED_PIPELINES = ("tiny-embed", "tiny-rerank", "tiny-whisper")
+BUNDLED_PIPELINES = ("tiny-embed", "tiny-rerank", "tiny-whisper", "tiny-diffusion")
 
 
 @dataclass(frozen=True)
@@ -128,7 +128,8 @@ def bundled_model_specs(settings: EngineSettings | None = None) -> list[ModelSpe
     because speculative decoding in openvino-genai 2026.4 has no beam search or
     parallel sampling and runs one request at a time here (see engine/core.py).
     And ``tiny-vision``, a LLaVA model that names an image's colour (image inputs), and the embedding,
-    rerank and speech models ``tiny-embed``, ``tiny-rerank`` and ``tiny-whisper``.
+    rerank and speech models ``tiny-embed``, ``tiny-rerank`` and ``tiny-whisper``, and the diffusion model
+    ``tiny-diffusion`` (image generations and edits).
     """
     settings = settings or EngineSettings()
     main = BUNDLED_MODELS_DIR / BUNDLED_MODEL
@@ -139,7 +140,7 @@ def bundled_model_specs(settings: EngineSettings | None = None) -> list[ModelSpe
         *(
             ModelSpec(name, BUNDLED_MODELS_DIR / name, settings=settings)
             for name in BUNDLED_PIPELINES
-            if (BUNDLED_MODELS_DIR / name / "config.json").is_file()
+            if any((BUNDLED_MODELS_DIR / name / index).is_file() for index in ("config.json", "model_index.json"))
         ),
     ]
 

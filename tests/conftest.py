@@ -22,7 +22,9 @@ from ovserve.service.server.grpc_server import Server
 TINY_CHAT = BUNDLED_MODELS_DIR / BUNDLED_MODEL
 TINY_CHAT_DRAFT = BUNDLED_MODELS_DIR / BUNDLED_DRAFT
 # What ``ovserve serve`` with no models serves, in ListModels' order (the generating models, then the others).
-SERVED_BY_DEFAULT = ["tiny-chat", "tiny-chat-speculative", "tiny-vision", "tiny-embed", "tiny-rerank", "tiny-whisper"]
+SERVED_BY_DEFAULT = [
+    "tiny-chat", "tiny-chat-speculative", "tiny-vision", "tiny-embed", "tiny-rerank", "tiny-whisper", "tiny-diffusion",
+]  # fmt: skip
 # Small KV caches: several engines share the test machine. Computing in f32: the same numbers on every CPU up
 # to rounding (OpenVINO computes in bf16 where the CPU has AMX or AVX-512 BF16), so the tests that hold the server's
 # logprobs and greedy outputs to a reference hold on any machine. Tests with settings of their own run at

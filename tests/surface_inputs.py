@@ -1,4 +1,5 @@
-"""Generated bad inputs for the newer surfaces: audio uploads, documents, images, rerank and score, embeddings,
+"""Generated bad inputs for the newer surfaces: audio uploads, documents, images, image generations and edits
+(image_out), rerank and score, embeddings,
 tokenize, conversations, files, batches, logprobs, Anthropic's Messages API and the Responses WebSocket (the
 standing fuzz of tests/rest_bridge/test_surface_fuzz.py).
 
@@ -33,8 +34,8 @@ from tests.rest_bridge.test_logprobs_bounds import FIRST, SECOND, TOKENS
 from tests.rest_bridge.test_logprobs_bounds import prompts as token_prompts
 
 AUDIO_MODEL, CHAT_MODEL, VISION_MODEL = "tiny-whisper", "tiny-chat", "tiny-vision"
-EMBED_MODEL, RERANK_MODEL = "tiny-embed", "tiny-rerank"
-MODELS = [CHAT_MODEL, VISION_MODEL, EMBED_MODEL, RERANK_MODEL, AUDIO_MODEL, "nope", "", "a" * 5000]
+EMBED_MODEL, RERANK_MODEL, DIFFUSION_MODEL = "tiny-embed", "tiny-rerank", "tiny-diffusion"
+MODELS = [CHAT_MODEL, VISION_MODEL, EMBED_MODEL, RERANK_MODEL, AUDIO_MODEL, DIFFUSION_MODEL, "nope", "", "a" * 5000]
 BOUNDARY = "surface-fuzz-boundary"
 MIB = 1 << 20
 JSON_TYPE = {"Content-Type": "application/json"}
@@ -436,6 +437,89 @@ def image_case(rng: random.Random, context: Context) -> HttpCase:
         "input": [{"role": "user", "content": [*parts, {"type": "input_text", "text": "What colour?"}]}],
     }
     return json_case("images", f"responses {label}", "/v3/responses", body)  # fmt: skip
+
+
+# ---- images out: generations (JSON) and edits (multipart) on tiny-diffusion ----
+
+# Small and few steps, so the valid requests finish in milliseconds (the drawn values keep sizes small too).
+IMAGE_OUT_SEED = {"model": DIFFUSION_MODEL, "prompt": "a red square", "size": "16x16", "num_inference_steps": 2,
+                  "rng_seed": 1}  # fmt: skip
+# Each value known to be refused, alone in the seed: (field, value).
+IMAGE_OUT_REFUSED = [
+    ("size", "30x30"), ("size", "4096x4096"), ("size", "0x0"), ("size", "16x16x16"), ("n", 11), ("n", 0.5),
+    ("response_format", "url"), ("background", "transparent"), ("output_format", "gif"), ("output_compression", 101),
+    ("num_inference_steps", 0), ("num_inference_steps", 151), ("guidance_scale", -1), ("guidance_scale", 1e300),
+    ("rng_seed", -1), ("strength", 0.5), ("partial_images", 4), ("prompt", ""), ("prompt", "a" * 32_001),
+    ("quality", "ultra"), ("moderation", "none"),
+]  # fmt: skip
+IMAGE_OUT_VALUES: dict[str, list[Any]] = {
+    "size": ["auto", "8x8", "24x16", "16x2048", "2048x2048", "-8x8", "8x", "\u0000", 16],
+    "n": [1, 2, 10, 11, -1, 2**63, "2", None], "stream": [True, False, "yes", 1],
+    "partial_images": [0, 1, 3, 4, -1], "output_format": ["png", "jpeg", "webp", "bmp", ""],
+    "output_compression": [0, 50, 100, -1, 1.5], "num_inference_steps": [1, 3, 150, 2**31, -5, "3"],
+    "guidance_scale": [0, 1.0, 7.5, 50.0, 51, (RAW, "NaN"), (RAW, "1e309")],
+    "rng_seed": [0, 2**63 - 1, 2**63, -1, 1.5], "seed": [3, -3], "negative_prompt": ["blur", "a" * 40_000, 5],
+    "strength": [0.5, 0], "background": ["auto", "opaque", "transparent"], "quality": ["low", "hd", "ultra"],
+}  # fmt: skip
+
+
+@functools.cache
+def small_png(width: int = 16, height: int = 16, mode: str = "RGB") -> bytes:
+    """A valid PNG of ``width`` x ``height`` (RGBA: its left half transparent, a mask)."""
+    image = Image.new(mode, (width, height), (90, 120, 200, 255) if mode == "RGBA" else (90, 120, 200))
+    if mode == "RGBA":
+        image.paste((0, 0, 0, 0), (0, 0, width // 2, height))
+    out = io.BytesIO()
+    image.save(out, "PNG")
+    return out.getvalue()
+
+
+# An edit's uploads: (label, maker, refused as "image").
+EDIT_IMAGES: list[tuple[str, Callable[[], bytes], bool]] = [
+    ("16x16 png", small_png, False),
+    ("gif of 200 frames", animated_gif, False),
+    ("png claiming 10^10 pixels", lambda: png_claiming(100_000, 100_000), True),
+    ("jpeg claiming 65535x65535", lambda: jpeg_claiming(65535, 65535), True),
+    ("10,000 x 10,000 zeros", zero_bomb_png, True),
+    ("svg", lambda: SVG_HUGE, True),
+    ("text", lambda: b"hello", True),
+    ("empty", lambda: b"", True),
+]
+
+
+def image_out_case(rng: random.Random, context: Context) -> HttpCase:
+    """An image generation (JSON: the seed with a field or two drawn, or a generic mutation) or an edit (a
+    multipart form broken as audio's are, or an upload or mask drawn among bombs and non-images)."""
+    if rng.random() < 0.6:
+        path = "/v3/images/generations"
+        if rng.random() < 0.3:
+            return mutated("image_out", path, IMAGE_OUT_SEED, rng)
+        body = dict(IMAGE_OUT_SEED)
+        labels = []
+        for _ in range(rng.choice([1, 1, 2])):
+            name = rng.choice(list(IMAGE_OUT_VALUES))
+            body[name] = rng.choice(IMAGE_OUT_VALUES[name])
+            labels.append(f"{name}={encode(body[name])[:20]}")
+        if rng.random() < 0.05:
+            body["model"] = rng.choice(MODELS)
+            labels.append(f"model={body['model'][:20]}")
+        return json_case("image_out", ", ".join(labels), path, body)
+    path = "/v3/images/edits"
+    fields = [part(name, str(value).encode()) for name, value in IMAGE_OUT_SEED.items()]
+    good = [*fields, part("image", small_png(), "a.png")]
+    if rng.random() < 0.35:
+        label, body_bytes, content_type = _form_breakers(rng, good)
+        headers = {"Content-Type": content_type} if content_type else {}
+        return HttpCase("image_out", f"edit: {label}", "POST", path, body_bytes, headers, True)
+    label, make, image_refused = rng.choice(EDIT_IMAGES)
+    parts = [*fields, *(part(rng.choice(["image", "image[]"]), make(), "a.png") for _ in range(rng.choice([1, 1, 2])))]
+    labels = [f"image: {label}"]
+    if rng.random() < 0.3:
+        mask = rng.choice([small_png(16, 16, "RGBA"), small_png(), small_png(8, 8, "RGBA"), b"junk"])
+        parts.append(part("mask", mask, "m.png"))
+        labels.append("mask")
+    expect = refused("image") if image_refused and len(labels) == 1 else None
+    return HttpCase("image_out", "edit: " + ", ".join(labels), "POST", path, form(*parts), FORM_TYPE, True, expect)
 
 
 # ---- rerank and score ----
@@ -929,6 +1013,7 @@ SURFACES: dict[str, tuple[int, Callable[[random.Random, Context], HttpCase]]] = 
     "audio": (320, audio_case),
     "documents": (180, document_case),
     "images": (280, image_case),
+    "image_out": (200, image_out_case),
     "rerank": (280, rerank_case),
     "embeddings": (280, embedding_case),
     "tokenizer": (280, tokenizer_case),
@@ -959,13 +1044,17 @@ def seed_cases() -> list[HttpCase]:
         ("tokenizer", "/v3/detokenize", DETOKENIZE_SEED),
         ("messages", "/v3/messages", MESSAGES_SEED),
         ("messages", "/v1/messages/count_tokens", COUNT_TOKENS_SEED),
+        ("image_out", "/v3/images/generations", IMAGE_OUT_SEED),
     ]  # fmt: skip
     audio = form(part("model", AUDIO_MODEL.encode()), part("file", SHORT_WAV, "a.wav"))
     upload = form(part("purpose", b"user_data"), part("file", b"hello", "a.txt"))
+    edit = form(*(part(name, str(value).encode()) for name, value in IMAGE_OUT_SEED.items()),
+                part("image", small_png(), "a.png"), part("mask", small_png(16, 16, "RGBA"), "m.png"))  # fmt: skip
     return [
         HttpCase("audio", "seed", "POST", "/v3/audio/transcriptions", audio, FORM_TYPE, True),
         HttpCase("audio", "seed", "POST", "/v3/audio/translations", audio, FORM_TYPE, True),
         HttpCase("files", "seed", "POST", "/v3/files", upload, FORM_TYPE, True),
+        HttpCase("image_out", "seed", "POST", "/v3/images/edits", edit, FORM_TYPE, True),
     ] + [json_case(surface, "seed", path, body) for surface, path, body in bodies]
 
 
@@ -981,6 +1070,9 @@ def known_cases() -> Iterator[HttpCase]:
             body = form(part("model", AUDIO_MODEL.encode()), part("file", make(), "a.wav"))
             path = "/v3/audio/transcriptions"
             yield HttpCase("audio", f"file: {label}", "POST", path, body, FORM_TYPE, True, refused("file"))
+    for name, value in IMAGE_OUT_REFUSED:
+        body = {**IMAGE_OUT_SEED, name: value}
+        yield json_case("image_out", f"only {name} {encode(value)[:20]}", "/v3/images/generations", body, refused(name))
     for name, values in MESSAGES_REFUSED.items():
         for value in values:
             body = {**MESSAGES_SEED, name: value} if value is not None else {**MESSAGES_SEED, "max_tokens": None}

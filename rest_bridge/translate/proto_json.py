@@ -15,6 +15,7 @@ through ``errors.from_rpc_error``.
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Container, Iterable, Mapping
 from typing import Any
 
@@ -51,6 +52,7 @@ INT_RANGES = {  # an integer field type -> the values it holds
     FieldDescriptor.TYPE_FIXED64: (0, 2**64 - 1),
 }
 _FLOATS = {FieldDescriptor.TYPE_DOUBLE, FieldDescriptor.TYPE_FLOAT}
+FLOAT32_MAX = 3.4028234663852886e38  # the largest finite 32-bit float
 
 
 # ---- the request's arguments ----
@@ -154,6 +156,11 @@ def _check_single(value: Any, field: FieldDescriptor, where: str) -> None:
     elif kind in _FLOATS:
         if isinstance(value, bool) or not isinstance(value, int | float):
             _wrong(value, "a number", where)
+        # ParseDict refuses these too, without naming the field (1e309 in JSON reads as infinity).
+        if not math.isfinite(value):
+            raise bad_request(openai_param(where), f"{openai_text(where)}: {value} is not a finite number")
+        if kind == FieldDescriptor.TYPE_FLOAT and abs(value) > FLOAT32_MAX:
+            raise bad_request(openai_param(where), f"{openai_text(where)}: {value} is out of a 32-bit float's range")
     elif kind in INT_RANGES:
         if not is_token(value):
             _wrong(value, "an integer", where)

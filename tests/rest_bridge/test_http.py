@@ -244,7 +244,7 @@ BAD_INPUTS: list[tuple[str, str, str, Any, dict[str, str], int, str | None, str 
     ("completion-unknown-field", "POST", COMPLETIONS, completion_body(messages=HI), {}, 400, "messages", None),
     ("get-on-post-route", "GET", COMPLETIONS, None, {}, 405, None, None),  # GET on CHAT lists stored ones
     ("post-on-get-route", "POST", "/v3/models", b"{}", JSON, 405, None, None),
-    ("unknown-route", "POST", "/v3/images/generations", completion_body(), {}, 404, None, None),
+    ("unknown-route", "POST", "/v3/videos/generations", completion_body(), {}, 404, None, None),
     ("unknown-model-route", "GET", "/v3/models/org/not-served", None, {}, 404, "model", "model_not_found"),
 ]  # fmt: skip
 

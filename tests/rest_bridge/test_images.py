@@ -20,6 +20,7 @@ import openai
 import pytest
 from PIL import Image
 
+from ovserve.clients import OvserveClient
 from ovserve.clients.v1 import image_pb2, image_pb2_grpc, model_pb2, model_pb2_grpc
 from ovserve.service.models import ModelSpec
 from ovserve.service.observability.metrics import exposition
@@ -201,3 +202,21 @@ def test_the_grpc_service_the_model_list_and_the_step_count(served: RunningBridg
     metrics = exposition().decode()  # the server's registry: it runs in this process (this bridge has no /metrics)
     line = next(line for line in metrics.splitlines() if line.startswith("ovserve_image_denoising_steps_total"))
     assert f'model="{MODEL}"' in line and float(line.rsplit(" ", 1)[1]) >= 6
+
+
+def test_the_typed_client(served: RunningBridge, client: openai.OpenAI) -> None:
+    source = png(np.full((16, 16, 3), 60, dtype=np.uint8))
+    with OvserveClient(served.server.target) as ovserve:
+        made = ovserve.generate_image(MODEL, "a red square", size="16x16", num_inference_steps=3, rng_seed=5)
+        streamed = list(ovserve.stream_image(MODEL, "a red square", size="16x16", num_inference_steps=3, rng_seed=5,
+                                             partial_images=1))  # fmt: skip
+        edited = ovserve.edit_image(MODEL, "a boat", [source, source], num_inference_steps=3, rng_seed=5)
+        with pytest.raises(TypeError, match="wat"):
+            ovserve.generate_image(MODEL, "x", wat=1)
+    assert [event.WhichOneof("event") for event in streamed] == ["partial", "done"]
+    assert streamed[-1].done.data[0].data == made.result.data[0].data
+    over_http = client.images.generate(
+        model=MODEL, prompt="a red square", size="16x16", extra_body={"num_inference_steps": 3, "rng_seed": 5}
+    )
+    assert over_http.data is not None and base64.b64decode(over_http.data[0].b64_json or "") == made.result.data[0].data
+    assert len(edited.result.data) == 2 and edited.result.size == "16x16"
