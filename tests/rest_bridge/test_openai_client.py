@@ -235,7 +235,8 @@ def test_n_at_default_settings_gives_n_sampled_choices(client: openai.OpenAI) ->
 
 @pytest.mark.parametrize("stream", [False, True])
 def test_completions_logprobs_0_still_returns_the_chosen_tokens_logprobs(client: openai.OpenAI, stream: bool) -> None:
-    """OpenAI's API always returns the sampled token's logprob; logprobs=0 asks for no alternatives beside it."""
+    """OpenAI's API always returns the sampled token's logprob; logprobs=0 asks for no alternatives beside it, so
+    each position's top_logprobs holds the chosen token alone ("up to logprobs+1 elements")."""
     fields = {"model": MODEL, "prompt": "Once upon a time", "temperature": 0, "max_tokens": 5, "logprobs": 0,
               "extra_body": {"ignore_eos": True}}  # fmt: skip
     if stream:
@@ -243,12 +244,14 @@ def test_completions_logprobs_0_still_returns_the_chosen_tokens_logprobs(client:
         parts = [c.choices[0].logprobs for c in chunks if c.choices[0].logprobs is not None]
         token_logprobs = [value for part in parts for value in part.token_logprobs or []]
         tops = [top for part in parts for top in part.top_logprobs or []]
+        tokens = [token for part in parts for token in part.tokens or []]
     else:
         logprobs = client.completions.create(**fields).choices[0].logprobs
         assert logprobs is not None
         token_logprobs, tops = list(logprobs.token_logprobs or []), list(logprobs.top_logprobs or [])
+        tokens = list(logprobs.tokens or [])
     assert len(token_logprobs) == 5 and all(value <= 0 for value in token_logprobs)
-    assert tops == [{}] * 5  # no alternatives asked for
+    assert tops == [{token: value} for token, value in zip(tokens, token_logprobs, strict=True)]  # the chosen alone
     with_one = client.completions.create(**{**fields, "logprobs": 1}).choices[0].logprobs
     # The same tokens (greedy); logprobs 1 is scored by the scoring copy of the model, 0 by the sampler: they
     # agree within 2e-3 (measured on tiny-chat: at most 7e-4, float32 logits summed in another order).
