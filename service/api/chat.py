@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
 from typing import Any
 
 from ovserve.clients.v1 import chat_pb2, common_pb2
@@ -20,6 +21,8 @@ from ovserve.service.api.common import FINISH_REASONS, usage
 from ovserve.service.api.custom_tools import custom_names, custom_tool, history_call, template_form
 from ovserve.service.api.logprobs import LogprobAsk
 from ovserve.service.api.media_parts import MediaParts
+from ovserve.service.api.prefill import FIELD as PREFILL_FIELD
+from ovserve.service.api.prefill import Prefill, prefill_of
 from ovserve.service.api.prepare import (
     CHAT,
     PreparedRuns,
@@ -48,6 +51,7 @@ from ovserve.service.errors import FieldViolation, quote
 from ovserve.service.ids import new_id, now
 from ovserve.service.models import ModelRegistry, ServedModel
 from ovserve.service.parsing import TurnParser
+from ovserve.service.structured.output import Guide
 
 # Request role -> the role the chat template sees. Templates written for
 # OpenAI's older roles know no "developer": it is a system message to them.
@@ -61,7 +65,14 @@ MAX_TOOLS = 128
 Request = chat_pb2.CreateChatCompletionRequest | chat_pb2.StreamChatCompletionRequest
 
 
-async def prepare(models: ModelRegistry, request: Request, *, streaming: bool) -> PreparedRuns:
+@dataclass(frozen=True)
+class PreparedChat(PreparedRuns):
+    """A validated chat request, split into engine runs."""
+
+    prefill: str = ""  # the final assistant message's text the answer begins with (continue_final_message)
+
+
+async def prepare(models: ModelRegistry, request: Request, *, streaming: bool) -> PreparedChat:
     """Validate ``request``, render its conversation with the chat template, build its engine run."""
     model, violations = begin(models, request, CHAT, streaming=streaming)
     media = MediaParts(model)
@@ -71,7 +82,9 @@ async def prepare(models: ModelRegistry, request: Request, *, streaming: bool) -
         lambda: (_history(model, request, media, violations), _tools(request, violations),
                  _template_context(request, violations)),
     )  # fmt: skip
+    prefill = prefill_of(request, history, violations)
     plan = await templated_constraint(model, request, violations, tools, context)  # custom tools' formats guide
+    plan = _prefilled_plan(plan, prefill, violations)
     tools = [template_form(tool) for tool in tools]
     top = logprobs.top_logprobs(request, violations, needs_logprobs=True)
     scored = logprobs.prompt_logprobs(request, violations)  # once, on the answer's top level
@@ -80,11 +93,11 @@ async def prepare(models: ModelRegistry, request: Request, *, streaming: bool) -
     refuse_invalid(request, model, violations, streaming=streaming)
 
     history = await media.with_files(history, models.media, models.files)
-    rendered = await render(model, history, tools, context, CHAT.prompt_field)
+    rendered = await render(model, history, tools, context, CHAT.prompt_field, prefill)
     prompt = await templated_prompt(model, rendered, media, models.media, CHAT.prompt_field)
     n = choice_count(request)
     runs = await build_runs(model, request, [prompt], plan, CHAT, streaming=streaming, ask=ask, n=n)
-    return PreparedRuns(
+    return PreparedChat(
         model,
         runs,
         n=n,
@@ -92,7 +105,24 @@ async def prepare(models: ModelRegistry, request: Request, *, streaming: bool) -
         ask=ask,
         skip_special_tokens=skips_special_tokens(request),
         include_usage=includes_usage(request, streaming=streaming),
+        prefill=prefill.text,
     )
+
+
+def _prefilled_plan(plan: Guide | None, prefill: Prefill, violations: list[FieldViolation]) -> Guide | None:
+    """An output constraint beside a prefill: a grammar applies from the answer's start, which the prefill already
+    began, so the default tool guidance is left off and any other constraint is refused."""
+    if plan is None or not prefill.continues:
+        return plan
+    if not plan.optional:
+        violations.append(
+            FieldViolation(
+                PREFILL_FIELD,
+                "cannot be combined with an output constraint (response_format, guided_*, tool_choice required or "
+                "a named tool): the constraint would apply from the start of the answer, which the prefill began",
+            )
+        )
+    return None
 
 
 def _history(
@@ -279,12 +309,14 @@ async def create_chat_completion(
     for choice in choices:
         out = response.choices.add(index=choice.index, finish_reason=FINISH_REASONS[choice.finish_reason])
         out.message.role = common_pb2.ROLE_ASSISTANT
-        parser = output_parser(prep.model, prep.runs[0].prompt_ids, request, raw=not prep.skip_special_tokens)
+        parser = output_parser(
+            prep.model, prep.runs[0].prompt_ids, request, raw=not prep.skip_special_tokens, prefill=prep.prefill
+        )
         parsers.append(parser)
         if parser is None:
-            out.message.content = choice.text
-        else:  # reasoning and tool calls split out of the text
-            parser.feed(choice.text)
+            out.message.content = prep.prefill + choice.text
+        else:  # reasoning and tool calls split out of the text (a prefill's too: the answer begins with it)
+            parser.feed(prep.prefill + choice.text)
             parser.finish()
             fill_message(out.message, parser.result, custom_names(request.tools))
             out.finish_reason = finish_reason(out.finish_reason, parser.result)
@@ -312,11 +344,18 @@ async def stream_chat_completion(
     for index in range(prep.n):
         first.choices.add(index=index, delta=chat_pb2.ChatCompletionDelta(role=common_pb2.ROLE_ASSISTANT, content=""))
     raw, custom = not prep.skip_special_tokens, custom_names(request.tools)
-    parsers = {index: output_parser(prep.model, prep.runs[0].prompt_ids, request, raw=raw) for index in range(prep.n)}
+    parsers = {
+        index: output_parser(prep.model, prep.runs[0].prompt_ids, request, raw=raw, prefill=prep.prefill)
+        for index in range(prep.n)
+    }
     # Submitted here, so the engine starts while the role chunk goes out.
     deltas = DeltaStream(prep.model, prep.runs, skip_special_tokens=prep.skip_special_tokens, logprobs=prep.logprobs)
     try:
         yield first
+        if prep.prefill:  # the answer begins with the prefilled text, parsed as the model's own
+            prefilled = [(index, SequenceDelta(index, text=prep.prefill)) for index in range(prep.n)]
+            for out in _delta_chunks(prep, parsers, prefilled, chunk, custom):
+                yield out
         prompt_sent = False
         async for ready in deltas:
             chunks = _delta_chunks(prep, parsers, ready, chunk, custom)

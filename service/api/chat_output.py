@@ -26,17 +26,20 @@ from ovserve.service.parsing.formats import tool_schemas
 PROMPT_TAIL_TOKENS = 16  # enough to see whether the template left a <think> block open
 
 
-def output_parser(model: ServedModel, prompt_ids: list[int], request: Any, *, raw: bool) -> TurnParser | None:
+def output_parser(
+    model: ServedModel, prompt_ids: list[int], request: Any, *, raw: bool, prefill: str = ""
+) -> TurnParser | None:
     """A parser for the reply to a chat or Responses ``request``; None with ``raw`` (skip_special_tokens false).
 
     Tool markup is parsed only when the request offered tools the model may
-    call; ``parallel_tool_calls: false`` keeps the first call.
+    call; ``parallel_tool_calls: false`` keeps the first call. ``prefill``: the text the prompt ends with that
+    the reply continues (an assistant prefill): the parser reads the prompt before it, and is fed it first.
     """
     if raw:
         return None
     offered = len(request.tools) > 0 and not (request.HasField("tool_choice") and request.tool_choice == "none")
     single = request.HasField("parallel_tool_calls") and not request.parallel_tool_calls
-    tail = prompt_tail(model, prompt_ids)
+    tail = prompt_tail(model, prompt_ids, before=prefill)
     # The tools' schemas type the values of formats that write arguments as untyped text (Qwen3-Coder, GLM).
     schemas = None
     if offered and model.output_format.types_arguments:
@@ -44,9 +47,12 @@ def output_parser(model: ServedModel, prompt_ids: list[int], request: Any, *, ra
     return model.output_format.parser(prompt_tail=tail, tools=offered, max_calls=1 if single else None, schemas=schemas)
 
 
-def prompt_tail(model: ServedModel, prompt_ids: list[int]) -> str:
-    """The end of a rendered prompt, special tokens included."""
-    return model.engine.decode(prompt_ids[-PROMPT_TAIL_TOKENS:], skip_special_tokens=False)
+def prompt_tail(model: ServedModel, prompt_ids: list[int], before: str = "") -> str:
+    """The end of a rendered prompt, special tokens included; with ``before``, the end of the part before that
+    text (a prefill the prompt ends with: a token holds at least a character, so the tokens read cover it)."""
+    text = model.engine.decode(prompt_ids[-(PROMPT_TAIL_TOKENS + len(before)) :], skip_special_tokens=False)
+    at = text.rfind(before.strip()) if before else -1
+    return text[:at] if at >= 0 else text
 
 
 def opens_reasoning(model: ServedModel, prompt_ids: list[int]) -> bool:

@@ -21,6 +21,7 @@ from ovserve.service.api.generation import Budget, build_sampling_params, genera
 from ovserve.service.api.logit_bias import lane_asked, lane_fields, with_lane
 from ovserve.service.api.logprobs import LogprobAsk, ScoredPrompt, output_cap, score_violations
 from ovserve.service.api.media_parts import MediaParts, prompt_with_images
+from ovserve.service.api.prefill import NO_PREFILL, Prefill
 from ovserve.service.api.prompting import render_prompt, render_text
 from ovserve.service.api.reasoning_budget import budget_violations, run_budget
 from ovserve.service.api.runs import Run, fan_out
@@ -111,13 +112,18 @@ async def templated_constraint(
 
 
 async def render(
-    model: ServedModel, messages: list[dict[str, Any]], tools: list[dict[str, Any]], context: dict[str, Any], field: str
+    model: ServedModel,
+    messages: list[dict[str, Any]],
+    tools: list[dict[str, Any]],
+    context: dict[str, Any],
+    field: str,
+    prefill: Prefill = NO_PREFILL,
 ) -> list[int] | str:
     """The conversation by the model's chat template: its token ids, or its text for a vision model (whose
     pipeline takes text and images, never token ids). Checked and rendered as ``prompting.render_prompt``."""
     if model.vision is not None:
-        return await render_text(model, messages, tools, context, field=field)
-    return await render_prompt(model, messages, tools, context, field=field)
+        return await render_text(model, messages, tools, context, field=field, prefill=prefill)
+    return await render_prompt(model, messages, tools, context, field=field, prefill=prefill)
 
 
 async def templated_prompt(

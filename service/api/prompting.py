@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 from google.protobuf import json_format
 
 from ovserve.service.api.generic_tools import generic_conversation
+from ovserve.service.api.prefill import NO_PREFILL, Prefill, cut_after_final_message
 from ovserve.service.engine import TemplateError
 from ovserve.service.errors import FieldViolation, InvalidArgument, quote
 from ovserve.service.models import ServedModel
@@ -80,15 +81,18 @@ async def render_prompt(
     context: dict[str, Any],
     *,
     field: str,
+    prefill: Prefill = NO_PREFILL,
 ) -> list[int]:
-    """Token ids of the conversation rendered by the model's chat template, ready for the assistant's turn.
+    """Token ids of the conversation rendered by the model's chat template, ready for the assistant's turn
+    (or, with a ``prefill``, inside its final message).
 
     A conversation surely longer than the model allows is refused before any work (``check_length``);
     a large one is rendered and tokenised in a worker thread, off the event loop.
     """
     return await _sized(
-        model, history, tools, context, field, lambda: _encode(model, _render(model, history, tools, context, field))
-    )
+        model, history, tools, context, field,
+        lambda: _encode(model, render_for_model(model, history, tools, context, field=field, prefill=prefill)),
+    )  # fmt: skip
 
 
 async def render_text(
@@ -98,10 +102,14 @@ async def render_text(
     context: dict[str, Any],
     *,
     field: str,
+    prefill: Prefill = NO_PREFILL,
 ) -> str:
     """The conversation rendered by the model's chat template as text (a vision model's pipeline takes text),
     checked and rendered as ``render_prompt`` does."""
-    return await _sized(model, history, tools, context, field, lambda: _render(model, history, tools, context, field))
+    return await _sized(
+        model, history, tools, context, field,
+        lambda: render_for_model(model, history, tools, context, field=field, prefill=prefill),
+    )  # fmt: skip
 
 
 async def _sized(
@@ -148,12 +156,6 @@ def renders_inline(history: list[dict[str, Any]], tools: list[dict[str, Any]] | 
     return True
 
 
-def _render(
-    model: ServedModel, history: list[dict[str, Any]], tools: list[dict[str, Any]], context: dict[str, Any], field: str
-) -> str:
-    return render_for_model(model, history, tools, context, field=field)
-
-
 def render_for_model(
     model: ServedModel,
     history: list[dict[str, Any]],
@@ -161,12 +163,15 @@ def render_for_model(
     context: dict[str, Any],
     *,
     field: str,
-    add_generation_prompt: bool = True,
+    prefill: Prefill = NO_PREFILL,
 ) -> str:
     """The conversation as the model's template writes it, its messages first put in the form templates
     expect (``template_messages``); a template's refusal, or a prompt it leaves empty (vLLM's Kimi-Audio
     template reads ``conversations``, not ``messages``: the engine would refuse it), is INVALID_ARGUMENT naming
-    ``field``."""
+    ``field``. ``prefill``: whether it ends with the assistant turn's opening, or inside the final assistant
+    message (``prefill.py``)."""
+    if prefill.drop_final:
+        history = history[:-1]
     try:
         history, tools = generic_conversation(model, history, tools)  # a template that shows no tool format
         if tools:
@@ -178,13 +183,13 @@ def render_for_model(
             ):
                 history = [{"role": "system", "content": ""}, *history]  # where the template describes the tools
         prompt = model.engine.render_chat(
-            template_messages(model, history), tools, context, add_generation_prompt=add_generation_prompt
+            template_messages(model, history), tools, context, add_generation_prompt=prefill.generation_prompt
         )
     except TemplateError as error:
         raise InvalidArgument.of(field, f"the chat template could not render the conversation: {error}") from error
     if not prompt:
         raise InvalidArgument.of(field, "the chat template rendered an empty prompt from the conversation")
-    return prompt
+    return cut_after_final_message(prompt, prefill, field) if prefill.continues else prompt
 
 
 def template_messages(model: ServedModel, history: list[dict[str, Any]]) -> list[dict[str, Any]]:

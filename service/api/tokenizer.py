@@ -15,6 +15,7 @@ from ovserve.clients.v1 import tokenizer_pb2
 from ovserve.service.api.chat import _history as chat_history  # the same roles, contents and checks as chat
 from ovserve.service.api.common import token_texts
 from ovserve.service.api.media_parts import MediaParts, image_prompt_ids
+from ovserve.service.api.prefill import NO_PREFILL, prefill_of
 from ovserve.service.api.prompting import (
     INLINE_PROMPT_CHARS,
     read_off_the_loop_if_large,
@@ -44,6 +45,7 @@ async def tokenize(models: ModelRegistry, request: tokenizer_pb2.TokenizeRequest
         violations.append(FieldViolation("prompt", f"at most {MAX_TOKENIZE_CHARS} characters"))
     history: list[dict[str, Any]] = []
     context: dict[str, Any] = {}
+    prefill = NO_PREFILL
     images = MediaParts(model)  # images counted as the model sees them, not fetched; files read, as chat does
     if has_messages:
         history, context = await read_off_the_loop_if_large(
@@ -54,6 +56,7 @@ async def tokenize(models: ModelRegistry, request: tokenizer_pb2.TokenizeRequest
                 template_context(request, violations, effort=None),
             ),
         )
+        prefill = prefill_of(request, history, violations)  # chat completions' rule
     InvalidArgument.check(violations)
     if has_messages:
         history = await images.with_files(history, models.media, models.files)
@@ -62,15 +65,12 @@ async def tokenize(models: ModelRegistry, request: tokenizer_pb2.TokenizeRequest
             raise InvalidArgument.of("messages", f"at most {MAX_TOKENIZE_CHARS} characters in all")
 
     add_special = request.add_special_tokens if request.HasField("add_special_tokens") else has_prompt
-    generation_prompt = not request.HasField("add_generation_prompt") or request.add_generation_prompt
 
     def work() -> tokenizer_pb2.TokenizeResponse:  # the reply too: millions of token strings take a while
         if has_prompt:
             text = request.prompt
         else:
-            text = render_for_model(
-                model, history, None, context, field="messages", add_generation_prompt=generation_prompt
-            )
+            text = render_for_model(model, history, None, context, field="messages", prefill=prefill)
         ids = (
             image_prompt_ids(model, text)
             if images.sources
