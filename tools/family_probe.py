@@ -56,6 +56,7 @@ import jsonschema  # noqa: E402
 import openai  # noqa: E402
 
 from ovserve.service.api import prompting  # noqa: E402
+from ovserve.service.api.prefill import Prefill  # noqa: E402
 from ovserve.service.engine import EngineSettings  # noqa: E402
 from ovserve.service.engine.engine import Engine  # noqa: E402
 from ovserve.service.models import ModelSpec  # noqa: E402
@@ -308,7 +309,7 @@ class Probe:
         def render(history: list[dict[str, Any]], generation: bool) -> str:
             try:
                 return str(prompting.render_for_model(model, history, TOOLS, context, field="messages",
-                                                      add_generation_prompt=generation))  # fmt: skip
+                                                      prefill=Prefill(generation_prompt=generation)))  # fmt: skip
             except Exception as error:
                 raise AssertionError(f"render: {first_line(error)}") from None
 
