@@ -89,9 +89,6 @@ RESPONSES: dict[str, Parameter] = {
         _stream_options,
     ),
     "prompt": Parameter(REFUSED, "stored prompt templates are not served here; send instructions", _empty("prompt")),
-    "context_management": Parameter(
-        REFUSED, "the context is not compacted server-side; use truncation auto", _empty("context management")
-    ),
     "moderation": CHAT["moderation"],
 }  # fmt: skip
 # Contract fields that are honoured only in part: what the rest is answered with (400 naming the field).
@@ -101,6 +98,10 @@ PARTLY: dict[str, str] = {
         "refused for a model without them, with echo or with token-id prompts"
     ),
     "best_of": "beam search; refused with stop strings, sampling or a speculative-decoding model",
+    "context_management": (
+        "compaction served as a truncation: past compact_threshold the oldest input items are dropped; no summary "
+        "is written (POST /responses/compact writes one)"
+    ),
     "n": "samples at default settings; at temperature 0, n greedy choices (n requests side by side)",
     "tools": (
         "function and custom tools; a custom tool reaches the template as a function of one string (`input`), and a "

@@ -296,6 +296,29 @@ def _option_violations(request: Request) -> list[FieldViolation]:
         violations.append(FieldViolation("max_tool_calls", "must be at least 1 (send tool_choice none for no calls)"))
     if request.HasField("n") and request.n != 1:
         violations.append(FieldViolation("n", "a response has one output; use chat completions for several choices"))
+    return violations + _context_management_violations(request)
+
+
+MIN_COMPACT_THRESHOLD = 1000  # OpenAI's ContextManagementParam.compact_threshold minimum
+
+
+def _context_management_violations(request: Request) -> list[FieldViolation]:
+    """OpenAI's context_management: one compaction entry, its threshold at least MIN_COMPACT_THRESHOLD tokens."""
+    entries = request.context_management
+    if len(entries) > 1:
+        return [FieldViolation("context_management", f"one entry (compaction) at most; got {len(entries)}")]
+    violations = []
+    for index, entry in enumerate(entries):
+        where = f"context_management[{index}]"
+        if entry.type != "compaction":
+            violations.append(unsupported(f"{where}.type", entry.type, {"compaction"}))
+        if entry.HasField("compact_threshold") and entry.compact_threshold < MIN_COMPACT_THRESHOLD:
+            violations.append(
+                FieldViolation(
+                    f"{where}.compact_threshold",
+                    f"must be at least {MIN_COMPACT_THRESHOLD}; got {entry.compact_threshold}",
+                )
+            )
     return violations
 
 
@@ -361,12 +384,16 @@ async def _fit(
     request: Request,
     max_output_tokens: int | None,
 ) -> tuple[list[dict[str, Any]], list[int] | str]:
-    """Render the conversation; with truncation "auto", drop the oldest turns until it fits beside the output.
+    """Render the conversation; with truncation "auto", drop the oldest turns until it fits beside the output;
+    with context_management's compaction, also until it is within compact_threshold tokens (compaction served as
+    a truncation: the model writes no summary here).
 
     Its token ids; with images, the prompt text (its images are loaded once the turns that stay are known)."""
     room = max_output_tokens or 1
+    compacting = len(request.context_management) > 0
+    threshold = next((e.compact_threshold for e in request.context_management if e.HasField("compact_threshold")), None)
     while True:
-        truncate = request.truncation == "auto" and len(history) > 1
+        truncate = (request.truncation == "auto" or compacting) and len(history) > 1
         prompt: list[int] | str | None
         try:
             messages = instructions + history
@@ -379,7 +406,8 @@ async def _fit(
             if not truncate:  # too long before rendering, or the template refused it
                 raise
             prompt = None
-        if prompt is not None and (size + room <= model.limits.max_model_len or not truncate):
+        fits = size + room <= model.limits.max_model_len and (threshold is None or size <= threshold)
+        if prompt is not None and (fits or not truncate):
             return history, prompt
         history = _without_oldest_turn(history)
 

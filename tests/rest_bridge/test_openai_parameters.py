@@ -39,13 +39,13 @@ TAKEN = {
     "service_tier": "auto", "prompt_cache_key": "user-42", "prompt_cache_retention": "24h",
     "prompt_cache_options": {"mode": "auto"}, "safety_identifier": "hash-1", "verbosity": "low",
     "prediction": {"type": "content", "content": "Hello"}, "modalities": ["text"], "audio": None,
-    "moderation": None, "web_search_options": None, "prompt": None, "context_management": None,
+    "moderation": None, "web_search_options": None, "prompt": None,
     "stream_options": {"include_obfuscation": False}, "priority": 0,
 }  # fmt: skip
 REFUSED_VALUES = {
     "audio": {"voice": "alloy", "format": "wav"}, "moderation": {"model": "x"},
     "web_search_options": {"search_context_size": "low"}, "modalities": ["text", "audio"],
-    "prompt": {"id": "pmpt_1"}, "context_management": [{"type": "compaction", "compact_threshold": 1000}],
+    "prompt": {"id": "pmpt_1"},
 }  # fmt: skip
 
 
