@@ -74,6 +74,7 @@ EXPECTED_RPCS = {
         "CreateImageEdit": False,
         "StreamImageEdit": True,
     },
+    "ovserve.v1.SpeechService": {"CreateSpeech": False, "StreamSpeech": True},
 }
 # The one client-streaming RPC: an upload's bytes arrive in chunks.
 CLIENT_STREAMING = {"CreateFile"}
@@ -90,6 +91,7 @@ REQUEST_TWINS = [
 MEDIA_TWINS = [
     ("CreateImageRequest", "StreamImageRequest"),
     ("CreateImageEditRequest", "StreamImageEditRequest"),
+    ("CreateSpeechRequest", "StreamSpeechRequest"),
 ]
 
 # Fields whose proto3 zero is not OpenAI's default, so presence must be tracked.
