@@ -39,6 +39,8 @@ from ovserve.clients.v1 import (
     rerank_pb2_grpc,
     response_pb2,
     response_pb2_grpc,
+    speech_pb2,
+    speech_pb2_grpc,
     tokenizer_pb2,
     tokenizer_pb2_grpc,
 )
@@ -61,6 +63,7 @@ class Service(Enum):
     AUDIO = (audio_pb2, audio_pb2_grpc)
     RERANK = (rerank_pb2, rerank_pb2_grpc)
     IMAGE = (image_pb2, image_pb2_grpc)
+    SPEECH = (speech_pb2, speech_pb2_grpc)
 
     def __init__(self, module: ModuleType, grpc_module: ModuleType) -> None:
         (descriptor,) = module.DESCRIPTOR.services_by_name.values()  # each proto file declares one service

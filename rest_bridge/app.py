@@ -28,6 +28,7 @@ from ovserve.rest_bridge.routes import (
     rerank,
     responses,
     responses_websocket,
+    speech,
     tokenize,
 )
 from ovserve.rest_bridge.routes.health import ServerFigures
@@ -46,6 +47,7 @@ ROUTES: list[tuple[str, type[tornado.web.RequestHandler]]] = [
     *rerank.ROUTES,
     *audio.ROUTES,
     *images.ROUTES,
+    *speech.ROUTES,
     *files.ROUTES,
     *batches.ROUTES,
     *messages.ROUTES,  # Anthropic's Messages API

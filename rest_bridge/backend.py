@@ -26,6 +26,7 @@ from ovserve.clients.v1 import (
     model_pb2_grpc,
     rerank_pb2_grpc,
     response_pb2_grpc,
+    speech_pb2_grpc,
     tokenizer_pb2_grpc,
 )
 from ovserve.rest_bridge.off_loop import off_the_loop_if_large
@@ -81,6 +82,7 @@ class Backend:
     files: file_pb2_grpc.FileServiceStub
     batches: batch_pb2_grpc.BatchServiceStub
     images: image_pb2_grpc.ImageServiceStub
+    speech: speech_pb2_grpc.SpeechServiceStub
 
     @classmethod
     def on(cls, channel: grpc.aio.Channel) -> Backend:
@@ -100,4 +102,5 @@ class Backend:
             file_pb2_grpc.FileServiceStub(channel),
             batch_pb2_grpc.BatchServiceStub(channel),
             image_pb2_grpc.ImageServiceStub(channel),
+            speech_pb2_grpc.SpeechServiceStub(channel),
         )

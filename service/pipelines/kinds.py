@@ -19,6 +19,7 @@ class PipelineKind(enum.Enum):
     RERANK = "rerank"  # rerank and score
     TRANSCRIBE = "transcribe"  # audio transcriptions
     IMAGE = "image"  # image generations and edits (a diffusion model)
+    SPEAK = "speak"  # audio speech (a SpeechT5 text-to-speech model)
 
     @property
     def api(self) -> str:
@@ -32,6 +33,7 @@ _APIS = {
     PipelineKind.RERANK: "rerank and score",
     PipelineKind.TRANSCRIBE: "audio transcriptions",
     PipelineKind.IMAGE: "image generations and edits",
+    PipelineKind.SPEAK: "audio speech",
 }
 # The speech models' IRs (optimum-intel's encoder-decoder export).
 SPEECH_IRS = ("openvino_encoder_model.xml", "openvino_decoder_model.xml")
@@ -42,7 +44,8 @@ def kind_of(model_dir: Path) -> PipelineKind:
 
     A Whisper encoder-decoder transcribes; a one-label sequence classifier (a cross-encoder) reranks; an encoder
     without a language-model head (BertModel, a sentence-transformers export) embeds; anything else generates.
-    A diffusers pipeline's export (model_index.json beside its parts' folders) makes images.
+    A diffusers pipeline's export (model_index.json beside its parts' folders) makes images; a SpeechT5
+    text-to-speech export (encoder and decoder IRs too, with a postnet and a vocoder) speaks.
     """
     if (model_dir / "model_index.json").is_file():
         return PipelineKind.IMAGE
@@ -51,6 +54,8 @@ def kind_of(model_dir: Path) -> PipelineKind:
     except (OSError, ValueError):
         return PipelineKind.GENERATE
     architectures = [str(name) for name in config.get("architectures") or []]
+    if config.get("model_type") == "speecht5":
+        return PipelineKind.SPEAK
     if config.get("model_type") == "whisper" or all((model_dir / name).is_file() for name in SPEECH_IRS):
         return PipelineKind.TRANSCRIBE
     if any(name.endswith("ForSequenceClassification") for name in architectures):
@@ -65,6 +70,13 @@ _NEEDED = {
     PipelineKind.EMBED: ("config.json", "openvino_model.xml", "openvino_tokenizer.xml"),
     PipelineKind.RERANK: ("config.json", "openvino_model.xml", "openvino_tokenizer.xml"),
     PipelineKind.TRANSCRIBE: ("config.json", *SPEECH_IRS, "openvino_tokenizer.xml", "openvino_detokenizer.xml"),
+    PipelineKind.SPEAK: (
+        "config.json",
+        *SPEECH_IRS,
+        "openvino_postnet.xml",
+        "openvino_vocoder.xml",
+        "openvino_tokenizer.xml",
+    ),
     # A diffusers export: a folder per part (the VAE's encoder for edits).
     PipelineKind.IMAGE: (
         "model_index.json",

@@ -32,6 +32,7 @@ from ovserve.service.pipelines.messages import (
     Transcribe,
     Transcript,
 )
+from ovserve.service.pipelines.speech_messages import Speak, Spoken
 from ovserve.service.workers.codec import TokenCodec
 from ovserve.service.workers.errors import EngineError, EngineOverloaded, EngineUnavailable
 from ovserve.service.workers.process import WorkerProcess
@@ -53,6 +54,14 @@ class PipelineSettings:
     )
     max_audio_seconds: float = field(
         default=1800.0, metadata={"help": "longest recording a speech model transcribes, seconds (beyond: 400)"}
+    )
+    max_speech_chars: int = field(
+        default=4096,  # OpenAI's bound on a speech request's input
+        metadata={"help": "longest text a text-to-speech model says, characters (beyond: 400)", "metavar": "CHARS"},
+    )
+    max_speech_seconds: float = field(
+        default=600.0,
+        metadata={"help": "longest audio a text-to-speech model returns, seconds (longer audio is cut there)"},
     )
     max_batch_inputs: int = field(
         default=32, metadata={"help": "embedding inputs or rerank pairs, of several requests, run in one call"}
@@ -96,6 +105,8 @@ class PipelineSettings:
             for name in (
                 "max_queued_jobs",
                 "max_audio_seconds",
+                "max_speech_chars",
+                "max_speech_seconds",
                 "max_batch_inputs",
                 "max_batch_tokens",
                 "max_queued_tokens",
@@ -114,6 +125,7 @@ QUEUE_BUDGETS = {
     PipelineKind.RERANK: ("max_queued_tokens", "tokens"),
     PipelineKind.TRANSCRIBE: ("max_queued_audio_bytes", "bytes of audio"),
     PipelineKind.IMAGE: ("max_queued_jobs", "requests"),  # bounded by their count alone (size 0)
+    PipelineKind.SPEAK: ("max_queued_jobs", "requests"),  # bounded by their count alone (size 0)
 }
 # Where a kind's tokenizer files and config.json are, under its model directory: a diffusers export keeps each
 # part in a folder (the text encoder's config bounds the prompt's tokens); the others, at the top.
@@ -245,6 +257,11 @@ class Pipeline(Supervised):
         async with contextlib.aclosing(self._answers(job)) as answers:
             async for answer in answers:
                 yield answer
+
+    async def speak(self, job: Callable[[int], Speak]) -> Spoken:
+        """A Speak job's encoded audio. ``job``: the job for a job id."""
+        spoken: Spoken = await self._result(job, 0)
+        return spoken
 
     def check_room(self, size: int = 1) -> None:
         """EngineUnavailable or EngineOverloaded unless a request holding ``size`` (QUEUE_BUDGETS' unit) fits the

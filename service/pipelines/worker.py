@@ -37,6 +37,7 @@ from ovserve.service.pipelines.messages import (
     Transcribe,
     Transcript,
 )
+from ovserve.service.pipelines.speech_runner import SpeakRunner
 from ovserve.service.workers.child import Channel, ChildConnection
 from ovserve.service.workers.messages import LoadFailed, Ready, Stop
 
@@ -244,6 +245,7 @@ RUNNERS: dict[PipelineKind, Callable[[PipelineSpec], Runner]] = {
     PipelineKind.RERANK: RerankRunner,
     PipelineKind.TRANSCRIBE: TranscribeRunner,
     PipelineKind.IMAGE: ImageRunner,
+    PipelineKind.SPEAK: SpeakRunner,
 }
 
 

@@ -21,7 +21,17 @@ from typing import Any, TypeVar
 import grpc
 
 from ovserve.clients.v1 import batch_pb2, chat_pb2, conversation_pb2, file_pb2, model_pb2, response_pb2
-from ovserve.service.api import chat, completions, embeddings, images, models, rerank, tokenizer, transcriptions
+from ovserve.service.api import (
+    chat,
+    completions,
+    embeddings,
+    images,
+    models,
+    rerank,
+    speech,
+    tokenizer,
+    transcriptions,
+)
 from ovserve.service.api.files import FilesApi
 from ovserve.service.api.lora import RuntimeLora
 from ovserve.service.api.stored_chat import StoredChatCompletions
@@ -142,6 +152,13 @@ class AudioServicer(_RegistryServicer):
     CreateTranscription = _answered_by(transcriptions.create_transcription)
     StreamTranscription = _streamed_by(transcriptions.stream_transcription)
     CreateTranslation = _answered_by(transcriptions.create_translation)
+
+
+class SpeechServicer(_RegistryServicer):
+    """ovserve.v1.SpeechService."""
+
+    CreateSpeech = _answered_by(speech.create_speech)
+    StreamSpeech = _streamed_by(speech.stream_speech)
 
 
 class ImageServicer(_RegistryServicer):

@@ -34,6 +34,7 @@ from ovserve.service.server.servicers import (
     ModelServicer,
     RerankServicer,
     ResponseServicer,
+    SpeechServicer,
     TokenizerServicer,
 )
 
@@ -66,6 +67,7 @@ SERVICERS: dict[Service, Callable[[ServerParts], Any]] = {
     Service.AUDIO: lambda server: AudioServicer(server.registry),
     Service.RERANK: lambda server: RerankServicer(server.registry),
     Service.IMAGE: lambda server: ImageServicer(server.registry),
+    Service.SPEECH: lambda server: SpeechServicer(server.registry),
 }
 
 # The services served, by full name (health and reflection list them): how to register each, and how to build
@@ -86,6 +88,7 @@ ANSWERS_WITH: dict[Service, PipelineKind | None] = {
     Service.RERANK: PipelineKind.RERANK,
     Service.AUDIO: PipelineKind.TRANSCRIBE,
     Service.IMAGE: PipelineKind.IMAGE,
+    Service.SPEECH: PipelineKind.SPEAK,
     Service.CONVERSATION: None,
     Service.MODEL: None,
 }

@@ -31,6 +31,7 @@ from . import (
     speech,
     tokenizer,
     train,
+    tts,
     vision,
 )
 
@@ -72,11 +73,19 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument(
         "--models",
         nargs="+",
-        choices=("tiny-chat", "tiny-vision", "tiny-embed", "tiny-rerank", "tiny-whisper", "tiny-diffusion"),
-        default=["tiny-chat", "tiny-vision", "tiny-embed", "tiny-whisper", "tiny-diffusion"],
+        choices=(
+            "tiny-chat",
+            "tiny-vision",
+            "tiny-embed",
+            "tiny-rerank",
+            "tiny-whisper",
+            "tiny-diffusion",
+            "tiny-speech",
+        ),
+        default=["tiny-chat", "tiny-vision", "tiny-embed", "tiny-whisper", "tiny-diffusion", "tiny-speech"],
         help="what to build: tiny-chat (with tiny-chat-draft), tiny-vision, tiny-embed and tiny-rerank (built "
-        "together: either name builds both), tiny-whisper (needs espeak-ng), tiny-diffusion (needs diffusers) "
-        "(default: all)",
+        "together: either name builds both), tiny-whisper (needs espeak-ng), tiny-diffusion (needs diffusers), "
+        "tiny-speech (default: all)",
     )
     p.add_argument(
         "--vision-steps", type=int, default=400, help="optimiser steps for tiny-vision (default: %(default)s)"
@@ -108,6 +117,10 @@ def main(argv: list[str] | None = None) -> int:
     if "tiny-diffusion" in args.models:
         print("[diffusion] tiny-diffusion")
         print(diffusion.build(args.out, seed=args.seed))
+    if "tiny-speech" in args.models:
+        print("[tts] tiny-speech")
+        if status := tts.build(args.out, args.work, seed=args.seed):
+            return status
     return 0
 
 
