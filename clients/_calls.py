@@ -28,6 +28,7 @@ from ovserve.clients._requests import (
     image_request,
     input_items,
     rerank_request,
+    speech_request,
     transcription_request,
 )
 from ovserve.clients.defaults import FILE_CHUNK_BYTES
@@ -43,6 +44,7 @@ from ovserve.clients.v1 import (
     image_pb2,
     model_pb2,
     rerank_pb2,
+    speech_pb2,
 )
 from ovserve.clients.v1 import response_object_pb2 as objects_pb2
 
@@ -202,6 +204,27 @@ def stream_image_edit(
     """An edit's partial images, then the edited image."""
     request = image_request(image_pb2.StreamImageEditRequest, model, prompt, params, [image], mask)
     return Stream(stubs[Service.IMAGE].StreamImageEdit, request, timeout)
+
+
+# ---- speech (text-to-speech models) ----
+
+
+def speak(
+    stubs: Stubs, /, model: str, text: str, *, timeout: float | None = None, **params: Any
+) -> Call[speech_pb2.CreateSpeechResponse]:
+    """``text`` said by a text-to-speech model: the encoded audio (``voice``, ``response_format``, ``speed``)."""
+    return Call(
+        stubs[Service.SPEECH].CreateSpeech, speech_request(speech_pb2.CreateSpeechRequest, model, text, params), timeout
+    )
+
+
+def stream_speech(
+    stubs: Stubs, /, model: str, text: str, *, timeout: float | None = None, **params: Any
+) -> Stream[speech_pb2.StreamSpeechResponse]:
+    """``text`` said in pieces of audio, then the rest of the response; leaving the loop cancels the call."""
+    return Stream(
+        stubs[Service.SPEECH].StreamSpeech, speech_request(speech_pb2.StreamSpeechRequest, model, text, params), timeout
+    )
 
 
 # ---- models and health ----

@@ -69,6 +69,13 @@ def transcription_request(message_class: type[Request], model: str, audio: bytes
     return request
 
 
+def speech_request(message_class: type[Request], model: str, text: str, params: Mapping[str, Any]) -> Request:
+    """A Create/StreamSpeechRequest saying ``text`` (``voice``, ``response_format``, ``speed`` in ``params``)."""
+    request = _with_params(message_class, model, params)
+    request.input = text  # type: ignore[attr-defined]
+    return request
+
+
 def image_request(
     message_class: type[Request],
     model: str,

@@ -139,6 +139,8 @@ class _Client:
     transcribe = _Unary(_calls.transcribe)
     stream_transcription = _Streaming(_calls.stream_transcription)
     translate = _Unary(_calls.translate)
+    speak = _Unary(_calls.speak)
+    stream_speech = _Streaming(_calls.stream_speech)
     generate_image = _Unary(_calls.generate_image)
     stream_image = _Streaming(_calls.stream_image)
     edit_image = _Unary(_calls.edit_image)

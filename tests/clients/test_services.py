@@ -22,15 +22,15 @@ from ovserve.service.server.services import SERVED
 
 # The public methods of both clients, as they were before they shared one table: the API to keep.
 UNARY = {
-    "chat", "complete", "embed", "rerank", "transcribe", "translate", "generate_image", "edit_image", "list_models",
-    "get_model", "health",
+    "chat", "complete", "embed", "rerank", "transcribe", "translate", "speak", "generate_image", "edit_image",
+    "list_models", "get_model", "health",
     "create_conversation", "get_conversation", "update_conversation", "delete_conversation",
     "list_conversation_items", "add_conversation_items", "get_conversation_item", "delete_conversation_item",
     "upload_file", "get_file", "list_files", "delete_file", "create_batch", "get_batch", "list_batches",
     "cancel_batch", "load_lora_adapter", "unload_lora_adapter", "unload_model", "reload_config",
 }  # fmt: skip
-STREAMING = {"stream_chat", "stream_complete", "stream_transcription", "stream_image", "stream_image_edit",
-             "download_file", "load_model"}  # fmt: skip
+STREAMING = {"stream_chat", "stream_complete", "stream_transcription", "stream_speech", "stream_image",
+             "stream_image_edit", "download_file", "load_model"}  # fmt: skip
 
 
 def generated_services() -> set[str]:
@@ -98,6 +98,8 @@ ARGUMENTS: dict[str, tuple[Any, ...]] = {
     "transcribe": ("m", b"RIFF"),
     "stream_transcription": ("m", b"RIFF"),
     "translate": ("m", b"RIFF"),
+    "speak": ("m", "Hello"),
+    "stream_speech": ("m", "Hello"),
     "generate_image": ("m", "a red square"),
     "stream_image": ("m", "a red square"),
     "edit_image": ("m", "a boat", b"PNG"),

@@ -22,6 +22,7 @@ import openai
 import pytest
 import soundfile
 
+from ovserve.clients import OvserveClient
 from ovserve.clients.v1 import model_pb2, model_pb2_grpc, speech_pb2, speech_pb2_grpc
 from ovserve.service.models import ModelSpec
 from ovserve.service.observability.metrics import exposition
@@ -179,3 +180,11 @@ def test_metrics_count_the_audio(served: RunningBridge, client: openai.OpenAI) -
     text = exposition().decode()
     assert f'ovserve_speech_audio_seconds_total{{model="{MODEL}"}}' in text
     assert f'ovserve_speech_input_characters_total{{model="{MODEL}"}}' in text
+
+
+def test_the_typed_client_speaks(served: RunningBridge) -> None:
+    with OvserveClient(served.server.target) as client:
+        reply = client.speak(MODEL, SHORT, voice="nova", response_format="flac")
+        pieces = list(client.stream_speech(MODEL, SHORT, voice="nova", response_format="flac"))
+    assert soundfile.info(io.BytesIO(reply.audio)).format == "FLAC" and reply.content_type == "audio/flac"
+    assert b"".join(piece.delta.audio for piece in pieces[:-1]) == reply.audio and pieces[-1].HasField("done")
