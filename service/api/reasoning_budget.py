@@ -267,7 +267,8 @@ class BudgetedGeneration:
 
     def _phase_two(self, kept: list[int], rest: int) -> tuple[list[int], SamplingParams, Scoring | None]:
         """Phase 2's request: it continues after the end markup, under the constraint without the block."""
-        params = dataclasses.replace(self._params, max_new_tokens=rest, constraint=self._budget.answer)
+        written = len(kept) + len(self._budget.end_ids)
+        params = self._params.continued(written, max_new_tokens=rest, constraint=self._budget.answer)
         # The prompt was scored with phase 1's first update; phase 2's scores its output only.
         scoring = self._scoring
         scoring = dataclasses.replace(scoring, prompt=False) if scoring is not None and scoring.output else None

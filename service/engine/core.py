@@ -18,7 +18,6 @@ the engine: each one costs the server and its client per request, not per token.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import logging
 import time
@@ -408,7 +407,7 @@ class EngineCore:
                 del self._running[request_id]
                 failed.append((request_id, EngineError(f"engine step failed: {_engine_message(error)}")))
                 continue
-            resumed = dataclasses.replace(params, max_new_tokens=left)
+            resumed = params.continued(len(state.generated), max_new_tokens=left)
             try:
                 config = generation_config(resumed)
                 tensor = self._prompt(state.submission, state.generated, config)

@@ -10,7 +10,7 @@ variants (one seed per fanned-out choice, say).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 
 
 @dataclass(frozen=True)
@@ -86,3 +86,10 @@ class SamplingParams:
     def field_names(cls) -> frozenset[str]:
         """Every field's name."""
         return frozenset(f.name for f in fields(cls))
+
+    def continued(self, written: int, **changes: object) -> SamplingParams:
+        """These parameters, ``changes`` applied, for the rest of an output ``written`` tokens long so far (a
+        request resumed, a reasoning budget's second phase): ``min_new_tokens`` less what is written (the engine
+        refuses a minimum above the maximum)."""
+        least = None if self.min_new_tokens is None else max(self.min_new_tokens - written, 0) or None
+        return replace(self, min_new_tokens=least, **changes)  # type: ignore[arg-type]

@@ -56,7 +56,7 @@ def tokenizer() -> Tokenizer:
 
 def create(client: openai.OpenAI, **fields: Any) -> Any:
     body = {"temperature": 0, "max_tokens": MAX_TOKENS, **fields}
-    extra = {name: body.pop(name) for name in ("thinking_token_budget", *THINKING) if name in body}
+    extra = {name: body.pop(name) for name in ("thinking_token_budget", "min_tokens", *THINKING) if name in body}
     return client.chat.completions.create(model=MODEL, messages=ASK, extra_body=extra, **body)  # type: ignore[call-overload]
 
 
@@ -160,6 +160,13 @@ def test_thinking_token_budget_without_tools_ends_the_block_and_answers(
     assert reasoning_tokens_before_end(choice.logprobs.content, tokenizer) == 4
     assert choice.message.model_dump().get("reasoning_content") and choice.message.content  # an answer after it
     assert reply.usage.completion_tokens == len(choice.logprobs.content) and choice.finish_reason == "stop"
+
+
+def test_min_tokens_counts_the_whole_output_across_the_budgets_two_phases(client: openai.OpenAI) -> None:
+    # the answer's phase has fewer tokens left than min_tokens: its minimum is what the reasoning did not write
+    # (the engine refuses a minimum above the maximum: this request failed before)
+    reply = create(client, thinking_token_budget=4, max_tokens=40, min_tokens=38, **THINKING)
+    assert reply.usage.completion_tokens >= 38 and reply.choices[0].message.content
 
 
 def test_n_choices_each_get_their_budget(client: openai.OpenAI, tokenizer: Tokenizer) -> None:

@@ -625,3 +625,10 @@ def test_min_tokens_and_stop_token_ids_bounds(
 ) -> None:
     error = refused(body, max_tokens=max_tokens, limits=ModelLimits("m", 100, vocab_size=50))
     assert fields(error) == [field] and message in error.violations[0].description
+
+
+def test_continued_parameters_keep_the_minimum_within_what_is_left() -> None:
+    params = SamplingParams(max_new_tokens=40, min_new_tokens=30)
+    assert params.continued(10, max_new_tokens=30).min_new_tokens == 20
+    assert params.continued(35, max_new_tokens=5).min_new_tokens is None  # met: none left
+    assert SamplingParams(max_new_tokens=9).continued(3, max_new_tokens=6).min_new_tokens is None
