@@ -25,7 +25,7 @@ from ovserve.clients.v1 import chat_pb2, chat_pb2_grpc, completion_pb2, completi
 from ovserve.service.api.generation import MAX_SEED, MAX_STOP_STRINGS
 from ovserve.service.errors import MAX_QUOTED, MAX_VIOLATIONS, MAX_VIOLATIONS_IN_MESSAGE, quote
 from ovserve.service.models import BUNDLED_SPECULATIVE
-from tests.conftest import TINY_CHAT, ServerThread
+from tests.conftest import SERVED_BY_DEFAULT, TINY_CHAT, ServerThread
 from tests.rpc import Failure, failure, parse
 
 pytestmark = pytest.mark.skipif(
@@ -324,7 +324,7 @@ def test_bad_request_names_the_field(stubs: Stubs, max_len: int, case: Bad, api:
         assert refused.param == "model"
         assert "no-such-model" in refused.message
         assert (
-            f"(served: {MODEL}, {SPECULATIVE}, tiny-embed, tiny-rerank, tiny-vision, tiny-whisper)" in refused.message
+            f"(served: {', '.join(sorted(SERVED_BY_DEFAULT))})" in refused.message
         )  # all, sorted
         return
     assert refused.fields == list(case.fields), refused.message
