@@ -7,6 +7,7 @@ whatever the model wrote. History carries custom calls back to the template as t
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any
 
@@ -26,7 +27,8 @@ def custom_tool(tool: common_pb2.CustomTool, where: str, violations: list[FieldV
     function: dict[str, Any] = {"name": tool.name, "parameters": INPUT_SCHEMA}
     if tool.HasField("description"):
         function["description"] = tool.description
-    return {"type": "function", "function": function, CUSTOM_FORMAT: _format(tool, f"{where}.format", violations)}
+    fmt = dataclasses.replace(_format(tool, f"{where}.format", violations), name_field=f"{where}.name")
+    return {"type": "function", "function": function, CUSTOM_FORMAT: fmt}
 
 
 def _format(tool: common_pb2.CustomTool, where: str, violations: list[FieldViolation]) -> CustomFormat:

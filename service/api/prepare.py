@@ -161,7 +161,8 @@ async def build_runs(
     constraint = None if plan is None else plan.constraint(opened=opened)
     if plan is not None and plan.optional and await compile_problem(model, constraint) is not None:
         plan = constraint = None  # default guidance the grammar engine cannot run: the model's calls go unguided
-    await check_compiles(model, constraint)
+    suspects = () if plan is None else plan.suspects  # custom tools' grammars, blamed for what they alone fail
+    await check_compiles(model, constraint, suspects)
     field = next((name for name in api.length_fields if request.HasField(name)), api.length_fields[0])
     limit = getattr(request, field) if request.HasField(field) else None
     scoring = ask.scoring()
@@ -186,7 +187,7 @@ async def build_runs(
             vision = prompt.images is not None
             params = with_lane(request, model, params, lane, vision=vision, budget=budget is not None)
         if budget is not None and budget.answer is not None and budget.answer != constraint:
-            await check_compiles(model, budget.answer)  # phase 2's constraint: the same format, without the block
+            await check_compiles(model, budget.answer, suspects)  # phase 2's: the same format, without the block
         run = Run(
             prompt.ids, params, first_choice=position * n, images=prompt.images, scoring=scoring, budget=budget,
             cache_salt=salt,

@@ -31,12 +31,14 @@ CUSTOM_FORMAT = "ovserve_custom_format"
 
 @dataclass(frozen=True)
 class CustomFormat:
-    """A custom tool's input format: ``syntax`` text | lark | regex, its ``definition``, and the request field
-    that holds the definition (named when it is refused)."""
+    """A custom tool's input format: ``syntax`` text | lark | regex, its ``definition``, the request field that
+    holds the definition (named when it is refused), and the field of the tool's name (``tools[2].custom.name`` on
+    chat, ``tools[2].name`` on Responses: named when the model's markup cannot write it)."""
 
     syntax: str
     definition: str = ""
     field: str = ""
+    name_field: str = ""
 
 
 def custom_arguments(grammar: GrammarBuilder, fmt: CustomFormat, prefix: str) -> str:

@@ -90,6 +90,9 @@ class Guide:
     # Guidance nobody asked for (the served model's default tool-guided generation): where the grammar engine
     # cannot run it, the request goes on unguided rather than failing (build_runs).
     optional: bool = False
+    # The custom tools' grammar formats among its calls: what the grammar engine refuses is blamed on the format
+    # it refuses alone, if one (check_compiles), as the user's grammar is likelier at fault than ovserve's own.
+    suspects: tuple[CustomFormat, ...] = ()
 
     def constraint(self, *, opened: bool = False) -> OutputConstraint:
         """The engine's form of this constraint; ``opened``: the prompt ends inside the reasoning block."""
@@ -227,7 +230,14 @@ def output_plan(
     # The reasoning block a forced call may follow (the model's, or <think>), and that any constraint follows
     # when the rendered prompt leaves it open (Guide.constraint).
     block = think or (THINK if thinking else None)
-    return dataclasses.replace(guides[0], think=block, thinking=thinking and guides[0].calls)
+    suspects = _grammar_formats(choice.callable) if choice is not None and guides[0].calls else ()
+    return dataclasses.replace(guides[0], think=block, thinking=thinking and guides[0].calls, suspects=suspects)
+
+
+def _grammar_formats(callable_tools: Sequence[tuple[int, dict[str, Any]]]) -> tuple[CustomFormat, ...]:
+    """The grammar formats (lark, regex) of the custom tools among ``callable_tools``."""
+    formats = (tool.get(CUSTOM_FORMAT) for _index, tool in callable_tools)
+    return tuple(fmt for fmt in formats if isinstance(fmt, CustomFormat) and fmt.syntax != "text")
 
 
 @dataclass(frozen=True)
@@ -265,7 +275,7 @@ def _tool_choice(
             )
         )
         return None
-    named = _tools_named(violations, [(named_field, _choice_name(choice))], indexed)
+    named = _tools_named(violations, [(named_field, _choice_name(choice), choice.type)], indexed)
     return ToolChoice("required", named[:1], named_field, one=True) if named else None
 
 
@@ -289,7 +299,7 @@ def _allowed_tools(
             violations.append(
                 FieldViolation(f"{where}.tools[{number}].type", "only function and custom tools can be allowed")
             )
-    names = [(f"{where}.tools[{number}]", _choice_name(tool)) for number, tool in enumerate(allowed.tools)]
+    names = [(f"{where}.tools[{number}]", _choice_name(tool), tool.type) for number, tool in enumerate(allowed.tools)]
     callable_ = _tools_named(violations, names, indexed)
     if len(violations) > before:
         return None
@@ -301,21 +311,38 @@ def _tool_name(tool: dict[str, Any]) -> str:
     return str(tool.get("function", {}).get("name", ""))
 
 
+def _tool_kind(tool: dict[str, Any]) -> str:
+    """A tool's kind, in the chat template's form: custom (offered as a function, its format beside) or function."""
+    return "custom" if CUSTOM_FORMAT in tool else "function"
+
+
 def _choice_name(choice: Any) -> str:
     """The function (or custom tool) a tool_choice object names: flat (Responses) or nested (chat) form."""
     nested = choice.custom if choice.type == "custom" and "custom" in choice.DESCRIPTOR.fields_by_name else None
     return getattr(choice, "name", "") or (nested or choice.function).name
 
 
+# A tool choice's type -> the kind of tool it may name ("" is an unset type, a function as OpenAI's older form).
+_CHOICE_KINDS = {"": "function", "function": "function", "custom": "custom"}
+
+
 def _tools_named(
-    violations: list[FieldViolation], names: Sequence[tuple[str, str]], indexed: list[tuple[int, dict[str, Any]]]
+    violations: list[FieldViolation], names: Sequence[tuple[str, str, str]], indexed: list[tuple[int, dict[str, Any]]]
 ) -> list[tuple[int, dict[str, Any]]]:
-    """The tools of ``names`` ((field, name) pairs), in request order; a name with no tool is a violation."""
+    """The tools of ``names`` ((field, name, type) triples), in request order; a name with no tool, or naming a tool
+    of another kind than its type says (a function by type custom, or a custom tool by type function), is a
+    violation."""
     by_name = {_tool_name(tool): (index, tool) for index, tool in reversed(indexed)}
     found = []
-    for field, name in names:
+    for field, name, kind in names:
         if name not in by_name:
             violations.append(FieldViolation(field, f"no tool named {quote(name)} in tools"))
+            continue
+        actual = _tool_kind(by_name[name][1])
+        if kind in _CHOICE_KINDS and _CHOICE_KINDS[kind] != actual:  # (an unknown type is refused by the caller)
+            violations.append(
+                FieldViolation(f"{field}.type", f"{quote(name)} is a {actual} tool: name it with type {actual}")
+            )
         elif by_name[name] not in found:
             found.append(by_name[name])
     return sorted(found, key=lambda pair: pair[0])
@@ -676,11 +703,12 @@ def _arguments(
     """The rule of a tool's arguments in ``grammar``; None (and a violation) when it cannot be written."""
     function = tool.get("function", {})
     field = parameters_field.format(index)
-    problem = markup.name_problem(_tool_name(tool))
-    if problem is not None:  # the name's field sits beside the parameters' in both request types
-        violations.append(FieldViolation(field.rpartition(".")[0] + ".name", problem))
-        return None
     custom = tool.get(CUSTOM_FORMAT)
+    problem = markup.name_problem(_tool_name(tool))
+    if problem is not None:  # a function's name field sits beside its parameters' in both request types
+        named = custom.name_field if isinstance(custom, CustomFormat) else field.rpartition(".")[0] + ".name"
+        violations.append(FieldViolation(named, problem))
+        return None
     if isinstance(custom, CustomFormat):  # a custom tool: one string, "input", in the tool's format
         try:
             return custom_arguments(grammar, custom, f"c{index}")
@@ -828,15 +856,33 @@ def _integral(value: Any) -> Any:
 # ---- the grammar engine's verdict ----
 
 
-async def check_compiles(model: ServedModel, constraint: OutputConstraint | None) -> None:
+async def check_compiles(
+    model: ServedModel, constraint: OutputConstraint | None, suspects: Sequence[CustomFormat] = ()
+) -> None:
     """Refuse ``constraint`` (INVALID_ARGUMENT naming its field) if ``model``'s grammar compiler cannot run it.
 
     The compile runs in the engine's grammar checker, with the model's own tokenizer, off the event loop
-    (see service/engine/grammar.py); verdicts are cached by grammar text.
+    (see service/engine/grammar.py); verdicts are cached by grammar text. ``suspects`` (``Guide.suspects``): custom
+    tools' grammar formats inside ``constraint``; when it is refused, each is compiled alone (only then), and the
+    first one refused alone is the field named, with the compiler's words about it.
     """
     error = await compile_problem(model, constraint)
-    if error is not None and constraint is not None:
-        raise InvalidArgument.of(constraint.field, f"the grammar engine refused it: {error}")
+    if error is None or constraint is None:
+        return
+    field = constraint.field
+    for fmt in suspects:
+        alone = await compile_problem(model, await asyncio.to_thread(_alone, fmt))  # Lark reads it off the loop
+        if alone is not None:
+            field, error = fmt.field, alone
+            break
+    raise InvalidArgument.of(field, f"the grammar engine refused it: {error}")
+
+
+def _alone(fmt: CustomFormat) -> OutputConstraint:
+    """A custom tool's grammar format as a constraint of its own: its call's arguments, the input guided as in a
+    call (JSON-escaped), blamed on the format's field."""
+    grammar = GrammarBuilder()
+    return OutputConstraint("grammar", grammar.ebnf(custom_arguments(grammar, fmt, "c")), fmt.field)
 
 
 async def compile_problem(model: ServedModel, constraint: OutputConstraint | None) -> str | None:

@@ -254,3 +254,54 @@ def test_auto_guides_a_custom_call_by_default(client: openai.OpenAI) -> None:
         inputs += [call.custom.input for call in reply.choices[0].message.tool_calls or []]  # type: ignore[union-attr]
     assert inputs  # what the guide must shape
     assert all(re.fullmatch(TIMESTAMP, text) for text in inputs), inputs
+
+
+# ---- a tool choice of the other type; a grammar the compiler refuses ----
+
+WEATHER = {"type": "function", "function": {"name": "weather", "parameters": {"type": "object"}}}
+# Nested Lark repeats: Lark reads it and it translates, but XGrammar's compile of it runs for minutes (measured:
+# past 120 s, 2 GB), past the grammar checker's timeout: refused, naming the custom tool's format.
+NESTED = 'start: (("a"~0..200)~0..200)~0..200'
+
+
+@pytest.mark.parametrize(
+    ("choice", "kind"),
+    [({"type": "custom", "custom": {"name": "weather"}}, "function"), ({"type": "function", "function": {"name": "t"}},
+                                                                      "custom")],
+)  # fmt: skip
+def test_a_tool_choice_names_a_tool_of_its_own_type(client: openai.OpenAI, choice: dict[str, Any], kind: str) -> None:
+    tools: Any = [WEATHER, custom("t", grammar("regex", "[0-9]"))]
+    with pytest.raises(openai.BadRequestError) as caught:
+        client.chat.completions.create(
+            model=MODEL, messages=[{"role": "user", "content": "x"}], tools=tools, tool_choice=choice,  # type: ignore[arg-type]
+            max_tokens=8,
+        )  # fmt: skip
+    assert caught.value.body["param"] == "tool_choice"  # (the object form's inner path ends at its OpenAI name)
+    assert f"is a {kind} tool" in caught.value.body["message"]  # type: ignore[index]
+
+
+def test_responses_tool_choice_names_a_tool_of_its_own_type(client: openai.OpenAI) -> None:
+    tools: Any = [{"type": "function", "name": "weather", "parameters": {"type": "object"}},
+                  responses_tool("t", grammar("regex", "[0-9]"))]  # fmt: skip
+    with pytest.raises(openai.BadRequestError) as caught:
+        client.responses.create(
+            model=MODEL, input="x", tools=tools, tool_choice={"type": "custom", "name": "weather"},  # type: ignore[arg-type]
+            max_output_tokens=8,
+        )  # fmt: skip
+    assert caught.value.body["param"] == "tool_choice.type"  # type: ignore[index]
+
+
+def test_a_lark_grammar_the_compiler_refuses_is_blamed_on_its_format(client: openai.OpenAI) -> None:
+    tools: Any = [WEATHER, custom("t", grammar("lark", NESTED))]
+    with pytest.raises(openai.BadRequestError) as caught:
+        client.chat.completions.create(
+            model=MODEL, messages=[{"role": "user", "content": "x"}], tools=tools, tool_choice="required", max_tokens=8
+        )
+    assert caught.value.body["param"] == "tools[1].custom.format.grammar.definition", caught.value.body  # type: ignore[index]
+    assert "grammar engine refused it" in caught.value.body["message"]  # type: ignore[index]
+    responses: Any = [responses_tool("t", grammar("lark", NESTED))]
+    with pytest.raises(openai.BadRequestError) as caught:
+        client.responses.create(
+            model=MODEL, input="x", tools=responses, tool_choice={"type": "custom", "name": "t"}, max_output_tokens=8
+        )
+    assert caught.value.body["param"] == "tools[0].format.grammar.definition", caught.value.body  # type: ignore[index]
