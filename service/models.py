@@ -31,7 +31,7 @@ BUNDLED_DRAFT = "tiny-chat-draft"
 BUNDLED_SPECULATIVE = "tiny-chat-speculative"
 BUNDLED_VISION = "tiny-vision"
 # The bundled embedding, rerank and speech models, served beside the chat models when they are present.
-BUNDLED_PIPELINES = ("tiny-embed", "tiny-rerank", "tiny-whisper", "tiny-diffusion")
+BUNDLED_PIPELINES = ("tiny-embed", "tiny-rerank", "tiny-whisper", "tiny-diffusion", "tiny-speech")
 
 
 @dataclass(frozen=True)
@@ -129,7 +129,7 @@ def bundled_model_specs(settings: EngineSettings | None = None) -> list[ModelSpe
     parallel sampling and runs one request at a time here (see engine/core.py).
     And ``tiny-vision``, a LLaVA model that names an image's colour (image inputs), and the embedding,
     rerank and speech models ``tiny-embed``, ``tiny-rerank`` and ``tiny-whisper``, and the diffusion model
-    ``tiny-diffusion`` (image generations and edits).
+    ``tiny-diffusion`` (image generations and edits) and the text-to-speech model ``tiny-speech``.
     """
     settings = settings or EngineSettings()
     main = BUNDLED_MODELS_DIR / BUNDLED_MODEL

@@ -24,6 +24,7 @@ TINY_CHAT_DRAFT = BUNDLED_MODELS_DIR / BUNDLED_DRAFT
 # What ``ovserve serve`` with no models serves, in ListModels' order (the generating models, then the others).
 SERVED_BY_DEFAULT = [
     "tiny-chat", "tiny-chat-speculative", "tiny-vision", "tiny-embed", "tiny-rerank", "tiny-whisper", "tiny-diffusion",
+    "tiny-speech",
 ]  # fmt: skip
 # Small KV caches: several engines share the test machine. Computing in f32: the same numbers on every CPU up
 # to rounding (OpenVINO computes in bf16 where the CPU has AMX or AVX-512 BF16), so the tests that hold the server's

@@ -35,7 +35,9 @@ from tests.rest_bridge.test_logprobs_bounds import prompts as token_prompts
 
 AUDIO_MODEL, CHAT_MODEL, VISION_MODEL = "tiny-whisper", "tiny-chat", "tiny-vision"
 EMBED_MODEL, RERANK_MODEL, DIFFUSION_MODEL = "tiny-embed", "tiny-rerank", "tiny-diffusion"
-MODELS = [CHAT_MODEL, VISION_MODEL, EMBED_MODEL, RERANK_MODEL, AUDIO_MODEL, DIFFUSION_MODEL, "nope", "", "a" * 5000]
+SPEECH_MODEL = "tiny-speech"
+MODELS = [CHAT_MODEL, VISION_MODEL, EMBED_MODEL, RERANK_MODEL, AUDIO_MODEL, DIFFUSION_MODEL, SPEECH_MODEL, "nope", "",
+          "a" * 5000]  # fmt: skip
 BOUNDARY = "surface-fuzz-boundary"
 MIB = 1 << 20
 JSON_TYPE = {"Content-Type": "application/json"}
@@ -461,6 +463,42 @@ IMAGE_OUT_VALUES: dict[str, list[Any]] = {
     "rng_seed": [0, 2**63 - 1, 2**63, -1, 1.5], "seed": [3, -3], "negative_prompt": ["blur", "a" * 40_000, 5],
     "strength": [0.5, 0], "background": ["auto", "opaque", "transparent"], "quality": ["low", "hd", "ultra"],
 }  # fmt: skip
+
+
+# ---- speech out: text to speech on tiny-speech (JSON) ----
+
+# Short texts: a valid request's audio is a few seconds (tiny-speech's vocoder holds about 80 MB a second of it).
+SPEECH_SEED = {"model": SPEECH_MODEL, "input": "hello", "voice": "alloy"}
+# Each value known to be refused, alone in the seed: (field, value).
+SPEECH_REFUSED = [
+    ("input", ""), ("input", "a" * 4097), ("voice", "nobody"), ("voice", 5), ("response_format", "aac"),
+    ("response_format", "xml"), ("speed", 0), ("speed", 4.5), ("speed", "fast"), ("instructions", "softly"),
+    ("stream_format", "video"), ("volume", 3),
+]  # fmt: skip
+SPEECH_VALUES: dict[str, list[Any]] = {
+    "input": ["a", "hello world.", "\u0000\ud800", "x" * 4096, 7, ["a"], None],
+    "voice": ["", "echo", "shimmer", "../etc/passwd", "a" * 5000, None],
+    "response_format": ["wav", "pcm", "flac", "mp3", "opus", "", 3],
+    "speed": [0.25, 4, 1.0, (RAW, "NaN"), (RAW, "1e309"), -1, True],
+    "stream_format": ["sse", "audio", "", None], "instructions": ["", None],
+}  # fmt: skip
+
+
+def speech_case(rng: random.Random, context: Context) -> HttpCase:
+    """A speech request: the seed with a field or two drawn, or a generic mutation."""
+    path = "/v3/audio/speech"
+    if rng.random() < 0.3:
+        return mutated("speech", path, SPEECH_SEED, rng)
+    body = dict(SPEECH_SEED)
+    labels = []
+    for _ in range(rng.choice([1, 1, 2])):
+        name = rng.choice(list(SPEECH_VALUES))
+        body[name] = rng.choice(SPEECH_VALUES[name])
+        labels.append(f"{name}={encode(body[name])[:20]}")
+    if rng.random() < 0.05:
+        body["model"] = rng.choice(MODELS)
+        labels.append(f"model={body['model'][:20]}")
+    return json_case("speech", ", ".join(labels), path, body)
 
 
 @functools.cache
@@ -1014,6 +1052,7 @@ SURFACES: dict[str, tuple[int, Callable[[random.Random, Context], HttpCase]]] = 
     "documents": (180, document_case),
     "images": (280, image_case),
     "image_out": (200, image_out_case),
+    "speech": (120, speech_case),
     "rerank": (280, rerank_case),
     "embeddings": (280, embedding_case),
     "tokenizer": (280, tokenizer_case),
@@ -1045,6 +1084,7 @@ def seed_cases() -> list[HttpCase]:
         ("messages", "/v3/messages", MESSAGES_SEED),
         ("messages", "/v1/messages/count_tokens", COUNT_TOKENS_SEED),
         ("image_out", "/v3/images/generations", IMAGE_OUT_SEED),
+        ("speech", "/v3/audio/speech", SPEECH_SEED),
     ]  # fmt: skip
     audio = form(part("model", AUDIO_MODEL.encode()), part("file", SHORT_WAV, "a.wav"))
     upload = form(part("purpose", b"user_data"), part("file", b"hello", "a.txt"))
@@ -1073,6 +1113,9 @@ def known_cases() -> Iterator[HttpCase]:
     for name, value in IMAGE_OUT_REFUSED:
         body = {**IMAGE_OUT_SEED, name: value}
         yield json_case("image_out", f"only {name} {encode(value)[:20]}", "/v3/images/generations", body, refused(name))
+    for name, value in SPEECH_REFUSED:
+        body = {**SPEECH_SEED, name: value}
+        yield json_case("speech", f"only {name} {encode(value)[:20]}", "/v3/audio/speech", body, refused(name))
     for name, values in MESSAGES_REFUSED.items():
         for value in values:
             body = {**MESSAGES_SEED, name: value} if value is not None else {**MESSAGES_SEED, "max_tokens": None}

@@ -60,7 +60,9 @@ class PipelineSettings:
         metadata={"help": "longest text a text-to-speech model says, characters (beyond: 400)", "metavar": "CHARS"},
     )
     max_speech_seconds: float = field(
-        default=600.0,
+        # The pipeline vocodes the whole spectrogram in one call: memory grows with the audio's length (tiny-speech
+        # held 5 GB for 60 s) and the process keeps its peak.
+        default=60.0,
         metadata={"help": "longest audio a text-to-speech model returns, seconds (longer audio is cut there)"},
     )
     max_batch_inputs: int = field(

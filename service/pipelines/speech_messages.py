@@ -19,7 +19,7 @@ class Speak:
     speaker: bytes = b""
     response_format: str = "wav"  # a key of speech_runner.FORMATS
     speed: float = 1.0  # 0.25 to 4: the audio played that much faster (resampled)
-    max_seconds: float = 600.0  # the audio is cut at this length
+    max_seconds: float = 60.0  # the audio is cut at this length
 
 
 @dataclass(frozen=True)

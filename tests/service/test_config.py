@@ -69,9 +69,10 @@ def test_no_models_serves_the_bundled_tiny_chat_its_speculative_twin_and_tiny_vi
     assert config.host == DEFAULT_HOST == "127.0.0.1"
     assert config.port == DEFAULT_GRPC_PORT == 50051
     assert config.models == bundled_model_specs()
-    plain, speculative, vision, embed, rerank, whisper, diffusion = config.models
+    plain, speculative, vision, embed, rerank, whisper, diffusion, speech = config.models
     assert (whisper.name, whisper.task) == ("tiny-whisper", PipelineKind.TRANSCRIBE)
     assert (diffusion.name, diffusion.task) == ("tiny-diffusion", PipelineKind.IMAGE)
+    assert (speech.name, speech.task) == ("tiny-speech", PipelineKind.SPEAK)
     assert (embed.name, embed.task, rerank.name, rerank.task) == (
         "tiny-embed",
         PipelineKind.EMBED,
