@@ -5,7 +5,8 @@ A request with ``functions`` is a request with those functions as tools:
 ``function_call`` a tool call, and a ``function`` role message the tool result of
 the call before it. The reply then speaks the old form: the message's first tool
 call as ``function_call`` and finish_reason ``function_call`` (the old API made
-one call at a time, so parallel calls are turned off).
+one call at a time, so parallel calls are turned off). Without ``functions``, an assistant message's
+``function_call`` is still a tool call (``with_assistant_calls``): the function role is served on its own.
 """
 
 from __future__ import annotations
@@ -41,13 +42,33 @@ def to_tools(body: dict[str, Any], refuse: Refuse) -> dict[str, Any]:
     return body
 
 
+def with_assistant_calls(body: dict[str, Any]) -> dict[str, Any]:
+    """``body`` (a chat request without ``functions``) with each assistant message's deprecated ``function_call`` as
+    a tool call; a ``function`` role message after it stays, for the service to answer the last call of its name."""
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not any(_calls_a_function(message) for message in messages):
+        return body
+    return {**body, "messages": [_as_tool_call(message, i) for i, message in enumerate(messages)]}
+
+
+def _calls_a_function(message: Any) -> bool:
+    return isinstance(message, dict) and isinstance(message.get("function_call"), dict)
+
+
+def _as_tool_call(message: Any, i: int) -> Any:
+    """An assistant message with a ``function_call`` (the ``i``-th message) as one with that tool call, id call_i."""
+    if not _calls_a_function(message):
+        return message
+    call = {"id": f"call_{i}", "type": "function", "function": message["function_call"]}
+    return {**{k: v for k, v in message.items() if k != "function_call"}, "tool_calls": [call]}
+
+
 def _messages(messages: list[Any]) -> list[Any]:
     out, last_call = [], None
     for i, message in enumerate(messages):
-        if isinstance(message, dict) and isinstance(message.get("function_call"), dict):
+        if _calls_a_function(message):
             last_call = f"call_{i}"
-            call = {"id": last_call, "type": "function", "function": message["function_call"]}
-            message = {**{k: v for k, v in message.items() if k != "function_call"}, "tool_calls": [call]}
+            message = _as_tool_call(message, i)
         elif isinstance(message, dict) and message.get("role") == "function":
             message = {"role": "tool", "content": message.get("content"), "tool_call_id": last_call or f"call_{i}"}
         out.append(message)

@@ -190,9 +190,9 @@ def tool(entry: ro.ResponseTool) -> dict[str, Any]:
     if entry.type == "custom":
         fmt: dict[str, Any] = {"type": entry.format.type or "text"}
         if entry.format.HasField("grammar"):
-            fmt["grammar"] = {"syntax": entry.format.grammar.syntax, "definition": entry.format.grammar.definition}
-        description = entry.description if entry.HasField("description") else None
-        return {"type": "custom", "name": entry.name, "description": description, "format": fmt}
+            fmt.update(syntax=entry.format.grammar.syntax, definition=entry.format.grammar.definition)  # flat, as sent
+        described = {"description": entry.description} if entry.HasField("description") else {}  # never null
+        return {"type": "custom", "name": entry.name, **described, "format": fmt}
     source: Any = entry.function if entry.HasField("function") else entry
     return {
         "type": entry.type or "function",

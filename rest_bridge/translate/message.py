@@ -61,8 +61,9 @@ def streamable_from_body(
     ``functions_as_tools``: a body in the deprecated functions form is read as tools (``legacy_functions``).
     """
     body = dict(body)
-    if openai_parameters.take(body, parameters, bad_request) and functions_as_tools:
-        body = legacy_functions.to_tools(body, bad_request)
+    legacy = openai_parameters.take(body, parameters, bad_request)
+    if functions_as_tools:
+        body = legacy_functions.to_tools(body, bad_request) if legacy else legacy_functions.with_assistant_calls(body)
     check_arguments(body, arguments(unary.DESCRIPTOR), unsupported)
     proto_json = normalise(body)
     stream = proto_json.get("stream", False)

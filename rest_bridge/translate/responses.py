@@ -61,8 +61,19 @@ def normalise(
     if "input_items" in body:
         body["input_items"] = [proto_input_item(item, f"input[{i}]") for i, item in enumerate(body["input_items"])]
     if isinstance(body.get("tools"), list):
-        body["tools"] = [_mcp_forms(tool) for tool in body["tools"]]
+        body["tools"] = [_custom_format(_mcp_forms(tool)) for tool in body["tools"]]
     return body
+
+
+def _custom_format(tool: Any) -> Any:
+    """A custom tool's grammar format in the contract's nested form: the Responses API writes it flat
+    (``{"type": "grammar", "syntax", "definition"}``), chat nests the two under ``grammar``, as the contract does."""
+    fmt = tool.get("format") if isinstance(tool, dict) and tool.get("type") == "custom" else None
+    if not isinstance(fmt, dict) or fmt.get("type") != "grammar" or "grammar" in fmt:
+        return tool
+    flat = {key: fmt[key] for key in ("syntax", "definition") if key in fmt}
+    rest = {key: value for key, value in fmt.items() if key not in flat}
+    return {**tool, "format": {**rest, "grammar": flat}}
 
 
 def _mcp_forms(tool: Any) -> Any:

@@ -22,6 +22,8 @@ TOOL = {
     "type": "function",
     "function": {"name": "get_weather", "description": "Weather in a city.", "parameters": CITY},
 }
+CUSTOM = {"type": "custom", "custom": {"name": "count", "format": {"type": "grammar", "grammar": {
+    "syntax": "lark", "definition": 'start: /[0-9]{1,3}/'}}}}  # fmt: skip
 SCHEMA = {
     "type": "object",
     "properties": {"name": {"type": "string"}},
@@ -52,6 +54,21 @@ CHAT_CASES: dict[str, dict[str, Any]] = {
                                                                               "strict": True}}},
     "metadata-user": {"metadata": {"team": "a"}, "user": "u-1"},
     "stored": {"store": True},
+    # issue 49's parameters: each reply as OpenAI's document types it
+    "n-greedy": {"n": 2, "temperature": 0},
+    "logit-bias": {"logit_bias": {"1159": -100}, "bad_words": ["time"]},
+    "custom-tool-named": {"tools": [CUSTOM], "tool_choice": {"type": "custom", "custom": {"name": "count"}},
+                          "max_tokens": 300},  # room for the whole call
+    "custom-and-function-required": {"tools": [TOOL, CUSTOM], "tool_choice": "required", "max_tokens": 300},
+    "function-role": {"messages": [*HI, {"role": "assistant", "function_call": {"name": "get_weather",
+                      "arguments": "{}"}}, {"role": "function", "name": "get_weather", "content": "sunny"}]},
+    "min-tokens-stop-ids": {"min_tokens": 2, "stop_token_ids": [13]},
+    "prefill": {"messages": [*HI, {"role": "assistant", "content": "Once"}], "continue_final_message": True,
+                "add_generation_prompt": False},
+    "grammar": {"grammar": 'root ::= "yes" | "no"'},
+    "structured-outputs": {"structured_outputs": {"regex": "[0-9]{2}"}},
+    "thinking-budget": {"thinking_token_budget": 2},
+    "prompt-cache-retention": {"prompt_cache_retention": "in_memory", "prompt_cache_key": "k"},
 }  # fmt: skip
 COMPLETION_CASES: dict[str, dict[str, Any]] = {
     "plain": {},
@@ -69,6 +86,12 @@ COMPLETION_CASES: dict[str, dict[str, Any]] = {
     "prompt-logprobs": {"prompt_logprobs": 3},
     "stop": {"stop": "."},
     "best-of": {"best_of": 2, "n": 1},
+    # issue 49's parameters
+    "n-greedy": {"n": 2, "temperature": 0},
+    "logit-bias": {"logit_bias": {"1159": 5}, "bad_words": ["time"], "logprobs": 2},
+    "min-tokens-stop-ids": {"min_tokens": 2, "stop_token_ids": [13]},
+    "grammar": {"grammar": "root ::= [a-z ]{1,8}"},
+    "structured-outputs": {"structured_outputs": {"choice": ["yes", "no"]}},
 }
 
 
@@ -96,6 +119,28 @@ def echoed_first_token(payload: dict[str, Any]) -> dict[str, Any]:
     return payload
 
 
+def custom_call_deltas(payload: dict[str, Any]) -> list[str]:
+    """The problems of a chunk's streamed custom tool calls, taken out of ``payload`` (checked on their own).
+
+    The document's chunk schema knows function calls only (``type`` enum ["function"]), though OpenAI streams a
+    custom call as ``{"index", "id", "type": "custom", "custom": {"name", "input"}}``: a gap of the document
+    (openai/openai-openapi#576). Each such delta is checked against the unary custom call's schema instead."""
+    problems = []
+    for choice in payload.get("choices", []):
+        calls = choice.get("delta", {}).get("tool_calls") or []
+        custom = [call for call in calls if call.get("type") == "custom"]
+        for call in custom:
+            whole = {key: value for key, value in call.items() if key != "index"}
+            problems += [
+                f"custom call: {problem}" for problem in violations("ChatCompletionMessageCustomToolCall", whole)
+            ]
+        if custom:
+            choice["delta"]["tool_calls"] = [call for call in calls if call not in custom] or None
+            if choice["delta"]["tool_calls"] is None:
+                del choice["delta"]["tool_calls"]
+    return problems
+
+
 def checked(port: int, path: str, body: dict[str, Any], unary: str, chunk: str) -> list[str]:
     """The violations of one request's reply: the body, or every stream chunk."""
     reply = http_request(port, "POST", path, body)
@@ -114,7 +159,7 @@ def checked(port: int, path: str, body: dict[str, Any], unary: str, chunk: str) 
             payload["choices"] = [{**c, "finish_reason": c["finish_reason"] or "stop"} for c in payload["choices"]]
             if payload.get("usage", {}) is None:
                 del payload["usage"]
-        found += [f"chunk {i}: {problem}" for problem in violations(chunk, payload)]
+        found += [f"chunk {i}: {problem}" for problem in custom_call_deltas(payload) + violations(chunk, payload)]
     return found
 
 
