@@ -21,12 +21,16 @@ import numpy as np
 import openai
 import pytest
 import soundfile
+from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from ovserve.clients import OvserveClient
 from ovserve.clients.v1 import model_pb2, model_pb2_grpc, speech_pb2, speech_pb2_grpc
 from ovserve.service.models import ModelSpec
 from ovserve.service.observability.metrics import exposition
-from ovserve.service.pipelines import PipelineSettings
+from ovserve.service.pipelines import PipelineKind, PipelineSettings
+from ovserve.service.pipelines.messages import Done, Failed, PipelineSpec
+from ovserve.service.pipelines.speech_messages import Speak
+from ovserve.service.pipelines.speech_runner import SpeakRunner
 from tests.conformance import violations
 from tests.rest_bridge.conftest import RunningBridge, served_with_bridge
 
@@ -188,3 +192,20 @@ def test_the_typed_client_speaks(served: RunningBridge) -> None:
         pieces = list(client.stream_speech(MODEL, SHORT, voice="nova", response_format="flac"))
     assert soundfile.info(io.BytesIO(reply.audio)).format == "FLAC" and reply.content_type == "audio/flac"
     assert b"".join(piece.delta.audio for piece in pieces[:-1]) == reply.audio and pieces[-1].HasField("done")
+
+
+def test_health_reports_the_speech_service(served: RunningBridge) -> None:
+    with grpc.insecure_channel(served.server.target) as channel:
+        check = health_pb2_grpc.HealthStub(channel).Check
+        reply = check(health_pb2.HealthCheckRequest(service="ovserve.v1.SpeechService"), timeout=30)
+    assert reply.status == health_pb2.HealthCheckResponse.SERVING
+
+
+def test_a_failed_call_leaves_the_runner_serving() -> None:
+    """openvino-genai's Text2SpeechPipeline fails every call after a failed one: the runner loads it again."""
+    runner = SpeakRunner(PipelineSpec(PipelineKind.SPEAK, MODEL_DIR, "CPU"))
+    sent: list[object] = []
+    runner.run([Speak(1, SHORT, speaker=np.zeros(3, dtype=np.float32).tobytes())], sent.append)  # not 512 wide
+    runner.run([Speak(2, SHORT, response_format="pcm")], sent.append)
+    assert isinstance(sent[0], Failed) and isinstance(sent[1], Done)
+    assert len(sent[1].result.audio) == 2 * 35840  # "hello": 7 tokens x 20 frames x 256 samples, 16-bit
