@@ -61,9 +61,25 @@ CHAT: dict[str, Parameter] = {
     "verbosity": Parameter(ACCEPTED, "a hint the served models were not trained on; use max_tokens", _string),
     "prediction": Parameter(ACCEPTED, "a latency hint (predicted output); the output is the same without it"),
     "modalities": Parameter(ACCEPTED, "text is the only output; audio is refused", _text_only),
-    "audio": Parameter(REFUSED, "audio output is not served (text models only)", _empty("audio output")),
-    "moderation": Parameter(REFUSED, "no moderation model runs here", _empty("moderation")),
-    "web_search_options": Parameter(REFUSED, "no web search tool here", _empty("web search")),
+    "audio": Parameter(
+        REFUSED,
+        "audio output is not served (text models only); vLLM, llama.cpp and SGLang do not serve it in chat either "
+        "(it would take a model that writes audio tokens and their decoder)",
+        _empty("audio output"),
+    ),
+    "moderation": Parameter(
+        REFUSED,
+        "no moderation model runs here, nor in vLLM, llama.cpp or SGLang (it would take a classifier model beside "
+        "the chat model)",
+        _empty("moderation"),
+    ),
+    "web_search_options": Parameter(
+        REFUSED,
+        "no web search tool here: the server reaches no network for a request. vLLM, llama.cpp and SGLang do not "
+        "serve it in chat either (vLLM's gpt-oss browsing is a Responses built-in tool calling an outside search "
+        "API); a client-side tool does it",
+        _empty("web search"),
+    ),
     "functions": Parameter(MAPPED, "deprecated: become tools; calls come back as function_call", lambda _: None),
     "function_call": Parameter(MAPPED, "deprecated: becomes tool_choice", lambda _: None),
 }
@@ -88,7 +104,12 @@ RESPONSES: dict[str, Parameter] = {
         ACCEPTED, "include_obfuscation: streamed events are not padded (no network side channel to hide)",
         _stream_options,
     ),
-    "prompt": Parameter(REFUSED, "stored prompt templates are not served here; send instructions", _empty("prompt")),
+    "prompt": Parameter(
+        REFUSED,
+        "stored prompt templates (kept in OpenAI's dashboard) are not served here, nor by vLLM, llama.cpp or "
+        "SGLang; send instructions",
+        _empty("prompt"),
+    ),
     "moderation": CHAT["moderation"],
 }  # fmt: skip
 # Contract fields that are honoured only in part: what the rest is answered with (400 naming the field).
@@ -97,10 +118,13 @@ PARTLY: dict[str, str] = {
         "fill in the middle with a code model's own tokens (Qwen-Coder, StarCoder, DeepSeek-Coder, Code Llama...); "
         "refused for a model without them, with echo or with token-id prompts"
     ),
-    "best_of": "beam search; refused with stop strings, sampling or a speculative-decoding model",
+    "best_of": (
+        "beam search; refused with stop strings, sampling or a speculative-decoding model (openvino-genai's beam "
+        "search samples nothing and has no stop strings; vLLM's V1 engine and llama.cpp take no best_of at all)"
+    ),
     "context_management": (
         "compaction served as a truncation: past compact_threshold the oldest input items are dropped; no summary "
-        "is written (POST /responses/compact writes one)"
+        "is written (POST /responses/compact writes one). vLLM, llama.cpp and SGLang do not serve it"
     ),
     "n": "samples at default settings; at temperature 0, n greedy choices (n requests side by side)",
     "tools": (
@@ -116,7 +140,9 @@ PARTLY: dict[str, str] = {
     "logit_bias": (
         "token id -> -100..100 (-100 bans), at most 300 entries; such a request decodes on the engine's biased lane "
         "(a forward pass per token outside the batch: see below); refused with output constraints, beam search, "
-        "speculative decoding, LoRA adapters, images and a reasoning budget"
+        "speculative decoding, LoRA adapters, images and a reasoning budget. vLLM and llama.cpp combine it with a "
+        "grammar: the lane has no grammar engine (XGrammar runs inside openvino-genai's C++ sampler); it would take "
+        "XGrammar's own matcher masking the lane's logits"
     ),
 }
 # Nested parameters the contract has no field for (accepted, no effect), by parent.
