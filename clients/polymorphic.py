@@ -179,6 +179,10 @@ def normalise(body: dict[str, Any], descriptor: Descriptor, where: str = "") -> 
 
 # ---- the way back: proto paths in errors -> OpenAI's ----
 
+# Paths the contract nests where OpenAI's body is flat: a Responses custom tool's grammar format is
+# {"type": "grammar", "syntax", "definition"}; the contract nests the two under ``grammar``, as chat's format does
+# (chat's path, tools[i].custom.format.grammar..., is OpenAI's already).
+_FLATTENED: list[tuple[re.Pattern[str], str]] = [(re.compile(r"\b(tools\[\d+\]\.format)\.grammar\b"), r"\1")]
 _TEXT_REWRITES: list[tuple[re.Pattern[str], str]] = [
     *(
         (re.compile(rf"\b{field.proto}{pattern}"), field.openai + replacement)
@@ -186,6 +190,7 @@ _TEXT_REWRITES: list[tuple[re.Pattern[str], str]] = [
         for pattern, replacement in field.element_paths
     ),
     *((re.compile(rf"\b{field.proto}\b"), field.openai) for field in POLYMORPHIC_FIELDS),
+    *_FLATTENED,
 ]
 
 
@@ -201,10 +206,12 @@ def openai_param(path: str | None) -> str | None:
 
     The first typed alternative on the path decides: its OpenAI name ends the
     param, or, for a field whose param is the whole path, the whole path is
-    rewritten. A path without one is OpenAI's already.
+    rewritten. A path without one is OpenAI's already, but for a nested one OpenAI writes flat (``_FLATTENED``).
     """
     if not path:
         return None
+    for pattern, replacement in _FLATTENED:
+        path = pattern.sub(replacement, path)
     segments = path.split(".")
     for position, segment in enumerate(segments):
         field = BY_PROTO_NAME.get(segment.split("[", 1)[0])
