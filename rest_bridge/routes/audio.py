@@ -12,13 +12,11 @@ import math
 import zlib
 from typing import Any
 
-import tornado.httputil
-
 from ovserve.clients.v1 import audio_pb2
-from ovserve.rest_bridge.errors import BridgeError
 from ovserve.rest_bridge.handler import JsonBodyHandler
 from ovserve.rest_bridge.sse import DataFraming
 from ovserve.rest_bridge.translate.body import bad_request
+from ovserve.rest_bridge.translate.form import MAX_FIELD_BYTES, Fields, field_text, read_form
 
 # Form fields -> how each is read (every value arrives as text). The proto's own names, OpenAI's field names.
 _TEXT_FIELDS = ("model", "language", "prompt", "response_format")
@@ -26,38 +24,13 @@ _KNOWN = {*_TEXT_FIELDS, "file", "temperature", "timestamp_granularities[]", "ti
 _TRANSLATION_FIELDS = {"model", "file", "prompt", "response_format", "temperature"}  # OpenAI's translation form
 _TEXT_FORMATS = {"text": "text/plain", "srt": "application/x-subrip", "vtt": "text/vtt"}
 
-# Bounds on the form's shape, so a hostile body costs little to refuse. OpenAI's form has 9 fields; a few repeated
-# timestamp_granularities[] fit. A part's headers carry its name and filename: 4 KiB is far above any real filename
-# (255 bytes on most file systems). A text field longer than 64 KiB is no model name, language or 4,096-character
-# prompt (the service's own bound).
+# OpenAI's form has 9 fields; a few repeated timestamp_granularities[] fit.
 MAX_PARTS = 32
-MAX_PART_HEADER_BYTES = 4 * 1024
-MAX_FIELD_BYTES = 64 * 1024
-_FORM_CONFIG = tornado.httputil.ParseBodyConfig(
-    multipart=tornado.httputil.ParseMultipartConfig(max_parts=MAX_PARTS, max_part_header_size=MAX_PART_HEADER_BYTES)
-)
-# What tornado's HTTPInputError says (a piece of it) -> what the client is told; anything else is "malformed". The
-# error names ``file``: the one required part, and the one a broken body most likely broke.
-_FORM_ERRORS = {
-    "boundary not found": "the Content-Type has no multipart boundary",
-    "no final boundary": "the body does not end with its boundary (a truncated body, or another boundary)",
-    "too many parts": f"the form has more than {MAX_PARTS} parts",
-    "header too large": f"a part's headers (its name and filename) are longer than {MAX_PART_HEADER_BYTES} bytes",
-}
 
 
-def _one(arguments: dict[str, list[bytes]], name: str) -> str | None:
+def _one(arguments: Fields, name: str) -> str | None:
     values = arguments.get(name)
-    if not values:
-        return None
-    if len(values) > 1:
-        raise bad_request(name, f"{name}: give it once")
-    if len(values[0]) > MAX_FIELD_BYTES:
-        raise bad_request(name, f"{name}: longer than {MAX_FIELD_BYTES} bytes")
-    try:
-        return values[0].decode("utf-8")
-    except UnicodeDecodeError:
-        raise bad_request(name, f"{name}: not UTF-8 text") from None
+    return field_text(name, values) if values else None
 
 
 def transcription_request(
@@ -65,15 +38,7 @@ def transcription_request(
 ) -> tuple[audio_pb2.CreateTranscriptionRequest, bool]:
     """The proto request for a multipart form, and whether to stream; a 400 names a bad field (or one not in
     ``known``)."""
-    if not (content_type or "").lower().startswith("multipart/form-data"):
-        raise BridgeError(415, "Content-Type must be multipart/form-data", code="unsupported_media_type")
-    arguments: dict[str, list[bytes]] = {}
-    files: dict[str, list[tornado.httputil.HTTPFile]] = {}
-    try:
-        tornado.httputil.parse_body_arguments(content_type or "", body, arguments, files, config=_FORM_CONFIG)
-    except tornado.httputil.HTTPInputError as error:
-        reason = next((told for said, told in _FORM_ERRORS.items() if said in str(error)), None)
-        raise bad_request("file", f"file: not a readable multipart/form-data body: {reason or 'malformed'}") from None
+    arguments, files = read_form(body, content_type, max_parts=MAX_PARTS, blamed="file")
     unknown = next((name for name in [*arguments, *files] if name not in known), None)
     if unknown is not None:
         raise bad_request(unknown, f"Unrecognized request argument supplied: {unknown}")

@@ -14,13 +14,12 @@ import math
 import time
 from typing import Any
 
-import tornado.httputil
-
 from ovserve.clients.v1 import image_pb2
 from ovserve.rest_bridge.errors import BridgeError
 from ovserve.rest_bridge.handler import JsonBodyHandler
 from ovserve.rest_bridge.sse import named_event
 from ovserve.rest_bridge.translate.body import bad_request
+from ovserve.rest_bridge.translate.form import field_text, read_form
 from ovserve.rest_bridge.translate.message import message_from_body
 
 # Fields of the body that are not ImageParameters': the call's own, OpenAI's accepted without effect, aliases.
@@ -31,13 +30,7 @@ ALIASES = {"seed": "rng_seed"}
 INTEGERS = {"n", "output_compression", "partial_images", "num_inference_steps", "rng_seed", "seed"}
 FLOATS = {"guidance_scale", "strength"}
 IMAGE_PARTS = ("image", "image[]")  # OpenAI's SDKs send several images as image[] parts
-# Bounds on a form's shape (a hostile body costs little to refuse): 16 images, a mask and the fields fit.
-MAX_PARTS = 64
-MAX_PART_HEADER_BYTES = 4 * 1024
-MAX_FIELD_BYTES = 64 * 1024  # above the service's 32,000-character prompt in UTF-8's worst case... of ASCII
-_FORM_CONFIG = tornado.httputil.ParseBodyConfig(
-    multipart=tornado.httputil.ParseMultipartConfig(max_parts=MAX_PARTS, max_part_header_size=MAX_PART_HEADER_BYTES)
-)
+MAX_PARTS = 64  # 16 images, a mask and the fields fit
 # The events of a streamed call, by whether it edits.
 EVENT_PREFIXES = {False: "image_generation", True: "image_edit"}
 
@@ -74,17 +67,6 @@ def generation_request(body: dict[str, Any]) -> tuple[image_pb2.CreateImageReque
     return image_pb2.CreateImageRequest(model=model, parameters=_parameters(fields)), stream
 
 
-def _text(name: str, values: list[bytes]) -> str:
-    if len(values) > 1:
-        raise bad_request(name, f"{name}: give it once")
-    if len(values[0]) > MAX_FIELD_BYTES:
-        raise bad_request(name, f"{name}: longer than {MAX_FIELD_BYTES} bytes")
-    try:
-        return values[0].decode("utf-8")
-    except UnicodeDecodeError:
-        raise bad_request(name, f"{name}: not UTF-8 text") from None
-
-
 def _typed(name: str, text: str) -> Any:
     """A form value as the JSON body would carry it."""
     try:
@@ -106,14 +88,7 @@ def _typed(name: str, text: str) -> Any:
 
 def edit_request(body: bytes, content_type: str | None) -> tuple[image_pb2.CreateImageEditRequest, bool]:
     """The proto request for an edits multipart form, and whether it streams; a 400 names a bad field."""
-    if not (content_type or "").lower().startswith("multipart/form-data"):
-        raise BridgeError(415, "Content-Type must be multipart/form-data", code="unsupported_media_type")
-    arguments: dict[str, list[bytes]] = {}
-    files: dict[str, list[tornado.httputil.HTTPFile]] = {}
-    try:
-        tornado.httputil.parse_body_arguments(content_type or "", body, arguments, files, config=_FORM_CONFIG)
-    except tornado.httputil.HTTPInputError as error:
-        raise bad_request("image", f"image: not a readable multipart/form-data body ({error})") from None
+    arguments, files = read_form(body, content_type, max_parts=MAX_PARTS, blamed="image")
     uploads = [upload for name in IMAGE_PARTS for upload in files.pop(name, [])]
     masks = files.pop("mask", [])
     if files:
@@ -123,7 +98,7 @@ def edit_request(body: bytes, content_type: str | None) -> tuple[image_pb2.Creat
         raise bad_request("image", "image: required, one image or more (PNG, JPEG or WebP)")
     if len(masks) > 1:
         raise bad_request("mask", "mask: one image")
-    fields = {name: _typed(name, _text(name, values)) for name, values in arguments.items()}
+    fields = {name: _typed(name, field_text(name, values)) for name, values in arguments.items()}
     model = fields.pop("model", "")
     stream = bool(fields.pop("stream", False))
     request = image_pb2.CreateImageEditRequest(
