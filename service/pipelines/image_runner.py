@@ -8,7 +8,6 @@ encoded. Images are encoded here, off the server's event loop: PNG, JPEG or WebP
 
 from __future__ import annotations
 
-import collections
 import io
 import random
 from typing import Any
@@ -16,7 +15,8 @@ from typing import Any
 import numpy as np
 
 from ovserve.service.pipelines.image_messages import Denoised, MadeImages, MakeImages, Picture
-from ovserve.service.pipelines.messages import Done, Failed, PipelineSpec
+from ovserve.service.pipelines.messages import PipelineSpec
+from ovserve.service.pipelines.one_job import OneJobRunner
 
 # output_format -> Pillow's format name.
 PILLOW_FORMATS = {"png": "PNG", "jpeg": "JPEG", "webp": "WEBP"}
@@ -47,7 +47,7 @@ def _tensor(picture: Picture) -> Any:
     return ov.Tensor(np.ascontiguousarray(pixels))
 
 
-class ImageRunner:
+class ImageRunner(OneJobRunner):
     """One MakeImages job per call, on the pipeline its inputs need."""
 
     def __init__(self, spec: PipelineSpec) -> None:
@@ -59,19 +59,8 @@ class ImageRunner:
         self._image2image = ov_genai.Image2ImagePipeline(self._inpainting)
         self._text2image = ov_genai.Text2ImagePipeline(self._inpainting)
 
-    def take(self, queue: collections.deque[Any]) -> list[Any]:
-        return [queue.popleft()]
-
-    def room(self, queue: collections.deque[Any]) -> bool:
-        return False  # one job per call
-
-    def run(self, jobs: list[Any], send: Any) -> None:
-        for job in jobs:
-            assert isinstance(job, MakeImages)
-            try:
-                send(Done(job.job_id, self._make(job, send)))
-            except Exception as error:
-                send(Failed(job.job_id, f"{type(error).__name__}: {error}"))
+    def answer(self, job: MakeImages, send: Any) -> MadeImages:
+        return self._make(job, send)
 
     def _make(self, job: MakeImages, send: Any) -> MadeImages:
         options: dict[str, Any] = {

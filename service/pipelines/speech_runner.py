@@ -7,14 +7,14 @@ by soundfile (libsndfile; MP3 and Opus where the libsndfile it bundles writes th
 
 from __future__ import annotations
 
-import collections
 import io
 from typing import Any
 
 import numpy as np
 
 from ovserve.service import model_files
-from ovserve.service.pipelines.messages import Done, Failed, PipelineSpec
+from ovserve.service.pipelines.messages import PipelineSpec
+from ovserve.service.pipelines.one_job import OneJobRunner
 from ovserve.service.pipelines.speech_messages import Speak, Spoken
 
 # response_format -> (soundfile's format, subtype); None: raw 16-bit little-endian PCM (OpenAI's pcm, no header).
@@ -61,7 +61,7 @@ def resampled(samples: np.ndarray, rate: int, speed: float) -> np.ndarray:
     return np.asarray(soxr.resample(samples, rate * speed, rate), dtype=np.float32)
 
 
-class SpeakRunner:
+class SpeakRunner(OneJobRunner):
     """Text2SpeechPipeline: one text per call.
 
     SpeechT5 decodes until its stop head says so, or for ``maxlenratio`` x the text's tokens / ``reduction_factor``
@@ -89,19 +89,11 @@ class SpeakRunner:
         spec = self._spec
         return ov_genai.Text2SpeechPipeline(str(spec.model_dir), spec.device, **spec.properties)
 
-    def take(self, queue: collections.deque[Any]) -> list[Any]:
-        return [queue.popleft()]
+    def answer(self, job: Speak, send: Any) -> Spoken:
+        return self._speak(job)
 
-    def room(self, queue: collections.deque[Any]) -> bool:
-        return False  # one job per call
-
-    def run(self, jobs: list[Any], send: Any) -> None:
-        for job in jobs:
-            try:
-                send(Done(job.job_id, self._speak(job)))
-            except Exception as error:
-                send(Failed(job.job_id, f"{type(error).__name__}: {error}"))
-                self._pipeline = self._load()
+    def recover(self) -> None:
+        self._pipeline = self._load()
 
     def _ratio(self, job: Speak) -> tuple[float, bool]:
         """The job's maxlenratio, and whether its seconds lowered it (the audio may be cut short)."""

@@ -37,6 +37,7 @@ from ovserve.service.pipelines.messages import (
     Transcribe,
     Transcript,
 )
+from ovserve.service.pipelines.one_job import OneJobRunner, failure_text
 from ovserve.service.pipelines.speech_runner import SpeakRunner
 from ovserve.service.workers.child import Channel, ChildConnection
 from ovserve.service.workers.messages import LoadFailed, Ready, Stop
@@ -58,10 +59,6 @@ class Runner(Protocol):
 
     def run(self, jobs: list[Job], send: Send) -> None:
         """Run ``jobs``, sending each a Done or Failed (and a streamed one its Partials first)."""
-
-
-def _failure(error: Exception) -> str:
-    return f"{type(error).__name__}: {error}"
 
 
 def text_embedding_pipeline(
@@ -109,7 +106,7 @@ class _Batched:
             results = self._results(batched)
         except Exception as error:
             if len(batched) == 1:
-                send(Failed(batched[0].job_id, _failure(error)))
+                send(Failed(batched[0].job_id, failure_text(error)))
                 return
             for job in batched:  # one request's input must not fail the others batched with it
                 self.run([job], send)
@@ -185,7 +182,7 @@ class RerankRunner(_Batched):
         return [distinct[pair] for job in jobs for pair in job.pairs]
 
 
-class TranscribeRunner:
+class TranscribeRunner(OneJobRunner):
     """WhisperPipeline: one recording per call, streamed when asked (and the pipeline can)."""
 
     def __init__(self, spec: PipelineSpec) -> None:
@@ -193,19 +190,8 @@ class TranscribeRunner:
 
         self._pipeline = ov_genai.WhisperPipeline(str(spec.model_dir), spec.device, **spec.properties)
 
-    def take(self, queue: collections.deque[Job]) -> list[Job]:
-        return [queue.popleft()]
-
-    def room(self, queue: collections.deque[Job]) -> bool:
-        return False  # one job per call
-
-    def run(self, jobs: list[Job], send: Send) -> None:
-        for job in jobs:
-            assert isinstance(job, Transcribe)
-            try:
-                send(Done(job.job_id, self._transcribe(job, send)))
-            except Exception as error:
-                send(Failed(job.job_id, _failure(error)))
+    def answer(self, job: Transcribe, send: Send) -> Transcript:
+        return self._transcribe(job, send)
 
     def _transcribe(self, job: Transcribe, send: Send) -> Transcript:
         samples = np.frombuffer(job.samples, dtype=np.float32)
@@ -258,7 +244,7 @@ def main() -> None:
     try:
         runner = RUNNERS[spec.kind](spec)
     except Exception as error:
-        connection.send(LoadFailed(_failure(error)))
+        connection.send(LoadFailed(failure_text(error)))
         return
     connection.send(Ready())
     connection.start_heartbeat()
