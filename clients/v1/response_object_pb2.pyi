@@ -551,9 +551,11 @@ class TextFormat(_message.Message):
     def __init__(self, type: _Optional[str] = ..., name: _Optional[str] = ..., description: _Optional[str] = ..., schema: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., strict: _Optional[bool] = ...) -> None: ...
 
 class ReasoningConfig(_message.Message):
-    __slots__ = ("effort", "summary")
+    __slots__ = ("effort", "summary", "max_tokens")
     EFFORT_FIELD_NUMBER: _ClassVar[int]
     SUMMARY_FIELD_NUMBER: _ClassVar[int]
+    MAX_TOKENS_FIELD_NUMBER: _ClassVar[int]
     effort: str
     summary: str
-    def __init__(self, effort: _Optional[str] = ..., summary: _Optional[str] = ...) -> None: ...
+    max_tokens: int
+    def __init__(self, effort: _Optional[str] = ..., summary: _Optional[str] = ..., max_tokens: _Optional[int] = ...) -> None: ...

@@ -240,17 +240,19 @@ type CreateChatCompletionRequest struct {
 	ChatTemplateKwargs *structpb.Struct `protobuf:"bytes,37,opt,name=chat_template_kwargs,json=chatTemplateKwargs,proto3" json:"chat_template_kwargs,omitempty"`
 	// OpenAI's reasoning effort: "none", "minimal", "low", "medium" or "high".
 	// For models with a thinking mode, "none" sets the chat template's
-	// enable_thinking to false and any other value sets it to true; the level
-	// does not change the budget (use max_completion_tokens). An explicit
+	// enable_thinking to false and any other value sets it to true. On a model
+	// with a reasoning format the level is also a reasoning budget, a share of
+	// the output's tokens as OpenRouter maps it (minimal 10%, low 20%, medium
+	// 50%, high 80%); thinking_token_budget wins. An explicit
 	// chat_template_kwargs.enable_thinking wins. Unset: the template's default.
 	ReasoningEffort *string `protobuf:"bytes,38,opt,name=reasoning_effort,json=reasoningEffort,proto3,oneof" json:"reasoning_effort,omitempty"`
 	// The most tokens the reasoning block may hold, >= 0 (0 ends it at once);
 	// when they are spent the server writes the block's end markup and the
 	// model goes on with its answer (under the request's output constraint, if
 	// any). For models with a reasoning format; refused with beam search
-	// (best_of > 1) and on vision models. Unset: no budget, except for a forced
-	// tool call after reasoning, whose block may hold half of the output's
-	// tokens, so the call always has room. (vLLM extension.)
+	// (best_of > 1) and on vision models. Unset: reasoning_effort's share of
+	// the output's tokens, else no budget; a forced tool call after reasoning
+	// holds at most half of them, so the call always has room. (vLLM extension.)
 	ThinkingTokenBudget *int32 `protobuf:"varint,43,opt,name=thinking_token_budget,json=thinkingTokenBudget,proto3,oneof" json:"thinking_token_budget,omitempty"`
 	// With tools and tool_choice "auto": whether a call the model opens is
 	// guided, so that it calls one of the offered tools with arguments valid
@@ -893,17 +895,19 @@ type StreamChatCompletionRequest struct {
 	ChatTemplateKwargs *structpb.Struct `protobuf:"bytes,37,opt,name=chat_template_kwargs,json=chatTemplateKwargs,proto3" json:"chat_template_kwargs,omitempty"`
 	// OpenAI's reasoning effort: "none", "minimal", "low", "medium" or "high".
 	// For models with a thinking mode, "none" sets the chat template's
-	// enable_thinking to false and any other value sets it to true; the level
-	// does not change the budget (use max_completion_tokens). An explicit
+	// enable_thinking to false and any other value sets it to true. On a model
+	// with a reasoning format the level is also a reasoning budget, a share of
+	// the output's tokens as OpenRouter maps it (minimal 10%, low 20%, medium
+	// 50%, high 80%); thinking_token_budget wins. An explicit
 	// chat_template_kwargs.enable_thinking wins. Unset: the template's default.
 	ReasoningEffort *string `protobuf:"bytes,38,opt,name=reasoning_effort,json=reasoningEffort,proto3,oneof" json:"reasoning_effort,omitempty"`
 	// The most tokens the reasoning block may hold, >= 0 (0 ends it at once);
 	// when they are spent the server writes the block's end markup and the
 	// model goes on with its answer (under the request's output constraint, if
 	// any). For models with a reasoning format; refused with beam search
-	// (best_of > 1) and on vision models. Unset: no budget, except for a forced
-	// tool call after reasoning, whose block may hold half of the output's
-	// tokens, so the call always has room. (vLLM extension.)
+	// (best_of > 1) and on vision models. Unset: reasoning_effort's share of
+	// the output's tokens, else no budget; a forced tool call after reasoning
+	// holds at most half of them, so the call always has room. (vLLM extension.)
 	ThinkingTokenBudget *int32 `protobuf:"varint,43,opt,name=thinking_token_budget,json=thinkingTokenBudget,proto3,oneof" json:"thinking_token_budget,omitempty"`
 	// With tools and tool_choice "auto": whether a call the model opens is
 	// guided, so that it calls one of the offered tools with arguments valid

@@ -482,8 +482,10 @@ export type CreateChatCompletionRequest = Message<"ovserve.v1.CreateChatCompleti
   /**
    * OpenAI's reasoning effort: "none", "minimal", "low", "medium" or "high".
    * For models with a thinking mode, "none" sets the chat template's
-   * enable_thinking to false and any other value sets it to true; the level
-   * does not change the budget (use max_completion_tokens). An explicit
+   * enable_thinking to false and any other value sets it to true. On a model
+   * with a reasoning format the level is also a reasoning budget, a share of
+   * the output's tokens as OpenRouter maps it (minimal 10%, low 20%, medium
+   * 50%, high 80%); thinking_token_budget wins. An explicit
    * chat_template_kwargs.enable_thinking wins. Unset: the template's default.
    *
    * @generated from field: optional string reasoning_effort = 38;
@@ -495,9 +497,9 @@ export type CreateChatCompletionRequest = Message<"ovserve.v1.CreateChatCompleti
    * when they are spent the server writes the block's end markup and the
    * model goes on with its answer (under the request's output constraint, if
    * any). For models with a reasoning format; refused with beam search
-   * (best_of > 1) and on vision models. Unset: no budget, except for a forced
-   * tool call after reasoning, whose block may hold half of the output's
-   * tokens, so the call always has room. (vLLM extension.)
+   * (best_of > 1) and on vision models. Unset: reasoning_effort's share of
+   * the output's tokens, else no budget; a forced tool call after reasoning
+   * holds at most half of them, so the call always has room. (vLLM extension.)
    *
    * @generated from field: optional int32 thinking_token_budget = 43;
    */
@@ -1001,8 +1003,10 @@ export type StreamChatCompletionRequest = Message<"ovserve.v1.StreamChatCompleti
   /**
    * OpenAI's reasoning effort: "none", "minimal", "low", "medium" or "high".
    * For models with a thinking mode, "none" sets the chat template's
-   * enable_thinking to false and any other value sets it to true; the level
-   * does not change the budget (use max_completion_tokens). An explicit
+   * enable_thinking to false and any other value sets it to true. On a model
+   * with a reasoning format the level is also a reasoning budget, a share of
+   * the output's tokens as OpenRouter maps it (minimal 10%, low 20%, medium
+   * 50%, high 80%); thinking_token_budget wins. An explicit
    * chat_template_kwargs.enable_thinking wins. Unset: the template's default.
    *
    * @generated from field: optional string reasoning_effort = 38;
@@ -1014,9 +1018,9 @@ export type StreamChatCompletionRequest = Message<"ovserve.v1.StreamChatCompleti
    * when they are spent the server writes the block's end markup and the
    * model goes on with its answer (under the request's output constraint, if
    * any). For models with a reasoning format; refused with beam search
-   * (best_of > 1) and on vision models. Unset: no budget, except for a forced
-   * tool call after reasoning, whose block may hold half of the output's
-   * tokens, so the call always has room. (vLLM extension.)
+   * (best_of > 1) and on vision models. Unset: reasoning_effort's share of
+   * the output's tokens, else no budget; a forced tool call after reasoning
+   * holds at most half of them, so the call always has room. (vLLM extension.)
    *
    * @generated from field: optional int32 thinking_token_budget = 43;
    */
