@@ -392,6 +392,7 @@ class OutputFormat:
                 turn_end=think.turn_end,
                 ended_by=ended_by,
                 replying=self.reply_opened(prompt_tail),
+                inline=think.inline,
             )
         if self.tool_parser == HARMONY_PARSER or think == HARMONY_THINK:
             # Harmony's channels are one markup: one reader takes the turn, with its calls or without.

@@ -25,7 +25,7 @@ from ovserve.service.parsing.calls_python import (
     rwkv_calls,
 )
 from ovserve.service.parsing.detection import PROBE_ARGUMENTS, PROBE_CALL_ID, PROBE_NAME
-from ovserve.service.parsing.markup import CallMarkup, ThinkMarkup
+from ovserve.service.parsing.markup import THINK_INLINE, CallMarkup, ThinkMarkup
 from ovserve.service.parsing.tool_format import ToolFormat, mistral_call_id, mistral_fit_call_id
 from ovserve.service.parsing.tools import Decoder, TaggedCallParser, TrailingCallParser
 
@@ -127,6 +127,7 @@ REASONING_FORMATS: dict[str, ThinkMarkup] = {
     "exaone_deep": EXAONE_DEEP_THINK,
     "marco_o1": MARCO_O1_THINK,
     "minicpm3": MINICPM3_THINK,
+    "minimax_m2_append_think": THINK_INLINE,  # vLLM's name; MiniMax-M2's card recommends it
 }
 REASONING_FAMILIES: dict[str, str] = {
     "mistral": "Magistral, Ministral 3 reasoning",
@@ -136,6 +137,7 @@ REASONING_FAMILIES: dict[str, str] = {
     "exaone_deep": "EXAONE Deep",
     "marco_o1": "Marco-o1",
     "minicpm3": "MiniCPM3 (its thought before its calls)",
+    "minimax_m2_append_think": "MiniMax-M2, its thought block kept in the content (vLLM's name)",
 }
 # Other servers' names (vLLM's, OVMS's) for these formats: {"tool": {alias: name}, "reasoning": {...}}.
 ALIASES: dict[str, dict[str, str]] = {

@@ -12,6 +12,7 @@ decoded text every special token these strings contain.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import keyword
 import re
@@ -240,6 +241,9 @@ class ThinkMarkup:
     # ``begin`` is only read (dropped) where written. Apriel's: 1.6's prompt writes the opening words, its
     # template writes a past turn's reasoning bare before [BEGIN FINAL RESPONSE], 1.5's model writes them itself.
     implicit: bool = False
+    # The block stays in the content, its opening written there when the prompt opened it (vLLM's
+    # minimax_m2_append_think, MiniMax's recommended parser: clients that show or resend the thought as text).
+    inline: bool = False
 
     @property
     def begins(self) -> tuple[str, ...]:
@@ -319,6 +323,7 @@ PHI4_MINI_JSON = CallMarkup("functools[", '{"name": {name}, "arguments": ', "}",
 GRANITE_TAG = "<|tool_call|>"
 GRANITE = CallMarkup(GRANITE_TAG + "[", '{"name": {name}, "arguments": ', "}", ", ", "]")
 THINK = ThinkMarkup("<think>", "</think>")
+THINK_INLINE = dataclasses.replace(THINK, inline=True)
 # gpt-oss (harmony): reasoning is the analysis channel's message; the next message opens with <|start|>assistant.
 HARMONY_THINK = ThinkMarkup("<|channel|>analysis<|message|>", "<|end|>", after="<|start|>assistant")
 # Gemma 4: the thought channel, the reply right after it.

@@ -31,6 +31,7 @@ class ThinkSplitter:
         turn_end: str = "",
         ended_by: tuple[str, ...] = (),
         replying: bool = False,
+        inline: bool = False,
     ) -> None:
         # Each tag may have several spellings (Granite: "Here is" / "Here's"): any of them counts.
         self._opens = (open_tag,) if isinstance(open_tag, str) else open_tag
@@ -49,6 +50,10 @@ class ThinkSplitter:
         # is this turn's: the reply after it is wrapped in the family's reply tags either way; so is a reply the
         # prompt opened (``replying``: Kimi K3 with thinking off ends it with <|open|>response<|sep|>).
         self.saw_block = opened or closed or replying
+        # inline: nothing is split off; the content is the text as written, after the opening the prompt wrote.
+        self._inline_prefix: str | None = None
+        if inline:
+            self._inline_prefix, self._state = (self._opens[0] if opened else ""), "content"
 
     @property
     def in_reasoning(self) -> bool:
@@ -57,6 +62,9 @@ class ThinkSplitter:
 
     def feed(self, text: str) -> tuple[list[ReasoningDelta], str]:
         """Reasoning pieces and content text for one delta."""
+        if self._inline_prefix is not None:
+            text, self._inline_prefix = self._inline_prefix + text, ""
+            return [], text
         self._buffer += text
         if self._state in ("start", "opened"):
             head = self._buffer.lstrip()
@@ -73,6 +81,9 @@ class ThinkSplitter:
 
     def finish(self) -> tuple[list[ReasoningDelta], str]:
         """What is still held back, at the end of the output."""
+        if self._inline_prefix is not None:
+            text, self._inline_prefix = self._inline_prefix, ""
+            return [], text
         if self.in_reasoning:  # cut off inside the block: all of it is reasoning
             text, self._buffer = self._reasoning.push(self._buffer), ""
             return ([ReasoningDelta(text)] if text else []), ""

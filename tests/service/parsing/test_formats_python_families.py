@@ -363,3 +363,28 @@ def test_forced_call_after_the_formats_own_reasoning_block(reasoning: str) -> No
     written = think.begin + "Weather.\n" + think.end + "\n\n" + markup.begin("get_weather") + '{"city": "Paris"}'
     turn = read_back(fmt, written)
     assert turn.reasoning == "Weather." and [c.name for c in turn.calls] == ["get_weather"], written
+
+
+MINIMAX_CALL = (
+    '<minimax:tool_call>\n<invoke name="get_weather">\n<parameter name="city">Paris</parameter>\n'
+    '<parameter name="days">3</parameter>\n</invoke>\n</minimax:tool_call>'
+)
+
+
+def test_minimax_append_think_keeps_the_block_in_the_content() -> None:
+    """vLLM's minimax_m2_append_think: nothing goes to reasoning; the content is the text as written, after the
+    <think> the prompt opened; a call after the block is still a call. Whole and in every cut."""
+    fmt = OutputFormat("minimax_m2", "minimax_m2_append_think")
+    thought = "I should check.</think>\n\nIt is sunny."
+    for chunks in deltas(thought, 3):
+        answer, _ = fed(fmt, chunks, prompt_tail="<think>\n")
+        assert (answer.content, answer.reasoning) == ("<think>" + thought, "")
+        split, _ = fed(OutputFormat("minimax_m2", "think"), chunks, prompt_tail="<think>\n")
+        assert (split.content, split.reasoning) == ("It is sunny.", "I should check.")  # minimax_m2's own split
+    for chunks in deltas("<think>hm</think>Hi"):
+        unopened, _ = fed(fmt, chunks)
+        assert (unopened.content, unopened.reasoning) == ("<think>hm</think>Hi", "")
+    for chunks in deltas("Let me look.</think>\n\n" + MINIMAX_CALL, 7):
+        called, _ = fed(fmt, chunks, prompt_tail="<think>\n")
+        assert called.content.strip() == "<think>Let me look.</think>" and called.reasoning == ""
+        assert [(call.name, json.loads(call.arguments)) for call in called.calls] == [WEATHER]
