@@ -149,6 +149,7 @@ ALIASES: dict[str, dict[str, str]] = {
         "deepseek_v3": "think", "holo2": "think", "glm47": "think", "kimi_k2": "think", "mimo": "think",
         "minimax_m2": "think", "nemotron_v3": "think", "olmo3": "think", "step3": "think", "step3p5": "think",
         "poolside_v1": "think", "rwkv": "think", "ernie45": "granite_think",
+        "granite_thinking_parser": "think",  # Granite 4.2's <think> block (vLLM's engine adapter registers this)
     },
 }  # fmt: skip
 # Template markup (a string, or several that must all appear) -> the parser it calls for (checked after
