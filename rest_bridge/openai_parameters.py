@@ -127,6 +127,15 @@ PARTLY: dict[str, str] = {
         "is written (POST /responses/compact writes one). vLLM, llama.cpp and SGLang do not serve it"
     ),
     "n": "samples at default settings; at temperature 0, n greedy choices (n requests side by side)",
+    "reasoning_effort": (
+        "none turns the template's thinking off, any other level on; on a model with a reasoning format the level "
+        "is also a reasoning budget, OpenRouter's share of max_tokens (minimal 10%, low 20%, medium 50%, high 80%); "
+        "`thinking_token_budget` wins (see the reasoning budget below)"
+    ),
+    "reasoning": (
+        "effort as chat's reasoning_effort (a budget of OpenRouter's share of max_output_tokens); OpenRouter's "
+        "max_tokens, the budget itself, wins; summary accepted (no summaries are written)"
+    ),
     "tools": (
         "function and custom tools; a custom tool reaches the template as a function of one string (`input`), and a "
         "guided call's input follows its Lark or regex format (on a model whose calls write JSON arguments)"

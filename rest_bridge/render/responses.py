@@ -328,6 +328,8 @@ def response(entry: ro.Response) -> dict[str, Any]:
         "reasoning": {
             "effort": _optional(entry.reasoning, "effort"),
             "summary": _optional(entry.reasoning, "summary"),
+            # OpenRouter's budget: echoed only when sent (OpenAI's object has no such key)
+            **({"max_tokens": entry.reasoning.max_tokens} if entry.reasoning.HasField("max_tokens") else {}),
         },
         "store": _optional(entry, "store"),
         "temperature": _optional(entry, "temperature"),

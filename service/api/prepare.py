@@ -181,7 +181,7 @@ async def build_runs(
         )  # fmt: skip
         budget = run_budget(
             model, request, plan, opened=prompt.reasoning_opened, max_new_tokens=params.max_new_tokens or 0,
-            vision=prompt.images is not None,
+            vision=prompt.images is not None, biased=lane is not None,
         )  # fmt: skip
         if lane is not None:
             vision = prompt.images is not None

@@ -22,6 +22,12 @@ Served: a block the prompt opened or one the model opens (its begin markup seen 
 single-sequence run per choice: ``runs.fan_out``). Refused with a 400 naming ``thinking_token_budget``: beam
 search (best_of > 1: the beams share one request, a cut would have to pick one of them) and vision prompts (their
 pipeline takes text and images, never the token ids phase 2 continues from); a model without a reasoning format.
+
+Where a request sets it: chat's ``thinking_token_budget`` (vLLM's name) and the Responses API's
+``reasoning.max_tokens`` (OpenRouter's, inside OpenAI's ``reasoning`` object, beside ``effort``). Unset, the
+reasoning effort (chat's ``reasoning_effort``, Responses' ``reasoning.effort``) is a budget: a share of the
+output's tokens (``EFFORT_PERCENT``). That one is a hint, not a demand: where a budget is not served (beam search,
+vision, the biased lane of logit_bias) the effort only switches thinking on, as it did before budgets.
 """
 
 from __future__ import annotations
@@ -38,6 +44,12 @@ from ovserve.service.parsing.markup import ThinkMarkup
 from ovserve.service.structured.output import AFTER_THINK, Guide
 
 FIELD = "thinking_token_budget"  # vLLM's name for it
+RESPONSES_FIELD = "reasoning.max_tokens"  # OpenRouter's, the Responses API's field
+# The share (in percent) of the output's tokens that each reasoning effort gives the reasoning block, as OpenRouter
+# maps an effort onto a token budget (https://openrouter.ai/docs/guides/best-practices/reasoning-tokens: "high"
+# about 80% of max_tokens, "medium" 50%, "low" 20%, "minimal" 10%). "none" has no share: it switches thinking off
+# in the chat template instead (ovserve.service.api.prompting.template_context).
+EFFORT_PERCENT = {"minimal": 10, "low": 20, "medium": 50, "high": 80}
 # The logprob given to each end-markup token the server writes: it was forced, so under the distribution it was
 # chosen from (one token allowed) its probability is 1. A number, not null: clients that sum logprobs keep working
 # and the token and logprob lists stay aligned.
@@ -72,25 +84,53 @@ def default_budget(max_new_tokens: int) -> int:
     return max_new_tokens - max_new_tokens // 2
 
 
+def effort_budget(effort: str | None, max_new_tokens: int) -> int | None:
+    """The reasoning budget an effort gives an output of ``max_new_tokens``: its share (``EFFORT_PERCENT``),
+    rounded down but at least 1, since any effort but "none" asks for some reasoning; None for "none" or unset."""
+    percent = EFFORT_PERCENT.get(effort or "")
+    return None if percent is None else max(1, max_new_tokens * percent // 100)
+
+
 def budget_violations(request: Any, model: ServedModel) -> list[FieldViolation]:
-    """What is wrong with ``thinking_token_budget`` on this request and model (none when it is not set)."""
-    if not requested(request):
+    """What is wrong with the request's explicit reasoning budget on this model (none when it sets none)."""
+    asked = explicit_budget(request)
+    if asked is None:
         return []
-    value = request.thinking_token_budget
+    field, value = asked
     if value < 0:
-        return [FieldViolation(FIELD, f"must be at least 0 (0 ends the reasoning at once); got {value}")]
+        return [FieldViolation(field, f"must be at least 0 (0 ends the reasoning at once); got {value}")]
     if model.output_format.think_markup is None:
-        return [FieldViolation(FIELD, f"model {model.name!r} has no reasoning format (its reasoning parser is none)")]
-    if request.HasField("best_of") and request.best_of > 1:
-        return [FieldViolation(FIELD, "not supported with beam search (best_of > 1): the beams share one request")]
+        return [FieldViolation(field, f"model {model.name!r} has no reasoning format (its reasoning parser is none)")]
+    if _beams(request):
+        return [FieldViolation(field, "not supported with beam search (best_of > 1): the beams share one request")]
     if model.vision is not None:
-        return [FieldViolation(FIELD, "not supported on a vision model (its pipeline takes text, not token ids)")]
+        return [FieldViolation(field, "not supported on a vision model (its pipeline takes text, not token ids)")]
     return []
 
 
-def requested(request: Any) -> bool:
-    """Whether the request sets ``thinking_token_budget`` (only chat requests have the field)."""
-    return FIELD in request.DESCRIPTOR.fields_by_name and request.HasField(FIELD)
+def explicit_budget(request: Any) -> tuple[str, int] | None:
+    """The budget the request sets, with the field it is set in (chat's or the Responses API's), or None."""
+    fields = request.DESCRIPTOR.fields_by_name
+    if FIELD in fields:
+        return (FIELD, request.thinking_token_budget) if request.HasField(FIELD) else None
+    if "reasoning" in fields and request.reasoning.HasField("max_tokens"):
+        return RESPONSES_FIELD, request.reasoning.max_tokens
+    return None
+
+
+def requested_effort(request: Any) -> str | None:
+    """The request's reasoning effort (chat's ``reasoning_effort``, Responses' ``reasoning.effort``), or None."""
+    fields = request.DESCRIPTOR.fields_by_name
+    if "reasoning_effort" in fields:
+        return request.reasoning_effort if request.HasField("reasoning_effort") else None
+    if "reasoning" in fields and request.reasoning.HasField("effort"):
+        return str(request.reasoning.effort)
+    return None
+
+
+def _beams(request: Any) -> bool:
+    """Whether the request asks for beam search (only chat and completions have ``best_of``)."""
+    return "best_of" in request.DESCRIPTOR.fields_by_name and request.HasField("best_of") and request.best_of > 1
 
 
 def run_budget(
@@ -101,23 +141,29 @@ def run_budget(
     opened: bool,
     max_new_tokens: int,
     vision: bool,
+    biased: bool = False,
 ) -> ReasoningBudget | None:
     """The reasoning budget of one run (validated by ``budget_violations``), or None.
 
-    The request's own, on any reasoning format; else a forced call after a block the prompt opened (or the
-    request lets the model open) gets ``default_budget``, so the call always comes. None where no block can come
-    (no reasoning format) or where it is not served (beam search, vision: the default is not applied there).
+    The request's own, on any reasoning format; else its effort's (``effort_budget``); a forced call after a block
+    the prompt opened (or the request lets the model open) holds at most ``default_budget``, so the call always
+    comes. None where no block can come (no reasoning format) or where an implicit budget is not served (beam
+    search, vision, the ``biased`` lane of logit_bias: the effort and the default are not applied there).
     """
     think = plan.think if plan is not None and plan.think is not None else model.output_format.think_markup
     if think is None:
         return None
-    if requested(request):
-        tokens = request.thinking_token_budget
-    elif plan is not None and plan.forced and (opened or plan.thinking) and not vision:
-        if request.HasField("best_of") and request.best_of > 1:
-            return None
-        tokens = default_budget(max_new_tokens)
+    asked = explicit_budget(request)
+    if asked is not None:
+        tokens: int | None = asked[1]
+    elif vision or biased or _beams(request):
+        return None
     else:
+        tokens = effort_budget(requested_effort(request), max_new_tokens)
+        if plan is not None and plan.forced and (opened or plan.thinking):
+            default = default_budget(max_new_tokens)
+            tokens = default if tokens is None else min(tokens, default)
+    if tokens is None:
         return None
     return ReasoningBudget(
         tokens,

@@ -3,7 +3,8 @@
 With thinking on, the template ends the prompt with ``<think>\\n``, and tiny-chat never closes the block by itself
 (it reasons to max_tokens: the family probe's forced cells failed so before the budget). A forced call gets the
 default budget, so the call comes after reasoning; ``thinking_token_budget`` ends the block after exactly that many
-tokens. The mechanism over scripted engine requests: tests/service/api/test_reasoning_budget.py.
+tokens; a reasoning effort without it ends the block after its share of max_tokens, chat and Responses. The
+mechanism over scripted engine requests: tests/service/api/test_reasoning_budget.py.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import openai
 import pytest
 from tokenizers import Tokenizer
 
-from ovserve.service.api.reasoning_budget import FORCED_LOGPROB, default_budget
+from ovserve.service.api.reasoning_budget import FORCED_LOGPROB, default_budget, effort_budget
 from ovserve.service.models import ModelSpec
 from tests.conftest import TEST_SETTINGS, TINY_CHAT
 from tests.rest_bridge.conftest import RunningBridge, http_request, served_with_bridge
@@ -207,3 +208,84 @@ def test_a_block_the_model_opens_is_counted_from_its_begin(client: openai.OpenAI
     opened = next(k for k in range(len(texts) + 1) if "<think>" in "".join(texts[:k]))
     assert reasoning_tokens_before_end(choice.logprobs.content, tokenizer) - opened == 4
     assert choice.message.model_dump().get("reasoning_content") and choice.message.content
+
+
+EFFORT_TOKENS = 40  # max_tokens of the effort tests: low's budget 8, high's 32, room to answer after either
+
+
+def reasoning_and_answer(client: openai.OpenAI, effort: str, **fields: Any) -> tuple[str, str, Any]:
+    """Chat under ``effort`` alone (no thinking_token_budget), streamed or not: (reasoning, content, logprobs)."""
+    body = {"logprobs": True, "max_tokens": EFFORT_TOKENS, "reasoning_effort": effort, **fields}
+    if not fields.get("stream"):
+        message = create(client, **body).choices[0]
+        reasoning = message.message.model_dump().get("reasoning_content") or ""
+        return reasoning, message.message.content or "", message.logprobs.content
+    reasoning, content, entries = "", "", []
+    for chunk in create(client, **body):
+        for choice in chunk.choices:
+            reasoning += choice.delta.model_dump().get("reasoning_content") or ""
+            content += choice.delta.content or ""
+            entries += choice.logprobs.content if choice.logprobs and choice.logprobs.content else []
+    return reasoning, content, entries
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_low_effort_ends_the_block_sooner_than_a_high_one(
+    client: openai.OpenAI, tokenizer: Tokenizer, stream: bool
+) -> None:
+    """tiny-chat never ends its block: each effort's share of max_tokens (OpenRouter's mapping) ends it."""
+    low, low_answer, low_entries = reasoning_and_answer(client, "low", stream=stream)
+    high, high_answer, high_entries = reasoning_and_answer(client, "high", stream=stream)
+    assert reasoning_tokens_before_end(low_entries, tokenizer) == effort_budget("low", EFFORT_TOKENS) == 8
+    assert reasoning_tokens_before_end(high_entries, tokenizer) == effort_budget("high", EFFORT_TOKENS) == 32
+    assert low_answer and high_answer  # each answered after the block the server ended
+    assert len(low) < len(high) and high.startswith(low.rstrip())  # greedy: the same reasoning, cut sooner
+
+
+def test_an_explicit_budget_wins_over_the_effort(client: openai.OpenAI, tokenizer: Tokenizer) -> None:
+    _, _, entries = reasoning_and_answer(client, "low", thinking_token_budget=12)
+    assert reasoning_tokens_before_end(entries, tokenizer) == 12
+
+
+def respond(client: openai.OpenAI, reasoning: dict[str, Any], *, stream: bool = False) -> Any:
+    """A Responses call under ``reasoning`` (its max_tokens is OpenRouter's field: sent as the body has it)."""
+    fields: dict[str, Any] = {"model": MODEL, "input": ASK[0]["content"], "temperature": 0,
+                              "max_output_tokens": EFFORT_TOKENS, "extra_body": {"reasoning": reasoning}}  # fmt: skip
+    if not stream:
+        return client.responses.create(**fields)
+    ends = ("response.completed", "response.incomplete")  # the answer may run to max_output_tokens
+    (done,) = [event.response for event in client.responses.create(stream=True, **fields) if event.type in ends]
+    return done
+
+
+def responses_reasoning(response: Any) -> str:
+    return "".join(part.text for item in response.output if item.type == "reasoning" for part in item.content or [])
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_responses_reasoning_effort_ends_the_block_sooner_when_low(client: openai.OpenAI, stream: bool) -> None:
+    low, high = respond(client, {"effort": "low"}, stream=stream), respond(client, {"effort": "high"}, stream=stream)
+    low_tokens = low.usage.output_tokens_details.reasoning_tokens
+    high_tokens = high.usage.output_tokens_details.reasoning_tokens
+    assert 0 < low_tokens < high_tokens, (low_tokens, high_tokens)
+    assert low.output_text and high.output_text  # an answer after each block
+    assert responses_reasoning(high).startswith(responses_reasoning(low).rstrip())
+    # reasoning.max_tokens (OpenRouter's field) is the budget itself, and wins over the effort
+    asked = respond(client, {"effort": "high", "max_tokens": 8}, stream=stream)
+    assert responses_reasoning(asked) == responses_reasoning(low)  # low's share of 40 is 8 tokens too
+
+
+def test_responses_reasoning_max_tokens_is_echoed(served: RunningBridge) -> None:
+    reasoning = {"effort": "high", "max_tokens": 8}
+    body = {"model": MODEL, "input": "hi", "max_output_tokens": 16, "temperature": 0, "reasoning": reasoning}
+    reply = http_request(served.port, "POST", "/v3/responses", body)
+    assert reply.status == 200, reply.body[:300]
+    assert reply.json()["reasoning"] == {**reasoning, "summary": None}  # OpenAI's keys, and the budget sent
+
+
+def test_responses_reasoning_max_tokens_refusals_name_the_field(served: RunningBridge) -> None:
+    body = {"model": MODEL, "input": "hi", "max_output_tokens": 8, "reasoning": {"max_tokens": -1}}
+    reply = http_request(served.port, "POST", "/v3/responses", body)
+    assert reply.status == 400, reply.body[:300]
+    error = reply.json()["error"]
+    assert error["param"] == "reasoning.max_tokens" and "must be at least 0" in error["message"]

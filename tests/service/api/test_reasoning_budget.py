@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from ovserve.clients.v1 import chat_pb2
+from ovserve.clients.v1 import chat_pb2, response_object_pb2, response_pb2
 from ovserve.service.api.reasoning_budget import (
     FORCED_LOGPROB,
     BlockWatch,
@@ -20,6 +20,7 @@ from ovserve.service.api.reasoning_budget import (
     ReasoningBudget,
     budget_violations,
     default_budget,
+    effort_budget,
     run_budget,
 )
 from ovserve.service.api.runs import Run, fan_out
@@ -289,6 +290,62 @@ def test_which_runs_get_a_budget() -> None:
     asked_budget = rules(asked, None, opened=False)
     assert asked_budget is not None and asked_budget.tokens == 4 and asked_budget.answer is None
     assert default_budget(5000) == 2500 and default_budget(101) == 51 and default_budget(1) == 1
+
+
+@pytest.mark.parametrize(
+    ("effort", "budget"), [("minimal", 100), ("low", 200), ("medium", 500), ("high", 800), ("none", None), (None, None)]
+)
+def test_an_effort_is_openrouters_share_of_the_output(effort: str | None, budget: int | None) -> None:
+    assert effort_budget(effort, 1000) == budget
+
+
+def test_an_effort_budget_is_rounded_down_but_never_zero() -> None:
+    assert effort_budget("high", 7) == 5 and effort_budget("low", 9) == 1 and effort_budget("minimal", 1) == 1
+
+
+def test_an_effort_is_a_budget_the_explicit_one_wins() -> None:
+    model = served_model()
+
+    def tokens(request: Any, plan: Guide | None = None, **flags: bool) -> int | None:
+        budget = run_budget(model, request, plan, opened=True, max_new_tokens=1000, vision=False, **flags)
+        return None if budget is None else budget.tokens
+
+    chat = chat_pb2.CreateChatCompletionRequest
+    assert tokens(chat(reasoning_effort="low")) == 200 and tokens(chat(reasoning_effort="high")) == 800
+    assert tokens(chat(reasoning_effort="none")) is None  # "none" switches thinking off instead
+    assert tokens(chat(reasoning_effort="low", thinking_token_budget=7)) == 7
+    assert tokens(chat(reasoning_effort="high", thinking_token_budget=0)) == 0
+    # A forced call keeps room for its calls: the smaller of the effort's share and the default's half.
+    forced = Guide("tool_choice", "grammar", 'root ::= "X"', think=THINK, calls=True, forced=True)
+    assert tokens(chat(reasoning_effort="high"), forced) == 500 and tokens(chat(reasoning_effort="low"), forced) == 200
+    # The effort is a hint: where a budget is not served it only switches thinking on (as before budgets).
+    assert tokens(chat(reasoning_effort="low"), biased=True) is None
+    assert tokens(chat(reasoning_effort="low", best_of=2)) is None
+    assert run_budget(model, chat(reasoning_effort="low"), None, opened=True, max_new_tokens=9, vision=True) is None
+    no_format = served_model(think=None)
+    assert (
+        run_budget(no_format, chat(reasoning_effort="low"), None, opened=True, max_new_tokens=9, vision=False) is None
+    )
+
+
+def test_the_responses_api_sets_its_budget_in_reasoning() -> None:
+    model = served_model()
+
+    def responses(**reasoning: Any) -> response_pb2.CreateResponseRequest:
+        return response_pb2.CreateResponseRequest(reasoning=response_object_pb2.ReasoningConfig(**reasoning))
+
+    def tokens(request: Any) -> int | None:
+        budget = run_budget(model, request, None, opened=True, max_new_tokens=1000, vision=False)
+        return None if budget is None else budget.tokens
+
+    assert tokens(responses(effort="medium")) == 500 and tokens(responses(effort="minimal")) == 100
+    assert tokens(responses(effort="low", max_tokens=3)) == 3 and tokens(responses(max_tokens=9)) == 9
+    assert tokens(response_pb2.CreateResponseRequest()) is None
+    (violation,) = budget_violations(responses(max_tokens=-1), model)
+    assert violation.field == "reasoning.max_tokens" and "must be at least 0" in violation.description
+    (violation,) = budget_violations(responses(max_tokens=4), served_model(think=None))
+    assert violation.field == "reasoning.max_tokens" and "has no reasoning format" in violation.description
+    assert budget_violations(responses(effort="high"), served_model(think=None)) == []  # effort alone: a hint
 
 
 class Meter:
