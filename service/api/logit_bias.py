@@ -90,7 +90,7 @@ _UNSERVED: tuple[tuple[str, str], ...] = (
     ("assisted", "the model is served with speculative decoding or prompt lookup, which the biased lane has not"),
     ("adapter", "LoRA adapters run in the pipeline only; the biased lane decodes the base model"),
     ("vision", "images go through the vision pipeline only"),
-    ("budget", "a reasoning budget (thinking_token_budget, reasoning_effort) is the pipeline's"),
+    ("budget", "a reasoning budget (thinking_token_budget, reasoning.max_tokens) is the pipeline's"),
 )  # fmt: skip
 
 

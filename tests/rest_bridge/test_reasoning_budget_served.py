@@ -289,3 +289,13 @@ def test_responses_reasoning_max_tokens_refusals_name_the_field(served: RunningB
     assert reply.status == 400, reply.body[:300]
     error = reply.json()["error"]
     assert error["param"] == "reasoning.max_tokens" and "must be at least 0" in error["message"]
+
+
+def test_an_effort_beside_logit_bias_only_turns_thinking_on(client: openai.OpenAI, tokenizer: Tokenizer) -> None:
+    """The biased lane has no budget: the effort, a hint, is not refused there (an explicit budget is)."""
+    banned = tokenizer.encode("</think>", add_special_tokens=False).ids[0]
+    reply = create(client, max_tokens=EFFORT_TOKENS, reasoning_effort="low", logit_bias={str(banned): -100})
+    assert reply.choices[0].finish_reason == "length"  # the block was not ended: no budget on the lane
+    assert (reply.choices[0].message.model_dump().get("reasoning_content") or "").strip()
+    with pytest.raises(openai.BadRequestError, match="reasoning budget"):
+        create(client, max_tokens=EFFORT_TOKENS, thinking_token_budget=4, logit_bias={str(banned): -100})
