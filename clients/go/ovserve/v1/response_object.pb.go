@@ -3302,8 +3302,8 @@ type ReasoningConfig struct {
 	// The most tokens the reasoning block may hold, >= 0 (0 ends it at once);
 	// when they are spent the server writes the block's end markup and the
 	// model goes on with its answer. For models with a reasoning format;
-	// refused on vision models. Chat's thinking_token_budget. (OpenRouter's
-	// reasoning.max_tokens.)
+	// refused with beam search (best_of > 1) and on vision models. Chat's
+	// thinking_token_budget. (OpenRouter's reasoning.max_tokens.)
 	MaxTokens *int32 `protobuf:"varint,3,opt,name=max_tokens,json=maxTokens,proto3,oneof" json:"max_tokens,omitempty"`
 }
 

@@ -1927,8 +1927,8 @@ export type ReasoningConfig = Message<"ovserve.v1.ReasoningConfig"> & {
    * The most tokens the reasoning block may hold, >= 0 (0 ends it at once);
    * when they are spent the server writes the block's end markup and the
    * model goes on with its answer. For models with a reasoning format;
-   * refused on vision models. Chat's thinking_token_budget. (OpenRouter's
-   * reasoning.max_tokens.)
+   * refused with beam search (best_of > 1) and on vision models. Chat's
+   * thinking_token_budget. (OpenRouter's reasoning.max_tokens.)
    *
    * @generated from field: optional int32 max_tokens = 3;
    */
