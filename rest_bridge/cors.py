@@ -17,8 +17,12 @@ import tornado.web
 ALLOWED_METHODS = "GET, POST, DELETE, OPTIONS"
 #: Sent when a preflight names no headers of its own.
 DEFAULT_HEADERS = "Authorization, Content-Type, x-request-id"
-#: Response headers a page may read (the request id for support, Retry-After for backing off).
-EXPOSED_HEADERS = "x-request-id, Retry-After"
+#: Response headers a page may read (the request id for support, Retry-After and the x-ratelimit-* figures for
+#: backing off).
+EXPOSED_HEADERS = (
+    "x-request-id, Retry-After, x-ratelimit-limit-requests, x-ratelimit-remaining-requests, "
+    "x-ratelimit-reset-requests, x-ratelimit-limit-tokens, x-ratelimit-remaining-tokens, x-ratelimit-reset-tokens"
+)
 #: How long a browser may cache a preflight answer, seconds.
 MAX_AGE_SECONDS = 600
 # A header-name list as a preflight sends it: tokens and commas only, so echoing it cannot inject anything.

@@ -50,6 +50,7 @@ ERROR_CODES: dict[tuple[grpc.StatusCode, str | None], tuple[int, str]] = {
     (grpc.StatusCode.RESOURCE_EXHAUSTED, None): (429, "rate_limit_exceeded"),
 }
 
+RATE_LIMIT_PREFIX = "x-ratelimit-"  # OpenAI's rate-limit headers, sent by the service as initial metadata
 # HTTP reason phrases tornado does not know (nginx's 499).
 REASONS = {499: "Client Closed Request"}
 
@@ -73,6 +74,7 @@ class BridgeError(tornado.web.HTTPError):
         self.param = param
         self.code = code
         self.retry_after = retry_after  # seconds, from the service's google.rpc.RetryInfo
+        self.headers: list[tuple[str, str]] = []  # sent with the error (an API key's x-ratelimit-* figures)
 
     def envelope(self) -> dict[str, Any]:
         """OpenAI's error body."""
@@ -90,6 +92,19 @@ def from_rpc_error(error: grpc.aio.AioRpcError | grpc.RpcError) -> BridgeError:
     field = details.first_field
     message = openai_text(error.details() or code.name.lower())
     status, error_code = ERROR_CODES.get((code, field), ERROR_CODES.get((code, None), (status, None)))
-    return BridgeError(
+    failure = BridgeError(
         status, message, type=error_type, param=openai_param(field), code=error_code, retry_after=details.retry_after
     )
+    failure.headers = rate_limit_headers(_initial_metadata(error))
+    return failure
+
+
+def rate_limit_headers(metadata: Any) -> list[tuple[str, str]]:
+    """The x-ratelimit-* entries of a call's initial metadata (the service's figures for the caller's API key),
+    which the bridge sends on as OpenAI's headers of the same names."""
+    return [(str(key), str(value)) for key, value in metadata or () if str(key).startswith(RATE_LIMIT_PREFIX)]
+
+
+def _initial_metadata(error: grpc.aio.AioRpcError | grpc.RpcError) -> Any:
+    reader = getattr(error, "initial_metadata", None)
+    return reader() if callable(reader) else ()

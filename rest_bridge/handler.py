@@ -33,7 +33,7 @@ from ovserve.clients.v1 import model_pb2
 from ovserve.rest_bridge import cors, sse
 from ovserve.rest_bridge.backend import Backend
 from ovserve.rest_bridge.config import BridgeSettings
-from ovserve.rest_bridge.errors import REASONS, BridgeError, from_rpc_error
+from ovserve.rest_bridge.errors import REASONS, BridgeError, from_rpc_error, rate_limit_headers
 from ovserve.rest_bridge.http_guard import close_gracefully
 from ovserve.rest_bridge.json_body import encode_json
 from ovserve.rest_bridge.key_check import body_may_be_large, keys_seen
@@ -254,6 +254,8 @@ class BridgeHandler(tornado.web.RequestHandler):
                 error = BridgeError(500, "internal error in the REST bridge", type="server_error")
         if status_code in RETRIABLE:  # OpenAI's clients wait this long before they retry
             self.set_header("Retry-After", str(max(1, math.ceil(error.retry_after or 1))))
+        for name, value in error.headers:
+            self.set_header(name, value)
         self.set_header("Content-Type", "application/json")
         self.finish(encode_json(error.envelope()))
 
@@ -261,7 +263,14 @@ class BridgeHandler(tornado.web.RequestHandler):
         """Call a unary RPC; a gRPC error becomes a BridgeError, a vanished client ends the handler quietly."""
         self.call = method(request, **self.grpc_options())
         async with self.call_errors():
-            return await self.call
+            reply = await self.call
+            await self.send_rate_limits()
+            return reply
+
+    async def send_rate_limits(self) -> None:
+        """Send the call's x-ratelimit-* figures (its initial metadata) as headers, as OpenAI does on success."""
+        for name, value in rate_limit_headers(await self.call.initial_metadata()):
+            self.set_header(name, value)
 
     @contextlib.asynccontextmanager
     async def call_errors(self) -> AsyncIterator[None]:
@@ -299,6 +308,7 @@ class BridgeHandler(tornado.web.RequestHandler):
                 if data is None:
                     continue
                 if not started:
+                    await self.send_rate_limits()
                     self._start_events()
                     started = True
                 self.write(data)

@@ -59,6 +59,7 @@ from ovserve.service.residency import ResidencySettings
 from ovserve.service.sources import SourceError, default_cache_dir, resolve
 from ovserve.service.store.batches import BatchSettings
 from ovserve.service.store.files import FileLimits
+from ovserve.service.store.key_file import ADMIN, KeyFileError, KeyPolicy, read_key_file
 
 DEFAULT_MAX_CONCURRENT = 512
 
@@ -94,6 +95,14 @@ class ServeConfig:
         metadata={
             "help": "generating calls and background responses served at once; more calls get RESOURCE_EXHAUSTED "
             "(HTTP 429), more background responses wait queued (up to 4 per place); 0: no bound"
+        },
+    )
+    max_queued_requests: int = field(
+        default=0,
+        metadata={
+            "help": "generating calls that may wait for a place of --max-concurrent-requests, the lowest priority "
+            "first (a request's `priority`, aged one level a second waited); more get RESOURCE_EXHAUSTED (HTTP "
+            "429); 0: none waits"
         },
     )
     response_store: Path | None = field(
@@ -254,12 +263,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     access = parser.add_argument_group("access")
     add_flags(access, ServeConfig, only=("api_keys",))
     access.add_argument("--api-key-file", type=Path, metavar="FILE",
-                        help="API keys, one per line (keeps them out of the process list)")  # fmt: skip
+                        help="API keys, one per line (keeps them out of the process list); settings may follow a "
+                             "key: rpm=N tpm=N concurrent=N models=A,B scope=user|admin (per-key limits and scopes, "
+                             "read again on SIGHUP)")  # fmt: skip
     access.add_argument("--admin-key-file", type=Path, metavar="FILE",
                         help="admin keys, one per line: with keys on, only they may load, unload and reload models "
                              "(POST /v3/models/{id}/load and /unload, /v3/config/reload; a user key gets "
                              "403)")  # fmt: skip
-    add_flags(access, ServeConfig, only=("max_concurrent_requests", "grace_seconds"))
+    add_flags(access, ServeConfig, only=("max_concurrent_requests", "max_queued_requests", "grace_seconds"))
     add_flags(
         parser.add_argument_group("Responses API"), ServeConfig, only=("response_store", "response_max_age_seconds")
     )
@@ -315,11 +326,17 @@ def from_arguments(args: argparse.Namespace) -> ServeConfig:
         keys += key_file_keys(args.api_key_file)
         values["api_key_file"] = args.api_key_file
     values["api_keys"] = tuple(keys)
-    if admin_file := getattr(args, "admin_key_file", None):
-        values["admin_keys"] = tuple(key_file_keys(admin_file))
+    # Admin keys: --admin-key-file's, and the key file's keys of scope=admin.
+    admins = key_file_keys(args.admin_key_file) if getattr(args, "admin_key_file", None) else []
+    if args.api_key_file:
+        admins += [key for key, policy in key_file_policies(args.api_key_file).items() if policy.scope == ADMIN]
+    if admins:
+        values["admin_keys"] = tuple(admins)
     limit = values.get("max_concurrent_requests", DEFAULT_MAX_CONCURRENT)
     if limit < 0:
         raise ConfigError(f"--max-concurrent-requests must be 0 (no bound) or more; got {limit}")
+    if values.get("max_queued_requests", 0) < 0:
+        raise ConfigError(f"--max-queued-requests must be 0 (none waits) or more; got {values['max_queued_requests']}")
     values["media"] = MediaPolicy(**given(args, MediaPolicy))
     values["files"] = FileLimits(**given(args, FileLimits))
     values["batches"] = BatchSettings(**given(args, BatchSettings))
@@ -568,8 +585,17 @@ def _flag_settings(args: argparse.Namespace, specs: dict[str, ModelSpec]) -> dic
 
 
 def key_file_keys(path: Path) -> list[str]:
-    """The API keys of a key file: one per line, blank lines ignored."""
-    return [line.strip() for line in path.read_text().splitlines() if line.strip()]
+    """The API keys of a key file: one per line (its first word; settings may follow: key_file), blank and comment
+    lines ignored."""
+    return list(key_file_policies(path))
+
+
+def key_file_policies(path: Path) -> dict[str, KeyPolicy]:
+    """Each key of a key file with what it may do (ConfigError naming the line for one not understood)."""
+    try:
+        return read_key_file(path)
+    except KeyFileError as error:
+        raise ConfigError(str(error)) from None
 
 
 def _is_switch(setting: dataclasses.Field[Any]) -> bool:

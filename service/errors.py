@@ -142,6 +142,18 @@ class ResourceExhausted(ServiceError):
 
 
 @dataclass
+class QuotaExceeded(ResourceExhausted):
+    """A caller's own quota is used up (an API key's rate limit): google.rpc.QuotaFailure names it."""
+
+    subject: str = ""  # what the quota is of ("api_key:rpm")
+    description: str = ""
+
+    def details(self) -> list[object]:
+        violation = error_details_pb2.QuotaFailure.Violation(subject=self.subject, description=self.description)
+        return [*super().details(), error_details_pb2.QuotaFailure(violations=[violation])]
+
+
+@dataclass
 class Internal(ServiceError):
     """The service failed the request; not the client's fault."""
 

@@ -9,6 +9,7 @@ from ovserve.service.model_states import ModelState
 from ovserve.service.models import Model, ModelRegistry, ServedModel
 from ovserve.service.pipelines import Pipeline, PipelineKind
 from ovserve.service.sources import Provenance
+from ovserve.service.store.tenancy import models_allowed
 
 
 def _model(model: Model, provenance: Provenance | None) -> model_pb2.Model:
@@ -70,6 +71,8 @@ def list_models(registry: ModelRegistry) -> model_pb2.ListModelsResponse:
     data = [_model(model, registry.provenance(_base(model))) for model in served]
     loaded = set(registry.names)
     data += [_not_loaded(registry, name) for name in registry.states.names if name not in loaded]
+    if (allowed := models_allowed.get()) is not None:  # a key limited to some models sees only those
+        data = [model for model in data if model.id in allowed]
     return model_pb2.ListModelsResponse(object="list", data=data)
 
 

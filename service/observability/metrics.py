@@ -37,6 +37,7 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from ovserve.service.model_states import ModelState
 from ovserve.service.observability import tracing
+from ovserve.service.store import tenancy
 
 if TYPE_CHECKING:
     from ovserve.service.models import ModelRegistry
@@ -121,6 +122,12 @@ ENGINE_RESTARTS = Gauge(
     registry=REGISTRY,
 )  # fmt: skip
 STORED_RESPONSES = Gauge("ovserve_stored_responses", "Responses in the response store", registry=REGISTRY)
+QUEUE_WAIT_SECONDS = Histogram(
+    "ovserve_queue_wait_seconds",
+    "How long generating calls waited for a place of --max-concurrent-requests (0 when one was free), by the "
+    "priority they asked for (clamped to +-60)",
+    ["priority"], buckets=_LATENCY, registry=REGISTRY,
+)  # fmt: skip
 PROCESS_CPU = Gauge(
     "ovserve_process_cpu_seconds",
     "CPU seconds (user and system) used so far by this server's process (with its bridge) and each model's "
@@ -139,6 +146,11 @@ def observe_call(rpc: str, model: str, code: str, seconds: float) -> None:
     """One RPC ended (``code``: the gRPC status code's name in lower case)."""
     REQUESTS.labels(rpc, model, code).inc()
     REQUEST_SECONDS.labels(rpc, model).observe(seconds)
+
+
+def observe_queue_wait(priority: int, seconds: float) -> None:
+    """A generating call got its place after ``seconds`` (``priority``: as the queue counted it)."""
+    QUEUE_WAIT_SECONDS.labels(str(priority)).observe(seconds)
 
 
 @dataclass(frozen=True)
@@ -191,6 +203,9 @@ class GenerationMeter:
         self._generated = 0
         self._series = _ModelSeries.of(model)
         self._series.prompt_tokens.inc(prompt_tokens)
+        self._tally = tenancy.tokens_used.get()  # the call's key's tokens per minute, settled at its end
+        if self._tally is not None:
+            self._tally.count += prompt_tokens
         self._series.running.inc()
         attributes: dict[str, str | int] = {"gen_ai.request.model": model, "gen_ai.usage.input_tokens": prompt_tokens}
         self._span = tracing.tracer.start_span("generate", attributes=attributes)
@@ -204,6 +219,8 @@ class GenerationMeter:
         series = self._series
         series.generated_tokens.inc(count)
         self._generated += count
+        if self._tally is not None:
+            self._tally.count += count
         if self._first:
             series.first_token.observe(now - self._started)
             self._span.add_event("first_token")

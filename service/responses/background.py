@@ -15,7 +15,7 @@ from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass, field
 
 from ovserve.service.errors import ResourceExhausted
-from ovserve.service.limits import ConcurrencyLimit
+from ovserve.service.limits import ConcurrencyLimit, clamped
 from ovserve.service.responses.events import Event, ResponseEvents
 from ovserve.service.responses.preparation import Prepared
 from ovserve.service.responses.running import copy_response, generate, stored_response
@@ -118,7 +118,7 @@ class BackgroundRuns:
         response_id = prep.response.id
         last_saved = time.monotonic()
         try:
-            async with self._limit.place():  # queued until then
+            async with self._limit.place(clamped(prep.request.priority)):  # queued until then, by priority
                 async for event in generate(prep, run.events, self._store, queued=True):
                     await run.log.extend([event])
                     await self._store.append_events(response_id, [event])

@@ -20,7 +20,7 @@ from ovserve.service.api.lora import RuntimeLora
 from ovserve.service.api.stored_chat import StoredChatCompletions
 from ovserve.service.batches.api import BatchesApi
 from ovserve.service.batches.runner import BatchRunner, LineExecutor
-from ovserve.service.config import ServeConfig, prepared, runtime_model
+from ovserve.service.config import ConfigError, ServeConfig, key_file_policies, prepared, runtime_model
 from ovserve.service.config import key_file_keys as config_keys
 from ovserve.service.limits import ConcurrencyLimit
 from ovserve.service.model_states import ModelState
@@ -54,7 +54,8 @@ class Server:
         self.config = config
         self.registry = ModelRegistry(media=config.media)
         self.store = ResponseStore(config.response_store, max_age_seconds=config.response_max_age_seconds)
-        self.limit = ConcurrencyLimit(config.max_concurrent_requests)  # calls and background responses
+        # Calls and background responses.
+        self.limit = ConcurrencyLimit(config.max_concurrent_requests, config.max_queued_requests)
         self.conversations = ConversationsApi(ConversationStore(self.store, max_items=MAX_CONVERSATION_ITEMS))
         files = FileStore(self.store)
         self.files = FilesApi(files, config.files)
@@ -125,6 +126,8 @@ class Server:
         self.policy = CallPolicyInterceptor(
             self.config.api_keys, self.limit, served=lambda: self.registry.names, admin_keys=self.config.admin_keys
         )
+        if self.config.api_key_file is not None:
+            self.policy.set_policies(key_file_policies(self.config.api_key_file))
         self.policy.on_interactive = self.batches.runner.give_way
         self.policy.model_ready, self.policy.model_used = self.keeper.ready, self.keeper.finished
         self._server = grpc.aio.server(
@@ -190,15 +193,17 @@ class Server:
         if self.config.api_key_file is None:
             return
         try:
-            fresh = config_keys(self.config.api_key_file)
-        except OSError as error:
+            policies = key_file_policies(self.config.api_key_file)
+        except (OSError, ConfigError) as error:
             log.error("API keys not reloaded: %s; the previous keys stay", error)
             return
+        fresh = list(policies)
         if not self._static_keys and not fresh:  # an emptied file must not open a server that required keys
             log.error("API keys not reloaded: %s holds no key; the previous keys stay", self.config.api_key_file)
             return
         keys = [*self._static_keys, *fresh]
         self.policy.set_keys(keys)
+        self.policy.set_policies(policies)  # limits, models and scopes; each key keeps what it used
         log.info("API keys reloaded from %s: %d keys", self.config.api_key_file, len(keys))
 
     async def loads(self) -> dict[str, Any]:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import functools
 import hmac
 import logging
 import math
@@ -22,7 +23,7 @@ import re
 import secrets
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,11 +33,13 @@ from opentelemetry import trace
 from ovserve.clients.defaults import BATCH_OWNER_KEY, BATCH_TOKEN_KEY
 from ovserve.clients.keep_alive import KEEP_ALIVE_KEY
 from ovserve.clients.tracing import extracted
-from ovserve.service.errors import InvalidArgument, ResourceExhausted, ServiceError, to_rpc_status
-from ovserve.service.limits import ConcurrencyLimit
+from ovserve.service.errors import InvalidArgument, NotFound, ResourceExhausted, ServiceError, to_rpc_status
+from ovserve.service.limits import ConcurrencyLimit, clamped
 from ovserve.service.observability import metrics, tracing
 from ovserve.service.observability.logs import request_id
-from ovserve.service.store.tenancy import fingerprint, tenant
+from ovserve.service.server.rate_limits import Admission, KeyLimiter, runs_a_model, token_estimate
+from ovserve.service.store.key_file import ADMIN, KeyPolicy
+from ovserve.service.store.tenancy import TokenTally, fingerprint, models_allowed, tenant, tokens_used
 
 log = logging.getLogger("ovserve.access")
 
@@ -96,6 +99,8 @@ class CallPolicyInterceptor(grpc.aio.ServerInterceptor):
     ) -> None:
         """``served``: the names of the served models now (the only model labels the metrics take)."""
         self._admin_keys = [key.encode() for key in admin_keys]
+        self._scoped_admins: list[bytes] = []  # the key file's keys of scope=admin
+        self._limiter = KeyLimiter()  # per-key limits and scopes (--api-key-file's settings)
         self.set_keys(api_keys)
         self._using: collections.Counter[str] = collections.Counter()  # calls under way by the model they name
         self._served = served
@@ -123,6 +128,12 @@ class CallPolicyInterceptor(grpc.aio.ServerInterceptor):
         """The admin keys from now on (--admin-key-file read again on SIGHUP); the API keys stay."""
         self._admin_keys = [key.encode() for key in admin_keys]
         self.set_keys([key.decode() for key in self._api_keys])
+
+    def set_policies(self, policies: Mapping[str, KeyPolicy]) -> None:
+        """What each key of the key file may do from now on (read again on SIGHUP): its limits (a key keeps what
+        it used of them), models and scope."""
+        self._limiter.set_policies({fingerprint(key): policy for key, policy in policies.items()})
+        self._scoped_admins = [key.encode() for key, policy in policies.items() if policy.scope == ADMIN]
 
     def calls_using(self, names: Iterable[str]) -> int:
         """API calls under way that name one of the models ``names`` (an unload drains them)."""
@@ -267,31 +278,46 @@ class CallPolicyInterceptor(grpc.aio.ServerInterceptor):
     async def _admit(
         self, method: str, metadata: dict[str, Any], context: grpc.aio.ServicerContext, request: Any
     ) -> Callable[[], None]:
-        """Echo the request id, then refuse the call if its key is wrong, its bytes undecodable or the server full.
+        """Echo the request id (and the key's x-ratelimit-* figures), then refuse the call if its key is wrong,
+        its bytes undecodable, its model not the key's, its key over a limit or the server full.
 
-        Returns what gives back the call's place of the concurrency bound (a no-op if it took none). Only
-        calls that generate take one (reading, listing, cancelling or deleting stays possible under
-        load); a call that starts a background response takes none: the run waits for its own place. A batch
+        Returns what gives back the call's place of the concurrency bound and settles its key's limits (a
+        no-op if it took neither). Only calls that generate take a place (reading, listing, cancelling or
+        deleting stays possible under load), waiting for one in priority order if --max-queued-requests lets
+        them; a call that starts a background response takes none: the run waits for its own place. A batch
         line (a call made by this server's batch runner, which alone knows ``internal_token``) acts as the
-        batch's owner and is not counted as interactive.
+        batch's owner, is not counted as interactive, never waits and is not held to its owner's rates.
         """
-        await context.send_initial_metadata(((REQUEST_ID_KEY, request_id.get()),))
         batch_line = self._batch_line(metadata)
-        if self._keys and not batch_line and not self._authorized(str(metadata.get("authorization", ""))):
-            await context.abort(
-                grpc.StatusCode.UNAUTHENTICATED, "missing or invalid API key (send authorization: Bearer <key>)"
-            )
-        if method in ADMIN_METHODS and (self._keys or self._admin_keys):
-            await self._check_admin(str(metadata.get("authorization", "")), context)
-        if isinstance(request, Undecodable):
-            await context.abort_with_status(to_rpc_status(InvalidArgument(request.reason)))
-        if not _GENERATES.match(method) or getattr(request, "background", False) is True:
-            return _nothing
-        if not self._limit.try_take():
-            full = ResourceExhausted(
-                f"the server is handling its maximum of {self._limit.limit} concurrent requests; retry later"
-            )
-            await context.abort_with_status(to_rpc_status(full))
+        known = not self._keys or batch_line or self._authorized(str(metadata.get("authorization", "")))
+        policy = self._limiter.policy(tenant.get()) if self._keys and known else None
+        models_allowed.set(None if policy is None else policy.models)
+        generating = bool(_GENERATES.match(method)) and not isinstance(request, Undecodable)
+        admission = Admission(None, None, [])
+        if policy is not None and generating and not batch_line and runs_a_model(request):
+            admission = self._limiter.admit(tenant.get(), token_estimate(request))
+        await context.send_initial_metadata(((REQUEST_ID_KEY, request_id.get()), *admission.headers))
+        ticket = admission.ticket
+        try:
+            await self._refuse_unless_allowed(method, metadata, context, request, known=known, policy=policy)
+            if admission.refusal is not None:
+                await context.abort_with_status(to_rpc_status(admission.refusal))
+            if not generating or getattr(request, "background", False) is True:
+                return _nothing if ticket is None else functools.partial(ticket.settle, None)
+            tally = None
+            if ticket is not None:
+                tally = TokenTally()
+                tokens_used.set(tally)
+            await self._take_place(context, batch_line, clamped(int(getattr(request, "priority", 0))))
+        except BaseException:
+            if ticket is not None:
+                ticket.settle(0)  # refused or gone before it ran: its tokens go back (it counts as a request)
+            raise
+
+        def settle() -> None:
+            if ticket is not None and tally is not None:
+                ticket.settle(tally.count or None)  # no generation seen (embeddings...): the estimate stands
+
         if batch_line:
             return self._limit.release
         self.interactive += 1
@@ -302,8 +328,50 @@ class CallPolicyInterceptor(grpc.aio.ServerInterceptor):
             self.interactive -= 1
             self._interactive_ended = time.monotonic()
             self._limit.release()
+            settle()
 
         return release
+
+    async def _refuse_unless_allowed(
+        self,
+        method: str,
+        metadata: dict[str, Any],
+        context: grpc.aio.ServicerContext,
+        request: Any,
+        *,
+        known: bool,
+        policy: KeyPolicy | None,
+    ) -> None:
+        """Abort a call without a valid key, an admin call without an admin key, undecodable bytes, and a call
+        naming a model its key may not use (NOT_FOUND, as OpenAI answers a model a key has no access to)."""
+        if not known:
+            await context.abort(
+                grpc.StatusCode.UNAUTHENTICATED, "missing or invalid API key (send authorization: Bearer <key>)"
+            )
+        if method in ADMIN_METHODS and (self._keys or self._admin_keys):
+            await self._check_admin(str(metadata.get("authorization", "")), context)
+        if isinstance(request, Undecodable):
+            await context.abort_with_status(to_rpc_status(InvalidArgument(request.reason)))
+        model = str(getattr(request, "model", ""))
+        if policy is not None and policy.models is not None and model and model not in policy.models:
+            message = f"The model {model!r} does not exist or you do not have access to it."
+            await context.abort_with_status(to_rpc_status(NotFound(message, param="model")))
+
+    async def _take_place(self, context: grpc.aio.ServicerContext, batch_line: bool, priority: int) -> None:
+        """Take a place of the concurrency bound: at once, or after waiting in the queue (interactive calls,
+        while it has room); refused (RESOURCE_EXHAUSTED) otherwise."""
+        if self._limit.try_take():
+            waited = 0.0
+        elif batch_line or self._limit.call_queue_full:
+            full = ResourceExhausted(
+                f"the server is handling its maximum of {self._limit.limit} concurrent requests; retry later"
+            )
+            await context.abort_with_status(to_rpc_status(full))
+            return
+        else:
+            waited = await self._limit.wait_as_call(priority)
+        if not batch_line:
+            metrics.observe_queue_wait(priority, waited)
 
     def interactive_within(self, seconds: float) -> bool:
         """Whether an interactive generating call runs, or ended less than ``seconds`` ago (a client sending one
@@ -328,7 +396,7 @@ class CallPolicyInterceptor(grpc.aio.ServerInterceptor):
         and not enough), UNAUTHENTICATED for none."""
         scheme, _, key = header.partition(" ")
         given = key.strip().encode() if scheme.lower() == "bearer" else b""
-        if given and any([hmac.compare_digest(given, admin) for admin in self._admin_keys]):
+        if given and any([hmac.compare_digest(given, admin) for admin in [*self._admin_keys, *self._scoped_admins]]):
             return
         if given and any([hmac.compare_digest(given, known) for known in self._keys]):
             await context.abort(grpc.StatusCode.PERMISSION_DENIED, ADMIN_ONLY)

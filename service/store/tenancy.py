@@ -9,6 +9,7 @@ caller is the same tenant, "".
 from __future__ import annotations
 
 import contextvars
+import dataclasses
 import hashlib
 
 tenant: contextvars.ContextVar[str] = contextvars.ContextVar("tenant", default="")
@@ -17,3 +18,17 @@ tenant: contextvars.ContextVar[str] = contextvars.ContextVar("tenant", default="
 def fingerprint(api_key: str) -> str:
     """A stable, one-way name for an API key (what the store keeps)."""
     return hashlib.sha256(b"ovserve tenant\0" + api_key.encode()).hexdigest()[:32]
+
+
+@dataclasses.dataclass
+class TokenTally:
+    """The tokens a call's generations read and wrote (prompt and output, as usage counts them)."""
+
+    count: int = 0
+
+
+#: The call's tally (set by the interceptor for a key with limits); each generation adds to it.
+tokens_used: contextvars.ContextVar[TokenTally | None] = contextvars.ContextVar("tokens_used", default=None)
+
+#: The models the call's key may name and see (None: every model); set by the interceptor.
+models_allowed: contextvars.ContextVar[frozenset[str] | None] = contextvars.ContextVar("models_allowed", default=None)
