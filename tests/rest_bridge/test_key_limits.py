@@ -35,6 +35,7 @@ sk-retry rpm={RETRY_RPM}
 sk-throttled rpm=3
 sk-scoped models=tiny-chat
 sk-reloaded rpm=100
+sk-tokens tpm=600
 """
 HI = [{"role": "user", "content": "Hi"}]
 HAMMER_GAP_SECONDS = 0.05  # between the throttled key's calls
@@ -101,6 +102,24 @@ def test_a_key_over_its_rpm_gets_429_with_headers_and_the_clients_retry_gets_thr
     with client_for(limited, "sk-retry", retries=3) as patient:
         raw = patient.chat.completions.with_raw_response.create(model="tiny-chat", messages=HI, max_tokens=1)
         assert raw.retries_taken >= 1 and raw.parse().choices[0].message.role == "assistant"
+
+
+def test_a_token_reservation_is_settled_with_the_usage_reported(limited) -> None:
+    """The first call reserves its estimate; by the second, the first's reservation was replaced by its usage
+    (prompt and output tokens, as the reply counts them), the second's estimate taken as the first's was."""
+    with client_for(limited, "sk-tokens") as client:
+        started = time.monotonic()
+        first = client.chat.completions.with_raw_response.create(model="tiny-chat", messages=HI, max_tokens=5)
+        remaining = int(first.headers["x-ratelimit-remaining-tokens"])
+        assert first.headers["x-ratelimit-limit-tokens"] == "600"
+        reserved = 600 - remaining
+        usage = first.parse().usage
+        assert usage is not None and usage.total_tokens != reserved  # else this test could not tell them apart
+        second = client.chat.completions.with_raw_response.create(model="tiny-chat", messages=HI, max_tokens=5)
+        refilled = (time.monotonic() - started) * 600 / 60  # at most, since the first's admission
+        now = int(second.headers["x-ratelimit-remaining-tokens"])
+        settled = remaining - usage.total_tokens  # 600 - used - the second's reservation
+        assert settled <= now <= settled + refilled + 1, (now, settled, refilled, reserved, usage.total_tokens)
 
 
 def _tokens_per_second(client: openai.OpenAI) -> float:
