@@ -19,7 +19,7 @@ from google.rpc import error_details_pb2
 from grpc_status import rpc_status
 
 from ovserve.clients.errors import error_details
-from ovserve.clients.v1 import chat_pb2, chat_pb2_grpc
+from ovserve.clients.v1 import chat_pb2, chat_pb2_grpc, model_pb2, model_pb2_grpc
 from ovserve.service.models import ModelSpec
 from tests.conftest import TEST_SETTINGS, TINY_CHAT
 from tests.rest_bridge.conftest import RunningBridge, served_with_bridge
@@ -36,6 +36,8 @@ sk-throttled rpm=3
 sk-scoped models=tiny-chat
 sk-reloaded rpm=100
 sk-tokens tpm=600
+sk-one-at-once concurrent=1
+sk-admin scope=admin
 """
 HI = [{"role": "user", "content": "Hi"}]
 HAMMER_GAP_SECONDS = 0.05  # between the throttled key's calls
@@ -120,6 +122,32 @@ def test_a_token_reservation_is_settled_with_the_usage_reported(limited) -> None
         now = int(second.headers["x-ratelimit-remaining-tokens"])
         settled = remaining - usage.total_tokens  # 600 - used - the second's reservation
         assert settled <= now <= settled + refilled + 1, (now, settled, refilled, reserved, usage.total_tokens)
+
+
+def test_a_key_at_its_calls_at_once_is_refused_until_its_stream_ends(limited) -> None:
+    with client_for(limited, "sk-one-at-once") as client, client_for(limited, "sk-one-at-once", retries=3) as patient:
+        stream = client.chat.completions.create(
+            model="tiny-chat", messages=HI, max_tokens=2000, stream=True, extra_body={"ignore_eos": True}
+        )
+        next(iter(stream))  # under way
+        with pytest.raises(openai.RateLimitError) as refused:
+            client.chat.completions.create(model="tiny-chat", messages=HI, max_tokens=1)
+        assert "calls at once" in refused.value.message
+        assert refused.value.response.headers["Retry-After"] == "1"
+        stream.close()  # the bridge cancels it; the client's retry after Retry-After gets through
+        assert patient.chat.completions.create(model="tiny-chat", messages=HI, max_tokens=1).choices
+
+
+def test_an_admin_scoped_key_may_reload_and_a_user_key_may_not(limited) -> None:
+    """scope=admin in the key file opens the admin calls to the key, as --admin-key-file does."""
+    with grpc.insecure_channel(limited.server.target) as channel:
+        stub = model_pb2_grpc.ModelServiceStub(channel)
+        with pytest.raises(grpc.RpcError) as user:
+            stub.ReloadConfig(model_pb2.ReloadConfigRequest(), metadata=(("authorization", "Bearer sk-open"),))
+        assert user.value.code() == grpc.StatusCode.PERMISSION_DENIED
+        with pytest.raises(grpc.RpcError) as admin:  # let in: refused only because it was started without --config
+            stub.ReloadConfig(model_pb2.ReloadConfigRequest(), metadata=(("authorization", "Bearer sk-admin"),))
+        assert admin.value.code() == grpc.StatusCode.FAILED_PRECONDITION, admin.value.details()
 
 
 def _tokens_per_second(client: openai.OpenAI) -> float:
