@@ -57,6 +57,7 @@ def pipeline() -> ov_genai.ContinuousBatchingPipeline:
 
 def test_salted_ids_compute_what_raw_ids_do(pipeline: ov_genai.ContinuousBatchingPipeline) -> None:
     assert salt_holds(pipeline)
+    assert pipeline.get_metrics().requests == 0  # the probe leaves no request counted (an unload would wait on it)
     config = ov_genai.GenerationConfig()
     config.max_new_tokens = 12
     config.logprobs = 1
