@@ -323,9 +323,7 @@ def test_bad_request_names_the_field(stubs: Stubs, max_len: int, case: Bad, api:
     if case.code == NOT_FOUND:
         assert refused.param == "model"
         assert "no-such-model" in refused.message
-        assert (
-            f"(served: {', '.join(sorted(SERVED_BY_DEFAULT))})" in refused.message
-        )  # all, sorted
+        assert f"(served: {', '.join(sorted(SERVED_BY_DEFAULT))})" in refused.message  # all, sorted
         return
     assert refused.fields == list(case.fields), refused.message
     assert refused.param == case.fields[0]
