@@ -22,6 +22,7 @@ import pytest
 
 from ovserve.service.engine import EngineSettings
 from ovserve.service.models import ModelSpec
+from ovserve.service.residency import ResidencySettings
 from tests.families import matrix
 from tests.families.table import THOUGHT
 from tests.families.tools import ASK, SCHEMAS, TOOLS
@@ -36,13 +37,19 @@ THINK = {"reasoning_effort": "high"}  # what turns reasoning on, under each temp
 GREEDY: dict[str, Any] = {"temperature": 0, "max_tokens": 1500}
 
 
+# At most this many family models loaded at once, each on its first request: 81 engine processes (~250-600 MB each
+# on their real vocabularies) beside the session's other servers ran CI's 24 GB machine out of memory. The cells
+# are grouped by family (parametrize scope="module"), so each family loads once.
+LOADED_AT_ONCE = 12
+
+
 @pytest.fixture(scope="module")
 def families(family_models: dict[str, Path]) -> Iterator[RunningBridge]:
     specs = [
-        ModelSpec(name, path, settings=SETTINGS, **matrix.SERVE_OPTIONS.get(name, {}))
+        ModelSpec(name, path, settings=SETTINGS, load_on_request=True, **matrix.SERVE_OPTIONS.get(name, {}))
         for name, path in family_models.items()
     ]
-    with served_with_bridge(specs) as running:
+    with served_with_bridge(specs, residency=ResidencySettings(max_loaded_models=LOADED_AT_ONCE)) as running:
         yield running
 
 
@@ -85,16 +92,16 @@ def test_the_docs_table_is_the_matrix() -> None:
     assert matrix.page_section() == matrix.page_table(matrix.PARSERS)
 
 
-def test_each_family_is_served_with_its_parsers(client: openai.OpenAI, family_models: dict[str, Path]) -> None:
-    """The parsers detected on each published template are the family's (matrix.PARSERS)."""
-    listed = {model.id: model.model_dump() for model in client.models.list()}
-    served = {name: (listed[name]["tool_parser"] or "none", listed[name]["reasoning_parser"] or "none")
-              for name in family_models}  # fmt: skip
-    assert served == {name: matrix.PARSERS[name] for name in family_models}
-    assert all(listed[name]["chat_template_source"] == "chat_template.jinja" for name in family_models)
+@pytest.mark.parametrize("family", sorted(matrix.PARSERS), scope="module")
+def test_each_family_is_served_with_its_parsers(client: openai.OpenAI, family: str) -> None:
+    """The parsers detected on its published template are the family's (matrix.PARSERS)."""
+    client.chat.completions.create(model=family, messages=ASK, max_tokens=1)  # loads it (models load on request)
+    listed = client.models.retrieve(family).model_dump()
+    assert (listed["tool_parser"] or "none", listed["reasoning_parser"] or "none") == matrix.PARSERS[family]
+    assert listed["chat_template_source"] == "chat_template.jinja"
 
 
-@pytest.mark.parametrize("family", matrix.params("plain"))
+@pytest.mark.parametrize("family", matrix.params("plain"), scope="module")
 def test_plain(client: openai.OpenAI, family: str) -> None:
     """The model's answer (its script; see build.py), ended by its own end-of-turn token."""
     choice = client.chat.completions.create(model=family, messages=ASK, **GREEDY).choices[0]
@@ -102,7 +109,7 @@ def test_plain(client: openai.OpenAI, family: str) -> None:
     assert (choice.message.content or "") == matrix.reply(family) and not choice.message.tool_calls
 
 
-@pytest.mark.parametrize("family", matrix.params("tools"))
+@pytest.mark.parametrize("family", matrix.params("tools"), scope="module")
 def test_tools(client: openai.OpenAI, family: str) -> None:
     """The template renders the offered tools into the prompt (it grows), and the model answers."""
     plain = client.chat.completions.create(model=family, messages=ASK, **GREEDY)
@@ -112,7 +119,7 @@ def test_tools(client: openai.OpenAI, family: str) -> None:
     assert (offered.choices[0].message.content or "") == matrix.reply(family)
 
 
-@pytest.mark.parametrize("family", matrix.params("history"))
+@pytest.mark.parametrize("family", matrix.params("history"), scope="module")
 def test_history(client: openai.OpenAI, forced_once: Any, family: str) -> None:
     """The server's own call sent back as the openai client sends it, then the tool's result."""
     called = forced_once(family)
@@ -129,7 +136,7 @@ def test_history(client: openai.OpenAI, forced_once: Any, family: str) -> None:
     assert client.chat.completions.create(model=family, messages=history, tools=TOOLS, **GREEDY).choices
 
 
-@pytest.mark.parametrize("family", matrix.params("forced"))
+@pytest.mark.parametrize("family", matrix.params("forced"), scope="module")
 def test_forced(forced_once: Any, family: str) -> None:
     choice = forced_once(family)
     assert choice.finish_reason == "tool_calls", choice
@@ -137,7 +144,7 @@ def test_forced(forced_once: Any, family: str) -> None:
     check_calls([(call.function.name, call.function.arguments) for call in choice.message.tool_calls or []])
 
 
-@pytest.mark.parametrize("family", matrix.params("forced_stream"))
+@pytest.mark.parametrize("family", matrix.params("forced_stream"), scope="module")
 def test_forced_stream(client: openai.OpenAI, forced_once: Any, family: str) -> None:
     """Streamed: the deltas join into the same calls as the unary reply, names first, no content."""
     joined: dict[int, dict[str, str]] = {}
@@ -164,13 +171,13 @@ def test_forced_stream(client: openai.OpenAI, forced_once: Any, family: str) -> 
     assert streamed == [(call.function.name, call.function.arguments) for call in unary.message.tool_calls or []]
 
 
-@pytest.mark.parametrize("family", matrix.params("single"))
+@pytest.mark.parametrize("family", matrix.params("single"), scope="module")
 def test_single(client: openai.OpenAI, family: str) -> None:
     choice = forced(client, family, parallel_tool_calls=False)
     assert choice.finish_reason == "tool_calls" and len(choice.message.tool_calls or []) == 1
 
 
-@pytest.mark.parametrize("family", matrix.params("reasoning"))
+@pytest.mark.parametrize("family", matrix.params("reasoning"), scope="module")
 def test_reasoning(client: openai.OpenAI, family: str) -> None:
     """With reasoning on, the family's model writes its reasoning block, then its answer (see build.py)."""
     message = client.chat.completions.create(model=family, messages=ASK, **GREEDY, **THINK).choices[0].message
@@ -178,7 +185,7 @@ def test_reasoning(client: openai.OpenAI, family: str) -> None:
     assert (thought, message.content or "") == (THOUGHT, matrix.reply(family))
 
 
-@pytest.mark.parametrize("family", matrix.params("reasoning_stream"))
+@pytest.mark.parametrize("family", matrix.params("reasoning_stream"), scope="module")
 def test_reasoning_stream(client: openai.OpenAI, family: str) -> None:
     thought, content = "", ""
     for chunk in client.chat.completions.create(model=family, messages=ASK, stream=True, **GREEDY, **THINK):
@@ -189,7 +196,7 @@ def test_reasoning_stream(client: openai.OpenAI, family: str) -> None:
     assert (thought, content) == (THOUGHT, matrix.reply(family))
 
 
-@pytest.mark.parametrize("family", matrix.PAST_REASONING)
+@pytest.mark.parametrize("family", matrix.PAST_REASONING, scope="module")
 def test_past_reasoning(families: RunningBridge, family: str) -> None:
     """A past call's reasoning, sent back as reasoning_content (OpenAI clients' form of what the server returned),
     is in the prompt the server renders, wherever the template reads it (matrix.PAST_REASONING)."""
