@@ -184,8 +184,10 @@ def _new_file(header: pb.FileHeader, limits: FileLimits) -> pb.File:
         id=new_id("file-"), object="file", created_at=created, filename=name, purpose=header.purpose, status="processed"
     )
     if header.HasField("expires_after"):
-        violations += expiry_violations(header.expires_after, "expires_after")
-        file.expires_at = created + header.expires_after.seconds
+        problems = expiry_violations(header.expires_after, "expires_after")
+        violations += problems
+        if not problems:  # (an out-of-range one would overflow the int64 field: INTERNAL where a 400 is due)
+            file.expires_at = created + header.expires_after.seconds
     elif header.purpose in DEFAULT_EXPIRY_SECONDS:
         file.expires_at = created + DEFAULT_EXPIRY_SECONDS[header.purpose]
     InvalidArgument.check(violations)
