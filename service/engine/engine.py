@@ -122,7 +122,7 @@ class Engine(Supervised):
             adapters=adapters,
             # A vision model's pipeline takes text, which cannot be salted: isolated, it caches no prefixes.
             salted=settings.enable_prefix_caching
-            and not (settings.shared_prefix_cache and not (model_dir / "openvino_model.xml").is_file()),
+            and not (settings.shared_prefix_cache and not salting.takes_token_ids(model_dir)),
         )
         self.adapters = {adapter.name: adapter for adapter in adapters}
         self._mailboxes: dict[int, Mailbox] = {}

@@ -16,8 +16,8 @@ its ``cache_salt`` and its LoRA adapter; namespace 0 (raw ids) is the single ten
 
 One sampler transform reads the prompt's ids as vocabulary indices: the repetition penalty (openvino-genai's
 ``RepetitionPenaltyTransform`` asserts ``prompt_id < vocab_size`` and fails the whole engine step). A request
-with a repetition penalty other than 1 therefore keeps raw ids, in namespace 0 (``salted_prompt``); the server
-refuses what would put it there unsafely (see ovserve.service.api.cache_salt).
+with a repetition penalty other than 1 therefore keeps raw ids, in namespace 0 (``salted_prompt``), shared by
+every such request whoever sends it: not isolated (the engine warns at load of a model whose defaults set one).
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ import hashlib
 import hmac
 import logging
 import secrets
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -38,6 +39,11 @@ NAMESPACES = 1 << 30
 #: The secret namespaces are derived with, one per server process: a client can neither compute another
 #: tenant's namespace nor search for a cache_salt that lands in it.
 _SECRET = secrets.token_bytes(32)
+
+
+def takes_token_ids(model_dir: Path) -> bool:
+    """Whether the model's pipeline takes prompts as token ids, which can be salted (a vision model's takes text)."""
+    return (model_dir / "openvino_model.xml").is_file()
 
 
 def namespace(tenant: str, cache_salt: str, adapter: str, *, isolated: bool) -> int:

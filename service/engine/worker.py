@@ -104,7 +104,7 @@ def _load(spec: WorkerSpec, scoring: ScoringModel) -> EngineCore:
     adapters = adapter_set(spec.adapters, {})
     # The pipeline's prefix cache is kept per namespace when salted ids hold on it (checked on the first one built).
     # (a vision model's pipeline takes its prompts as text, which cannot be salted: isolated, it caches nothing)
-    saltable = spec.draft_dir is None and (spec.model_dir / "openvino_model.xml").is_file()
+    saltable = spec.draft_dir is None and salting.takes_token_ids(spec.model_dir)
     salt = {"stride": salting.STRIDE if spec.salted and saltable else 0, "checked": False}
 
     def pipeline(adapters: dict[str, tuple[ov_genai.Adapter, float]]) -> ov_genai.ContinuousBatchingPipeline:
