@@ -52,17 +52,17 @@ class GrpcBackend:
         result = RequestResult(start=time.perf_counter())
         params = {**SAMPLING, "max_tokens": request.output_tokens}
         if self._endpoint == "chat":
-            messages = [{"role": "user", "content": request.chat_content()}]
-            stream = self._client.stream_chat(request.model or self._model, messages, **params)
+            stream = self._client.stream_chat(request.model or self._model, request.chat_messages(), **params)
         else:
             stream = self._client.stream_complete(request.model or self._model, request.prompt, **params)
         try:
             async for chunk in stream:
                 now = time.perf_counter()
                 if chunk.choices and (
-                    chunk.choices[0].delta.content if self._endpoint == "chat" else chunk.choices[0].text
+                    piece := chunk.choices[0].delta.content if self._endpoint == "chat" else chunk.choices[0].text
                 ):
                     result.chunk_times.append(now)
+                    result.pieces.append(piece)
                 if chunk.HasField("usage"):
                     result.output_tokens = chunk.usage.completion_tokens
                     result.prompt_tokens = chunk.usage.prompt_tokens
@@ -122,7 +122,7 @@ class HttpBackend:
             **SAMPLING,
         }
         if self._endpoint == "chat":
-            body["messages"] = [{"role": "user", "content": request.chat_content()}]
+            body["messages"] = request.chat_messages()
         else:
             body["prompt"] = request.prompt
         result = RequestResult(start=time.perf_counter())
@@ -159,6 +159,7 @@ class HttpBackend:
             piece = choices[0].get("delta", {}).get("content") if self._endpoint == "chat" else choices[0].get("text")
             if piece:
                 result.chunk_times.append(now)
+                result.pieces.append(piece)
         if chunk.get("usage"):
             result.output_tokens = chunk["usage"]["completion_tokens"]
             result.prompt_tokens = chunk["usage"]["prompt_tokens"]

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ovserve.clients.defaults import DEFAULT_REST_URL, DEFAULT_TARGET, LOOPBACK
-from ovserve.service.bench import report
+from ovserve.service.bench import conversation, kv_cache, report
 from ovserve.service.bench.cold import ADMIN_KEY_ENV
 from ovserve.service.bench.load import read_prompts
 from ovserve.service.bench.runner import Bench, BenchConfig
@@ -22,6 +22,10 @@ EPILOG = f"""examples:
   ovserve bench --backend grpc http --model-dir MODEL --engine --concurrency 1 8 --rounds 3 --json out.json
   ovserve bench --backend http --url {DEFAULT_REST_URL} --rate 4 --max-concurrency 16 --prompts prompts.jsonl
   ovserve bench --backend http --model-dir MODEL --peer http://{LOOPBACK}:8080 --concurrency 1 8 --rounds 3
+  ovserve bench --backend grpc http --model-dir MODEL --engine --input-tokens 2048 8192 16384 --concurrency 1 8 32
+  ovserve bench --backend http --model-dir MODEL --input-tokens 128 2048 8192 --mixed-lengths --concurrency 8
+  ovserve bench --backend grpc http --model-dir MODEL --engine --peer http://{LOOPBACK}:8080 --turns 8 \
+      --system-tokens 1024 --turn-tokens 64 --output-tokens 128 --concurrency 1 8 --kv-cache
   ovserve bench --endpoint rerank --model tiny-rerank --backend grpc http --inputs-per-request 4 --input-tokens 6 \
       --model-dir service/bundled_models/tiny-rerank --engine --peer http://{LOOPBACK}:7997
 """
@@ -71,7 +75,12 @@ def parser() -> argparse.ArgumentParser:
     load.add_argument("--max-concurrency", type=int, help="with --rate: cap on requests in flight")
     load.add_argument("--requests", type=int, default=32, help="measured requests per run (default 32)")
     load.add_argument("--warmup", type=int, default=4, help="unmeasured requests before each run (default 4)")
-    load.add_argument("--input-tokens", type=int, default=128, help="prompt length in tokens (default 128)")
+    load.add_argument("--input-tokens", type=int, nargs="+", default=[128],
+                      help="prompt length in tokens; several values run one after another, as --concurrency's do "
+                           "(default 128)")  # fmt: skip
+    load.add_argument("--mixed-lengths", action="store_true",
+                      help="one run per concurrency, its prompts' lengths drawn from the --input-tokens "
+                           "values")  # fmt: skip
     load.add_argument("--inputs-per-request", type=int,
                       help="texts per request: --endpoint embeddings' inputs (default 1), rerank's documents, "
                            "with one query each (default 4)")  # fmt: skip
@@ -97,6 +106,17 @@ def parser() -> argparse.ArgumentParser:
         help="images per chat request: random noise, new each time (vision models; default 0)",
     )
     load.add_argument("--image-size", type=int, default=64, help="their side in pixels (default 64)")
+    talk = options.add_argument_group("conversations that grow (chat endpoint)")
+    talk.add_argument("--turns", type=int, default=0,
+                      help="conversations of this many turns instead of independent requests: each turn resends the "
+                           "conversation so far (a shared system prompt, every earlier message and reply) with a new "
+                           "user message; figures turn by turn (default 0: independent requests)")  # fmt: skip
+    talk.add_argument("--system-tokens", type=int, default=512,
+                      help="the system prompt every conversation of a run shares, in tokens (default 512)")  # fmt: skip
+    talk.add_argument("--turn-tokens", type=int, default=64, help="each user message, in tokens (default 64)")
+    talk.add_argument("--conversations", type=int,
+                      help="conversations per run, --concurrency of them in flight (default: the "
+                           "concurrency)")  # fmt: skip
     engine = options.add_argument_group("against the engine alone")
     engine.add_argument("--engine", action="store_true",
                         help="also load the bare pipeline (--model-dir; ContinuousBatchingPipeline, "
@@ -107,6 +127,9 @@ def parser() -> argparse.ArgumentParser:
     engine.add_argument("--prefix-tokens", type=int, default=1024,
                         help="prompt length of the cached-prefix TTFT probe; 0 skips it (default 1024)")  # fmt: skip
     out = options.add_argument_group("output")
+    out.add_argument("--kv-cache", action="store_true",
+                     help="read the KV cache in use during each run (ovserve's /metrics, the engine's pipeline, a "
+                          "peer's /metrics if it says) and report it per stream at each context length")  # fmt: skip
     out.add_argument("--json", type=Path, help="write the full report here")
     out.add_argument("--plot", type=Path, help="PNG of latency and throughput against concurrency (needs matplotlib)")
     out.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -128,6 +151,7 @@ def config_from(args: argparse.Namespace) -> BenchConfig:
         requests=args.requests,
         warmup=args.warmup,
         input_tokens=args.input_tokens,
+        mixed_lengths=args.mixed_lengths,
         input_range=args.input_range,
         output_tokens=args.output_tokens,
         prompts=read_prompts(args.prompts) if args.prompts else None,
@@ -145,6 +169,11 @@ def config_from(args: argparse.Namespace) -> BenchConfig:
         cold_starts=args.cold_starts,
         api_key=args.api_key or None,
         admin_key=args.admin_key or None,
+        turns=args.turns,
+        system_tokens=args.system_tokens,
+        turn_tokens=args.turn_tokens,
+        conversations=args.conversations,
+        kv_cache=args.kv_cache,
     )
 
 
@@ -157,13 +186,15 @@ def _inputs(options: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     per_request = args.inputs_per_request
     if per_request is None:
         per_request = 1 if endpoint is EMBEDDINGS else 4
+    if len(args.input_tokens) > 1:
+        options.error(f"--endpoint {endpoint.name} takes one --input-tokens value")
     if not args.model or per_request < 1:
         options.error(f"--endpoint {endpoint.name} needs --model (a served {endpoint.name} model) and "
                       "--inputs-per-request >= 1")  # fmt: skip
     load = InputLoad(
         requests=args.requests,
         inputs_per_request=per_request,
-        input_words=max(1, args.input_tokens),
+        input_words=max(1, args.input_tokens[0]),
         concurrency=tuple(args.concurrency),
         rounds=args.rounds,
         seed=args.seed if args.seed is not None else random.randrange(2**31),
@@ -176,6 +207,23 @@ def _inputs(options: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     if args.json:
         report.write_json(args.json, result)
     return 0
+
+
+def _check_turns(options: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """The conversation options make sense together (--turns)."""
+    if args.turns < 0 or args.system_tokens < 1 or args.turn_tokens < 1:
+        options.error("--turns must be 0 or more, --system-tokens and --turn-tokens at least 1")
+    if args.conversations is not None and args.conversations < 1:
+        options.error("--conversations must be at least 1")
+    if not args.turns:
+        if args.conversations is not None:
+            options.error("--conversations needs --turns")
+        return
+    if args.endpoint != "chat" or args.rate is not None or args.prompts or args.images or args.mix:
+        options.error("--turns runs chat conversations at fixed concurrency: not with --endpoint other than chat, "
+                      "--rate, --prompts, --images or --mix")  # fmt: skip
+    if len(args.input_tokens) > 1 or args.mixed_lengths:
+        options.error("--turns sizes its messages with --system-tokens and --turn-tokens, not --input-tokens")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -196,6 +244,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         options.error("--cold-starts must be 0 or more")
     if args.cold_starts and (args.mix or args.endpoint not in ("chat", "completions")):
         options.error("--cold-starts measures one model's chat or completions (not --mix, embeddings or rerank)")
+    if min(args.input_tokens) < 1:
+        options.error("--input-tokens must be at least 1")
+    if args.mixed_lengths and len(args.input_tokens) < 2:
+        options.error("--mixed-lengths draws from several --input-tokens values: give two or more")
+    if args.prompts and (args.mixed_lengths or len(args.input_tokens) > 1):
+        options.error("--prompts gives the prompts: not with several --input-tokens or --mixed-lengths")
+    _check_turns(options, args)
     if args.endpoint in ("embeddings", "rerank"):
         return _inputs(options, args)
     try:
@@ -207,6 +262,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(report.cold_start_table(result["cold_start"]))
         print()
     print(report.table(result["summary"]))
+    if config.turns:
+        print()
+        print(conversation.table(result["summary"]))
+    if config.kv_cache:
+        print()
+        print(kv_cache.table(result["summary"]))
     if config.mix:
         print()
         print(report.by_model_table(result["summary"]))

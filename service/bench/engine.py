@@ -20,6 +20,7 @@ import numpy as np
 import openvino as ov
 import openvino_genai as ov_genai
 
+from ovserve.service.bench.kv_cache import KvCachePeak
 from ovserve.service.bench.load import BenchRequest, Schedule
 from ovserve.service.bench.metrics import RequestResult
 from ovserve.service.bench.progress import ProgressBar
@@ -42,12 +43,20 @@ class EngineRunner:
         self._endpoint = endpoint
         self._ids = itertools.count()  # request ids must stay unique for the pipeline's lifetime
 
+    def next_id(self) -> int:
+        """A request id the pipeline has not seen."""
+        return next(self._ids)
+
+    def observe_kv_cache(self, peak: KvCachePeak, streams: int) -> None:
+        """Note the KV cache the pipeline holds now (in use: the share of its blocks in use times the bytes
+        allocated), with ``streams`` running."""
+        metrics = self.pipeline.get_metrics()
+        peak.observe(metrics.cache_usage / 100 * metrics.kv_cache_size_in_bytes, streams)
+
     def encode(self, request: BenchRequest) -> ov.Tensor:
         """The prompt's token ids as the service would build them (chat template for chat, BOS for completions)."""
         if self._endpoint == "chat":
-            text = self.tokenizer.apply_chat_template(
-                [{"role": "user", "content": request.prompt}], add_generation_prompt=True
-            )
+            text = self.tokenizer.apply_chat_template(request.chat_messages(), add_generation_prompt=True)
             encoded = self.tokenizer.encode(text, add_special_tokens=False)
         else:
             encoded = self.tokenizer.encode(request.prompt, add_special_tokens=True)
@@ -55,9 +64,14 @@ class EngineRunner:
         return ov.Tensor(ids)
 
     def run(
-        self, requests: Sequence[BenchRequest], schedule: Schedule, progress: ProgressBar | None = None
+        self,
+        requests: Sequence[BenchRequest],
+        schedule: Schedule,
+        progress: ProgressBar | None = None,
+        kv_cache: KvCachePeak | None = None,
     ) -> tuple[list[RequestResult], float]:
-        """Run the load to the end (blocking: call it from a worker thread); results in request order."""
+        """Run the load to the end (blocking: call it from a worker thread); results in request order. With
+        ``kv_cache``, the pipeline's KV cache in use is read after every step (``--kv-cache``)."""
         prompts = [self.encode(request) for request in requests]  # outside the timed part, as a server would
         arrivals = schedule.arrivals(len(requests))
         slots = schedule.slots or len(requests)
@@ -73,12 +87,14 @@ class EngineRunner:
                     max_new_tokens=requests[index].output_tokens, ignore_eos=True, do_sample=False
                 )
                 result = RequestResult(start=now, prompt_tokens=int(prompts[index].get_shape()[1]))
-                running[index] = (self.pipeline.add_request(next(self._ids), prompts[index], config), result)
+                running[index] = (self.pipeline.add_request(self.next_id(), prompts[index], config), result)
             if not running:  # Poisson gap: nothing to step until the next arrival
                 time.sleep(max(0.0, started + arrivals[waiting[0]] - time.perf_counter()))
                 continue
             self.pipeline.step()
             now = time.perf_counter()
+            if kv_cache is not None:
+                self.observe_kv_cache(kv_cache, len(running))
             for index, (handle, result) in list(running.items()):
                 status = handle.get_status()
                 if handle.can_read():

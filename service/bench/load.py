@@ -28,6 +28,8 @@ class BenchRequest:
     output_tokens: int
     images: tuple[str, ...] = ()  # data: URLs sent before the prompt text (chat only)
     model: str = ""  # the served name it asks for ("": the backend's; --mix sets one per request)
+    # The whole conversation so far, ending with the user's turn (chat only; --turns); () sends ``prompt`` alone.
+    messages: tuple[dict[str, str], ...] = ()
 
     def chat_content(self) -> str | list[dict[str, Any]]:
         """The user message's content: the prompt, after its images if it has any."""
@@ -35,6 +37,10 @@ class BenchRequest:
             return self.prompt
         parts: list[dict[str, Any]] = [{"type": "image_url", "image_url": {"url": url}} for url in self.images]
         return [*parts, {"type": "text", "text": self.prompt}]
+
+    def chat_messages(self) -> list[dict[str, Any]]:
+        """The chat messages sent: the conversation so far, or one user message."""
+        return list(self.messages) or [{"role": "user", "content": self.chat_content()}]
 
 
 def noise_images(count: int, side: int, rng: random.Random) -> tuple[str, ...]:
@@ -104,8 +110,13 @@ class PromptSource:
         ids = self._tokenizer.encode(text, add_special_tokens=False).input_ids.data[0][:tokens]
         return str(self._tokenizer.decode([int(i) for i in ids], skip_special_tokens=True))
 
-    def requests(self, count: int, input_tokens: int, input_range: float, output_tokens: int) -> list[BenchRequest]:
-        """``count`` requests whose prompt lengths are uniform in input_tokens * [1 - range, 1 + range]."""
+    def requests(
+        self, count: int, input_tokens: int | Sequence[int], input_range: float, output_tokens: int
+    ) -> list[BenchRequest]:
+        """``count`` requests whose prompt lengths are uniform in input_tokens * [1 - range, 1 + range]; given
+        several lengths (mixed lengths), each request's is drawn from them, exactly."""
+        if not isinstance(input_tokens, int):
+            return [BenchRequest(self.prompt(self._rng.choice(input_tokens)), output_tokens) for _ in range(count)]
         low = max(1, round(input_tokens * (1 - input_range)))
         high = max(low, round(input_tokens * (1 + input_range)))
         return [BenchRequest(self.prompt(self._rng.randint(low, high)), output_tokens) for _ in range(count)]

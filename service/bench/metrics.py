@@ -24,6 +24,12 @@ class RequestResult:
     output_tokens: int = 0  # from the server's usage, not from counting messages
     prompt_tokens: int = 0
     error: str | None = None
+    pieces: list[str] = field(default_factory=list)  # the reply's text as it came (a conversation resends it)
+
+    @property
+    def text(self) -> str:
+        """The reply's text."""
+        return "".join(self.pieces)
 
     @property
     def ok(self) -> bool:

@@ -3,24 +3,25 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import datetime
 import os
 import platform
 import random
 import statistics
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ovserve.clients.defaults import DEFAULT_REST_URL, DEFAULT_TARGET
-from ovserve.service.bench import cpu
+from ovserve.service.bench import conversation, cpu, kv_cache
 from ovserve.service.bench.backends import Backend, GrpcBackend, HttpBackend, run_load
 from ovserve.service.bench.load import BenchRequest, PromptSource, Schedule, cycle, noise_images
 from ovserve.service.bench.metrics import RequestResult, median_summary, summarize
 from ovserve.service.bench.progress import ProgressBar
-from ovserve.service.bench.targets import median_ratios, ratios
+from ovserve.service.bench.targets import Ratio, median_ratios, ratios
 from ovserve.service.bench.urls import ApiBase, first_grpc_model, first_model
 
 
@@ -39,7 +40,8 @@ class BenchConfig:
     max_concurrency: int | None = None
     requests: int = 32
     warmup: int = 4
-    input_tokens: int = 128
+    input_tokens: list[int] = field(default_factory=lambda: [128])  # several: one run each, or mixed_lengths
+    mixed_lengths: bool = False  # one run whose prompt lengths are drawn from input_tokens
     input_range: float = 0.1
     output_tokens: int = 128
     prompts: list[str] | None = None  # from --prompts; replaces random prompts
@@ -57,6 +59,11 @@ class BenchConfig:
     cold_starts: int = 0  # rounds of cold starts of the model (service/bench/cold.py); 0: none
     api_key: str | None = None  # sent to ovserve's faces with every request (None: the admin key, if any)
     admin_key: str | None = None  # for the cold starts' unloads and loads (with keys on, only an admin key may)
+    turns: int = 0  # conversations of this many turns instead of independent requests (conversation.py); 0: none
+    system_tokens: int = 512  # the conversations' shared system prompt
+    turn_tokens: int = 64  # each user message of a conversation
+    conversations: int | None = None  # per run (None: as many as the concurrency, all in flight at once)
+    kv_cache: bool = False  # read the KV cache in use during each run (kv_cache.py)
 
     @property
     def request_key(self) -> str | None:
@@ -68,6 +75,19 @@ class BenchConfig:
         if self.rate is not None:
             return [Schedule(concurrency=self.max_concurrency, rate=self.rate, seed=self.seed)]
         return [Schedule(concurrency=concurrency) for concurrency in self.concurrency]
+
+    def lengths(self) -> list[tuple[int, ...]]:
+        """The prompt lengths of each run, in the order they run: each --input-tokens value alone, or all of them
+        drawn from in one run (--mixed-lengths)."""
+        if self.mixed_lengths:
+            return [tuple(self.input_tokens)]
+        return [(tokens,) for tokens in self.input_tokens]
+
+    def length_label(self, lengths: tuple[int, ...]) -> str:
+        """How a run's prompt lengths are named after its load ("" when every run has the one length)."""
+        if self.turns or (len(self.input_tokens) == 1 and not self.mixed_lengths):
+            return ""
+        return f" in={lengths[0]}" if len(lengths) == 1 else f" in=mix({','.join(map(str, lengths))})"
 
 
 class Bench:
@@ -91,12 +111,13 @@ class Bench:
             cold_start = await self._cold_starts(backends) if config.cold_starts else None
             runs: list[dict[str, Any]] = []
             for round_number in range(config.rounds):
-                for schedule in config.schedules():
-                    # Engine first, then each service backend, so slow drift on a shared machine hits all alike.
-                    if self._engine is not None:
-                        runs.append(await self._one(self._engine, schedule, round_number))
-                    for backend in backends:
-                        runs.append(await self._one(backend, schedule, round_number))
+                for lengths in config.lengths():
+                    for schedule in config.schedules():
+                        # Engine first, then each service backend, so slow drift on a shared machine hits all alike.
+                        if self._engine is not None:
+                            runs.append(await self._one(self._engine, schedule, lengths, round_number))
+                        for backend in backends:
+                            runs.append(await self._one(backend, schedule, lengths, round_number))
             prefix = await self._prefix_probes(backends) if config.engine and config.prefix_tokens > 0 else {}
         finally:
             for backend in backends:
@@ -115,25 +136,35 @@ class Bench:
             report["cold_start"] = cold_start
         if config.engine or config.peer:
             concurrencies = [] if config.rate is not None else config.concurrency
-            real_size = _is_real_size(config.model_dir)
-            per_round = [
-                ratios(
-                    {
-                        (run["backend"], run["concurrency"]): run["summary"]
-                        for run in runs
-                        # A run with failures is left out: its ratios are NaN that round, not a false 0.
-                        if run["round"] == number + 1 and not run["summary"]["failed"]
-                    },
-                    concurrencies,
-                    prefix,
-                    real_size,
-                )
-                for number in range(config.rounds)
-            ]
+            per_round = [self._round_ratios(runs, number + 1, concurrencies, prefix) for number in range(config.rounds)]
             found = median_ratios(per_round) if concurrencies else []
             report["prefix_ttft_ms"] = prefix
             report["ratios"] = [ratio.as_dict() for ratio in found]
         return report
+
+    def _round_ratios(
+        self, runs: Sequence[dict[str, Any]], number: int, concurrencies: Sequence[int], prefix: dict[str, Any]
+    ) -> list[Ratio]:
+        """One round's ratios, for each prompt length's runs apart (each named by its length when there are
+        several), and the conversations' turn by turn."""
+        config = self.config
+        # A run with failures is left out: its ratios are NaN that round, not a false 0.
+        clean = [run for run in runs if run["round"] == number and not run["summary"]["failed"]]
+        found: list[Ratio] = []
+        for index, lengths in enumerate(config.lengths()):
+            label = config.length_label(lengths)
+            # (a run without lengths, a conversation's or a --prompts file's, is the only group there is)
+            group = [run for run in clean if run["input_tokens"] in (None, list(lengths))]
+            summaries = {(run["backend"], run["concurrency"]): run["summary"] for run in group}
+            probes = prefix if index == 0 else {}  # the cached-prefix probe's own length: its ratio once
+            measured = ratios(summaries, concurrencies, probes, _is_real_size(config.model_dir))
+            found += [
+                dataclasses.replace(ratio, metric=f"{label.strip()} {ratio.metric}".strip()) for ratio in measured
+            ]
+        if config.turns:
+            by_turn = {(run["backend"], run["concurrency"]): run["by_turn"] for run in clean}
+            found += conversation.ratios(by_turn, concurrencies, _is_real_size(config.model_dir))
+        return found
 
     async def _open_backends(self) -> list[Backend]:
         config = self.config
@@ -184,16 +215,17 @@ class Bench:
             for face in faces:
                 await face.admin.close()
 
-    def _requests(self, count: int) -> list[BenchRequest]:
+    def _requests(self, count: int, lengths: tuple[int, ...] = ()) -> list[BenchRequest]:
         """Fresh prompts (and images) for every run: a prompt seen before would hit the prefix cache and flatter
-        TTFT."""
+        TTFT. ``lengths``: the run's prompt lengths (one, or several to draw from; () the first --input-tokens)."""
         config = self.config
         if config.prompts is not None:
             requests = cycle(config.prompts, count, config.output_tokens, self._offset)
             self._offset += count
         else:
             assert self._prompts is not None
-            requests = self._prompts.requests(count, config.input_tokens, config.input_range, config.output_tokens)
+            drawn: int | tuple[int, ...] = lengths if len(lengths) > 1 else (lengths or tuple(config.input_tokens))[0]
+            requests = self._prompts.requests(count, drawn, config.input_range, config.output_tokens)
         if config.mix:  # in turn, so that neighbours in a batch ask for different names
             requests = [dataclasses.replace(request, model=config.mix[index % len(config.mix)])
                         for index, request in enumerate(requests)]  # fmt: skip
@@ -205,26 +237,78 @@ class Bench:
         ]
 
     async def _load(
-        self, runner: Any, requests: Sequence[BenchRequest], schedule: Schedule, progress: ProgressBar | None
+        self,
+        runner: Any,
+        requests: Sequence[BenchRequest],
+        schedule: Schedule,
+        progress: ProgressBar | None,
+        peak: kv_cache.KvCachePeak | None = None,
     ) -> tuple[list[RequestResult], float]:
         if runner is self._engine:
-            results, duration = await asyncio.to_thread(runner.run, requests, schedule, progress)
+            results, duration = await asyncio.to_thread(runner.run, requests, schedule, progress, peak)
             return results, duration
         return await run_load(runner, requests, schedule, progress)
 
-    async def _one(self, runner: Any, schedule: Schedule, round_number: int) -> dict[str, Any]:
+    async def _converse(
+        self, runner: Any, schedule: Schedule, label: str, peak: kv_cache.KvCachePeak | None
+    ) -> tuple[list[conversation.Turn], float]:
+        """``--turns``: the run's conversations, with a new script (system prompt and user messages)."""
+        config = self.config
+        slots = schedule.slots or 1
+        load = conversation.ConversationLoad(
+            config.conversations or slots, config.turns, config.system_tokens, config.turn_tokens, config.output_tokens
+        )
+        assert self._prompts is not None
+        script = conversation.Script.draw(self._prompts, load)
+        progress = ProgressBar(label, load.conversations * load.turns, enabled=config.progress)
+        try:
+            if runner is self._engine:
+                return await asyncio.to_thread(conversation.run_engine, runner, script, load, slots, progress, peak)
+            return await conversation.run_service(runner, script, load, slots, progress)
+        finally:
+            progress.close()
+
+    @contextlib.asynccontextmanager
+    async def _kv_cache(self, runner: Any) -> AsyncIterator[kv_cache.KvCachePeak | None]:
+        """``--kv-cache``: where a run's fullest KV cache is noted (the engine's pipeline read after each step;
+        ovserve's and the peer's /metrics read during the run)."""
+        if not self.config.kv_cache:
+            yield None
+        elif runner is self._engine:
+            yield kv_cache.KvCachePeak("bytes")
+        elif runner.name == "peer":
+            assert self.config.peer is not None
+            peer = ApiBase.parse(self.config.peer, default_prefix="/v1")
+            async with kv_cache.sampled(peer.metrics, "llama-server", "") as peak:
+                yield peak
+        else:
+            async with kv_cache.sampled(self._metrics_url, "ovserve", self._model) as peak:
+                yield peak
+
+    async def _one(
+        self, runner: Any, schedule: Schedule, lengths: tuple[int, ...], round_number: int
+    ) -> dict[str, Any]:
         config = self.config
         if config.warmup:
-            await self._load(runner, self._requests(config.warmup), Schedule(concurrency=schedule.slots or 8), None)
-        label = f"{runner.name} {schedule.label}" + (f" #{round_number + 1}" if config.rounds > 1 else "")
-        requests = self._requests(config.requests)
-        progress = ProgressBar(label, config.requests, enabled=config.progress)
+            warmup = self._requests(config.warmup, lengths)
+            await self._load(runner, warmup, Schedule(concurrency=schedule.slots or 8), None)
+        load_label = schedule.label + config.length_label(lengths)
+        label = f"{runner.name} {load_label}" + (f" #{round_number + 1}" if config.rounds > 1 else "")
         in_process = runner is self._engine  # the bench drives the engine itself: its own CPU is the engine's
         metrics = None if in_process or runner.name == "peer" else self._metrics_url  # a peer's are not ovserve's
+        turns: list[conversation.Turn] = []
+        requests: list[BenchRequest] = []
         before = await cpu.sample(metrics, self._model)
-        results, duration = await self._load(runner, requests, schedule, progress)
+        async with self._kv_cache(runner) as peak:
+            if config.turns:
+                turns, duration = await self._converse(runner, schedule, label, peak)
+                results = [turn.result for turn in turns]
+            else:
+                requests = self._requests(config.requests, lengths)
+                progress = ProgressBar(label, config.requests, enabled=config.progress)
+                results, duration = await self._load(runner, requests, schedule, progress, peak)
+                progress.close()
         after = await cpu.sample(metrics, self._model)
-        progress.close()
         summary = summarize(results, duration)
         summary["cpu_us_per_token"] = cpu.per_token(
             before, after, summary["output_tokens"], client_label="engine" if in_process else "client"
@@ -234,14 +318,23 @@ class Bench:
                              if request.model == name], duration)
             for name in config.mix
         }  # fmt: skip
+        extra: dict[str, Any] = {"by_model": by_model} if by_model else {}
+        if config.turns:
+            extra["by_turn"] = conversation.turn_summaries(turns, config.turns)
+            extra["prompt_tokens_by_conversation"] = conversation.prompt_tokens(
+                turns, len({t.conversation for t in turns})
+            )
+        if peak is not None and (figures := peak.figures(kv_cache.context_tokens(summary))) is not None:
+            extra["kv_cache"] = figures
         return {
             "backend": runner.name,
-            "load": schedule.label,
+            "load": load_label,
             "concurrency": schedule.concurrency if schedule.rate is None else None,
             "rate": schedule.rate,
             "round": round_number + 1,
+            "input_tokens": None if config.turns or config.prompts is not None else list(lengths),
             "summary": summary,
-        } | ({"by_model": by_model} if by_model else {})
+        } | extra
 
     async def _prefix_probes(self, backends: Sequence[Backend]) -> dict[str, dict[str, float]]:
         """TTFT of a long prompt sent cold, then again with the same prefix; median over rounds, per backend."""
@@ -273,13 +366,24 @@ def _median_runs(runs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     merged = []
     for rounds in grouped.values():
         first = rounds[0]
-        entry = {key: first[key] for key in ("backend", "load", "concurrency", "rate")}
+        entry = {key: first[key] for key in ("backend", "load", "concurrency", "rate", "input_tokens")}
         entry["summary"] = median_summary([run["summary"] for run in rounds])
-        if "by_model" in first:
-            entry["by_model"] = {
-                name: median_summary([run["by_model"][name] for run in rounds]) for name in first["by_model"]
-            }
+        for part in ("by_model", "by_turn"):  # each name's (each turn's) summaries, merged the same way
+            if part in first:
+                entry[part] = {name: median_summary([run[part][name] for run in rounds]) for name in first[part]}
+        measured = [run["kv_cache"] for run in rounds if "kv_cache" in run]
+        if measured:
+            entry["kv_cache"] = _median_figures(measured)
         merged.append(entry)
+    return merged
+
+
+def _median_figures(rounds: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Each number's median over the rounds that have it (None if none has); a text (a unit) as the first says."""
+    merged: dict[str, Any] = {}
+    for key, value in rounds[0].items():
+        numbers = [figures[key] for figures in rounds if isinstance(figures.get(key), int | float)]
+        merged[key] = value if isinstance(value, str) else (statistics.median(numbers) if numbers else None)
     return merged
 
 
