@@ -19,6 +19,10 @@ registry that ships them), so nothing but PyPI is needed:
         ``ovserve bench ARGS --peer URL`` against it (the ovserve to compare, serving the same GGUF, is
         started separately: ``ovserve serve --model qwen=build/llama.cpp/qwen.gguf``), then stop it
 
+    python benchmarks/llama_server.py bench build/llama.cpp/qwen.gguf --slots 8 --prompt-cache -- \
+        --backend grpc http --turns 8 --system-tokens 1024 --turn-tokens 64 --concurrency 1 8 --kv-cache
+        the same with llama-server's prompt cache on, as users run it, for conversations that grow
+
 Same weights, same precision: ovserve serves the GGUF file itself (OpenVINO GenAI's GGUF reader turns
 its Q8_0 matrices into int8 weights with the same per-32 scales), so both servers run one file.
 """
@@ -140,14 +144,22 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def server_command(gguf: Path, port: int, slots: int, context: int, threads: int) -> list[str]:
+# Without --prompt-cache: every prompt computed afresh (the bench's independent prompts are all new anyway).
+NO_PROMPT_CACHE = ["--no-cache-prompt", "--cache-reuse", "0", "--cache-ram", "0"]
+
+
+def server_command(
+    gguf: Path, port: int, slots: int, context: int, threads: int, prompt_cache: bool = False
+) -> list[str]:
     """llama-server with settings comparable to ovserve's: ``slots`` requests decoded together, every
-    prompt computed afresh (no prompt cache, no cache reuse: the bench's prompts are all new anyway)."""
+    prompt computed afresh unless ``prompt_cache`` (then its defaults, as users run it: a slot keeps its last
+    prompt's cache, which the next turn of a conversation resending it reuses); /metrics on."""
     return [
         str(SERVER), "--model", str(gguf), "--host", "127.0.0.1", "--port", str(port),
         "--parallel", str(slots), "--ctx-size", str(context),  # the context is split among the slots
         "--threads", str(threads), "--threads-batch", str(threads),
-        "--no-cache-prompt", "--cache-reuse", "0", "--cache-ram", "0",
+        *([] if prompt_cache else NO_PROMPT_CACHE),
+        "--metrics",  # its request gauges, for ovserve bench --kv-cache (older builds said their KV cache there)
         "--jinja",  # the GGUF's own chat template, as ovserve uses it
         # Thinking off, as ovserve renders the template by default (its empty <think></think> block): without
         # it llama-server's prompts are 4 tokens shorter than ovserve's for the same message.
@@ -172,7 +184,9 @@ def wait_healthy(process: subprocess.Popen[bytes], url: str, timeout: float = 30
     raise SystemExit(f"llama-server not healthy after {timeout} s")
 
 
-def bench(gguf: Path, slots: int, tokens_per_slot: int, threads: int, bench_args: list[str]) -> int:
+def bench(
+    gguf: Path, slots: int, tokens_per_slot: int, threads: int, bench_args: list[str], prompt_cache: bool = False
+) -> int:
     """Start llama-server on ``gguf``, run ``ovserve bench BENCH_ARGS --peer URL``, stop the server."""
     if not SERVER.is_file():
         raise SystemExit(f"{SERVER} is not built: run `{Path(__file__).name} build` first")
@@ -180,7 +194,7 @@ def bench(gguf: Path, slots: int, tokens_per_slot: int, threads: int, bench_args
     subprocess.run([str(SERVER), "--version"], check=False)
     port = _free_port()
     url = f"http://127.0.0.1:{port}"
-    command = server_command(gguf, port, slots, slots * tokens_per_slot, threads)
+    command = server_command(gguf, port, slots, slots * tokens_per_slot, threads, prompt_cache)
     print("+", " ".join(command), flush=True)
     log_path = WORK / "llama-server.log"
     print(f"llama-server's log (with its own per-request timings), appended: {log_path}", flush=True)
@@ -219,6 +233,9 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--tokens-per-slot", type=int, default=2048,
                      help="context per slot: prompt + output with room to spare (default 2048)")  # fmt: skip
     run.add_argument("--threads", type=int, default=os.cpu_count() or 1, help="llama-server --threads (all CPUs)")
+    run.add_argument("--prompt-cache", action="store_true",
+                     help="keep llama-server's prompt cache on, as users run it (for ovserve bench --turns: "
+                          "conversations resend their prefix); off by default")  # fmt: skip
     run.epilog = "after --: the arguments of ovserve bench (--peer is added)"
     # Everything after "--" is ovserve bench's: split it off before argparse sees it.
     argv = sys.argv[1:] if argv is None else argv
@@ -230,7 +247,7 @@ def main(argv: list[str] | None = None) -> int:
     elif args.command == "gguf":
         make_gguf(args.checkpoint.resolve(), args.out.resolve(), args.outtype, args.pre)
     else:
-        return bench(args.gguf.resolve(), args.slots, args.tokens_per_slot, args.threads, bench_args)
+        return bench(args.gguf.resolve(), args.slots, args.tokens_per_slot, args.threads, bench_args, args.prompt_cache)
     return 0
 
 

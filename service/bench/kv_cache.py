@@ -7,8 +7,9 @@ engine runs. Their product is the bytes in use; at the fullest moment of a run, 
 then, it is the KV cache one stream holds at that run's context length. Prompts that share a prefix (a
 conversation's system prompt) share its blocks with prefix caching on, so a stream then holds less than its own
 context's worth. llama.cpp's llama-server (``--metrics``) counted the tokens its cache holds
-(``llamacpp:kv_cache_tokens``) and the requests it processes; where the peer still says so, its tokens per stream
-are reported beside (newer builds dropped the KV-cache gauges: then nothing is).
+(``llamacpp:kv_cache_tokens``) beside the requests it processes; where a peer still says so, its tokens per stream
+are reported beside. Builds since May 2025 dropped its KV-cache gauges (ggml-org/llama.cpp#13660): then the peer's
+row has none (llama-server reserves ``--ctx-size`` ÷ ``--parallel`` cells per slot up front, used or not).
 
 The gauges are read every ``INTERVAL`` seconds: each read asks the model's engine process for its figures, a
 small cost to the run it measures, so sampling is asked for (``--kv-cache``), not always on.
