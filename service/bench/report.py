@@ -129,9 +129,13 @@ def plot(path: Path, runs: Sequence[dict[str, Any]]) -> None:
     except ImportError as error:
         raise SystemExit("--plot needs matplotlib: pip install 'ovserve[bench]'") from error
     figure, (latency, throughput) = plt.subplots(1, 2, figsize=(11, 4))
-    for backend in dict.fromkeys(run["backend"] for run in runs):
+    # One line per backend, and per prompt length when several ran (--input-tokens A B: "grpc in=A").
+    lines = dict.fromkeys((run["backend"], _length(run["load"])) for run in runs)
+    for line in lines:
+        backend = "".join(line)
         points = sorted(
-            ((run["concurrency"], run["summary"]) for run in runs if run["backend"] == backend), key=lambda p: p[0] or 0
+            ((run["concurrency"], run["summary"]) for run in runs if (run["backend"], _length(run["load"])) == line),
+            key=lambda p: p[0] or 0,
         )
         points = [(concurrency, summary) for concurrency, summary in points if concurrency is not None]
         if not points:
@@ -155,3 +159,8 @@ def plot(path: Path, runs: Sequence[dict[str, Any]]) -> None:
     figure.tight_layout()
     figure.savefig(path, dpi=120)
     plt.close(figure)
+
+
+def _length(load: str) -> str:
+    """The prompt lengths a load's label names (" in=2048", " in=mix(...)"), or "" when it names none."""
+    return load[load.index(" in=") :] if " in=" in load else ""
