@@ -638,7 +638,7 @@ _KIND_WORDS = {float: "a number", int: "an integer", bool: "true or false", str:
 
 
 def _settings(base: EngineSettings, overrides: dict[str, Any], where: str) -> EngineSettings:
-    known = {f.name for f in dataclasses.fields(EngineSettings)}
+    known = {f.name for f in dataclasses.fields(EngineSettings)} - {"tenants"}  # (the server sets that one)
     unknown = sorted(set(overrides) - known)
     if unknown:
         raise ConfigError(f"{where}: unknown scheduler settings {unknown}; known: {sorted(known)}")

@@ -193,6 +193,7 @@ class FakeEngine:
         self.template_engine_reason = "tests/fakes.py renders ChatML as the bundled template lays it out"
         self.message_form = MessageForm()  # the bundled template's: null content as "", arguments as objects
         self.has_draft_model = False
+        self.namespaces = False  # whether it acts as a prefix cache kept in namespaces (keeps_apart)
         self.adapters: dict[str, LoraAdapter] = {}  # LoRA adapters: none on a scripted engine
         self.grammar_refusal: str | None = None  # what check_constraint answers
         self.infill: InfillTokens | None = None  # fill-in-the-middle tokens: none unless a test sets them
@@ -274,6 +275,10 @@ class FakeEngine:
             return prompt
         prompt += "<|im_start|>assistant\n"
         return prompt if context.get("enable_thinking") else prompt + "<think>\n\n</think>\n\n"
+
+    def keeps_apart(self, tenant: str, cache_salt: str) -> bool:
+        """As the real engine's: with ``namespaces`` set, a tenant or a cache_salt gets a namespace of its own."""
+        return self.namespaces and bool(tenant or cache_salt)
 
     async def check_constraint(self, constraint: OutputConstraint) -> str | None:
         """``grammar_refusal`` (None: every constraint compiles)."""

@@ -94,6 +94,22 @@ _UNSERVED: tuple[tuple[str, str], ...] = (
 )  # fmt: skip
 
 
+def lane_refusals(
+    model: ServedModel, params: SamplingParams, *, vision: bool, budget: bool, unassisted: bool = False
+) -> list[str]:
+    """Why the biased lane cannot run a request with ``params`` (empty: it can). ``unassisted``: the request may
+    decode without the model's prompt lookup or draft (they change how fast it decodes, not what)."""
+    has = {
+        "constraint": params.constraint is not None,
+        "beam_search": (params.num_beams or 1) > 1,
+        "assisted": model.limits.assisted and not unassisted,
+        "adapter": bool(model.adapter),
+        "vision": vision,
+        "budget": budget,
+    }
+    return [why for what, why in _UNSERVED if has[what]]
+
+
 def with_lane(
     request: Any,
     model: ServedModel,
@@ -105,16 +121,7 @@ def with_lane(
 ) -> SamplingParams:
     """``params`` with the request's bias and bad words; INVALID_ARGUMENT naming the field when the request also
     asks for something the lane does not run."""
-    has = {
-        "constraint": params.constraint is not None,
-        "beam_search": (params.num_beams or 1) > 1,
-        "assisted": model.limits.assisted,
-        "adapter": bool(model.adapter),
-        "vision": vision,
-        "budget": budget,
-    }
-    InvalidArgument.check(
-        [FieldViolation(_named(request), f"not served with {why}") for what, why in _UNSERVED if has[what]]
-    )
+    refusals = lane_refusals(model, params, vision=vision, budget=budget)
+    InvalidArgument.check([FieldViolation(_named(request), f"not served with {why}") for why in refusals])
     bias, bad_words = fields
     return dataclasses.replace(params, logit_bias=bias, bad_words=bad_words)

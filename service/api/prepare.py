@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ovserve.service.api import prefix_isolation
 from ovserve.service.api.cache_salt import cache_salt
 from ovserve.service.api.chat_output import opens_reasoning
 from ovserve.service.api.common import streaming_violations
@@ -155,8 +156,10 @@ async def build_runs(
     # A constraint applies after the reasoning block the prompt left open (the templates of QwQ, DeepSeek-R1).
     opened = any(prompt.reasoning_opened for prompt in prompts)
     biased = lane_asked(request)
-    if biased and plan is not None and plan.optional:
-        plan = None  # default guidance of tool calls: a biased request's calls go unguided (the lane has no grammar)
+    salt = cache_salt(request)
+    isolated = not biased and prefix_isolation.needs_lane(request, model, salt)  # a penalised prompt, kept apart
+    if (biased or isolated) and plan is not None and plan.optional:
+        plan = None  # default guidance of tool calls: a lane request's calls go unguided (the lane has no grammar)
     lane = lane_fields(request, model) if biased else None
     constraint = None if plan is None else plan.constraint(opened=opened)
     if plan is not None and plan.optional and await compile_problem(model, constraint) is not None:
@@ -166,7 +169,6 @@ async def build_runs(
     field = next((name for name in api.length_fields if request.HasField(name)), api.length_fields[0])
     limit = getattr(request, field) if request.HasField(field) else None
     scoring = ask.scoring()
-    salt = cache_salt(request)
     # Without a length set, outputs carrying scores end where the request's bound on them would be passed.
     cap = None if limit is not None else output_cap(ask, [ScoredPrompt(len(p.ids), p.field, n, 0) for p in prompts])
     runs: list[Run] = []
@@ -181,11 +183,13 @@ async def build_runs(
         )  # fmt: skip
         budget = run_budget(
             model, request, plan, opened=prompt.reasoning_opened, max_new_tokens=params.max_new_tokens or 0,
-            vision=prompt.images is not None, biased=lane is not None,
+            vision=prompt.images is not None, biased=lane is not None or isolated,
         )  # fmt: skip
+        vision = prompt.images is not None
         if lane is not None:
-            vision = prompt.images is not None
             params = with_lane(request, model, params, lane, vision=vision, budget=budget is not None)
+        elif isolated:
+            params = prefix_isolation.on_lane(request, model, params, vision=vision, budget=budget is not None)
         if budget is not None and budget.answer is not None and budget.answer != constraint:
             await check_compiles(model, budget.answer, suspects)  # phase 2's: the same format, without the block
         run = Run(

@@ -92,13 +92,18 @@ class Engine(Supervised):
         self._template = TemplateRenderer(self._tokenizer, template, model_dir)
         self._codec = TokenCodec(model_dir)
         self.defaults = model_defaults(model_dir, self._tokenizer.get_eos_token_id())
-        if self.defaults.repetition_penalty not in (None, 1.0) and settings.enable_prefix_caching:
+        if salting.penalised(self.defaults.repetition_penalty) and settings.isolates_tenants:
+            # Every request that keeps the model's penalty has its prompt ids read by the sampler's penalty, which
+            # no salted id passes (salting.py): on the biased lane each would decode outside the batch. Batched
+            # with no prefix reuse is the cheaper way to keep API keys' prompts apart.
             log.warning(
-                "model %r: its generation_config.json sets repetition_penalty %s; requests that keep it share one "
-                "prefix-cache namespace across API keys (the engine's penalty reads prompt ids as vocabulary "
-                "indices, so their prompts cannot be salted): clients that send repetition_penalty 1 are kept apart",
+                "model %r: its generation_config.json sets repetition_penalty %s, which keeps prompts' token ids "
+                "out of per-key prefix-cache namespaces: with API keys it serves without prefix caching "
+                "(--shared-prefix-cache for a single tenant)",
                 name, self.defaults.repetition_penalty,
             )  # fmt: skip
+            settings = dataclasses.replace(settings, enable_prefix_caching=False)
+            self.settings = settings
         self.max_model_len = max_model_len(model_dir)
         self.vocab_size = _vocab_size(model_dir, self._tokenizer)
         # Its fill-in-the-middle tokens, if it has a code family's (a completion's suffix needs them).
@@ -124,6 +129,9 @@ class Engine(Supervised):
             salted=settings.enable_prefix_caching
             and not (settings.shared_prefix_cache and not salting.takes_token_ids(model_dir)),
         )
+        # Whether prompts may reach a prefix cache kept in namespaces (the worker also turns it off for a draft
+        # model and for adapters): a penalised prompt must not (ovserve.service.api.prefix_isolation).
+        self._namespaced = self._spec.salted and draft_dir is None and salting.takes_token_ids(model_dir)
         self.adapters = {adapter.name: adapter for adapter in adapters}
         self._mailboxes: dict[int, Mailbox] = {}
         self._stats: dict[int, asyncio.Future[EngineStats]] = {}
@@ -147,6 +155,12 @@ class Engine(Supervised):
     def in_flight(self) -> int:
         """Requests submitted and not let go of yet (their Generation neither finished nor closed)."""
         return len(self._mailboxes)
+
+    def keeps_apart(self, tenant: str, cache_salt: str) -> bool:
+        """Whether a request of ``tenant`` with ``cache_salt`` reaches a prefix cache kept in namespaces in one of
+        its own (see GenerationEngine; none while it serves adapters: such a pipeline caches no prefixes)."""
+        owner = "" if self.settings.shared_prefix_cache else tenant
+        return self._namespaced and not self.adapters and bool(owner or cache_salt)
 
     @property
     def has_draft_model(self) -> bool:

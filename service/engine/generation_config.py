@@ -17,7 +17,7 @@ from ovserve.service.engine.sampling import OutputConstraint, SamplingParams
 # SamplingParams field -> GenerationConfig attribute, where the names differ.
 _RENAMED = {"seed": "rng_seed"}
 # SamplingParams fields with no GenerationConfig attribute: the biased lane applies them (biased_lane.py).
-LANE_FIELDS = frozenset({"logit_bias", "bad_words"})
+LANE_FIELDS = frozenset({"logit_bias", "bad_words", "isolated"})
 # GenerationConfig attributes a model's generation_config.json may set, as SamplingParams fields.
 _DEFAULT_FIELDS = (
     "max_new_tokens", "do_sample", "temperature", "top_p", "top_k", "min_p", "repetition_penalty",

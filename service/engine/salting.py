@@ -15,9 +15,12 @@ only the prompt carries the salt. A namespace is a keyed hash of who sent the re
 its ``cache_salt`` and its LoRA adapter; namespace 0 (raw ids) is the single tenant's with no salt.
 
 One sampler transform reads the prompt's ids as vocabulary indices: the repetition penalty (openvino-genai's
-``RepetitionPenaltyTransform`` asserts ``prompt_id < vocab_size`` and fails the whole engine step). A request
-with a repetition penalty other than 1 therefore keeps raw ids, in namespace 0 (``salted_prompt``), shared by
-every such request whoever sends it: not isolated (the engine warns at load of a model whose defaults set one).
+``RepetitionPenaltyTransform`` asserts ``prompt_id < vocab_size`` and fails the whole engine step), and the hash
+reads exactly the ids the penalty reads, so no id can carry a salt past it. A penalised prompt therefore never
+reaches a pipeline that caches prefixes in namespaces (``penalised``): in a namespace other than 0 it decodes on
+the biased lane, which caches nothing (ovserve.service.api.prefix_isolation), and a model whose own defaults set a
+penalty (Qwen2.5's 1.05: every request that keeps it) serves API keys with prefix caching off (engine.py).
+``salted_prompt`` keeps such a prompt's ids raw all the same, so a stray one cannot fail the step.
 """
 
 from __future__ import annotations
@@ -60,6 +63,12 @@ def namespace(tenant: str, cache_salt: str, adapter: str, *, isolated: bool) -> 
     return 1 + digest % (NAMESPACES - 1)
 
 
+def penalised(repetition_penalty: float | None) -> bool:
+    """Whether a request with this repetition penalty (None: the engine's, 1) has its prompt ids read by the
+    sampler's penalty, which a salted id would fail."""
+    return repetition_penalty is not None and repetition_penalty != 1.0
+
+
 def salted_prompt(ids: list[int], space: int, repetition_penalty: float | None) -> np.ndarray:
     """The prompt as the pipeline takes it in namespace ``space``: a 1 x length int64 array.
 
@@ -67,7 +76,7 @@ def salted_prompt(ids: list[int], space: int, repetition_penalty: float | None) 
     vocabulary indices and fails the whole engine step on a salted one).
     """
     prompt = np.array([ids], dtype=np.int64)
-    if space and (repetition_penalty is None or repetition_penalty == 1.0):
+    if space and not penalised(repetition_penalty):
         prompt += np.int64(space) * np.int64(STRIDE)
     return prompt
 

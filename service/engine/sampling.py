@@ -71,11 +71,14 @@ class SamplingParams:
     # (token id, bias) pairs, and each bad word's token sequences (its last token banned after the ones before it).
     logit_bias: tuple[tuple[int, float], ...] = ()
     bad_words: tuple[tuple[int, ...], ...] = ()
+    # Decoded on the biased lane to keep its prompt out of the pipeline's prefix cache: a repetition penalty keeps
+    # its ids raw, so the pipeline could not keep it apart from other tenants' (ovserve.service.api.prefix_isolation).
+    isolated: bool = False
 
     @property
     def biased(self) -> bool:
-        """Whether the request decodes on the biased lane (it has a logit bias or bad words)."""
-        return bool(self.logit_bias or self.bad_words)
+        """Whether the request decodes on the biased lane (a logit bias, bad words, or ``isolated``)."""
+        return bool(self.logit_bias or self.bad_words or self.isolated)
 
     def settings(self) -> dict[str, object]:
         """The fields that are set (not None, not empty), by name."""

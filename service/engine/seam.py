@@ -43,6 +43,11 @@ class GenerationEngine(Served, Protocol):
     def has_draft_model(self) -> bool:
         """Whether speculative decoding is on for this model."""
 
+    def keeps_apart(self, tenant: str, cache_salt: str) -> bool:
+        """Whether a request of ``tenant`` (its API key's; "" without keys) with ``cache_salt`` reaches a prefix
+        cache kept in namespaces in one of its own (salting.py): its prompt's ids are salted, which a repetition
+        penalty forbids (ovserve.service.api.prefix_isolation)."""
+
     @property
     def adapters(self) -> dict[str, LoraAdapter]:
         """The LoRA adapters a request may run with, by name."""

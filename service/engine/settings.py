@@ -95,6 +95,8 @@ class EngineSettings:
             "still keeps its requests apart); a vision model caches prefixes only with this"
         },
     )
+    # Set by the server, not a flag: whether API keys name tenants, whose prompts the prefix cache keeps apart.
+    tenants: bool = False
     # Shortest gap between two hand-overs of output by the engine process, in
     # ms: the steps made meanwhile go out merged (a request's first token and
     # its end never wait). A model slower than one step per interval is never
@@ -230,6 +232,12 @@ class EngineSettings:
     def process(self) -> ProcessSettings:
         """How every model's process is started and watched (the embedding, rerank and speech models' too)."""
         return ProcessSettings(self.device, self.stall_timeout_s, self.heartbeat_timeout_s, self.properties())
+
+    @property
+    def isolates_tenants(self) -> bool:
+        """Whether API keys' prompts are kept apart in the prefix cache (salting.py): keys, a prefix cache, and no
+        --shared-prefix-cache."""
+        return self.tenants and self.enable_prefix_caching and not self.shared_prefix_cache
 
     def scheduler(self, model_dir: Path) -> dict[str, object]:
         """SchedulerConfig attributes for the model in ``model_dir`` (the stream interval is the server's)."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
 import logging
 import time
@@ -24,7 +25,7 @@ from ovserve.service.config import ConfigError, ServeConfig, key_file_policies, 
 from ovserve.service.config import key_file_keys as config_keys
 from ovserve.service.limits import ConcurrencyLimit
 from ovserve.service.model_states import ModelState
-from ovserve.service.models import Model, ModelRegistry, load_model
+from ovserve.service.models import Model, ModelRegistry, ModelSpec, load_model
 from ovserve.service.observability import metrics
 from ovserve.service.observability.endpoint import MetricsEndpoint
 from ovserve.service.responses.api import ResponsesApi
@@ -74,7 +75,8 @@ class Server:
         self.admin = ModelAdmin(
             self.registry,
             config.models,
-            load=lambda spec: load_model(spec, metrics.GenerationMeter),  # (looked up at each load: tests hold it)
+            # (load_model looked up at each load: tests hold it)
+            load=lambda spec: load_model(with_tenants(spec, config), metrics.GenerationMeter),
             started=self._serve_model,
             changed=self._states_changed,
             calls_using=self._calls_using,
@@ -343,3 +345,10 @@ EXPIRY_INTERVAL_SECONDS = 600.0  # how often expired files and responses past --
 STOP_POLL_SECONDS = 0.05  # how often a stopping server looks whether its API calls have ended
 WATCHERS_NOTICE_SECONDS = 0.2  # time for health watchers to receive NOT_SERVING before their streams close
 ENDING_SECONDS = 1.0  # time for calls still running at the end of the grace period to end with UNAVAILABLE
+
+
+def with_tenants(spec: ModelSpec, config: ServeConfig) -> ModelSpec:
+    """``spec`` as this server loads it: with API keys, its engine keeps the keys' prompts apart in its prefix
+    cache (ovserve.service.engine.salting)."""
+    keyed = bool(config.api_keys or config.api_key_file)
+    return dataclasses.replace(spec, settings=dataclasses.replace(spec.settings, tenants=keyed))
