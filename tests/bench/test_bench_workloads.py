@@ -70,10 +70,17 @@ def test_conversations_grow_turn_by_turn_on_the_engine_and_both_faces(
             assert all(later - earlier > TURN_TOKENS for earlier, later in itertools.pairwise(turns)), turns
     metrics = {ratio["metric"] for ratio in report["ratios"]}
     for backend in ("grpc", "http"):
-        for other in ("engine", "peer"):
-            assert f"{backend} tok/s / {other} tok/s, turns 2+, c=2" in metrics
-            assert f"{backend} TTFT p50 / {other} TTFT p50, turns 2+, c=2" in metrics
-    assert {"engine TTFT p50 turns 2+ / turn 1, c=2", "grpc TTFT p50 turns 2+ / turn 1, c=2"} <= metrics
+        expected = [f"{backend} tok/s / engine tok/s", f"{backend} added TTFT p50 over engine",
+                    f"{backend} tok/s / peer tok/s", f"{backend} TTFT p50 / peer TTFT p50"]  # fmt: skip
+        assert {f"{name}, turns 2+, c=2" for name in expected} <= metrics
+    growth = {
+        ratio["metric"].split()[0]: ratio for ratio in report["ratios"] if "(target: prompt growth)" in ratio["metric"]
+    }
+    assert set(growth) == {"engine", "grpc", "http", "peer"}
+    for name, ratio in growth.items():  # the target is the runner's own prompt growth from turn 1 to the later turns
+        by_turn = runs[name]["by_turn"]
+        grown = by_turn["turns 2+"]["prompt_tokens_mean"] / by_turn["turn 1"]["prompt_tokens_mean"]
+        assert ratio["target"] == pytest.approx(grown, abs=1e-3) and ratio["target"] > 1, ratio
     engine_cache = runs["engine"]["kv_cache"]
     assert engine_cache["unit"] == "bytes" and engine_cache["per_stream"] > 0 and engine_cache["streams_at_peak"] >= 1
     assert "kv_cache" not in runs["peer"]  # (ovserve's bridge as the peer: no llama-server gauges to read)
