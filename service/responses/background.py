@@ -19,6 +19,7 @@ from ovserve.service.limits import ConcurrencyLimit, clamped
 from ovserve.service.responses.events import Event, ResponseEvents
 from ovserve.service.responses.preparation import Prepared
 from ovserve.service.responses.running import copy_response, generate, stored_response
+from ovserve.service.store import tenancy
 from ovserve.service.store.responses import ResponseStore
 
 PROGRESS_SECONDS = 0.5  # how often a background run's stored Response catches up with its text
@@ -95,6 +96,8 @@ class BackgroundRuns:
         await self._store.put(stored_response(prep, events.response))
         await self._store.append_events(prep.response.id, run.log.events)
         self._runs[prep.response.id] = run
+        if (tally := tenancy.tokens_used.get()) is not None:
+            tally.kept = True  # the key's limits are settled with what the run used, at its end (see _run)
         run.task = asyncio.create_task(self._run(prep, run), name=f"response-{prep.response.id}")
         return run
 
@@ -132,3 +135,5 @@ class BackgroundRuns:
         finally:
             await run.log.extend([], done=True)
             del self._runs[response_id]
+            if (tally := tenancy.tokens_used.get()) is not None:  # the start's, copied into this task's context
+                tally.end(by_run=True)

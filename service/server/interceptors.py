@@ -302,21 +302,19 @@ class CallPolicyInterceptor(grpc.aio.ServerInterceptor):
             await self._refuse_unless_allowed(method, metadata, context, request, known=known, policy=policy)
             if admission.refusal is not None:
                 await context.abort_with_status(to_rpc_status(admission.refusal))
-            if not generating or getattr(request, "background", False) is True:
+            if not generating:
                 return _nothing if ticket is None else functools.partial(ticket.settle, None)
-            tally = None
-            if ticket is not None:
-                tally = TokenTally()
-                tokens_used.set(tally)
+            tally = TokenTally(settle=None if ticket is None else ticket.settle)
+            tokens_used.set(tally)  # each generation adds to it (no generation seen, embeddings...: the estimate)
+            if getattr(request, "background", False) is True:
+                return tally.end  # (unless its run took the tally over: ovserve.service.responses.background)
             await self._take_place(context, batch_line, clamped(int(getattr(request, "priority", 0))))
         except BaseException:
             if ticket is not None:
                 ticket.settle(0)  # refused or gone before it ran: its tokens go back (it counts as a request)
             raise
 
-        def settle() -> None:
-            if ticket is not None and tally is not None:
-                ticket.settle(tally.count or None)  # no generation seen (embeddings...): the estimate stands
+        settle = tally.end
 
         if batch_line:
             return self._limit.release

@@ -11,6 +11,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import grpc
 import openai
@@ -122,6 +123,29 @@ def test_a_token_reservation_is_settled_with_the_usage_reported(limited) -> None
         now = int(second.headers["x-ratelimit-remaining-tokens"])
         settled = remaining - usage.total_tokens  # 600 - used - the second's reservation
         assert settled <= now <= settled + refilled + 1, (now, settled, refilled, reserved, usage.total_tokens)
+
+
+def test_a_background_response_is_settled_with_its_usage_when_its_run_ends(limited) -> None:
+    """A background response's call ends at once; its run settles the key's reservation with the tokens it used
+    when it ends (it was charged its estimate for good)."""
+    with client_for(limited, "sk-tokens") as client:
+        started = time.monotonic()
+        ask: dict[str, Any] = dict(model="tiny-chat", input="Hi", max_output_tokens=16, background=True)
+        first = client.responses.with_raw_response.create(**ask)
+        remaining = int(first.headers["x-ratelimit-remaining-tokens"])
+        response = first.parse()
+        while response.status in ("queued", "in_progress"):  # awaited: the run ends by its token bound
+            time.sleep(0.05)
+            response = client.responses.retrieve(response.id)
+        assert response.status == "completed" and response.usage is not None
+        used = response.usage.total_tokens
+        reserved = int(first.headers["x-ratelimit-limit-tokens"]) - remaining
+        assert used != reserved  # else this test could not tell them apart
+        second = client.responses.with_raw_response.create(**ask)  # reserving what the first reserved
+        refilled = (time.monotonic() - started) * 600 / 60
+        now = int(second.headers["x-ratelimit-remaining-tokens"])
+        settled = remaining - used  # the first's reservation replaced by its usage, the second's reserved
+        assert settled <= now <= settled + refilled + 1, (now, settled, refilled, reserved, used)
 
 
 def test_a_key_at_its_calls_at_once_is_refused_until_its_stream_ends(limited) -> None:
