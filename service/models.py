@@ -18,6 +18,7 @@ from ovserve.service.media import MediaPolicy
 from ovserve.service.model_files import Vision, vision
 from ovserve.service.model_states import ModelStates
 from ovserve.service.parsing import REASONING_PARSERS, TOOL_PARSERS, OutputFormat
+from ovserve.service.parsing.markup import Spellings
 from ovserve.service.pipelines import Pipeline, PipelineKind, PipelineSettings, kind_of
 from ovserve.service.sources import Provenance
 from ovserve.service.store.files import UploadedFiles
@@ -177,6 +178,9 @@ class ServedModel:
     vision: Vision | None = None  # how it takes images; None: text only
     adapter: str = ""  # the LoRA adapter its requests run with on ``parent``'s engine ("": its own weights)
     parent: str = ""  # for an adapter: the base model it runs on
+    # The characters its vocabulary writes with other pieces under a grammar ({"\n": "<0x0A>"} on a byte-fallback
+    # SentencePiece: ovserve.service.engine.vocabulary), which its call grammars accept either way.
+    spellings: Spellings = field(default_factory=dict)
 
     def adapters(self) -> list[ServedModel]:
         """A model of each LoRA adapter of this one: its name, this model's engine, template and limits, its
@@ -259,6 +263,7 @@ class ServedModel:
             engine.vocab_size,
             output_format=output_format,
             vision=vision(spec.path),
+            spellings=engine.grammar_spellings,
         )
 
 

@@ -108,6 +108,7 @@ async def templated_constraint(
         request, violations, tools=tools, thinking=bool(context.get("enable_thinking")),
         markup=output.call_markup, think=output.think_markup,
         guided=request.tool_guided_generation if asked else model.spec.tool_guided_generation, by_default=not asked,
+        spellings=model.spellings,
         **field_names,
     )  # fmt: skip
 

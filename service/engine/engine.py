@@ -30,6 +30,7 @@ from ovserve.service.engine.scoring import Scoring
 from ovserve.service.engine.settings import KV_BLOCK_TOKENS, EngineSettings, max_model_len
 from ovserve.service.engine.template_probe import MessageForm
 from ovserve.service.engine.types import EngineStats, PromptImages
+from ovserve.service.engine.vocabulary import grammar_spellings
 from ovserve.service.engine.worker import WorkerSpec
 from ovserve.service.workers.codec import TokenCodec
 from ovserve.service.workers.errors import EngineError, EngineRejected, EngineUnavailable
@@ -106,6 +107,9 @@ class Engine(Supervised):
             self.settings = settings
         self.max_model_len = max_model_len(model_dir)
         self.vocab_size = _vocab_size(model_dir, self._tokenizer)
+        # The characters its vocabulary writes with other pieces under a grammar (a byte-fallback SentencePiece's
+        # newline): the markup grammars accept those pieces too.
+        self.grammar_spellings = grammar_spellings(self._tokenizer)
         # Its fill-in-the-middle tokens, if it has a code family's (a completion's suffix needs them).
         self.infill = find_infill_tokens(
             self._codec.token_id, lambda text, specials: self._codec.encode(text, add_special_tokens=specials)

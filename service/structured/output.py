@@ -43,7 +43,15 @@ from google.protobuf import json_format
 from ovserve.service.engine import OutputConstraint
 from ovserve.service.errors import FieldViolation, InvalidArgument, quote
 from ovserve.service.models import ServedModel
-from ovserve.service.parsing.markup import HERMES, THINK, CallMarkup, ThinkMarkup, spaced_ebnf
+from ovserve.service.parsing.markup import (
+    HERMES,
+    NO_SPELLINGS,
+    THINK,
+    CallMarkup,
+    Spellings,
+    ThinkMarkup,
+    spaced_ebnf,
+)
 from ovserve.service.structured.canonical import canonical
 from ovserve.service.structured.custom_input import CUSTOM_FORMAT, CustomFormat, custom_arguments
 from ovserve.service.structured.gbnf import GrammarTextError, check_grammar
@@ -159,6 +167,7 @@ def output_plan(
     parameters_field: str = "tools[{}].function.parameters",
     guided: bool = False,
     by_default: bool = False,
+    spellings: Spellings = NO_SPELLINGS,
 ) -> Guide | None:
     """The request's output constraint, or None; appends what is wrong to ``violations``.
 
@@ -176,7 +185,9 @@ def output_plan(
     any tool or answer (``ModelSpec.tool_guided_generation``), as allowed_tools' are: a call it opens
     is one of the tools, with valid arguments (for a markup whose calls open with fixed text); ``by_default``: that
     guidance is the model's default, not the request's: what it cannot guide (a schema past the grammar's limits)
-    is left unguided instead of refused, and the guide is ``optional``.
+    is left unguided instead of refused, and the guide is ``optional``; ``spellings``: the characters the served
+    model's vocabulary writes with other pieces under a grammar (``ServedModel.spellings``: a byte-fallback
+    SentencePiece's newline), which the markup of its calls accepts either way.
     """
     before = len(violations)
     choice = _tool_choice(request, violations, tools, named_field)
@@ -202,11 +213,11 @@ def output_plan(
     ]
     if choice is not None and choice.mode == "required":
         # A forced call is this turn's reply; an answer's format shapes a later turn's (after the results).
-        forced = _forced_calls(request, violations, choice, calling, parameters_field)
+        forced = _forced_calls(request, violations, choice, calling, parameters_field, spellings)
         guides = [forced] if forced is not None else []
     elif choice is not None and choice.mode == "auto" and len(guides) == 1:
         # Tools the model may call, and a format its answer must follow: either is a valid reply.
-        combined = _calls_or_answer(request, violations, choice, calling, guides[0], parameters_field)
+        combined = _calls_or_answer(request, violations, choice, calling, guides[0], parameters_field, spellings)
         guides = [combined] if combined is not None else []
     elif (
         choice is not None
@@ -216,7 +227,7 @@ def output_plan(
     ):
         lenient = by_default and not choice.restricted
         problems: list[FieldViolation] = [] if lenient else violations
-        allowed = _allowed_calls(request, problems, choice, calling, parameters_field)
+        allowed = _allowed_calls(request, problems, choice, calling, parameters_field, spellings)
         if allowed is not None and lenient:
             allowed = dataclasses.replace(allowed, optional=True)
         guides = [allowed] if allowed is not None and not (lenient and problems) else []
@@ -546,10 +557,13 @@ def _forced_calls(
     choice: ToolChoice,
     markup: CallMarkup,
     parameters_field: str,
+    spellings: Spellings = NO_SPELLINGS,
 ) -> Guide | None:
     """tool_choice "required" (one call or more) or named (exactly that call), in the model's markup."""
     grammar = GrammarBuilder(markup.arguments)
-    listed = _calls(request, violations, grammar, choice.callable, markup, parameters_field, one=choice.one)
+    listed = _calls(
+        request, violations, grammar, choice.callable, markup, parameters_field, one=choice.one, spellings=spellings
+    )
     if listed is None:
         return None
     return dataclasses.replace(_guide(choice.field, {"type": "grammar", "grammar": grammar.ebnf(listed)}), forced=True)
@@ -561,6 +575,7 @@ def _allowed_calls(
     choice: ToolChoice,
     markup: CallMarkup,
     parameters_field: str,
+    spellings: Spellings = NO_SPELLINGS,
 ) -> Guide | None:
     """Tool choice auto, guided (allowed_tools, or the served model's tool-guided generation): free text, and any
     call the model opens is one of the allowed tools, with arguments valid for it.
@@ -572,7 +587,7 @@ def _allowed_calls(
     model's own, unchanged.
     """
     if markup.tag:
-        return _tagged_calls(request, violations, choice, markup, parameters_field)
+        return _tagged_calls(request, violations, choice, markup, parameters_field, spellings)
     lead = _lead(markup, choice.callable)
     if not lead:
         violations.append(
@@ -584,7 +599,9 @@ def _allowed_calls(
         )
         return None
     grammar = GrammarBuilder(markup.arguments)
-    listed = _calls(request, violations, grammar, choice.callable, markup, parameters_field, one=False)
+    listed = _calls(
+        request, violations, grammar, choice.callable, markup, parameters_field, one=False, spellings=spellings
+    )
     if listed is None:
         return None
     free = grammar.rule("free", _not_beginning(lead))
@@ -597,8 +614,11 @@ def _tagged_calls(
     choice: ToolChoice,
     markup: CallMarkup,
     parameters_field: str,
+    spellings: Spellings = NO_SPELLINGS,
 ) -> Guide | None:
     """Free text with a triggered tag per allowed tool on the markup's opening tag (``_allowed_calls``)."""
+    if _respelled(markup, choice.callable, spellings):
+        return _spelled_tag(request, violations, choice, markup, parameters_field, spellings)
     tags = []
     spent = (0, 0)  # rule text and properties so far: the tags share one grammar's limits, as "required"'s calls do
     for index, tool in choice.callable:
@@ -619,6 +639,48 @@ def _tagged_calls(
     body: dict[str, Any] = {"type": "triggered_tags", "triggers": [markup.tag], "tags": tags}
     if not _parallel(request, markup):
         body["stop_after_first"] = True  # parallel_tool_calls false, or a turn that ends at its call: one call
+    return _guide(choice.field, body)
+
+
+def _respelled(markup: CallMarkup, callable_tools: Sequence[tuple[int, dict[str, Any]]], spellings: Spellings) -> bool:
+    """Whether a tag's fixed text (``_tagged_calls``) past the trigger holds a character the vocabulary spells
+    otherwise (InternLM2's ``<|action_start|><|plugin|>\\n{...`` on its SentencePiece): no token writes it as a tag's
+    literal text, so that text must be grammar (``_spelled_tag``)."""
+    texts = [markup.opening + "".join(markup.begin_parts(_tool_name(tool))) for _index, tool in callable_tools]
+    return any(char in spellings for text in [*texts, markup.call_end + markup.closing] for char in text) and all(
+        text.startswith(markup.tag) for text in texts
+    )
+
+
+def _spelled_tag(
+    request: Any,
+    violations: list[FieldViolation],
+    choice: ToolChoice,
+    markup: CallMarkup,
+    parameters_field: str,
+    spellings: Spellings,
+) -> Guide | None:
+    """``_tagged_calls`` for a markup whose tags hold characters the vocabulary spells otherwise: one tag on the
+    trigger, whose grammar writes the rest of any allowed call (its opening, arguments and end, each such character
+    either way: spaced_ebnf)."""
+    grammar = GrammarBuilder(markup.arguments)
+    calls = []
+    for index, tool in choice.callable:
+        arguments = _arguments(violations, grammar, index, tool, markup, parameters_field)
+        if arguments is None:
+            return None
+        head, *rest = markup.begin_parts(_tool_name(tool))
+        opening = spaced_ebnf((markup.opening + head)[len(markup.tag) :], spellings)
+        digits = [f"{markup.INDEX_EBNF} {spaced_ebnf(part, spellings)}" for part in rest]
+        end = spaced_ebnf(markup.call_end + markup.closing, spellings)
+        calls.append(" ".join([opening, *digits, arguments, end]))
+    body: dict[str, Any] = {
+        "type": "triggered_tags",
+        "triggers": [markup.tag],
+        "tags": [_tag(markup.tag, grammar.ebnf(grammar.rule("call", " | ".join(calls))), "")],
+    }
+    if not _parallel(request, markup):
+        body["stop_after_first"] = True
     return _guide(choice.field, body)
 
 
@@ -670,6 +732,7 @@ def _calls(
     parameters_field: str,
     *,
     one: bool,
+    spellings: Spellings = NO_SPELLINGS,
 ) -> str | None:
     """The rule text of the tool calls a reply may hold (``one``: exactly one), in the model's markup.
 
@@ -679,16 +742,19 @@ def _calls(
     for index, tool in indexed:
         arguments = _arguments(violations, grammar, index, tool, markup, parameters_field)
         if arguments is not None:
-            calls.append(f"{markup.begin_ebnf(_tool_name(tool))} {arguments} {spaced_ebnf(markup.call_end)}")
+            begin, end = markup.begin_ebnf(_tool_name(tool), spellings), spaced_ebnf(markup.call_end, spellings)
+            calls.append(f"{begin} {arguments} {end}")
     if not calls:
         return None
     call = grammar.rule("call", " | ".join(calls))
     # One call when the request says so, or when the model's turn ends at its call (gpt-oss).
     parallel = _parallel(request, markup)
-    separator = spaced_ebnf(markup.separator) if markup.separator else ""  # DeepSeek V3.1, Kimi K2: back to back
+    # DeepSeek V3.1, Kimi K2: back to back
+    separator = spaced_ebnf(markup.separator, spellings) if markup.separator else ""
     more = f"({separator} {call}){{0,{MAX_PARALLEL_CALLS - 1}}}"
     listed = call if one or not parallel else f"{call} {more}"
-    opening, closing = (spaced_ebnf(text) if text else "" for text in (markup.opening, markup.closing))  # "[" "]"
+    ends = (markup.opening, markup.closing)  # "[" "]"
+    opening, closing = (spaced_ebnf(text, spellings) if text else "" for text in ends)
     return f"{opening} {listed} {closing}".strip()
 
 
@@ -732,6 +798,7 @@ def _calls_or_answer(
     markup: CallMarkup,
     answer: Guide,
     parameters_field: str,
+    spellings: Spellings = NO_SPELLINGS,
 ) -> Guide | None:
     """Tool calls (arguments valid for their tool) or an answer valid for ``answer``'s schema, in one grammar."""
     if answer.schema is None:
@@ -745,7 +812,9 @@ def _calls_or_answer(
         )
         return None
     grammar = GrammarBuilder(markup.arguments)
-    calls = _calls(request, violations, grammar, choice.callable, markup, parameters_field, one=False)
+    calls = _calls(
+        request, violations, grammar, choice.callable, markup, parameters_field, one=False, spellings=spellings
+    )
     try:
         reply = grammar.add(answer.schema)
     except SchemaError as error:  # checked alone already; a combined grammar may pass a limit

@@ -97,20 +97,11 @@ NO_REASONING = {
 # ovserve.service.engine.template_probe): test_past_reasoning checks that a client's reasoning_content reaches
 # their prompts.
 PAST_REASONING = ("gpt-oss", "lfm2.5", "ministral-3-reasoning")
-# OpenVINO GenAI hands XGrammar a SentencePiece vocabulary's pieces as stored ("<0x0A>", "▁Paris") as a RAW
-# vocabulary (src/cpp/src/sampling/structured_output/xgrammar_backend.cpp: TokenizerInfo(m_vocab, VocabType::RAW)),
-# so under a grammar no token writes a literal "\n" (or " "): the piece <0x0A> matches the grammar text "<0x0A>",
-# not a newline (measured on openvino_genai 2026.4.1: regex 'ab<0x0A>cd' writes ids [.., 13, ..], decoded "ab\ncd";
-# regex 'ab\ncd' stops at <unk>). A forced call whose markup has a newline stops there (InternLM2's
-# "<|action_start|><|plugin|>\n{..."; finish "length"). Upstream's, not ovserve's; no upstream issue found. Spaces
-# are already optional in ovserve's grammars (ovserve.service.parsing.markup.spaced_ebnf); InternLM2's own vocabulary
-# is such a SentencePiece, so the real model fails the same way.
-_SPM_NEWLINE = "GenAI hands XGrammar SentencePiece pieces raw (VocabType::RAW): no token writes a literal newline"
-# (family, cell) -> why that cell fails (a strict xfail; the docs' table marks it ✗). The history cell starts
-# from a forced call.
-KNOWN_FAILS: dict[tuple[str, str], str] = {
-    ("internlm2", cell): _SPM_NEWLINE for cell in ("forced", "forced_stream", "single", "history")
-}
+# (family, cell) -> why that cell fails (a strict xfail; the docs' table marks it ✗). None now: InternLM2's forced
+# calls failed here until the call grammars accepted a byte-fallback SentencePiece's newline piece (GenAI hands
+# XGrammar such a vocabulary's pieces raw, so only "<0x0A>" writes a newline under a grammar:
+# docs/operations/sentencepiece-grammars.md; ovserve.service.engine.vocabulary).
+KNOWN_FAILS: dict[tuple[str, str], str] = {}
 
 
 # What each family's model says after its reasoning (build.py's scripts): the answer, but gpt-oss's script

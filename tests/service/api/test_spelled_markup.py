@@ -1,0 +1,131 @@
+"""Call grammars on a byte-fallback SentencePiece vocabulary: a markup newline (or needed space) is written as the
+character or as the vocabulary's piece (``<0x0A>``, ``▁``), the only token that writes it under OpenVINO GenAI's
+RAW vocabulary (ovserve.service.engine.vocabulary). The real pipeline's check is the family matrix's InternLM2 row
+(tests/families: its forced calls, unary, streamed, one call and the history after one) and
+tests/families/test_family_models.py::test_spelled_newline_under_a_grammar."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import openvino_genai as ov_genai
+import pytest
+
+from ovserve.clients.v1 import chat_pb2
+from ovserve.service.engine.grammar import GrammarChecker
+from ovserve.service.engine.vocabulary import PIECES, grammar_spellings
+from ovserve.service.errors import FieldViolation
+from ovserve.service.parsing import OutputFormat
+from ovserve.service.parsing.calls_json import INTERNLM
+from ovserve.service.parsing.markup import CallMarkup, spaced_ebnf, spelled_ebnf
+from ovserve.service.structured.output import structured_output_config
+from tests.rpc import parse as parse_request
+from tests.service.api.ebnf import to_regex
+from tests.service.parsing.feeding import fed
+
+SPM = {"\n": "<0x0A>", "\t": "<0x09>", "\r": "<0x0D>", " ": "\u2581"}  # what grammar_spellings finds on Llama 2's
+ASK = [{"role": "user", "content": "Weather in Paris?"}]
+TOOLS: list[dict[str, Any]] = [
+    {"type": "function", "function": {"name": "get_weather", "parameters": {
+        "type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}},
+]  # fmt: skip
+
+
+class SentencePiece:
+    """A byte-fallback SentencePiece as openvino_genai.Tokenizer shows it: pieces as stored (bytes keys), decoded
+    with "▁" as a space (dropped at the start) and each <0xNN> as its byte."""
+
+    def __init__(self, pieces: list[str]) -> None:
+        self.pieces = pieces
+
+    def get_vocab(self) -> dict[bytes, int]:
+        return {piece.encode(): index for index, piece in enumerate(self.pieces)}
+
+    def decode(self, ids: list[int]) -> str:
+        text = "".join(self.pieces[i] for i in ids).replace("\u2581", " ")
+        return re.sub(r"<0x([0-9A-F]{2})>", lambda match: chr(int(match[1], 16)), text).removeprefix(" ")
+
+
+@pytest.fixture(scope="module")
+def checker(tiny_chat_dir: Path) -> Iterator[GrammarChecker]:
+    """The engine's grammar compiler (XGrammar in openvino_genai) on tiny-chat's tokenizer."""
+    checker = GrammarChecker(tiny_chat_dir, timeout=120)
+    yield checker
+    checker.close()
+
+
+def test_spellings_are_found_by_what_the_vocabulary_holds_and_decodes() -> None:
+    pieces = ["<unk>", "a", "<0x0A>", "<0x09>", "<0x0D>", "\u2581", "\u2581Paris"]
+    assert grammar_spellings(SentencePiece(pieces)) == SPM == PIECES
+    # A piece that does not decode to its character is no spelling of it (a vocabulary that holds the text
+    # "<0x0A>" as an ordinary word); without byte pieces there is nothing to spell.
+    word = SentencePiece(["a", "<0x0A>"])
+    word.decode = lambda ids: "".join(word.pieces[i] for i in ids)  # type: ignore[method-assign]
+    assert grammar_spellings(word) == {}
+    assert grammar_spellings(SentencePiece(["a", "\u2581"])) == {" ": "\u2581"}
+
+
+def test_a_byte_level_vocabulary_spells_nothing(tiny_chat_dir: Path) -> None:
+    """tiny-chat's byte-level BPE: GenAI hands XGrammar its tokens' bytes, so every character is itself."""
+    assert grammar_spellings(ov_genai.Tokenizer(str(tiny_chat_dir))) == {}
+
+
+def test_spelled_text_takes_the_character_or_its_piece() -> None:
+    expression = spelled_ebnf("<|plugin|>\n{x} y", SPM)
+    assert expression == '"<|plugin|>" ("\\n" | "<0x0A>") "{x}" (" " | "\u2581") "y"'
+    pattern = to_regex(expression)
+    for text in ("<|plugin|>\n{x} y", "<|plugin|><0x0A>{x}\u2581y", "<|plugin|><0x0A>{x} y"):
+        assert re.fullmatch(pattern, text), text
+    assert not re.fullmatch(pattern, "<|plugin|>{x}y")
+    # Without spellings, the text as it is; a space after ":" or "," stays optional, as before.
+    assert spelled_ebnf("a\nb") == json.dumps("a\nb") and spelled_ebnf("") == '""'
+    assert re.fullmatch(to_regex(spaced_ebnf('{"name": "f"', SPM)), '{"name":"f"')
+
+
+def forced(markup: CallMarkup, spellings: dict[str, str], **choice: Any) -> Any:
+    request = parse_request(
+        chat_pb2.CreateChatCompletionRequest, {"model": "m", "messages": ASK, "tools": TOOLS, **choice}
+    )
+    violations: list[FieldViolation] = []
+    made = structured_output_config(request, violations, tools=TOOLS, markup=markup, spellings=spellings)
+    assert made is not None and not violations, violations
+    return made
+
+
+@pytest.mark.parametrize("spellings", [SPM, {}], ids=["sentencepiece", "byte-level"])
+def test_a_forced_call_writes_the_newline_either_way(spellings: dict[str, str], checker: GrammarChecker) -> None:
+    """InternLM2's ``<|action_start|><|plugin|>\\n{...}<|action_end|>``: on a SentencePiece the newline may be its
+    piece (decoded, a newline: the parser reads the call); on a byte-level vocabulary the grammar is as before."""
+    made = forced(INTERNLM, spellings, tool_choice="required")
+    assert made.kind == "grammar" and asyncio.run(checker.check(made)) is None
+    pattern = to_regex(made.value)
+    written = INTERNLM.opening + INTERNLM.begin("get_weather") + '{"city":"Paris"}' + INTERNLM.call_end
+    assert re.fullmatch(pattern, written.replace(": ", ":").replace(", ", ","))
+    assert bool(re.fullmatch(pattern, written.replace("\n", "<0x0A>"))) == bool(spellings)
+    assert ("<0x0A>" in made.value) == bool(spellings)
+    turn, _ = fed(OutputFormat("internlm"), [written])
+    assert [(call.name, json.loads(call.arguments)) for call in turn.calls] == [("get_weather", {"city": "Paris"})]
+
+
+def test_a_guided_call_opens_on_the_trigger_and_writes_the_rest(checker: GrammarChecker) -> None:
+    """tool_choice auto, guided: the tag's fixed text stops at the trigger, the newline after it is grammar (a
+    tag's text must be written as it is, which no token of a SentencePiece does for a newline); on a byte-level
+    vocabulary, a tag per tool with its whole opening, as before."""
+    allowed = {"mode": "auto", "tools": [{"type": "function", "function": {"name": "get_weather"}}]}
+    choice = {"named_tool_choice": {"type": "allowed_tools", "allowed_tools": allowed}}
+    made = forced(INTERNLM, SPM, **choice)
+    assert made.kind == "structural_tags_config" and asyncio.run(checker.check(made)) is None
+    document = json.loads(made.value)["format"]
+    [tag] = document["tags"]
+    assert document["triggers"] == [INTERNLM.tag] and (tag["begin"], tag["end"]) == (INTERNLM.tag, "")
+    written = INTERNLM.begin("get_weather") + '{"city": "Paris"}' + INTERNLM.call_end
+    pattern = to_regex(tag["content"]["grammar"])
+    for rest in (written.removeprefix(INTERNLM.tag), written.removeprefix(INTERNLM.tag).replace("\n", "<0x0A>")):
+        assert re.fullmatch(pattern, rest), rest
+    plain = json.loads(forced(INTERNLM, {}, **choice).value)["format"]["tags"][0]
+    assert plain["begin"] == INTERNLM.begin("get_weather") and plain["end"] == INTERNLM.call_end
