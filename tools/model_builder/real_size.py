@@ -48,18 +48,16 @@ TOKENIZER_NOTE = (
     "ChatML chat template"
 )
 
-# Architecture fields of real models, as published in their config.json on the
-# Hugging Face hub (transformers 5 names: rope settings go in rope_parameters).
-# Token ids (bos/eos/pad) are not copied: they come from our tokenizer.
-REAL_CONFIGS: dict[str, dict[str, Any]] = {
-    # Qwen/Qwen2.5-0.5B (and -Instruct): 494M parameters, tied embeddings.
-    "qwen2.5-0.5b": {
+
+def _qwen2_5(*, hidden: int, intermediate: int, layers: int, heads: int, window_layers: int) -> dict[str, Any]:
+    """A Qwen2.5 size's config.json fields (they differ in width, depth and heads; two KV heads each)."""
+    return {
         "model_type": "qwen2",
         "architectures": ["Qwen2ForCausalLM"],
-        "hidden_size": 896,
-        "intermediate_size": 4864,
-        "num_hidden_layers": 24,
-        "num_attention_heads": 14,
+        "hidden_size": hidden,
+        "intermediate_size": intermediate,
+        "num_hidden_layers": layers,
+        "num_attention_heads": heads,
         "num_key_value_heads": 2,
         "vocab_size": 151936,
         "max_position_embeddings": 32768,
@@ -68,9 +66,19 @@ REAL_CONFIGS: dict[str, dict[str, Any]] = {
         "tie_word_embeddings": True,
         "use_sliding_window": False,
         "sliding_window": 32768,
-        "max_window_layers": 21,
+        "max_window_layers": window_layers,
         "rope_parameters": {"rope_type": "default", "rope_theta": 1000000.0},
-    },
+    }
+
+
+# Architecture fields of real models, as published in their config.json on the
+# Hugging Face hub (transformers 5 names: rope settings go in rope_parameters).
+# Token ids (bos/eos/pad) are not copied: they come from our tokenizer.
+REAL_CONFIGS: dict[str, dict[str, Any]] = {
+    # Qwen/Qwen2.5-0.5B, -1.5B and -3B (and -Instruct): 494M, 1.54B and 3.09B parameters, tied embeddings.
+    "qwen2.5-0.5b": _qwen2_5(hidden=896, intermediate=4864, layers=24, heads=14, window_layers=21),
+    "qwen2.5-1.5b": _qwen2_5(hidden=1536, intermediate=8960, layers=28, heads=12, window_layers=21),
+    "qwen2.5-3b": _qwen2_5(hidden=2048, intermediate=11008, layers=36, heads=16, window_layers=36),
     # meta-llama/Llama-3.2-1B (and -Instruct): 1.24B parameters, tied embeddings,
     # head_dim 64, llama3 rope scaling.
     "llama-3.2-1b": {
