@@ -81,6 +81,7 @@ PARSERS: dict[str, tuple[str, str]] = {
     "deepseek-v4": ("deepseek_v4", "think"),
     "command-r-plus": ("command_r_plus", "none"),
     "apriel-1.6": ("apriel", "apriel"),
+    "apriel-1.5": ("apriel", "apriel"),
     "kimi-k3": ("kimi_k3", "kimi_k3"),
     "solar-open": ("solar_open", "solar_open"),
     "onyx": ("onyx", "onyx"),

@@ -103,6 +103,7 @@ _HY3_ADDED = (*(f"<{close}{tag}:opensource>" for tag in _HY3_TAGS for close in (
 # writes them (think closed, response opened; response closed, message closed); Solar Open's and Onyx's reply
 # headers (each ends with the word every prompt ends with).
 APRIEL_FINAL = "[BEGIN FINAL RESPONSE]"
+APRIEL_STEPS, APRIEL_END = "Here are my reasoning steps:", "[END FINAL RESPONSE]"  # Apriel 1.5's own words
 _KIMI_K3_TAGS = ("<|close|>think<|sep|>", "<|open|>response<|sep|>", "<|close|>response<|sep|>",
                  "<|close|>message<|sep|>")  # fmt: skip
 _SOLAR_REPLY = "<|begin|>assistant<|content|>"
@@ -803,6 +804,33 @@ FAMILIES: dict[str, Family] = {
             ),
             added=("<tool_calls>", "</tool_calls>", APRIEL_FINAL),
             markup=("<tool_calls>", APRIEL_FINAL, "<|begin_assistant|>"),
+        ),
+        # Apriel 1.5 (Thinker) on its published template as it defaults (add_thoughts unset, as the model card's
+        # examples leave it): Llama 3's vocabulary stands in as for 1.6, with 1.5's role tokens. The prompt opens no
+        # block; the model writes "Here are my reasoning steps:" itself, ends the block with "[BEGIN FINAL RESPONSE]"
+        # and closes the reply with "[END FINAL RESPONSE]", as the system prompt asks (each added whole: several ids
+        # in this vocabulary, "]" among them, and a bigram model writes each token once; the opening words with their
+        # line break, as the prompt ends with "\n").
+        Family(
+            "apriel-1.5",
+            "unsloth-Apriel-1.5.jinja",
+            script=f"{APRIEL_STEPS}\n{THOUGHT}\n\n{APRIEL_FINAL}{ANSWER}{APRIEL_END}<|end|>",
+            tokenizer="llama-bpe",
+            bos="<s>",
+            eos="</s>",
+            end_of_turn=("<|end|>", "</s>"),
+            special=(
+                "<s>",
+                "</s>",
+                "<|system|>",
+                "<|user|>",
+                "<|assistant|>",
+                "<|tool_result|>",
+                "<|content|>",
+                "<|end|>",
+            ),
+            added=("<tool_calls>", "</tool_calls>", f"{APRIEL_STEPS}\n", APRIEL_FINAL, APRIEL_END),
+            markup=("<tool_calls>", APRIEL_FINAL, APRIEL_END, "<|assistant|>"),
         ),
         # Kimi K3 (XTML): Kimi's tiktoken vocabulary is not among the GGUFs; Llama 3's stands in. <|open|>, <|close|>
         # and <|sep|> are control tokens, as in the real vocabulary; each channel tag a turn writes (the think
