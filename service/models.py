@@ -18,10 +18,10 @@ from ovserve.service.media import MediaPolicy
 from ovserve.service.model_files import Vision, vision
 from ovserve.service.model_states import ModelStates
 from ovserve.service.parsing import REASONING_PARSERS, TOOL_PARSERS, OutputFormat
-from ovserve.service.parsing.markup import Spellings
 from ovserve.service.pipelines import Pipeline, PipelineKind, PipelineSettings, kind_of
 from ovserve.service.sources import Provenance
 from ovserve.service.store.files import UploadedFiles
+from ovserve.service.structured.spelling import Spellings
 from ovserve.service.workers import Served
 
 log = logging.getLogger(__name__)

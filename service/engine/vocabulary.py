@@ -5,8 +5,8 @@ OpenVINO GenAI hands XGrammar the vocabulary as the tokenizer stores it, declare
 byte-level BPE stores its tokens' bytes there, so nothing changes; a SentencePiece with byte fallback (Llama 2,
 Mistral, Gemma, InternLM2) stores its pieces: a newline is the piece ``<0x0A>``, a tab ``<0x09>``, a space ``▁``. Under
 a grammar a token is matched by that text, so no token writes a grammar's literal newline (the piece ``<0x0A>``
-writes the grammar text "<0x0A>", which the detokenizer turns into a newline). The markup grammars ovserve writes
-accept a character's piece beside the character (ovserve.service.parsing.markup.spelled_ebnf); the pieces are
+writes the grammar text "<0x0A>", which the detokenizer turns into a newline). The grammars ovserve writes
+accept a character's piece beside the character (ovserve.service.structured.spelling); the pieces are
 found here, once, at load, by what the model's own tokenizer holds and decodes, whatever the family.
 """
 
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ovserve.service.parsing.markup import Spellings
+from ovserve.service.structured.spelling import Spellings
 
 # A character markup may hold -> the piece a byte-fallback SentencePiece writes it with.
 PIECES = {"\n": "<0x0A>", "\t": "<0x09>", "\r": "<0x0D>", " ": "\u2581"}

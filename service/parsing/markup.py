@@ -28,12 +28,6 @@ NAME_FORMS = {
 # CallMarkup.arguments -> the name form that dialect writes unless the markup says otherwise.
 DEFAULT_NAME_FORMS = {"json": "json", "python": "bare", "qwen3_xml": "bare", "glm_xml": "bare"}
 
-# A character -> the text a model's vocabulary spells it with for the grammar engine, where that is not the
-# character itself: {"\n": "<0x0A>", " ": "▁"} on a byte-fallback SentencePiece (found at load:
-# ovserve.service.engine.vocabulary.grammar_spellings); empty for a byte-level vocabulary.
-Spellings = Mapping[str, str]
-NO_SPELLINGS: Spellings = {}
-
 
 @dataclass(frozen=True)
 class CallMarkup:
@@ -70,10 +64,9 @@ class CallMarkup:
         written = NAME_FORMS[self.name_form](name)
         return [part.replace("{name}", written) for part in self.call_begin.split("{index}")]
 
-    def begin_ebnf(self, name: str, spellings: Spellings = NO_SPELLINGS) -> str:
-        """The text that opens a call of ``name`` as an EBNF expression (digits for ``{index}``; ``spellings``:
-        spaced_ebnf's)."""
-        return f" {self.INDEX_EBNF} ".join(spaced_ebnf(part, spellings) for part in self.begin_parts(name))
+    def begin_ebnf(self, name: str) -> str:
+        """The text that opens a call of ``name`` as an EBNF expression (digits for ``{index}``)."""
+        return f" {self.INDEX_EBNF} ".join(spaced_ebnf(part) for part in self.begin_parts(name))
 
     def name_problem(self, name: str) -> str | None:
         """Why this markup cannot write a call of ``name``; None when it can."""
@@ -91,36 +84,18 @@ class CallMarkup:
         return self.name_form == "bare" and '"{name}"' in self.call_begin
 
 
-def spelled_ebnf(text: str, spellings: Spellings = NO_SPELLINGS) -> str:
-    """Markup text as an EBNF expression in which a character of ``spellings`` is written as itself or as its
-    vocabulary's piece (``("\n" | "<0x0A>")``): the piece is the only token that writes it under a grammar there,
-    and it decodes to the character, which the parsers read."""
-    if not spellings:
-        return json.dumps(text, ensure_ascii=False) if text else '""'
-    parts = re.split("(" + "|".join(map(re.escape, spellings)) + ")", text)
-    expressions = [
-        f"({json.dumps(part, ensure_ascii=False)} | {json.dumps(spellings[part], ensure_ascii=False)})"
-        if part in spellings
-        else json.dumps(part, ensure_ascii=False)
-        for part in parts
-        if part
-    ]
-    return " ".join(expressions) or '""'
-
-
-def spaced_ebnf(text: str, spellings: Spellings = NO_SPELLINGS) -> str:
+def spaced_ebnf(text: str) -> str:
     """Markup text as an EBNF expression in which a space after ``:``, ``,`` or ``;`` is optional.
 
     OpenVINO GenAI hands XGrammar a SentencePiece vocabulary as it is stored (``▁Paris``), so under a
     grammar such a model (Mistral, Gemma) has no token that writes a space: a literal space would be a
     dead end. Those spaces separate JSON or Python pieces (``{"name": "f"``, ``a(x=1), b(y=2)``), which
-    every parser reads with or without them; other models keep writing them. Other characters the vocabulary
-    spells otherwise (``spellings``: a newline, a space the markup needs) are written either way (spelled_ebnf).
+    every parser reads with or without them; other models keep writing them.
     """
     expressions: list[str] = []
     for position, piece in enumerate(re.split(r"(?<=[:,;]) ", text)):
         expressions += ['" "?'] if position else []
-        expressions += [spelled_ebnf(piece, spellings)] if piece else []
+        expressions += [json.dumps(piece, ensure_ascii=False)] if piece else []
     return " ".join(expressions) or '""'
 
 

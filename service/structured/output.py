@@ -43,15 +43,7 @@ from google.protobuf import json_format
 from ovserve.service.engine import OutputConstraint
 from ovserve.service.errors import FieldViolation, InvalidArgument, quote
 from ovserve.service.models import ServedModel
-from ovserve.service.parsing.markup import (
-    HERMES,
-    NO_SPELLINGS,
-    THINK,
-    CallMarkup,
-    Spellings,
-    ThinkMarkup,
-    spaced_ebnf,
-)
+from ovserve.service.parsing.markup import HERMES, THINK, CallMarkup, ThinkMarkup, spaced_ebnf
 from ovserve.service.structured.canonical import canonical
 from ovserve.service.structured.custom_input import CUSTOM_FORMAT, CustomFormat, custom_arguments
 from ovserve.service.structured.gbnf import GrammarTextError, check_grammar
@@ -65,6 +57,7 @@ from ovserve.service.structured.limits import (
     MAX_STRUCTURES,
     MAX_TOTAL_PROPERTIES,
 )
+from ovserve.service.structured.spelling import NO_SPELLINGS, Spellings, spelled_document, spelled_grammar
 
 FORMAT_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")  # OpenAI's rule for json_schema.name
 JSON_OBJECT = schema_grammar({"type": "object"})  # json_object: any JSON object
@@ -101,6 +94,19 @@ class Guide:
     # The custom tools' grammar formats among its calls: what the grammar engine refuses is blamed on the format
     # it refuses alone, if one (check_compiles), as the user's grammar is likelier at fault than ovserve's own.
     suspects: tuple[CustomFormat, ...] = ()
+    # The client's own grammar, regex or structural tag: handed to the engine as written (spelled() leaves it).
+    verbatim: bool = False
+
+    def spelled(self, spellings: Spellings) -> Guide:
+        """This guide for a vocabulary that spells ``spellings``' characters otherwise (ovserve.service.structured.
+        spelling): each literal of the grammars ovserve wrote takes both spellings."""
+        if not spellings or self.verbatim:
+            return self
+        if self.kind == "grammar":
+            return dataclasses.replace(self, value=spelled_grammar(self.value, spellings))
+        if self.kind == "structural_tags_config":
+            return dataclasses.replace(self, value=json.dumps(spelled_document(json.loads(self.value), spellings)))
+        return self
 
     def constraint(self, *, opened: bool = False) -> OutputConstraint:
         """The engine's form of this constraint; ``opened``: the prompt ends inside the reasoning block."""
@@ -186,8 +192,8 @@ def output_plan(
     is one of the tools, with valid arguments (for a markup whose calls open with fixed text); ``by_default``: that
     guidance is the model's default, not the request's: what it cannot guide (a schema past the grammar's limits)
     is left unguided instead of refused, and the guide is ``optional``; ``spellings``: the characters the served
-    model's vocabulary writes with other pieces under a grammar (``ServedModel.spellings``: a byte-fallback
-    SentencePiece's newline), which the markup of its calls accepts either way.
+    model's vocabulary writes with pieces of their own under a grammar (``ServedModel.spellings``: a byte-fallback
+    SentencePiece's newline and space), which the grammars ovserve writes accept either way (``Guide.spelled``).
     """
     before = len(violations)
     choice = _tool_choice(request, violations, tools, named_field)
@@ -213,11 +219,11 @@ def output_plan(
     ]
     if choice is not None and choice.mode == "required":
         # A forced call is this turn's reply; an answer's format shapes a later turn's (after the results).
-        forced = _forced_calls(request, violations, choice, calling, parameters_field, spellings)
+        forced = _forced_calls(request, violations, choice, calling, parameters_field)
         guides = [forced] if forced is not None else []
     elif choice is not None and choice.mode == "auto" and len(guides) == 1:
         # Tools the model may call, and a format its answer must follow: either is a valid reply.
-        combined = _calls_or_answer(request, violations, choice, calling, guides[0], parameters_field, spellings)
+        combined = _calls_or_answer(request, violations, choice, calling, guides[0], parameters_field)
         guides = [combined] if combined is not None else []
     elif (
         choice is not None
@@ -242,7 +248,8 @@ def output_plan(
     # when the rendered prompt leaves it open (Guide.constraint).
     block = think or (THINK if thinking else None)
     suspects = _grammar_formats(choice.callable) if choice is not None and guides[0].calls else ()
-    return dataclasses.replace(guides[0], think=block, thinking=thinking and guides[0].calls, suspects=suspects)
+    guide = dataclasses.replace(guides[0], think=block, thinking=thinking and guides[0].calls, suspects=suspects)
+    return guide.spelled(spellings)
 
 
 def _grammar_formats(callable_tools: Sequence[tuple[int, dict[str, Any]]]) -> tuple[CustomFormat, ...]:
@@ -447,7 +454,7 @@ def _regex_guide(pattern: str, field: str, violations: list[FieldViolation]) -> 
         message = f"{len(pattern)} characters; at most {MAX_PATTERN_LENGTH} are accepted"
         violations.append(FieldViolation(field, message))
         return None
-    return Guide(field, "regex", pattern)
+    return Guide(field, "regex", pattern, verbatim=True)
 
 
 def _guided_choice(request: Any, violations: list[FieldViolation]) -> Guide | None:
@@ -487,7 +494,7 @@ def _grammar_guide(text: str, field: str, violations: list[FieldViolation]) -> G
     """A free-form grammar (GBNF or XGrammar EBNF, start rule ``root``), bounded; the compiler's verdict comes
     later (check_compiles), naming ``field``."""
     try:
-        return Guide(field, "grammar", check_grammar(text))
+        return Guide(field, "grammar", check_grammar(text), verbatim=True)
     except GrammarTextError as error:
         violations.append(FieldViolation(field, str(error)))
         return None
@@ -534,7 +541,9 @@ def _structural_tag(fmt: Any, where: str, violations: list[FieldViolation]) -> G
         if len(fmt.structures) or len(fmt.triggers):
             violations.append(FieldViolation(f"{where}.format", "set either format or structures/triggers, not both"))
         body = _struct(fmt.format, f"{where}.format", violations)
-        return Guide(where, "structural_tags_config", json.dumps({"type": "structural_tag", "format": body}))
+        return Guide(
+            where, "structural_tags_config", json.dumps({"type": "structural_tag", "format": body}), verbatim=True
+        )
     if not len(fmt.structures):
         violations.append(FieldViolation(f"{where}.structures", "required when type is structural_tag"))
     if not len(fmt.triggers):
@@ -557,13 +566,10 @@ def _forced_calls(
     choice: ToolChoice,
     markup: CallMarkup,
     parameters_field: str,
-    spellings: Spellings = NO_SPELLINGS,
 ) -> Guide | None:
     """tool_choice "required" (one call or more) or named (exactly that call), in the model's markup."""
     grammar = GrammarBuilder(markup.arguments)
-    listed = _calls(
-        request, violations, grammar, choice.callable, markup, parameters_field, one=choice.one, spellings=spellings
-    )
+    listed = _calls(request, violations, grammar, choice.callable, markup, parameters_field, one=choice.one)
     if listed is None:
         return None
     return dataclasses.replace(_guide(choice.field, {"type": "grammar", "grammar": grammar.ebnf(listed)}), forced=True)
@@ -599,9 +605,7 @@ def _allowed_calls(
         )
         return None
     grammar = GrammarBuilder(markup.arguments)
-    listed = _calls(
-        request, violations, grammar, choice.callable, markup, parameters_field, one=False, spellings=spellings
-    )
+    listed = _calls(request, violations, grammar, choice.callable, markup, parameters_field, one=False)
     if listed is None:
         return None
     free = grammar.rule("free", _not_beginning(lead))
@@ -618,7 +622,7 @@ def _tagged_calls(
 ) -> Guide | None:
     """Free text with a triggered tag per allowed tool on the markup's opening tag (``_allowed_calls``)."""
     if _respelled(markup, choice.callable, spellings):
-        return _spelled_tag(request, violations, choice, markup, parameters_field, spellings)
+        return _spelled_tag(request, violations, choice, markup, parameters_field)
     tags = []
     spent = (0, 0)  # rule text and properties so far: the tags share one grammar's limits, as "required"'s calls do
     for index, tool in choice.callable:
@@ -643,8 +647,8 @@ def _tagged_calls(
 
 
 def _respelled(markup: CallMarkup, callable_tools: Sequence[tuple[int, dict[str, Any]]], spellings: Spellings) -> bool:
-    """Whether a tag's fixed text (``_tagged_calls``) past the trigger holds a character the vocabulary spells
-    otherwise (InternLM2's ``<|action_start|><|plugin|>\\n{...`` on its SentencePiece): no token writes it as a tag's
+    """Whether a tag's fixed text (``_tagged_calls``) holds a character the vocabulary spells otherwise (InternLM2's
+    ``<|action_start|><|plugin|>\\n{...`` on its SentencePiece) past the trigger: no token writes it as a tag's
     literal text, so that text must be grammar (``_spelled_tag``)."""
     texts = [markup.opening + "".join(markup.begin_parts(_tool_name(tool))) for _index, tool in callable_tools]
     return any(char in spellings for text in [*texts, markup.call_end + markup.closing] for char in text) and all(
@@ -653,16 +657,11 @@ def _respelled(markup: CallMarkup, callable_tools: Sequence[tuple[int, dict[str,
 
 
 def _spelled_tag(
-    request: Any,
-    violations: list[FieldViolation],
-    choice: ToolChoice,
-    markup: CallMarkup,
-    parameters_field: str,
-    spellings: Spellings,
+    request: Any, violations: list[FieldViolation], choice: ToolChoice, markup: CallMarkup, parameters_field: str
 ) -> Guide | None:
     """``_tagged_calls`` for a markup whose tags hold characters the vocabulary spells otherwise: one tag on the
-    trigger, whose grammar writes the rest of any allowed call (its opening, arguments and end, each such character
-    either way: spaced_ebnf)."""
+    trigger, whose grammar writes the rest of any allowed call (its opening, arguments and end; their literals
+    spelled with the rest of the guide: Guide.spelled)."""
     grammar = GrammarBuilder(markup.arguments)
     calls = []
     for index, tool in choice.callable:
@@ -670,10 +669,9 @@ def _spelled_tag(
         if arguments is None:
             return None
         head, *rest = markup.begin_parts(_tool_name(tool))
-        opening = spaced_ebnf((markup.opening + head)[len(markup.tag) :], spellings)
-        digits = [f"{markup.INDEX_EBNF} {spaced_ebnf(part, spellings)}" for part in rest]
-        end = spaced_ebnf(markup.call_end + markup.closing, spellings)
-        calls.append(" ".join([opening, *digits, arguments, end]))
+        opening = spaced_ebnf((markup.opening + head)[len(markup.tag) :])
+        digits = [f"{markup.INDEX_EBNF} {spaced_ebnf(part)}" for part in rest]
+        calls.append(" ".join([opening, *digits, arguments, spaced_ebnf(markup.call_end + markup.closing)]))
     body: dict[str, Any] = {
         "type": "triggered_tags",
         "triggers": [markup.tag],
@@ -732,7 +730,6 @@ def _calls(
     parameters_field: str,
     *,
     one: bool,
-    spellings: Spellings = NO_SPELLINGS,
 ) -> str | None:
     """The rule text of the tool calls a reply may hold (``one``: exactly one), in the model's markup.
 
@@ -742,19 +739,16 @@ def _calls(
     for index, tool in indexed:
         arguments = _arguments(violations, grammar, index, tool, markup, parameters_field)
         if arguments is not None:
-            begin, end = markup.begin_ebnf(_tool_name(tool), spellings), spaced_ebnf(markup.call_end, spellings)
-            calls.append(f"{begin} {arguments} {end}")
+            calls.append(f"{markup.begin_ebnf(_tool_name(tool))} {arguments} {spaced_ebnf(markup.call_end)}")
     if not calls:
         return None
     call = grammar.rule("call", " | ".join(calls))
     # One call when the request says so, or when the model's turn ends at its call (gpt-oss).
     parallel = _parallel(request, markup)
-    # DeepSeek V3.1, Kimi K2: back to back
-    separator = spaced_ebnf(markup.separator, spellings) if markup.separator else ""
+    separator = spaced_ebnf(markup.separator) if markup.separator else ""  # DeepSeek V3.1, Kimi K2: back to back
     more = f"({separator} {call}){{0,{MAX_PARALLEL_CALLS - 1}}}"
     listed = call if one or not parallel else f"{call} {more}"
-    ends = (markup.opening, markup.closing)  # "[" "]"
-    opening, closing = (spaced_ebnf(text, spellings) if text else "" for text in ends)
+    opening, closing = (spaced_ebnf(text) if text else "" for text in (markup.opening, markup.closing))  # "[" "]"
     return f"{opening} {listed} {closing}".strip()
 
 
@@ -798,7 +792,6 @@ def _calls_or_answer(
     markup: CallMarkup,
     answer: Guide,
     parameters_field: str,
-    spellings: Spellings = NO_SPELLINGS,
 ) -> Guide | None:
     """Tool calls (arguments valid for their tool) or an answer valid for ``answer``'s schema, in one grammar."""
     if answer.schema is None:
@@ -812,9 +805,7 @@ def _calls_or_answer(
         )
         return None
     grammar = GrammarBuilder(markup.arguments)
-    calls = _calls(
-        request, violations, grammar, choice.callable, markup, parameters_field, one=False, spellings=spellings
-    )
+    calls = _calls(request, violations, grammar, choice.callable, markup, parameters_field, one=False)
     try:
         reply = grammar.add(answer.schema)
     except SchemaError as error:  # checked alone already; a combined grammar may pass a limit

@@ -1,8 +1,9 @@
-"""Call grammars on a byte-fallback SentencePiece vocabulary: a markup newline (or needed space) is written as the
-character or as the vocabulary's piece (``<0x0A>``, ``▁``), the only token that writes it under OpenVINO GenAI's
-RAW vocabulary (ovserve.service.engine.vocabulary). The real pipeline's check is the family matrix's InternLM2 row
+"""ovserve's grammars on a byte-fallback SentencePiece vocabulary: each literal newline or space (a tool call's
+markup, a JSON schema's enum) is written as the character or as the vocabulary's piece (``<0x0A>``, ``▁``), the only
+token that writes it under OpenVINO GenAI's RAW vocabulary (ovserve.service.structured.spelling); a client's own
+grammar or regex is handed on as written. The real pipeline's checks are the family matrix's InternLM2 row
 (tests/families: its forced calls, unary, streamed, one call and the history after one) and
-tests/families/test_family_models.py::test_spelled_newline_under_a_grammar."""
+tests/families/test_family_models.py::test_spelled_literals_under_a_grammar."""
 
 from __future__ import annotations
 
@@ -22,8 +23,9 @@ from ovserve.service.engine.vocabulary import PIECES, grammar_spellings
 from ovserve.service.errors import FieldViolation
 from ovserve.service.parsing import OutputFormat
 from ovserve.service.parsing.calls_json import INTERNLM
-from ovserve.service.parsing.markup import CallMarkup, spaced_ebnf, spelled_ebnf
+from ovserve.service.parsing.markup import CallMarkup
 from ovserve.service.structured.output import structured_output_config
+from ovserve.service.structured.spelling import spelled_ebnf, spelled_grammar
 from tests.rpc import parse as parse_request
 from tests.service.api.ebnf import to_regex
 from tests.service.parsing.feeding import fed
@@ -82,17 +84,44 @@ def test_spelled_text_takes_the_character_or_its_piece() -> None:
     for text in ("<|plugin|>\n{x} y", "<|plugin|><0x0A>{x}\u2581y", "<|plugin|><0x0A>{x} y"):
         assert re.fullmatch(pattern, text), text
     assert not re.fullmatch(pattern, "<|plugin|>{x}y")
-    # Without spellings, the text as it is; a space after ":" or "," stays optional, as before.
-    assert spelled_ebnf("a\nb") == json.dumps("a\nb") and spelled_ebnf("") == '""'
-    assert re.fullmatch(to_regex(spaced_ebnf('{"name": "f"', SPM)), '{"name":"f"')
+    assert spelled_ebnf("a\nb", {}) == json.dumps("a\nb") and spelled_ebnf("", SPM) == '""'
 
 
-def forced(markup: CallMarkup, spellings: dict[str, str], **choice: Any) -> Any:
+def test_a_grammar_s_literals_are_spelled_and_nothing_else() -> None:
+    """Each literal holding a spelled character, in parentheses (a quantifier after it applies to all of it);
+    classes, other literals, escapes and rule names as they were; no spellings, the grammar as it is."""
+    grammar = 'root ::= "{" sep "\\"New York\\"" [^"\\ ] "a\\nb"{1,2}\nsep ::= " "?\n'
+    spelled = spelled_grammar(grammar, SPM)
+    assert spelled == (
+        'root ::= "{" sep ("\\"New" (" " | "\u2581") "York\\"") [^"\\ ] ("a" ("\\n" | "<0x0A>") "b"){1,2}\n'
+        'sep ::= ((" " | "\u2581"))?\n'
+    )
+    pattern = to_regex(spelled)
+    for text in ('{"New York"xa\nb', '{\u2581"New\u2581York"xa<0x0A>ba\nb'):
+        assert re.fullmatch(pattern, text), text
+    assert spelled_grammar(grammar, {}) == grammar
+
+
+def test_an_enum_with_a_space_and_the_client_s_own_grammar(checker: GrammarChecker) -> None:
+    """A JSON schema's literal with a space takes the "▁" piece too (measured on InternLM2's vocabulary: without it
+    the model wrote '{"city":"New' and then <unk> to max_tokens); a client's guided_regex and grammar stay as sent."""
+    schema = {"type": "object", "properties": {"city": {"enum": ["New York", "Paris"]}}, "required": ["city"]}
+    fields = {"response_format": {"type": "json_schema", "json_schema": {"name": "w", "schema": schema}}}
+    made = forced(INTERNLM, SPM, [], **fields)
+    assert made.kind == "grammar" and asyncio.run(checker.check(made)) is None
+    for text in ('{"city":"New\u2581York"}', '{"city": "New York"}', '{"city":"Paris"}'):
+        assert re.fullmatch(to_regex(made.value), text), text
+    for field, value in (("guided_regex", "New York\n"), ("grammar", 'root ::= "New York\\n"')):
+        assert forced(INTERNLM, SPM, [], **{field: value}).value == value
+
+
+def forced(markup: CallMarkup, spellings: dict[str, str], tools: list[dict[str, Any]] = TOOLS, **fields: Any) -> Any:
+    """The constraint of a request with ``tools`` and ``fields`` on a model of ``markup`` and ``spellings``."""
     request = parse_request(
-        chat_pb2.CreateChatCompletionRequest, {"model": "m", "messages": ASK, "tools": TOOLS, **choice}
+        chat_pb2.CreateChatCompletionRequest, {"model": "m", "messages": ASK, "tools": tools, **fields}
     )
     violations: list[FieldViolation] = []
-    made = structured_output_config(request, violations, tools=TOOLS, markup=markup, spellings=spellings)
+    made = structured_output_config(request, violations, tools=tools, markup=markup, spellings=spellings)
     assert made is not None and not violations, violations
     return made
 
