@@ -5,7 +5,8 @@ build.py), the REST bridge in front. Each cell of the README's family table is a
 run for every family it applies to: plain chat; tools offered (the template renders them); the tool-call
 history sent back as an OpenAI client sends it (``content: null``, the ids the server gave); a forced call
 (``tool_choice: "required"``) unary and streamed, read back as ``tool_calls``; parallel calls off; and the
-reasoning split from the reply, unary and streamed.
+reasoning split from the reply, unary and streamed. Beside the cells: Anthropic's Messages API with thinking on, through
+the official ``anthropic`` SDK, on each family that reasons (issue 48: test_messages_sdk.py runs it on tiny-chat).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import anthropic
 import httpx
 import jsonschema
 import openai
@@ -27,11 +29,17 @@ from tests.families import matrix
 from tests.families.table import THOUGHT
 from tests.families.tools import ASK, SCHEMAS, TOOLS
 from tests.rest_bridge.conftest import RunningBridge, served_with_bridge
+from tests.rest_bridge.test_messages_sdk import same_message, sdk
 
 # A small KV cache each: two dozen engines share the machine (and a first grammar compile on a 150k-262k
 # vocabulary takes seconds there, more than the 2 s a lone server allows).
 SETTINGS = EngineSettings(max_num_seqs=8, kv_cache_blocks=256, grammar_timeout_s=60)
 THINK = {"reasoning_effort": "high"}  # what turns reasoning on, under each template's own name for it
+# The same through Anthropic's Messages API (reasoning_effort and thinking_token_budget underneath: ovserve.rest_bridge.
+# translate.anthropic), greedy (SDK 2.x has no temperature argument: the raw body); 1,024 is Anthropic's smallest
+# budget, and each family's reasoning is a few tokens, so it never binds.
+MESSAGES_THINKING: dict[str, Any] = {"max_tokens": 400, "messages": ASK, "extra_body": {"temperature": 0},
+                                     "thinking": {"type": "enabled", "budget_tokens": 1024}}  # fmt: skip
 # Room for "required"'s up to 8 calls (ovserve.service.structured.output.MAX_PARALLEL_CALLS) with bounded arguments:
 # Kimi K3's XTML call of two arguments is ~125 tokens on its stand-in vocabulary, 8 of them ~1,000.
 GREEDY: dict[str, Any] = {"temperature": 0, "max_tokens": 1500}
@@ -208,3 +216,25 @@ def test_past_reasoning(families: RunningBridge, family: str) -> None:
         tokens = http.post("/tokenize", json={"model": family, "messages": history}).raise_for_status().json()
         text = http.post("/detokenize", json={"model": family, "tokens": tokens["tokens"]}).raise_for_status().json()
     assert past in text["prompt"]
+
+
+@pytest.fixture(scope="module")
+def claude(families: RunningBridge) -> Iterator[anthropic.Anthropic]:
+    with sdk(families.url, api_key="unused") as opened:
+        yield opened
+
+
+@pytest.mark.parametrize("family", matrix.params("reasoning"), scope="module")
+def test_messages_thinking(claude: anthropic.Anthropic, family: str) -> None:
+    """Anthropic's thinking: a thinking block holding the family's reasoning, then its answer; the SDK's stream
+    helper assembles the unary message."""
+    unary = claude.messages.create(model=family, **MESSAGES_THINKING)
+    kinds = [block.type for block in unary.content]
+    thought = "".join(block.thinking for block in unary.content if block.type == "thinking")
+    text = "".join(block.text for block in unary.content if block.type == "text")
+    assert kinds[0] == "thinking" and "tool_use" not in kinds and unary.stop_reason == "end_turn", unary
+    assert (thought, text) == (THOUGHT, matrix.reply(family)), unary
+    with claude.messages.stream(model=family, **MESSAGES_THINKING) as stream:
+        deltas = [event.delta for event in stream if event.type == "content_block_delta"]
+        same_message(unary, stream.get_final_message())
+    assert "".join(delta.thinking for delta in deltas if delta.type == "thinking_delta") == THOUGHT
