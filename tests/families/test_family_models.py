@@ -63,6 +63,8 @@ def served(family_models: dict[str, Path]) -> Any:
 def test_loads_in_ovserve_and_renders_tools(name: str, served: Any) -> None:
     model = served(name)
     assert model.vocab_size == len(Tokenizer.from_file(str(model.spec.path / "tokenizer.json")).get_vocab(True))
+    # The byte-fallback SentencePieces (and they alone) are found so at load: their grammars' literals are spelled.
+    assert bool(model.spellings) == (name in SPACE_FAILS)
     prompt = model.engine.render_chat(ROUND_TRIP, TOOLS, {})
     assert "Weather in Paris?" in prompt
     assert "get_weather" in prompt
