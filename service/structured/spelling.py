@@ -65,6 +65,8 @@ def spelled_document(document: Any, spellings: Spellings) -> Any:
 
 
 def _spelled_lexeme(lexeme: str, spellings: Spellings) -> str:
+    if lexeme.startswith("[") and len(lexeme) > 2:
+        return _spelled_class(lexeme, spellings)
     if not lexeme.startswith('"') or len(lexeme) < 2:
         return lexeme
     try:
@@ -74,6 +76,47 @@ def _spelled_lexeme(lexeme: str, spellings: Spellings) -> str:
     if not isinstance(text, str) or not any(char in spellings for char in text):
         return lexeme
     return f"({spelled_ebnf(text, spellings)})"
+
+
+# One character of a class as ovserve writes classes: an escape (\\uXXXX, \\xXX, \\n and the like) or the character.
+_CLASS_CHAR = re.compile(r"\\u([0-9a-fA-F]{4})|\\x([0-9a-fA-F]{2})|\\(.)|(.)", re.DOTALL)
+_CLASS_ESCAPES = {"n": "\n", "t": "\t", "r": "\r"}
+
+
+def _spelled_class(lexeme: str, spellings: Spellings) -> str:
+    """A character class that holds a character of ``spellings`` (a pattern's ``[A-Za-z ]``), taking its piece too:
+    a one-character piece (``▁``) inside the class, a longer one (``<0x0A>``) as an alternative beside it. A negated
+    class already takes every piece's text."""
+    body = lexeme[1:-1]
+    if body.startswith("^"):
+        return lexeme
+    matches = list(_CLASS_CHAR.finditer(body))
+    chars = [_class_char(match) for match in matches]
+    # Ranges: an unescaped "-" between two characters (a leading or trailing one, or an escaped one, is itself).
+    dashes = [match[0] == "-" for match in matches]
+    spans = []
+    index = 0
+    while index < len(chars):
+        if index + 2 < len(chars) and dashes[index + 1]:
+            spans.append((ord(chars[index]), ord(chars[index + 2])))
+            index += 3
+        else:
+            spans.append((ord(chars[index]), ord(chars[index])))
+            index += 1
+    held = [char for char in spellings if any(low <= ord(char) <= high for low, high in spans)]
+    inside = "".join(spellings[char] for char in held if len(spellings[char]) == 1)
+    beside = [_literal(spellings[char]) for char in held if len(spellings[char]) > 1]
+    if not held:
+        return lexeme
+    written = f"[{body}{inside}]"
+    return f"({' | '.join([written, *beside])})" if beside else written
+
+
+def _class_char(match: re.Match[str]) -> str:
+    code, byte, escaped, plain = match.groups()
+    if code or byte:
+        return chr(int(code or byte, 16))
+    return _CLASS_ESCAPES.get(escaped, escaped) if escaped is not None else plain
 
 
 def _literal(text: str) -> str:

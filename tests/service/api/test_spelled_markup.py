@@ -102,6 +102,30 @@ def test_a_grammar_s_literals_are_spelled_and_nothing_else() -> None:
     assert spelled_grammar(grammar, {}) == grammar
 
 
+@pytest.mark.parametrize(
+    ("written", "spelled"),
+    [
+        ("[A-Za-z\\u0020]", "[A-Za-z\\u0020\u2581]"),  # a pattern's class with a space (regex_grammar's escape)
+        ("[ -~]", "[ -~\u2581]"),  # a range that holds the space
+        ("[a\\n]", '([a\\n] | "<0x0A>")'),  # a longer piece beside the class
+        ("[^ ]", "[^ ]"),  # negated: it takes every piece's text already
+        ("[a\\-!]", "[a\\-!]"),  # an escaped "-" is no range
+        ("[0-9]", "[0-9]"),
+    ],
+)
+def test_a_class_that_holds_a_spelled_character_takes_its_piece(written: str, spelled: str) -> None:
+    assert spelled_grammar(f"root ::= {written}+", SPM) == f"root ::= {spelled}+"
+
+
+def test_a_pattern_with_a_space(checker: GrammarChecker) -> None:
+    """A JSON schema's pattern (translated by ovserve: regex_grammar) whose class holds a space takes "▁" there."""
+    schema = {"type": "object", "properties": {"city": {"type": "string", "pattern": "^[A-Za-z ]+$"}}}
+    fields = {"response_format": {"type": "json_schema", "json_schema": {"name": "w", "schema": schema}}}
+    made = forced(INTERNLM, SPM, [], **fields)
+    assert asyncio.run(checker.check(made)) is None
+    assert re.fullmatch(to_regex(made.value), '{"city":"New\u2581York"}')
+
+
 def test_an_enum_with_a_space_and_the_client_s_own_grammar(checker: GrammarChecker) -> None:
     """A JSON schema's literal with a space takes the "▁" piece too (measured on InternLM2's vocabulary: without it
     the model wrote '{"city":"New' and then <unk> to max_tokens); a client's guided_regex and grammar stay as sent."""
