@@ -95,7 +95,8 @@ async def prepare(models: ModelRegistry, request: Request, *, streaming: bool) -
         prompts = _prompts(model, request, violations)
     else:  # tokenising a large text takes milliseconds: not on the event loop
         prompts = await asyncio.to_thread(_prompts, model, request, violations)
-    plan = await output_constraint(request, violations)  # a completion's prompt is the client's own text
+    # A completion's prompt is the client's own text; its grammar's literals are spelled for the vocabulary.
+    plan = await output_constraint(request, violations, spellings=model.spellings)
     ask = _logprob_ask(request, violations)
     violations += logprobs.vision_violations(model, ask)
     refuse_invalid(request, model, violations, streaming=streaming)

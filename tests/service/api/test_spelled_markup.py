@@ -8,6 +8,7 @@ tests/families/test_family_models.py::test_spelled_literals_under_a_grammar."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import re
 from collections.abc import Iterator
@@ -17,7 +18,7 @@ from typing import Any
 import openvino_genai as ov_genai
 import pytest
 
-from ovserve.clients.v1 import chat_pb2
+from ovserve.clients.v1 import chat_pb2, chat_pb2_grpc, completion_pb2, completion_pb2_grpc
 from ovserve.service.engine.grammar import GrammarChecker
 from ovserve.service.engine.vocabulary import PIECES, grammar_spellings
 from ovserve.service.errors import FieldViolation
@@ -26,6 +27,8 @@ from ovserve.service.parsing.calls_json import INTERNLM
 from ovserve.service.parsing.markup import CallMarkup
 from ovserve.service.structured.output import structured_output_config
 from ovserve.service.structured.spelling import spelled_ebnf, spelled_grammar
+from tests.fakes import FakeEngine, fake_model, scripted_server
+from tests.fakes import text as reply
 from tests.rpc import parse as parse_request
 from tests.service.api.ebnf import to_regex
 from tests.service.parsing.feeding import fed
@@ -182,3 +185,30 @@ def test_a_guided_call_opens_on_the_trigger_and_writes_the_rest(checker: Grammar
         assert re.fullmatch(pattern, rest), rest
     plain = json.loads(forced(INTERNLM, {}, **choice).value)["format"]["tags"][0]
     assert plain["begin"] == INTERNLM.begin("get_weather") and plain["end"] == INTERNLM.call_end
+
+
+def test_chat_and_completions_hand_the_engine_spelled_grammars() -> None:
+    """Through ovserve's gRPC server (a scripted engine): a model loaded with spellings gets spelled grammars from
+    chat and completions alike; a client's own guided_regex goes to the engine as sent."""
+    engine = FakeEngine()
+    model = dataclasses.replace(fake_model(engine), spellings=SPM)
+    schema = {"type": "object", "properties": {"city": {"enum": ["New York"]}}, "required": ["city"]}
+
+    async def main() -> None:
+        async with scripted_server(model) as channel:
+            chat = {"model": "fake", "messages": ASK, "guided_json": schema}
+            await chat_pb2_grpc.ChatServiceStub(channel).CreateChatCompletion(
+                parse_request(chat_pb2.CreateChatCompletionRequest, chat)
+            )
+            for fields in ({"guided_json": schema}, {"guided_regex": "New York"}):
+                body = {"model": "fake", "prompt": "Hi", **fields}
+                completion = parse_request(completion_pb2.CreateCompletionRequest, body)
+                await completion_pb2_grpc.CompletionServiceStub(channel).CreateCompletion(completion)
+
+    engine.script(reply('{"city": "New York"}'), reply('{"city": "New York"}'), reply("New York"))
+    asyncio.run(main())
+    chat, completion, regex = (generation.params.constraint for generation in engine.generations)
+    for constraint in (chat, completion):
+        assert constraint is not None and '(" " | "\u2581")' in constraint.value
+        assert re.fullmatch(to_regex(constraint.value), '{"city":"New\u2581York"}')
+    assert regex is not None and (regex.kind, regex.value) == ("regex", "New York")
