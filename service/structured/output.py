@@ -57,7 +57,13 @@ from ovserve.service.structured.limits import (
     MAX_STRUCTURES,
     MAX_TOTAL_PROPERTIES,
 )
-from ovserve.service.structured.spelling import NO_SPELLINGS, Spellings, spelled_document, spelled_grammar
+from ovserve.service.structured.spelling import (
+    NO_SPELLINGS,
+    Spellings,
+    spelled_document,
+    spelled_grammar,
+    spelled_regex,
+)
 
 FORMAT_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")  # OpenAI's rule for json_schema.name
 JSON_OBJECT = schema_grammar({"type": "object"})  # json_object: any JSON object
@@ -94,16 +100,16 @@ class Guide:
     # The custom tools' grammar formats among its calls: what the grammar engine refuses is blamed on the format
     # it refuses alone, if one (check_compiles), as the user's grammar is likelier at fault than ovserve's own.
     suspects: tuple[CustomFormat, ...] = ()
-    # The client's own grammar, regex or structural tag: handed to the engine as written (spelled() leaves it).
-    verbatim: bool = False
 
     def spelled(self, spellings: Spellings) -> Guide:
         """This guide for a vocabulary that spells ``spellings``' characters otherwise (ovserve.service.structured.
-        spelling): each literal of the grammars ovserve wrote takes both spellings."""
-        if not spellings or self.verbatim:
+        spelling): each literal, class and regex of it takes both spellings, whoever wrote it."""
+        if not spellings:
             return self
         if self.kind == "grammar":
             return dataclasses.replace(self, value=spelled_grammar(self.value, spellings))
+        if self.kind == "regex":
+            return dataclasses.replace(self, value=spelled_regex(self.value, spellings))
         if self.kind == "structural_tags_config":
             return dataclasses.replace(self, value=json.dumps(spelled_document(json.loads(self.value), spellings)))
         return self
@@ -193,7 +199,8 @@ def output_plan(
     guidance is the model's default, not the request's: what it cannot guide (a schema past the grammar's limits)
     is left unguided instead of refused, and the guide is ``optional``; ``spellings``: the characters the served
     model's vocabulary writes with pieces of their own under a grammar (``ServedModel.spellings``: a byte-fallback
-    SentencePiece's newline and space), which the grammars ovserve writes accept either way (``Guide.spelled``).
+    SentencePiece's newline and space), which the guide's literals, classes and regexes accept either way
+    (``Guide.spelled``).
     """
     before = len(violations)
     choice = _tool_choice(request, violations, tools, named_field)
@@ -454,7 +461,7 @@ def _regex_guide(pattern: str, field: str, violations: list[FieldViolation]) -> 
         message = f"{len(pattern)} characters; at most {MAX_PATTERN_LENGTH} are accepted"
         violations.append(FieldViolation(field, message))
         return None
-    return Guide(field, "regex", pattern, verbatim=True)
+    return Guide(field, "regex", pattern)
 
 
 def _guided_choice(request: Any, violations: list[FieldViolation]) -> Guide | None:
@@ -494,7 +501,7 @@ def _grammar_guide(text: str, field: str, violations: list[FieldViolation]) -> G
     """A free-form grammar (GBNF or XGrammar EBNF, start rule ``root``), bounded; the compiler's verdict comes
     later (check_compiles), naming ``field``."""
     try:
-        return Guide(field, "grammar", check_grammar(text), verbatim=True)
+        return Guide(field, "grammar", check_grammar(text))
     except GrammarTextError as error:
         violations.append(FieldViolation(field, str(error)))
         return None
@@ -541,9 +548,7 @@ def _structural_tag(fmt: Any, where: str, violations: list[FieldViolation]) -> G
         if len(fmt.structures) or len(fmt.triggers):
             violations.append(FieldViolation(f"{where}.format", "set either format or structures/triggers, not both"))
         body = _struct(fmt.format, f"{where}.format", violations)
-        return Guide(
-            where, "structural_tags_config", json.dumps({"type": "structural_tag", "format": body}), verbatim=True
-        )
+        return Guide(where, "structural_tags_config", json.dumps({"type": "structural_tag", "format": body}))
     if not len(fmt.structures):
         violations.append(FieldViolation(f"{where}.structures", "required when type is structural_tag"))
     if not len(fmt.triggers):

@@ -22,7 +22,7 @@ from tokenizers import Tokenizer
 from ovserve.service.engine import EngineSettings
 from ovserve.service.engine.vocabulary import grammar_spellings
 from ovserve.service.models import ModelSpec, ServedModel
-from ovserve.service.structured.spelling import spelled_grammar
+from ovserve.service.structured.spelling import spelled_grammar, spelled_regex
 from tests.families.build import ROUND_TRIP, TOOLS, continuation, encode, prompts
 from tests.families.table import FAMILIES
 
@@ -178,17 +178,22 @@ def test_grammar_with_a_space(name: str, family_models: dict[str, Path]) -> None
 
 @pytest.mark.parametrize("name", [*sorted(SPACE_FAILS), "qwen2.5"])
 def test_spelled_literals_under_a_grammar(name: str, family_models: dict[str, Path]) -> None:
-    """A newline and a space in a grammar's literals as ovserve writes them (spelled_grammar, with the spellings found
-    at load): the byte-fallback SentencePieces above (where a grammar's literal space or newline is a dead end) write
-    them with their <0x0A> and ▁ pieces, which decode to the characters; a byte-level vocabulary spells nothing."""
+    """A newline and a space in a grammar's literals, and in a regex, as ovserve hands them on (spelled_grammar,
+    spelled_regex, with the spellings found at load): the byte-fallback SentencePieces above (where a grammar's literal
+    space or newline is a dead end) write them with their <0x0A> and ▁ pieces, which decode to the characters; a
+    byte-level vocabulary spells nothing."""
     path = family_models[name]
     spellings = grammar_spellings(ov_genai.Tokenizer(str(path)))
     assert bool(spellings) == (name in SPACE_FAILS)
-    config = ov_genai.GenerationConfig(max_new_tokens=24, apply_chat_template=False)
-    grammar = spelled_grammar('root ::= "ab\\n" "cd ef" [\\u0020]', spellings)  # a class with a space too
-    config.structured_output_config = ov_genai.StructuredOutputConfig(grammar=grammar)
-    text = _pipeline(path).generate(["Weather?"], [config])[0].m_generation_ids[0]
-    # Not a dead end (the literal newline alone stops at "ab"). The grammar's "<0x0A>" is text, which ordinary
-    # pieces may write too: a trained model writes the newline's own piece; this random one may spell it out
-    # (mistral-v0.3's stand-in did: "ab<0x0A>cd", decoded as written).
-    assert text in (("ab\ncd ef ", "ab<0x0A>cd ef ") if spellings else ("ab\ncd ef ",)), text
+    pipe = _pipeline(path)
+    for structured in (
+        {"grammar": spelled_grammar('root ::= "ab\\n" "cd ef" [\\u0020]', spellings)},  # a class with a space too
+        {"regex": spelled_regex("ab\\ncd ef[ ]", spellings)},
+    ):
+        config = ov_genai.GenerationConfig(max_new_tokens=24, apply_chat_template=False)
+        config.structured_output_config = ov_genai.StructuredOutputConfig(**structured)
+        text = pipe.generate(["Weather?"], [config])[0].m_generation_ids[0]
+        # Not a dead end (the literal newline alone stops at "ab"). The grammar's "<0x0A>" is text, which ordinary
+        # pieces may write too: a trained model writes the newline's own piece; this random one may spell it out
+        # (mistral-v0.3's stand-in did: "ab<0x0A>cd", decoded as written).
+        assert text in (("ab\ncd ef ", "ab<0x0A>cd ef ") if spellings else ("ab\ncd ef ",)), (structured, text)

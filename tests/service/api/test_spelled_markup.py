@@ -1,7 +1,7 @@
 """ovserve's grammars on a byte-fallback SentencePiece vocabulary: each literal newline or space (a tool call's
 markup, a JSON schema's enum) is written as the character or as the vocabulary's piece (``<0x0A>``, ``▁``), the only
 token that writes it under OpenVINO GenAI's RAW vocabulary (ovserve.service.structured.spelling); a client's own
-grammar or regex is handed on as written. The real pipeline's checks are the family matrix's InternLM2 row
+grammar, regex or structural tag too. The real pipeline's checks are the family matrix's InternLM2 row
 (tests/families: its forced calls, unary, streamed, one call and the history after one) and
 tests/families/test_family_models.py::test_spelled_literals_under_a_grammar."""
 
@@ -19,6 +19,7 @@ import openvino_genai as ov_genai
 import pytest
 
 from ovserve.clients.v1 import chat_pb2, chat_pb2_grpc, completion_pb2, completion_pb2_grpc
+from ovserve.service.engine import OutputConstraint
 from ovserve.service.engine.grammar import GrammarChecker
 from ovserve.service.engine.vocabulary import PIECES, grammar_spellings
 from ovserve.service.errors import FieldViolation
@@ -26,7 +27,7 @@ from ovserve.service.parsing import OutputFormat
 from ovserve.service.parsing.calls_json import INTERNLM
 from ovserve.service.parsing.markup import CallMarkup
 from ovserve.service.structured.output import structured_output_config
-from ovserve.service.structured.spelling import spelled_ebnf, spelled_grammar
+from ovserve.service.structured.spelling import spelled_ebnf, spelled_grammar, spelled_regex
 from tests.fakes import FakeEngine, fake_model, scripted_server
 from tests.fakes import text as reply
 from tests.rpc import parse as parse_request
@@ -108,16 +109,20 @@ def test_a_grammar_s_literals_are_spelled_and_nothing_else() -> None:
 @pytest.mark.parametrize(
     ("written", "spelled"),
     [
-        ("[A-Za-z\\u0020]", "[A-Za-z\\u0020\u2581]"),  # a pattern's class with a space (regex_grammar's escape)
-        ("[ -~]", "[ -~\u2581]"),  # a range that holds the space
-        ("[a\\n]", '([a\\n] | "<0x0A>")'),  # a longer piece beside the class
+        ("[A-Za-z\\u0020]", '([A-Za-z\\u0020] | "\u2581")'),  # a pattern's class with a space (regex_grammar's)
+        ("[ -~]", '([ -~] | "\u2581")'),  # a range that holds the space
+        ("[a\\n\\u0020]", '([a\\n\\u0020] | "<0x0A>" | "\u2581")'),  # each piece beside the class
         ("[^ ]", "[^ ]"),  # negated: it takes every piece's text already
         ("[a\\-!]", "[a\\-!]"),  # an escaped "-" is no range
         ("[0-9]", "[0-9]"),
     ],
 )
-def test_a_class_that_holds_a_spelled_character_takes_its_piece(written: str, spelled: str) -> None:
-    assert spelled_grammar(f"root ::= {written}+", SPM) == f"root ::= {spelled}+"
+def test_a_class_that_holds_a_spelled_character_takes_its_piece(
+    written: str, spelled: str, checker: GrammarChecker
+) -> None:
+    """The pieces beside the class, not in it (a class's syntax has traps: a trailing "-", a leading "]")."""
+    made = OutputConstraint("grammar", spelled_grammar(f"root ::= {written}+", SPM), "f")
+    assert made.value == f"root ::= {spelled}+" and asyncio.run(checker.check(made)) is None
 
 
 def test_a_pattern_with_a_space(checker: GrammarChecker) -> None:
@@ -131,15 +136,41 @@ def test_a_pattern_with_a_space(checker: GrammarChecker) -> None:
 
 def test_an_enum_with_a_space_and_the_client_s_own_grammar(checker: GrammarChecker) -> None:
     """A JSON schema's literal with a space takes the "▁" piece too (measured on InternLM2's vocabulary: without it
-    the model wrote '{"city":"New' and then <unk> to max_tokens); a client's guided_regex and grammar stay as sent."""
+    the model wrote '{"city":"New' and then <unk> to max_tokens); so do a client's guided_regex and grammar."""
     schema = {"type": "object", "properties": {"city": {"enum": ["New York", "Paris"]}}, "required": ["city"]}
     fields = {"response_format": {"type": "json_schema", "json_schema": {"name": "w", "schema": schema}}}
     made = forced(INTERNLM, SPM, [], **fields)
     assert made.kind == "grammar" and asyncio.run(checker.check(made)) is None
     for text in ('{"city":"New\u2581York"}', '{"city": "New York"}', '{"city":"Paris"}'):
         assert re.fullmatch(to_regex(made.value), text), text
-    for field, value in (("guided_regex", "New York\n"), ("grammar", 'root ::= "New York\\n"')):
-        assert forced(INTERNLM, SPM, [], **{field: value}).value == value
+    spelled = {
+        "guided_regex": ("New York\n", "New(?: |\u2581)York(?:\\n|<0x0A>)"),
+        "grammar": ('root ::= "New York\\n"', 'root ::= ("New" (" " | "\u2581") "York" ("\\n" | "<0x0A>"))'),
+    }
+    for field, (sent, written) in spelled.items():
+        made = forced(INTERNLM, SPM, [], **{field: sent})
+        assert made.value == written and asyncio.run(checker.check(made)) is None
+        assert re.fullmatch(to_regex(made.value) if field == "grammar" else made.value, "New\u2581York<0x0A>")
+
+
+@pytest.mark.parametrize(
+    ("pattern", "spelled"),
+    [
+        ("New York", "New(?: |\u2581)York"),
+        ("a\\nb", "a(?:\\n|<0x0A>)b"),  # the escape
+        ("a\nb", "a(?:\\n|<0x0A>)b"),  # the character
+        ("\\w+ \\d{1,3}", "\\w+(?: |\u2581)\\d{1,3}"),
+        ("\\s*x", "(?:\\s|<0x0A>|<0x09>|<0x0D>|\u2581)*x"),
+        ("[A-Za-z ]+", "(?:[A-Za-z ]|\u2581)+"),
+        ("[^ ]+", "[^ ]+"),  # a negated class takes every piece's text already
+        ("[a\\-z]", "[a\\-z]"),  # an escaped "-" is no range
+        ("\\x20", "(?:\\x20|\u2581)"),
+        ("a{1,3}", "a{1,3}"),
+    ],
+)
+def test_a_regex_s_spelled_characters(pattern: str, spelled: str, checker: GrammarChecker) -> None:
+    assert spelled_regex(pattern, SPM) == spelled and spelled_regex(pattern, {}) == pattern
+    assert asyncio.run(checker.check(OutputConstraint("regex", spelled, "guided_regex"))) is None
 
 
 def forced(markup: CallMarkup, spellings: dict[str, str], tools: list[dict[str, Any]] = TOOLS, **fields: Any) -> Any:
@@ -189,7 +220,7 @@ def test_a_guided_call_opens_on_the_trigger_and_writes_the_rest(checker: Grammar
 
 def test_chat_and_completions_hand_the_engine_spelled_grammars() -> None:
     """Through ovserve's gRPC server (a scripted engine): a model loaded with spellings gets spelled grammars from
-    chat and completions alike; a client's own guided_regex goes to the engine as sent."""
+    chat and completions alike, a client's own guided_regex too."""
     engine = FakeEngine()
     model = dataclasses.replace(fake_model(engine), spellings=SPM)
     schema = {"type": "object", "properties": {"city": {"enum": ["New York"]}}, "required": ["city"]}
@@ -211,4 +242,4 @@ def test_chat_and_completions_hand_the_engine_spelled_grammars() -> None:
     for constraint in (chat, completion):
         assert constraint is not None and '(" " | "\u2581")' in constraint.value
         assert re.fullmatch(to_regex(constraint.value), '{"city":"New\u2581York"}')
-    assert regex is not None and (regex.kind, regex.value) == ("regex", "New York")
+    assert regex is not None and (regex.kind, regex.value) == ("regex", "New(?: |\u2581)York")
