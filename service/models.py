@@ -13,6 +13,7 @@ from typing import ClassVar
 from ovserve.service.engine import Engine, EngineSettings, GenerationEngine, MeterFactory, SamplingParams
 from ovserve.service.engine.adapters import read_adapter
 from ovserve.service.engine.chat_template import TemplateRenderer
+from ovserve.service.engine.vocabulary import Spellings
 from ovserve.service.errors import InvalidArgument, NotFound, Unavailable, quote
 from ovserve.service.media import MediaPolicy
 from ovserve.service.model_files import Vision, vision
@@ -21,7 +22,6 @@ from ovserve.service.parsing import REASONING_PARSERS, TOOL_PARSERS, OutputForma
 from ovserve.service.pipelines import Pipeline, PipelineKind, PipelineSettings, kind_of
 from ovserve.service.sources import Provenance
 from ovserve.service.store.files import UploadedFiles
-from ovserve.service.structured.spelling import Spellings
 from ovserve.service.workers import Served
 
 log = logging.getLogger(__name__)

@@ -12,9 +12,13 @@ found here, once, at load, by what the model's own tokenizer holds and decodes, 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
-from ovserve.service.structured.spelling import Spellings
+# A character -> the text a model's vocabulary spells it with for the grammar engine, where that is not the
+# character itself: {"\n": "<0x0A>", " ": "▁"} on a byte-fallback SentencePiece; empty for a byte-level vocabulary.
+Spellings = Mapping[str, str]
+NO_SPELLINGS: Spellings = {}
 
 # A character markup may hold -> the piece a byte-fallback SentencePiece writes it with.
 PIECES = {"\n": "<0x0A>", "\t": "<0x09>", "\r": "<0x0D>", " ": "\u2581"}

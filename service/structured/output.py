@@ -41,6 +41,7 @@ import jsonschema
 from google.protobuf import json_format
 
 from ovserve.service.engine import OutputConstraint
+from ovserve.service.engine.vocabulary import NO_SPELLINGS, Spellings
 from ovserve.service.errors import FieldViolation, InvalidArgument, quote
 from ovserve.service.models import ServedModel
 from ovserve.service.parsing.markup import HERMES, THINK, CallMarkup, ThinkMarkup, spaced_ebnf
@@ -57,13 +58,7 @@ from ovserve.service.structured.limits import (
     MAX_STRUCTURES,
     MAX_TOTAL_PROPERTIES,
 )
-from ovserve.service.structured.spelling import (
-    NO_SPELLINGS,
-    Spellings,
-    spelled_document,
-    spelled_grammar,
-    spelled_regex,
-)
+from ovserve.service.structured.spelling import spelled_document, spelled_grammar, spelled_regex
 
 FORMAT_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")  # OpenAI's rule for json_schema.name
 JSON_OBJECT = schema_grammar({"type": "object"})  # json_object: any JSON object

@@ -15,13 +15,9 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
 from typing import Any
 
-# A character -> the text a model's vocabulary spells it with for the grammar engine, where that is not the
-# character itself: {"\n": "<0x0A>", " ": "▁"} on a byte-fallback SentencePiece; empty for a byte-level vocabulary.
-Spellings = Mapping[str, str]
-NO_SPELLINGS: Spellings = {}
+from ovserve.service.engine.vocabulary import Spellings  # (found by the engine, at load)
 
 # The lexemes of an EBNF grammar: string literals, character classes (whose quotes are no literal's), comments, and
 # the rest.
