@@ -47,6 +47,7 @@ from ovserve.clients.flags import add_flags, given, value_type, with_default
 from ovserve.service.engine import EngineSettings
 from ovserve.service.engine.adapters import AdapterError, read_adapter
 from ovserve.service.engine.cpu_features import crash_free_precision
+from ovserve.service.engine.precision import OPTIMIZE_FOR
 from ovserve.service.engine.settings import INFERENCE_PRECISIONS, KV_CACHE_PRECISIONS
 from ovserve.service.mcp.policy import McpPolicy
 from ovserve.service.media import MediaPolicy
@@ -633,6 +634,12 @@ def _scheduler_value(name: str, value: Any, where: str) -> Any:
     return float(value) if kind is float and isinstance(value, (int, float)) else value
 
 
+# [scheduler] settings that take one of a few words (unset: the default).
+_SETTING_CHOICES = {
+    "kv_cache_precision": KV_CACHE_PRECISIONS,
+    "inference_precision": INFERENCE_PRECISIONS,
+    "optimize_for": OPTIMIZE_FOR,
+}
 # How a [scheduler] setting's type is named in a refusal.
 _KIND_WORDS = {float: "a number", int: "an integer", bool: "true or false", str: "a string"}
 
@@ -660,16 +667,10 @@ def _settings(base: EngineSettings, overrides: dict[str, Any], where: str) -> En
         raise ConfigError(f"{where}: stream_updates_per_s must be 0 or more; got {settings.stream_updates_per_s}")
     if settings.inference_threads is not None and settings.inference_threads < 1:
         raise ConfigError(f"{where}: inference_threads must be 1 or more; got {settings.inference_threads}")
-    if settings.kv_cache_precision is not None and settings.kv_cache_precision not in KV_CACHE_PRECISIONS:
-        raise ConfigError(
-            f"{where}: kv_cache_precision must be one of {', '.join(KV_CACHE_PRECISIONS)}; "
-            f"got {settings.kv_cache_precision!r}"
-        )
-    if settings.inference_precision is not None and settings.inference_precision not in INFERENCE_PRECISIONS:
-        raise ConfigError(
-            f"{where}: inference_precision must be one of {', '.join(INFERENCE_PRECISIONS)}; "
-            f"got {settings.inference_precision!r}"
-        )
+    for name, choices in _SETTING_CHOICES.items():
+        value = getattr(settings, name)
+        if value is not None and value not in choices:
+            raise ConfigError(f"{where}: {name} must be one of {', '.join(choices)}; got {value!r}")
     group_size = settings.dynamic_quantization_group_size
     if group_size is not None and group_size < 0:
         raise ConfigError(f"{where}: dynamic_quantization_group_size must be 0 or more; got {group_size}")

@@ -37,7 +37,7 @@ class EngineRunner:
         for attribute, value in settings.scheduler(model_dir).items():
             setattr(scheduler, attribute, value)
         self.pipeline = ov_genai.ContinuousBatchingPipeline(
-            str(model_dir), scheduler, settings.device, settings.properties()
+            str(model_dir), scheduler, settings.device, settings.for_model(model_dir).properties()
         )
         self.tokenizer = self.pipeline.get_tokenizer()
         self._endpoint = endpoint

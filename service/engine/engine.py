@@ -81,7 +81,13 @@ class Engine(Supervised):
         self._meter = meter
         self.model_dir = model_dir
         self.draft_dir = draft_dir
-        self.settings = settings
+        chosen = settings.for_model(model_dir)  # the precision measured best where none is given (precision.py)
+        if chosen.inference_precision != settings.inference_precision:
+            log.info(
+                "model %r computes in %s: its int8/int4 weights decode faster so on this CPU (--optimize-for %s; "
+                "--inference-precision chooses otherwise)", name, chosen.inference_precision, settings.optimize_for,
+            )  # fmt: skip
+        settings = self.settings = chosen
         started = time.monotonic()
         log.info("loading model %r from %s", name, model_dir)
         if draft_dir is not None:

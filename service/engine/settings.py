@@ -7,11 +7,13 @@ bench and every model's process settings; it starts nothing.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ovserve.service import model_files
 from ovserve.service.engine.cpu_features import int8_dot_product
+from ovserve.service.engine.precision import OPTIMIZE_FOR, default_precision
 from ovserve.service.workers.errors import EngineError
 from ovserve.service.workers.served import ProcessSettings
 
@@ -195,12 +197,25 @@ class EngineSettings:
             "help": f"precision the model computes in (INFERENCE_PRECISION_HINT): {', '.join(INFERENCE_PRECISIONS)}; "
             "f32 gives the same numbers on every CPU up to rounding and, on an AMX CPU, decoded int8 models "
             "faster, bf16 prefilled faster (docs: Measurements, Engine settings)",
-            "default_text": "OpenVINO's: bf16 on CPUs with AMX or AVX-512 BF16, else f32",
+            "default_text": "f32 for int8/int4 weights on CPUs with AMX or AVX-512 BF16 under --optimize-for "
+            "decode, else OpenVINO's: bf16 on those CPUs, f32 elsewhere",
             "metavar": "PRECISION",
         },
     )
-    # Quantising activations to int8 before int8 weight matmuls: turning it off was inconclusive on that CPU
-    # (1.00x / 1.15x at 1 / 8 streams in one run, 1.00x / 0.98x with u8 in the next): OpenVINO's default stays.
+    # What the default precision favours where the best choice depends on the traffic (precision.py measures it).
+    optimize_for: str = field(
+        default="decode",
+        metadata={
+            "help": f"what the default precision favours: {', '.join(OPTIMIZE_FOR)}. decode (chat, agents: answers "
+            "of dozens of tokens or more) computes int8/int4 models in f32 on CPUs that would use bf16, which "
+            "decodes them 1.4-1.8x faster; prefill keeps bf16, which reads prompts about 2x faster (long "
+            "documents, short answers)",
+            "metavar": "WHAT",
+        },
+    )
+    # Quantising activations to int8 before int8/int4 weight matmuls: the CPU plugin does it in f32 (not in bf16),
+    # and it is why f32 decodes compressed models faster (precision.py): off, f32 decoded 0.6-0.9x as fast
+    # (benchmarks/precision_defaults.py, Qwen2.5 shapes on a Xeon with AMX). OpenVINO's default (32) stays.
     dynamic_quantization_group_size: int | None = field(
         default=None,
         metadata={
@@ -238,6 +253,13 @@ class EngineSettings:
         """Whether API keys' prompts are kept apart in the prefix cache (salting.py): keys, a prefix cache, and no
         --shared-prefix-cache."""
         return self.tenants and self.enable_prefix_caching and not self.shared_prefix_cache
+
+    def for_model(self, model_dir: Path) -> EngineSettings:
+        """These settings with the precision chosen for ``model_dir`` where none is given (precision.py)."""
+        if self.inference_precision is not None:
+            return self
+        chosen = default_precision(self.device, model_dir, self.optimize_for)
+        return self if chosen is None else dataclasses.replace(self, inference_precision=chosen)
 
     def scheduler(self, model_dir: Path) -> dict[str, object]:
         """SchedulerConfig attributes for the model in ``model_dir`` (the stream interval is the server's)."""

@@ -449,6 +449,10 @@ def test_cpu_properties_reach_the_engine_and_bad_values_are_refused_naming_the_s
         assert spec.settings.properties() == {"INFERENCE_PRECISION_HINT": "f32"}
     with pytest.raises(ConfigError, match="inference_precision must be one of f32, bf16, f16; got 'fp32'"):
         configure("--inference-precision", "fp32")
+    for spec in configure("--optimize-for", "prefill").models:
+        assert spec.settings.optimize_for == "prefill"
+    with pytest.raises(ConfigError, match="optimize_for must be one of decode, prefill; got 'speed'"):
+        configure("--optimize-for", "speed")
 
 
 def test_cpu_properties_are_openvinos_unless_given() -> None:
