@@ -117,6 +117,13 @@ def build_sampling_params(
     return SamplingParams(**settings)
 
 
+def sampled_value(request: Any, name: str, *, defaults: SamplingParams, limits: ModelLimits, streaming: bool) -> Any:
+    """What ``request`` samples with for the SamplingParams field ``name``, as build_sampling_params decides it
+    (its own value, the model's default, or what beam search sets; None: the engine's own). Its violations are
+    build_sampling_params' to report."""
+    return _settings(request, defaults, limits, streaming)[0].get(name)
+
+
 def generation_violations(request: Any, *, limits: ModelLimits, streaming: bool) -> list[FieldViolation]:
     """What is wrong with the sampling fields alone, to report beside a request's other errors."""
     return _settings(request, SamplingParams(), limits, streaming)[1]

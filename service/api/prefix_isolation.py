@@ -19,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from ovserve.service.api.generation import sampled_value
 from ovserve.service.api.logit_bias import lane_refusals
 from ovserve.service.engine import SamplingParams
 from ovserve.service.engine.salting import penalised
@@ -27,23 +28,13 @@ from ovserve.service.models import ServedModel
 from ovserve.service.store import tenancy
 
 
-def repetition_penalty(request: Any, model: ServedModel) -> float | None:
-    """The repetition penalty a request samples with: its own, else the model's default (None: the engine's, 1).
-    Beam search (best_of > 1) samples with none."""
-    names = request.DESCRIPTOR.fields_by_name
-    if "best_of" in names and request.HasField("best_of") and request.best_of > 1:
-        return None
-    if "repetition_penalty" in names and request.HasField("repetition_penalty"):
-        return float(request.repetition_penalty)
-    return model.defaults.repetition_penalty
-
-
-def needs_lane(request: Any, model: ServedModel, cache_salt: str) -> bool:
+def needs_lane(request: Any, model: ServedModel, cache_salt: str, *, streaming: bool) -> bool:
     """Whether the request's prompt would reach a prefix cache kept in namespaces, in one of its own, with a
-    repetition penalty that keeps its ids raw: it must decode on the biased lane."""
-    if not penalised(repetition_penalty(request, model)):
-        return False
-    return model.engine.keeps_apart(tenancy.tenant.get(), cache_salt)
+    repetition penalty (its own or the model's default) that keeps its ids raw: it must decode on the biased lane."""
+    penalty = sampled_value(
+        request, "repetition_penalty", defaults=model.defaults, limits=model.limits, streaming=streaming
+    )
+    return penalised(penalty) and model.engine.keeps_apart(tenancy.tenant.get(), cache_salt)
 
 
 def on_lane(request: Any, model: ServedModel, params: SamplingParams, *, vision: bool, budget: bool) -> SamplingParams:

@@ -158,7 +158,8 @@ async def build_runs(
     opened = any(prompt.reasoning_opened for prompt in prompts)
     biased = lane_asked(request)
     salt = cache_salt(request)
-    isolated = not biased and prefix_isolation.needs_lane(request, model, salt)  # a penalised prompt, kept apart
+    # A penalised prompt, kept apart from other tenants' on the lane (prefix_isolation.py)
+    isolated = not biased and prefix_isolation.needs_lane(request, model, salt, streaming=streaming)
     if (biased or isolated) and plan is not None and plan.optional:
         plan = None  # default guidance of tool calls: a lane request's calls go unguided (the lane has no grammar)
     lane = lane_fields(request, model) if biased else None
