@@ -16,6 +16,14 @@ rather than recalls:
 Topics, places, people and whole schemas are split into a training part and a held-out part
 (:data:`HELD_OUT`); the held-out part never appears in the corpus and is what the build's scorer
 (``agent_eval``) and the end-to-end client tests use.
+
+The training tools come from a wide pool (``training_topic``, ``make_tool(..., wide=True)``): about two
+thirds of their topics are made up ("the velmor index in Paris" -> ``get_velmor_index``), so the only way
+to write the right name is to copy it from the offered tools, and 30 % of their parameters are renamed
+(``where``, ``kron_id``), so the argument's name must be copied from the schema too. Trained on the listed
+topics alone, a 2 M-parameter model wrote the names it was trained on and chose no held-out tool; on this
+pool it chose 0.375 of them after 7,000 steps of 32k tokens (issue 47). The scorer's held-out tools keep
+the listed shapes (``make_tool`` without ``wide``), so its scores stay comparable across recipes.
 """
 
 from __future__ import annotations
@@ -127,17 +135,68 @@ HELD_OUT = {
     "people": HELD_OUT_PEOPLE,
     "companies": HELD_OUT_COMPANIES,
 }
+# Every word of them, lower-cased: a made-up word or a generated name never is one ("Porto", "Rossi" and
+# "Tom Baker" are spellable from the syllables below), so no held-out word reaches the corpus that way.
+HELD_OUT_WORDS = frozenset(word.lower() for group in HELD_OUT.values() for phrase in group for word in phrase.split())
+
+# ---- the wide pool (training tools only) ----
+
+GENERATED_TOPIC_SHARE = 2 / 3  # training tools whose topic is a made-up word (the rest: the listed topics)
+RENAMED_PARAM_SHARE = 0.3  # training tools whose parameter is renamed from WIDE_PARAMS or made up
+# Real nouns a made-up topic word may take ("velmor index"); none of them is a held-out word.
+TOPIC_NOUNS = ["level", "index", "rate", "score", "status", "count", "price", "report", "code", "schedule",
+               "balance", "rating", "size", "limit", "total", "record", "plan", "budget", "ranking",
+               "stock"]  # fmt: skip
+WIDE_PARAMS = ["query", "target", "subject", "key", "item", "entity", "where", "who", "input", "value", "id",
+               "label", "location_name", "area", "person_name", "ref", "region", "site", "owner", "member"]  # fmt: skip
+PARAM_SUFFIXES = ["id", "name", "key", "ref", "code"]
+# Training tools also take verbs the scorer's never do, so the verb is copied, not guessed ("check_x" for "get_x").
+WIDE_NAME_PATTERNS = [*NAME_PATTERNS, "query_{}", "read_{}", "{}_info", "search_{}", "show_{}", "{}", "load_{}",
+                      "{}_status", "retrieve_{}"]  # fmt: skip
+KINDS = ["place", "place", "company", "person"]  # the kinds a made-up topic is about
 
 
 def made_up_name(rng: random.Random, words: int = 1) -> str:
     """A capitalised made-up name of one or more words ("Velmor", "Port Tazi")."""
-    parts = []
-    for _ in range(words):
+    parts: list[str] = []
+    while len(parts) < words:
         word = "".join(
             rng.choice(_ONSETS) + rng.choice(_VOWELS) + rng.choice(_CODAS) for _ in range(rng.choice([2, 2, 3]))
         )
-        parts.append(word.capitalize())
+        if word not in HELD_OUT_WORDS:
+            parts.append(word.capitalize())
     return " ".join(parts)
+
+
+def training_topic(rng: random.Random, kind: str | None = None) -> tuple[str, str]:
+    """A training topic and its kind (place | company | person): a listed one, or (``GENERATED_TOPIC_SHARE``)
+    a made-up word, alone or with a noun ("velmor", "kradi index"); ``kind``: only topics of that kind."""
+    if rng.random() >= GENERATED_TOPIC_SHARE:
+        listed = [t for t in topics(False) if kind is None or topic_kind(t) == kind]
+        topic = rng.choice(listed)
+        return topic, topic_kind(topic)
+    word = made_up_name(rng).lower()
+    r = rng.random()
+    if r >= 0.35:  # alone, with a noun, or two made-up words
+        word += " " + (rng.choice(TOPIC_NOUNS) if r < 0.85 else made_up_name(rng).lower())
+    return word, kind or rng.choice(KINDS)
+
+
+def training_topics(rng: random.Random, n: int, kind: str | None = None) -> list[tuple[str, str]]:
+    """``n`` distinct training topics (``training_topic``)."""
+    chosen: dict[str, str] = {}
+    while len(chosen) < n:
+        topic, of = training_topic(rng, kind)
+        chosen.setdefault(topic, of)
+    return list(chosen.items())
+
+
+def renamed_param(rng: random.Random) -> str:
+    """A parameter name from the wide pool: a listed word, or a made-up one (``kron``, ``velmor_id``)."""
+    if rng.random() < 0.5:
+        return rng.choice(WIDE_PARAMS)
+    word = made_up_name(rng).lower()
+    return word if rng.random() < 0.5 else f"{word}_{rng.choice(PARAM_SUFFIXES)}"
 
 
 def topic_kind(topic: str) -> str:
@@ -169,21 +228,26 @@ class Tool:
     topic: str
     definition: dict[str, Any]
     param: str
+    kind: str = "place"  # what the topic is about: place | company | person
 
     @property
     def name(self) -> str:
         return str(self.definition["function"]["name"])
 
 
-def make_tool(rng: random.Random, topic: str) -> Tool:
-    """A tool for ``topic`` in one of the shapes clients send."""
-    kind = topic_kind(topic)
+def make_tool(rng: random.Random, topic: str, kind: str | None = None, *, wide: bool = False) -> Tool:
+    """A tool for ``topic`` (about a ``kind``, else the listed topic's) in one of the shapes clients send;
+    ``wide``: a training tool, its verb from ``WIDE_NAME_PATTERNS`` and its parameter renamed
+    ``RENAMED_PARAM_SHARE`` of the time (without it, the draws are the scorer's, unchanged)."""
+    kind = kind or topic_kind(topic)
     slug = topic.replace(" ", "_")
-    name = rng.choice(NAME_PATTERNS).format(slug)
+    name = rng.choice(WIDE_NAME_PATTERNS if wide else NAME_PATTERNS).format(slug)
     param = rng.choice({"place": PLACE_PARAMS, "company": COMPANY_PARAMS, "person": PERSON_PARAMS}[kind])
     prop: dict[str, Any] = {"type": "string"}
     if description := rng.choice(PARAM_DESCRIPTIONS[param]):
-        prop["description"] = description
+        prop["description"] = description  # it still says what the value is when the name is renamed
+    if wide and rng.random() < RENAMED_PARAM_SHARE:
+        param = renamed_param(rng)
     parameters: dict[str, Any] = {"type": "object", "properties": {param: prop}, "required": [param]}
     if rng.random() < 0.3:
         parameters["additionalProperties"] = False
@@ -191,12 +255,12 @@ def make_tool(rng: random.Random, topic: str) -> Tool:
     if rng.random() < 0.92:
         function["description"] = rng.choice(DESCRIPTION_PATTERNS[kind]).format(topic)
     function["parameters"] = parameters
-    return Tool(topic, {"type": "function", "function": function}, param)
+    return Tool(topic, {"type": "function", "function": function}, param, kind)
 
 
-def question(rng: random.Random, topic: str, value: str) -> str:
-    """A user question about ``topic`` for ``value``."""
-    pattern = rng.choice(QUESTION_PATTERNS[topic_kind(topic)])
+def question(rng: random.Random, topic: str, value: str, kind: str | None = None) -> str:
+    """A user question about ``topic`` (about a ``kind``, else the listed topic's) for ``value``."""
+    pattern = rng.choice(QUESTION_PATTERNS[kind or topic_kind(topic)])
     return pattern.format(t=topic, T=topic[0].upper() + topic[1:], v=value)
 
 
@@ -216,7 +280,7 @@ def tool_output(rng: random.Random, tool: Tool, value: str, result: str | int) -
     if rng.random() < 0.3:
         return (
             f"The {tool.topic} in {value} is {result}."
-            if topic_kind(tool.topic) == "place"
+            if tool.kind == "place"
             else (f"The {tool.topic} of {value} is {result}.")
         )
     data: dict[str, Any] = {tool.param: value, key: result} if rng.random() < 0.7 else {key: result}
@@ -225,7 +289,7 @@ def tool_output(rng: random.Random, tool: Tool, value: str, result: str | int) -
 
 def answer_sentence(tool: Tool, value: str, result: str | int) -> str:
     """The text answer that reports a tool's result."""
-    preposition = "in" if topic_kind(tool.topic) == "place" else "of"
+    preposition = "in" if tool.kind == "place" else "of"
     return f"The {tool.topic} {preposition} {value} is {result}."
 
 
@@ -250,26 +314,42 @@ def _system(rng: random.Random) -> list[dict[str, Any]]:
 # ---- the agent generators ----
 
 
+def _topic(rng: random.Random, held_out: bool) -> tuple[str, str]:
+    """A topic and its kind: a held-out one, or one of the wide training pool."""
+    if held_out:
+        topic = rng.choice(topics(True))
+        return topic, topic_kind(topic)
+    return training_topic(rng)
+
+
+def _tool(rng: random.Random, topic: tuple[str, str], held_out: bool) -> Tool:
+    """The tool for ``topic``: the scorer's shapes when held out, else the wide pool's."""
+    return make_tool(rng, topic[0], topic[1], wide=not held_out)
+
+
 def _offered(rng: random.Random, needed: list[Tool], held_out: bool) -> list[Tool]:
     """``needed`` plus up to three other tools, shuffled."""
     names = {t.topic for t in needed}
-    others = [t for t in topics(held_out) if t not in names]
-    extra = [make_tool(rng, t) for t in rng.sample(others, rng.choice([0, 0, 1, 1, 2, 3]))]
-    tools = needed + extra
+    count = rng.choice([0, 0, 1, 1, 2, 3])
+    if held_out:
+        others = [(t, topic_kind(t)) for t in rng.sample([t for t in topics(True) if t not in names], count)]
+    else:
+        others = [t for t in training_topics(rng, count + len(names)) if t[0] not in names][:count]
+    tools = needed + [_tool(rng, t, held_out) for t in others]
     rng.shuffle(tools)
     return tools
 
 
 def call_example(rng: random.Random, held_out: bool = False) -> Example:
     """A question one offered tool answers: call it with the value from the question."""
-    topic = rng.choice(topics(held_out))
-    tool = make_tool(rng, topic)
-    value = value_for(rng, topic_kind(topic), held_out)
+    topic = _topic(rng, held_out)
+    tool = _tool(rng, topic, held_out)
+    value = value_for(rng, tool.kind, held_out)
     tools = _offered(rng, [tool], held_out)
     definitions = [t.definition for t in tools]
     if rng.random() < 0.15:  # pydantic-ai's first turn: its output tool is offered beside the others
         definitions.append(final_result_tool(rng, {tool.param: value, tool.topic.replace(" ", "_"): result_value(rng)}))
-    messages = [*_system(rng), {"role": "user", "content": question(rng, topic, value)}]
+    messages = [*_system(rng), {"role": "user", "content": question(rng, tool.topic, value, tool.kind)}]
     completion = call_text([(tool.name, {tool.param: value})])
     return Example(messages, completion, tools=definitions, kind="agent_call", meta={"tool": tool.name, "value": value})
 
@@ -277,20 +357,18 @@ def call_example(rng: random.Random, held_out: bool = False) -> Example:
 def parallel_example(rng: random.Random) -> Example:
     """Two values or two topics in one question: two calls in one turn."""
     if rng.random() < 0.5:
-        topic = rng.choice([t for t in topics(False) if topic_kind(t) == "place"])
-        tool = make_tool(rng, topic)
+        tool = _tool(rng, training_topic(rng, "place"), False)
         v1, v2 = value_for(rng, "place", False), value_for(rng, "place", False)
         user = rng.choice(["What is the {t} in {a} and in {b}?", "Tell me the {t} in {a} and {b}."]).format(
-            t=topic, a=v1, b=v2
+            t=tool.topic, a=v1, b=v2
         )
         calls = [(tool.name, {tool.param: v1}), (tool.name, {tool.param: v2})]
         needed = [tool]
     else:
-        t1, t2 = rng.sample([t for t in topics(False) if topic_kind(t) == "place"], 2)
-        a, b = make_tool(rng, t1), make_tool(rng, t2)
+        a, b = (_tool(rng, t, False) for t in training_topics(rng, 2, "place"))
         value = value_for(rng, "place", False)
         user = rng.choice(["What is the {a} and the {b} in {v}?", "Tell me the {a} and the {b} in {v}."]).format(
-            a=t1, b=t2, v=value
+            a=a.topic, b=b.topic, v=value
         )
         calls = [(a.name, {a.param: value}), (b.name, {b.param: value})]
         needed = [a, b]
@@ -301,15 +379,14 @@ def parallel_example(rng: random.Random) -> Example:
 
 def no_fit_example(rng: random.Random, plain: tuple[str, str, str] | None) -> Example:
     """Tools are offered but none fits: small talk answered as such, or a topic no tool covers."""
-    pool = topics(False)
     if plain is not None:
         user, answer, _ = plain
-        tools = [make_tool(rng, t) for t in rng.sample(pool, rng.choice([1, 1, 2, 3]))]
+        tools = [_tool(rng, t, False) for t in training_topics(rng, rng.choice([1, 1, 2, 3]))]
     else:
-        asked = rng.choice(pool)
-        value = value_for(rng, topic_kind(asked), False)
-        user = question(rng, asked, value)
-        tools = [make_tool(rng, t) for t in rng.sample([t for t in pool if t != asked], rng.choice([1, 1, 2]))]
+        (asked, kind), *offered = training_topics(rng, 1 + rng.choice([1, 1, 2]))
+        value = value_for(rng, kind, False)
+        user = question(rng, asked, value, kind)
+        tools = [_tool(rng, t, False) for t in offered]
         answer = rng.choice(
             [f"Sorry, none of my tools covers the {asked}.", f"Sorry, no tool I have looks up the {asked}."]
         )
@@ -319,12 +396,11 @@ def no_fit_example(rng: random.Random, plain: tuple[str, str, str] | None) -> Ex
 
 def result_example(rng: random.Random, held_out: bool = False) -> Example:
     """After the tool's result: answer in text with its value (pydantic-ai: call final_result with it)."""
-    topic = rng.choice(topics(held_out))
-    tool = make_tool(rng, topic)
-    value = value_for(rng, topic_kind(topic), held_out)
+    tool = _tool(rng, _topic(rng, held_out), held_out)
+    value = value_for(rng, tool.kind, held_out)
     result = result_value(rng)
     tools = _offered(rng, [tool], held_out)
-    user = question(rng, topic, value)
+    user = question(rng, tool.topic, value, tool.kind)
     calls = [(tool.name, {tool.param: value})]
     messages = [
         *_system(rng),
@@ -346,12 +422,11 @@ def result_example(rng: random.Random, held_out: bool = False) -> Example:
 
 def two_results_example(rng: random.Random) -> Example:
     """Two calls answered in one turn: the answer reports both results."""
-    t1, t2 = rng.sample([t for t in topics(False) if topic_kind(t) == "place"], 2)
-    a, b = make_tool(rng, t1), make_tool(rng, t2)
+    a, b = (_tool(rng, t, False) for t in training_topics(rng, 2, "place"))
     value = value_for(rng, "place", False)
     r1, r2 = result_value(rng), result_value(rng)
     user = rng.choice(["What is the {a} and the {b} in {v}?", "Tell me the {a} and the {b} in {v}."]).format(
-        a=t1, b=t2, v=value
+        a=a.topic, b=b.topic, v=value
     )
     calls = [(a.name, {a.param: value}), (b.name, {b.param: value})]
     messages = [
@@ -379,11 +454,11 @@ def handoff_tool(agent: str, topic: str) -> dict[str, Any]:
 
 def handoff_example(rng: random.Random) -> Example:
     """A triage agent hands off to the agent whose description names the question's topic ..."""
-    chosen = rng.sample(topics(False), rng.choice([1, 2, 2, 3]))
-    topic = chosen[0]
-    agents = {t: t.replace(" ", "_") + rng.choice(["_agent", "_expert", "_assistant"]) for t in chosen}
-    value = value_for(rng, topic_kind(topic), False)
-    tools = [handoff_tool(agents[t], t) for t in chosen]
+    chosen = training_topics(rng, rng.choice([1, 2, 2, 3]))
+    topic, kind = chosen[0]
+    agents = {t: t.replace(" ", "_") + rng.choice(["_agent", "_expert", "_assistant"]) for t, _ in chosen}
+    value = value_for(rng, kind, False)
+    tools = [handoff_tool(agents[t], t) for t, _ in chosen]
     rng.shuffle(tools)
     system = {
         "role": "system",
@@ -395,12 +470,12 @@ def handoff_example(rng: random.Random) -> Example:
             ]
         ),
     }
-    user = {"role": "user", "content": question(rng, topic, value)}
+    user = {"role": "user", "content": question(rng, topic, value, kind)}
     completion = call_text([(f"transfer_to_{agents[topic]}", {})])
     if rng.random() < 0.5:
         return Example([system, user], completion, tools=tools, kind="agent_handoff")
     # ... and the agent it handed off to calls its own tool (the history still holds the transfer).
-    tool = make_tool(rng, topic)
+    tool = _tool(rng, chosen[0], False)
     transfer = [(f"transfer_to_{agents[topic]}", {})]
     messages = [
         {"role": "system", "content": rng.choice(AGENT_SYSTEMS)},
@@ -539,15 +614,14 @@ def json_example(rng: random.Random) -> Example:
 
 def result_json_example(rng: random.Random) -> Example:
     """After a tool result, a JSON answer whose fields repeat the result's (the Agents SDK's output_type)."""
-    topic = rng.choice([t for t in topics(False) if topic_kind(t) == "place"])
-    tool = make_tool(rng, topic)
-    value = value_for(rng, "place", False)
+    tool = _tool(rng, training_topic(rng, "place"), False)
+    topic, value = tool.topic, value_for(rng, "place", False)
     result = result_value(rng)
     key = topic.replace(" ", "_")
     calls = [(tool.name, {tool.param: value})]
     messages = [
         *_system(rng),
-        {"role": "user", "content": question(rng, topic, value)},
+        {"role": "user", "content": question(rng, topic, value, "place")},
         {"role": "assistant", "content": None, "tool_calls": _openai_calls(rng, calls)},
         {"role": "tool", "tool_call_id": "call_0", "content": json.dumps({tool.param: value, key: result})},
     ]
