@@ -10,13 +10,23 @@ pre-filled, i.e. when ``enable_thinking`` is true.
 
 Determinism: fixed seeds, a fixed number of optimiser steps (never a time
 budget), a batch order derived from the seed, and a fixed thread count.
+
+Long runs (the agent recipe: hours on two CPU cores) write a checkpoint every
+``checkpoint_every`` steps and resume from it (``resume``): the model, the
+optimiser, the step, the induction batches' rng and the logged losses, so a run
+split across sessions ends where an unbroken one does (on CPU, bit for bit:
+tests/test_train_resume.py). On ``cuda`` the steps run under bf16 autocast.
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
 import math
+import os
 import random
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -41,8 +51,19 @@ MODEL_SHAPES: dict[str, dict[str, int]] = {
         "num_attention_heads": 4,
         "num_key_value_heads": 4,
     },
+    # The agent recipe's tiny-chat (issue 47): 2.16 M parameters, 4.3 MB in fp16, within the bundled models'
+    # 5 MiB bound with its tokenizer and card (tests/test_bundled_models.py); a wider or deeper one is not.
+    "tiny-chat-agent": {
+        "hidden_size": 192,
+        "intermediate_size": 512,
+        "num_hidden_layers": 4,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 4,
+    },
 }
 MAX_POSITION_EMBEDDINGS = 2048
+CHECKPOINT = "checkpoint.pt"  # in a run's checkpoint folder: model, optimiser and loop state
+DEVICES = ("cpu", "cuda")
 
 
 @dataclass
@@ -59,6 +80,8 @@ class TrainConfig:
     prompt_weight: float = 0.25  # loss weight of prompt tokens relative to the completion
     induction_steps: int = 0  # first steps on repeated random token runs only (see induction_batch)
     induction_every: int = 0  # afterwards, one step in this many is such a batch (0: none)
+    device: str = "cpu"  # or "cuda": bf16 autocast there
+    checkpoint_every: int = 0  # save a resumable checkpoint every this many steps (0: only with a folder, at the end)
 
 
 @dataclass
@@ -70,6 +93,7 @@ class TrainResult:
     final_loss: float
     parameters: int
     losses: list[tuple[int, float]]
+    finished: bool = True  # False: stopped early (``stop``), to be resumed from its checkpoint
 
 
 def encode_examples(examples: list[Example], tokenizer: Any, max_len: int) -> list[tuple[list[int], list[int]]]:
@@ -185,13 +209,29 @@ def build_model(name: str, vocab_size: int, eos_id: int, pad_id: int, seed: int)
 
 
 def train_model(
-    model: Any, encoded: list[tuple[list[int], list[int]]], pad_id: int, cfg: TrainConfig, log: Any = print
+    model: Any,
+    encoded: list[tuple[list[int], list[int]]],
+    pad_id: int,
+    cfg: TrainConfig,
+    log: Any = print,
+    checkpoints: Path | None = None,
+    resume: bool = False,
+    stop: Callable[[int], bool] | None = None,
 ) -> TrainResult:
-    """Run ``cfg.steps`` AdamW steps over the batches (cycling if needed)."""
+    """Run ``cfg.steps`` AdamW steps over the batches (cycling if needed).
+
+    ``checkpoints``: a folder for the run's checkpoint, written every ``cfg.checkpoint_every`` steps and at the
+    end (the finished run's without the optimiser: it is never trained further); ``resume``: go on from the
+    checkpoint there, if any (the same ``cfg`` and corpus, or an error); ``stop``: asked after each step with the
+    steps done, stops the run there when true (checkpointed, to be resumed: a session's time is up)."""
     import torch
 
+    if cfg.device not in DEVICES:
+        raise ValueError(f"device: {cfg.device!r} is not one of {', '.join(DEVICES)}")
     torch.manual_seed(cfg.seed)
     torch.set_num_threads(cfg.threads)
+    device = torch.device(cfg.device)
+    model.to(device)
     batches = make_batches(encoded, cfg.tokens_per_batch, cfg.seed)
     decay = [p for n, p in model.named_parameters() if p.dim() >= 2]
     no_decay = [p for n, p in model.named_parameters() if p.dim() < 2]
@@ -216,7 +256,24 @@ def train_model(
     # Merged tokens only: above the 256 bytes, below the special and tag tokens the tokenizer appends last.
     ordinary = list(range(256, pad_id))
     chat_step = 0
-    for step in range(cfg.steps):
+    first, earlier = 0, 0.0  # the step to start at and the seconds spent before (a resumed run)
+    stopped_at: int | None = None  # the steps done when ``stop`` ended the run
+    fingerprint = _run_fingerprint(cfg, encoded)
+    saved = checkpoints / CHECKPOINT if checkpoints is not None else None
+    if resume and saved is not None and saved.exists():
+        state = torch.load(saved, map_location=device, weights_only=False)
+        if state["run"] != fingerprint:
+            raise ValueError(f"--resume: {saved} is another run's (its settings or corpus differ): {state['run']}")
+        model.load_state_dict(state["model"])
+        if state["step"] < cfg.steps:
+            opt.load_state_dict(state["optimizer"])
+        first, chat_step, running, earlier = state["step"], state["chat_step"], state["running"], state["seconds"]
+        losses = [(int(step), float(loss)) for step, loss in state["losses"]]
+        copy_rng.setstate(state["copy_rng"])
+        log(f"  resumed at step {first}/{cfg.steps} from {saved}", flush=True)
+    # bf16 on cuda only: the CPU recipe computes in fp32, as the bundled models were trained.
+    autocast = torch.autocast("cuda", dtype=torch.bfloat16) if cfg.device == "cuda" else contextlib.nullcontext()
+    for step in range(first, cfg.steps):
         if step < cfg.induction_steps or (cfg.induction_every and step % cfg.induction_every == 0):
             rows = induction_batch(copy_rng, ordinary, cfg.tokens_per_batch)
         else:
@@ -230,11 +287,14 @@ def train_model(
             ids[row, : len(x)] = torch.tensor(x)
             roles[row, : len(r)] = torch.tensor(r)
             mask[row, : len(x)] = 1
+        if cfg.device != "cpu":
+            ids, roles, mask = ids.to(device), roles.to(device), mask.to(device)
         for group in opt.param_groups:
             group["lr"] = lr_at(step)
-        logits = model(input_ids=ids, attention_mask=mask).logits[:, :-1]
+        with autocast:
+            logits = model(input_ids=ids, attention_mask=mask).logits[:, :-1]
         ce = torch.nn.functional.cross_entropy(
-            logits.reshape(-1, logits.shape[-1]), ids[:, 1:].reshape(-1), reduction="none"
+            logits.float().reshape(-1, logits.shape[-1]), ids[:, 1:].reshape(-1), reduction="none"
         ).view(ids.shape[0], -1)
         target_roles = roles[:, 1:]
         completion = target_roles == 2
@@ -253,14 +313,57 @@ def train_model(
         if step % 100 == 0 or step == cfg.steps - 1:
             losses.append((step, round(running, 4)))
             log(f"  step {step:5d}/{cfg.steps}  loss {running:.4f}  {time.monotonic() - start:6.1f}s", flush=True)
+        done = step + 1
+        stopping = done < cfg.steps and stop is not None and stop(done)
+        due = done == cfg.steps or stopping or (cfg.checkpoint_every and done % cfg.checkpoint_every == 0)
+        if saved is not None and due:
+            state = {
+                "run": fingerprint, "step": done, "chat_step": chat_step, "running": running, "losses": losses,
+                "seconds": earlier + time.monotonic() - start, "copy_rng": copy_rng.getstate(),
+                "model": model.state_dict(),
+            }  # fmt: skip
+            if done < cfg.steps:
+                state["optimizer"] = opt.state_dict()
+            _save_atomically(torch, state, saved)
+        if stopping:
+            stopped_at = done
+            break
     model.eval()
+    model.to("cpu")  # export and scoring run on CPU
     return TrainResult(
-        steps=cfg.steps,
-        seconds=round(time.monotonic() - start, 1),
+        steps=cfg.steps if stopped_at is None else stopped_at,
+        seconds=round(earlier + time.monotonic() - start, 1),
         final_loss=round(running, 4),
         parameters=sum(p.numel() for p in model.parameters()),
         losses=losses,
+        finished=stopped_at is None,
     )
+
+
+def _run_fingerprint(cfg: TrainConfig, encoded: list[tuple[list[int], list[int]]]) -> str:
+    """What a checkpoint must match to be resumed: the settings that shape the steps, and the corpus's size.
+
+    The device and thread count may differ (a run may move between machines), as may the checkpoint interval."""
+    shaping = {k: v for k, v in vars(cfg).items() if k not in ("device", "threads", "checkpoint_every")}
+    return json.dumps({**shaping, "examples": len(encoded), "tokens": sum(len(x) for x, _ in encoded)}, sort_keys=True)
+
+
+def _save_atomically(torch: Any, state: dict[str, Any], path: Path) -> None:
+    """Write ``state`` beside ``path``, then rename it there: a run killed mid-write keeps its last checkpoint."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_suffix(".partial")
+    torch.save(state, partial)
+    os.replace(partial, path)
+
+
+def load_weights(model: Any, checkpoint: Path) -> dict[str, Any]:
+    """Load a run's checkpoint (``checkpoint.pt``, or just its weights) into ``model``; returns the rest of it."""
+    import torch
+
+    state = torch.load(checkpoint, map_location="cpu", weights_only=False)
+    model.load_state_dict(state.pop("model"))
+    state.pop("optimizer", None)
+    return dict(state)
 
 
 def save_model(model: Any, out_dir: Path) -> None:
