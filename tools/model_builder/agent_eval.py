@@ -9,9 +9,12 @@ Three scores, each over prompts built from topics, places and people the corpus 
 * ``json_valid``: facts in prose with the schema in the instructions (instructor's and
   pydantic-ai's prompts) -> a JSON object with exactly the schema's fields and the facts' values.
 
-The build scores the exported model with OpenVINO GenAI (``replies_openvino``) and writes the cases and
-scores to the model's ``held_out.json``; tests/test_agent_scores.py scores them again on the shipped
-model and prints them in pytest's summary.
+The build scores the exported model with OpenVINO GenAI (``replies_openvino``) twice: as it writes alone
+(``scores`` in the model's ``held_out.json``, comparable with the numbers recorded before), and with the
+service's tool-guided generation on (``guided_scores``), which ovserve applies by default whenever a request
+sends tools under ``tool_choice: auto``: a call the model opens is one of the offered tools with arguments valid
+for it (``tool_guide``: the service's own plan, ``ovserve.service.structured.output.output_plan``). Issue 47's
+bar is the guided ``tool_chosen`` >= 0.8.
 """
 
 from __future__ import annotations
@@ -140,16 +143,47 @@ def score(cases_: list[Case], replies: list[str]) -> dict[str, float]:
     return {name: round(sum(passed) / len(passed), 3) for name, passed in totals.items() if passed}
 
 
-def replies_openvino(model_dir: Any, cases_: list[Case], max_new_tokens: int = 96) -> list[str]:
-    """Greedy replies of the exported model (OpenVINO GenAI, its own chat template), as the service serves it."""
+def tool_guide(tools: list[dict[str, Any]], chat_template: str, tokenizer: Any) -> Any | None:
+    """The engine constraint the service puts on a reply when a request sends ``tools`` (chat-template form)
+    under ``tool_choice: auto`` to a model served with its default tool-guided generation, or None when it puts
+    none: the request's plan as ``ovserve.service.api.prepare.templated_constraint`` builds it, for the call markup
+    the service reads off ``chat_template`` and the grammar spellings of ``tokenizer`` (an openvino_genai one), with
+    no reasoning block open (the scorer's prompts leave thinking off)."""
+    from google.protobuf import json_format
+
+    from ovserve.clients.v1 import chat_pb2
+    from ovserve.service.engine.generation_config import structured_output_config
+    from ovserve.service.engine.vocabulary import grammar_spellings
+    from ovserve.service.errors import FieldViolation
+    from ovserve.service.parsing import OutputFormat
+    from ovserve.service.structured.output import output_plan
+
+    request = json_format.ParseDict({"model": "scored", "tools": tools}, chat_pb2.CreateChatCompletionRequest())
+    output = OutputFormat.choose(None, None, chat_template)
+    violations: list[FieldViolation] = []
+    guide = output_plan(
+        request, violations, tools=tools, markup=output.call_markup, think=output.think_markup,
+        guided=True, by_default=True, spellings=grammar_spellings(tokenizer),
+    )  # fmt: skip
+    if violations:
+        raise ValueError(f"the service refuses the scorer's tools: {violations}")
+    return None if guide is None else structured_output_config(guide.constraint(opened=False))
+
+
+def replies_openvino(model_dir: Any, cases_: list[Case], max_new_tokens: int = 96, guided: bool = False) -> list[str]:
+    """Greedy replies of the exported model (OpenVINO GenAI, its own chat template), as the service serves it;
+    ``guided``: with the service's default tool-guided generation on the cases that offer tools."""
     import openvino_genai as ov_genai
 
     pipe = ov_genai.LLMPipeline(str(model_dir), "CPU")
-    config = ov_genai.GenerationConfig(max_new_tokens=max_new_tokens, do_sample=False)
+    tokenizer = pipe.get_tokenizer()
     out = []
     for case in cases_:
+        config = ov_genai.GenerationConfig(max_new_tokens=max_new_tokens, do_sample=False)
         history = ov_genai.ChatHistory(case.messages)
         if case.tools:
             history.set_tools(case.tools)
+            if guided and (guide := tool_guide(case.tools, tokenizer.chat_template, tokenizer)) is not None:
+                config.structured_output_config = guide
         out.append(pipe.generate(history, config).texts[0])
     return out
