@@ -1,4 +1,4 @@
-"""A tiny-chat training run split across sessions ends where an unbroken one does (tools/model_builder/train.py).
+"""A tiny-chat training run split across sessions (or machines) ends where an unbroken one does (train.py, prepared.py).
 
 The agent recipe trains for hours on two CPU cores, so it runs across sessions: stopped (``stop``, the CLI's
 --stop-after-minutes) with a checkpoint, resumed with ``resume``. Here a one-layer toy model on a random corpus
@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import torch
 
-from tools.model_builder import train
+from tools.model_builder import prepared, train
 
 VOCAB, EOS, PAD = 300, 298, 299
 TOLERANCE = 1e-6  # the largest absolute difference allowed between any two weights
@@ -90,3 +90,13 @@ def test_resume_refuses_another_runs_checkpoint(tmp_path: Path) -> None:
     train.train_model(_model(), encoded, PAD, _config(), log=_quiet, checkpoints=tmp_path, stop=lambda done: done == 2)
     with pytest.raises(ValueError, match=r"--resume: .* another run's"):
         train.train_model(_model(), encoded, PAD, _config(lr=1e-3), log=_quiet, checkpoints=tmp_path, resume=True)
+
+
+def test_a_prepared_corpus_reads_back_as_written(tmp_path: Path) -> None:
+    # What a device run trains on is the corpus encoded here (tools/model_builder/prepared.py).
+    encoded = _corpus()
+    meta = {"vocab_size": VOCAB, "eos_id": EOS, "pad_id": PAD}
+    prepared.save(tmp_path, encoded, meta)
+    assert prepared.load(tmp_path) == (encoded, meta)
+    with pytest.raises(ValueError, match="vocab_size"):
+        prepared.save(tmp_path, encoded, {**meta, "vocab_size": 1 << 15})

@@ -15,6 +15,9 @@ def _fence(text: str, lang: str = "") -> str:
 
 
 HELD_OUT_CASES = 40
+# How the held-out prompts are answered: as the model writes alone, and under the service's default tool-guided
+# generation (agent_eval.tool_guide), which issue 47's bar is scored with.
+SCORE_MODES = {"unguided": "alone", "guided": "tool-guided"}
 SCORE_MEANINGS = {
     "tool_chosen": "a question an offered tool answers gets one call of that tool with the question's value",
     "tool_not_chosen": "small talk, a topic no offered tool covers, or a tool's result gets text (holding the "
@@ -37,10 +40,12 @@ def write_model_card(
     observations: list[Observation] | None,
     known_wrong: list[Observation] | None = None,
     main_model: str | None = None,
-    agent_scores: dict[str, float] | None = None,
+    agent_scores: dict[str, dict[str, float]] | None = None,
+    shape: str | None = None,
 ) -> None:
-    """Write ``out_dir/MODEL_CARD.md``."""
-    shape = MODEL_SHAPES[name]
+    """Write ``out_dir/MODEL_CARD.md``; ``shape``: the model's train.MODEL_SHAPES entry (default: ``name``'s);
+    ``agent_scores``: the held-out scores per SCORE_MODES mode."""
+    shape = MODEL_SHAPES[shape or name]
     agent_recipe = "agent_call" in corpus_info["kinds"]  # --agent-recipe's corpus
     lines = [
         f"# {name}",
@@ -91,7 +96,8 @@ def write_model_card(
         f"tied embeddings, RoPE, `max_position_embeddings` 2048; {result.parameters:,} parameters.",
         f"- **Training**: {result.steps} AdamW steps (peak lr {train_cfg.lr}, warm-up {train_cfg.warmup_steps}, "
         f"cosine to 10%), ~{train_cfg.tokens_per_batch} padded tokens per step, seed {train_cfg.seed}, "
-        f"{train_cfg.threads} CPU threads, torch 2.13.0: {result.seconds:.0f} s, final loss "
+        + (f"{train_cfg.threads} CPU threads" if train_cfg.device == "cpu" else f"{train_cfg.device}, bf16 autocast")
+        + f", torch 2.13.0: {result.seconds:.0f} s, final loss "
         f"{result.final_loss} (smoothed cross-entropy on the assistant completion; prompt tokens are trained "
         f"with weight {train_cfg.prompt_weight}, the generation prompt and pre-filled think block not at all).",
         "- **Export**: `optimum-cli export openvino --task text-generation-with-past --weight-format fp16` "
@@ -161,9 +167,17 @@ def write_model_card(
             f"schemas the corpus never holds (`held_out.json` beside this card lists them, {HELD_OUT_CASES} "
             "per score, and the scores):",
             "",
-            "| score | what passes | share |",
-            "|---|---|---|",
-            *(f"| `{name}` | {SCORE_MEANINGS[name]} | {agent_scores[name]:.0%} |" for name in agent_scores),
+            "| score | what passes | " + " | ".join(SCORE_MODES.values()) + " |",
+            "|---|---|" + "---|" * len(SCORE_MODES),
+            *(
+                f"| `{score}` | {SCORE_MEANINGS[score]} | "
+                + " | ".join(f"{agent_scores[mode][score]:.0%}" for mode in SCORE_MODES)
+                + " |"
+                for score in SCORE_MEANINGS
+            ),
+            "",
+            "tool-guided: as the service answers a request that sends tools under `tool_choice: auto` (its default "
+            "`tool_guided_generation`): a call the model opens is one of the offered tools, with valid arguments.",
             "",
         ]
     lines += [
