@@ -266,6 +266,8 @@ def train_model(
             raise ValueError(f"--resume: {saved} is another run's (its settings or corpus differ): {state['run']}")
         model.load_state_dict(state["model"])
         if state["step"] < cfg.steps:
+            if "optimizer" not in state:
+                raise ValueError(f"--resume: {saved} holds no optimiser state (weights only): it cannot go on")
             opt.load_state_dict(state["optimizer"])
         first, chat_step, running, earlier = state["step"], state["chat_step"], state["running"], state["seconds"]
         losses = [(int(step), float(loss)) for step, loss in state["losses"]]
