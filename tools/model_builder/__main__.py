@@ -72,9 +72,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument(
         "--agent-recipe",
         action="store_true",
-        help="experimental: tiny-chat from the agent recipe (half the corpus from agent_corpus, induction "
-        "batches first; use with --examples 40000 --steps 2500) and its held-out agent scores "
-        "(held_out.json); not what the bundled tiny-chat is",
+        help="experimental: tiny-chat from the agent recipe (4 x 192, half the corpus from agent_corpus's wide pool, "
+        "induction batches first; the commands are in tools/model_builder/README.md) and its held-out agent scores, "
+        "alone and tool-guided (held_out.json); not what the bundled tiny-chat is",
     )
     p.add_argument(
         "--device", choices=train.DEVICES, default="cpu",
