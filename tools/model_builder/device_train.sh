@@ -18,7 +18,7 @@
 set -euo pipefail
 
 WORK=${WORK:-build/agent}
-EXAMPLES=${EXAMPLES:-200000}  # ~72 M tokens, ~18 MB prepared: ~3 passes of 7,000 steps x 32k tokens
+EXAMPLES=${EXAMPLES:-60000}   # 21.5 M tokens, 5.5 MB prepared (measured): ~11 passes of 7,000 steps x 32k tokens
 STEPS=${STEPS:-7000}          # the recorded GPU experiment's length (0.375 held-out tool chosen, unguided)
 TOKENS=${TOKENS:-32768}       # padded tokens per step of tiny-chat
 DRAFT_STEPS=${DRAFT_STEPS:-2000}  # tiny-chat-draft's (4,096-token steps)
