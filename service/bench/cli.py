@@ -114,6 +114,9 @@ def parser() -> argparse.ArgumentParser:
     talk.add_argument("--system-tokens", type=int, default=512,
                       help="the system prompt every conversation of a run shares, in tokens (default 512)")  # fmt: skip
     talk.add_argument("--turn-tokens", type=int, default=64, help="each user message, in tokens (default 64)")
+    talk.add_argument("--scripted-replies", action="store_true",
+                      help="resend a scripted reply of --output-tokens tokens in place of the model's: for "
+                           "random-weight models, whose text encodes back into many more tokens")  # fmt: skip
     talk.add_argument("--conversations", type=int,
                       help="conversations per run, --concurrency of them in flight (default: the "
                            "concurrency)")  # fmt: skip
@@ -172,6 +175,7 @@ def config_from(args: argparse.Namespace) -> BenchConfig:
         turns=args.turns,
         system_tokens=args.system_tokens,
         turn_tokens=args.turn_tokens,
+        scripted_replies=args.scripted_replies,
         conversations=args.conversations,
         kv_cache=args.kv_cache,
     )
@@ -216,14 +220,21 @@ def _check_turns(options: argparse.ArgumentParser, args: argparse.Namespace) -> 
     if args.conversations is not None and args.conversations < 1:
         options.error("--conversations must be at least 1")
     if not args.turns:
-        if args.conversations is not None:
-            options.error("--conversations needs --turns")
+        if args.conversations is not None or args.scripted_replies:
+            options.error("--conversations and --scripted-replies need --turns")
         return
     if args.endpoint != "chat" or args.rate is not None or args.prompts or args.images or args.mix:
         options.error("--turns runs chat conversations at fixed concurrency: not with --endpoint other than chat, "
                       "--rate, --prompts, --images or --mix")  # fmt: skip
     if len(args.input_tokens) > 1 or args.mixed_lengths:
         options.error("--turns sizes its messages with --system-tokens and --turn-tokens, not --input-tokens")
+
+
+def _check_outputs(options: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """--json and --plot name files in folders that exist: checked before the load, not after a long run."""
+    for flag, path in (("--json", args.json), ("--plot", args.plot)):
+        if path is not None and not path.parent.is_dir():
+            options.error(f"{flag} {path}: no folder {path.parent} to write it in")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -251,6 +262,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.prompts and (args.mixed_lengths or len(args.input_tokens) > 1):
         options.error("--prompts gives the prompts: not with several --input-tokens or --mixed-lengths")
     _check_turns(options, args)
+    _check_outputs(options, args)
     if args.endpoint in ("embeddings", "rerank"):
         return _inputs(options, args)
     try:

@@ -9,6 +9,12 @@ the model's chat template, as the service builds it). Turn 1 against later turns
 works: a later turn's prompt is longer, but all of it but the last reply and the new message was seen before.
 
 A failed turn ends its conversation: the turns it did not send count as failed too.
+
+With ``scripted_replies`` the history carries a scripted reply of ``output_tokens`` tokens in place of each of the
+model's: a random-weight model's text (a real-size model built for speed) decodes to strings that encode back
+into many times the tokens it generated, so the resent conversation would grow by hundreds of tokens a turn and
+outrun a peer's context. Each turn then adds the scripted reply and the new message to what was cached (the
+model's own reply, cached as it was generated, is not resent): the same work for every runner.
 """
 
 from __future__ import annotations
@@ -40,6 +46,7 @@ class ConversationLoad:
     system_tokens: int  # the shared system prompt
     turn_tokens: int  # each user message
     output_tokens: int  # each reply (ignore_eos: exactly this many)
+    scripted_replies: bool = False  # the history resends scripted replies, not the model's (module docstring)
 
 
 @dataclass(frozen=True)
@@ -48,18 +55,25 @@ class Script:
 
     system: str
     users: tuple[tuple[str, ...], ...]  # [conversation][turn]
+    replies: tuple[tuple[str, ...], ...] = ()  # [conversation][turn], with scripted_replies
 
     @classmethod
     def draw(cls, source: PromptSource, load: ConversationLoad) -> Script:
         """New random text for every run, so that no run finds another's prompts in a cache."""
-        users = tuple(
-            tuple(source.prompt(load.turn_tokens) for _ in range(load.turns)) for _ in range(load.conversations)
-        )
-        return cls(source.prompt(load.system_tokens), users)
+
+        def texts(tokens: int) -> tuple[tuple[str, ...], ...]:
+            return tuple(tuple(source.prompt(tokens) for _ in range(load.turns)) for _ in range(load.conversations))
+
+        users = texts(load.turn_tokens)
+        replies = texts(load.output_tokens) if load.scripted_replies else ()
+        return cls(source.prompt(load.system_tokens), users, replies)
 
     def request(self, conversation: int, replies: Sequence[str], output_tokens: int) -> BenchRequest:
-        """The next turn of ``conversation``, after ``replies`` (one per turn so far)."""
+        """The next turn of ``conversation``, after ``replies`` (one per turn so far; the scripted ones are sent
+        in their place when the script has them)."""
         users = self.users[conversation]
+        if self.replies:
+            replies = self.replies[conversation][: len(replies)]
         messages: list[dict[str, str]] = [{"role": "system", "content": self.system}]
         for user, reply in zip(users, replies, strict=False):
             messages += [{"role": "user", "content": user}, {"role": "assistant", "content": reply}]

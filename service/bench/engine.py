@@ -25,6 +25,7 @@ from ovserve.service.bench.load import BenchRequest, Schedule
 from ovserve.service.bench.metrics import RequestResult
 from ovserve.service.bench.progress import ProgressBar
 from ovserve.service.engine import EngineSettings
+from ovserve.service.workers.codec import TokenCodec
 
 
 class EngineRunner:
@@ -39,7 +40,8 @@ class EngineRunner:
         self.pipeline = ov_genai.ContinuousBatchingPipeline(
             str(model_dir), scheduler, settings.device, settings.for_model(model_dir).properties()
         )
-        self.tokenizer = self.pipeline.get_tokenizer()
+        self.tokenizer = self.pipeline.get_tokenizer()  # the model's chat template
+        self.codec = TokenCodec(model_dir)  # what the service encodes with (load.PromptSource says why)
         self._endpoint = endpoint
         self._ids = itertools.count()  # request ids must stay unique for the pipeline's lifetime
 
@@ -57,11 +59,10 @@ class EngineRunner:
         """The prompt's token ids as the service would build them (chat template for chat, BOS for completions)."""
         if self._endpoint == "chat":
             text = self.tokenizer.apply_chat_template(request.chat_messages(), add_generation_prompt=True)
-            encoded = self.tokenizer.encode(text, add_special_tokens=False)
+            encoded = self.codec.encode(text, add_special_tokens=False)
         else:
-            encoded = self.tokenizer.encode(request.prompt, add_special_tokens=True)
-        ids = np.array(encoded.input_ids.data, dtype=np.int64).reshape(1, -1)
-        return ov.Tensor(ids)
+            encoded = self.codec.encode(request.prompt, add_special_tokens=True)
+        return ov.Tensor(np.array(encoded, dtype=np.int64).reshape(1, -1))
 
     def run(
         self,

@@ -94,21 +94,26 @@ class Schedule:
 
 
 class PromptSource:
-    """Random prompts of a given token length, from the model's tokenizer if there is one, else from words."""
+    """Random prompts of a given token length, from the model's tokenizer if there is one, else from words.
 
-    def __init__(self, tokenizer: Any | None = None, seed: int = 0) -> None:
-        self._tokenizer = tokenizer
+    ``codec``: the model's TokenCodec (ovserve.service.workers.codec), the tokenizer the service encodes with. Not
+    openvino_genai's Tokenizer: the one OpenVINO GenAI 2026.4 builds from a GGUF file cuts every encode to 8,192
+    tokens, whatever ``max_length`` or ``truncation`` says, so longer prompts came out 8,192 tokens long.
+    """
+
+    def __init__(self, codec: Any | None = None, seed: int = 0) -> None:
+        self._codec = codec
         self._rng = random.Random(seed)
 
     def prompt(self, tokens: int) -> str:
         """A random prompt of ``tokens`` tokens (exact with a tokenizer: random words cut to length in token ids)."""
         text = " ".join(self._rng.choice(WORDS) for _ in range(tokens))
-        if self._tokenizer is None:
+        if self._codec is None:
             return text
         # Words, not random token ids: ids sampled from the vocabulary include special and byte-fallback
         # tokens, which change how the model reads the prompt or do not decode to text at all.
-        ids = self._tokenizer.encode(text, add_special_tokens=False).input_ids.data[0][:tokens]
-        return str(self._tokenizer.decode([int(i) for i in ids], skip_special_tokens=True))
+        ids = self._codec.encode(text, add_special_tokens=False)[:tokens]
+        return str(self._codec.decode_windows([ids], skip_special_tokens=True)[0])
 
     def requests(
         self, count: int, input_tokens: int | Sequence[int], input_range: float, output_tokens: int

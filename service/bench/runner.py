@@ -62,6 +62,7 @@ class BenchConfig:
     turns: int = 0  # conversations of this many turns instead of independent requests (conversation.py); 0: none
     system_tokens: int = 512  # the conversations' shared system prompt
     turn_tokens: int = 64  # each user message of a conversation
+    scripted_replies: bool = False  # conversations resend scripted replies (random-weight models)
     conversations: int | None = None  # per run (None: as many as the concurrency, all in flight at once)
     kv_cache: bool = False  # read the KV cache in use during each run (kv_cache.py)
 
@@ -177,8 +178,8 @@ class Bench:
             # Built in a thread: compiling a real-size model takes a while and the loop has nothing else to do.
             self._engine = await asyncio.to_thread(EngineRunner, config.model_dir, EngineSettings(), config.endpoint)
         if config.prompts is None:
-            tokenizer = self._engine.tokenizer if self._engine is not None else _tokenizer(config.model_dir)
-            self._prompts = PromptSource(tokenizer, config.seed)
+            codec = self._engine.codec if self._engine is not None else _codec(config.model_dir)
+            self._prompts = PromptSource(codec, config.seed)
         # Every server is asked for its models first: a wrong URL or target ends in one line naming it.
         service = ApiBase.parse(config.url)
         key = config.request_key
@@ -256,7 +257,12 @@ class Bench:
         config = self.config
         slots = schedule.slots or 1
         load = conversation.ConversationLoad(
-            config.conversations or slots, config.turns, config.system_tokens, config.turn_tokens, config.output_tokens
+            config.conversations or slots,
+            config.turns,
+            config.system_tokens,
+            config.turn_tokens,
+            config.output_tokens,
+            config.scripted_replies,
         )
         assert self._prompts is not None
         script = conversation.Script.draw(self._prompts, load)
@@ -387,12 +393,12 @@ def _median_figures(rounds: Sequence[dict[str, Any]]) -> dict[str, Any]:
     return merged
 
 
-def _tokenizer(model_dir: Path | None) -> Any:
+def _codec(model_dir: Path | None) -> Any:
     if model_dir is None:
         return None
-    import openvino_genai as ov_genai
+    from ovserve.service.workers.codec import TokenCodec
 
-    return ov_genai.Tokenizer(str(model_dir))
+    return TokenCodec(model_dir)
 
 
 def _is_real_size(model_dir: Path | None) -> bool:

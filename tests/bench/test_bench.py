@@ -135,6 +135,18 @@ def test_cold_starts_need_an_admin_key_and_a_server_that_loads_on_request(
         assert states.get("tiny-chat").state.value == "loaded"  # loaded again before the bench stopped
 
 
+def test_output_paths_checked_before_the_load(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """--json or --plot in a folder that does not exist stops the bench at once, naming the flag and the folder
+    (it used to fail writing the report after the whole run); no server is needed to see it."""
+    for flag in ("--json", "--plot"):
+        missing = tmp_path / "no-such-folder" / "out"
+        with pytest.raises(SystemExit) as stopped:
+            main(["--target", "127.0.0.1:1", flag, str(missing), "--no-progress"])
+        assert stopped.value.code == 2
+        said = capsys.readouterr().err
+        assert f"{flag} {missing}: no folder {missing.parent}" in said, said
+
+
 def test_bench_poisson_rate_without_tokenizer(server: ServerThread, tmp_path: Path) -> None:
     report = _bench(tmp_path, "--target", server.target, "--rate", "50", "--max-concurrency", "2")
     (run,) = report["summary"]

@@ -17,6 +17,7 @@ from ovserve.rest_bridge.server import Bridge
 from ovserve.service.bench import kv_cache
 from ovserve.service.bench.cli import main
 from ovserve.service.bench.load import PromptSource
+from ovserve.service.workers.codec import TokenCodec
 from tests.conftest import ServerThread
 
 TURNS, CONVERSATIONS, TURN_TOKENS, OUTPUT_TOKENS = 3, 2, 8, 8
@@ -116,28 +117,44 @@ def test_several_prompt_lengths_run_one_after_another_and_mixed_lengths_in_one_r
 
 
 def test_mixed_lengths_are_drawn_from_the_list_exactly_and_long_prompts_are_built_at_once(tiny_chat_dir: Path) -> None:
-    """Each mixed-length prompt is one of the lengths, in the model's tokens; a 16k-token prompt is built by one
-    encode of its words (not token by token), so it takes about as long as a few hundred tokens' would."""
-    import openvino_genai as ov_genai
-
-    tokenizer = ov_genai.Tokenizer(str(tiny_chat_dir))
-    source = PromptSource(tokenizer, seed=3)
-    lengths = [len(tokenizer.encode(request.prompt, add_special_tokens=False).input_ids.data[0])
+    """Each mixed-length prompt is one of the lengths, in the model's tokens (the service's codec); a 16k-token
+    prompt is built by one encode of its words (not token by token), so it takes about as long as a few hundred
+    tokens' would."""
+    codec = TokenCodec(tiny_chat_dir)
+    source = PromptSource(codec, seed=3)
+    lengths = [len(codec.encode(request.prompt, add_special_tokens=False))
                for request in source.requests(12, (5, 40), 0.1, 1)]  # fmt: skip
     assert set(lengths) == {5, 40}, lengths
     calls: list[int] = []
-    encode = tokenizer.encode
 
     class Counting:
         def encode(self, text: str, **options: Any) -> Any:
             calls.append(len(text))
-            return encode(text, **options)
+            return codec.encode(text, **options)
 
-        def decode(self, ids: list[int], **options: Any) -> Any:
-            return tokenizer.decode(ids, **options)
+        def decode_windows(self, windows: list[list[int]], **options: Any) -> Any:
+            return codec.decode_windows(windows, **options)
 
     long = PromptSource(Counting(), seed=3).prompt(16384)
-    assert len(calls) == 1 and len(encode(long, add_special_tokens=False).input_ids.data[0]) == 16384
+    assert len(calls) == 1 and len(codec.encode(long, add_special_tokens=False)) == 16384
+
+
+def test_scripted_replies_stand_in_for_the_models_in_the_resent_history(tiny_chat_dir: Path) -> None:
+    """--scripted-replies: each turn's history carries the script's reply of --output-tokens tokens, whatever the
+    model said, so every runner resends the same conversation; without it, the model's own text is resent."""
+    from ovserve.service.bench.conversation import ConversationLoad, Script
+
+    codec = TokenCodec(tiny_chat_dir)
+    load = ConversationLoad(2, 3, 16, 8, 12, scripted_replies=True)
+    script = Script.draw(PromptSource(codec, seed=5), load)
+    request = script.request(1, ["what the model said", "and again"], load.output_tokens)
+    sent = [message["content"] for message in request.messages if message["role"] == "assistant"]
+    assert sent == list(script.replies[1][:2]) and "what the model said" not in sent
+    assert all(len(codec.encode(text, add_special_tokens=False)) == 12 for text in sent)
+    plain = Script.draw(PromptSource(codec, seed=5), ConversationLoad(2, 3, 16, 8, 12))
+    assert plain.replies == ()
+    resent = plain.request(0, ["what the model said"], 12).messages
+    assert resent[2] == {"role": "assistant", "content": "what the model said"}
 
 
 def test_the_kv_cache_gauges_are_read_while_a_stream_is_in_flight(
@@ -202,7 +219,8 @@ def test_each_servers_kv_cache_gauges_are_read_by_their_own_names() -> None:
         (["--turns", "2", "--endpoint", "completions"], "--turns"),
         (["--turns", "2", "--rate", "2"], "--turns"),
         (["--turns", "2", "--input-tokens", "8", "16"], "--turn-tokens"),
-        (["--conversations", "2"], "--conversations needs --turns"),
+        (["--conversations", "2"], "--conversations and --scripted-replies need --turns"),
+        (["--scripted-replies"], "--conversations and --scripted-replies need --turns"),
         (["--mixed-lengths"], "--mixed-lengths"),
         (["--input-tokens", "0"], "--input-tokens"),
     ],
