@@ -85,6 +85,19 @@ def test_a_finished_checkpoint_keeps_no_optimiser_and_is_not_trained_again(tmp_p
     assert result.finished and _largest_difference(trained, again) == 0.0
 
 
+def test_a_run_resumed_under_another_torch_names_both(tmp_path: Path) -> None:
+    """The model card names the torch that trained the weights: a GPU run finished on CPU had two."""
+    encoded = _corpus()
+    train.train_model(_model(), encoded, PAD, _config(), log=_quiet, checkpoints=tmp_path, stop=lambda done: done == 3)
+    saved = tmp_path / train.CHECKPOINT
+    state = torch.load(saved, weights_only=False)
+    assert state["torch"] == [torch.__version__]
+    state["torch"] = ["2.11.0+cu128"]  # as a device's torch would have written it
+    torch.save(state, saved)
+    result = train.train_model(_model(), encoded, PAD, _config(), log=_quiet, checkpoints=tmp_path, resume=True)
+    assert result.torch_versions == ("2.11.0+cu128", torch.__version__)
+
+
 def test_resume_refuses_another_runs_checkpoint(tmp_path: Path) -> None:
     encoded = _corpus()
     train.train_model(_model(), encoded, PAD, _config(), log=_quiet, checkpoints=tmp_path, stop=lambda done: done == 2)

@@ -97,7 +97,7 @@ def write_model_card(
         f"- **Training**: {result.steps} AdamW steps (peak lr {train_cfg.lr}, warm-up {train_cfg.warmup_steps}, "
         f"cosine to 10%), ~{train_cfg.tokens_per_batch} padded tokens per step, seed {train_cfg.seed}, "
         + (f"{train_cfg.threads} CPU threads" if train_cfg.device == "cpu" else f"{train_cfg.device}, bf16 autocast")
-        + f", torch 2.13.0: {result.seconds:.0f} s, final loss "
+        + f", torch {', '.join(result.torch_versions) or 'unrecorded'}: {result.seconds:.0f} s, final loss "
         f"{result.final_loss} (smoothed cross-entropy on the assistant completion; prompt tokens are trained "
         f"with weight {train_cfg.prompt_weight}, the generation prompt and pre-filled think block not at all).",
         "- **Export**: `optimum-cli export openvino --task text-generation-with-past --weight-format fp16` "
@@ -183,7 +183,7 @@ def write_model_card(
     lines += [
         "## Limits",
         "",
-        "- A toy: ~0.7M (main) / ~0.2M (draft) parameters. It learned the *shapes* (turn ends, tool-call "
+        f"- A toy: {result.parameters / 1e6:.2f} M parameters. It learned the *shapes* (turn ends, tool-call "
         "JSON, think blocks, copying values from the user's message) far better than the facts: capitals, "
         "animal sounds and sums are often wrong, license quotations are recombined into near-nonsense, and "
         "numbers copied from tool results are often off. Use it to test plumbing, never content.",

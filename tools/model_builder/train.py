@@ -94,6 +94,7 @@ class TrainResult:
     parameters: int
     losses: list[tuple[int, float]]
     finished: bool = True  # False: stopped early (``stop``), to be resumed from its checkpoint
+    torch_versions: tuple[str, ...] = ()  # every torch that trained it (a run resumed elsewhere has several)
 
 
 def encode_examples(examples: list[Example], tokenizer: Any, max_len: int) -> list[tuple[list[int], list[int]]]:
@@ -257,6 +258,7 @@ def train_model(
     ordinary = list(range(256, pad_id))
     chat_step = 0
     first, earlier = 0, 0.0  # the step to start at and the seconds spent before (a resumed run)
+    torch_versions = [torch.__version__]  # the card names each torch that trained the weights
     stopped_at: int | None = None  # the steps done when ``stop`` ended the run
     fingerprint = _run_fingerprint(cfg, encoded)
     saved = checkpoints / CHECKPOINT if checkpoints is not None else None
@@ -272,6 +274,8 @@ def train_model(
         first, chat_step, running, earlier = state["step"], state["chat_step"], state["running"], state["seconds"]
         losses = [(int(step), float(loss)) for step, loss in state["losses"]]
         copy_rng.setstate(state["copy_rng"])
+        recorded = state.get("torch", [])  # absent from checkpoints written before it was kept
+        torch_versions = [*recorded, *(version for version in torch_versions if version not in recorded)]
         log(f"  resumed at step {first}/{cfg.steps} from {saved}", flush=True)
     # bf16 on cuda only: the CPU recipe computes in fp32, as the bundled models were trained.
     autocast = torch.autocast("cuda", dtype=torch.bfloat16) if cfg.device == "cuda" else contextlib.nullcontext()
@@ -322,7 +326,7 @@ def train_model(
             state = {
                 "run": fingerprint, "step": done, "chat_step": chat_step, "running": running, "losses": losses,
                 "seconds": earlier + time.monotonic() - start, "copy_rng": copy_rng.getstate(),
-                "model": model.state_dict(),
+                "model": model.state_dict(), "torch": torch_versions,
             }  # fmt: skip
             if done < cfg.steps:
                 state["optimizer"] = opt.state_dict()
@@ -339,6 +343,7 @@ def train_model(
         parameters=sum(p.numel() for p in model.parameters()),
         losses=losses,
         finished=stopped_at is None,
+        torch_versions=tuple(torch_versions),
     )
 
 
