@@ -86,7 +86,8 @@ def test_a_finished_checkpoint_keeps_no_optimiser_and_is_not_trained_again(tmp_p
 
 
 def test_a_run_resumed_under_another_torch_names_both(tmp_path: Path) -> None:
-    """The model card names the torch that trained the weights: a GPU run finished on CPU had two."""
+    """The model card names each torch that trained the weights: a run stopped on a device and resumed on CPU had
+    two; resuming a finished run (device_train.sh's finish) trains nothing and adds none."""
     encoded = _corpus()
     train.train_model(_model(), encoded, PAD, _config(), log=_quiet, checkpoints=tmp_path, stop=lambda done: done == 3)
     saved = tmp_path / train.CHECKPOINT
@@ -96,6 +97,12 @@ def test_a_run_resumed_under_another_torch_names_both(tmp_path: Path) -> None:
     torch.save(state, saved)
     result = train.train_model(_model(), encoded, PAD, _config(), log=_quiet, checkpoints=tmp_path, resume=True)
     assert result.torch_versions == ("2.11.0+cu128", torch.__version__)
+
+    finished = torch.load(saved, weights_only=False)
+    finished["torch"] = ["2.11.0+cu128"]
+    torch.save(finished, saved)
+    again = train.train_model(_model(), encoded, PAD, _config(), log=_quiet, checkpoints=tmp_path, resume=True)
+    assert again.finished and again.torch_versions == ("2.11.0+cu128",)
 
 
 def test_resume_refuses_another_runs_checkpoint(tmp_path: Path) -> None:

@@ -258,7 +258,7 @@ def train_model(
     ordinary = list(range(256, pad_id))
     chat_step = 0
     first, earlier = 0, 0.0  # the step to start at and the seconds spent before (a resumed run)
-    torch_versions = [torch.__version__]  # the card names each torch that trained the weights
+    torch_versions: list[str] = []  # each torch that trained steps of these weights (the model card names them)
     stopped_at: int | None = None  # the steps done when ``stop`` ended the run
     fingerprint = _run_fingerprint(cfg, encoded)
     saved = checkpoints / CHECKPOINT if checkpoints is not None else None
@@ -274,9 +274,10 @@ def train_model(
         first, chat_step, running, earlier = state["step"], state["chat_step"], state["running"], state["seconds"]
         losses = [(int(step), float(loss)) for step, loss in state["losses"]]
         copy_rng.setstate(state["copy_rng"])
-        recorded = state.get("torch", [])  # absent from checkpoints written before it was kept
-        torch_versions = [*recorded, *(version for version in torch_versions if version not in recorded)]
+        torch_versions = list(state.get("torch", []))  # absent from checkpoints written before it was kept
         log(f"  resumed at step {first}/{cfg.steps} from {saved}", flush=True)
+    if first < cfg.steps and torch.__version__ not in torch_versions:  # a finished run resumed trains nothing
+        torch_versions.append(torch.__version__)
     # bf16 on cuda only: the CPU recipe computes in fp32, as the bundled models were trained.
     autocast = torch.autocast("cuda", dtype=torch.bfloat16) if cfg.device == "cuda" else contextlib.nullcontext()
     for step in range(first, cfg.steps):
