@@ -101,7 +101,10 @@ def build(model: Path, variant: Variant) -> ovg.ContinuousBatchingPipeline:
     scheduler.enable_prefix_caching = False
     if variant.step_tokens is not None:
         scheduler.max_num_batched_tokens = variant.step_tokens
-    return ovg.ContinuousBatchingPipeline(str(model), scheduler, "CPU", dict(variant.properties))
+    # ovserve's device properties (the KV-cache precision it tells a CPU pipeline), then the variant's
+    return ovg.ContinuousBatchingPipeline(
+        str(model), scheduler, "CPU", {**settings.engine_properties(), **variant.properties}
+    )
 
 
 def run(pipeline: ovg.ContinuousBatchingPipeline, workload: Workload, vocab: int, rng: random.Random) -> Sample:

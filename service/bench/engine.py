@@ -38,7 +38,7 @@ class EngineRunner:
         for attribute, value in settings.scheduler(model_dir).items():
             setattr(scheduler, attribute, value)
         self.pipeline = ov_genai.ContinuousBatchingPipeline(
-            str(model_dir), scheduler, settings.device, settings.for_model(model_dir).properties()
+            str(model_dir), scheduler, settings.device, settings.for_model(model_dir).engine_properties()
         )
         self.tokenizer = self.pipeline.get_tokenizer()  # the model's chat template
         self.codec = TokenCodec(model_dir)  # what the service encodes with (load.PromptSource says why)

@@ -132,7 +132,7 @@ class Engine(Supervised):
             prompt_lookup,
             flush_interval=settings.stream_interval_ms / 1000,
             update_rate=settings.stream_updates_per_s,
-            properties=settings.properties(),
+            properties=settings.engine_properties(),
             markup=markup(self._template),
             adapters=adapters,
             # A vision model's pipeline takes text, which cannot be salted: isolated, it caches no prefixes.

@@ -17,16 +17,22 @@ from ovserve.service.engine.precision import OPTIMIZE_FOR, default_precision
 from ovserve.service.workers.errors import EngineError
 from ovserve.service.workers.served import ProcessSettings
 
-# The CPU plugin's KV cache: 32-token blocks of keys and values, f16 unless --kv-cache-precision says otherwise
-# (what openvino-genai 2026.4 allocates when not told, measured on AVX2 and AVX-512 CPUs, although the CPU
-# plugin itself reports u8).
+# The CPU plugin's KV cache: 32-token blocks of keys and values, in f16 unless --kv-cache-precision says otherwise.
+# ovserve tells every CPU pipeline its precision (EngineSettings.engine_properties): left to itself, openvino-genai
+# 2026.4 takes the CPU plugin's, which differs by CPU (u8 on a Xeon with AMX, f16 on an AVX2 EPYC without VNNI;
+# measured), so the cache would hold other bytes than it was sized for and answer differently from CPU to CPU.
+# f16, not u8: on the AMX Xeon the two decoded at the same speed within the noise (Qwen2.5 0.5B and 1.5B shapes,
+# 128- and 4,096-token prompts, 1 and 8 streams: docs/benchmarks/engine-settings.md), and f16 keeps logprobs
+# closer to the model's own; u8 holds ~1.7x the tokens in the same memory.
 KV_BLOCK_TOKENS = 32
 DEFAULT_KV_PRECISION = "f16"
-# By KV_CACHE_PRECISION: bytes per cached value, and bytes more per head and token (u8's scale and zero point).
-# Measured on tiny-chat (head size 32): 64 blocks take 1.25 MiB in u8, 2 MiB in f16, 4 MiB in f32. (bf16 is
-# refused by the plugin on an AVX2 CPU; u4, which took more than u8, is left out.)
-KV_BYTES = {"u8": (1, 8), "f16": (2, 0), "bf16": (2, 0), "f32": (4, 0)}
+# By KV_CACHE_PRECISION: bytes per cached value; for u8 also the f32 scale and zero point, per token and head for
+# values, per channel and block for keys (the plugin quantises keys by channel): measured as 64 blocks of tiny-chat
+# (head size 32) in 1.25 MiB, of the Qwen2.5-0.5B shape (head size 64) at 7,296 bytes a token. (bf16 is refused by
+# the plugin on an AVX2 CPU; u4, which took more than u8, is left out.)
+KV_BYTES = {"u8": 1, "f16": 2, "bf16": 2, "f32": 4}
 KV_CACHE_PRECISIONS = tuple(KV_BYTES)  # what --kv-cache-precision takes
+QUANTISED_KV = {"u8"}  # precisions that keep a scale and a zero point (f32 each) beside the values
 # What --inference-precision takes (INFERENCE_PRECISION_HINT). OpenVINO's CPU default is bf16 where the CPU
 # has AVX-512 BF16 or AMX, f32 elsewhere: the same model answers a little differently on the two kinds.
 INFERENCE_PRECISIONS = ("f32", "bf16", "f16")
@@ -178,16 +184,16 @@ class EngineSettings:
         },
     )
 
-    # Measured on a Qwen2.5-0.5B-shaped int8 model, 2-core AVX2 EPYC without VNNI (docs/benchmarks/engine-settings.md):
-    # u8 holds the same tokens in 0.6x the bytes of the default f16 and was as fast (1.00-1.04x at 1 stream,
-    # 0.98-1.09x at 8, two paired runs), but moves the sampler's logprobs by more than 2e-3 on tiny-chat against
+    # Measured on a Qwen2.5-0.5B-shaped int8 model, 2-core AVX2 EPYC without VNNI, and on 0.5B and 1.5B shapes on a
+    # Xeon with AMX (docs/benchmarks/engine-settings.md): u8 holds the same tokens in 0.6x the bytes of the default
+    # f16 and was as fast within the noise, but moves the sampler's logprobs by more than 2e-3 on tiny-chat against
     # the model's own: not a default.
     kv_cache_precision: str | None = field(
         default=None,
         metadata={
             "help": f"precision of the KV cache (KV_CACHE_PRECISION): {', '.join(KV_CACHE_PRECISIONS)}; lower "
             "holds more tokens in --cache-size-gb and reads less per step, at some accuracy",
-            "default_text": f"openvino-genai's, {DEFAULT_KV_PRECISION} on CPU",
+            "default_text": f"{DEFAULT_KV_PRECISION} on CPU",
             "metavar": "PRECISION",
         },
     )
@@ -234,7 +240,7 @@ class EngineSettings:
         return STEP_TOKENS_SLOW_PREFILL if slow_prefill else STEP_TOKENS
 
     def properties(self) -> dict[str, object]:
-        """Device properties of the pipeline: those given."""
+        """Device properties of every model's pipeline: those given."""
         chosen = {
             "CPU_RUNTIME_CACHE_CAPACITY": self.cpu_runtime_cache,
             "INFERENCE_NUM_THREADS": self.inference_threads,
@@ -243,6 +249,14 @@ class EngineSettings:
             "DYNAMIC_QUANTIZATION_GROUP_SIZE": self.dynamic_quantization_group_size,
         }
         return {name: value for name, value in chosen.items() if value is not None}
+
+    def engine_properties(self) -> dict[str, object]:
+        """Device properties of a generating pipeline: those given, and on a CPU always the KV-cache precision
+        its blocks are sized for (see DEFAULT_KV_PRECISION: OpenVINO's own choice varies by CPU)."""
+        given = self.properties()
+        if self.device.upper() == "CPU":
+            given.setdefault("KV_CACHE_PRECISION", DEFAULT_KV_PRECISION)
+        return given
 
     def process(self) -> ProcessSettings:
         """How every model's process is started and watched (the embedding, rerank and speech models' too)."""
@@ -295,12 +309,20 @@ def kv_blocks(model_dir: Path, size_gb: float | None, precision: str = DEFAULT_K
         head_dim = int(config.get("head_dim") or int(config["hidden_size"]) // heads)
     except (OSError, ValueError, KeyError, TypeError, ZeroDivisionError):
         return None
-    per_value, per_head = KV_BYTES[precision]
-    block_bytes = KV_BLOCK_TOKENS * layers * 2 * kv_heads * (head_dim * per_value + per_head)  # keys and values
+    block_bytes = layers * kv_heads * kv_block_bytes(head_dim, precision)
     if block_bytes <= 0:
         return None
     blocks = max(1, int((size_gb or 1.0) * 2**30 // block_bytes))
     return blocks if size_gb is not None else min(blocks, AUTO_MAX_KV_BLOCKS)
+
+
+def kv_block_bytes(head_dim: int, precision: str) -> int:
+    """Bytes one layer's block of KV_BLOCK_TOKENS tokens takes per KV head: its keys and values, and for a
+    quantised cache the keys' scale and zero point per channel and the values' per token."""
+    values = 2 * KV_BLOCK_TOKENS * head_dim * KV_BYTES[precision]  # keys and values
+    if precision not in QUANTISED_KV:
+        return values
+    return values + 2 * 4 * (head_dim + KV_BLOCK_TOKENS)  # f32 scale and zero point: per key channel, per value token
 
 
 def max_model_len(model_dir: Path) -> int:

@@ -21,21 +21,25 @@ The server process stays flat (~152 MB).
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import threading
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import grpc
 import pytest
 
 from ovserve.clients.v1 import chat_pb2, chat_pb2_grpc
 from ovserve.service.engine import EngineSettings
-from ovserve.service.models import ModelSpec
+from ovserve.service.engine.settings import DEFAULT_KV_PRECISION, kv_block_bytes
+from ovserve.service.models import BUNDLED_MODELS_DIR, ModelSpec
 from tests.conftest import TEST_SETTINGS, TINY_CHAT, ServerThread, start_server
 from tests.rpc import parse
 
+DRAFT = BUNDLED_MODELS_DIR / "tiny-chat-draft"
 WARM_UP = 300
 REQUESTS = 500
 CONCURRENCY = 16
@@ -101,19 +105,31 @@ def test_memory_returns_after_a_storm_of_dropped_streams(running: ServerThread) 
     assert after[1] <= warm[1] * SERVER_BOUND
 
 
-def _kv_bytes_after_one_request(settings: EngineSettings) -> int:
-    """KV cache bytes the engine allocated for one 64-token reply, served with ``settings``."""
-    server = start_server([ModelSpec("tiny-chat", TINY_CHAT, settings=settings)])
+def _kv_bytes_after_one_request(settings: EngineSettings, model: Path = TINY_CHAT) -> int:
+    """KV cache bytes the engine allocated for one 64-token reply of ``model``, served with ``settings``."""
+    server = start_server([ModelSpec("m", model, settings=settings)])
     try:
         with grpc.insecure_channel(server.target) as channel:
             chat = chat_pb2_grpc.ChatServiceStub(channel)
-            body = {"model": "tiny-chat", "max_tokens": 64, "ignore_eos": True,
+            body = {"model": "m", "max_tokens": 64, "ignore_eos": True,
                     "messages": [{"role": "user", "content": "hi"}]}  # fmt: skip
             reply = chat.CreateChatCompletion(parse(chat_pb2.CreateChatCompletionRequest, body))
         assert reply.usage.completion_tokens == 64
-        return int(server.run(server.server.registry.get("tiny-chat").engine.stats()).kv_cache_bytes)
+        return int(server.run(server.server.registry.get("m").engine.stats()).kv_cache_bytes)
     finally:
         server.stop()
+
+
+@pytest.mark.parametrize(("model", "precision"), [(DRAFT, None), (DRAFT, "u8"), (TINY_CHAT, "u8"), (TINY_CHAT, None)])
+def test_the_kv_cache_takes_the_bytes_it_was_sized_for(model: Path, precision: str | None) -> None:
+    """64 blocks take what kv_block_bytes counts for the model's shape: f16 unless told, whatever OpenVINO would
+    pick on this CPU (u8 on a Xeon with AMX for head sizes of 64 and up), and u8 with its keys' scales per channel
+    (tiny-chat-draft's head size of 16 is where counting them per token was 9 % off)."""
+    settings = dataclasses.replace(TEST_SETTINGS, kv_cache_blocks=64, kv_cache_precision=precision)
+    config = json.loads((model / "config.json").read_text())
+    head_dim = config["hidden_size"] // config["num_attention_heads"]
+    per_layer = config["num_key_value_heads"] * kv_block_bytes(head_dim, precision or DEFAULT_KV_PRECISION)
+    assert _kv_bytes_after_one_request(settings, model) == 64 * config["num_hidden_layers"] * per_layer
 
 
 def test_cpu_properties_reach_openvino() -> None:

@@ -106,8 +106,8 @@ def test_a_real_engine_killed_while_loading_names_the_signal(monkeypatch: pytest
         Engine("tiny-chat", TINY_CHAT, dataclasses.replace(TEST_SETTINGS, inference_threads=1))
     assert str(failed.value) == (
         "model 'tiny-chat' failed to load: the engine process was killed by SIGKILL (Killed) while loading; "
-        "settings: device CPU; precision f32; inference threads 1"
-    )
+        "settings: device CPU; precision f32; inference threads 1; KV_CACHE_PRECISION f16"
+    )  # the KV cache's precision is always told on a CPU (EngineSettings.engine_properties)
 
 
 def test_a_model_openvino_cannot_read_names_the_exception(tmp_path: Path) -> None:
@@ -120,7 +120,7 @@ def test_a_model_openvino_cannot_read_names_the_exception(tmp_path: Path) -> Non
     assert message.startswith("model 'broken' failed to load: RuntimeError: ")  # OpenVINO's exception, named
     assert "Unable to read the model" in message
     assert message.endswith("; settings: device CPU; precision f32; inference threads unset (OpenVINO's default: "
-                            "one per core)")  # fmt: skip
+                            "one per core); KV_CACHE_PRECISION f16")  # fmt: skip
 
 
 def test_serve_ends_naming_the_cause_when_a_model_fails_to_load_at_start(tmp_path: Path) -> None:
@@ -138,4 +138,4 @@ def test_serve_ends_naming_the_cause_when_a_model_fails_to_load_at_start(tmp_pat
     last = ended.stderr.rstrip().rsplit("ovserve serve: ", 1)[-1]  # the one line it ends with, no traceback
     assert last.startswith("model 'x' failed to load: RuntimeError: ") and "Traceback" not in ended.stderr
     assert last.endswith("; settings: device CPU; precision unset (OpenVINO's default: bf16 on CPUs with AMX or "
-                         "AVX-512 BF16, else f32); inference threads 2")  # fmt: skip
+                         "AVX-512 BF16, else f32); inference threads 2; KV_CACHE_PRECISION f16")  # fmt: skip
