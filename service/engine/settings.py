@@ -19,8 +19,9 @@ from ovserve.service.workers.served import ProcessSettings
 
 # The CPU plugin's KV cache: 32-token blocks of keys and values, in f16 unless --kv-cache-precision says otherwise.
 # ovserve tells every CPU pipeline its precision (EngineSettings.engine_properties): left to itself, openvino-genai
-# 2026.4 takes the CPU plugin's, which differs by CPU (u8 on a Xeon with AMX, f16 on an AVX2 EPYC without VNNI;
-# measured), so the cache would hold other bytes than it was sized for and answer differently from CPU to CPU.
+# 2026.4 takes the CPU plugin's, which differs by CPU and model (measured: u8 for the Qwen2.5 shapes but f16 for
+# the bundled tiny models on a Xeon with AMX, f16 on an AVX2 EPYC without VNNI), so the cache would hold other
+# bytes than it was sized for and answer differently from CPU to CPU.
 # f16, not u8: on the AMX Xeon the two decoded at the same speed within the noise (Qwen2.5 0.5B and 1.5B shapes,
 # 128- and 4,096-token prompts, 1 and 8 streams: docs/benchmarks/engine-settings.md), and f16 keeps logprobs
 # closer to the model's own; u8 holds ~1.7x the tokens in the same memory.

@@ -36,7 +36,7 @@ from ovserve.service.engine.messages import (
     SetAdapters,
     StatsReport,
 )
-from ovserve.service.engine.scoring import ScoringModel
+from ovserve.service.engine.scoring import ScoringModel, scoring_properties
 from ovserve.service.engine.scoring_lane import ScoringLane
 from ovserve.service.workers.child import Channel, ChildConnection
 from ovserve.service.workers.errors import EngineError
@@ -74,11 +74,8 @@ def main() -> None:
     connection = ChildConnection(Connection(int(sys.argv[1])))
     spec: WorkerSpec = connection.recv()
     # Compiled at the first request that asks for alternatives or prompt logprobs, or has a logit bias (see
-    # scoring.py, biased_lane.py). The scoring copy keeps the plugin's own KV precision, whatever the pipeline's:
-    # its cache lives for one request, and a u8 cache moves logprobs by more than 2e-3 (measured on tiny-chat
-    # against lm-eval's oracle).
-    properties = {name: value for name, value in spec.properties.items() if name != "KV_CACHE_PRECISION"}
-    scoring = ScoringModel(spec.model_dir, spec.device, properties)
+    # scoring.py, biased_lane.py); its KV cache is f16 whatever the pipeline's (scoring_properties).
+    scoring = ScoringModel(spec.model_dir, spec.device, scoring_properties(spec.properties))
     try:
         core = _load(spec, scoring)
     except Exception as error:

@@ -15,8 +15,9 @@ from ovserve.service.engine import scoring_lane
 from ovserve.service.engine.core import Submission
 from ovserve.service.engine.messages import Alive, Outcomes
 from ovserve.service.engine.sampling import SamplingParams
-from ovserve.service.engine.scoring import Scoring, ScoringModel
+from ovserve.service.engine.scoring import Scoring, ScoringModel, scoring_properties
 from ovserve.service.engine.scoring_lane import ScoringLane
+from ovserve.service.engine.settings import EngineSettings
 from ovserve.service.engine.types import FinishReason, SequenceDelta, Update
 from ovserve.service.models import BUNDLED_MODEL, BUNDLED_MODELS_DIR
 from ovserve.service.workers.errors import EngineError, EngineRejected
@@ -184,3 +185,13 @@ def test_requests_whose_sequences_do_not_fit_wait_for_others_to_end(monkeypatch:
         assert isinstance(update, Update) and update.finished
         assert all(len(delta.top_logprobs) == 1 and len(delta.top_logprobs[0]) == 2 for delta in update.sequences)
     assert max(held) == 4 and lane.active == 0
+
+
+def test_the_scoring_copy_keeps_an_f16_kv_cache_whatever_the_pipelines() -> None:
+    """A u8 pipeline cache is not the scoring copy's; nor is the CPU plugin's own choice (u8 for real models' head
+    sizes on a Xeon with AMX): it is told f16. Where no precision is named (another device), none is added."""
+    narrow = EngineSettings(kv_cache_precision="u8", inference_precision="f32").engine_properties()
+    assert scoring_properties(narrow) == {"KV_CACHE_PRECISION": "f16", "INFERENCE_PRECISION_HINT": "f32"}
+    compiled = ScoringModel(BUNDLED_MODELS_DIR / BUNDLED_MODEL, "CPU", scoring_properties(narrow))._compile()
+    assert str(compiled.get_property("KV_CACHE_PRECISION")) == "<Type: 'float16'>"
+    assert scoring_properties(EngineSettings(device="GPU").engine_properties()) == {}
