@@ -154,6 +154,11 @@ def gguf_metadata(path: Path) -> dict[str, Any]:
     return {"fields": fields, "arch": arch}
 
 
+# Raised when export_gguf's own output changes, so conversions cached by an earlier ovserve are made again
+# (2: the tokenizer's 8,192-token cut lifted, _lift_truncation).
+GGUF_EXPORT_REVISION = 2
+
+
 def export_gguf(path: Path, out: Path) -> None:
     """Make ``out`` an OpenVINO GenAI directory of the GGUF file: OpenVINO GenAI converts the model and its
     tokenizer (``enable_save_ov_model`` writes them beside the file it reads, here a link in ``out``), and
@@ -193,7 +198,44 @@ def export_gguf(path: Path, out: Path) -> None:
     write_json(out / "generation_config.json", generation)
     if template := fields.get("tokenizer.chat_template"):
         (out / "chat_template.jinja").write_text(str(template), encoding="utf-8")
+    _lift_truncation(out / "openvino_tokenizer.xml")
     _save_tokenizer_json(path, out, fields)
+
+
+# What a lifted truncation cuts to: int32's largest, the type of the tokenizer's lengths.
+UNCUT_TOKENS = 2**31 - 1
+
+
+def _lift_truncation(tokenizer_xml: Path) -> None:
+    """Make the GGUF's OpenVINO tokenizer cut nothing: OpenVINO GenAI 2026.4 writes it with every encode cut to
+    8,192 tokens (a Minimum of the lengths and a constant, whatever encode's ``max_length`` and ``truncation``
+    say), and a model served on it alone (no tokenizer.json) would read the first 8,192 tokens of a longer
+    prompt as if they were all of it. The constant becomes UNCUT_TOKENS, as tokenizers converted from
+    tokenizer.json have it; the prompt's length is then bounded where every prompt's is (the model's context)."""
+    import numpy as np
+    import openvino as ov
+    import openvino_tokenizers  # noqa: F401  (registers the tokenizer's operations, for reading the file)
+
+    model = ov.Core().read_model(tokenizer_xml)
+    lifted = 0
+    for op in model.get_ordered_ops():
+        if op.get_type_name() != "Minimum":
+            continue
+        for port in range(2):
+            bound = op.input_value(port).get_node()
+            if bound.get_type_name() == "Constant" and bound.get_output_partial_shape(0).rank.get_length() == 0:
+                uncut = ov.op.Constant(np.array(UNCUT_TOKENS, dtype=bound.get_element_type().to_dtype()))
+                op.input(port).replace_source_output(uncut.output(0))
+                lifted += 1
+    if lifted:
+        # Written beside, then moved over: the model read maps the old .bin, which an in-place save would truncate
+        # under it (SIGBUS).
+        written = tokenizer_xml.with_name("lifted_" + tokenizer_xml.name)
+        ov.save_model(model, written, compress_to_fp16=False)
+        del model
+        written.replace(tokenizer_xml)
+        written.with_suffix(".bin").replace(tokenizer_xml.with_suffix(".bin"))
+        log.info("%s: the tokenizer's truncation to a fixed length lifted", tokenizer_xml.parent)
 
 
 # llama.cpp's token types (gguf.TokenType) of the tokens a tokenizer matches whole: control tokens (special,

@@ -61,6 +61,8 @@ def resolve(
         "task": task.value if task else None,
         "converters": {name: _version(name) for name in CONVERTERS},
     }
+    if located.kind is SourceKind.GGUF:  # what ovserve itself does to a GGUF's export changed: made again
+        identity["gguf_export"] = export.GGUF_EXPORT_REVISION
     label = located.repo or located.path.stem
     started = time.monotonic()
 

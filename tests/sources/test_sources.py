@@ -27,8 +27,9 @@ from huggingface_hub.file_download import repo_folder_name
 
 from ovserve.service.config import add_arguments, from_arguments
 from ovserve.service.models import BUNDLED_MODEL, BUNDLED_MODELS_DIR
-from ovserve.service.sources import Provenance, resolve
+from ovserve.service.sources import Provenance, export, resolve
 from ovserve.service.sources.cache import ModelCache
+from ovserve.service.workers.codec import TokenCodec
 from tests.rest_bridge.conftest import http_request
 from tests.rest_bridge.test_cli import ROOT, ovserve, read_until
 from tests.sources.checkpoints import gguf_file, hf_checkpoint
@@ -208,6 +209,39 @@ def unsupported_gguf(path: Path) -> Path:
     writer.write_tensors_to_file()
     writer.close()
     return path
+
+
+def test_a_gguf_served_on_its_openvino_tokenizer_alone_counts_long_prompts_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where transformers cannot convert a GGUF's tokenizer (no tokenizer.json), the model is served on the one
+    OpenVINO GenAI writes, which cut every encode to 8,192 tokens: a longer prompt was read and counted as its first
+    8,192 tokens. Export lifts that cut; the tokens are the bundled tokenizer's, long prompt and short."""
+    import transformers
+
+    def cannot_convert(*args: object, **kwargs: object) -> None:
+        raise ValueError("a tokenizer transformers does not convert")
+
+    monkeypatch.setattr(transformers.AutoTokenizer, "from_pretrained", cannot_convert)
+    out = tmp_path / "exported"
+    out.mkdir()
+    export.export_gguf(gguf_file(tmp_path / "tiny-chat.gguf"), out)
+    assert not (out / "tokenizer.json").exists()
+    served, bundled = TokenCodec(out), TokenCodec(BUNDLED_MODELS_DIR / BUNDLED_MODEL)
+    for text in ("Tell me about Paris", "hello world " * 3000):
+        assert served.encode(text, add_special_tokens=False) == bundled.encode(text, add_special_tokens=False)
+    assert len(bundled.encode("hello world " * 3000, add_special_tokens=False)) > 8192
+
+
+def test_a_gguf_converted_by_an_earlier_export_is_converted_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A conversion cached before export_gguf changed (an earlier GGUF_EXPORT_REVISION) is not served."""
+    source, cache = str(gguf_file(tmp_path / "tiny.gguf")), tmp_path / "cache"
+    now, _ = resolve(source, cache_dir=cache)
+    assert resolve(source, cache_dir=cache)[0] == now  # cached
+    monkeypatch.setattr(export, "GGUF_EXPORT_REVISION", export.GGUF_EXPORT_REVISION - 1)
+    assert resolve(source, cache_dir=cache)[0] != now
 
 
 def test_a_quantised_gguf_is_served_in_its_quantisation(tmp_path: Path) -> None:
