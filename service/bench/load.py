@@ -9,7 +9,7 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 # Filler for prompts when no tokenizer is at hand: common short words, roughly one token each.
 _WORDS = (
@@ -93,6 +93,18 @@ class Schedule:
         return self.concurrency
 
 
+class Codec(Protocol):
+    """What PromptSource needs of a tokenizer: TokenCodec's encode and decode_windows."""
+
+    def encode(self, text: str, *, add_special_tokens: bool) -> list[int]:
+        """The token ids of ``text``."""
+        ...
+
+    def decode_windows(self, windows: list[list[int]], skip_special_tokens: bool) -> list[str]:
+        """The text of every window of token ids."""
+        ...
+
+
 class PromptSource:
     """Random prompts of a given token length, from the model's tokenizer if there is one, else from words.
 
@@ -101,7 +113,7 @@ class PromptSource:
     tokens, whatever ``max_length`` or ``truncation`` says, so longer prompts came out 8,192 tokens long.
     """
 
-    def __init__(self, codec: Any | None = None, seed: int = 0) -> None:
+    def __init__(self, codec: Codec | None = None, seed: int = 0) -> None:
         self._codec = codec
         self._rng = random.Random(seed)
 
