@@ -1,0 +1,32 @@
+"""Worker processes start with glibc's malloc asking for transparent huge pages (process.MALLOC_TUNABLE)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ovserve.service.workers import process as process_module
+from ovserve.service.workers.process import MALLOC_TUNABLE, child_environment
+
+
+def test_the_tunable_is_added_to_what_the_operator_set_unless_it_names_hugetlb() -> None:
+    assert child_environment({})["GLIBC_TUNABLES"] == MALLOC_TUNABLE
+    other = child_environment({"GLIBC_TUNABLES": "glibc.malloc.arena_max=2"})["GLIBC_TUNABLES"]
+    assert other == f"glibc.malloc.arena_max=2:{MALLOC_TUNABLE}"
+    chosen = child_environment({"GLIBC_TUNABLES": "glibc.malloc.hugetlb=0"})["GLIBC_TUNABLES"]
+    assert chosen == "glibc.malloc.hugetlb=0"  # the operator's word stands
+
+
+def test_a_started_worker_runs_with_the_tunable() -> None:
+    """The real start path: the child's own environment, read from /proc once it runs (Popen returns after exec)."""
+    process, connection = process_module.start_child("tests.service.workers.dying_worker")  # waits for its spec
+    try:
+        environ = dict(
+            line.decode().split("=", 1)
+            for line in Path(f"/proc/{process.pid}/environ").read_bytes().split(b"\0")
+            if line
+        )
+        assert MALLOC_TUNABLE in environ["GLIBC_TUNABLES"].split(":")
+    finally:
+        process.kill()
+        process.wait()
+        connection.close()
