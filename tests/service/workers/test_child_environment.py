@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 from ovserve.service.workers import process as process_module
@@ -30,3 +33,18 @@ def test_a_started_worker_runs_with_the_tunable() -> None:
         process.kill()
         process.wait()
         connection.close()
+
+
+def test_the_bench_measures_the_engine_alone_in_the_engines_environment() -> None:
+    """``ovserve bench --engine`` runs again, once, with the tunable, as the service's engine processes do; a
+    command without --engine, or one that has it already, goes on as it is."""
+    code = (
+        "import os; from ovserve.service.bench.cli import run_as_the_engine_runs as again; "
+        "print(os.environ.get('GLIBC_TUNABLES', ''), flush=True); again(['--engine'])"
+    )
+    env = {key: value for key, value in os.environ.items() if key != "GLIBC_TUNABLES"}
+    ran = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert ran.returncode == 0 and ran.stdout.splitlines() == ["", MALLOC_TUNABLE], ran
+    code = code.replace("['--engine']", "['--backend', 'grpc']")
+    ran = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert ran.stdout.splitlines() == [""], ran
