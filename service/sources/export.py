@@ -216,6 +216,8 @@ def _lift_truncation(tokenizer_xml: Path) -> None:
     import openvino as ov
     import openvino_tokenizers  # noqa: F401  (registers the tokenizer's operations, for reading the file)
 
+    if not tokenizer_xml.is_file():  # no tokenizer written: the model cannot be served anyway (load says why)
+        return
     model = ov.Core().read_model(tokenizer_xml)
     lifted = 0
     for op in model.get_ordered_ops():
