@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from ovserve.service.workers import process as process_module
@@ -19,16 +20,22 @@ def test_the_tunable_is_added_to_what_the_operator_set_unless_it_names_hugetlb()
     assert chosen == "glibc.malloc.hugetlb=0"  # the operator's word stands
 
 
+def _environment_of(pid: int) -> dict[str, str]:
+    """The process's environment once its new image has set it up: Popen returns at exec's close-on-exec, a moment
+    before the kernel points /proc/PID/environ at the new stack (until then it reads empty). Awaited, bounded."""
+    deadline = time.monotonic() + 10
+    while True:
+        lines = [line for line in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0") if line]
+        if lines or time.monotonic() > deadline:
+            return dict(line.decode().split("=", 1) for line in lines)
+        time.sleep(0.01)
+
+
 def test_a_started_worker_runs_with_the_tunable() -> None:
-    """The real start path: the child's own environment, read from /proc once it runs (Popen returns after exec)."""
+    """The real start path: the child's own environment, read from /proc."""
     process, connection = process_module.start_child("tests.service.workers.dying_worker")  # waits for its spec
     try:
-        environ = dict(
-            line.decode().split("=", 1)
-            for line in Path(f"/proc/{process.pid}/environ").read_bytes().split(b"\0")
-            if line
-        )
-        assert MALLOC_TUNABLE in environ["GLIBC_TUNABLES"].split(":")
+        assert MALLOC_TUNABLE in _environment_of(process.pid)["GLIBC_TUNABLES"].split(":")
     finally:
         process.kill()
         process.wait()
