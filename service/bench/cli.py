@@ -244,7 +244,7 @@ def run_as_the_engine_runs(argv: Sequence[str]) -> None:
     (process.child_environment: glibc's malloc asking for transparent huge pages), so the engine alone is measured
     as ovserve runs it; the tunable takes effect only when a process starts. For the process's own command line
     (the ``ovserve`` entry point), never for a ``main`` called in-process."""
-    environment = child_environment(dict(os.environ))
+    environment = child_environment(os.environ)
     if "--engine" in argv and environment.get("GLIBC_TUNABLES") != os.environ.get("GLIBC_TUNABLES"):
         os.execve(sys.executable, sys.orig_argv, environment)
 

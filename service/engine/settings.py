@@ -256,8 +256,13 @@ class EngineSettings:
         its blocks are sized for (see DEFAULT_KV_PRECISION: OpenVINO's own choice varies by CPU)."""
         given = self.properties()
         if self.device.upper() == "CPU":
-            given.setdefault("KV_CACHE_PRECISION", DEFAULT_KV_PRECISION)
+            given["KV_CACHE_PRECISION"] = self.kv_precision
         return given
+
+    @property
+    def kv_precision(self) -> str:
+        """The precision the KV cache is sized for (and a CPU pipeline told): as given, else DEFAULT_KV_PRECISION."""
+        return self.kv_cache_precision or DEFAULT_KV_PRECISION
 
     def process(self) -> ProcessSettings:
         """How every model's process is started and watched (the embedding, rerank and speech models' too)."""
@@ -278,9 +283,7 @@ class EngineSettings:
 
     def scheduler(self, model_dir: Path) -> dict[str, object]:
         """SchedulerConfig attributes for the model in ``model_dir`` (the stream interval is the server's)."""
-        blocks = self.kv_cache_blocks or kv_blocks(
-            model_dir, self.cache_size_gb, self.kv_cache_precision or DEFAULT_KV_PRECISION
-        )
+        blocks = self.kv_cache_blocks or kv_blocks(model_dir, self.cache_size_gb, self.kv_precision)
         cache = {"cache_size": 0, "num_kv_blocks": blocks} if blocks else {"cache_size": 1}
         tokens = self.step_tokens()
         if not self.dynamic_split_fuse:

@@ -18,7 +18,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from multiprocessing.connection import Connection
 from pathlib import Path
 
@@ -45,7 +45,7 @@ GONE = object()  # what the reader hands over when the pipe closes: the process 
 MALLOC_TUNABLE = "glibc.malloc.hugetlb=1"
 
 
-def child_environment(environ: dict[str, str]) -> dict[str, str]:
+def child_environment(environ: Mapping[str, str]) -> dict[str, str]:
     """A worker's environment: ``environ`` with this package importable and MALLOC_TUNABLE added to
     GLIBC_TUNABLES, unless the operator's GLIBC_TUNABLES already says what malloc's hugetlb is."""
     # The child must import this very package, wherever it came from.
@@ -60,7 +60,7 @@ def child_environment(environ: dict[str, str]) -> dict[str, str]:
 def start_child(module: str) -> tuple[subprocess.Popen[bytes], Connection]:
     """Start ``python -m module FD`` with FD its end of a socketpair; the process and our end of the pipe."""
     ours, theirs = socket.socketpair()
-    env = child_environment(dict(os.environ))
+    env = child_environment(os.environ)
     process = subprocess.Popen(
         [sys.executable, "-m", module, str(theirs.fileno())],
         pass_fds=[theirs.fileno()],
