@@ -111,10 +111,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     for name, (help_text, _) in SUBCOMMANDS.items():
         sub.add_parser(name, help=help_text, add_help=False)
     args, rest = parser.parse_known_args(argv)
-    if argv is None and args.command == "bench":  # this process's own command line: it may start again
-        from ovserve.service.bench.cli import run_as_the_engine_runs
-
-        run_as_the_engine_runs(rest)
     _, handler = SUBCOMMANDS[args.command]
     return handler(rest)
 

@@ -6,7 +6,6 @@ import argparse
 import asyncio
 import os
 import random
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -15,7 +14,6 @@ from ovserve.service.bench import conversation, kv_cache, report
 from ovserve.service.bench.cold import ADMIN_KEY_ENV
 from ovserve.service.bench.load import read_prompts
 from ovserve.service.bench.runner import Bench, BenchConfig
-from ovserve.service.workers.process import child_environment
 
 #: Where the bench reads the key its requests carry when ``--api-key`` is not given.
 API_KEY_ENV = "OVSERVE_API_KEY"
@@ -237,16 +235,6 @@ def _check_outputs(options: argparse.ArgumentParser, args: argparse.Namespace) -
     for flag, path in (("--json", args.json), ("--plot", args.plot)):
         if path is not None and not path.parent.is_dir():
             options.error(f"{flag} {path}: no folder {path.parent} to write it in")
-
-
-def run_as_the_engine_runs(argv: Sequence[str]) -> None:
-    """With --engine, run this command again, once, in the environment the service's engine processes get
-    (process.child_environment: glibc's malloc asking for transparent huge pages), so the engine alone is measured
-    as ovserve runs it; the tunable takes effect only when a process starts. For the process's own command line
-    (the ``ovserve`` entry point), never for a ``main`` called in-process."""
-    environment = child_environment(os.environ)
-    if "--engine" in argv and environment.get("GLIBC_TUNABLES") != os.environ.get("GLIBC_TUNABLES"):
-        os.execve(sys.executable, sys.orig_argv, environment)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

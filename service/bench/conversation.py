@@ -31,7 +31,7 @@ from ovserve.service.bench.backends import Backend
 from ovserve.service.bench.kv_cache import KvCachePeak
 from ovserve.service.bench.load import BenchRequest, PromptSource
 from ovserve.service.bench.metrics import RequestResult, summarize
-from ovserve.service.bench.progress import ProgressBar
+from ovserve.service.bench.progress import Progress, ProgressBar
 from ovserve.service.bench.targets import ADDED_TTFT_MS, PEER_TTFT, Ratio
 
 LATER = "turns 2+"  # the name of every turn after the first, taken together
@@ -130,10 +130,11 @@ def run_engine(
     script: Script,
     load: ConversationLoad,
     slots: int,
-    progress: ProgressBar | None = None,
+    progress: Progress | None = None,
     kv_cache: KvCachePeak | None = None,
 ) -> tuple[list[Turn], float]:
-    """Every conversation on the bare pipeline of an EngineRunner (blocking: run it in a worker thread).
+    """Every conversation on the bare pipeline of an EngineRunner (blocking; the bench runs it in the engine
+    alone's process, engine_process.py).
 
     As in EngineRunner.run, one thread adds requests and steps the pipeline; a conversation's next turn is added
     as soon as its reply ends (the reply decoded to text, as a server would send it), its prompt encoded before

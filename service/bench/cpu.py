@@ -1,8 +1,8 @@
 """Where the CPU went: seconds used per process during a run, per generated token.
 
-The bench's own process (the client; with ``--engine``, the engine it drives in-process) from
-``time.process_time``; the server's process (with its bridge, when ``ovserve serve`` runs both) and the model's
-engine process from the server's ``ovserve_process_cpu_seconds`` on ``/metrics``. Reading /metrics costs the
+The bench's own process (the client) from ``time.process_time``; the server's process (with its bridge, when
+``ovserve serve`` runs both) and the model's engine process from the server's ``ovserve_process_cpu_seconds`` on
+``/metrics``; with ``--engine``, the engine alone's process (engine_process.py) from /proc. Reading /metrics costs the
 server a little CPU itself, outside the measured window.
 """
 
@@ -50,11 +50,11 @@ async def sample(metrics_url: str | None, model: str) -> CpuSample:
     return CpuSample(client, found.get(("server", "")), found.get(("engine", model)))
 
 
-def per_token(before: CpuSample, after: CpuSample, tokens: int, *, client_label: str = "client") -> dict[str, float]:
+def per_token(before: CpuSample, after: CpuSample, tokens: int) -> dict[str, float]:
     """Microseconds of CPU per generated token, by process, between two samples."""
     if tokens <= 0:
         return {}
-    out = {client_label: (after.client - before.client) / tokens * 1e6}
+    out = {"client": (after.client - before.client) / tokens * 1e6}
     for name in ("server", "engine"):
         start, end = getattr(before, name), getattr(after, name)
         if start is not None and end is not None:

@@ -1,4 +1,5 @@
-"""The engine side: the same load on a bare ContinuousBatchingPipeline in this process, no gRPC and no HTTP.
+"""The engine side: the same load on a bare ContinuousBatchingPipeline, no gRPC and no HTTP (the bench builds it
+in a process of its own: engine_process.py).
 
 One thread drives ``add_request`` + ``step()`` itself, admitting requests as the
 Schedule says, and stamps each request's output when ``read()`` hands it over
@@ -23,7 +24,7 @@ import openvino_genai as ov_genai
 from ovserve.service.bench.kv_cache import KvCachePeak
 from ovserve.service.bench.load import BenchRequest, Schedule
 from ovserve.service.bench.metrics import RequestResult
-from ovserve.service.bench.progress import ProgressBar
+from ovserve.service.bench.progress import Progress
 from ovserve.service.engine import EngineSettings
 from ovserve.service.workers.codec import TokenCodec
 
@@ -68,10 +69,10 @@ class EngineRunner:
         self,
         requests: Sequence[BenchRequest],
         schedule: Schedule,
-        progress: ProgressBar | None = None,
+        progress: Progress | None = None,
         kv_cache: KvCachePeak | None = None,
     ) -> tuple[list[RequestResult], float]:
-        """Run the load to the end (blocking: call it from a worker thread); results in request order. With
+        """Run the load to the end (blocking); results in request order. With
         ``kv_cache``, the pipeline's KV cache in use is read after every step (``--kv-cache``)."""
         prompts = [self.encode(request) for request in requests]  # outside the timed part, as a server would
         arrivals = schedule.arrivals(len(requests))

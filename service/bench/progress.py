@@ -5,7 +5,14 @@ from __future__ import annotations
 import sys
 import threading
 import time
-from typing import TextIO
+from typing import Protocol, TextIO
+
+
+class Progress(Protocol):
+    """What a load reports its progress to: a ProgressBar, or the engine process's stand-in for one."""
+
+    def advance(self) -> None:
+        """One more request finished."""
 
 
 class ProgressBar:

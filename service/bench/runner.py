@@ -96,7 +96,7 @@ class Bench:
 
     def __init__(self, config: BenchConfig) -> None:
         self.config = config
-        self._engine: Any = None  # EngineRunner, imported only with --engine
+        self._engine: Any = None  # an EngineProcess, started only with --engine
         self._image_rng = random.Random(config.seed)
         self._prompts: PromptSource | None = None
         self._offset = 0  # where the next run starts in a --prompts file
@@ -123,6 +123,8 @@ class Bench:
         finally:
             for backend in backends:
                 await backend.close()
+            if self._engine is not None:
+                await asyncio.to_thread(self._engine.close)
         summaries = _median_runs(runs)
         report: dict[str, Any] = {
             "machine": _machine(),
@@ -172,11 +174,10 @@ class Bench:
         if config.engine:
             if config.model_dir is None:
                 raise SystemExit("--engine needs --model-dir (the model directory the service serves)")
-            from ovserve.service.bench.engine import EngineRunner
-            from ovserve.service.engine import EngineSettings
+            from ovserve.service.bench.engine_process import EngineProcess
 
-            # Built in a thread: compiling a real-size model takes a while and the loop has nothing else to do.
-            self._engine = await asyncio.to_thread(EngineRunner, config.model_dir, EngineSettings(), config.endpoint)
+            # Waited for in a thread: compiling a real-size model takes a while and the loop has nothing else to do.
+            self._engine = await asyncio.to_thread(EngineProcess, config.model_dir, config.endpoint)
         if config.prompts is None:
             codec = self._engine.codec if self._engine is not None else _codec(config.model_dir)
             self._prompts = PromptSource(codec, config.seed)
@@ -269,7 +270,7 @@ class Bench:
         progress = ProgressBar(label, load.conversations * load.turns, enabled=config.progress)
         try:
             if runner is self._engine:
-                return await asyncio.to_thread(conversation.run_engine, runner, script, load, slots, progress, peak)
+                return await asyncio.to_thread(runner.converse, script, load, slots, progress, peak)
             return await conversation.run_service(runner, script, load, slots, progress)
         finally:
             progress.close()
@@ -300,11 +301,11 @@ class Bench:
             await self._load(runner, warmup, Schedule(concurrency=schedule.slots or 8), None)
         load_label = schedule.label + config.length_label(lengths)
         label = f"{runner.name} {load_label}" + (f" #{round_number + 1}" if config.rounds > 1 else "")
-        in_process = runner is self._engine  # the bench drives the engine itself: its own CPU is the engine's
-        metrics = None if in_process or runner.name == "peer" else self._metrics_url  # a peer's are not ovserve's
+        # The engine alone's CPU is read from its process; a peer's /metrics are not ovserve's.
+        metrics = None if runner is self._engine or runner.name == "peer" else self._metrics_url
         turns: list[conversation.Turn] = []
         requests: list[BenchRequest] = []
-        before = await cpu.sample(metrics, self._model)
+        before = await self._cpu(runner, metrics)
         async with self._kv_cache(runner) as peak:
             if config.turns:
                 turns, duration = await self._converse(runner, schedule, label, peak)
@@ -314,11 +315,9 @@ class Bench:
                 progress = ProgressBar(label, config.requests, enabled=config.progress)
                 results, duration = await self._load(runner, requests, schedule, progress, peak)
                 progress.close()
-        after = await cpu.sample(metrics, self._model)
+        after = await self._cpu(runner, metrics)
         summary = summarize(results, duration)
-        summary["cpu_us_per_token"] = cpu.per_token(
-            before, after, summary["output_tokens"], client_label="engine" if in_process else "client"
-        )
+        summary["cpu_us_per_token"] = cpu.per_token(before, after, summary["output_tokens"])
         by_model = {  # each name's own figures (throughput: its tokens over the whole run's time)
             name: summarize([result for request, result in zip(requests, results, strict=True)
                              if request.model == name], duration)
@@ -341,6 +340,13 @@ class Bench:
             "input_tokens": None if config.turns or config.prompts is not None else list(lengths),
             "summary": summary,
         } | extra
+
+    async def _cpu(self, runner: Any, metrics: str | None) -> cpu.CpuSample:
+        """The CPU used so far by this process, and by the server and its engine (``metrics``) or the engine alone."""
+        sample = await cpu.sample(metrics, self._model)
+        if runner is self._engine:
+            sample = dataclasses.replace(sample, engine=runner.cpu_seconds())
+        return sample
 
     async def _prefix_probes(self, backends: Sequence[Backend]) -> dict[str, dict[str, float]]:
         """TTFT of a long prompt sent cold, then again with the same prefix; median over rounds, per backend."""

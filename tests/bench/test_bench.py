@@ -170,6 +170,10 @@ def test_bench_engine_prints_ratios(
     assert "grpc ITL p99 / p50, c=2" in metrics
     assert "grpc TTFT cached prefix / cold" in metrics
     assert set(report["prefix_ttft_ms"]) == {"engine", "grpc"}
+    for run in report["runs"]:  # the engine alone runs in its own process: its CPU is read there, not the bench's
+        if run["backend"] == "engine":
+            spent = run["summary"]["cpu_us_per_token"]
+            assert set(spent) == {"client", "engine"} and spent["engine"] > spent["client"], spent
     for ratio in report["ratios"]:
         assert ratio["op"] in (">=", "<=") and ratio["met"] in (True, False)
     printed = capsys.readouterr().out

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import time
 from pathlib import Path
 
+from ovserve.service.bench.engine_process import EngineProcess
+from ovserve.service.bench.load import BenchRequest, Schedule
 from ovserve.service.workers import process as process_module
 from ovserve.service.workers.process import MALLOC_TUNABLE, child_environment
 
@@ -42,16 +41,16 @@ def test_a_started_worker_runs_with_the_tunable() -> None:
         connection.close()
 
 
-def test_the_bench_measures_the_engine_alone_in_the_engines_environment() -> None:
-    """``ovserve bench --engine`` runs again, once, with the tunable, as the service's engine processes do; a
-    command without --engine, or one that has it already, goes on as it is."""
-    code = (
-        "import os; from ovserve.service.bench.cli import run_as_the_engine_runs as again; "
-        "print(os.environ.get('GLIBC_TUNABLES', ''), flush=True); again(['--engine'])"
-    )
-    env = {key: value for key, value in os.environ.items() if key != "GLIBC_TUNABLES"}
-    ran = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
-    assert ran.returncode == 0 and ran.stdout.splitlines() == ["", MALLOC_TUNABLE], ran
-    code = code.replace("['--engine']", "['--backend', 'grpc']")
-    ran = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
-    assert ran.stdout.splitlines() == [""], ran
+def test_the_bench_runs_the_engine_alone_as_the_service_runs_its_engine(tiny_chat_dir: Path) -> None:
+    """``ovserve bench --engine``'s bare pipeline runs in a process of its own, started as the engine processes are
+    (the tunable in its environment), answers a load there, and is gone once closed."""
+    engine = EngineProcess(tiny_chat_dir, "chat")
+    try:
+        assert MALLOC_TUNABLE in _environment_of(engine.process.pid)["GLIBC_TUNABLES"].split(":")
+        cpu_before = engine.cpu_seconds()
+        results, duration = engine.run([BenchRequest("hello there", 8)], Schedule(concurrency=1))
+        assert [(result.ok, result.output_tokens) for result in results] == [(True, 8)] and duration > 0
+        assert cpu_before is not None and (engine.cpu_seconds() or 0) > cpu_before  # the child did the work
+    finally:
+        engine.close()
+    assert engine.process.returncode is not None
