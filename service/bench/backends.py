@@ -147,7 +147,7 @@ class HttpBackend:
         return result
 
     def _on_event(self, event: bytes, now: float, result: RequestResult) -> None:
-        data = event.decode().removeprefix("data: ").strip()
+        data = sse_data(event)
         if not data or data == "[DONE]":
             return
         chunk = json.loads(data)
@@ -168,6 +168,13 @@ class HttpBackend:
         """Close the client's connections."""
         if self._session is not None:
             await self._session.close()
+
+
+def sse_data(event: bytes) -> str:
+    """A server-sent event's data: its ``data:`` lines joined. Comment lines (``:``, which llama-server sends as a
+    ping after every 30 s without a token, so at 32 streams or on long prompts) and other fields carry none."""
+    lines = event.decode().splitlines()
+    return "\n".join(line[5:].removeprefix(" ") for line in lines if line.startswith("data:")).strip()
 
 
 def http_session(connections: int, *, reuse: bool = True) -> aiohttp.ClientSession:

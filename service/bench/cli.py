@@ -125,7 +125,8 @@ def parser() -> argparse.ArgumentParser:
                         help="also load the bare pipeline (--model-dir; ContinuousBatchingPipeline, "
                              "TextEmbeddingPipeline or TextRerankPipeline); print ratios")  # fmt: skip
     engine.add_argument("--rounds", type=int, default=1,
-                        help="alternating engine/service rounds; figures are medians over rounds, ratios "
+                        help="rounds, each running every backend back to back (the order reversed every other round); "
+                             "figures are medians over rounds, ratios "
                              "medians of each round's own ratio (default 1)")  # fmt: skip
     engine.add_argument("--prefix-tokens", type=int, default=1024,
                         help="prompt length of the cached-prefix TTFT probe; 0 skips it (default 1024)")  # fmt: skip

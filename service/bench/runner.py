@@ -111,14 +111,16 @@ class Bench:
             # First: a server that cannot be asked to unload stops the bench before any load.
             cold_start = await self._cold_starts(backends) if config.cold_starts else None
             runs: list[dict[str, Any]] = []
+            runners = [runner for runner in (self._engine, *backends) if runner is not None]
             for round_number in range(config.rounds):
+                # Back to back within a round, in the reverse order every other round: a shared machine's speed
+                # drifts (all runners, the peer too, 20 % slower from one round to the next, measured), and a
+                # runner always run last would always take the drift the same way.
+                order = runners if round_number % 2 == 0 else runners[::-1]
                 for lengths in config.lengths():
                     for schedule in config.schedules():
-                        # Engine first, then each service backend, so slow drift on a shared machine hits all alike.
-                        if self._engine is not None:
-                            runs.append(await self._one(self._engine, schedule, lengths, round_number))
-                        for backend in backends:
-                            runs.append(await self._one(backend, schedule, lengths, round_number))
+                        for runner in order:
+                            runs.append(await self._one(runner, schedule, lengths, round_number))
             prefix = await self._prefix_probes(backends) if config.engine and config.prefix_tokens > 0 else {}
         finally:
             for backend in backends:

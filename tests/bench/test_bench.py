@@ -163,6 +163,9 @@ def test_bench_engine_prints_ratios(
     )  # fmt: skip
     _check_summaries(report, {"engine", "grpc"})
     assert sorted({run["round"] for run in report["runs"]}) == [1, 2]
+    # Back to back, the order reversed in the second round (so that a machine's drift does not always favour one).
+    order = [(run["round"], run["backend"]) for run in report["runs"] if run["concurrency"] == 1]
+    assert order == [(1, "engine"), (1, "grpc"), (2, "grpc"), (2, "engine")], order
     metrics = {ratio["metric"] for ratio in report["ratios"]}
     assert "grpc tok/s / engine tok/s, c=2" in metrics
     assert "grpc added TTFT p50 over engine, c=1" in metrics
@@ -441,6 +444,15 @@ def test_ratios_to_the_engine_and_the_peer_are_paired_within_rounds() -> None:
     assert _rates(report) == {("engine", 1): 20.0, ("grpc", 1): 10.0, ("peer", 1): 5.0}
 
 
+def test_an_events_data_is_its_data_lines_and_a_comment_has_none() -> None:
+    from ovserve.service.bench.backends import sse_data
+
+    assert sse_data(b'data: {"a": 1}') == '{"a": 1}'
+    assert sse_data(b":") == "" and sse_data(b": ping") == ""  # llama-server's ping (it failed 1 request in 32)
+    assert sse_data(b'event: message\ndata: {"a":\ndata: 1}') == '{"a":\n1}'  # several lines, and other fields
+    assert sse_data(b"data:[DONE]") == "[DONE]"
+
+
 def test_a_peers_requests_each_get_their_own_connection_and_ovserves_share_one() -> None:
     """llama-server closed kept-alive connections under the bench and requests sent on them failed, so a peer's
     requests open a connection each; ovserve's bridge keeps its connections (as real clients do)."""
@@ -461,6 +473,7 @@ async def _connections_by_backend() -> None:
         await reply.prepare(request)
         chunk = {"choices": [{"index": 0, "delta": {"content": "hi"}}], "usage": None}
         usage = {"choices": [], "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}
+        await reply.write(b":\n\n")  # llama-server's ping after 30 s without a token: a comment, not data
         for event in (chunk, usage):
             await reply.write(b"data: " + json.dumps(event).encode() + b"\n\n")
         await reply.write(b"data: [DONE]\n\n")
