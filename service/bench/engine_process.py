@@ -13,7 +13,6 @@ then each ``Call`` is answered by ``TICK`` once a request ends (for the progress
 
 from __future__ import annotations
 
-import dataclasses
 import signal
 import sys
 from collections.abc import Sequence
@@ -44,7 +43,7 @@ class Call:
 
     kind: str
     arguments: tuple[Any, ...]
-    kv_cache: bool = False
+    kv_cache: bool
 
 
 @dataclass(frozen=True)
@@ -82,7 +81,8 @@ class EngineProcess:
         kv_cache: KvCachePeak | None = None,
     ) -> tuple[list[RequestResult], float]:
         """``EngineRunner.run``, in the child."""
-        outcome: tuple[list[RequestResult], float] = self._call(Call("run", (requests, schedule)), progress, kv_cache)
+        call = Call("run", (requests, schedule), kv_cache is not None)
+        outcome: tuple[list[RequestResult], float] = self._call(call, progress, kv_cache)
         return outcome
 
     def converse(
@@ -94,12 +94,13 @@ class EngineProcess:
         kv_cache: KvCachePeak | None = None,
     ) -> tuple[list[Turn], float]:
         """``conversation.run_engine`` on the child's runner, in the child."""
-        outcome: tuple[list[Turn], float] = self._call(Call("converse", (script, load, slots)), progress, kv_cache)
+        call = Call("converse", (script, load, slots), kv_cache is not None)
+        outcome: tuple[list[Turn], float] = self._call(call, progress, kv_cache)
         return outcome
 
     def _call(self, call: Call, progress: Progress | None, kv_cache: KvCachePeak | None) -> Any:
         """Send ``call`` and wait for its outcome, advancing ``progress`` and filling ``kv_cache`` (when given)."""
-        self._connection.send(dataclasses.replace(call, kv_cache=kv_cache is not None))
+        self._connection.send(call)
         while True:
             try:
                 answer = self._connection.recv()
