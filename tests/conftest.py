@@ -142,13 +142,31 @@ def tiny_chat_dir() -> Path:
 
 
 # Lines the standing fuzz suites report (inputs tried per face, statuses): printed at the end of every run,
-# so CI's log shows them whatever pytest's capture does with the tests' own output.
+# so CI's log shows them whatever pytest's capture does with the tests' own output. A test appends to
+# FUZZ_REPORT in whichever process runs it (an xdist worker, see pyproject's addopts); each line travels to the
+# process that prints the summary in the user_properties of the report of the phase that wrote it.
 FUZZ_REPORT: list[str] = []
+REPORT_PROPERTY = "ovserve-report"
+_REPORTED: list[str] = []
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    """Move the lines written during this phase into its report (reports are what xdist sends back)."""
+    outcome = yield
+    report = outcome.get_result()
+    report.user_properties.extend((REPORT_PROPERTY, line) for line in FUZZ_REPORT)
+    FUZZ_REPORT.clear()
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """Gather the reported lines where the summary is printed (the controller, or the only process)."""
+    _REPORTED.extend(value for name, value in report.user_properties if name == REPORT_PROPERTY)
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:
     """Print the fuzz suites' figures after the test summary."""
-    if FUZZ_REPORT:
+    if _REPORTED:
         terminalreporter.section("fuzz suites")
-        for line in FUZZ_REPORT:
+        for line in _REPORTED:
             terminalreporter.write_line(line)

@@ -10,6 +10,7 @@ and serves only those families, to work on one: select its tests with -k as well
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import multiprocessing
 import os
@@ -91,5 +92,10 @@ def family_models(request: pytest.FixtureRequest) -> dict[str, Path]:
     configured = os.environ.get("OVSERVE_FAMILY_MODELS")
     root = Path(configured) if configured else Path(request.config.cache.mkdir("family-models"))
     chosen = [name for name in os.environ.get("OVSERVE_FAMILIES", "").split(",") if name]
-    _remove_stale(root)
-    return build_all(root, chosen or None)
+    root.mkdir(parents=True, exist_ok=True)
+    # One builder at a time: xdist's workers (pyproject's addopts) each set this fixture up, and the first to
+    # take the lock builds what the others then find complete.
+    with (root / ".lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        _remove_stale(root)
+        return build_all(root, chosen or None)
