@@ -143,7 +143,7 @@ def tiny_chat_dir() -> Path:
 
 # Lines the standing fuzz suites report (inputs tried per face, statuses): printed at the end of every run,
 # so CI's log shows them whatever pytest's capture does with the tests' own output. A test appends to
-# FUZZ_REPORT in whichever process runs it (an xdist worker, see pyproject's addopts); each line travels to the
+# FUZZ_REPORT in whichever process runs it (an xdist worker under `-n 2`); each line travels to the
 # process that prints the summary in the user_properties of the report of the phase that wrote it.
 FUZZ_REPORT: list[str] = []
 REPORT_PROPERTY = "ovserve-report"

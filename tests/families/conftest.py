@@ -93,7 +93,7 @@ def family_models(request: pytest.FixtureRequest) -> dict[str, Path]:
     root = Path(configured) if configured else Path(request.config.cache.mkdir("family-models"))
     chosen = [name for name in os.environ.get("OVSERVE_FAMILIES", "").split(",") if name]
     root.mkdir(parents=True, exist_ok=True)
-    # One builder at a time: xdist's workers (pyproject's addopts) each set this fixture up, and the first to
+    # One builder at a time: xdist's workers (`-n 2`) each set this fixture up, and the first to
     # take the lock builds what the others then find complete.
     with (root / ".lock").open("w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
