@@ -19,6 +19,9 @@ from ovserve.service.models import BUNDLED_DRAFT, BUNDLED_MODEL, BUNDLED_MODELS_
 from ovserve.service.server.composition import batch_lines
 from ovserve.service.server.grpc_server import Server
 
+# The ``alone`` marker, and the lock that keeps its tests from running beside another under xdist's workers.
+pytest_plugins = ["tests.alone"]
+
 TINY_CHAT = BUNDLED_MODELS_DIR / BUNDLED_MODEL
 TINY_CHAT_DRAFT = BUNDLED_MODELS_DIR / BUNDLED_DRAFT
 # What ``ovserve serve`` with no models serves, in ListModels' order (the generating models, then the others).
@@ -143,7 +146,7 @@ def tiny_chat_dir() -> Path:
 
 # Lines the standing fuzz suites report (inputs tried per face, statuses): printed at the end of every run,
 # so CI's log shows them whatever pytest's capture does with the tests' own output. A test appends to
-# FUZZ_REPORT in whichever process runs it (an xdist worker under `-n 2`); each line travels to the
+# FUZZ_REPORT in whichever process runs it (an xdist worker); each line travels to the
 # process that prints the summary in the user_properties of the report of the phase that wrote it.
 FUZZ_REPORT: list[str] = []
 REPORT_PROPERTY = "ovserve-report"

@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 import openai
+import pytest
 
 from ovserve.service.batches.runner import INTERACTIVE_HOLD_SECONDS
 from tests.conftest import TINY_CHAT
@@ -67,6 +68,7 @@ def first_token_seconds(client: openai.OpenAI) -> list[float]:
     return times
 
 
+@pytest.mark.alone
 def test_a_thousand_line_batch_beside_interactive_requests_survives_kill_9(tmp_path: Path) -> None:
     store = tmp_path / "store.sqlite"
     prompt = " ".join(f"the sea number {j}" for j in range(PHRASES))

@@ -77,6 +77,7 @@ print(json.dumps({"idle": idle, "during": during, "took": took, "outcomes": outc
 """
 
 
+@pytest.mark.alone
 def test_megabyte_bodies_are_refused_at_once_and_health_keeps_answering(bridge: RunningBridge) -> None:
     root = str(Path(__file__).resolve().parents[2])
     checker = subprocess.run(

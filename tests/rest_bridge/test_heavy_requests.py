@@ -101,6 +101,7 @@ HEAVY = {
 }  # fmt: skip
 
 
+@pytest.mark.alone
 @pytest.mark.parametrize("name", HEAVY)
 def test_the_largest_valid_request_stalls_nobody(bridge: RunningBridge, name: str, tmp_path: Path) -> None:
     path, body = HEAVY[name]

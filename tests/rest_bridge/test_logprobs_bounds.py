@@ -225,6 +225,7 @@ def largest_allowed() -> dict[str, Any]:
     return {"model": MODEL, "prompt": prompts(count), "prompt_logprobs": 20, "max_tokens": 1}
 
 
+@pytest.mark.alone
 def test_the_largest_allowed_request_stalls_nobody_and_gives_its_memory_back(bridge: RunningBridge) -> None:
     engine = next(iter(bridge.server.server.registry)).engine
     assert engine.pid is not None

@@ -355,6 +355,7 @@ def storm_context(port: int, trap_port: int) -> inputs.Context:
     )
 
 
+@pytest.mark.alone
 def test_surface_fuzz(served: RunningBridge, trap: socket.socket) -> None:
     port = served.port
     rng = random.Random(SEED)

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import grpc
+import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from ovserve.clients.v1 import chat_pb2
@@ -68,6 +69,7 @@ print(json.dumps(outcomes))
 """
 
 
+@pytest.mark.alone
 def test_megabyte_prompts_are_refused_at_once_and_health_keeps_answering(server, channel) -> None:
     idle = statistics.median(health_latencies(channel, until=lambda: True, least=50))
     root = str(Path(__file__).resolve().parents[3])

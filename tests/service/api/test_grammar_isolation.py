@@ -25,6 +25,7 @@ from typing import Any
 
 import grpc
 import jsonschema
+import pytest
 
 from ovserve.clients.v1 import chat_pb2, chat_pb2_grpc, common_pb2
 from tests.rpc import failure, parse
@@ -91,6 +92,7 @@ def gaps(arrivals: list[list[float]], begin: float = 0.0, end: float = float("in
     return result
 
 
+@pytest.mark.alone
 def test_a_slow_schema_stalls_no_other_stream(chat: chat_pb2_grpc.ChatServiceStub) -> None:
     baseline, _, _ = run_streams(chat)
     outcome: dict[str, Any] = {}

@@ -8,6 +8,7 @@ import dataclasses
 import os
 
 import grpc
+import pytest
 
 from ovserve.clients.v1 import chat_pb2, chat_pb2_grpc
 from ovserve.service.models import ModelSpec
@@ -41,6 +42,7 @@ def engine_cpu_per_token(threads: int | None) -> float:
         server.stop()
 
 
+@pytest.mark.alone
 def test_one_inference_thread_spends_less_cpu_per_token_than_the_default() -> None:
     assert (os.cpu_count() or 1) >= 2  # on one core OpenVINO's default is one thread already
     one, default = engine_cpu_per_token(1), engine_cpu_per_token(None)

@@ -74,6 +74,7 @@ def test_a_plan_keeps_each_call_within_its_padded_tokens() -> None:
     assert plan([600, 3], 512) == [[1], [0]]  # one input longer than a call runs alone
 
 
+@pytest.mark.alone
 def test_a_long_query_costs_no_more_than_a_short_one() -> None:
     """200 documents against a 200,000-word query cost about what they cost against a 5-word one: the query is
     tokenised once, and only as far as the model reads (whole, per pair, it cost ~1,000 times as much).
