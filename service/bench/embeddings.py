@@ -3,12 +3,12 @@ and beside another server.
 
 Every request carries ``--inputs-per-request`` texts of ``--input-tokens`` words: the inputs to embed, or the
 documents to rank against a query of its own (rerank). The same requests go to each runner in turn at each
-concurrency: the service over gRPC and HTTP, ``--engine``'s bare OpenVINO GenAI pipeline in this process (as the
-service's pipeline process would run it at best; each endpoint's module says how), and ``--peer``'s server (its
-OpenAI-style ``/v1/embeddings``, or the Cohere-style ``/v1/rerank`` of infinity-emb, vLLM or Jina). Each ratio
-(service ÷ engine, service ÷ peer, in inputs per second) is taken within a round, its runs back to back, and the
-median over rounds reported. Every answer is checked to cover every input sent; one that does not ends the bench
-with one line naming the runner.
+concurrency: the service over gRPC and HTTP, ``--engine``'s bare OpenVINO GenAI pipeline in a process of its own
+(pipeline_process.py; run as the service's pipeline process would run it at best, each endpoint's module says
+how), and ``--peer``'s server (its OpenAI-style ``/v1/embeddings``, or the Cohere-style ``/v1/rerank`` of
+infinity-emb, vLLM or Jina). Each ratio (service ÷ engine, service ÷ peer, in inputs per second) is taken within
+a round, its runs back to back, and the median over rounds reported. Every answer is checked to cover every input
+sent; one that does not ends the bench with one line naming the runner.
 
 This module holds what both endpoints share and the embeddings endpoint; ``rerank.py`` the rerank one.
 """
@@ -69,6 +69,14 @@ class InputLoad:
             )
             for _ in range(self.requests if count is None else count)
         ]
+
+
+class BarePipeline(Protocol):
+    """An endpoint's bare OpenVINO GenAI pipeline, as pipeline_process's child runs it."""
+
+    def seconds(self, batches: list[Batch], concurrency: int) -> float:
+        """Every request's inputs through the pipeline, at its best for ``concurrency``; the seconds it took."""
+        ...
 
 
 class Runner(Protocol):
@@ -167,7 +175,7 @@ class Endpoint:
     method: str  # the stub's method
     request: Callable[[str, Batch], Any]  # its request message for a model
     results: str  # the answer's list (gRPC and REST alike) with one entry per input
-    engine: Callable[[Path], Runner]  # the bare pipeline on a model directory
+    pipeline: Callable[[Path], BarePipeline]  # the bare pipeline on a model directory (run in pipeline_process)
 
 
 async def bench(
@@ -190,7 +198,9 @@ async def bench(
     runners: list[Runner] = []
     try:
         if model_dir is not None:
-            runners.append(await asyncio.to_thread(endpoint.engine, model_dir))
+            from ovserve.service.bench.pipeline_process import PipelineProcess  # which imports this module
+
+            runners.append(await asyncio.to_thread(PipelineProcess, model_dir, endpoint.name))
         for name in backends:
             runners.append(grpc_runner(target, endpoint, model) if name == "grpc" else
                            http_runner("http", service, endpoint, model))  # fmt: skip
@@ -255,11 +265,9 @@ def table(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-class _Engine:
+class EmbeddingsPipeline:
     """The bare TextEmbeddingPipeline: the inputs the concurrency keeps outstanding, up to the service's batch,
-    in each call (as the service's pipeline process joins waiting requests)."""
-
-    name = "engine"
+    in each call (as the service's pipeline process joins waiting requests); run in pipeline_process's child."""
 
     def __init__(self, model_dir: Path) -> None:
         from ovserve.service.pipelines import PipelineSettings
@@ -269,20 +277,14 @@ class _Engine:
         self._pipeline = text_embedding_pipeline(model_dir, embedding_config(model_dir))
         self._batch = PipelineSettings().max_batch_inputs
 
-    async def run(self, batches: list[Batch], concurrency: int) -> float:
+    def seconds(self, batches: list[Batch], concurrency: int) -> float:
+        """Every input embedded, in calls as large as ``concurrency`` requests'; the seconds it took."""
         texts = [text for batch in batches for text in batch.texts]
         per_call = max(1, min(self._batch, concurrency * len(batches[0].texts)))
-
-        def work() -> float:
-            started = time.perf_counter()
-            for start in range(0, len(texts), per_call):
-                self._pipeline.embed_documents(texts[start : start + per_call])
-            return time.perf_counter() - started
-
-        return await asyncio.to_thread(work)
-
-    async def close(self) -> None:
-        self._pipeline = None
+        started = time.perf_counter()
+        for start in range(0, len(texts), per_call):
+            self._pipeline.embed_documents(texts[start : start + per_call])
+        return time.perf_counter() - started
 
 
 EMBEDDINGS = Endpoint(
@@ -296,5 +298,5 @@ EMBEDDINGS = Endpoint(
         model=model, input_prompts=[{"text": text} for text in batch.texts]
     ),
     results="data",
-    engine=_Engine,
+    pipeline=EmbeddingsPipeline,
 )

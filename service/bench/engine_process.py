@@ -14,6 +14,7 @@ then each ``Call`` is answered by ``TICK`` once a request ends (for the progress
 from __future__ import annotations
 
 import signal
+import subprocess
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -62,16 +63,8 @@ class EngineProcess:
 
     def __init__(self, model_dir: Path, endpoint: str) -> None:
         """Start the child and wait (blocking) until its pipeline is compiled; EngineError if it fails."""
-        self.process, self._connection = start_child(__name__)
+        self.process, self._connection = start_alone(__name__, model_dir, endpoint)
         self.codec = TokenCodec(model_dir)  # what the service encodes with, for the bench's prompts
-        try:
-            self._connection.send((model_dir, endpoint))
-            answer = self._connection.recv()
-        except (EOFError, OSError):
-            answer = LoadFailed(f"the engine process {how_it_ended(self.process)} while loading")
-        if not isinstance(answer, Ready):
-            self.close()
-            raise EngineError(f"the engine alone failed to load {model_dir}: {getattr(answer, 'message', answer)}")
 
     def run(
         self,
@@ -120,13 +113,33 @@ class EngineProcess:
         return process_cpu_seconds(self.process.pid)
 
     def close(self) -> None:
-        """End the child (closing its pipe ends it; killed if it does not go within 10 s)."""
-        self._connection.close()
-        try:
-            self.process.wait(timeout=10)
-        except Exception:
-            self.process.kill()
-            self.process.wait()
+        """End the child."""
+        end_alone(self.process, self._connection)
+
+
+def start_alone(module: str, model_dir: Path, endpoint: str) -> tuple[subprocess.Popen[bytes], Connection]:
+    """Start ``module``'s child (``process.start_child``), send it ``(model_dir, endpoint)`` and wait (blocking)
+    for its Ready; EngineError naming the model if it answers LoadFailed or dies. Shared with pipeline_process."""
+    process, connection = start_child(module)
+    try:
+        connection.send((model_dir, endpoint))
+        answer = connection.recv()
+    except (EOFError, OSError):
+        answer = LoadFailed(f"the engine process {how_it_ended(process)} while loading")
+    if not isinstance(answer, Ready):
+        end_alone(process, connection)
+        raise EngineError(f"the engine alone failed to load {model_dir}: {getattr(answer, 'message', answer)}")
+    return process, connection
+
+
+def end_alone(process: subprocess.Popen[bytes], connection: Connection) -> None:
+    """End a child started by start_alone: closing its pipe ends it; killed if it does not go within 10 s."""
+    connection.close()
+    try:
+        process.wait(timeout=10)
+    except Exception:
+        process.kill()
+        process.wait()
 
 
 class _Ticks:

@@ -18,7 +18,6 @@ on the concurrency, and it is run at each only to pair it with the service's run
 
 from __future__ import annotations
 
-import asyncio
 import time
 from pathlib import Path
 
@@ -26,28 +25,21 @@ from ovserve.clients.v1 import rerank_pb2, rerank_pb2_grpc
 from ovserve.service.bench.embeddings import Batch, Endpoint
 
 
-class _Engine:
-    """TextRerankPipeline, one document per call (see the module's docstring)."""
-
-    name = "engine"
+class RerankPipeline:
+    """TextRerankPipeline, one document per call (see the module's docstring); run in pipeline_process's child."""
 
     def __init__(self, model_dir: Path) -> None:
         import openvino_genai as ov_genai
 
         self._pipeline = ov_genai.TextRerankPipeline(str(model_dir), "CPU", ov_genai.TextRerankPipeline.Config(top_n=1))
 
-    async def run(self, batches: list[Batch], concurrency: int) -> float:
-        def work() -> float:
-            started = time.perf_counter()
-            for batch in batches:
-                for document in batch.texts:
-                    self._pipeline.rerank(batch.query, [document])
-            return time.perf_counter() - started
-
-        return await asyncio.to_thread(work)
-
-    async def close(self) -> None:
-        self._pipeline = None
+    def seconds(self, batches: list[Batch], concurrency: int) -> float:
+        """Every document of every request ranked against its query in turn; the seconds it took."""
+        started = time.perf_counter()
+        for batch in batches:
+            for document in batch.texts:
+                self._pipeline.rerank(batch.query, [document])
+        return time.perf_counter() - started
 
 
 RERANK = Endpoint(
@@ -69,5 +61,5 @@ RERANK = Endpoint(
         return_documents=False,
     ),
     results="results",
-    engine=_Engine,
+    pipeline=RerankPipeline,
 )

@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from pathlib import Path
 
+import pytest
+
+from ovserve.service.bench.embeddings import Batch
 from ovserve.service.bench.engine_process import EngineProcess
 from ovserve.service.bench.load import BenchRequest, Schedule
+from ovserve.service.bench.pipeline_process import PipelineProcess
+from ovserve.service.models import BUNDLED_MODELS_DIR
+from ovserve.service.observability.metrics import process_cpu_seconds
 from ovserve.service.workers import process as process_module
+from ovserve.service.workers.errors import EngineError
 from ovserve.service.workers.process import MALLOC_TUNABLE, child_environment
 
 
@@ -54,3 +62,30 @@ def test_the_bench_runs_the_engine_alone_as_the_service_runs_its_engine(tiny_cha
     finally:
         engine.close()
     assert engine.process.returncode is not None
+
+
+@pytest.mark.parametrize(("endpoint", "model"), [("embeddings", "tiny-embed"), ("rerank", "tiny-rerank")])
+def test_the_bench_runs_the_bare_embeddings_and_rerank_pipelines_as_the_service_runs_them(
+    endpoint: str, model: str
+) -> None:
+    """``ovserve bench --endpoint embeddings|rerank --engine``'s bare pipeline runs in a process of its own, started
+    as the pipeline workers are (the tunable in its environment), answers there, and is gone once closed; a call
+    its pipeline raises on comes back as an EngineError naming the pipeline's error, and the child serves on."""
+    batches = [Batch(["the sea and the ships", "a winter road"], "where is the harbour")] * 3
+    runner = PipelineProcess(BUNDLED_MODELS_DIR / model, endpoint)
+    try:
+        assert MALLOC_TUNABLE in _environment_of(runner.process.pid)["GLIBC_TUNABLES"].split(":")
+        before = process_cpu_seconds(runner.process.pid)
+        assert asyncio.run(runner.run(batches, 2)) > 0
+        assert before is not None and (process_cpu_seconds(runner.process.pid) or 0) > before  # the child did it
+        with pytest.raises(EngineError, match="the bare pipeline failed: "):
+            asyncio.run(runner.run([Batch([None], "where")], 1))  # not a text: OpenVINO GenAI's binding refuses it
+        assert asyncio.run(runner.run(batches, 1)) > 0
+    finally:
+        asyncio.run(runner.close())
+    assert runner.process.returncode is not None
+
+
+def test_a_pipeline_that_fails_to_load_is_one_error_naming_the_model(tmp_path: Path) -> None:
+    with pytest.raises(EngineError, match=f"the engine alone failed to load {tmp_path}"):
+        PipelineProcess(tmp_path, "embeddings")
