@@ -34,6 +34,7 @@ def pytest_configure(config: pytest.Config) -> None:
     )
 
 
+@pytest.hookimpl(optionalhook=True)  # xdist's hook: without xdist, pytest would refuse an unknown one
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     """``-n auto``: one worker per core, at most MAX_WORKERS."""
     return max(1, min(MAX_WORKERS, os.cpu_count() or 1))
