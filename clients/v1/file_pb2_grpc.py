@@ -70,8 +70,8 @@ class FileServiceServicer:
 
     def CreateFile(self, request_iterator, context):
         """Upload a file (OpenAI's POST /files): the first message carries the
-        header (filename, purpose, expiry), the following ones its bytes, in
-        order, each at most 4 MiB. The file is stored when the stream ends
+        header (filename, purpose, size, expiry), the following ones its bytes,
+        in order, each at most 4 MiB. The file is stored when the stream ends
         and its record returned; a stream that fails or is cancelled stores
         nothing. INVALID_ARGUMENT naming the field for a bad header;
         RESOURCE_EXHAUSTED past a size or count bound. A refused upload is

@@ -71,12 +71,10 @@ class FilesApi:
     async def _stored(self, header: pb.FileHeader, stream: AsyncIterator[pb.CreateFileRequest]) -> pb.File:
         file = _new_file(header, self.limits)
         owner = tenant.get()
-        if header.HasField("bytes"):
-            usage = await self._store.usage(owner)
-            if usage.bytes + header.bytes > self.limits.max_tenant_upload_bytes:
-                raise ResourceExhausted(
-                    StorageFull.of_bytes(self.limits.max_tenant_upload_bytes).what, retry_after=None
-                )
+        declared = header.bytes
+        usage = await self._store.usage(owner)
+        if usage.bytes + declared > self.limits.max_tenant_upload_bytes:
+            raise ResourceExhausted(StorageFull.of_bytes(self.limits.max_tenant_upload_bytes).what, retry_after=None)
         try:
             # Inside the try: a call cancelled while the record is written still deletes it (the store's one
             # thread runs the delete after the insert).
@@ -87,16 +85,15 @@ class FilesApi:
                     raise InvalidArgument.of("header", "only the first message of the stream carries the header")
                 if len(message.chunk) > UPLOAD_CHUNK_BYTES:
                     raise InvalidArgument.of("chunk", f"a message carries at most {UPLOAD_CHUNK_BYTES} bytes")
-                if size + len(message.chunk) > self.limits.max_upload_bytes:
-                    raise InvalidArgument.of("file", _too_large(self.limits.max_upload_bytes))
+                if size + len(message.chunk) > declared:
+                    raise InvalidArgument.of("bytes", f"the stream carries more than the {declared} the header said")
                 if message.chunk:
                     size = await self._bounded(
                         self._store.append(file.id, message.chunk, max_owner_bytes=self.limits.max_tenant_upload_bytes)
                     )
-            if size == 0:
-                raise InvalidArgument.of("file", "the file is empty")
-            if header.HasField("bytes") and size != header.bytes:
-                raise InvalidArgument.of("bytes", f"the stream carried {size} bytes; the header said {header.bytes}")
+            # A stream that ended short was cut (a cancelled call's stream ends as a finished one does): not stored.
+            if size != declared:
+                raise InvalidArgument.of("bytes", f"the stream carried {size} bytes; the header said {declared}")
             return await self._store.complete(file.id)
         except BaseException:
             await self._store.delete(file.id, None)
@@ -167,7 +164,10 @@ class FilesApi:
 def _new_file(header: pb.FileHeader, limits: FileLimits) -> pb.File:
     """The record of a new upload, from its header (INVALID_ARGUMENT naming each bad field)."""
     violations = []
-    if header.HasField("bytes") and not 0 < header.bytes <= limits.max_upload_bytes:
+    if not header.HasField("bytes"):
+        # (grpc.aio ends a cancelled call's request stream as it ends a finished one: the size tells them apart)
+        violations.append(FieldViolation("bytes", "required: the file's size, which its chunks must add up to"))
+    elif not 0 < header.bytes <= limits.max_upload_bytes:
         problem = "the file is empty" if header.bytes <= 0 else _too_large(limits.max_upload_bytes)
         violations.append(FieldViolation("file", problem))
     name = header.filename

@@ -217,9 +217,12 @@ type FileHeader struct {
 	// When the file expires. Unset: 30 days after its creation for purpose
 	// "batch", as OpenAI's default; never for the other purposes.
 	ExpiresAfter *FileExpiration `protobuf:"bytes,3,opt,name=expires_after,json=expiresAfter,proto3" json:"expires_after,omitempty"`
-	// The file's size in bytes, when the client knows it up front: checked
-	// against the bounds before any byte is read, and the chunks must add up
-	// to it. Unset: checked as the bytes come.
+	// The file's size in bytes. Required: checked against the bounds before
+	// any byte is read, and the chunks must add up to it. It is how the
+	// server tells a whole upload from one cut short: grpc.aio ends the
+	// request stream of a call its client cancelled as it ends a finished
+	// one (both read as end of stream), so a stream that stops early is
+	// refused by its size, and nothing is stored.
 	Bytes *int64 `protobuf:"varint,4,opt,name=bytes,proto3,oneof" json:"bytes,omitempty"`
 }
 

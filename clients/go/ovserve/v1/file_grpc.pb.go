@@ -18,8 +18,8 @@ const _ = grpc.SupportPackageIsVersion7
 // For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
 type FileServiceClient interface {
 	// Upload a file (OpenAI's POST /files): the first message carries the
-	// header (filename, purpose, expiry), the following ones its bytes, in
-	// order, each at most 4 MiB. The file is stored when the stream ends
+	// header (filename, purpose, size, expiry), the following ones its bytes,
+	// in order, each at most 4 MiB. The file is stored when the stream ends
 	// and its record returned; a stream that fails or is cancelled stores
 	// nothing. INVALID_ARGUMENT naming the field for a bad header;
 	// RESOURCE_EXHAUSTED past a size or count bound. A refused upload is
@@ -145,8 +145,8 @@ func (x *fileServiceGetFileContentClient) Recv() (*GetFileContentResponse, error
 // for forward compatibility
 type FileServiceServer interface {
 	// Upload a file (OpenAI's POST /files): the first message carries the
-	// header (filename, purpose, expiry), the following ones its bytes, in
-	// order, each at most 4 MiB. The file is stored when the stream ends
+	// header (filename, purpose, size, expiry), the following ones its bytes,
+	// in order, each at most 4 MiB. The file is stored when the stream ends
 	// and its record returned; a stream that fails or is cancelled stores
 	// nothing. INVALID_ARGUMENT naming the field for a bad header;
 	// RESOURCE_EXHAUSTED past a size or count bound. A refused upload is

@@ -153,9 +153,12 @@ export type FileHeader = Message<"ovserve.v1.FileHeader"> & {
   expiresAfter?: FileExpiration | undefined;
 
   /**
-   * The file's size in bytes, when the client knows it up front: checked
-   * against the bounds before any byte is read, and the chunks must add up
-   * to it. Unset: checked as the bytes come.
+   * The file's size in bytes. Required: checked against the bounds before
+   * any byte is read, and the chunks must add up to it. It is how the
+   * server tells a whole upload from one cut short: grpc.aio ends the
+   * request stream of a call its client cancelled as it ends a finished
+   * one (both read as end of stream), so a stream that stops early is
+   * refused by its size, and nothing is stored.
    *
    * @generated from field: optional int64 bytes = 4;
    */
@@ -470,8 +473,8 @@ export const GetFileContentResponseSchema: GenMessage<GetFileContentResponse> = 
 export const FileService: GenService<{
   /**
    * Upload a file (OpenAI's POST /files): the first message carries the
-   * header (filename, purpose, expiry), the following ones its bytes, in
-   * order, each at most 4 MiB. The file is stored when the stream ends
+   * header (filename, purpose, size, expiry), the following ones its bytes,
+   * in order, each at most 4 MiB. The file is stored when the stream ends
    * and its record returned; a stream that fails or is cancelled stores
    * nothing. INVALID_ARGUMENT naming the field for a bad header;
    * RESOURCE_EXHAUSTED past a size or count bound. A refused upload is
