@@ -73,12 +73,15 @@ class ResponseStore:
         return database.connect(self.path)
 
     async def run(self, work: Callable[[sqlite3.Connection], _T]) -> _T:
-        """Run ``work(connection)`` on the store's thread. A cancelled caller does not cut a transaction short.
+        """Run ``work(connection)`` on the store's thread. Work once asked for is done: a caller cancelled meanwhile
+        neither cuts a transaction short nor drops one still waiting its turn.
 
         Public for the other stores that share this file (service/store/chat_completions.py)."""
         if self._closed:
             raise RuntimeError("response store is closed")
-        return await asyncio.get_running_loop().run_in_executor(self._executor, work, self._conn)
+        # Shielded: cancelling the await of run_in_executor's future cancels the pool's work item if it has not
+        # started, and a clean-up asked for as a call is cancelled (a cut upload's delete) would never run.
+        return await asyncio.shield(asyncio.get_running_loop().run_in_executor(self._executor, work, self._conn))
 
     async def put(self, stored: StoredResponse) -> None:
         """Insert a response, or replace every part of the one with the same id (its events are kept)."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import multiprocessing
 import sqlite3
+import threading
 from collections.abc import Coroutine, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
@@ -375,3 +376,23 @@ def test_find_item_finds_inputs_and_outputs_of_the_owner_only(store: ResponseSto
     assert later is not None and later.content_parts[0].text == "later"
     run(store.delete("resp_a"))
     assert run(store.find_item("msg_out_resp_a")) is None and run(store.find_item("msg_resp_a_1")) is None
+
+
+def test_work_asked_for_is_done_though_its_caller_is_cancelled_while_it_waits(store: ResponseStore) -> None:
+    """A cancelled upload's clean-up is asked for as gRPC cancels the call: the delete must run though its caller
+    is cancelled while it waits behind other work (asyncio would cancel the pool's queued work item)."""
+    release, done = threading.Event(), []
+
+    async def scenario() -> None:
+        blocker = asyncio.ensure_future(store.run(lambda conn: release.wait(60)))  # holds the store's one thread
+        waiting = asyncio.ensure_future(store.run(lambda conn: done.append("ran")))
+        await asyncio.sleep(0)  # both submitted
+        waiting.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await waiting
+        release.set()
+        await blocker
+        await store.run(lambda conn: None)  # the thread runs in order: the cancelled caller's work came before
+
+    run(scenario())
+    assert done == ["ran"]
