@@ -164,8 +164,7 @@ class FilesApi:
 def _new_file(header: pb.FileHeader, limits: FileLimits) -> pb.File:
     """The record of a new upload, from its header (INVALID_ARGUMENT naming each bad field)."""
     violations = []
-    if not header.HasField("bytes"):
-        # (grpc.aio ends a cancelled call's request stream as it ends a finished one: the size tells them apart)
+    if not header.HasField("bytes"):  # required: how a cut stream is told from a whole one (see _stored)
         violations.append(FieldViolation("bytes", "required: the file's size, which its chunks must add up to"))
     elif not 0 < header.bytes <= limits.max_upload_bytes:
         problem = "the file is empty" if header.bytes <= 0 else _too_large(limits.max_upload_bytes)
