@@ -190,6 +190,7 @@ def _tokens_per_second(client: openai.OpenAI) -> float:
     return usage / (time.perf_counter() - started)
 
 
+@pytest.mark.alone  # a throughput ratio: the other xdist worker's load would be measured too
 def test_another_keys_stream_keeps_its_throughput_while_one_key_is_throttled(limited) -> None:
     """The throttled key's calls are refused before they reach the engine, so the other key's stream runs as
     fast as alone (ratio of two measurements in this run; the best of three each)."""
